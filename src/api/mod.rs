@@ -1,0 +1,48 @@
+//! Kueue API objects: the `v1beta2` types, `v1beta1` conversion, quantities, Job and pod-group
+//! conversion into Workloads, manifest loading and validation.
+//!
+//! Everything downstream (quota, queue, scheduler, drivers) consumes [`Manifests`]: validated
+//! `v1beta2` objects. Nothing here does scheduling.
+
+pub mod jobs;
+pub mod load;
+pub mod quantity;
+pub mod types;
+pub mod v1beta1;
+pub mod validate;
+
+pub use quantity::Quantity;
+pub use types::*;
+
+use k8s_openapi::api::core::v1::Namespace;
+
+/// Where a manifest document came from: the file and the document's 1-based index in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub file: std::path::PathBuf,
+    pub doc: usize,
+}
+
+/// An object of a group wasq's drivers define (e.g. `sim.wasq.dev/v1alpha1` `Trace`), passed on
+/// untyped for the driver to read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Extension {
+    pub origin: Origin,
+    pub api_version: String,
+    pub kind: String,
+    pub value: serde_json::Value,
+}
+
+/// Every object of a set of manifests, converted to `v1beta2` and validated.
+#[derive(Debug, Clone, Default)]
+pub struct Manifests {
+    pub namespaces: Vec<Namespace>,
+    pub flavors: Vec<ResourceFlavor>,
+    pub cohorts: Vec<Cohort>,
+    pub cluster_queues: Vec<ClusterQueue>,
+    pub local_queues: Vec<LocalQueue>,
+    pub priority_classes: Vec<WorkloadPriorityClass>,
+    /// Workloads as written, plus those made from Jobs and pod groups.
+    pub workloads: Vec<Workload>,
+    pub extensions: Vec<Extension>,
+}

@@ -1,0 +1,5 @@
+//! wasq: a Kueue-compatible job-queueing core whose policies are pluggable.
+//!
+//! See ARCHITECTURE.md for the map of modules and their invariants.
+
+pub mod api;
