@@ -3,3 +3,4 @@
 //! See ARCHITECTURE.md for the map of modules and their invariants.
 
 pub mod api;
+pub mod quota;

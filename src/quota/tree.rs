@@ -1,0 +1,460 @@
+//! The quota tree: ClusterQueues as leaves, Cohorts as inner nodes, and Kueue's arithmetic over it.
+//!
+//! Structure (quotas, limits, parents) is immutable once built and shared; usage lives in
+//! [`Usage`], a flat vector that a scheduling cycle copies as its snapshot. The formulas are
+//! Kueue's (`pkg/cache/scheduler/resource_node.go`):
+//! - `subtree(cq) = nominal`; `subtree(cohort) = own nominal + Σ child (subtree(child) − local(child))`
+//! - `local(n) = max(0, subtree(n) − lendingLimit)` when a lending limit is set, else 0
+//! - `usage(cohort) = Σ child max(0, usage(child) − local(child))`
+//! - `available(n)`: root → `subtree − usage`; else `localAvailable + min(available(parent),
+//!   subtree − local − max(0, usage − local) + borrowingLimit)`
+//! - `potentialAvailable(n)`: root → `subtree`; else `min(local + potential(parent), subtree + borrowingLimit)`
+//!
+//! All figures are `i64` milli-units; "unlimited" sums saturate instead of wrapping.
+
+use super::resources::FrIdx;
+
+/// A node of the tree: a ClusterQueue or a Cohort.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeId(pub u32);
+
+impl NodeId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    ClusterQueue,
+    Cohort,
+}
+
+/// The quota a node declares for one flavor-resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ResourceQuota {
+    pub nominal: i64,
+    pub borrowing_limit: Option<i64>,
+    pub lending_limit: Option<i64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub name: String,
+    pub kind: NodeKind,
+    pub parent: Option<NodeId>,
+    pub children: Vec<NodeId>,
+    /// Declared quota per flavor-resource (dense, indexed by [`FrIdx`]).
+    pub quotas: Vec<ResourceQuota>,
+    /// Subtree quota per flavor-resource, derived at build time.
+    pub subtree: Vec<i64>,
+    /// Cohort height as Kueue's `getNodeHeight` computes it (0 for ClusterQueues).
+    pub height: u32,
+}
+
+/// The immutable structure of every cohort tree.
+#[derive(Debug, Clone, Default)]
+pub struct QuotaTree {
+    nodes: Vec<Node>,
+    n_fr: usize,
+}
+
+/// Usage per node and flavor-resource. Cheap to clone: this is the per-cycle snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Usage {
+    values: Vec<i64>,
+    n_fr: usize,
+}
+
+/// Builder input for one node.
+#[derive(Debug, Clone)]
+pub struct NodeSpec {
+    pub name: String,
+    pub kind: NodeKind,
+    pub parent: Option<NodeId>,
+    pub quotas: Vec<(FrIdx, ResourceQuota)>,
+}
+
+impl QuotaTree {
+    /// Builds the tree. `specs[i]` becomes `NodeId(i)`; parents must not form cycles (the caller
+    /// detaches cyclic cohorts first).
+    pub fn build(specs: Vec<NodeSpec>, n_fr: usize) -> QuotaTree {
+        let mut nodes: Vec<Node> = specs
+            .into_iter()
+            .map(|s| {
+                let mut quotas = vec![ResourceQuota::default(); n_fr];
+                for (fr, q) in s.quotas {
+                    quotas[fr.index()] = q;
+                }
+                Node {
+                    name: s.name,
+                    kind: s.kind,
+                    parent: s.parent,
+                    children: Vec::new(),
+                    subtree: quotas.iter().map(|q| q.nominal).collect(),
+                    quotas,
+                    height: 0,
+                }
+            })
+            .collect();
+        for i in 0..nodes.len() {
+            if let Some(p) = nodes[i].parent {
+                nodes[p.index()].children.push(NodeId(i as u32));
+            }
+        }
+        let mut tree = QuotaTree { nodes, n_fr };
+        let roots: Vec<NodeId> = (0..tree.nodes.len())
+            .filter(|&i| tree.nodes[i].parent.is_none())
+            .map(|i| NodeId(i as u32))
+            .collect();
+        for root in roots {
+            tree.accumulate(root);
+        }
+        tree
+    }
+
+    /// Post-order: subtree quota and height.
+    fn accumulate(&mut self, id: NodeId) {
+        let children = self.nodes[id.index()].children.clone();
+        let mut height = 0;
+        let mut has_cq_child = false;
+        for &child in &children {
+            self.accumulate(child);
+            match self.nodes[child.index()].kind {
+                NodeKind::Cohort => height = height.max(self.nodes[child.index()].height + 1),
+                NodeKind::ClusterQueue => has_cq_child = true,
+            }
+            for fr in 0..self.n_fr {
+                let c = &self.nodes[child.index()];
+                let delta = c.subtree[fr].saturating_sub(self.local_quota_of(c, fr));
+                let parent = &mut self.nodes[id.index()];
+                parent.subtree[fr] = parent.subtree[fr].saturating_add(delta);
+            }
+        }
+        let node = &mut self.nodes[id.index()];
+        if node.kind == NodeKind::Cohort {
+            // Kueue: min(childCount, 1), then max over child cohorts' height + 1.
+            let base = if !children.is_empty() || has_cq_child { 1 } else { 0 };
+            node.height = height.max(base);
+        }
+    }
+
+    fn local_quota_of(&self, node: &Node, fr: usize) -> i64 {
+        match node.quotas[fr].lending_limit {
+            Some(limit) => (node.subtree[fr].saturating_sub(limit)).max(0),
+            None => 0,
+        }
+    }
+
+    pub fn n_fr(&self) -> usize {
+        self.n_fr
+    }
+
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.index()]
+    }
+
+    pub fn nodes(&self) -> impl Iterator<Item = (NodeId, &Node)> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (NodeId(i as u32), n))
+    }
+
+    pub fn parent(&self, id: NodeId) -> Option<NodeId> {
+        self.nodes[id.index()].parent
+    }
+
+    /// Ancestors from the parent up to the root.
+    pub fn ancestors(&self, id: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+        std::iter::successors(self.parent(id), move |&n| self.parent(n))
+    }
+
+    pub fn root(&self, id: NodeId) -> NodeId {
+        self.ancestors(id).last().unwrap_or(id)
+    }
+
+    /// Every ClusterQueue in the subtree of `id` (including `id` itself if it is one).
+    pub fn subtree_cluster_queues(&self, id: NodeId) -> Vec<NodeId> {
+        let mut out = Vec::new();
+        let mut stack = vec![id];
+        while let Some(n) = stack.pop() {
+            let node = &self.nodes[n.index()];
+            if node.kind == NodeKind::ClusterQueue {
+                out.push(n);
+            }
+            stack.extend(node.children.iter().rev().copied());
+        }
+        out.sort();
+        out
+    }
+
+    pub fn quota(&self, id: NodeId, fr: FrIdx) -> ResourceQuota {
+        self.nodes[id.index()].quotas[fr.index()]
+    }
+
+    pub fn subtree_quota(&self, id: NodeId, fr: FrIdx) -> i64 {
+        self.nodes[id.index()].subtree[fr.index()]
+    }
+
+    pub fn local_quota(&self, id: NodeId, fr: FrIdx) -> i64 {
+        self.local_quota_of(&self.nodes[id.index()], fr.index())
+    }
+
+    pub fn new_usage(&self) -> Usage {
+        Usage {
+            values: vec![0; self.nodes.len() * self.n_fr],
+            n_fr: self.n_fr,
+        }
+    }
+
+    /// Capacity left in the node's own quota that is not lent out.
+    pub fn local_available(&self, usage: &Usage, id: NodeId, fr: FrIdx) -> i64 {
+        (self.local_quota(id, fr) - usage.get(id, fr)).max(0)
+    }
+
+    /// What the node could still take for `fr`, borrowing as far as its limits allow (≥ 0).
+    pub fn available(&self, usage: &Usage, id: NodeId, fr: FrIdx) -> i64 {
+        self.available_raw(usage, id, fr).max(0)
+    }
+
+    fn available_raw(&self, usage: &Usage, id: NodeId, fr: FrIdx) -> i64 {
+        let node = &self.nodes[id.index()];
+        let used = usage.get(id, fr);
+        let Some(parent) = node.parent else {
+            return node.subtree[fr.index()].saturating_sub(used);
+        };
+        let mut from_parent = self.available_raw(usage, parent, fr);
+        if let Some(limit) = node.quotas[fr.index()].borrowing_limit {
+            let local = self.local_quota(id, fr);
+            let stored_in_parent = node.subtree[fr.index()].saturating_sub(local);
+            let used_in_parent = (used - local).max(0);
+            let cap = stored_in_parent
+                .saturating_sub(used_in_parent)
+                .saturating_add(limit);
+            from_parent = from_parent.min(cap);
+        }
+        self.local_available(usage, id, fr)
+            .saturating_add(from_parent)
+    }
+
+    /// The most the node could ever hold of `fr`, ignoring current usage.
+    pub fn potential_available(&self, id: NodeId, fr: FrIdx) -> i64 {
+        let node = &self.nodes[id.index()];
+        let Some(parent) = node.parent else {
+            return node.subtree[fr.index()];
+        };
+        let mut avail = self
+            .local_quota(id, fr)
+            .saturating_add(self.potential_available(parent, fr));
+        if let Some(limit) = node.quotas[fr.index()].borrowing_limit {
+            avail = avail.min(node.subtree[fr.index()].saturating_add(limit));
+        }
+        avail
+    }
+
+    /// Adds (or with a negative `delta`, removes) usage at `id`, bubbling up only the part that
+    /// exceeds the node's local quota.
+    pub fn add_usage(&self, usage: &mut Usage, id: NodeId, fr: FrIdx, delta: i64) {
+        let mut node = id;
+        let mut delta = delta;
+        loop {
+            let local = self.local_quota(node, fr);
+            let before = usage.get(node, fr);
+            let after = before + delta;
+            usage.set(node, fr, after);
+            let Some(parent) = self.parent(node) else {
+                return;
+            };
+            delta = (after - local).max(0) - (before - local).max(0);
+            if delta == 0 {
+                return;
+            }
+            node = parent;
+        }
+    }
+
+    /// Whether the node would be over its own quota with `extra` more usage: for a
+    /// ClusterQueue, past nominal; for a Cohort, past its subtree quota.
+    pub fn borrowing_with(&self, usage: &Usage, id: NodeId, fr: FrIdx, extra: i64) -> bool {
+        let node = &self.nodes[id.index()];
+        let limit = match node.kind {
+            NodeKind::ClusterQueue => node.quotas[fr.index()].nominal,
+            NodeKind::Cohort => node.subtree[fr.index()],
+        };
+        limit < usage.get(id, fr).saturating_add(extra)
+    }
+
+    pub fn borrowing(&self, usage: &Usage, id: NodeId, fr: FrIdx) -> bool {
+        self.borrowing_with(usage, id, fr, 0)
+    }
+
+    /// Kueue's `IsWithinNominalInResources`: usage ≤ subtree quota on every listed resource.
+    pub fn within_nominal(&self, usage: &Usage, id: NodeId, frs: &[FrIdx]) -> bool {
+        frs.iter()
+            .all(|&fr| usage.get(id, fr) <= self.subtree_quota(id, fr))
+    }
+
+    /// Kueue's `FindHeightOfLowestSubtreeThatFits`: the borrowing level of adding `val` to a
+    /// ClusterQueue (0 = within nominal), and whether it fits below the root.
+    pub fn borrow_level(&self, usage: &Usage, cq: NodeId, fr: FrIdx, val: i64) -> (u32, bool) {
+        let has_parent = self.parent(cq).is_some();
+        if !self.borrowing_with(usage, cq, fr, val) || !has_parent {
+            return (0, has_parent);
+        }
+        let mut remaining = val - self.local_available(usage, cq, fr);
+        for node in self.ancestors(cq) {
+            if !self.borrowing_with(usage, node, fr, remaining) {
+                return (self.nodes[node.index()].height, self.parent(node).is_some());
+            }
+            remaining -= self.local_available(usage, node, fr);
+        }
+        (self.nodes[self.root(cq).index()].height, false)
+    }
+
+    /// Kueue's `QuantitiesFitInQuota`: whether usage + requests stays within the node's subtree
+    /// quota, and what of the requests is left after its local capacity.
+    pub fn quantities_fit(
+        &self,
+        usage: &Usage,
+        id: NodeId,
+        requests: &[(FrIdx, i64)],
+    ) -> (bool, Vec<(FrIdx, i64)>) {
+        let mut fits = true;
+        let mut remaining = Vec::with_capacity(requests.len());
+        for &(fr, v) in requests {
+            if self.subtree_quota(id, fr) < usage.get(id, fr).saturating_add(v) {
+                fits = false;
+            }
+            remaining.push((fr, (v - self.local_available(usage, id, fr)).max(0)));
+        }
+        (fits, remaining)
+    }
+}
+
+impl Usage {
+    pub fn get(&self, id: NodeId, fr: FrIdx) -> i64 {
+        self.values[id.index() * self.n_fr + fr.index()]
+    }
+
+    fn set(&mut self, id: NodeId, fr: FrIdx, v: i64) {
+        self.values[id.index() * self.n_fr + fr.index()] = v;
+    }
+
+    /// Usage of one node for every flavor-resource.
+    pub fn of(&self, id: NodeId) -> &[i64] {
+        &self.values[id.index() * self.n_fr..(id.index() + 1) * self.n_fr]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FR: FrIdx = FrIdx(0);
+
+    fn q(nominal: i64, borrowing: Option<i64>, lending: Option<i64>) -> Vec<(FrIdx, ResourceQuota)> {
+        vec![(
+            FR,
+            ResourceQuota {
+                nominal,
+                borrowing_limit: borrowing,
+                lending_limit: lending,
+            },
+        )]
+    }
+
+    fn spec(
+        name: &str,
+        kind: NodeKind,
+        parent: Option<u32>,
+        quotas: Vec<(FrIdx, ResourceQuota)>,
+    ) -> NodeSpec {
+        NodeSpec {
+            name: name.into(),
+            kind,
+            parent: parent.map(NodeId),
+            quotas,
+        }
+    }
+
+    /// cohort(0) <- a(1) nominal 10, b(2) nominal 6 lending 2, borrowing limit 3
+    fn two_queues() -> QuotaTree {
+        QuotaTree::build(
+            vec![
+                spec("cohort", NodeKind::Cohort, None, vec![]),
+                spec("a", NodeKind::ClusterQueue, Some(0), q(10, None, None)),
+                spec("b", NodeKind::ClusterQueue, Some(0), q(6, Some(3), Some(2))),
+            ],
+            1,
+        )
+    }
+
+    #[test]
+    fn subtree_quota_counts_only_what_children_lend() {
+        let t = two_queues();
+        assert_eq!(t.subtree_quota(NodeId(0), FR), 10 + 2);
+        assert_eq!(t.local_quota(NodeId(2), FR), 4);
+        assert_eq!(t.local_quota(NodeId(1), FR), 0);
+    }
+
+    #[test]
+    fn available_respects_lending_and_borrowing_limits() {
+        let t = two_queues();
+        let mut u = t.new_usage();
+        assert_eq!(t.available(&u, NodeId(1), FR), 12);
+        // b: 4 kept locally + min(12 from cohort, 2 stored + 3 borrowing) = 9
+        assert_eq!(t.available(&u, NodeId(2), FR), 9);
+        assert_eq!(t.potential_available(NodeId(2), FR), 9);
+        assert_eq!(t.potential_available(NodeId(1), FR), 12);
+        t.add_usage(&mut u, NodeId(1), FR, 11);
+        assert_eq!(u.get(NodeId(0), FR), 11);
+        assert_eq!(t.available(&u, NodeId(1), FR), 1);
+        // b keeps its 4 local units whatever a does.
+        assert_eq!(t.available(&u, NodeId(2), FR), 5);
+        t.add_usage(&mut u, NodeId(2), FR, 5);
+        // only the 1 unit past b's local quota reaches the cohort.
+        assert_eq!(u.get(NodeId(0), FR), 12);
+        assert_eq!(t.available(&u, NodeId(1), FR), 0);
+        t.add_usage(&mut u, NodeId(2), FR, -5);
+        t.add_usage(&mut u, NodeId(1), FR, -11);
+        assert_eq!(u, t.new_usage());
+    }
+
+    #[test]
+    fn borrow_level_is_height_of_lowest_fitting_subtree() {
+        // root(0) <- mid(1) nominal 4 <- cq(2) nominal 2 ; root also <- other(3) nominal 10
+        let t = QuotaTree::build(
+            vec![
+                spec("root", NodeKind::Cohort, None, vec![]),
+                spec("mid", NodeKind::Cohort, Some(0), q(4, None, None)),
+                spec("cq", NodeKind::ClusterQueue, Some(1), q(2, None, None)),
+                spec("other", NodeKind::ClusterQueue, Some(0), q(10, None, None)),
+            ],
+            1,
+        );
+        let u = t.new_usage();
+        assert_eq!(t.borrow_level(&u, NodeId(2), FR, 2), (0, true));
+        assert_eq!(t.borrow_level(&u, NodeId(2), FR, 5), (1, true));
+        assert_eq!(t.borrow_level(&u, NodeId(2), FR, 7), (2, false));
+        assert_eq!(t.node(NodeId(0)).height, 2);
+    }
+
+    #[test]
+    fn standalone_queue_never_borrows() {
+        let t = QuotaTree::build(vec![spec("solo", NodeKind::ClusterQueue, None, q(5, None, None))], 1);
+        let mut u = t.new_usage();
+        t.add_usage(&mut u, NodeId(0), FR, 3);
+        assert_eq!(t.available(&u, NodeId(0), FR), 2);
+        assert_eq!(t.potential_available(NodeId(0), FR), 5);
+        assert_eq!(t.borrow_level(&u, NodeId(0), FR, 4), (0, false));
+    }
+}
