@@ -3,4 +3,5 @@
 //! See ARCHITECTURE.md for the map of modules and their invariants.
 
 pub mod api;
+pub mod cluster;
 pub mod quota;

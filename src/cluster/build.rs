@@ -1,0 +1,503 @@
+//! Builds a [`Cluster`] from validated manifests: interns names, assembles the cohort tree,
+//! resolves LocalQueues and priorities, computes per-pod requests, and restores admissions that
+//! the manifests already carry.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use k8s_openapi::api::core::v1::{PodSpec, ResourceRequirements};
+
+use super::{
+    Admission, Cluster, ClusterQueueInfo, CqId, FlavorInfo, Fungibility, Holding, Millis,
+    PodSetAdmission, PodSetInfo, PreemptionConfig, ResourceGroupInfo, WorkloadId, WorkloadInfo,
+};
+use crate::api::{self, Manifests, Quantity, ResourceGroup, StopPolicy, labels};
+use crate::quota::{FrIdx, Names, NodeId, NodeKind, NodeSpec, QuotaTree, ResourceId, ResourceQuota};
+
+/// A manifest set that validates on its own but cannot be assembled into a cluster.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{object}: {message}")]
+pub struct BuildError {
+    pub object: String,
+    pub message: String,
+}
+
+const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// Assembles the cluster. `default_created` supplies the queue-order timestamp of workloads
+/// without `metadata.creationTimestamp`; `now` stamps admissions without a reservation time.
+pub fn build_cluster(
+    m: &Manifests,
+    default_created: &dyn Fn(&api::Workload) -> Millis,
+    now: Millis,
+) -> Result<Cluster, Vec<BuildError>> {
+    let mut errors = Vec::new();
+    let mut names = Names::default();
+
+    let mut flavors = HashMap::new();
+    for rf in &m.flavors {
+        let name = rf.metadata.name.clone().unwrap_or_default();
+        let id = names.flavor(&name);
+        flavors.insert(
+            id,
+            FlavorInfo {
+                id,
+                name,
+                node_labels: rf.spec.node_labels.clone(),
+                node_taints: rf.spec.node_taints.clone(),
+                tolerations: rf.spec.tolerations.clone(),
+            },
+        );
+    }
+
+    // ---- cohort nodes: explicit objects plus implicit ones named by a queue or a child cohort.
+    let mut cohort_parent: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let mut cohort_groups: HashMap<String, &[ResourceGroup]> = HashMap::new();
+    for c in &m.cohorts {
+        let name = c.metadata.name.clone().unwrap_or_default();
+        cohort_parent.insert(name.clone(), c.spec.parent_name.clone());
+        cohort_groups.insert(name, &c.spec.resource_groups);
+    }
+    let mut implicit: Vec<String> = m
+        .cluster_queues
+        .iter()
+        .filter_map(|cq| cq.spec.cohort_name.clone())
+        .chain(cohort_parent.values().flatten().cloned())
+        .collect();
+    implicit.sort();
+    for name in implicit {
+        cohort_parent.entry(name).or_insert(None);
+    }
+    let cyclic = cyclic_cohorts(&cohort_parent);
+    let cohort_names: Vec<String> = cohort_parent.keys().cloned().collect();
+    let cohort_ids: HashMap<String, NodeId> = cohort_names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.clone(), NodeId(i as u32)))
+        .collect();
+
+    let mut specs = Vec::new();
+    for name in &cohort_names {
+        let parent = if cyclic.contains(name) {
+            None
+        } else {
+            cohort_parent[name].as_ref().map(|p| cohort_ids[p])
+        };
+        let groups = cohort_groups.get(name).copied().unwrap_or_default();
+        specs.push(NodeSpec {
+            name: name.clone(),
+            kind: NodeKind::Cohort,
+            parent,
+            quotas: quotas_of(groups, &mut names),
+        });
+    }
+
+    // ---- ClusterQueues.
+    let mut cluster_queues = Vec::new();
+    let mut cq_by_name = HashMap::new();
+    for (i, cq) in m.cluster_queues.iter().enumerate() {
+        let name = cq.metadata.name.clone().unwrap_or_default();
+        let id = CqId(i as u32);
+        let node = NodeId((cohort_names.len() + i) as u32);
+        let spec = &cq.spec;
+        let cohort = spec.cohort_name.clone();
+        let mut inactive_reason = None;
+        let mut resource_groups = Vec::new();
+        let mut rg_by_resource = HashMap::new();
+        for (gi, g) in spec.resource_groups.iter().enumerate() {
+            let covered: Vec<ResourceId> =
+                g.covered_resources.iter().map(|r| names.resource(r)).collect();
+            for &r in &covered {
+                rg_by_resource.insert(r, gi);
+            }
+            let group_flavors = g.flavors.iter().map(|f| names.flavor(&f.name)).collect();
+            for f in &g.flavors {
+                if !flavors.contains_key(&names.flavor(&f.name)) && inactive_reason.is_none() {
+                    inactive_reason = Some(format!("flavor {} not found", f.name));
+                }
+            }
+            resource_groups.push(ResourceGroupInfo {
+                covered,
+                flavors: group_flavors,
+            });
+        }
+        if let Some(c) = &cohort
+            && cyclic.contains(c)
+        {
+            inactive_reason = Some(format!("cohort {c} is part of a cycle"));
+        }
+        let stop_policy = spec.stop_policy();
+        if stop_policy != StopPolicy::None {
+            inactive_reason = Some(format!("ClusterQueue is stopped ({stop_policy:?})"));
+        }
+        let quotas = quotas_of(&spec.resource_groups, &mut names);
+        let frs = quotas.iter().map(|&(fr, _)| fr).collect();
+        specs.push(NodeSpec {
+            name: name.clone(),
+            kind: NodeKind::ClusterQueue,
+            parent: cohort.as_ref().map(|c| cohort_ids[c]),
+            quotas,
+        });
+        let bwc = spec.borrow_within_cohort();
+        cluster_queues.push(ClusterQueueInfo {
+            id,
+            name: name.clone(),
+            node,
+            cohort,
+            resource_groups,
+            rg_by_resource,
+            strategy: spec.queueing_strategy(),
+            namespace_selector: spec.namespace_selector.clone(),
+            preemption: PreemptionConfig {
+                within_cluster_queue: spec.within_cluster_queue(),
+                reclaim_within_cohort: spec.reclaim_within_cohort(),
+                borrow_within_cohort: bwc.policy,
+                max_priority_threshold: bwc.max_priority_threshold,
+            },
+            fungibility: Fungibility {
+                when_can_borrow: spec.when_can_borrow(),
+                when_can_preempt: spec.when_can_preempt(),
+                preference: spec.fungibility_preference(),
+            },
+            stop_policy,
+            inactive_reason,
+            annotations: cq.metadata.annotations.clone().unwrap_or_default(),
+            frs,
+        });
+        cq_by_name.insert(name, id);
+    }
+    let tree = QuotaTree::build(specs, names.n_fr());
+    let usage = tree.new_usage();
+
+    // ---- namespaces, LocalQueues, priority classes.
+    let mut namespace_labels: HashMap<String, BTreeMap<String, String>> = HashMap::new();
+    for ns in &m.namespaces {
+        let name = ns.metadata.name.clone().unwrap_or_default();
+        let mut labels = ns.metadata.labels.clone().unwrap_or_default();
+        labels.insert(NAMESPACE_NAME_LABEL.into(), name.clone());
+        namespace_labels.insert(name, labels);
+    }
+    let local_queues: HashMap<(String, String), String> = m
+        .local_queues
+        .iter()
+        .map(|lq| {
+            (
+                (
+                    lq.metadata.namespace.clone().unwrap_or_default(),
+                    lq.metadata.name.clone().unwrap_or_default(),
+                ),
+                lq.spec.cluster_queue.clone(),
+            )
+        })
+        .collect();
+    let priority_classes: HashMap<String, i32> = m
+        .priority_classes
+        .iter()
+        .map(|pc| (pc.metadata.name.clone().unwrap_or_default(), pc.value))
+        .collect();
+
+    // ---- workloads, in namespace/name order so that ids are a stable tie-break.
+    let mut sorted: Vec<&api::Workload> = m.workloads.iter().collect();
+    sorted.sort_by(|a, b| {
+        (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
+    });
+    let mut workloads = Vec::with_capacity(sorted.len());
+    let mut by_key = HashMap::new();
+    for (i, wl) in sorted.iter().enumerate() {
+        let id = WorkloadId(i as u32);
+        let namespace = wl.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        namespace_labels
+            .entry(namespace.clone())
+            .or_insert_with(|| BTreeMap::from([(NAMESPACE_NAME_LABEL.into(), namespace.clone())]));
+        let name = wl.metadata.name.clone().unwrap_or_default();
+        let key = format!("{namespace}/{name}");
+        let local_queue = wl.spec.queue_name.clone();
+        let (cluster_queue, unqueueable) = match &local_queue {
+            None => (None, Some("the workload names no LocalQueue".to_string())),
+            Some(lq) => match local_queues.get(&(namespace.clone(), lq.clone())) {
+                None => (None, Some(format!("LocalQueue {lq} doesn't exist"))),
+                Some(cq) => match cq_by_name.get(cq) {
+                    None => (None, Some(format!("ClusterQueue {cq} doesn't exist"))),
+                    Some(&id) => (Some(id), None),
+                },
+            },
+        };
+        let priority_class = wl.spec.priority_class_ref.as_ref().map(|r| r.name.clone());
+        let priority = wl
+            .spec
+            .priority
+            .or_else(|| priority_class.as_ref().and_then(|c| priority_classes.get(c).copied()))
+            .unwrap_or(0);
+        let annotations = wl.metadata.annotations.clone().unwrap_or_default();
+        let priority_boost = annotations
+            .get(labels::PRIORITY_BOOST)
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        let created = wl
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.as_millisecond())
+            .unwrap_or_else(|| default_created(wl));
+        let pod_sets = wl
+            .spec
+            .pod_sets
+            .iter()
+            .map(|ps| pod_set_info(ps, &mut names))
+            .collect();
+        by_key.insert(key.clone(), id);
+        workloads.push(WorkloadInfo {
+            id,
+            namespace,
+            name,
+            key,
+            local_queue,
+            cluster_queue,
+            unqueueable,
+            priority,
+            priority_class,
+            priority_boost,
+            created,
+            pod_sets,
+            annotations,
+            active: wl.spec.active(),
+        });
+    }
+
+    let n_cq = cluster_queues.len();
+    let mut cluster = Cluster {
+        names,
+        tree,
+        usage,
+        flavors,
+        cluster_queues,
+        cq_by_name,
+        namespace_labels,
+        holdings: vec![Holding::None; workloads.len()],
+        workloads,
+        by_key,
+        admitted: vec![BTreeSet::new(); n_cq],
+    };
+
+    // ---- admissions the manifests already carry.
+    for wl in sorted {
+        let Some(status) = &wl.status else { continue };
+        let Some(admission) = &status.admission else {
+            continue;
+        };
+        let key = format!(
+            "{}/{}",
+            wl.metadata.namespace.as_deref().unwrap_or("default"),
+            wl.metadata.name.as_deref().unwrap_or_default()
+        );
+        let id = cluster.by_key[&key];
+        let reserved_at = status
+            .condition("QuotaReserved")
+            .filter(|c| c.status == "True")
+            .and_then(|c| c.last_transition_time.as_ref())
+            .map(|t| t.0.as_millisecond())
+            .unwrap_or(now);
+        match restore_admission(&mut cluster, id, admission, reserved_at) {
+            Ok(a) => {
+                if let Err(e) = cluster.reserve(id, a) {
+                    errors.push(BuildError {
+                        object: format!("Workload {key}"),
+                        message: e.to_string(),
+                    });
+                }
+            }
+            Err(message) => errors.push(BuildError {
+                object: format!("Workload {key}"),
+                message,
+            }),
+        }
+    }
+    if errors.is_empty() {
+        Ok(cluster)
+    } else {
+        Err(errors)
+    }
+}
+
+fn quotas_of(groups: &[ResourceGroup], names: &mut Names) -> Vec<(FrIdx, ResourceQuota)> {
+    let mut out = Vec::new();
+    for g in groups {
+        for f in &g.flavors {
+            let flavor = names.flavor(&f.name);
+            for r in &f.resources {
+                let resource = names.resource(&r.name);
+                out.push((
+                    names.fr(flavor, resource),
+                    ResourceQuota {
+                        nominal: r.nominal_quota.milli(),
+                        borrowing_limit: r.borrowing_limit.map(Quantity::milli),
+                        lending_limit: r.lending_limit.map(Quantity::milli),
+                    },
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Cohorts on a parent cycle: Kueue disables the whole tree.
+fn cyclic_cohorts(parents: &BTreeMap<String, Option<String>>) -> BTreeSet<String> {
+    let mut cyclic = BTreeSet::new();
+    for start in parents.keys() {
+        let mut seen = BTreeSet::new();
+        let mut cur = Some(start.clone());
+        while let Some(c) = cur {
+            if !seen.insert(c.clone()) {
+                cyclic.extend(seen);
+                break;
+            }
+            cur = parents.get(&c).cloned().flatten();
+        }
+    }
+    // Everything below a cyclic cohort is disabled too.
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for (c, p) in parents {
+            if let Some(p) = p
+                && cyclic.contains(p)
+                && cyclic.insert(c.clone())
+            {
+                changed = true;
+            }
+        }
+    }
+    cyclic
+}
+
+/// Per-pod requests as Kueue computes them: requests (limits standing in for missing ones),
+/// summed over containers, the max with each init container, plus pod overhead.
+pub fn pod_requests(spec: &PodSpec) -> BTreeMap<String, i64> {
+    fn container_requests(r: Option<&ResourceRequirements>) -> BTreeMap<String, i64> {
+        let mut out = BTreeMap::new();
+        if let Some(r) = r {
+            for (k, v) in r.limits.iter().flatten() {
+                if let Ok(q) = v.0.parse::<Quantity>() {
+                    out.insert(k.clone(), q.milli());
+                }
+            }
+            for (k, v) in r.requests.iter().flatten() {
+                if let Ok(q) = v.0.parse::<Quantity>() {
+                    out.insert(k.clone(), q.milli());
+                }
+            }
+        }
+        out
+    }
+    let mut total: BTreeMap<String, i64> = BTreeMap::new();
+    for c in &spec.containers {
+        for (k, v) in container_requests(c.resources.as_ref()) {
+            *total.entry(k).or_default() += v;
+        }
+    }
+    for c in spec.init_containers.iter().flatten() {
+        for (k, v) in container_requests(c.resources.as_ref()) {
+            let e = total.entry(k).or_default();
+            *e = (*e).max(v);
+        }
+    }
+    for (k, v) in spec.overhead.iter().flatten() {
+        if let Ok(q) = v.0.parse::<Quantity>() {
+            *total.entry(k.clone()).or_default() += q.milli();
+        }
+    }
+    total.retain(|_, v| *v != 0);
+    total
+}
+
+fn pod_set_info(ps: &api::PodSet, names: &mut Names) -> PodSetInfo {
+    let spec = ps.template.spec.clone().unwrap_or_default();
+    let mut requests: Vec<(ResourceId, i64)> = pod_requests(&spec)
+        .into_iter()
+        .map(|(k, v)| (names.resource(&k), v))
+        .collect();
+    requests.sort();
+    let affinity_terms = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|na| na.required_during_scheduling_ignored_during_execution.as_ref())
+        .map(|s| s.node_selector_terms.clone())
+        .unwrap_or_default();
+    PodSetInfo {
+        name: ps.name.clone(),
+        count: ps.count,
+        min_count: ps.min_count,
+        requests,
+        node_selector: spec.node_selector.clone().unwrap_or_default(),
+        affinity_terms,
+        tolerations: spec.tolerations.clone().unwrap_or_default(),
+    }
+}
+
+fn restore_admission(
+    cluster: &mut Cluster,
+    id: WorkloadId,
+    admission: &api::Admission,
+    reserved_at: Millis,
+) -> Result<Admission, String> {
+    let cq = *cluster
+        .cq_by_name
+        .get(&admission.cluster_queue)
+        .ok_or_else(|| {
+            format!(
+                "status.admission.clusterQueue: ClusterQueue {} doesn't exist",
+                admission.cluster_queue
+            )
+        })?;
+    let mut pod_sets = Vec::new();
+    let mut usage: BTreeMap<FrIdx, i64> = BTreeMap::new();
+    for (i, psa) in admission.pod_set_assignments.iter().enumerate() {
+        let wl = &cluster.workloads[id.index()];
+        let ps = wl
+            .pod_sets
+            .iter()
+            .find(|p| p.name == psa.name)
+            .ok_or_else(|| {
+                format!(
+                    "status.admission.podSetAssignments[{i}].name: no podSet {:?}",
+                    psa.name
+                )
+            })?
+            .clone();
+        let count = psa.count.unwrap_or(ps.count);
+        let mut flavors = Vec::new();
+        for (res, flavor) in &psa.flavors {
+            let r = cluster.names.resource(res);
+            let f = cluster.names.flavor(flavor);
+            flavors.push((r, f));
+            let fr = cluster.names.find_fr(f, r).ok_or_else(|| {
+                format!(
+                    "status.admission.podSetAssignments[{i}].flavors.{res}: ClusterQueue {} has no quota for flavor {flavor}",
+                    admission.cluster_queue
+                )
+            })?;
+            let amount = match psa.resource_usage.get(res) {
+                Some(q) => q.milli(),
+                None => ps
+                    .requests
+                    .iter()
+                    .find(|(pr, _)| *pr == r)
+                    .map(|&(_, v)| v.saturating_mul(i64::from(count)))
+                    .unwrap_or(0),
+            };
+            *usage.entry(fr).or_default() += amount;
+        }
+        flavors.sort();
+        pod_sets.push(PodSetAdmission {
+            name: psa.name.clone(),
+            count,
+            flavors,
+        });
+    }
+    Ok(Admission {
+        cluster_queue: cq,
+        pod_sets,
+        usage: usage.into_iter().collect(),
+        reserved_at,
+    })
+}

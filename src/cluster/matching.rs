@@ -1,0 +1,129 @@
+//! Label matching: ClusterQueue namespaceSelector against namespaces, and a podSet against a
+//! ResourceFlavor's nodeLabels and taints (Kueue's `checkFlavorForPodSets`).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+use super::{FlavorInfo, PodSetInfo};
+
+/// Whether a LabelSelector matches a label set (`{}` matches everything).
+pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+    if let Some(match_labels) = &selector.match_labels
+        && !match_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+    {
+        return false;
+    }
+    selector.match_expressions.iter().flatten().all(|e| {
+        let value = labels.get(&e.key);
+        let values = e.values.as_deref().unwrap_or_default();
+        match e.operator.as_str() {
+            "In" => value.is_some_and(|v| values.contains(v)),
+            "NotIn" => value.is_none_or(|v| !values.contains(v)),
+            "Exists" => value.is_some(),
+            "DoesNotExist" => value.is_none(),
+            _ => false,
+        }
+    })
+}
+
+fn toleration_tolerates(t: &Toleration, taint: &Taint) -> bool {
+    if let Some(effect) = t.effect.as_deref().filter(|e| !e.is_empty())
+        && effect != taint.effect
+    {
+        return false;
+    }
+    match t.operator.as_deref().unwrap_or("Equal") {
+        "Exists" => t.key.as_deref().is_none_or(|k| k.is_empty() || k == taint.key),
+        _ => {
+            t.key.as_deref() == Some(taint.key.as_str())
+                && t.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
+        }
+    }
+}
+
+/// The first NoSchedule/NoExecute taint of the flavor that neither the pod nor the flavor
+/// tolerates.
+pub fn untolerated_taint<'a>(flavor: &'a FlavorInfo, ps: &PodSetInfo) -> Option<&'a Taint> {
+    flavor.node_taints.iter().find(|taint| {
+        (taint.effect == "NoSchedule" || taint.effect == "NoExecute")
+            && !ps
+                .tolerations
+                .iter()
+                .chain(&flavor.tolerations)
+                .any(|t| toleration_tolerates(t, taint))
+    })
+}
+
+fn requirement_matches(r: &NodeSelectorRequirement, labels: &BTreeMap<String, String>) -> bool {
+    let value = labels.get(&r.key);
+    let values = r.values.as_deref().unwrap_or_default();
+    match r.operator.as_str() {
+        "In" => value.is_some_and(|v| values.contains(v)),
+        "NotIn" => value.is_none_or(|v| !values.contains(v)),
+        "Exists" => value.is_some(),
+        "DoesNotExist" => value.is_none(),
+        "Gt" | "Lt" => {
+            let (Some(v), Some(bound)) = (
+                value.and_then(|v| v.parse::<i64>().ok()),
+                values.first().and_then(|b| b.parse::<i64>().ok()),
+            ) else {
+                return false;
+            };
+            if r.operator == "Gt" { v > bound } else { v < bound }
+        }
+        _ => false,
+    }
+}
+
+/// Whether the podSet's nodeSelector and required node affinity, restricted to the label keys
+/// the flavor defines, match the flavor's nodeLabels.
+pub fn affinity_matches(flavor: &FlavorInfo, ps: &PodSetInfo) -> bool {
+    let keys = &flavor.node_labels;
+    let selector_ok = ps
+        .node_selector
+        .iter()
+        .filter(|(k, _)| keys.contains_key(*k))
+        .all(|(k, v)| keys.get(k) == Some(v));
+    if !selector_ok {
+        return false;
+    }
+    // Terms are ORed; a term with no expression on the flavor's keys makes the whole
+    // affinity irrelevant to this flavor (Kueue drops it).
+    let mut terms: Vec<Vec<&NodeSelectorRequirement>> = Vec::new();
+    for term in &ps.affinity_terms {
+        let exprs: Vec<&NodeSelectorRequirement> = term_expressions(term)
+            .filter(|e| keys.contains_key(&e.key))
+            .collect();
+        if exprs.is_empty() {
+            return true;
+        }
+        terms.push(exprs);
+    }
+    terms.is_empty()
+        || terms
+            .iter()
+            .any(|exprs| exprs.iter().all(|e| requirement_matches(e, keys)))
+}
+
+fn term_expressions(term: &NodeSelectorTerm) -> impl Iterator<Item = &NodeSelectorRequirement> {
+    term.match_expressions.iter().flatten()
+}
+
+/// Why a flavor cannot host a podSet, or `None` when it can.
+pub fn flavor_mismatch(flavor: &FlavorInfo, ps: &PodSetInfo) -> Option<String> {
+    if let Some(taint) = untolerated_taint(flavor, ps) {
+        return Some(format!(
+            "untolerated taint {}={}:{} in flavor {}",
+            taint.key,
+            taint.value.as_deref().unwrap_or(""),
+            taint.effect,
+            flavor.name
+        ));
+    }
+    if !affinity_matches(flavor, ps) {
+        return Some(format!("flavor {} doesn't match node affinity", flavor.name));
+    }
+    None
+}

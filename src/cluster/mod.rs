@@ -1,0 +1,304 @@
+//! The scheduler's view of the cluster: ResourceFlavors, ClusterQueues, LocalQueues and Workloads
+//! in compact, interned form, plus who holds quota. Built from [`crate::api::Manifests`].
+//!
+//! Invariants:
+//! - a workload is admitted at most once at a time: [`Cluster::reserve`] refuses one that
+//!   already holds quota, and its usage is added exactly once and removed exactly once;
+//! - usage changes only through [`Cluster::reserve`] / [`Cluster::release`], so the quota tree's
+//!   usage always equals the sum of the admitted workloads' usage.
+
+mod build;
+pub mod matching;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use k8s_openapi::api::core::v1::{NodeSelectorTerm, Taint, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+use crate::api::{
+    BorrowWithinCohortPolicy, FungibilityPolicy, FungibilityPreference, QueueingStrategy,
+    ReclaimWithinCohort, StopPolicy, WithinClusterQueue,
+};
+use crate::quota::{FlavorId, FrIdx, Names, NodeId, QuotaTree, ResourceId, Usage};
+
+pub use build::{BuildError, build_cluster};
+
+/// Milliseconds since the Unix epoch, on whatever clock drives the scheduler.
+pub type Millis = i64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WorkloadId(pub u32);
+
+impl WorkloadId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CqId(pub u32);
+
+impl CqId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct FlavorInfo {
+    pub id: FlavorId,
+    pub name: String,
+    pub node_labels: BTreeMap<String, String>,
+    pub node_taints: Vec<Taint>,
+    pub tolerations: Vec<Toleration>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ResourceGroupInfo {
+    pub covered: Vec<ResourceId>,
+    pub flavors: Vec<FlavorId>,
+}
+
+/// A ClusterQueue's preemption settings, defaults applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreemptionConfig {
+    pub within_cluster_queue: WithinClusterQueue,
+    pub reclaim_within_cohort: ReclaimWithinCohort,
+    pub borrow_within_cohort: BorrowWithinCohortPolicy,
+    pub max_priority_threshold: Option<i32>,
+}
+
+/// A ClusterQueue's flavorFungibility, defaults applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fungibility {
+    pub when_can_borrow: FungibilityPolicy,
+    pub when_can_preempt: FungibilityPolicy,
+    pub preference: FungibilityPreference,
+}
+
+#[derive(Debug, Clone)]
+pub struct ClusterQueueInfo {
+    pub id: CqId,
+    pub name: String,
+    pub node: NodeId,
+    pub cohort: Option<String>,
+    pub resource_groups: Vec<ResourceGroupInfo>,
+    pub rg_by_resource: HashMap<ResourceId, usize>,
+    pub strategy: QueueingStrategy,
+    pub namespace_selector: Option<LabelSelector>,
+    pub preemption: PreemptionConfig,
+    pub fungibility: Fungibility,
+    pub stop_policy: StopPolicy,
+    /// `None` when active; otherwise why not (missing flavor, cohort cycle, stopped, ...).
+    pub inactive_reason: Option<String>,
+    pub annotations: BTreeMap<String, String>,
+    /// Every flavor-resource this queue declares quota for.
+    pub frs: Vec<FrIdx>,
+}
+
+impl ClusterQueueInfo {
+    pub fn is_active(&self) -> bool {
+        self.inactive_reason.is_none()
+    }
+}
+
+/// One podSet, with per-pod requests resolved to interned resources.
+#[derive(Debug, Clone)]
+pub struct PodSetInfo {
+    pub name: String,
+    pub count: i32,
+    pub min_count: Option<i32>,
+    /// Per-pod requests in milli-units, sorted by resource.
+    pub requests: Vec<(ResourceId, i64)>,
+    pub node_selector: BTreeMap<String, String>,
+    pub affinity_terms: Vec<NodeSelectorTerm>,
+    pub tolerations: Vec<Toleration>,
+}
+
+#[derive(Debug, Clone)]
+pub struct WorkloadInfo {
+    pub id: WorkloadId,
+    pub namespace: String,
+    pub name: String,
+    /// `namespace/name`.
+    pub key: String,
+    pub local_queue: Option<String>,
+    pub cluster_queue: Option<CqId>,
+    /// Why the workload cannot be queued at all (no LocalQueue, ...).
+    pub unqueueable: Option<String>,
+    pub priority: i32,
+    pub priority_class: Option<String>,
+    /// From the `kueue.x-k8s.io/priority-boost` annotation.
+    pub priority_boost: i32,
+    /// The queue-order timestamp (creation).
+    pub created: Millis,
+    pub pod_sets: Vec<PodSetInfo>,
+    pub annotations: BTreeMap<String, String>,
+    pub active: bool,
+}
+
+impl WorkloadInfo {
+    /// Priority plus boost, as Kueue's `priority.EffectivePriority`.
+    pub fn effective_priority(&self) -> i64 {
+        i64::from(self.priority) + i64::from(self.priority_boost)
+    }
+}
+
+/// What a podSet was given at admission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodSetAdmission {
+    pub name: String,
+    pub count: i32,
+    /// Flavor per requested resource, sorted by resource.
+    pub flavors: Vec<(ResourceId, FlavorId)>,
+}
+
+/// Quota reserved for a workload in a ClusterQueue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admission {
+    pub cluster_queue: CqId,
+    pub pod_sets: Vec<PodSetAdmission>,
+    /// Total usage per flavor-resource.
+    pub usage: Vec<(FrIdx, i64)>,
+    pub reserved_at: Millis,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Holding {
+    /// Holds no quota.
+    None,
+    /// Holds quota.
+    Admitted(Admission),
+    /// Preempted: still holds quota until the eviction completes.
+    Evicting(Admission),
+}
+
+/// The cluster: configuration, workloads, and the quota they hold.
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    pub names: Names,
+    pub tree: QuotaTree,
+    pub usage: Usage,
+    /// Existing ResourceFlavors (a ClusterQueue may name one that does not exist).
+    pub flavors: HashMap<FlavorId, FlavorInfo>,
+    pub cluster_queues: Vec<ClusterQueueInfo>,
+    pub cq_by_name: HashMap<String, CqId>,
+    pub namespace_labels: HashMap<String, BTreeMap<String, String>>,
+    pub workloads: Vec<WorkloadInfo>,
+    pub by_key: HashMap<String, WorkloadId>,
+    holdings: Vec<Holding>,
+    /// Workloads holding quota, per ClusterQueue.
+    admitted: Vec<BTreeSet<WorkloadId>>,
+}
+
+/// Errors from quota operations that would break an invariant.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QuotaError {
+    #[error("workload {0} already holds quota")]
+    AlreadyAdmitted(String),
+    #[error("workload {0} holds no quota")]
+    NotAdmitted(String),
+}
+
+impl Cluster {
+    pub fn cq(&self, id: CqId) -> &ClusterQueueInfo {
+        &self.cluster_queues[id.index()]
+    }
+
+    pub fn workload(&self, id: WorkloadId) -> &WorkloadInfo {
+        &self.workloads[id.index()]
+    }
+
+    pub fn holding(&self, id: WorkloadId) -> &Holding {
+        &self.holdings[id.index()]
+    }
+
+    pub fn admission(&self, id: WorkloadId) -> Option<&Admission> {
+        match &self.holdings[id.index()] {
+            Holding::None => None,
+            Holding::Admitted(a) | Holding::Evicting(a) => Some(a),
+        }
+    }
+
+    pub fn is_evicting(&self, id: WorkloadId) -> bool {
+        matches!(self.holdings[id.index()], Holding::Evicting(_))
+    }
+
+    /// Workloads holding quota in a ClusterQueue (admitted or being evicted).
+    pub fn admitted_in(&self, cq: CqId) -> &BTreeSet<WorkloadId> {
+        &self.admitted[cq.index()]
+    }
+
+    pub fn cq_of_node(&self, node: NodeId) -> Option<CqId> {
+        self.cq_by_name
+            .get(&self.tree.node(node).name)
+            .copied()
+            .filter(|&cq| self.cq(cq).node == node)
+    }
+
+    /// Reserves quota: the workload becomes admitted and its usage is added.
+    pub fn reserve(&mut self, id: WorkloadId, admission: Admission) -> Result<(), QuotaError> {
+        if self.admission(id).is_some() {
+            return Err(QuotaError::AlreadyAdmitted(self.workload(id).key.clone()));
+        }
+        let node = self.cq(admission.cluster_queue).node;
+        for &(fr, v) in &admission.usage {
+            self.tree.add_usage(&mut self.usage, node, fr, v);
+        }
+        self.admitted[admission.cluster_queue.index()].insert(id);
+        self.holdings[id.index()] = Holding::Admitted(admission);
+        Ok(())
+    }
+
+    /// Marks an admitted workload as being evicted; it keeps its quota until [`Cluster::release`].
+    pub fn mark_evicting(&mut self, id: WorkloadId) -> Result<(), QuotaError> {
+        match std::mem::replace(&mut self.holdings[id.index()], Holding::None) {
+            Holding::Admitted(a) | Holding::Evicting(a) => {
+                self.holdings[id.index()] = Holding::Evicting(a);
+                Ok(())
+            }
+            Holding::None => Err(QuotaError::NotAdmitted(self.workload(id).key.clone())),
+        }
+    }
+
+    /// Releases a workload's quota (finished, evicted or deleted) and returns what it held.
+    pub fn release(&mut self, id: WorkloadId) -> Result<Admission, QuotaError> {
+        let admission = match std::mem::replace(&mut self.holdings[id.index()], Holding::None) {
+            Holding::Admitted(a) | Holding::Evicting(a) => a,
+            Holding::None => return Err(QuotaError::NotAdmitted(self.workload(id).key.clone())),
+        };
+        let node = self.cq(admission.cluster_queue).node;
+        for &(fr, v) in &admission.usage {
+            self.tree.add_usage(&mut self.usage, node, fr, -v);
+        }
+        self.admitted[admission.cluster_queue.index()].remove(&id);
+        Ok(admission)
+    }
+
+    /// Registers a workload that arrives after the cluster was built (controller use).
+    pub fn add_workload(&mut self, info: WorkloadInfo) -> WorkloadId {
+        let id = WorkloadId(self.workloads.len() as u32);
+        self.by_key.insert(info.key.clone(), id);
+        self.workloads.push(WorkloadInfo { id, ..info });
+        self.holdings.push(Holding::None);
+        id
+    }
+
+    /// Per-pod requests of a podSet scaled to `count` pods.
+    pub fn pod_set_total(&self, ps: &PodSetInfo, count: i32) -> Vec<(ResourceId, i64)> {
+        ps.requests
+            .iter()
+            .map(|&(r, v)| (r, v.saturating_mul(i64::from(count))))
+            .collect()
+    }
+
+    pub fn flavor(&self, id: FlavorId) -> Option<&FlavorInfo> {
+        self.flavors.get(&id)
+    }
+
+    /// `flavor/resource` for messages.
+    pub fn fr_name(&self, fr: FrIdx) -> String {
+        let (f, r) = self.names.fr_parts(fr);
+        format!("{}/{}", self.names.flavor_name(f), self.names.resource_name(r))
+    }
+}
