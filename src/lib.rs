@@ -4,4 +4,5 @@
 
 pub mod api;
 pub mod cluster;
+pub mod queue;
 pub mod quota;

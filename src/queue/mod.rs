@@ -1,0 +1,99 @@
+//! Pending workloads: one queue per ClusterQueue, ordered by the ordering policy's sort key,
+//! with Kueue's StrictFIFO / BestEffortFIFO requeue rules and inadmissible parking.
+//!
+//! Invariants: a workload is in at most one place (active heap or inadmissible set) of at most
+//! one ClusterQueue; the heap order is total (sort key, then the workload id as a stable
+//! tie-break); a BestEffortFIFO preemptor waiting for its victims is sticky at the head.
+
+mod cluster_queue;
+
+pub use cluster_queue::{PendingQueue, RequeueReason, SortKey};
+
+use std::collections::HashMap;
+
+use crate::api::QueueingStrategy;
+use crate::cluster::{CqId, WorkloadId};
+
+/// Every ClusterQueue's pending queue, plus where each pending workload is.
+#[derive(Debug, Clone, Default)]
+pub struct QueueManager {
+    queues: Vec<PendingQueue>,
+    location: HashMap<WorkloadId, CqId>,
+}
+
+impl QueueManager {
+    pub fn new(strategies: impl IntoIterator<Item = QueueingStrategy>) -> QueueManager {
+        QueueManager {
+            queues: strategies.into_iter().map(PendingQueue::new).collect(),
+            location: HashMap::new(),
+        }
+    }
+
+    pub fn queue(&self, cq: CqId) -> &PendingQueue {
+        &self.queues[cq.index()]
+    }
+
+    /// Adds a newly submitted (or evicted) workload as active.
+    pub fn push(&mut self, cq: CqId, id: WorkloadId, key: SortKey) {
+        self.remove(id);
+        self.queues[cq.index()].push(id, key);
+        self.location.insert(id, cq);
+    }
+
+    /// Pops the head of every ClusterQueue whose id `is_active` accepts: at most one per queue.
+    pub fn heads(&mut self, is_active: impl Fn(CqId) -> bool) -> Vec<(CqId, WorkloadId)> {
+        let mut heads = Vec::new();
+        for (i, q) in self.queues.iter_mut().enumerate() {
+            let cq = CqId(i as u32);
+            if !is_active(cq) {
+                continue;
+            }
+            if let Some(id) = q.pop() {
+                self.location.remove(&id);
+                heads.push((cq, id));
+            }
+        }
+        heads
+    }
+
+    /// Puts a popped head back according to the queue's strategy and the reason.
+    pub fn requeue(&mut self, cq: CqId, id: WorkloadId, key: SortKey, reason: RequeueReason) {
+        self.remove(id);
+        self.queues[cq.index()].requeue(id, key, reason);
+        self.location.insert(id, cq);
+    }
+
+    /// Moves every parked workload of these queues back to their active heaps (capacity changed).
+    pub fn requeue_inadmissible(&mut self, cqs: impl IntoIterator<Item = CqId>) {
+        for cq in cqs {
+            self.queues[cq.index()].activate_all();
+        }
+    }
+
+    /// Removes a workload wherever it is pending. Returns whether it was.
+    pub fn remove(&mut self, id: WorkloadId) -> bool {
+        match self.location.remove(&id) {
+            Some(cq) => self.queues[cq.index()].remove(id),
+            None => false,
+        }
+    }
+
+    pub fn contains(&self, id: WorkloadId) -> bool {
+        self.location.contains_key(&id)
+    }
+
+    pub fn is_inadmissible(&self, id: WorkloadId) -> bool {
+        self.location
+            .get(&id)
+            .is_some_and(|cq| self.queues[cq.index()].is_inadmissible(id))
+    }
+
+    pub fn pending_total(&self) -> usize {
+        self.location.len()
+    }
+
+    /// Whether any queue has an active (not parked) workload.
+    pub fn has_active(&self) -> bool {
+        self.queues.iter().any(|q| q.active_len() > 0)
+    }
+}
