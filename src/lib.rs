@@ -5,4 +5,6 @@
 pub mod api;
 pub mod cluster;
 pub mod queue;
+pub mod policy;
 pub mod quota;
+pub mod scheduler;

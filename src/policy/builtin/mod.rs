@@ -1,0 +1,10 @@
+//! Kueue's own behaviour behind the policy traits: the reference every plugin is compared with
+//! and the fallback whenever a plugin fails.
+
+mod flavors;
+mod ordering;
+mod preemption;
+
+pub use flavors::{KueueFlavors, is_preferred, should_try_next_flavor};
+pub use ordering::KueueOrdering;
+pub use preemption::{KueuePreemption, candidates_ordering, fits_after};

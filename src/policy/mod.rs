@@ -1,0 +1,220 @@
+//! The three pluggable decisions — admission ordering, preemption victim selection and flavor
+//! assignment — as traits, with Kueue's behaviour as the built-in implementation.
+//!
+//! A policy only ranks or chooses among what the host offers; it never changes quota. The
+//! scheduler checks every answer with [`verify`] and falls back to the built-in policy when an
+//! answer is malformed or would over-commit quota. Requests are plain data (handles, integers,
+//! interned ids) so that they can cross into a WebAssembly guest unchanged.
+
+pub mod builtin;
+pub mod verify;
+
+use std::sync::Arc;
+
+use crate::cluster::{CqId, Fungibility, Millis, PreemptionConfig, WorkloadId};
+use crate::quota::{FlavorId, FrIdx, NodeId, QuotaTree, ResourceId, Usage};
+use crate::queue::SortKey;
+
+/// Which implementation made a decision: `builtin`, or a plugin's name and content digest.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct PolicyRef {
+    pub name: String,
+    pub digest: String,
+}
+
+impl PolicyRef {
+    pub fn builtin() -> PolicyRef {
+        PolicyRef {
+            name: "builtin".into(),
+            digest: "builtin".into(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ordering
+
+/// What the ordering policy sees of one queued workload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedWorkload {
+    pub workload: WorkloadId,
+    pub cluster_queue: CqId,
+    /// Effective priority (priority + boost).
+    pub priority: i64,
+    /// Queue-order timestamp (creation).
+    pub created: Millis,
+}
+
+/// One head of the cycle, after flavor assignment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeadEntry {
+    pub workload: WorkloadId,
+    pub cluster_queue: CqId,
+    /// Already holds quota (a second pass).
+    pub has_reservation: bool,
+    /// Borrowing level of the assignment (0 = within nominal quota).
+    pub borrow_level: u32,
+    pub priority: i64,
+    pub created: Millis,
+}
+
+pub trait OrderingPolicy: Send + Sync {
+    fn id(&self) -> PolicyRef;
+    /// The key a workload is queued under: computed when it is queued, smallest first.
+    fn sort_key(&self, wl: &QueuedWorkload) -> SortKey;
+    /// The order in which a cycle's heads are processed: a permutation of `0..heads.len()`.
+    fn order_heads(&self, heads: &[HeadEntry]) -> Vec<usize>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Preemption
+
+/// How a candidate relates to the preemptor (Kueue's preemption variants).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CandidateKind {
+    /// In the preemptor's own ClusterQueue (reason `InClusterQueue`).
+    SameQueue,
+    /// In a queue over its quota where the preemptor has a hierarchical advantage
+    /// (`InCohortReclamation`).
+    HierarchicalReclaim,
+    /// Reclaim that requires the preemptor not to borrow afterwards (`InCohortReclamation`).
+    ReclaimWithoutBorrowing,
+    /// Reclaim allowed while the preemptor borrows (`InCohortReclaimWhileBorrowing`).
+    ReclaimWhileBorrowing,
+}
+
+impl CandidateKind {
+    /// Kueue's `Preempted` condition reason.
+    pub fn reason(self) -> &'static str {
+        match self {
+            CandidateKind::SameQueue => "InClusterQueue",
+            CandidateKind::HierarchicalReclaim | CandidateKind::ReclaimWithoutBorrowing => {
+                "InCohortReclamation"
+            }
+            CandidateKind::ReclaimWhileBorrowing => "InCohortReclaimWhileBorrowing",
+        }
+    }
+}
+
+/// An admitted workload the host found eligible under the ClusterQueue's preemption settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub workload: WorkloadId,
+    pub cluster_queue: CqId,
+    /// The candidate's ClusterQueue node in the quota tree.
+    pub node: NodeId,
+    pub kind: CandidateKind,
+    /// The cohort under which the candidate was found (reclaim only).
+    pub lca: Option<NodeId>,
+    pub priority: i64,
+    pub reserved_at: Millis,
+    /// Already being evicted.
+    pub evicted: bool,
+    pub usage: Vec<(FrIdx, i64)>,
+}
+
+/// Everything a preemption policy needs to choose victims.
+#[derive(Debug, Clone)]
+pub struct PreemptionRequest<'a> {
+    pub preemptor: WorkloadId,
+    pub cluster_queue: CqId,
+    pub node: NodeId,
+    pub priority: i64,
+    pub created: Millis,
+    pub config: PreemptionConfig,
+    /// What the preemptor needs per flavor-resource.
+    pub requests: Vec<(FrIdx, i64)>,
+    /// The flavor-resources where it does not fit without preemption.
+    pub needs_preemption: Vec<FrIdx>,
+    /// Eligible candidates, in host order (by ClusterQueue then workload id).
+    pub candidates: Vec<Candidate>,
+    pub tree: &'a QuotaTree,
+    /// Usage as of this decision (the cycle's snapshot).
+    pub usage: &'a Usage,
+    pub now: Millis,
+}
+
+/// A policy's answer: indices into `candidates`, and whether the preemptor may borrow after
+/// the victims are gone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VictimSet {
+    pub victims: Vec<usize>,
+    pub allow_borrowing: bool,
+}
+
+pub trait PreemptionPolicy: Send + Sync {
+    fn id(&self) -> PolicyRef;
+    /// Chooses victims, or `None` when the preemptor cannot be made to fit.
+    fn select_victims(&self, req: &PreemptionRequest<'_>) -> Option<VictimSet>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Flavor assignment
+
+/// How a flavor fits, best last (Kueue's granular preemption modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FitMode {
+    NoFit,
+    NoPreemptionCandidates,
+    Preempt,
+    Reclaim,
+    Fit,
+}
+
+/// One flavor of a resource group, evaluated by the host for one podSet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlavorOption {
+    pub flavor: FlavorId,
+    /// The flavor's worst mode over the group's requested resources.
+    pub mode: FitMode,
+    pub borrow_level: u32,
+    /// Why the flavor does not fit outright (empty when it fits).
+    pub reasons: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlavorChoiceRequest {
+    pub workload: WorkloadId,
+    pub cluster_queue: CqId,
+    pub pod_set: usize,
+    /// The group's requested resources.
+    pub resources: Vec<ResourceId>,
+    /// Every flavor of the group in the ClusterQueue's order; `None` where the flavor cannot
+    /// host the podSet at all (taints, node affinity, missing).
+    pub options: Vec<Option<FlavorOption>>,
+    pub fungibility: Fungibility,
+}
+
+pub trait FlavorAssignmentPolicy: Send + Sync {
+    fn id(&self) -> PolicyRef;
+    /// The index of the chosen option, or `None` for no flavor.
+    fn choose_flavor(&self, req: &FlavorChoiceRequest) -> Option<usize>;
+}
+
+/// The policies that decide for one ClusterQueue.
+#[derive(Clone)]
+pub struct PolicySet {
+    pub ordering: Arc<dyn OrderingPolicy>,
+    pub preemption: Arc<dyn PreemptionPolicy>,
+    pub flavors: Arc<dyn FlavorAssignmentPolicy>,
+}
+
+impl PolicySet {
+    pub fn builtin() -> PolicySet {
+        PolicySet {
+            ordering: Arc::new(builtin::KueueOrdering),
+            preemption: Arc::new(builtin::KueuePreemption),
+            flavors: Arc::new(builtin::KueueFlavors),
+        }
+    }
+}
+
+impl std::fmt::Debug for PolicySet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicySet")
+            .field("ordering", &self.ordering.id().name)
+            .field("preemption", &self.preemption.id().name)
+            .field("flavors", &self.flavors.id().name)
+            .finish()
+    }
+}

@@ -1,0 +1,398 @@
+//! Flavor assignment (Kueue's `flavorassigner`): for each podSet and resource group, evaluate
+//! every flavor of the ClusterQueue against the quota snapshot, then let the flavor policy choose.
+//! Also partial admission (Kueue's `PodSetReducer`).
+
+use std::collections::BTreeMap;
+
+use crate::cluster::{CqId, WorkloadId};
+use crate::policy::builtin::is_preferred;
+use crate::policy::{FitMode, FlavorChoiceRequest, FlavorOption, PolicyRef, verify};
+use crate::quota::{FlavorId, FrIdx, ResourceId, Usage};
+
+use super::preempt::{Ctx, simulate};
+
+/// The representative outcome of an assignment, worst first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum AssignmentMode {
+    NoFit,
+    Preempt,
+    Fit,
+}
+
+impl From<FitMode> for AssignmentMode {
+    fn from(m: FitMode) -> Self {
+        match m {
+            FitMode::NoFit => AssignmentMode::NoFit,
+            FitMode::NoPreemptionCandidates | FitMode::Preempt | FitMode::Reclaim => {
+                AssignmentMode::Preempt
+            }
+            FitMode::Fit => AssignmentMode::Fit,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlavorAssigned {
+    pub resource: ResourceId,
+    pub flavor: FlavorId,
+    pub mode: FitMode,
+    pub borrow: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodSetAssignment {
+    pub name: String,
+    pub count: i32,
+    pub flavors: Vec<FlavorAssigned>,
+    /// Set when some requested resource got no flavor.
+    pub failed: bool,
+    pub reasons: Vec<String>,
+}
+
+impl PodSetAssignment {
+    pub fn mode(&self) -> AssignmentMode {
+        if self.failed {
+            return AssignmentMode::NoFit;
+        }
+        self.flavors
+            .iter()
+            .map(|f| AssignmentMode::from(f.mode))
+            .min()
+            .unwrap_or(AssignmentMode::Fit)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Assignment {
+    pub pod_sets: Vec<PodSetAssignment>,
+    /// Total usage per flavor-resource.
+    pub usage: BTreeMap<FrIdx, i64>,
+    /// Highest borrowing level of any flavor (0 = within nominal).
+    pub borrowing: u32,
+    /// Whether every podSet was assigned (a failure stops at the failing podSet).
+    pub complete: bool,
+    pub policy: PolicyRef,
+}
+
+impl Assignment {
+    pub fn mode(&self) -> AssignmentMode {
+        if !self.complete {
+            return AssignmentMode::NoFit;
+        }
+        self.pod_sets
+            .iter()
+            .map(PodSetAssignment::mode)
+            .min()
+            .unwrap_or(AssignmentMode::Fit)
+    }
+
+    /// Flavor-resources whose mode needs preemption.
+    pub(super) fn needs_preemption(&self, ctx: &Ctx<'_>) -> Vec<FrIdx> {
+        let mut out: Vec<FrIdx> = self
+            .pod_sets
+            .iter()
+            .flat_map(|ps| &ps.flavors)
+            .filter(|f| AssignmentMode::from(f.mode) == AssignmentMode::Preempt)
+            .filter_map(|f| ctx.cluster.names.find_fr(f.flavor, f.resource))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    pub fn usage_vec(&self) -> Vec<(FrIdx, i64)> {
+        self.usage.iter().map(|(&k, &v)| (k, v)).collect()
+    }
+
+    /// A one-line explanation of why it does not fit.
+    pub fn message(&self) -> String {
+        let reasons: Vec<&str> = self
+            .pod_sets
+            .iter()
+            .flat_map(|ps| ps.reasons.iter().map(String::as_str))
+            .collect();
+        if reasons.is_empty() {
+            "couldn't assign flavors".into()
+        } else {
+            format!("couldn't assign flavors: {}", reasons.join("; "))
+        }
+    }
+}
+
+/// One flavor's evaluation: the public option plus the per-resource modes.
+struct Evaluated {
+    option: FlavorOption,
+    per_resource: Vec<(ResourceId, FitMode, u32)>,
+}
+
+/// Kueue's `fitsResourceQuota`.
+fn fits_resource_quota(
+    ctx: &Ctx<'_>,
+    usage: &Usage,
+    wl: WorkloadId,
+    cq: CqId,
+    fr: FrIdx,
+    assumed: i64,
+    request: i64,
+) -> (FitMode, u32, Option<String>) {
+    let cluster = ctx.cluster;
+    let tree = &cluster.tree;
+    let info = cluster.cq(cq);
+    let node = info.node;
+    let val = assumed + request;
+    let (f, r) = cluster.names.fr_parts(fr);
+    let (fname, rname) = (cluster.names.flavor_name(f), cluster.names.resource_name(r));
+    let max = tree.potential_available(node, fr);
+    if val > max {
+        return (
+            FitMode::NoFit,
+            0,
+            Some(format!(
+                "insufficient quota for {rname} in flavor {fname}, previously considered podsets requests ({}) + current podset request ({}) > maximum capacity ({})",
+                crate::api::Quantity(assumed),
+                crate::api::Quantity(request),
+                crate::api::Quantity(max)
+            )),
+        );
+    }
+    let (borrow, may_reclaim) = tree.borrow_level(usage, node, fr, val);
+    let available = tree.available(usage, node, fr);
+    if val <= available {
+        return (FitMode::Fit, borrow, None);
+    }
+    let reason = format!(
+        "insufficient unused quota for {rname} in flavor {fname}, {} more needed",
+        crate::api::Quantity(val - available)
+    );
+    let can_preempt_while_borrowing = info.preemption.borrow_within_cohort
+        != crate::api::BorrowWithinCohortPolicy::Never;
+    if tree.quota(node, fr).nominal >= val || may_reclaim || can_preempt_while_borrowing {
+        let (mode, borrow) = simulate(ctx, usage, wl, cq, fr, val);
+        return (mode, borrow, Some(reason));
+    }
+    (FitMode::NoFit, borrow, Some(reason))
+}
+
+/// Assigns flavors to every podSet with the given counts (`None` = full counts).
+pub(super) fn assign_flavors(
+    ctx: &Ctx<'_>,
+    usage: &Usage,
+    wl_id: WorkloadId,
+    cq_id: CqId,
+    counts: Option<&[i32]>,
+) -> Assignment {
+    let cluster = ctx.cluster;
+    let wl = cluster.workload(wl_id);
+    let cq = cluster.cq(cq_id);
+    let policy = &ctx.policies.flavors;
+    let mut assignment = Assignment {
+        pod_sets: Vec::with_capacity(wl.pod_sets.len()),
+        usage: BTreeMap::new(),
+        borrowing: 0,
+        complete: true,
+        policy: policy.id(),
+    };
+    let pods = cluster.names.find_resource("pods");
+    for (i, ps) in wl.pod_sets.iter().enumerate() {
+        let count = counts.map_or(ps.count, |c| c[i]);
+        let mut requests = cluster.pod_set_total(ps, count);
+        if let Some(pods) = pods
+            && cq.rg_by_resource.contains_key(&pods)
+            && !requests.iter().any(|(r, _)| *r == pods)
+        {
+            requests.push((pods, i64::from(count) * 1000));
+        }
+        // Resource name order, for deterministic messages.
+        requests.sort_by(|a, b| {
+            cluster
+                .names
+                .resource_name(a.0)
+                .cmp(cluster.names.resource_name(b.0))
+        });
+        let mut psa = PodSetAssignment {
+            name: ps.name.clone(),
+            count,
+            flavors: Vec::new(),
+            failed: false,
+            reasons: Vec::new(),
+        };
+        for &(res, qty) in &requests {
+            if psa.flavors.iter().any(|f| f.resource == res) {
+                continue;
+            }
+            let Some(&rg_index) = cq.rg_by_resource.get(&res) else {
+                if qty == 0 {
+                    continue;
+                }
+                psa.failed = true;
+                psa.reasons.push(format!(
+                    "resource {} unavailable in ClusterQueue",
+                    cluster.names.resource_name(res)
+                ));
+                break;
+            };
+            let rg = &cq.resource_groups[rg_index];
+            let group: Vec<(ResourceId, i64)> = requests
+                .iter()
+                .filter(|(r, _)| rg.covered.contains(r))
+                .copied()
+                .collect();
+            let evaluated: Vec<Option<Evaluated>> = rg
+                .flavors
+                .iter()
+                .map(|&flavor| {
+                    evaluate_flavor(ctx, usage, wl_id, cq_id, i, flavor, &group, &assignment, &mut psa)
+                })
+                .collect();
+            let request = FlavorChoiceRequest {
+                workload: wl_id,
+                cluster_queue: cq_id,
+                pod_set: i,
+                resources: group.iter().map(|&(r, _)| r).collect(),
+                options: evaluated.iter().map(|e| e.as_ref().map(|e| e.option.clone())).collect(),
+                fungibility: cq.fungibility,
+            };
+            let span = tracing::debug_span!("policy", extension = "flavor-assignment", plugin = %policy.id().name);
+            let mut choice = span.in_scope(|| policy.choose_flavor(&request));
+            if let Some(c) = choice
+                && let Err(e) = verify::flavor_choice(&request, c)
+            {
+                ctx.fallback(policy.id(), "flavor-assignment", e.to_string());
+                choice = ctx.builtin.flavors.choose_flavor(&request);
+                assignment.policy = ctx.builtin.flavors.id();
+            }
+            let Some(chosen) = choice.and_then(|c| evaluated[c].as_ref()) else {
+                psa.failed = true;
+                break;
+            };
+            if chosen.option.mode == FitMode::NoFit {
+                psa.failed = true;
+                break;
+            }
+            for &(resource, mode, borrow) in &chosen.per_resource {
+                psa.flavors.push(FlavorAssigned {
+                    resource,
+                    flavor: chosen.option.flavor,
+                    mode,
+                    borrow,
+                });
+            }
+        }
+        // Account this podSet's usage so later podSets see it.
+        for f in &psa.flavors {
+            assignment.borrowing = assignment.borrowing.max(f.borrow);
+            if let Some(fr) = cluster.names.find_fr(f.flavor, f.resource) {
+                let amount = requests
+                    .iter()
+                    .find(|(r, _)| *r == f.resource)
+                    .map_or(0, |&(_, v)| v);
+                *assignment.usage.entry(fr).or_default() += amount;
+            }
+        }
+        psa.flavors.sort_by_key(|f| f.resource);
+        let failed = psa.failed;
+        assignment.pod_sets.push(psa);
+        if failed {
+            assignment.complete = false;
+            return assignment;
+        }
+    }
+    assignment
+}
+
+#[allow(clippy::too_many_arguments)]
+fn evaluate_flavor(
+    ctx: &Ctx<'_>,
+    usage: &Usage,
+    wl_id: WorkloadId,
+    cq_id: CqId,
+    pod_set: usize,
+    flavor: FlavorId,
+    group: &[(ResourceId, i64)],
+    assignment: &Assignment,
+    psa: &mut PodSetAssignment,
+) -> Option<Evaluated> {
+    let cluster = ctx.cluster;
+    let fungibility = cluster.cq(cq_id).fungibility;
+    let Some(info) = cluster.flavor(flavor) else {
+        psa.reasons.push(format!(
+            "flavor {} not found",
+            cluster.names.flavor_name(flavor)
+        ));
+        return None;
+    };
+    let ps = &cluster.workload(wl_id).pod_sets[pod_set];
+    if let Some(reason) = crate::cluster::matching::flavor_mismatch(info, ps) {
+        psa.reasons.push(reason);
+        return None;
+    }
+    let mut rep = (FitMode::Fit, 0u32);
+    let mut per_resource = Vec::with_capacity(group.len());
+    let mut reasons = Vec::new();
+    for &(res, val) in group {
+        let Some(fr) = cluster.names.find_fr(flavor, res) else {
+            rep = (FitMode::NoFit, 0);
+            break;
+        };
+        let assumed = assignment.usage.get(&fr).copied().unwrap_or(0);
+        let (mode, borrow, reason) = fits_resource_quota(ctx, usage, wl_id, cq_id, fr, assumed, val);
+        if let Some(r) = reason {
+            reasons.push(r);
+        }
+        if is_preferred(rep, (mode, borrow), &fungibility) {
+            rep = (mode, borrow);
+        }
+        if rep.0 == FitMode::NoFit {
+            continue;
+        }
+        per_resource.push((res, mode, borrow));
+    }
+    psa.reasons.extend(reasons.iter().cloned());
+    Some(Evaluated {
+        option: FlavorOption {
+            flavor,
+            mode: rep.0,
+            borrow_level: rep.1,
+            reasons,
+        },
+        per_resource,
+    })
+}
+
+/// Kueue's `PodSetReducer.Search`: the largest counts between full and `minCount` for which
+/// `fits` succeeds, by binary search over the reduction index.
+pub(super) fn reduce_pod_sets<R>(
+    full: &[i32],
+    min: &[i32],
+    mut fits: impl FnMut(&[i32]) -> Option<R>,
+) -> Option<R> {
+    let deltas: Vec<i64> = full
+        .iter()
+        .zip(min)
+        .map(|(&f, &m)| i64::from(f - m))
+        .collect();
+    let total: i64 = deltas.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let counts_at = |i: i64| -> Vec<i32> {
+        full.iter()
+            .zip(&deltas)
+            .map(|(&f, &d)| f - (d * i / total) as i32)
+            .collect()
+    };
+    // Smallest index in 0..=total that fits (fits is monotone in the reduction).
+    let (mut lo, mut hi) = (0i64, total + 1);
+    let mut found = None;
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match fits(&counts_at(mid)) {
+            Some(r) => {
+                found = Some(r);
+                hi = mid;
+            }
+            None => lo = mid + 1,
+        }
+    }
+    found
+}

@@ -1,0 +1,418 @@
+//! One scheduling cycle, in Kueue's phases: (1) pop one head per active ClusterQueue,
+//! (2) snapshot quota usage, (3) nominate: flavor assignment and preemption targets per head,
+//! (4) order the heads, (5) admit or preempt in that order on the snapshot, (6) requeue the rest.
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+
+use crate::api::ReclaimWithinCohort;
+use crate::cluster::{Admission, CqId, Millis, PodSetAdmission, WorkloadId};
+use crate::policy::{HeadEntry, PolicyRef, verify};
+use crate::queue::RequeueReason;
+use crate::quota::Usage;
+
+use super::assign::{Assignment, AssignmentMode, assign_flavors, reduce_pod_sets};
+use super::preempt::{Ctx, Target, get_targets, without};
+use super::{CycleOutcome, Decision, Scheduler};
+
+struct Entry {
+    workload: WorkloadId,
+    cq: CqId,
+    assignment: Assignment,
+    targets: Vec<Target>,
+    preemption_policy: PolicyRef,
+}
+
+/// How an entry left the cycle.
+enum Outcome {
+    Admitted,
+    Preempting,
+    Requeue {
+        reason: RequeueReason,
+        label: &'static str,
+        message: String,
+    },
+}
+
+pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
+    let span = tracing::info_span!("cycle", n = s.cycle);
+    let _guard = span.enter();
+    let mut outcome = CycleOutcome {
+        cycle: s.cycle,
+        ..CycleOutcome::default()
+    };
+
+    // 1. Heads.
+    let cluster = &s.cluster;
+    let heads = s.queues.heads(|cq| cluster.cq(cq).is_active());
+    outcome.heads = heads.len();
+    if heads.is_empty() {
+        return outcome;
+    }
+
+    // 2. Snapshot.
+    let mut snapshot: Usage = s.cluster.usage.clone();
+
+    // 3. Nominate.
+    let fallbacks = RefCell::new(Vec::new());
+    let mut entries = Vec::new();
+    let mut requeues: Vec<(WorkloadId, CqId, RequeueReason, &'static str, String)> = Vec::new();
+    for &(cq, wl) in &heads {
+        let info = s.cluster.cq(cq);
+        let namespace = &s.cluster.workload(wl).namespace;
+        let ns_ok = info.namespace_selector.as_ref().is_some_and(|sel| {
+            s.cluster
+                .namespace_labels
+                .get(namespace)
+                .is_some_and(|labels| crate::cluster::matching::selector_matches(sel, labels))
+        });
+        if !ns_ok {
+            requeues.push((
+                wl,
+                cq,
+                RequeueReason::NamespaceMismatch,
+                "Misconfigured",
+                "Workload namespace doesn't match ClusterQueue selector".into(),
+            ));
+            continue;
+        }
+        let ctx = Ctx {
+            cluster: &s.cluster,
+            policies: s.policies_for(cq),
+            builtin: &s.builtin,
+            now,
+            fallbacks: &fallbacks,
+        };
+        let (assignment, targets) = get_assignments(&ctx, &snapshot, wl, cq);
+        entries.push(Entry {
+            workload: wl,
+            cq,
+            assignment,
+            targets: targets.targets,
+            preemption_policy: targets.policy,
+        });
+    }
+
+    // 4. Order.
+    let order = order_entries(s, &entries, &fallbacks);
+
+    // 5. Process.
+    let mut preempted: HashSet<WorkloadId> = HashSet::new();
+    let mut processed = Vec::with_capacity(entries.len());
+    for i in order {
+        let e = &entries[i];
+        let ctx = Ctx {
+            cluster: &s.cluster,
+            policies: s.policies_for(e.cq),
+            builtin: &s.builtin,
+            now,
+            fallbacks: &fallbacks,
+        };
+        let (result, recomputed) = process(&ctx, &mut snapshot, &mut preempted, e);
+        processed.push((i, result, recomputed));
+    }
+    for (i, result, recomputed) in processed {
+        let e = &mut entries[i];
+        if let Some((assignment, targets)) = recomputed {
+            e.assignment = assignment;
+            e.targets = targets;
+        }
+        match result {
+            Outcome::Admitted => {
+                let admission = to_admission(e, now);
+                if let Err(err) = s.cluster.reserve(e.workload, admission.clone()) {
+                    tracing::error!(workload = %s.cluster.workload(e.workload).key, %err, "refused double admission");
+                    continue;
+                }
+                s.keys.remove(&e.workload);
+                tracing::debug!(workload = %s.cluster.workload(e.workload).key, "admitted");
+                outcome.decisions.push(Decision::Admitted {
+                    workload: e.workload,
+                    admission,
+                    policy: e.assignment.policy.clone(),
+                });
+            }
+            Outcome::Preempting => {
+                for t in &e.targets {
+                    if s.cluster.mark_evicting(t.workload).is_ok() {
+                        outcome.decisions.push(Decision::Preempted {
+                            workload: t.workload,
+                            preemptor: e.workload,
+                            reason: t.reason,
+                            policy: e.preemption_policy.clone(),
+                        });
+                    }
+                }
+                requeues.push((
+                    e.workload,
+                    e.cq,
+                    RequeueReason::PendingPreemption,
+                    "WaitingForPreemptedWorkloads",
+                    "waiting for preempted workloads to be evicted".into(),
+                ));
+            }
+            Outcome::Requeue {
+                reason,
+                label,
+                message,
+            } => requeues.push((e.workload, e.cq, reason, label, message)),
+        }
+    }
+
+    // 6. Requeue.
+    for (wl, cq, reason, label, message) in requeues {
+        let key = s.keys.get(&wl).copied().unwrap_or_else(|| s.sort_key(wl));
+        s.keys.insert(wl, key);
+        s.queues.requeue(cq, wl, key, reason);
+        let parked = s.queues.is_inadmissible(wl);
+        outcome.decisions.push(Decision::NotAdmitted {
+            workload: wl,
+            reason: label.into(),
+            message,
+            parked,
+            policy: s.policies_for(cq).flavors.id(),
+        });
+    }
+    for f in fallbacks.into_inner() {
+        s.record_fallback(f.policy, f.extension, f.reason);
+    }
+    outcome
+}
+
+/// Flavor assignment, then preemption targets, then partial admission (Kueue's
+/// `getInitialAssignments`).
+fn get_assignments(
+    ctx: &Ctx<'_>,
+    usage: &Usage,
+    wl: WorkloadId,
+    cq: CqId,
+) -> (Assignment, super::preempt::Targets) {
+    let no_targets = || super::preempt::Targets {
+        targets: Vec::new(),
+        policy: ctx.policies.preemption.id(),
+    };
+    let full = assign_flavors(ctx, usage, wl, cq, None);
+    match full.mode() {
+        AssignmentMode::Fit => return (full, no_targets()),
+        AssignmentMode::Preempt => {
+            let t = get_targets(ctx, usage, wl, cq, &full.needs_preemption(ctx), &full.usage_vec());
+            if !t.targets.is_empty() {
+                return (full, t);
+            }
+        }
+        AssignmentMode::NoFit => {}
+    }
+    let info = ctx.cluster.workload(wl);
+    if info.pod_sets.iter().any(|ps| ps.min_count.is_some()) {
+        let full_counts: Vec<i32> = info.pod_sets.iter().map(|ps| ps.count).collect();
+        let min_counts: Vec<i32> = info
+            .pod_sets
+            .iter()
+            .map(|ps| ps.min_count.unwrap_or(ps.count))
+            .collect();
+        let found = reduce_pod_sets(&full_counts, &min_counts, |counts| {
+            let a = assign_flavors(ctx, usage, wl, cq, Some(counts));
+            match a.mode() {
+                AssignmentMode::Fit => Some((a, no_targets())),
+                AssignmentMode::Preempt => {
+                    let t = get_targets(ctx, usage, wl, cq, &a.needs_preemption(ctx), &a.usage_vec());
+                    (!t.targets.is_empty()).then_some((a, t))
+                }
+                AssignmentMode::NoFit => None,
+            }
+        });
+        if let Some(found) = found {
+            return found;
+        }
+    }
+    (full, no_targets())
+}
+
+fn order_entries(
+    s: &Scheduler,
+    entries: &[Entry],
+    fallbacks: &RefCell<Vec<super::Fallback>>,
+) -> Vec<usize> {
+    let heads: Vec<HeadEntry> = entries
+        .iter()
+        .map(|e| {
+            let wl = s.cluster.workload(e.workload);
+            HeadEntry {
+                workload: e.workload,
+                cluster_queue: e.cq,
+                has_reservation: false,
+                borrow_level: e.assignment.borrowing,
+                priority: wl.effective_priority(),
+                created: wl.created,
+            }
+        })
+        .collect();
+    let policy = &s.default_policies.ordering;
+    let order = policy.order_heads(&heads);
+    match verify::head_order(&order, heads.len()) {
+        Ok(()) => order,
+        Err(e) => {
+            fallbacks.borrow_mut().push(super::Fallback {
+                policy: policy.id(),
+                extension: "ordering",
+                reason: e.to_string(),
+            });
+            s.builtin.ordering.order_heads(&heads)
+        }
+    }
+}
+
+fn fits(ctx: &Ctx<'_>, usage: &Usage, cq: CqId, needed: &[(crate::quota::FrIdx, i64)]) -> bool {
+    let node = ctx.cluster.cq(cq).node;
+    needed
+        .iter()
+        .all(|&(fr, v)| ctx.cluster.tree.available(usage, node, fr) >= v)
+}
+
+type Recomputed = Option<(Assignment, Vec<Target>)>;
+
+/// Kueue's `processEntry` on the snapshot.
+fn process(
+    ctx: &Ctx<'_>,
+    snapshot: &mut Usage,
+    preempted: &mut HashSet<WorkloadId>,
+    e: &Entry,
+) -> (Outcome, Recomputed) {
+    let tree = &ctx.cluster.tree;
+    let node = ctx.cluster.cq(e.cq).node;
+    let mut assignment = e.assignment.clone();
+    let mut targets = e.targets.clone();
+    let mut recomputed = None;
+    let mut deferred = false;
+
+    // Targets overlapping this cycle's earlier preemptions: recompute with those victims gone.
+    if targets.iter().any(|t| preempted.contains(&t.workload)) {
+        let others = without(ctx.cluster, snapshot, preempted.iter().copied());
+        let (a, t) = get_assignments(ctx, &others, e.workload, e.cq);
+        deferred = a.mode() == AssignmentMode::Fit;
+        assignment = a;
+        targets = t.targets;
+        recomputed = Some((assignment.clone(), targets.clone()));
+    }
+    let usage = assignment.usage_vec();
+    let removed = without(
+        ctx.cluster,
+        snapshot,
+        preempted
+            .iter()
+            .copied()
+            .chain(targets.iter().map(|t| t.workload)),
+    );
+    let fit = fits(ctx, &removed, e.cq, &usage);
+    let mode = assignment.mode();
+
+    if mode == AssignmentMode::NoFit {
+        return (
+            Outcome::Requeue {
+                reason: RequeueReason::NoFit,
+                label: "NoFit",
+                message: assignment.message(),
+            },
+            recomputed,
+        );
+    }
+    if mode == AssignmentMode::Preempt && targets.is_empty() && !deferred {
+        reserve_for_unreclaimable(ctx, snapshot, e.cq, &assignment);
+        return (
+            Outcome::Requeue {
+                reason: RequeueReason::PreemptionNoCandidates,
+                label: "WaitingForQuota",
+                message: assignment.message(),
+            },
+            recomputed,
+        );
+    }
+    if deferred {
+        for &(fr, v) in &usage {
+            tree.add_usage(snapshot, node, fr, v);
+        }
+        return (
+            Outcome::Requeue {
+                reason: RequeueReason::PendingPreemption,
+                label: "WaitingForPreemptedWorkloads",
+                message: "Workload has overlapping preemption targets with another workload, but will fit after these preemptions complete".into(),
+            },
+            recomputed,
+        );
+    }
+    if targets.iter().any(|t| preempted.contains(&t.workload)) {
+        return (
+            Outcome::Requeue {
+                reason: RequeueReason::FailedAfterNomination,
+                label: "WaitingForQuota",
+                message: "Workload has overlapping preemption targets with another workload".into(),
+            },
+            recomputed,
+        );
+    }
+    if !fit {
+        return (
+            Outcome::Requeue {
+                reason: RequeueReason::FailedAfterNomination,
+                label: "WaitingForQuota",
+                message: "Workload no longer fits after processing another workload".into(),
+            },
+            recomputed,
+        );
+    }
+    preempted.extend(targets.iter().map(|t| t.workload));
+    for &(fr, v) in &usage {
+        tree.add_usage(snapshot, node, fr, v);
+    }
+    if mode == AssignmentMode::Preempt {
+        return (Outcome::Preempting, recomputed);
+    }
+    (Outcome::Admitted, recomputed)
+}
+
+/// Kueue's `reserveCapacityForUnreclaimablePreempt`: a preemptor that found no victims keeps
+/// lower entries of its cohort from taking the capacity it waits for, unless its queue can
+/// always reclaim (`reclaimWithinCohort: Any`).
+fn reserve_for_unreclaimable(ctx: &Ctx<'_>, snapshot: &mut Usage, cq: CqId, a: &Assignment) {
+    let info = ctx.cluster.cq(cq);
+    if info.preemption.reclaim_within_cohort == ReclaimWithinCohort::Any {
+        return;
+    }
+    let tree = &ctx.cluster.tree;
+    for (&fr, &v) in &a.usage {
+        let quota = tree.quota(info.node, fr);
+        let used = snapshot.get(info.node, fr);
+        let reserve = if a.borrowing > 0 {
+            match quota.borrowing_limit {
+                None => v,
+                Some(limit) => v.min(quota.nominal + limit - used).max(0),
+            }
+        } else {
+            v.min(quota.nominal - used).max(0)
+        };
+        tree.add_usage(snapshot, info.node, fr, reserve);
+    }
+}
+
+fn to_admission(e: &Entry, now: Millis) -> Admission {
+    Admission {
+        cluster_queue: e.cq,
+        pod_sets: e
+            .assignment
+            .pod_sets
+            .iter()
+            .map(|ps| PodSetAdmission {
+                name: ps.name.clone(),
+                count: ps.count,
+                flavors: ps.flavors.iter().map(|f| (f.resource, f.flavor)).collect(),
+            })
+            .collect(),
+        usage: e
+            .assignment
+            .usage
+            .iter()
+            .map(|(&fr, &v)| (fr, v))
+            .collect(),
+        reserved_at: now,
+    }
+}

@@ -1,0 +1,232 @@
+//! The scheduler: Kueue's scheduling cycle over a [`Cluster`] and its pending queues, calling
+//! the policy traits for ordering, flavor choice and victim selection.
+//!
+//! It knows neither wasmtime nor kube: drivers (`sim`, `k8s`) feed it events (`submit`,
+//! `finish`, `complete_eviction`), run [`Scheduler::schedule`], and apply the returned
+//! [`Decision`]s to the outside world.
+//!
+//! Invariants: one cycle computes on one snapshot of quota usage and never admits past what the
+//! snapshot allows; a policy answer is verified before use and replaced by the built-in answer
+//! when it fails verification; a workload is admitted at most once at a time.
+
+mod assign;
+mod cycle;
+mod preempt;
+
+pub use assign::{Assignment, AssignmentMode, FlavorAssigned, PodSetAssignment};
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::cluster::{Admission, Cluster, CqId, Millis, WorkloadId};
+use crate::policy::{PolicyRef, PolicySet, QueuedWorkload};
+use crate::queue::{QueueManager, SortKey};
+
+/// Something the scheduler decided, for drivers to apply and report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Quota reserved: the workload may start.
+    Admitted {
+        workload: WorkloadId,
+        admission: Admission,
+        policy: PolicyRef,
+    },
+    /// The victim must be evicted to make room for the preemptor.
+    Preempted {
+        workload: WorkloadId,
+        preemptor: WorkloadId,
+        reason: &'static str,
+        policy: PolicyRef,
+    },
+    /// Not admitted this cycle. `parked` = moved aside as inadmissible until capacity changes.
+    NotAdmitted {
+        workload: WorkloadId,
+        reason: String,
+        message: String,
+        parked: bool,
+        policy: PolicyRef,
+    },
+}
+
+/// What one cycle did.
+#[derive(Debug, Clone, Default)]
+pub struct CycleOutcome {
+    pub cycle: u64,
+    pub heads: usize,
+    pub decisions: Vec<Decision>,
+}
+
+impl CycleOutcome {
+    /// Whether the cycle admitted or preempted anything.
+    pub fn made_progress(&self) -> bool {
+        self.decisions
+            .iter()
+            .any(|d| !matches!(d, Decision::NotAdmitted { .. }))
+    }
+}
+
+/// A policy answer that failed verification or a plugin call that failed, so the built-in
+/// policy decided instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fallback {
+    pub policy: PolicyRef,
+    pub extension: &'static str,
+    pub reason: String,
+}
+
+pub struct Scheduler {
+    pub cluster: Cluster,
+    pub queues: QueueManager,
+    default_policies: PolicySet,
+    cq_policies: Vec<Option<PolicySet>>,
+    builtin: PolicySet,
+    cycle: u64,
+    /// Sort key each pending workload was queued under.
+    keys: HashMap<WorkloadId, SortKey>,
+    /// Fallbacks since the last [`Scheduler::take_fallbacks`].
+    fallbacks: Vec<Fallback>,
+}
+
+/// Why a workload could not be submitted to a queue.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SubmitError {
+    #[error("{0}")]
+    Unqueueable(String),
+    #[error("workload is not active (spec.active: false)")]
+    Inactive,
+    #[error("workload already holds quota")]
+    AlreadyAdmitted,
+}
+
+impl Scheduler {
+    pub fn new(cluster: Cluster) -> Scheduler {
+        let queues = QueueManager::new(cluster.cluster_queues.iter().map(|cq| cq.strategy));
+        let n = cluster.cluster_queues.len();
+        Scheduler {
+            cluster,
+            queues,
+            default_policies: PolicySet::builtin(),
+            cq_policies: vec![None; n],
+            builtin: PolicySet::builtin(),
+            cycle: 0,
+            keys: HashMap::new(),
+            fallbacks: Vec::new(),
+        }
+    }
+
+    /// Replaces the default policies (for ClusterQueues without their own binding).
+    pub fn set_default_policies(&mut self, policies: PolicySet) {
+        self.default_policies = policies;
+    }
+
+    /// Binds policies to one ClusterQueue.
+    pub fn set_cq_policies(&mut self, cq: CqId, policies: PolicySet) {
+        self.cq_policies[cq.index()] = Some(policies);
+    }
+
+    pub fn policies_for(&self, cq: CqId) -> &PolicySet {
+        self.cq_policies[cq.index()]
+            .as_ref()
+            .unwrap_or(&self.default_policies)
+    }
+
+    pub fn cycle(&self) -> u64 {
+        self.cycle
+    }
+
+    pub fn take_fallbacks(&mut self) -> Vec<Fallback> {
+        std::mem::take(&mut self.fallbacks)
+    }
+
+    fn sort_key(&self, id: WorkloadId) -> SortKey {
+        let wl = self.cluster.workload(id);
+        let Some(cq) = wl.cluster_queue else {
+            return SortKey::default();
+        };
+        let queued = QueuedWorkload {
+            workload: id,
+            cluster_queue: cq,
+            priority: wl.effective_priority(),
+            created: wl.created,
+        };
+        self.policies_for(cq).ordering.sort_key(&queued)
+    }
+
+    /// Queues a workload in its ClusterQueue.
+    pub fn submit(&mut self, id: WorkloadId) -> Result<(), SubmitError> {
+        let wl = self.cluster.workload(id);
+        if let Some(reason) = &wl.unqueueable {
+            return Err(SubmitError::Unqueueable(reason.clone()));
+        }
+        if !wl.active {
+            return Err(SubmitError::Inactive);
+        }
+        if self.cluster.admission(id).is_some() {
+            return Err(SubmitError::AlreadyAdmitted);
+        }
+        let Some(cq) = wl.cluster_queue else {
+            return Err(SubmitError::Unqueueable("no ClusterQueue".into()));
+        };
+        let key = self.sort_key(id);
+        self.keys.insert(id, key);
+        self.queues.push(cq, id, key);
+        Ok(())
+    }
+
+    /// A workload finished (or was deleted): its quota is released and parked workloads that
+    /// share its cohort tree get another chance.
+    pub fn finish(&mut self, id: WorkloadId) {
+        self.queues.remove(id);
+        self.keys.remove(&id);
+        if let Ok(admission) = self.cluster.release(id) {
+            self.retry_inadmissible(admission.cluster_queue);
+        }
+    }
+
+    /// A preempted workload is gone: release its quota and queue it again.
+    pub fn complete_eviction(&mut self, id: WorkloadId) {
+        if let Ok(admission) = self.cluster.release(id) {
+            self.retry_inadmissible(admission.cluster_queue);
+        }
+        // A workload that can no longer be queued simply stays pending outside any queue.
+        let _ = self.submit(id);
+    }
+
+    /// Moves parked workloads of every ClusterQueue in the same cohort tree back to active.
+    fn retry_inadmissible(&mut self, cq: CqId) {
+        let node = self.cluster.cq(cq).node;
+        let root = self.cluster.tree.root(node);
+        let cqs: Vec<CqId> = self
+            .cluster
+            .tree
+            .subtree_cluster_queues(root)
+            .into_iter()
+            .filter_map(|n| self.cluster.cq_of_node(n))
+            .collect();
+        self.queues.requeue_inadmissible(cqs);
+    }
+
+    /// Runs one scheduling cycle at time `now`.
+    pub fn schedule(&mut self, now: Millis) -> CycleOutcome {
+        self.cycle += 1;
+        cycle::run(self, now)
+    }
+
+    fn record_fallback(&mut self, policy: PolicyRef, extension: &'static str, reason: String) {
+        tracing::warn!(
+            plugin = %policy.name,
+            digest = %policy.digest,
+            extension,
+            %reason,
+            "policy answer refused; the built-in policy decides"
+        );
+        self.fallbacks.push(Fallback {
+            policy,
+            extension,
+            reason,
+        });
+    }
+}
+
+/// Shared reference to an ordering policy (re-exported for drivers that bind per queue).
+pub type SharedPolicies = Arc<PolicySet>;

@@ -1,0 +1,345 @@
+//! Preemption on the host side: which admitted workloads are eligible victims under the
+//! ClusterQueue's settings (Kueue's candidate classes), the call to the preemption policy, the
+//! check of its answer, and the oracle flavor assignment uses to ask "could preemption help?".
+
+use std::cell::RefCell;
+
+use crate::api::{BorrowWithinCohortPolicy, ReclaimWithinCohort, WithinClusterQueue};
+use crate::cluster::{Cluster, CqId, Millis, WorkloadId, WorkloadInfo};
+use crate::policy::{
+    Candidate, CandidateKind, FitMode, PolicyRef, PolicySet, PreemptionRequest, verify,
+};
+use crate::quota::{FrIdx, NodeId, Usage};
+
+use super::Fallback;
+
+/// What one cycle's computations share.
+pub(super) struct Ctx<'a> {
+    pub cluster: &'a Cluster,
+    pub policies: &'a PolicySet,
+    pub builtin: &'a PolicySet,
+    pub now: Millis,
+    pub fallbacks: &'a RefCell<Vec<Fallback>>,
+}
+
+impl Ctx<'_> {
+    pub fn fallback(&self, policy: PolicyRef, extension: &'static str, reason: String) {
+        self.fallbacks.borrow_mut().push(Fallback {
+            policy,
+            extension,
+            reason,
+        });
+    }
+}
+
+/// A victim chosen for a preemptor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub workload: WorkloadId,
+    pub reason: &'static str,
+}
+
+/// The victims, and which policy chose them.
+#[derive(Debug, Clone)]
+pub struct Targets {
+    pub targets: Vec<Target>,
+    pub policy: PolicyRef,
+}
+
+#[derive(Clone, Copy)]
+enum Policy {
+    Never,
+    LowerPriority,
+    LowerOrNewerEqualPriority,
+    Any,
+}
+
+fn within(p: WithinClusterQueue) -> Policy {
+    match p {
+        WithinClusterQueue::Never => Policy::Never,
+        WithinClusterQueue::LowerPriority => Policy::LowerPriority,
+        WithinClusterQueue::LowerOrNewerEqualPriority => Policy::LowerOrNewerEqualPriority,
+    }
+}
+
+fn reclaim(p: ReclaimWithinCohort) -> Policy {
+    match p {
+        ReclaimWithinCohort::Never => Policy::Never,
+        ReclaimWithinCohort::LowerPriority => Policy::LowerPriority,
+        ReclaimWithinCohort::Any => Policy::Any,
+    }
+}
+
+/// Kueue's `SatisfiesPreemptionPolicy`.
+fn satisfies(policy: Policy, preemptor: &WorkloadInfo, candidate: &WorkloadInfo) -> bool {
+    let (p, c) = (
+        preemptor.effective_priority(),
+        candidate.effective_priority(),
+    );
+    match policy {
+        Policy::Never => false,
+        Policy::LowerPriority => p > c,
+        Policy::LowerOrNewerEqualPriority => {
+            p > c || (p == c && preemptor.created < candidate.created)
+        }
+        Policy::Any => true,
+    }
+}
+
+struct Collector<'a, 'c> {
+    ctx: &'a Ctx<'c>,
+    usage: &'a Usage,
+    preemptor: &'a WorkloadInfo,
+    cq: CqId,
+    needs: &'a [FrIdx],
+    out: Vec<Candidate>,
+}
+
+impl Collector<'_, '_> {
+    fn uses_needed(&self, id: WorkloadId) -> bool {
+        let names = &self.ctx.cluster.names;
+        self.ctx.cluster.admission(id).is_some_and(|a| {
+            a.pod_sets.iter().any(|ps| {
+                ps.flavors.iter().any(|&(r, f)| {
+                    names
+                        .find_fr(f, r)
+                        .is_some_and(|fr| self.needs.contains(&fr))
+                })
+            })
+        })
+    }
+
+    fn classify(&self, id: WorkloadId, in_cq: CqId, advantage: bool) -> Option<CandidateKind> {
+        if !self.uses_needed(id) {
+            return None;
+        }
+        let config = self.ctx.cluster.cq(self.cq).preemption;
+        let policy = if in_cq == self.cq {
+            within(config.within_cluster_queue)
+        } else {
+            reclaim(config.reclaim_within_cohort)
+        };
+        let candidate = self.ctx.cluster.workload(id);
+        if !satisfies(policy, self.preemptor, candidate) {
+            return None;
+        }
+        if in_cq == self.cq {
+            return Some(CandidateKind::SameQueue);
+        }
+        if advantage {
+            return Some(CandidateKind::HierarchicalReclaim);
+        }
+        if config.borrow_within_cohort == BorrowWithinCohortPolicy::Never {
+            return Some(CandidateKind::ReclaimWithoutBorrowing);
+        }
+        let (c, p) = (
+            candidate.effective_priority(),
+            self.preemptor.effective_priority(),
+        );
+        let above_threshold = c >= p
+            || config
+                .max_priority_threshold
+                .is_some_and(|t| c > i64::from(t));
+        Some(if above_threshold {
+            CandidateKind::ReclaimWithoutBorrowing
+        } else {
+            CandidateKind::ReclaimWhileBorrowing
+        })
+    }
+
+    fn add_from_cq(&mut self, cq: CqId, lca: Option<NodeId>, advantage: bool) {
+        let cluster = self.ctx.cluster;
+        for &id in cluster.admitted_in(cq) {
+            let Some(kind) = self.classify(id, cq, advantage) else {
+                continue;
+            };
+            let Some(a) = cluster.admission(id) else {
+                continue;
+            };
+            self.out.push(Candidate {
+                workload: id,
+                cluster_queue: cq,
+                node: cluster.cq(cq).node,
+                kind,
+                lca,
+                priority: cluster.workload(id).effective_priority(),
+                reserved_at: a.reserved_at,
+                evicted: cluster.is_evicting(id),
+                usage: a.usage.clone(),
+            });
+        }
+    }
+
+    /// Kueue's `collectCandidatesInSubtree`: queues and cohorts over their quota below `node`.
+    fn add_subtree(&mut self, node: NodeId, root: NodeId, skip: Option<NodeId>, advantage: bool) {
+        let tree = &self.ctx.cluster.tree;
+        let own_node = self.ctx.cluster.cq(self.cq).node;
+        for &child in &tree.node(node).children {
+            if Some(child) == skip || child == own_node {
+                continue;
+            }
+            if tree.within_nominal(self.usage, child, self.needs) {
+                continue;
+            }
+            match self.ctx.cluster.cq_of_node(child) {
+                Some(cq) => self.add_from_cq(cq, Some(root), advantage),
+                None => self.add_subtree(child, root, skip, advantage),
+            }
+        }
+    }
+}
+
+/// Every eligible candidate for the preemptor, in host order.
+fn collect_candidates(
+    ctx: &Ctx<'_>,
+    usage: &Usage,
+    preemptor: WorkloadId,
+    cq: CqId,
+    needs: &[FrIdx],
+    requests: &[(FrIdx, i64)],
+) -> Vec<Candidate> {
+    let cluster = ctx.cluster;
+    let info = cluster.cq(cq);
+    let mut c = Collector {
+        ctx,
+        usage,
+        preemptor: cluster.workload(preemptor),
+        cq,
+        needs,
+        out: Vec::new(),
+    };
+    if info.preemption.within_cluster_queue != WithinClusterQueue::Never {
+        c.add_from_cq(cq, None, false);
+    }
+    let tree = &cluster.tree;
+    if tree.parent(info.node).is_some()
+        && info.preemption.reclaim_within_cohort != ReclaimWithinCohort::Never
+    {
+        let (mut advantage, mut remaining) = tree.quantities_fit(usage, info.node, requests);
+        let mut previous = None;
+        for ancestor in tree.ancestors(info.node) {
+            c.add_subtree(ancestor, ancestor, previous, advantage);
+            let (fits, rest) = tree.quantities_fit(usage, ancestor, &remaining);
+            remaining = rest;
+            advantage |= fits;
+            previous = Some(ancestor);
+        }
+    }
+    c.out
+}
+
+/// Asks the preemption policy for victims that make `requests` fit, verifying the answer.
+pub(super) fn get_targets(
+    ctx: &Ctx<'_>,
+    usage: &Usage,
+    preemptor: WorkloadId,
+    cq: CqId,
+    needs: &[FrIdx],
+    requests: &[(FrIdx, i64)],
+) -> Targets {
+    let policy = &ctx.policies.preemption;
+    let candidates = collect_candidates(ctx, usage, preemptor, cq, needs, requests);
+    if candidates.is_empty() {
+        return Targets {
+            targets: Vec::new(),
+            policy: policy.id(),
+        };
+    }
+    let wl = ctx.cluster.workload(preemptor);
+    let info = ctx.cluster.cq(cq);
+    let req = PreemptionRequest {
+        preemptor,
+        cluster_queue: cq,
+        node: info.node,
+        priority: wl.effective_priority(),
+        created: wl.created,
+        config: info.preemption,
+        requests: requests.to_vec(),
+        needs_preemption: needs.to_vec(),
+        candidates,
+        tree: &ctx.cluster.tree,
+        usage,
+        now: ctx.now,
+    };
+    let span = tracing::debug_span!("policy", extension = "preemption", plugin = %policy.id().name);
+    let answer = span.in_scope(|| policy.select_victims(&req));
+    let (answer, used) = match answer {
+        None => (None, policy.id()),
+        Some(set) => match verify::victims(&req, &set) {
+            Ok(()) => (Some(set), policy.id()),
+            Err(e) => {
+                ctx.fallback(policy.id(), "preemption", e.to_string());
+                (
+                    ctx.builtin.preemption.select_victims(&req),
+                    ctx.builtin.preemption.id(),
+                )
+            }
+        },
+    };
+    let targets = answer
+        .map(|set| {
+            set.victims
+                .iter()
+                .map(|&i| Target {
+                    workload: req.candidates[i].workload,
+                    reason: req.candidates[i].kind.reason(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Targets {
+        targets,
+        policy: used,
+    }
+}
+
+/// Kueue's `PreemptionOracle.SimulatePreemption` for one flavor-resource: whether preemption
+/// could make room, and the borrowing level afterwards.
+pub(super) fn simulate(
+    ctx: &Ctx<'_>,
+    usage: &Usage,
+    preemptor: WorkloadId,
+    cq: CqId,
+    fr: FrIdx,
+    val: i64,
+) -> (FitMode, u32) {
+    let tree = &ctx.cluster.tree;
+    let node = ctx.cluster.cq(cq).node;
+    let found = get_targets(ctx, usage, preemptor, cq, &[fr], &[(fr, val)]);
+    if found.targets.is_empty() {
+        return (
+            FitMode::NoPreemptionCandidates,
+            tree.borrow_level(usage, node, fr, val).0,
+        );
+    }
+    let after = without(ctx.cluster, usage, found.targets.iter().map(|t| t.workload));
+    let borrow = tree.borrow_level(&after, node, fr, val).0;
+    let same_queue = found
+        .targets
+        .iter()
+        .any(|t| ctx.cluster.admission(t.workload).map(|a| a.cluster_queue) == Some(cq));
+    let mode = if same_queue {
+        FitMode::Preempt
+    } else {
+        FitMode::Reclaim
+    };
+    (mode, borrow)
+}
+
+/// A copy of `usage` with the given workloads' quota removed.
+pub(super) fn without(
+    cluster: &Cluster,
+    usage: &Usage,
+    workloads: impl IntoIterator<Item = WorkloadId>,
+) -> Usage {
+    let mut out = usage.clone();
+    for id in workloads {
+        if let Some(a) = cluster.admission(id) {
+            let node = cluster.cq(a.cluster_queue).node;
+            for &(fr, v) in &a.usage {
+                cluster.tree.add_usage(&mut out, node, fr, -v);
+            }
+        }
+    }
+    out
+}
