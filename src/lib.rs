@@ -8,3 +8,4 @@ pub mod queue;
 pub mod policy;
 pub mod quota;
 pub mod scheduler;
+pub mod sim;

@@ -1,1 +1,104 @@
-fn main() {}
+//! The `wasq` command line: parses arguments, loads configuration, runs a driver, and is the
+//! only place that prints for people.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use tracing_subscriber::EnvFilter;
+
+use wasq::sim::{Limits, Scenario, Simulation, duration::parse_millis};
+
+#[derive(Parser)]
+#[command(name = "wasq", version, about = "A Kueue-compatible job-queueing controller with policies as sandboxed WebAssembly components")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Output {
+    Table,
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run manifests on the embedded, deterministic cluster and report what the scheduler did.
+    Simulate {
+        /// Manifest files, or directories whose *.yaml files are all read.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value = "table")]
+        output: Output,
+        /// Stop after this many scheduling cycles (1 = exactly one cycle, as Kueue's unit tests).
+        #[arg(long)]
+        max_cycles: Option<u64>,
+        /// Stop at this virtual time (e.g. 90s, 10m).
+        #[arg(long, value_parser = parse_millis)]
+        until: Option<i64>,
+        /// How many timeline events the table shows.
+        #[arg(long, default_value_t = 60)]
+        max_events: usize,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_env("WASQ_LOG").unwrap_or_else(|_| EnvFilter::new("warn")))
+        .with_writer(std::io::stderr)
+        .init();
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Simulate {
+            paths,
+            output,
+            max_cycles,
+            until,
+            max_events,
+        } => {
+            let scenario = Scenario::load(&paths).context("loading manifests")?;
+            let total = scenario.cluster.workloads.len();
+            let mut sim = Simulation::new(scenario);
+            let limits = Limits { max_cycles, until };
+            let bar = (std::io::stderr().is_terminal() && total >= 1000).then(|| {
+                let bar = indicatif::ProgressBar::new(total as u64);
+                bar.set_style(
+                    indicatif::ProgressStyle::with_template(
+                        "{elapsed_precise} [{bar:40}] {pos}/{len} finished, virtual {msg}",
+                    )
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                );
+                bar
+            });
+            match &bar {
+                Some(bar) => {
+                    let mut update = |t: f64, done: usize, _total: usize| {
+                        bar.set_position(done as u64);
+                        bar.set_message(format!("{t:.0}s"));
+                    };
+                    sim.run(&limits, Some(&mut update));
+                    bar.finish_and_clear();
+                }
+                None => sim.run(&limits, None),
+            }
+            let report = sim.report();
+            match output {
+                Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+                Output::Table => print!("{}", report.to_table(max_events)),
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,306 @@
+//! The embedded, deterministic cluster: a virtual clock that submits workloads at their arrival
+//! time, runs scheduling cycles, completes evictions at once and finishes workloads after their
+//! duration. The scheduler it drives is the same one the Kubernetes controller runs.
+//!
+//! Virtual time 0 is the latest timestamp found in the manifests (creation or quota
+//! reservation), so workloads admitted during the run are always newer than those that came
+//! admitted; times in reports are seconds since then.
+
+pub mod duration;
+pub mod extensions;
+pub mod report;
+pub mod scenario;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::cluster::{Cluster, Millis, WorkloadId};
+use crate::policy::PolicyRef;
+use crate::scheduler::{Decision, Scheduler};
+
+pub use report::{Event, EventType, Report};
+pub use scenario::{Scenario, ScenarioError};
+
+/// Annotation: when the workload is submitted, relative to virtual time 0 (e.g. `90s`).
+pub const ARRIVAL: &str = "sim.wasq.dev/arrival";
+/// Annotation: how long the workload runs once admitted (default: until the end).
+pub const DURATION: &str = "sim.wasq.dev/duration";
+/// Annotation: the class a workload or ClusterQueue is reported under.
+pub const CLASS: &str = "sim.wasq.dev/class";
+
+/// When to stop.
+#[derive(Debug, Clone, Default)]
+pub struct Limits {
+    pub max_cycles: Option<u64>,
+    /// Virtual time after which nothing more happens.
+    pub until: Option<Millis>,
+}
+
+/// Progress callback: (virtual seconds, workloads settled, total).
+pub type Progress<'a> = &'a mut dyn FnMut(f64, usize, usize);
+
+/// One simulation run.
+pub struct Simulation {
+    pub scheduler: Scheduler,
+    t0: Millis,
+    now: Millis,
+    arrivals: BTreeMap<Millis, Vec<WorkloadId>>,
+    finishes: BTreeSet<(Millis, WorkloadId)>,
+    finish_at: Vec<Option<Millis>>,
+    durations: Vec<Option<Millis>>,
+    pub(crate) arrival: Vec<Millis>,
+    pub(crate) first_admitted: Vec<Option<Millis>>,
+    pub(crate) finished: Vec<bool>,
+    /// Last (reason, parked) reported per workload, to report changes only.
+    last_pending: Vec<Option<(String, bool)>>,
+    pub(crate) events: Vec<Event>,
+    pub(crate) usage_integral: Vec<i128>,
+    pub(crate) preemptions: Vec<u64>,
+    pub(crate) cycles: u64,
+}
+
+impl Simulation {
+    /// Prepares a run: workloads that came admitted keep their quota, the others arrive later.
+    pub fn new(scenario: Scenario) -> Simulation {
+        let Scenario {
+            cluster,
+            t0,
+            arrival,
+            durations,
+        } = scenario;
+        let n = cluster.workloads.len();
+        let mut sim = Simulation {
+            scheduler: Scheduler::new(cluster),
+            t0,
+            now: t0,
+            arrivals: BTreeMap::new(),
+            finishes: BTreeSet::new(),
+            finish_at: vec![None; n],
+            durations,
+            arrival,
+            first_admitted: vec![None; n],
+            finished: vec![false; n],
+            last_pending: vec![None; n],
+            events: Vec::new(),
+            usage_integral: Vec::new(),
+            preemptions: Vec::new(),
+            cycles: 0,
+        };
+        let cluster = &sim.scheduler.cluster;
+        sim.usage_integral = vec![0; cluster.tree.len() * cluster.tree.n_fr()];
+        sim.preemptions = vec![0; cluster.cluster_queues.len()];
+        for i in 0..n {
+            let id = WorkloadId(i as u32);
+            if let Some(a) = sim.scheduler.cluster.admission(id) {
+                let start = a.reserved_at.max(t0);
+                sim.first_admitted[i] = Some(a.reserved_at);
+                if let Some(d) = sim.durations[i] {
+                    sim.schedule_finish(id, start + d);
+                }
+            } else {
+                sim.arrivals.entry(sim.arrival[i]).or_default().push(id);
+            }
+        }
+        sim
+    }
+
+    pub fn cluster(&self) -> &Cluster {
+        &self.scheduler.cluster
+    }
+
+    pub fn t0(&self) -> Millis {
+        self.t0
+    }
+
+    pub fn now(&self) -> Millis {
+        self.now
+    }
+
+    fn schedule_finish(&mut self, id: WorkloadId, at: Millis) {
+        self.finish_at[id.index()] = Some(at);
+        self.finishes.insert((at, id));
+    }
+
+    fn cancel_finish(&mut self, id: WorkloadId) {
+        if let Some(at) = self.finish_at[id.index()].take() {
+            self.finishes.remove(&(at, id));
+        }
+    }
+
+    fn seconds(&self, t: Millis) -> f64 {
+        (t - self.t0) as f64 / 1000.0
+    }
+
+    fn push_event(
+        &mut self,
+        kind: EventType,
+        wl: WorkloadId,
+        reason: Option<String>,
+        preemptor: Option<WorkloadId>,
+        policy: Option<PolicyRef>,
+    ) {
+        let cluster = &self.scheduler.cluster;
+        let info = cluster.workload(wl);
+        let cq = cluster
+            .admission(wl)
+            .map(|a| a.cluster_queue)
+            .or(info.cluster_queue)
+            .map(|cq| cluster.cq(cq).name.clone());
+        self.events.push(Event {
+            time: self.seconds(self.now),
+            cycle: self.cycles,
+            kind,
+            workload: info.key.clone(),
+            cluster_queue: cq,
+            reason,
+            preemptor: preemptor.map(|p| cluster.workload(p).key.clone()),
+            policy: policy.unwrap_or_else(PolicyRef::builtin),
+        });
+    }
+
+    /// Advances the integral of usage to `to`.
+    fn integrate(&mut self, to: Millis) {
+        let dt = i128::from(to - self.now);
+        if dt <= 0 {
+            return;
+        }
+        let cluster = &self.scheduler.cluster;
+        let n_fr = cluster.tree.n_fr();
+        for cq in &cluster.cluster_queues {
+            let base = cq.node.index() * n_fr;
+            for (fr, &u) in cluster.usage.of(cq.node).iter().enumerate() {
+                self.usage_integral[base + fr] += i128::from(u) * dt;
+            }
+        }
+        self.now = to;
+    }
+
+    fn settle_time_events(&mut self) {
+        while let Some(&(at, id)) = self.finishes.first() {
+            if at > self.now {
+                break;
+            }
+            self.finishes.pop_first();
+            self.finish_at[id.index()] = None;
+            self.scheduler.finish(id);
+            self.finished[id.index()] = true;
+            self.push_event(EventType::Finished, id, None, None, None);
+        }
+        while let Some(entry) = self.arrivals.first_entry() {
+            if *entry.key() > self.now {
+                break;
+            }
+            for id in entry.remove() {
+                if let Err(e) = self.scheduler.submit(id) {
+                    self.last_pending[id.index()] = Some((e.to_string(), true));
+                    self.push_event(EventType::Inadmissible, id, Some(e.to_string()), None, None);
+                }
+            }
+        }
+    }
+
+    fn apply(&mut self, decisions: Vec<Decision>) -> bool {
+        let mut progress = false;
+        for d in decisions {
+            match d {
+                Decision::Admitted {
+                    workload, policy, ..
+                } => {
+                    progress = true;
+                    let i = workload.index();
+                    self.last_pending[i] = None;
+                    self.first_admitted[i].get_or_insert(self.now);
+                    if let Some(dur) = self.durations[i] {
+                        self.schedule_finish(workload, self.now + dur);
+                    }
+                    self.push_event(EventType::Admitted, workload, None, None, Some(policy));
+                }
+                Decision::Preempted {
+                    workload,
+                    preemptor,
+                    reason,
+                    policy,
+                } => {
+                    progress = true;
+                    if let Some(a) = self.scheduler.cluster.admission(workload) {
+                        self.preemptions[a.cluster_queue.index()] += 1;
+                    }
+                    self.push_event(
+                        EventType::Preempted,
+                        workload,
+                        Some(reason.into()),
+                        Some(preemptor),
+                        Some(policy),
+                    );
+                    // Evictions complete at once in the simulator.
+                    self.cancel_finish(workload);
+                    self.scheduler.complete_eviction(workload);
+                    self.push_event(
+                        EventType::Requeued,
+                        workload,
+                        Some("Preempted".into()),
+                        None,
+                        None,
+                    );
+                }
+                Decision::NotAdmitted {
+                    workload,
+                    reason,
+                    message,
+                    parked,
+                    policy,
+                } => {
+                    let i = workload.index();
+                    progress |= parked;
+                    let state = Some((message.clone(), parked));
+                    if self.last_pending[i] == state {
+                        continue;
+                    }
+                    self.last_pending[i] = state;
+                    let kind = if parked {
+                        EventType::Inadmissible
+                    } else {
+                        EventType::Requeued
+                    };
+                    self.push_event(kind, workload, Some(format!("{reason}: {message}")), None, Some(policy));
+                }
+            }
+        }
+        progress
+    }
+
+    /// Runs until nothing more can change or a limit is reached.
+    pub fn run(&mut self, limits: &Limits, mut progress: Option<Progress<'_>>) {
+        let total = self.arrival.len();
+        let until = limits.until.map(|u| self.t0 + u);
+        loop {
+            self.settle_time_events();
+            if limits.max_cycles.is_some_and(|m| self.cycles >= m) {
+                break;
+            }
+            let outcome = self.scheduler.schedule(self.now);
+            self.cycles += 1;
+            let made_progress = self.apply(outcome.decisions);
+            if let Some(p) = progress.as_mut() {
+                let settled = self.finished.iter().filter(|&&f| f).count();
+                p(self.seconds(self.now), settled, total);
+            }
+            if made_progress {
+                continue;
+            }
+            let next_arrival = self.arrivals.keys().next().copied();
+            let next_finish = self.finishes.first().map(|&(t, _)| t);
+            let Some(next) = [next_arrival, next_finish].into_iter().flatten().min() else {
+                break;
+            };
+            if until.is_some_and(|u| next > u) {
+                self.integrate(until.unwrap_or(next));
+                break;
+            }
+            self.integrate(next);
+        }
+    }
+
+    pub fn report(&self) -> Report {
+        report::build(self)
+    }
+}

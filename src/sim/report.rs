@@ -1,0 +1,376 @@
+//! What a simulation run reports: per-workload final state, the ordered event log, and a
+//! per-ClusterQueue summary (admissions, waits, usage as % of nominal quota, preemptions), as
+//! JSON (`--output json`) or as text for a person (`--output table`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::cluster::{Cluster, WorkloadId};
+use crate::policy::PolicyRef;
+
+use super::{CLASS, Simulation};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum EventType {
+    Admitted,
+    Preempted,
+    Requeued,
+    Inadmissible,
+    Finished,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    /// Seconds on the virtual clock.
+    pub time: f64,
+    pub cycle: u64,
+    #[serde(rename = "type")]
+    pub kind: EventType,
+    /// `namespace/name`.
+    pub workload: String,
+    pub cluster_queue: Option<String>,
+    pub reason: Option<String>,
+    pub preemptor: Option<String>,
+    pub policy: PolicyRef,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodSetReport {
+    pub name: String,
+    pub count: i32,
+    pub flavors: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdmissionReport {
+    pub pod_set_assignments: Vec<PodSetReport>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadReport {
+    pub namespace: String,
+    pub name: String,
+    pub cluster_queue: Option<String>,
+    pub priority: i64,
+    /// `admitted`, `pending`, `inadmissible` or `finished`.
+    pub state: &'static str,
+    pub admission: Option<AdmissionReport>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueSummary {
+    pub admitted: u64,
+    pub mean_wait_seconds: Option<f64>,
+    pub p95_wait_seconds: Option<f64>,
+    /// `flavor/resource` → average usage over the run as % of nominal quota.
+    pub usage_percent: BTreeMap<String, f64>,
+    pub preemptions: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClassSummary {
+    pub workloads: u64,
+    pub admitted: u64,
+    pub mean_time_to_admit_seconds: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub cycles: u64,
+    pub duration_seconds: f64,
+    pub cluster_queues: BTreeMap<String, QueueSummary>,
+    /// Mean usage % of nominal per ClusterQueue class (annotation `sim.wasq.dev/class`).
+    pub cluster_queue_classes: BTreeMap<String, f64>,
+    /// Per workload class (annotation `sim.wasq.dev/class`).
+    pub workload_classes: BTreeMap<String, ClassSummary>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub workloads: Vec<WorkloadReport>,
+    pub events: Vec<Event>,
+    pub summary: Summary,
+}
+
+fn state_of(sim: &Simulation, id: WorkloadId) -> &'static str {
+    let cluster = sim.cluster();
+    if sim.finished[id.index()] {
+        "finished"
+    } else if cluster.admission(id).is_some() {
+        "admitted"
+    } else if sim.scheduler.queues.is_inadmissible(id)
+        || (!sim.scheduler.queues.contains(id) && cluster.workload(id).unqueueable.is_some())
+    {
+        "inadmissible"
+    } else {
+        "pending"
+    }
+}
+
+fn admission_report(cluster: &Cluster, id: WorkloadId) -> Option<AdmissionReport> {
+    let a = cluster.admission(id)?;
+    Some(AdmissionReport {
+        pod_set_assignments: a
+            .pod_sets
+            .iter()
+            .map(|ps| PodSetReport {
+                name: ps.name.clone(),
+                count: ps.count,
+                flavors: ps
+                    .flavors
+                    .iter()
+                    .map(|&(r, f)| {
+                        (
+                            cluster.names.resource_name(r).to_string(),
+                            cluster.names.flavor_name(f).to_string(),
+                        )
+                    })
+                    .collect(),
+            })
+            .collect(),
+    })
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn p95(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let rank = ((v.len() as f64) * 0.95).ceil() as usize;
+    Some(v[rank.clamp(1, v.len()) - 1])
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+pub fn build(sim: &Simulation) -> Report {
+    let cluster = sim.cluster();
+    let workloads = cluster
+        .workloads
+        .iter()
+        .map(|wl| WorkloadReport {
+            namespace: wl.namespace.clone(),
+            name: wl.name.clone(),
+            cluster_queue: cluster
+                .admission(wl.id)
+                .map(|a| a.cluster_queue)
+                .or(wl.cluster_queue)
+                .map(|cq| cluster.cq(cq).name.clone()),
+            priority: wl.effective_priority(),
+            state: state_of(sim, wl.id),
+            admission: admission_report(cluster, wl.id),
+        })
+        .collect();
+
+    let elapsed = sim.now() - sim.t0();
+    let mut waits: Vec<Vec<f64>> = vec![Vec::new(); cluster.cluster_queues.len()];
+    let mut classes: BTreeMap<String, (u64, Vec<f64>)> = BTreeMap::new();
+    for wl in &cluster.workloads {
+        let admitted = sim.first_admitted[wl.id.index()];
+        let wait = admitted.map(|t| ((t - sim.arrival[wl.id.index()]).max(0)) as f64 / 1000.0);
+        if let (Some(w), Some(cq)) = (wait, wl.cluster_queue) {
+            waits[cq.index()].push(w);
+        }
+        if let Some(class) = wl.annotations.get(CLASS) {
+            let e = classes.entry(class.clone()).or_default();
+            e.0 += 1;
+            e.1.extend(wait);
+        }
+    }
+    let admissions = sim
+        .events
+        .iter()
+        .filter(|e| e.kind == super::EventType::Admitted)
+        .fold(BTreeMap::<&str, u64>::new(), |mut m, e| {
+            if let Some(cq) = &e.cluster_queue {
+                *m.entry(cq.as_str()).or_default() += 1;
+            }
+            m
+        });
+    let n_fr = cluster.tree.n_fr();
+    let mut cluster_queues = BTreeMap::new();
+    let mut class_usage: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for cq in &cluster.cluster_queues {
+        let mut usage_percent = BTreeMap::new();
+        for &fr in &cq.frs {
+            let nominal = cluster.tree.quota(cq.node, fr).nominal;
+            let integral = sim.usage_integral[cq.node.index() * n_fr + fr.index()];
+            if nominal > 0 && elapsed > 0 {
+                let pct = integral as f64 * 100.0 / (nominal as f64 * elapsed as f64);
+                usage_percent.insert(cluster.fr_name(fr), round3(pct));
+            }
+        }
+        if let Some(class) = cq.annotations.get(CLASS) {
+            let all: Vec<f64> = usage_percent.values().copied().collect();
+            if let Some(m) = mean(&all) {
+                class_usage.entry(class.clone()).or_default().push(m);
+            }
+        }
+        let w = &mut waits[cq.id.index()];
+        cluster_queues.insert(
+            cq.name.clone(),
+            QueueSummary {
+                admitted: admissions.get(cq.name.as_str()).copied().unwrap_or(0),
+                mean_wait_seconds: mean(w).map(round3),
+                p95_wait_seconds: p95(w).map(round3),
+                usage_percent,
+                preemptions: sim.preemptions[cq.id.index()],
+            },
+        );
+    }
+    Report {
+        workloads,
+        events: sim.events.clone(),
+        summary: Summary {
+            cycles: sim.cycles,
+            duration_seconds: elapsed as f64 / 1000.0,
+            cluster_queues,
+            cluster_queue_classes: class_usage
+                .into_iter()
+                .filter_map(|(k, v)| mean(&v).map(|m| (k, round3(m))))
+                .collect(),
+            workload_classes: classes
+                .into_iter()
+                .map(|(k, (n, w))| {
+                    (
+                        k,
+                        ClassSummary {
+                            workloads: n,
+                            admitted: w.len() as u64,
+                            mean_time_to_admit_seconds: mean(&w).map(round3),
+                        },
+                    )
+                })
+                .collect(),
+        },
+    }
+}
+
+impl Report {
+    /// The report for a person: a short timeline and a per-queue table.
+    pub fn to_table(&self, max_events: usize) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "Timeline ({} events):", self.events.len());
+        for e in self.events.iter().take(max_events) {
+            let mut line = format!(
+                "  {:>9.3}s  cycle {:<4} {:<12} {:<32} {}",
+                e.time,
+                e.cycle,
+                format!("{:?}", e.kind),
+                e.workload,
+                e.cluster_queue.as_deref().unwrap_or("-")
+            );
+            if let Some(p) = &e.preemptor {
+                let _ = write!(line, "  by {p}");
+            }
+            if let Some(r) = &e.reason {
+                let _ = write!(line, "  ({r})");
+            }
+            if e.policy.name != "builtin" {
+                let _ = write!(line, "  [policy {}]", e.policy.name);
+            }
+            let _ = writeln!(out, "{line}");
+        }
+        if self.events.len() > max_events {
+            let _ = writeln!(
+                out,
+                "  ... {} more (use --output json for all)",
+                self.events.len() - max_events
+            );
+        }
+        let _ = writeln!(out, "\nWorkloads:");
+        let mut states: BTreeMap<&str, usize> = BTreeMap::new();
+        for w in &self.workloads {
+            *states.entry(w.state).or_default() += 1;
+        }
+        if self.workloads.len() <= 40 {
+            for w in &self.workloads {
+                let flavors = w
+                    .admission
+                    .as_ref()
+                    .map(|a| {
+                        a.pod_set_assignments
+                            .iter()
+                            .map(|ps| {
+                                let f: Vec<String> =
+                                    ps.flavors.iter().map(|(r, f)| format!("{r}={f}")).collect();
+                                format!("{}×{} {}", ps.name, ps.count, f.join(","))
+                            })
+                            .collect::<Vec<_>>()
+                            .join(" | ")
+                    })
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "  {:<32} {:<13} {:<20} {}",
+                    format!("{}/{}", w.namespace, w.name),
+                    w.state,
+                    w.cluster_queue.as_deref().unwrap_or("-"),
+                    flavors
+                );
+            }
+        }
+        let counts: Vec<String> = states.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        let _ = writeln!(out, "  total: {}", counts.join(", "));
+        let _ = writeln!(
+            out,
+            "\n{:<24} {:>8} {:>10} {:>10} {:>11}  usage % of nominal",
+            "ClusterQueue", "admitted", "mean wait", "p95 wait", "preemptions"
+        );
+        for (name, q) in &self.summary.cluster_queues {
+            let usage: Vec<String> = q
+                .usage_percent
+                .iter()
+                .map(|(k, v)| format!("{k} {v:.1}%"))
+                .collect();
+            let secs = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}s"));
+            let _ = writeln!(
+                out,
+                "{:<24} {:>8} {:>10} {:>10} {:>11}  {}",
+                name,
+                q.admitted,
+                secs(q.mean_wait_seconds),
+                secs(q.p95_wait_seconds),
+                q.preemptions,
+                usage.join(", ")
+            );
+        }
+        if !self.summary.workload_classes.is_empty() {
+            let _ = writeln!(out, "\nWorkload class       workloads  admitted  mean time-to-admit");
+            for (k, c) in &self.summary.workload_classes {
+                let _ = writeln!(
+                    out,
+                    "{:<20} {:>9} {:>9}  {}",
+                    k,
+                    c.workloads,
+                    c.admitted,
+                    c.mean_time_to_admit_seconds
+                        .map_or("-".into(), |v| format!("{v:.1}s"))
+                );
+            }
+        }
+        for (k, v) in &self.summary.cluster_queue_classes {
+            let _ = writeln!(out, "ClusterQueue class {k}: mean usage {v:.1}% of nominal");
+        }
+        let _ = writeln!(
+            out,
+            "\n{} cycles over {:.1}s of virtual time",
+            self.summary.cycles, self.summary.duration_seconds
+        );
+        out
+    }
+}

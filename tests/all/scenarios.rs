@@ -1,0 +1,111 @@
+//! Scenario tests: every `tests/scenarios/*.yaml` is simulated and its outcome (final state and
+//! admission of every workload, every preemption) must equal the lines of its `.expected` file.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use wasq::sim::{EventType, Limits, Report, Scenario, Simulation};
+
+/// Options a scenario asks for in a `# wasq-test: ...` header line.
+fn limits_of(text: &str) -> Limits {
+    let mut limits = Limits::default();
+    for line in text.lines().filter_map(|l| l.trim().strip_prefix("# wasq-test:")) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        for pair in words.windows(2) {
+            match pair[0] {
+                "--max-cycles" => limits.max_cycles = pair[1].parse().ok(),
+                "--until" => limits.until = wasq::sim::duration::parse_millis(pair[1]).ok(),
+                _ => {}
+            }
+        }
+    }
+    limits
+}
+
+/// The outcome as canonical lines, the format of `.expected` files.
+pub fn outcome_lines(report: &Report) -> BTreeSet<String> {
+    let mut lines = BTreeSet::new();
+    for w in &report.workloads {
+        let key = format!("{}/{}", w.namespace, w.name);
+        let line = match (&w.admission, w.state) {
+            (Some(a), "admitted") => {
+                let mut line = format!("{key} admitted {}", w.cluster_queue.as_deref().unwrap_or("-"));
+                for ps in &a.pod_set_assignments {
+                    line.push_str(&format!(" | {} count={}", ps.name, ps.count));
+                    for (r, f) in &ps.flavors {
+                        line.push_str(&format!(" {r}={f}"));
+                    }
+                }
+                line
+            }
+            (_, state) => format!("{key} {state}"),
+        };
+        lines.insert(line);
+    }
+    for e in report.events.iter().filter(|e| e.kind == EventType::Preempted) {
+        lines.insert(format!(
+            "preempted {} by {} {}",
+            e.workload,
+            e.preemptor.as_deref().unwrap_or("-"),
+            e.reason.as_deref().unwrap_or("-")
+        ));
+    }
+    lines
+}
+
+fn expected_lines(path: &Path) -> BTreeSet<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| l.split(" #").next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+pub fn scenario_files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/scenarios exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Runs one scenario file and returns its report.
+pub fn run_scenario(path: &Path) -> Report {
+    let text = std::fs::read_to_string(path).expect("readable scenario");
+    let scenario = Scenario::load(&[path.to_path_buf()])
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut sim = Simulation::new(scenario);
+    sim.run(&limits_of(&text), None);
+    sim.report()
+}
+
+#[test]
+fn every_scenario_matches_its_expected_outcome() {
+    let files = scenario_files();
+    assert!(files.len() >= 20, "expected the scenario suite, found {} files", files.len());
+    let mut failures = Vec::new();
+    for path in &files {
+        let expected = expected_lines(&path.with_extension("expected"));
+        let actual = outcome_lines(&run_scenario(path));
+        if expected != actual {
+            let missing: Vec<_> = expected.difference(&actual).collect();
+            let extra: Vec<_> = actual.difference(&expected).collect();
+            failures.push(format!(
+                "{}:\n  expected but missing: {missing:#?}\n  got but not expected: {extra:#?}",
+                path.file_name().unwrap_or_default().to_string_lossy()
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} scenarios differ:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n")
+    );
+}
