@@ -4,12 +4,22 @@
 //! Everything downstream (quota, queue, scheduler, drivers) consumes [`Manifests`]: validated
 //! `v1beta2` objects. Nothing here does scheduling.
 
+pub mod catalog;
+pub mod decode;
+pub mod defaults;
+pub mod error;
 pub mod jobs;
 pub mod load;
+pub mod names;
+pub mod pods;
+pub mod provenance;
 pub mod quantity;
+pub mod strict;
 pub mod types;
 pub mod v1beta1;
 pub mod validate;
+pub mod validate_workload;
+pub mod yaml;
 
 pub use quantity::Quantity;
 pub use types::*;

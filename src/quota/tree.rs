@@ -457,4 +457,417 @@ mod tests {
         assert_eq!(t.potential_available(NodeId(0), FR), 5);
         assert_eq!(t.borrow_level(&u, NodeId(0), FR, 4), (0, false));
     }
+
+    /// Property tests: random cohort forests and usage sequences against Kueue's formulas,
+    /// recomputed here from the node specs without going through `QuotaTree`'s bookkeeping.
+    mod props {
+        use super::*;
+        use proptest::collection::vec;
+        use proptest::option;
+        use proptest::prelude::*;
+        use proptest::sample::Index;
+
+        /// Cohort levels at most (a root cohort is level 1).
+        const MAX_COHORT_DEPTH: usize = 3;
+
+        fn config() -> ProptestConfig {
+            ProptestConfig {
+                cases: 256,
+                // No regression files in src/: a failure prints its minimal case.
+                failure_persistence: None,
+                ..ProptestConfig::default()
+            }
+        }
+
+        /// Generated specs: cohorts first (parents before children), then ClusterQueues.
+        #[derive(Clone)]
+        struct Forest {
+            specs: Vec<NodeSpec>,
+            n_fr: usize,
+        }
+
+        impl Forest {
+            fn tree(&self) -> QuotaTree {
+                QuotaTree::build(self.specs.clone(), self.n_fr)
+            }
+
+            fn cluster_queues(&self) -> Vec<NodeId> {
+                (0..self.specs.len())
+                    .filter(|&i| self.specs[i].kind == NodeKind::ClusterQueue)
+                    .map(|i| NodeId(i as u32))
+                    .collect()
+            }
+        }
+
+        /// One line per node, e.g. `cq4 <- c0 [fr0 5 b2 l3] [fr1 0]`, so minimal cases read easily.
+        impl std::fmt::Debug for Forest {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                writeln!(f, "Forest ({} flavor-resources)", self.n_fr)?;
+                for (i, s) in self.specs.iter().enumerate() {
+                    write!(f, "  {i}:{}", s.name)?;
+                    if let Some(p) = s.parent {
+                        write!(f, " <- {}", p.0)?;
+                    }
+                    for (fr, q) in &s.quotas {
+                        write!(f, " [fr{} {}", fr.0, q.nominal)?;
+                        if let Some(b) = q.borrowing_limit {
+                            write!(f, " b{b}")?;
+                        }
+                        if let Some(l) = q.lending_limit {
+                            write!(f, " l{l}")?;
+                        }
+                        write!(f, "]")?;
+                    }
+                    writeln!(f)?;
+                }
+                Ok(())
+            }
+        }
+
+        /// A nominal quota with an optional borrowing limit and a lending limit ≤ nominal.
+        fn resource_quota(max_nominal: i64) -> impl Strategy<Value = ResourceQuota> {
+            (0..=max_nominal).prop_flat_map(|nominal| {
+                (option::of(0..=6i64), option::of(0..=nominal)).prop_map(
+                    move |(borrowing_limit, lending_limit)| ResourceQuota {
+                        nominal,
+                        borrowing_limit,
+                        lending_limit,
+                    },
+                )
+            })
+        }
+
+        /// 1–4 cohorts up to three levels deep (occasionally a second root), 1–5 ClusterQueues
+        /// (occasionally standalone), one or two flavor-resources; cohorts may have no own quota.
+        fn forest() -> impl Strategy<Value = Forest> {
+            (1..=2usize, 1..=4usize, 1..=5usize).prop_flat_map(|(n_fr, n_cohorts, n_cqs)| {
+                (
+                    Just(n_fr),
+                    vec(option::weighted(0.85, any::<Index>()), n_cohorts - 1),
+                    vec(vec(option::of(resource_quota(8)), n_fr), n_cohorts),
+                    vec(option::weighted(0.9, any::<Index>()), n_cqs),
+                    vec(vec(resource_quota(10), n_fr), n_cqs),
+                )
+                    .prop_map(|(n_fr, cohort_parents, cohort_quotas, cq_parents, cq_quotas)| {
+                        let quotas = |qs: Vec<Option<ResourceQuota>>| -> Vec<(FrIdx, ResourceQuota)> {
+                            qs.into_iter()
+                                .enumerate()
+                                .filter_map(|(fr, q)| q.map(|q| (FrIdx(fr as u32), q)))
+                                .collect()
+                        };
+                        let mut specs = Vec::new();
+                        let mut depth = Vec::new();
+                        for (i, qs) in cohort_quotas.into_iter().enumerate() {
+                            let parent = (i > 0)
+                                .then(|| cohort_parents[i - 1])
+                                .flatten()
+                                .map(|pick| {
+                                    let allowed: Vec<usize> =
+                                        (0..i).filter(|&j| depth[j] < MAX_COHORT_DEPTH).collect();
+                                    allowed[pick.index(allowed.len())]
+                                });
+                            depth.push(parent.map_or(1, |p| depth[p] + 1));
+                            specs.push(spec(
+                                &format!("c{i}"),
+                                NodeKind::Cohort,
+                                parent.map(|p| p as u32),
+                                quotas(qs),
+                            ));
+                        }
+                        let n_cohorts = specs.len();
+                        for (i, (parent, qs)) in cq_parents.into_iter().zip(cq_quotas).enumerate() {
+                            specs.push(spec(
+                                &format!("cq{}", n_cohorts + i),
+                                NodeKind::ClusterQueue,
+                                parent.map(|pick| pick.index(n_cohorts) as u32),
+                                quotas(qs.into_iter().map(Some).collect()),
+                            ));
+                        }
+                        Forest { specs, n_fr }
+                    })
+            })
+        }
+
+        #[derive(Debug, Clone)]
+        enum UsageOp {
+            /// Add `amount` to a ClusterQueue (picked among all of them) for one flavor-resource.
+            Add { cq: Index, fr: Index, amount: i64 },
+            /// Remove one earlier addition that is still outstanding.
+            Remove(Index),
+        }
+
+        fn usage_ops(max: usize) -> impl Strategy<Value = Vec<UsageOp>> {
+            let op = prop_oneof![
+                3 => (any::<Index>(), any::<Index>(), 0..=12i64)
+                    .prop_map(|(cq, fr, amount)| UsageOp::Add { cq, fr, amount }),
+                1 => any::<Index>().prop_map(UsageOp::Remove),
+            ];
+            vec(op, 0..=max)
+        }
+
+        /// Kueue's formulas evaluated straight from the specs.
+        struct Reference<'a> {
+            forest: &'a Forest,
+            children: Vec<Vec<usize>>,
+        }
+
+        impl<'a> Reference<'a> {
+            fn new(forest: &'a Forest) -> Self {
+                let mut children = vec![Vec::new(); forest.specs.len()];
+                for (i, s) in forest.specs.iter().enumerate() {
+                    if let Some(p) = s.parent {
+                        children[p.index()].push(i);
+                    }
+                }
+                Reference { forest, children }
+            }
+
+            fn quota(&self, n: usize, fr: usize) -> ResourceQuota {
+                self.forest.specs[n]
+                    .quotas
+                    .iter()
+                    .find(|(f, _)| f.index() == fr)
+                    .map(|&(_, q)| q)
+                    .unwrap_or_default()
+            }
+
+            fn subtree(&self, n: usize, fr: usize) -> i64 {
+                self.quota(n, fr).nominal
+                    + self.children[n]
+                        .iter()
+                        .map(|&c| self.subtree(c, fr) - self.local(c, fr))
+                        .sum::<i64>()
+            }
+
+            fn local(&self, n: usize, fr: usize) -> i64 {
+                self.quota(n, fr)
+                    .lending_limit
+                    .map_or(0, |l| (self.subtree(n, fr) - l).max(0))
+            }
+
+            /// `direct[n][fr]` is what was added at ClusterQueue `n`; cohorts only get what their
+            /// children hold past their local quota.
+            fn usage(&self, direct: &[Vec<i64>], n: usize, fr: usize) -> i64 {
+                match self.forest.specs[n].kind {
+                    NodeKind::ClusterQueue => direct[n][fr],
+                    NodeKind::Cohort => self.children[n]
+                        .iter()
+                        .map(|&c| (self.usage(direct, c, fr) - self.local(c, fr)).max(0))
+                        .sum(),
+                }
+            }
+
+            /// Every node of the subtree of `n`, `n` included.
+            fn subtree_nodes(&self, n: usize) -> Vec<usize> {
+                let mut out = vec![n];
+                let mut i = 0;
+                while i < out.len() {
+                    out.extend(self.children[out[i]].iter().copied());
+                    i += 1;
+                }
+                out
+            }
+
+            fn root(&self, mut n: usize) -> usize {
+                while let Some(p) = self.forest.specs[n].parent {
+                    n = p.index();
+                }
+                n
+            }
+        }
+
+        /// What Kueue's quota model promises while every addition stayed within `available`;
+        /// one line per broken promise.
+        fn broken_promises(r: &Reference<'_>, t: &QuotaTree, u: &Usage) -> Vec<String> {
+            let mut broken = Vec::new();
+            for n in 0..r.forest.specs.len() {
+                let id = NodeId(n as u32);
+                let name = &r.forest.specs[n].name;
+                for fr in 0..r.forest.n_fr {
+                    let f = FrIdx(fr as u32);
+                    let used = u.get(id, f);
+                    let subtree = r.subtree(n, fr);
+                    let q = r.quota(n, fr);
+                    if t.parent(id).is_none() && used > subtree {
+                        broken.push(format!("root {name} fr{fr}: usage {used} > subtree quota {subtree}"));
+                    }
+                    if let Some(limit) = q.borrowing_limit
+                        && t.parent(id).is_some()
+                        && used > subtree + limit
+                    {
+                        broken.push(format!(
+                            "{name} fr{fr}: usage {used} > subtree quota {subtree} + borrowingLimit {limit}"
+                        ));
+                    }
+                    if t.node(id).kind == NodeKind::ClusterQueue {
+                        let potential = t.potential_available(id, f);
+                        if used > potential {
+                            broken.push(format!("{name} fr{fr}: usage {used} > potential available {potential}"));
+                        }
+                    }
+                    // Lending: ClusterQueues outside this subtree never use what it keeps for itself.
+                    if t.parent(id).is_some() {
+                        let inside = r.subtree_nodes(n);
+                        let tree_nodes = r.subtree_nodes(r.root(n));
+                        let total: i64 = tree_nodes.iter().map(|&m| r.quota(m, fr).nominal).sum();
+                        let kept: i64 = inside.iter().map(|&m| r.local(m, fr)).sum();
+                        let outside: i64 = tree_nodes
+                            .iter()
+                            .filter(|m| !inside.contains(m))
+                            .filter(|&&m| r.forest.specs[m].kind == NodeKind::ClusterQueue)
+                            .map(|&m| u.get(NodeId(m as u32), f))
+                            .sum();
+                        if outside > total - kept {
+                            broken.push(format!(
+                                "{name} fr{fr}: queues outside use {outside} > total nominal {total} - kept locally {kept}"
+                            ));
+                        }
+                    }
+                }
+            }
+            broken
+        }
+
+        /// Checks (b) and (c) on the current state: cohort usage recomputed from the leaves, and
+        /// `available ≤ potential_available` everywhere.
+        fn check_consistent(
+            r: &Reference<'_>,
+            t: &QuotaTree,
+            u: &Usage,
+            direct: &[Vec<i64>],
+        ) -> Result<(), TestCaseError> {
+            for n in 0..r.forest.specs.len() {
+                let id = NodeId(n as u32);
+                for fr in 0..r.forest.n_fr {
+                    let f = FrIdx(fr as u32);
+                    prop_assert_eq!(
+                        u.get(id, f),
+                        r.usage(direct, n, fr),
+                        "usage of {} fr{}",
+                        &r.forest.specs[n].name,
+                        fr
+                    );
+                    let (available, potential) = (t.available(u, id, f), t.potential_available(id, f));
+                    prop_assert!(
+                        available <= potential,
+                        "{} fr{}: available {} > potential available {}",
+                        &r.forest.specs[n].name,
+                        fr,
+                        available,
+                        potential
+                    );
+                }
+            }
+            Ok(())
+        }
+
+        proptest! {
+            #![proptest_config(config())]
+
+            #[test]
+            fn subtree_and_local_quota_follow_kueue_formulas(f in forest()) {
+                let (t, r) = (f.tree(), Reference::new(&f));
+                for n in 0..f.specs.len() {
+                    for fr in 0..f.n_fr {
+                        let (id, fi) = (NodeId(n as u32), FrIdx(fr as u32));
+                        prop_assert_eq!(t.subtree_quota(id, fi), r.subtree(n, fr), "subtree of {}", n);
+                        prop_assert_eq!(t.local_quota(id, fi), r.local(n, fr), "local of {}", n);
+                    }
+                }
+            }
+
+            /// (a) add/remove round trips restore usage exactly; (b) cohort usage is recomputable
+            /// from the leaves after every step; (c) available ≤ potential available.
+            #[test]
+            fn usage_bookkeeping_matches_reference(f in forest(), ops in usage_ops(40), probe in usage_ops(10)) {
+                let (t, r, cqs) = (f.tree(), Reference::new(&f), f.cluster_queues());
+                let mut u = t.new_usage();
+                let mut direct = vec![vec![0i64; f.n_fr]; f.specs.len()];
+                let mut outstanding: Vec<(NodeId, FrIdx, i64)> = Vec::new();
+                check_consistent(&r, &t, &u, &direct)?;
+                for op in &ops {
+                    let (id, fr, delta) = match op {
+                        UsageOp::Add { cq, fr, amount } => {
+                            let add = (cqs[cq.index(cqs.len())], FrIdx(fr.index(f.n_fr) as u32), *amount);
+                            outstanding.push(add);
+                            add
+                        }
+                        UsageOp::Remove(pick) if !outstanding.is_empty() => {
+                            let (id, fr, v) = outstanding.remove(pick.index(outstanding.len()));
+                            (id, fr, -v)
+                        }
+                        UsageOp::Remove(_) => continue,
+                    };
+                    t.add_usage(&mut u, id, fr, delta);
+                    direct[id.index()][fr.index()] += delta;
+                    check_consistent(&r, &t, &u, &direct)?;
+                }
+                // (a) adding then removing the same amounts from any state restores it exactly.
+                let before = u.clone();
+                let adds: Vec<(NodeId, FrIdx, i64)> = probe
+                    .iter()
+                    .filter_map(|op| match op {
+                        UsageOp::Add { cq, fr, amount } => {
+                            Some((cqs[cq.index(cqs.len())], FrIdx(fr.index(f.n_fr) as u32), *amount))
+                        }
+                        UsageOp::Remove(_) => None,
+                    })
+                    .collect();
+                for &(id, fr, v) in &adds {
+                    t.add_usage(&mut u, id, fr, v);
+                }
+                for &(id, fr, v) in &adds {
+                    t.add_usage(&mut u, id, fr, -v);
+                }
+                prop_assert_eq!(&u, &before, "add then remove (same order) changed usage");
+                // Removing the rest in insertion order (not reverse) brings back an empty tree.
+                for (id, fr, v) in outstanding {
+                    t.add_usage(&mut u, id, fr, -v);
+                }
+                prop_assert_eq!(u, t.new_usage(), "removing everything left usage behind");
+            }
+
+            /// (d) when ClusterQueues only add what `available` allows, no root exceeds its subtree
+            /// quota, no node its subtree quota + borrowingLimit, no queue its potential available,
+            /// and no queue outside a subtree uses what the subtree keeps under its lending limits.
+            /// Also: `available` is exact — one unit more would break one of those promises.
+            #[test]
+            fn admitting_within_available_keeps_promises(f in forest(), ops in usage_ops(40)) {
+                let (t, r, cqs) = (f.tree(), Reference::new(&f), f.cluster_queues());
+                let mut u = t.new_usage();
+                let mut direct = vec![vec![0i64; f.n_fr]; f.specs.len()];
+                let mut outstanding: Vec<(NodeId, FrIdx, i64)> = Vec::new();
+                for op in &ops {
+                    let (id, fr, delta) = match op {
+                        UsageOp::Add { cq, fr, amount } => {
+                            let (id, fr) = (cqs[cq.index(cqs.len())], FrIdx(fr.index(f.n_fr) as u32));
+                            let available = t.available(&u, id, fr);
+                            let mut over = u.clone();
+                            t.add_usage(&mut over, id, fr, available + 1);
+                            prop_assert!(
+                                !broken_promises(&r, &t, &over).is_empty(),
+                                "{} fr{}: adding available ({}) + 1 still keeps every promise",
+                                &f.specs[id.index()].name,
+                                fr.0,
+                                available
+                            );
+                            let v = (*amount).min(available);
+                            outstanding.push((id, fr, v));
+                            (id, fr, v)
+                        }
+                        UsageOp::Remove(pick) if !outstanding.is_empty() => {
+                            let (id, fr, v) = outstanding.remove(pick.index(outstanding.len()));
+                            (id, fr, -v)
+                        }
+                        UsageOp::Remove(_) => continue,
+                    };
+                    t.add_usage(&mut u, id, fr, delta);
+                    direct[id.index()][fr.index()] += delta;
+                    let broken = broken_promises(&r, &t, &u);
+                    prop_assert!(broken.is_empty(), "after {:?}: {:?}", op, broken);
+                    check_consistent(&r, &t, &u, &direct)?;
+                }
+            }
+        }
+    }
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::cluster::{CqId, WorkloadId};
-use crate::policy::builtin::is_preferred;
+use crate::policy::builtin::{is_preferred, should_try_next_flavor};
 use crate::policy::{FitMode, FlavorChoiceRequest, FlavorOption, PolicyRef, verify};
 use crate::quota::{FlavorId, FrIdx, ResourceId, Usage};
 
@@ -71,6 +71,8 @@ pub struct Assignment {
     pub borrowing: u32,
     /// Whether every podSet was assigned (a failure stops at the failing podSet).
     pub complete: bool,
+    /// Some flavor scan stopped before the group's last flavor (Kueue's `PendingFlavors`).
+    pub pending_flavors: bool,
     pub policy: PolicyRef,
 }
 
@@ -190,6 +192,7 @@ pub(super) fn assign_flavors(
         usage: BTreeMap::new(),
         borrowing: 0,
         complete: true,
+        pending_flavors: false,
         policy: policy.id(),
     };
     let pods = cluster.names.find_resource("pods");
@@ -268,6 +271,12 @@ pub(super) fn assign_flavors(
             if chosen.option.mode == FitMode::NoFit {
                 psa.failed = true;
                 break;
+            }
+            let chosen_mode = (chosen.option.mode, chosen.option.borrow_level);
+            if choice.is_some_and(|c| c + 1 < rg.flavors.len())
+                && !should_try_next_flavor(chosen_mode, &cq.fungibility)
+            {
+                assignment.pending_flavors = true;
             }
             for &(resource, mode, borrow) in &chosen.per_resource {
                 psa.flavors.push(FlavorAssigned {

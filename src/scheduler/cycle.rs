@@ -306,10 +306,18 @@ fn process(
     let fit = fits(ctx, &removed, e.cq, &usage);
     let mode = assignment.mode();
 
+    // A flavor scan that stopped early is retried at once (Kueue's `PendingFlavors`).
+    let retry = |reason| {
+        if assignment.pending_flavors {
+            RequeueReason::FailedAfterNomination
+        } else {
+            reason
+        }
+    };
     if mode == AssignmentMode::NoFit {
         return (
             Outcome::Requeue {
-                reason: RequeueReason::NoFit,
+                reason: retry(RequeueReason::NoFit),
                 label: "NoFit",
                 message: assignment.message(),
             },
@@ -320,7 +328,7 @@ fn process(
         reserve_for_unreclaimable(ctx, snapshot, e.cq, &assignment);
         return (
             Outcome::Requeue {
-                reason: RequeueReason::PreemptionNoCandidates,
+                reason: retry(RequeueReason::PreemptionNoCandidates),
                 label: "WaitingForQuota",
                 message: assignment.message(),
             },

@@ -85,6 +85,10 @@ pub struct Scheduler {
     keys: HashMap<WorkloadId, SortKey>,
     /// Fallbacks since the last [`Scheduler::take_fallbacks`].
     fallbacks: Vec<Fallback>,
+    /// ClusterQueues whose parked workloads get another chance at the next cycle (capacity
+    /// changed). Like Kueue's batched inadmissible requeue, this happens before the next cycle,
+    /// not at once.
+    retry: std::collections::BTreeSet<CqId>,
 }
 
 /// Why a workload could not be submitted to a queue.
@@ -111,6 +115,7 @@ impl Scheduler {
             cycle: 0,
             keys: HashMap::new(),
             fallbacks: Vec::new(),
+            retry: std::collections::BTreeSet::new(),
         }
     }
 
@@ -192,23 +197,23 @@ impl Scheduler {
         let _ = self.submit(id);
     }
 
-    /// Moves parked workloads of every ClusterQueue in the same cohort tree back to active.
+    /// Parked workloads of every ClusterQueue in the same cohort tree go back to active before
+    /// the next cycle.
     fn retry_inadmissible(&mut self, cq: CqId) {
         let node = self.cluster.cq(cq).node;
         let root = self.cluster.tree.root(node);
-        let cqs: Vec<CqId> = self
-            .cluster
-            .tree
-            .subtree_cluster_queues(root)
-            .into_iter()
-            .filter_map(|n| self.cluster.cq_of_node(n))
-            .collect();
-        self.queues.requeue_inadmissible(cqs);
+        for n in self.cluster.tree.subtree_cluster_queues(root) {
+            if let Some(cq) = self.cluster.cq_of_node(n) {
+                self.retry.insert(cq);
+            }
+        }
     }
 
     /// Runs one scheduling cycle at time `now`.
     pub fn schedule(&mut self, now: Millis) -> CycleOutcome {
         self.cycle += 1;
+        let retry = std::mem::take(&mut self.retry);
+        self.queues.requeue_inadmissible(retry);
         cycle::run(self, now)
     }
 

@@ -1,23 +1,269 @@
-//! `sim.wasq.dev/v1alpha1` objects in manifests: `Trace` (a JSONL or CSV file of workloads)
-//! and `Generator` (one of Kueue's performance-test shapes). Both expand into ordinary objects.
+//! `sim.wasq.dev/v1alpha1` objects in manifests: `Trace` (a JSONL or CSV file of workloads,
+//! see [`super::trace`]) and `Generator` (one of Kueue's performance-test shapes, see
+//! [`super::generate`]). Both expand into ordinary objects before the cluster is built.
+//!
+//! ```yaml
+//! apiVersion: sim.wasq.dev/v1alpha1
+//! kind: Trace
+//! metadata: {name: demo}
+//! spec: {path: traces/small.jsonl, format: jsonl, namespace: default}
+//! ---
+//! apiVersion: sim.wasq.dev/v1alpha1
+//! kind: Generator
+//! metadata: {name: baseline}
+//! spec: {shape: baseline, seed: 1}
+//! ```
 
-use crate::api::Manifests;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
+use std::path::Path;
 
-/// Replaces every simulator extension object with the objects it stands for.
+use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use crate::api::{Extension, Manifests, PodSet, Workload, WorkloadSpec};
+use crate::cluster::Millis;
+
+use super::generate::{self, GeneratorSpec};
+use super::trace::{self, TraceError, TraceSpec};
+use super::{ARRIVAL, CLASS, DURATION};
+
+/// The only version of the simulator group.
+pub const API_VERSION: &str = "sim.wasq.dev/v1alpha1";
+
+/// One simulated workload, as a trace row or a generator describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkloadRecord {
+    pub namespace: String,
+    pub name: String,
+    /// LocalQueue name.
+    pub queue: String,
+    pub priority: Option<i32>,
+    /// Virtual ms after time 0.
+    pub arrival: Millis,
+    pub duration: Option<Millis>,
+    pub class: Option<String>,
+    pub pod_sets: Vec<PodSetRecord>,
+}
+
+/// A pod set: `count` pods, each requesting `requests` (resource name → quantity as written).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodSetRecord {
+    pub name: String,
+    pub count: i32,
+    pub requests: BTreeMap<String, String>,
+}
+
+/// Why an extension object could not be expanded.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtensionError {
+    #[error("unsupported apiVersion {0:?} (use {API_VERSION})")]
+    Version(String),
+    #[error("unsupported kind {0:?} (use Trace or Generator)")]
+    Kind(String),
+    #[error("invalid object: {0}")]
+    Object(#[source] serde_json::Error),
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Trace(Vec<TraceError>),
+}
+
+/// The body of an extension object (without `apiVersion`/`kind`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Object<S> {
+    #[serde(default)]
+    #[allow(dead_code)] // read for the error label only, from the raw value
+    metadata: Option<serde_json::Value>,
+    spec: S,
+}
+
+/// Replaces every simulator extension object with the objects it stands for. Every problem of
+/// every object is reported, one per line, each naming the manifest document it comes from.
 pub fn expand(manifests: &mut Manifests) -> Result<(), String> {
     let extensions = std::mem::take(&mut manifests.extensions);
     let mut errors = Vec::new();
-    for ext in extensions {
-        errors.push(format!(
-            "{} doc {}: {} is not supported yet",
-            ext.origin.file.display(),
-            ext.origin.doc,
-            ext.kind
-        ));
+    let mut added: Vec<(String, Range<usize>)> = Vec::new();
+    for ext in &extensions {
+        let label = label(ext);
+        match expand_one(ext) {
+            Ok(objects) => {
+                let start = manifests.workloads.len();
+                append(manifests, objects);
+                added.push((label, start..manifests.workloads.len()));
+            }
+            Err(ExtensionError::Trace(errs)) => {
+                errors.extend(errs.iter().map(|e| format!("{label}: {e}")));
+            }
+            Err(e) => errors.push(format!("{label}: {e}")),
+        }
+    }
+    if !added.is_empty() {
+        errors.extend(duplicate_workloads(manifests, &added));
     }
     if errors.is_empty() {
         Ok(())
     } else {
         Err(errors.join("\n"))
+    }
+}
+
+/// The objects one extension stands for.
+pub fn expand_one(ext: &Extension) -> Result<Manifests, ExtensionError> {
+    if ext.api_version != API_VERSION {
+        return Err(ExtensionError::Version(ext.api_version.clone()));
+    }
+    match ext.kind.as_str() {
+        "Trace" => {
+            let spec: TraceSpec = spec_of(ext)?;
+            let base = ext.origin.file.parent().unwrap_or(Path::new(""));
+            let records = trace::load(&spec, base).map_err(ExtensionError::Trace)?;
+            Ok(Manifests {
+                workloads: records
+                    .into_iter()
+                    .map(WorkloadRecord::into_workload)
+                    .collect(),
+                ..Manifests::default()
+            })
+        }
+        "Generator" => {
+            let spec: GeneratorSpec = spec_of(ext)?;
+            Ok(generate::generate(&spec))
+        }
+        other => Err(ExtensionError::Kind(other.to_string())),
+    }
+}
+
+fn spec_of<S: DeserializeOwned>(ext: &Extension) -> Result<S, ExtensionError> {
+    Object::<S>::deserialize(&ext.value)
+        .map(|o| o.spec)
+        .map_err(ExtensionError::Object)
+}
+
+/// `file doc N: Kind name`, how errors name an extension object.
+fn label(ext: &Extension) -> String {
+    let name = ext
+        .value
+        .pointer("/metadata/name")
+        .and_then(serde_json::Value::as_str);
+    let object = match name {
+        Some(n) => format!("{} {n}", ext.kind),
+        None => ext.kind.clone(),
+    };
+    format!(
+        "{} doc {}: {object}",
+        ext.origin.file.display(),
+        ext.origin.doc
+    )
+}
+
+fn append(into: &mut Manifests, from: Manifests) {
+    let Manifests {
+        namespaces,
+        flavors,
+        cohorts,
+        cluster_queues,
+        local_queues,
+        priority_classes,
+        workloads,
+        extensions,
+    } = from;
+    into.namespaces.extend(namespaces);
+    into.flavors.extend(flavors);
+    into.cohorts.extend(cohorts);
+    into.cluster_queues.extend(cluster_queues);
+    into.local_queues.extend(local_queues);
+    into.priority_classes.extend(priority_classes);
+    into.workloads.extend(workloads);
+    into.extensions.extend(extensions);
+}
+
+/// Workloads an extension added whose `namespace/name` is already taken.
+fn duplicate_workloads(m: &Manifests, added: &[(String, Range<usize>)]) -> Vec<String> {
+    let key = |i: usize| {
+        let meta = &m.workloads[i].metadata;
+        (
+            meta.namespace.as_deref().unwrap_or("default"),
+            meta.name.as_deref().unwrap_or_default(),
+        )
+    };
+    let first_added = added.first().map_or(m.workloads.len(), |(_, r)| r.start);
+    let mut seen: HashMap<(&str, &str), Option<&str>> =
+        (0..first_added).map(|i| (key(i), None)).collect();
+    let mut errors = Vec::new();
+    for (label, range) in added {
+        for i in range.clone() {
+            let (ns, name) = key(i);
+            if let Some(first) = seen.insert((ns, name), Some(label)) {
+                let first = first.unwrap_or("the manifests");
+                errors.push(format!(
+                    "{label}: Workload {ns}/{name} is also defined by {first}"
+                ));
+            }
+        }
+    }
+    errors
+}
+
+impl WorkloadRecord {
+    /// The `Workload` object: one container per pod set carrying the requests, and the
+    /// arrival, duration and class annotations.
+    pub fn into_workload(self) -> Workload {
+        let mut annotations = BTreeMap::new();
+        annotations.insert(ARRIVAL.to_string(), format!("{}ms", self.arrival));
+        if let Some(d) = self.duration {
+            annotations.insert(DURATION.to_string(), format!("{d}ms"));
+        }
+        if let Some(c) = self.class {
+            annotations.insert(CLASS.to_string(), c);
+        }
+        let pod_sets = self
+            .pod_sets
+            .into_iter()
+            .map(|ps| PodSet {
+                template: pod_template(ps.requests),
+                name: ps.name,
+                count: ps.count,
+                ..PodSet::default()
+            })
+            .collect();
+        Workload {
+            metadata: ObjectMeta {
+                name: Some(self.name),
+                namespace: Some(self.namespace),
+                annotations: Some(annotations),
+                ..ObjectMeta::default()
+            },
+            spec: WorkloadSpec {
+                pod_sets,
+                queue_name: Some(self.queue),
+                priority: self.priority,
+                ..WorkloadSpec::default()
+            },
+            status: None,
+        }
+    }
+}
+
+fn pod_template(requests: BTreeMap<String, String>) -> PodTemplateSpec {
+    let requests = requests
+        .into_iter()
+        .map(|(r, q)| (r, K8sQuantity(q)))
+        .collect();
+    PodTemplateSpec {
+        metadata: None,
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "main".into(),
+                resources: Some(ResourceRequirements {
+                    requests: Some(requests),
+                    ..ResourceRequirements::default()
+                }),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
     }
 }

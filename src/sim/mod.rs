@@ -8,8 +8,10 @@
 
 pub mod duration;
 pub mod extensions;
+pub mod generate;
 pub mod report;
 pub mod scenario;
+pub mod trace;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -272,6 +274,10 @@ impl Simulation {
     pub fn run(&mut self, limits: &Limits, mut progress: Option<Progress<'_>>) {
         let total = self.arrival.len();
         let until = limits.until.map(|u| self.t0 + u);
+        // Guard against a livelock at one instant (e.g. two preemptors evicting each other's
+        // victims forever): after this many cycles without the clock moving, move it.
+        let max_cycles_per_instant = 1_000 + 10 * self.scheduler.cluster.cluster_queues.len() as u64;
+        let mut cycles_at_instant = 0u64;
         loop {
             self.settle_time_events();
             if limits.max_cycles.is_some_and(|m| self.cycles >= m) {
@@ -284,9 +290,18 @@ impl Simulation {
                 let settled = self.finished.iter().filter(|&&f| f).count();
                 p(self.seconds(self.now), settled, total);
             }
-            if made_progress {
+            cycles_at_instant += 1;
+            if made_progress && cycles_at_instant < max_cycles_per_instant {
                 continue;
             }
+            if made_progress {
+                tracing::warn!(
+                    time = self.seconds(self.now),
+                    cycles = cycles_at_instant,
+                    "no steady state at this instant; advancing the clock"
+                );
+            }
+            cycles_at_instant = 0;
             let next_arrival = self.arrivals.keys().next().copied();
             let next_finish = self.finishes.first().map(|&(t, _)| t);
             let Some(next) = [next_arrival, next_finish].into_iter().flatten().min() else {

@@ -1,3 +1,5 @@
 //! Integration tests: one binary sharing helpers.
 
+mod manifests;
+mod invariants;
 mod scenarios;

@@ -75,13 +75,12 @@ pub fn scenario_files() -> Vec<PathBuf> {
 }
 
 /// Runs one scenario file and returns its report.
-pub fn run_scenario(path: &Path) -> Report {
-    let text = std::fs::read_to_string(path).expect("readable scenario");
-    let scenario = Scenario::load(&[path.to_path_buf()])
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+pub fn run_scenario(path: &Path) -> Result<Report, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let scenario = Scenario::load(&[path.to_path_buf()]).map_err(|e| e.to_string())?;
     let mut sim = Simulation::new(scenario);
     sim.run(&limits_of(&text), None);
-    sim.report()
+    Ok(sim.report())
 }
 
 #[test]
@@ -91,7 +90,13 @@ fn every_scenario_matches_its_expected_outcome() {
     let mut failures = Vec::new();
     for path in &files {
         let expected = expected_lines(&path.with_extension("expected"));
-        let actual = outcome_lines(&run_scenario(path));
+        let actual = match run_scenario(path) {
+            Ok(report) => outcome_lines(&report),
+            Err(e) => {
+                failures.push(format!("{}: {e}", path.display()));
+                continue;
+            }
+        };
         if expected != actual {
             let missing: Vec<_> = expected.difference(&actual).collect();
             let extra: Vec<_> = actual.difference(&expected).collect();

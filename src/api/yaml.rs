@@ -1,0 +1,110 @@
+//! Multi-document YAML text → one JSON value per non-empty document, numbered as a reader
+//! counts them (empty documents, such as a trailing `---` or one holding only comments, keep
+//! their number but produce no value).
+
+use serde_json::Value;
+use serde_saphyr::MessageFormatter;
+use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle};
+
+/// One document's content and its 1-based position in the file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct YamlDoc {
+    pub number: usize,
+    pub value: Value,
+}
+
+/// Malformed YAML, at a 1-based line and column when the parser knows them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    pub line_column: Option<(usize, usize)>,
+    pub message: String,
+}
+
+/// Parses every document of `text`.
+pub fn parse_documents(text: &str) -> Result<Vec<YamlDoc>, SyntaxError> {
+    let values = serde_saphyr::from_multiple::<Value>(text).map_err(|e| {
+        let message = serde_saphyr::DefaultMessageFormatter
+            .format_message(e.without_snippet())
+            .replace(", set DuplicateKeyPolicy in Options if acceptable", "");
+        SyntaxError {
+            line_column: e
+                .location()
+                .map(|l| (l.line() as usize, l.column() as usize)),
+            message,
+        }
+    })?;
+    let numbers = non_empty_document_numbers(text);
+    let numbers: Vec<usize> = if numbers.len() == values.len() {
+        numbers
+    } else {
+        // The two parsers disagree on which documents are empty: fall back to counting values.
+        (1..=values.len()).collect()
+    };
+    Ok(numbers
+        .into_iter()
+        .zip(values)
+        .map(|(number, value)| YamlDoc { number, value })
+        .collect())
+}
+
+/// The 1-based numbers of documents whose root is not an untagged null (`~`, `null`, nothing).
+fn non_empty_document_numbers(text: &str) -> Vec<usize> {
+    let mut numbers = Vec::new();
+    let mut current = 0;
+    let mut awaiting_root = false;
+    for event in Parser::new_from_str(text) {
+        let Ok((event, _span)) = event else { break };
+        match event {
+            Event::DocumentStart(..) => {
+                current += 1;
+                awaiting_root = true;
+            }
+            Event::Scalar(value, style, _, tag) if awaiting_root => {
+                awaiting_root = false;
+                let null = style == ScalarStyle::Plain
+                    && tag.is_none()
+                    && matches!(value.as_ref(), "" | "~" | "null" | "Null" | "NULL");
+                if !null {
+                    numbers.push(current);
+                }
+            }
+            Event::SequenceStart(..) | Event::MappingStart(..) | Event::Alias(..)
+                if awaiting_root =>
+            {
+                awaiting_root = false;
+                numbers.push(current);
+            }
+            Event::DocumentEnd => awaiting_root = false,
+            _ => {}
+        }
+    }
+    numbers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_documents_keep_their_numbers() {
+        let text = "a: 1\n---\n# only a comment\n---\nb: 2\n---\n";
+        let docs = parse_documents(text).unwrap();
+        let numbers: Vec<usize> = docs.iter().map(|d| d.number).collect();
+        assert_eq!(numbers, [1, 3]);
+        assert_eq!(docs[1].value, serde_json::json!({"b": 2}));
+    }
+
+    #[test]
+    fn leading_marker_starts_the_first_document() {
+        let docs = parse_documents("---\na: 1\n---\nb: 2\n").unwrap();
+        let numbers: Vec<usize> = docs.iter().map(|d| d.number).collect();
+        assert_eq!(numbers, [1, 2]);
+    }
+
+    #[test]
+    fn syntax_errors_have_line_and_column() {
+        let err = parse_documents("a: 1\n---\nb: [1, 2\n").unwrap_err();
+        assert_eq!(err.line_column, Some((3, 4)));
+        assert_eq!(err.message, "unclosed bracket '['");
+    }
+}

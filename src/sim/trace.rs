@@ -1,0 +1,690 @@
+//! `Trace` files: one workload per JSONL line or CSV row, turned into [`WorkloadRecord`]s and
+//! then into `Workload`s whose arrival, duration and class ride on the `sim.wasq.dev/*`
+//! annotations.
+//!
+//! # Fields
+//! | field       | required | meaning                                                                  |
+//! |-------------|----------|--------------------------------------------------------------------------|
+//! | `arrival`   | yes      | submission time on the virtual clock: `90s`, `200ms`, `1m30s`, or seconds as a number |
+//! | `queue`     | yes      | the LocalQueue name                                                      |
+//! | `podSets`   | yes      | the pod sets and their per-pod requests (see below)                      |
+//! | `namespace` | no       | default: the Trace's `spec.namespace`, else `default`                    |
+//! | `name`      | no       | default: `trace-<line>` (physical 1-based line number)                   |
+//! | `priority`  | no       | integer `spec.priority`                                                  |
+//! | `duration`  | no       | how long it runs once admitted (same syntax as `arrival`); default: forever |
+//! | `class`     | no       | report class (`sim.wasq.dev/class`)                                      |
+//!
+//! # JSONL
+//! One JSON object per line; blank lines are skipped. `podSets` is a list of
+//! `{"name"?: "main", "count"?: 1, "requests"?: {"cpu": "1", "memory": "2Gi"}}` (a quantity may
+//! also be a JSON number). An unnamed pod set is called `main` if it is the first, `main-<i>`
+//! otherwise (`i` = 0-based index).
+//! ```text
+//! {"arrival": "1.5s", "queue": "lq", "priority": 10, "duration": "30s", "podSets": [{"count": 2, "requests": {"cpu": "1"}}]}
+//! ```
+//!
+//! # CSV
+//! A header row naming the columns (any order; the pod-set column is `podsets`), then one row
+//! per workload. Blank lines and lines starting with `#` are skipped; an empty cell means "not
+//! given". Cells may be double-quoted (`""` inside quotes is a quote); a row is one line.
+//!
+//! The `podsets` cell is `podset ("+" podset)*`, each pod set
+//! `[name ":"] [count "x"] "{" resource "=" quantity (";" resource "=" quantity)* "}"`:
+//! ```text
+//! arrival,queue,priority,duration,class,podsets
+//! 0s,lq,10,30s,small,{cpu=1}
+//! 2s,lq,,1m,big,main:3x{cpu=1;memory=2Gi}+workers:2x{cpu=4}
+//! ```
+//! No part of the syntax uses a comma, so a `podsets` cell never needs quoting.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::api::{self, names};
+use crate::cluster::Millis;
+
+use super::duration::parse_millis;
+use super::extensions::{PodSetRecord, WorkloadRecord};
+
+/// Errors reported for one trace file before giving up on it.
+const MAX_ERRORS: usize = 20;
+
+/// How a trace file is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceFormat {
+    Jsonl,
+    Csv,
+}
+
+impl TraceFormat {
+    /// The format a file name implies (`.jsonl`/`.ndjson`, `.csv`).
+    pub fn from_path(path: &Path) -> Option<TraceFormat> {
+        match path.extension()?.to_str()? {
+            "jsonl" | "ndjson" => Some(TraceFormat::Jsonl),
+            "csv" => Some(TraceFormat::Csv),
+            _ => None,
+        }
+    }
+}
+
+/// The `spec` of a `Trace` object.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSpec {
+    /// Relative to the directory of the manifest that holds the `Trace`.
+    pub path: PathBuf,
+    #[serde(default)]
+    pub format: Option<TraceFormat>,
+    /// Namespace of rows that name none (default `default`).
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+/// Why (part of) a trace could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("{}: cannot read trace: {source}", file.display())]
+    Read {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: cannot tell the format from the file name; set spec.format to jsonl or csv", file.display())]
+    UnknownFormat { file: PathBuf },
+    #[error("{}:{line}: {}{message}", file.display(), field.as_deref().map(|f| format!("{f}: ")).unwrap_or_default())]
+    Row {
+        file: PathBuf,
+        line: usize,
+        /// The field, column or pod-set path at fault (`podSets[0].requests.cpu`).
+        field: Option<String>,
+        message: String,
+    },
+    #[error("{}: more than {MAX_ERRORS} errors, stopped at line {line}", file.display())]
+    TooManyErrors { file: PathBuf, line: usize },
+}
+
+/// A problem with one field of a row.
+#[derive(Debug)]
+struct FieldError {
+    field: String,
+    message: String,
+}
+
+fn field_error(field: impl Into<String>, message: impl Into<String>) -> FieldError {
+    FieldError {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// Reads the trace a `Trace` spec names; `base_dir` is the manifest file's directory.
+pub fn load(spec: &TraceSpec, base_dir: &Path) -> Result<Vec<WorkloadRecord>, Vec<TraceError>> {
+    let file = base_dir.join(&spec.path);
+    let format = spec
+        .format
+        .or_else(|| TraceFormat::from_path(&file))
+        .ok_or_else(|| vec![TraceError::UnknownFormat { file: file.clone() }])?;
+    let text = std::fs::read_to_string(&file).map_err(|source| {
+        vec![TraceError::Read {
+            file: file.clone(),
+            source,
+        }]
+    })?;
+    parse(
+        &file,
+        format,
+        &text,
+        spec.namespace.as_deref().unwrap_or("default"),
+    )
+}
+
+/// Parses trace text; `file` is only used in errors and `namespace` is the rows' default.
+pub fn parse(
+    file: &Path,
+    format: TraceFormat,
+    text: &str,
+    namespace: &str,
+) -> Result<Vec<WorkloadRecord>, Vec<TraceError>> {
+    let mut records = Vec::new();
+    let mut errors = Vec::new();
+    let mut seen: HashMap<(String, String), usize> = HashMap::new();
+    let mut columns: Option<Vec<String>> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let trimmed = raw.trim();
+        if trimmed.is_empty() || (format == TraceFormat::Csv && trimmed.starts_with('#')) {
+            continue;
+        }
+        if errors.len() >= MAX_ERRORS {
+            errors.push(TraceError::TooManyErrors {
+                file: file.to_path_buf(),
+                line,
+            });
+            break;
+        }
+        let row_error = |field: Option<String>, message: String| TraceError::Row {
+            file: file.to_path_buf(),
+            line,
+            field,
+            message,
+        };
+        let cells = match format {
+            TraceFormat::Jsonl => jsonl_cells(trimmed),
+            TraceFormat::Csv => match &columns {
+                None => {
+                    match csv_header(trimmed) {
+                        Ok(c) => columns = Some(c),
+                        Err(e) => {
+                            errors.push(row_error(Some(e.field), e.message));
+                            break;
+                        }
+                    }
+                    continue;
+                }
+                Some(columns) => csv_cells(columns, trimmed),
+            },
+        };
+        let record = cells.and_then(|c| record(c, line, namespace).map_err(RowError::Fields));
+        match record {
+            Ok(r) => {
+                let key = (r.namespace.clone(), r.name.clone());
+                if let Some(first) = seen.insert(key, line) {
+                    errors.push(row_error(
+                        Some("name".into()),
+                        format!(
+                            "workload {}/{} is already defined on line {first}",
+                            r.namespace, r.name
+                        ),
+                    ));
+                } else {
+                    records.push(r);
+                }
+            }
+            Err(RowError::Whole(message)) => errors.push(row_error(None, message)),
+            Err(RowError::Fields(errs)) => {
+                errors.extend(
+                    errs.into_iter()
+                        .map(|e| row_error(Some(e.field), e.message)),
+                );
+            }
+        }
+    }
+    if format == TraceFormat::Csv && columns.is_none() && errors.is_empty() {
+        errors.push(TraceError::Row {
+            file: file.to_path_buf(),
+            line: 1,
+            field: None,
+            message: "missing the header row (e.g. arrival,queue,podsets)".into(),
+        });
+    }
+    if errors.is_empty() {
+        Ok(records)
+    } else {
+        Err(errors)
+    }
+}
+
+/// A row's fields before interpretation. Scalars are text (JSON numbers written out).
+#[derive(Default)]
+struct Cells {
+    arrival: Option<String>,
+    namespace: Option<String>,
+    name: Option<String>,
+    queue: Option<String>,
+    priority: Option<String>,
+    duration: Option<String>,
+    class: Option<String>,
+    pod_sets: Option<PodSetsCell>,
+}
+
+enum PodSetsCell {
+    Json(Value),
+    Text(String),
+}
+
+enum RowError {
+    /// The row as a whole is unreadable (not JSON, bad quoting, wrong number of cells).
+    Whole(String),
+    Fields(Vec<FieldError>),
+}
+
+const JSONL_FIELDS: &[&str] = &[
+    "arrival",
+    "namespace",
+    "name",
+    "queue",
+    "priority",
+    "podSets",
+    "duration",
+    "class",
+];
+const CSV_COLUMNS: &[&str] = &[
+    "arrival",
+    "namespace",
+    "name",
+    "queue",
+    "priority",
+    "podsets",
+    "duration",
+    "class",
+];
+
+fn jsonl_cells(text: &str) -> Result<Cells, RowError> {
+    let object: Map<String, Value> = match serde_json::from_str(text) {
+        Ok(Value::Object(o)) => o,
+        Ok(_) => return Err(RowError::Whole("expected a JSON object".into())),
+        Err(e) => return Err(RowError::Whole(format!("invalid JSON: {e}"))),
+    };
+    let mut cells = Cells::default();
+    let mut errors = Vec::new();
+    for (key, value) in object {
+        if key == "podSets" {
+            cells.pod_sets = Some(PodSetsCell::Json(value));
+            continue;
+        }
+        let Some(slot) = cells.scalar(&key) else {
+            errors.push(field_error(
+                &key,
+                format!("unknown field, expected one of {}", JSONL_FIELDS.join(", ")),
+            ));
+            continue;
+        };
+        match value {
+            Value::Null => {}
+            Value::String(s) => *slot = Some(s),
+            Value::Number(n) => *slot = Some(n.to_string()),
+            _ => errors.push(field_error(&key, "must be a string or a number")),
+        }
+    }
+    if errors.is_empty() {
+        Ok(cells)
+    } else {
+        Err(RowError::Fields(errors))
+    }
+}
+
+impl Cells {
+    fn scalar(&mut self, key: &str) -> Option<&mut Option<String>> {
+        Some(match key {
+            "arrival" => &mut self.arrival,
+            "namespace" => &mut self.namespace,
+            "name" => &mut self.name,
+            "queue" => &mut self.queue,
+            "priority" => &mut self.priority,
+            "duration" => &mut self.duration,
+            "class" => &mut self.class,
+            _ => return None,
+        })
+    }
+}
+
+fn csv_header(text: &str) -> Result<Vec<String>, FieldError> {
+    let columns = split_csv(text).map_err(|m| field_error("header", m))?;
+    for (i, c) in columns.iter().enumerate() {
+        if !CSV_COLUMNS.contains(&c.as_str()) {
+            return Err(field_error(
+                format!("column {} ({c:?})", i + 1),
+                format!(
+                    "unknown column, expected some of {}",
+                    CSV_COLUMNS.join(", ")
+                ),
+            ));
+        }
+        if columns[..i].contains(c) {
+            return Err(field_error(c.as_str(), "column appears twice"));
+        }
+    }
+    Ok(columns)
+}
+
+fn csv_cells(columns: &[String], text: &str) -> Result<Cells, RowError> {
+    let values = split_csv(text).map_err(RowError::Whole)?;
+    if values.len() != columns.len() {
+        return Err(RowError::Whole(format!(
+            "{} cells, but the header names {} columns",
+            values.len(),
+            columns.len()
+        )));
+    }
+    let mut cells = Cells::default();
+    for (column, value) in columns.iter().zip(values) {
+        if value.is_empty() {
+            continue;
+        }
+        if column == "podsets" {
+            cells.pod_sets = Some(PodSetsCell::Text(value));
+        } else if let Some(slot) = cells.scalar(column) {
+            *slot = Some(value);
+        }
+    }
+    Ok(cells)
+}
+
+/// Splits one CSV line into trimmed cells; `"..."` quotes a cell, `""` inside it is a quote.
+fn split_csv(line: &str) -> Result<Vec<String>, String> {
+    let mut cells = Vec::new();
+    let mut cell = String::new();
+    let mut quoted = false;
+    let mut was_quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                chars.next();
+                cell.push('"');
+            }
+            (true, '"') => quoted = false,
+            (true, c) => cell.push(c),
+            (false, ',') => {
+                cells.push(std::mem::take(&mut cell).trim().to_string());
+                was_quoted = false;
+            }
+            (false, '"') if cell.trim().is_empty() && !was_quoted => {
+                cell.clear();
+                quoted = true;
+                was_quoted = true;
+            }
+            (false, '"') => return Err("unexpected '\"' inside an unquoted cell".into()),
+            (false, c) if was_quoted && !c.is_whitespace() => {
+                return Err("text after a closing quote".into());
+            }
+            (false, c) => cell.push(c),
+        }
+    }
+    if quoted {
+        return Err("unterminated quoted cell".into());
+    }
+    cells.push(cell.trim().to_string());
+    Ok(cells)
+}
+
+/// Interprets a row's cells; every field problem is reported.
+fn record(cells: Cells, line: usize, namespace: &str) -> Result<WorkloadRecord, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let mut check = |r: Result<(), FieldError>| {
+        if let Err(e) = r {
+            errors.push(e);
+        }
+    };
+    let duration = |field: &str, v: &Option<String>| -> Result<Option<Millis>, FieldError> {
+        v.as_deref()
+            .map(|s| parse_millis(s).map_err(|m| field_error(field, m)))
+            .transpose()
+    };
+    let arrival = match duration("arrival", &cells.arrival) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            check(Err(field_error("arrival", "required")));
+            0
+        }
+        Err(e) => {
+            check(Err(e));
+            0
+        }
+    };
+    let run = duration("duration", &cells.duration).unwrap_or_else(|e| {
+        check(Err(e));
+        None
+    });
+    let namespace = cells.namespace.unwrap_or_else(|| namespace.to_string());
+    check(names::dns_label(&namespace).map_err(|m| field_error("namespace", m)));
+    let name = cells.name.unwrap_or_else(|| format!("trace-{line}"));
+    check(names::dns_subdomain(&name).map_err(|m| field_error("name", m)));
+    let queue = cells.queue.unwrap_or_default();
+    check(if queue.is_empty() {
+        Err(field_error("queue", "required"))
+    } else {
+        names::dns_subdomain(&queue).map_err(|m| field_error("queue", m))
+    });
+    let priority = match cells.priority.as_deref().map(str::parse::<i32>) {
+        None => None,
+        Some(Ok(p)) => Some(p),
+        Some(Err(_)) => {
+            check(Err(field_error("priority", "must be a 32-bit integer")));
+            None
+        }
+    };
+    let pod_sets = match cells.pod_sets {
+        None => Err(vec![field_error("podSets", "required")]),
+        Some(PodSetsCell::Json(v)) => json_pod_sets(v),
+        Some(PodSetsCell::Text(s)) => text_pod_sets(&s),
+    }
+    .unwrap_or_else(|errs| {
+        errors.extend(errs);
+        Vec::new()
+    });
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(WorkloadRecord {
+        namespace,
+        name,
+        queue,
+        priority,
+        arrival,
+        duration: run,
+        class: cells.class,
+        pod_sets,
+    })
+}
+
+fn default_pod_set_name(index: usize) -> String {
+    if index == 0 {
+        api::default_pod_set_name()
+    } else {
+        format!("{}-{index}", api::default_pod_set_name())
+    }
+}
+
+fn json_pod_sets(value: Value) -> Result<Vec<PodSetRecord>, Vec<FieldError>> {
+    let Value::Array(items) = value else {
+        return Err(vec![field_error("podSets", "must be a list of pod sets")]);
+    };
+    let mut errors = Vec::new();
+    let mut out = Vec::new();
+    for (i, item) in items.into_iter().enumerate() {
+        let at = format!("podSets[{i}]");
+        let Value::Object(obj) = item else {
+            errors.push(field_error(at, "must be an object"));
+            continue;
+        };
+        let mut ps = PodSetRecord {
+            name: default_pod_set_name(i),
+            count: 1,
+            requests: BTreeMap::new(),
+        };
+        for (key, v) in obj {
+            let field = format!("{at}.{key}");
+            match (key.as_str(), v) {
+                ("name", Value::String(s)) => ps.name = s,
+                ("count", Value::Number(n)) => match n.as_i64().and_then(|c| i32::try_from(c).ok())
+                {
+                    Some(c) => ps.count = c,
+                    None => errors.push(field_error(field, "must be a 32-bit integer")),
+                },
+                ("requests", Value::Object(reqs)) => {
+                    for (r, q) in reqs {
+                        let q = match q {
+                            Value::String(s) => s,
+                            Value::Number(n) => n.to_string(),
+                            _ => {
+                                errors.push(field_error(
+                                    format!("{field}.{r}"),
+                                    "must be a quantity",
+                                ));
+                                continue;
+                            }
+                        };
+                        ps.requests.insert(r, q);
+                    }
+                }
+                ("name" | "count" | "requests", _) => {
+                    let what = match key.as_str() {
+                        "name" => "a string",
+                        "count" => "an integer",
+                        _ => "a map of resource name to quantity",
+                    };
+                    errors.push(field_error(field, format!("must be {what}")));
+                }
+                _ => errors.push(field_error(
+                    field,
+                    "unknown field, expected name, count or requests",
+                )),
+            }
+        }
+        out.push((at, ps));
+    }
+    finish_pod_sets(out, errors, "podSets")
+}
+
+fn text_pod_sets(text: &str) -> Result<Vec<PodSetRecord>, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let mut out = Vec::new();
+    let mut rest = text.trim();
+    let mut i = 0;
+    while !rest.is_empty() {
+        let at = format!("podsets[{i}]");
+        let parsed = one_text_pod_set(rest, i);
+        match parsed {
+            Ok((ps, tail)) => {
+                out.push((at.clone(), ps));
+                rest = tail.trim_start();
+                if let Some(next) = rest.strip_prefix('+') {
+                    rest = next.trim_start();
+                    if rest.is_empty() {
+                        errors.push(field_error("podsets", "expected a pod set after '+'"));
+                    }
+                } else if !rest.is_empty() {
+                    errors.push(field_error(
+                        at,
+                        format!("expected '+' or the end, found {rest:?}"),
+                    ));
+                    break;
+                }
+            }
+            Err(m) => {
+                errors.push(field_error(
+                    at,
+                    format!("{m}; expected [name:][count x]{{resource=quantity;...}}"),
+                ));
+                break;
+            }
+        }
+        i += 1;
+    }
+    if out.is_empty() && errors.is_empty() {
+        errors.push(field_error("podsets", "at least one pod set is required"));
+    }
+    finish_pod_sets(out, errors, "podsets")
+}
+
+/// Parses `[name:][count x]{r=q;...}` at the start of `text`; returns the rest.
+fn one_text_pod_set(text: &str, index: usize) -> Result<(PodSetRecord, &str), String> {
+    let open = text.find('{').ok_or("missing '{'")?;
+    let close = open + text[open..].find('}').ok_or("missing '}'")?;
+    let head = text[..open].trim();
+    let (name, count) = match head.split_once(':') {
+        Some((n, c)) => (n.trim().to_string(), c.trim()),
+        None => (default_pod_set_name(index), head),
+    };
+    let count = match count {
+        "" => 1,
+        c => c
+            .strip_suffix('x')
+            .and_then(|n| n.trim().parse().ok())
+            .ok_or_else(|| format!("invalid count {c:?} (write e.g. 3x)"))?,
+    };
+    let mut requests = BTreeMap::new();
+    for pair in text[open + 1..close]
+        .split(';')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        let (r, q) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("invalid request {pair:?} (write resource=quantity)"))?;
+        requests.insert(r.trim().to_string(), q.trim().to_string());
+    }
+    Ok((
+        PodSetRecord {
+            name,
+            count,
+            requests,
+        },
+        &text[close + 1..],
+    ))
+}
+
+/// Checks names, counts and quantities of parsed pod sets.
+fn finish_pod_sets(
+    sets: Vec<(String, PodSetRecord)>,
+    mut errors: Vec<FieldError>,
+    field: &str,
+) -> Result<Vec<PodSetRecord>, Vec<FieldError>> {
+    if sets.is_empty() && errors.is_empty() {
+        errors.push(field_error(field, "at least one pod set is required"));
+    }
+    for (i, (at, ps)) in sets.iter().enumerate() {
+        if let Err(m) = names::dns_label(&ps.name) {
+            errors.push(field_error(format!("{at}.name"), m));
+        }
+        if sets[..i].iter().any(|(_, other)| other.name == ps.name) {
+            errors.push(field_error(
+                format!("{at}.name"),
+                format!("pod set {:?} appears twice", ps.name),
+            ));
+        }
+        if ps.count < 1 {
+            errors.push(field_error(format!("{at}.count"), "must be at least 1"));
+        }
+        for (r, q) in &ps.requests {
+            let at = format!("{at}.requests.{r}");
+            if let Err(m) = names::qualified_name(r) {
+                errors.push(field_error(&at, format!("invalid resource name: {m}")));
+            }
+            match q.parse::<api::Quantity>() {
+                Ok(v) if v.milli() < 0 => errors.push(field_error(&at, "must not be negative")),
+                Ok(_) => {}
+                Err(e) => errors.push(field_error(&at, e.to_string())),
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(sets.into_iter().map(|(_, ps)| ps).collect())
+    } else {
+        Err(errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_cells_split_with_quotes() {
+        assert_eq!(
+            split_csv(r#"a, "b,c" ,"d""e""#).unwrap(),
+            ["a", "b,c", "d\"e"]
+        );
+        assert!(split_csv(r#"a,"b"#).is_err());
+        assert!(split_csv(r#"a,b"c"#).is_err());
+    }
+
+    #[test]
+    fn text_pod_sets_parse() {
+        let sets = text_pod_sets("main:3x{cpu=1;memory=2Gi}+workers:2x{cpu=4}").unwrap();
+        assert_eq!(sets.len(), 2);
+        assert_eq!((sets[0].name.as_str(), sets[0].count), ("main", 3));
+        assert_eq!(sets[0].requests["memory"], "2Gi");
+        assert_eq!((sets[1].name.as_str(), sets[1].count), ("workers", 2));
+        let sets = text_pod_sets("{cpu=1}+2x{cpu=2}").unwrap();
+        assert_eq!((sets[1].name.as_str(), sets[1].count), ("main-1", 2));
+        assert!(text_pod_sets("main:3{cpu=1}").is_err());
+        assert!(text_pod_sets("{cpu=1}+").is_err());
+        assert!(text_pod_sets("{cpu=lots}").is_err());
+    }
+}

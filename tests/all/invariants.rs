@@ -1,0 +1,698 @@
+//! Scheduler invariants under random clusters and random event sequences (proptest).
+//!
+//! Each case generates ResourceFlavors, a cohort forest, ClusterQueues with random quotas,
+//! limits and preemption settings, one LocalQueue per ClusterQueue and a handful of Workloads,
+//! builds a [`Scheduler`] and applies random steps (submit, schedule, finish, delete, resubmit).
+//! After every step, and right after every cycle before its evictions are applied, it checks:
+//! - (a) quota: every root within its subtree quota, every node within subtree quota +
+//!   borrowingLimit, every ClusterQueue within its potential available;
+//! - (b) bookkeeping: `cluster.usage` equals the usage recomputed from the admitted workloads;
+//! - (c) one admission at a time: never pending and holding quota, never admitted twice;
+//! - (d) preemption: a victim held quota before the cycle, its preemptor did not;
+//! - (e) admissions cover every podSet with `minCount ≤ count ≤ podSet.count`, and their usage is
+//!   what the assigned flavors and counts add up to.
+
+use std::collections::{BTreeMap, HashSet};
+
+use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
+use proptest::collection::vec;
+use proptest::option;
+use proptest::prelude::*;
+use proptest::sample::{Index, subsequence};
+
+use wasq::api::{
+    self, BorrowWithinCohort, BorrowWithinCohortPolicy, ClusterQueuePreemption, FlavorFungibility,
+    FlavorQuotas, FungibilityPolicy, Manifests, Quantity, QueueingStrategy, ReclaimWithinCohort,
+    ResourceGroup, WithinClusterQueue,
+};
+use wasq::cluster::{Admission, Cluster, Holding, WorkloadId, build_cluster};
+use wasq::quota::{FrIdx, NodeKind, Usage};
+use wasq::scheduler::{Decision, Scheduler};
+
+const NAMESPACE: &str = "ns";
+const FLAVORS: [&str; 2] = ["f0", "f1"];
+const MAX_COHORT_DEPTH: usize = 3;
+
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        cases: 256,
+        // Failures print their minimal case; no regression files are written into tests/.
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The generated case, in compact form (this is what proptest prints for a failure).
+
+/// cpu quota of one flavor, in whole cpus.
+#[derive(Debug, Clone)]
+struct CpuQuota {
+    flavor: usize,
+    nominal: i64,
+    borrowing_limit: Option<i64>,
+    lending_limit: Option<i64>,
+}
+
+#[derive(Debug, Clone)]
+struct CohortCase {
+    parent: Option<usize>,
+    /// `None`: the cohort declares no quota of its own.
+    quotas: Option<Vec<CpuQuota>>,
+}
+
+#[derive(Debug, Clone)]
+struct QueueCase {
+    cohort: Option<usize>,
+    quotas: Vec<CpuQuota>,
+    strict_fifo: bool,
+    within: WithinClusterQueue,
+    reclaim: ReclaimWithinCohort,
+    borrow: BorrowWithinCohort,
+    fungibility: Option<FlavorFungibility>,
+}
+
+#[derive(Debug, Clone)]
+struct PodSetCase {
+    count: i32,
+    min_count: Option<i32>,
+    cpu_milli: i64,
+}
+
+#[derive(Debug, Clone)]
+struct WorkloadCase {
+    queue: usize,
+    priority: i32,
+    created_s: i64,
+    pod_sets: Vec<PodSetCase>,
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    cohorts: Vec<CohortCase>,
+    queues: Vec<QueueCase>,
+    workloads: Vec<WorkloadCase>,
+}
+
+/// One step of the driver; each `Index` picks among the workloads the step applies to.
+#[derive(Debug, Clone)]
+enum Step {
+    /// Submit a workload never submitted before.
+    Submit(Index),
+    /// Run one cycle, then complete its evictions (as the simulator does).
+    Schedule,
+    /// Finish a workload that holds quota.
+    Finish(Index),
+    /// Delete a pending workload.
+    Delete(Index),
+    /// Submit again a workload already submitted (a duplicate event): refused if it holds quota.
+    Resubmit(Index),
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generators.
+
+/// Quotas for one or both flavors, in random flavor order; lendingLimit ≤ nominal.
+fn cpu_quotas(max_nominal: i64) -> impl Strategy<Value = Vec<CpuQuota>> {
+    subsequence(vec![0usize, 1], 1..=2)
+        .prop_shuffle()
+        .prop_flat_map(move |flavors| {
+            let n = flavors.len();
+            (
+                Just(flavors),
+                vec(
+                    prop_oneof![1 => Just(0), 6 => 1..=max_nominal].prop_flat_map(|nominal| {
+                        (Just(nominal), option::of(0..=4i64), option::weighted(0.3, 0..=nominal))
+                    }),
+                    n,
+                ),
+            )
+        })
+        .prop_map(|(flavors, quotas)| {
+            flavors
+                .into_iter()
+                .zip(quotas)
+                .map(|(flavor, (nominal, borrowing_limit, lending_limit))| CpuQuota {
+                    flavor,
+                    nominal,
+                    borrowing_limit,
+                    lending_limit,
+                })
+                .collect()
+        })
+}
+
+fn preemption() -> impl Strategy<Value = (WithinClusterQueue, ReclaimWithinCohort, BorrowWithinCohort)> {
+    (
+        prop_oneof![
+            Just(WithinClusterQueue::Never),
+            Just(WithinClusterQueue::LowerPriority),
+            Just(WithinClusterQueue::LowerOrNewerEqualPriority),
+        ],
+        prop_oneof![
+            Just(ReclaimWithinCohort::Never),
+            Just(ReclaimWithinCohort::LowerPriority),
+            Just(ReclaimWithinCohort::Any),
+        ],
+        prop_oneof![
+            Just(BorrowWithinCohort::default()),
+            option::of(-1..=3i32).prop_map(|max_priority_threshold| BorrowWithinCohort {
+                policy: BorrowWithinCohortPolicy::LowerPriority,
+                max_priority_threshold,
+            }),
+        ],
+    )
+}
+
+fn fungibility() -> impl Strategy<Value = Option<FlavorFungibility>> {
+    let policy = || {
+        option::of(prop_oneof![
+            Just(FungibilityPolicy::MayStopSearch),
+            Just(FungibilityPolicy::TryNextFlavor),
+        ])
+    };
+    option::weighted(0.3, (policy(), policy())).prop_map(|f| {
+        f.map(|(when_can_borrow, when_can_preempt)| FlavorFungibility {
+            when_can_borrow,
+            when_can_preempt,
+            preference: None,
+        })
+    })
+}
+
+fn queue_case(n_cohorts: usize) -> impl Strategy<Value = QueueCase> {
+    (
+        option::weighted(0.85, any::<Index>()),
+        cpu_quotas(8),
+        any::<bool>(),
+        preemption(),
+        fungibility(),
+    )
+        .prop_map(move |(cohort, quotas, strict_fifo, (within, reclaim, borrow), fungibility)| {
+            QueueCase {
+                cohort: cohort.filter(|_| n_cohorts > 0).map(|i| i.index(n_cohorts)),
+                quotas,
+                strict_fifo,
+                within,
+                reclaim,
+                borrow,
+                fungibility,
+            }
+        })
+}
+
+fn pod_set_case() -> impl Strategy<Value = PodSetCase> {
+    (1..=3i32, prop_oneof![Just(500i64), Just(1000), Just(2000)])
+        .prop_flat_map(|(count, cpu_milli)| {
+            (Just(count), option::weighted(0.35, 1..=count), Just(cpu_milli))
+        })
+        .prop_map(|(count, min_count, cpu_milli)| PodSetCase {
+            count,
+            min_count,
+            cpu_milli,
+        })
+}
+
+fn workload_case(n_queues: usize) -> impl Strategy<Value = WorkloadCase> {
+    (0..n_queues, 0..=3i32, 0..=5i64, vec(pod_set_case(), 1..=2)).prop_map(
+        |(queue, priority, created_s, pod_sets)| WorkloadCase {
+            queue,
+            priority,
+            created_s,
+            pod_sets,
+        },
+    )
+}
+
+/// 0–3 cohorts up to three levels deep (a later cohort may also be a second root).
+fn cohort_cases() -> impl Strategy<Value = Vec<CohortCase>> {
+    vec(
+        (option::weighted(0.8, any::<Index>()), option::weighted(0.5, cpu_quotas(6))),
+        0..=3,
+    )
+    .prop_map(|raw| {
+        let mut depth: Vec<usize> = Vec::new();
+        let mut cohorts = Vec::new();
+        for (i, (pick, quotas)) in raw.into_iter().enumerate() {
+            let allowed: Vec<usize> = (0..i).filter(|&j| depth[j] < MAX_COHORT_DEPTH).collect();
+            let parent = pick
+                .filter(|_| !allowed.is_empty())
+                .map(|p| allowed[p.index(allowed.len())]);
+            depth.push(parent.map_or(1, |p| depth[p] + 1));
+            cohorts.push(CohortCase { parent, quotas });
+        }
+        cohorts
+    })
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (cohort_cases(), 1..=4usize)
+        .prop_flat_map(|(cohorts, n_queues)| {
+            let n_cohorts = cohorts.len();
+            (
+                Just(cohorts),
+                vec(queue_case(n_cohorts), n_queues),
+                vec(workload_case(n_queues), 1..=12),
+            )
+        })
+        .prop_map(|(cohorts, queues, workloads)| Case {
+            cohorts,
+            queues,
+            workloads,
+        })
+}
+
+fn steps() -> impl Strategy<Value = Vec<Step>> {
+    vec(
+        prop_oneof![
+            5 => any::<Index>().prop_map(Step::Submit),
+            5 => Just(Step::Schedule),
+            1 => any::<Index>().prop_map(Step::Finish),
+            1 => any::<Index>().prop_map(Step::Delete),
+            1 => any::<Index>().prop_map(Step::Resubmit),
+        ],
+        1..=50,
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Builders: compact case → Kueue API objects.
+
+fn meta(name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        ..ObjectMeta::default()
+    }
+}
+
+fn namespaced(name: &str) -> ObjectMeta {
+    ObjectMeta {
+        namespace: Some(NAMESPACE.into()),
+        ..meta(name)
+    }
+}
+
+fn resource_flavor(name: &str) -> api::ResourceFlavor {
+    api::ResourceFlavor {
+        metadata: meta(name),
+        spec: api::ResourceFlavorSpec::default(),
+    }
+}
+
+fn cpu_group(quotas: &[CpuQuota]) -> Vec<ResourceGroup> {
+    vec![ResourceGroup {
+        covered_resources: vec!["cpu".into()],
+        flavors: quotas
+            .iter()
+            .map(|q| FlavorQuotas {
+                name: FLAVORS[q.flavor].into(),
+                resources: vec![api::ResourceQuota {
+                    name: "cpu".into(),
+                    nominal_quota: Quantity::units(q.nominal),
+                    borrowing_limit: q.borrowing_limit.map(Quantity::units),
+                    lending_limit: q.lending_limit.map(Quantity::units),
+                }],
+            })
+            .collect(),
+    }]
+}
+
+fn cohort_name(i: usize) -> String {
+    format!("c{i}")
+}
+
+fn queue_name(i: usize) -> String {
+    format!("cq{i}")
+}
+
+fn cohort(i: usize, c: &CohortCase) -> api::Cohort {
+    api::Cohort {
+        metadata: meta(&cohort_name(i)),
+        spec: api::CohortSpec {
+            parent_name: c.parent.map(cohort_name),
+            resource_groups: c.quotas.as_deref().map(cpu_group).unwrap_or_default(),
+            fair_sharing: None,
+        },
+    }
+}
+
+fn cluster_queue(i: usize, q: &QueueCase) -> api::ClusterQueue {
+    api::ClusterQueue {
+        metadata: meta(&queue_name(i)),
+        spec: api::ClusterQueueSpec {
+            resource_groups: cpu_group(&q.quotas),
+            cohort_name: q.cohort.map(cohort_name),
+            queueing_strategy: Some(if q.strict_fifo {
+                QueueingStrategy::StrictFIFO
+            } else {
+                QueueingStrategy::BestEffortFIFO
+            }),
+            // `{}` = every namespace.
+            namespace_selector: Some(LabelSelector::default()),
+            flavor_fungibility: q.fungibility.clone(),
+            preemption: Some(ClusterQueuePreemption {
+                reclaim_within_cohort: Some(q.reclaim),
+                within_cluster_queue: Some(q.within),
+                borrow_within_cohort: Some(q.borrow.clone()),
+            }),
+            ..api::ClusterQueueSpec::default()
+        },
+        status: None,
+    }
+}
+
+fn local_queue(i: usize) -> api::LocalQueue {
+    api::LocalQueue {
+        metadata: namespaced(&format!("lq-{}", queue_name(i))),
+        spec: api::LocalQueueSpec {
+            cluster_queue: queue_name(i),
+            ..api::LocalQueueSpec::default()
+        },
+        status: None,
+    }
+}
+
+fn pod_template(cpu_milli: i64) -> PodTemplateSpec {
+    PodTemplateSpec {
+        metadata: None,
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "main".into(),
+                resources: Some(ResourceRequirements {
+                    requests: Some(BTreeMap::from([(
+                        "cpu".to_string(),
+                        K8sQuantity(format!("{cpu_milli}m")),
+                    )])),
+                    ..ResourceRequirements::default()
+                }),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
+    }
+}
+
+fn workload(i: usize, w: &WorkloadCase) -> api::Workload {
+    let created = k8s_openapi::jiff::Timestamp::from_second(1_700_000_000 + w.created_s)
+        .expect("timestamp in range");
+    api::Workload {
+        metadata: ObjectMeta {
+            creation_timestamp: Some(Time(created)),
+            ..namespaced(&format!("w{i:02}"))
+        },
+        spec: api::WorkloadSpec {
+            pod_sets: w
+                .pod_sets
+                .iter()
+                .enumerate()
+                .map(|(j, ps)| api::PodSet {
+                    name: format!("ps{j}"),
+                    count: ps.count,
+                    min_count: ps.min_count,
+                    template: pod_template(ps.cpu_milli),
+                    topology_request: None,
+                })
+                .collect(),
+            queue_name: Some(format!("lq-{}", queue_name(w.queue))),
+            priority: Some(w.priority),
+            ..api::WorkloadSpec::default()
+        },
+        status: None,
+    }
+}
+
+fn manifests(c: &Case) -> Manifests {
+    Manifests {
+        flavors: FLAVORS.iter().map(|f| resource_flavor(f)).collect(),
+        cohorts: c.cohorts.iter().enumerate().map(|(i, x)| cohort(i, x)).collect(),
+        cluster_queues: c.queues.iter().enumerate().map(|(i, q)| cluster_queue(i, q)).collect(),
+        local_queues: (0..c.queues.len()).map(local_queue).collect(),
+        workloads: c.workloads.iter().enumerate().map(|(i, w)| workload(i, w)).collect(),
+        ..Manifests::default()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks.
+
+type Check = Result<(), TestCaseError>;
+
+/// (a) Nothing is over what its quota and limits allow.
+fn check_quota(cluster: &Cluster) -> Check {
+    let tree = &cluster.tree;
+    for (id, node) in tree.nodes() {
+        for i in 0..tree.n_fr() {
+            let fr = FrIdx(i as u32);
+            let used = cluster.usage.get(id, fr);
+            let subtree = tree.subtree_quota(id, fr);
+            let what = format!("{} {:?} {}", node.name, node.kind, cluster.fr_name(fr));
+            prop_assert!(used >= 0, "{what}: negative usage {used}");
+            if node.parent.is_none() {
+                prop_assert!(used <= subtree, "{what}: root usage {used} > subtree quota {subtree}");
+            }
+            if let Some(limit) = tree.quota(id, fr).borrowing_limit {
+                prop_assert!(
+                    used <= subtree + limit,
+                    "{what}: usage {used} > subtree quota {subtree} + borrowingLimit {limit}"
+                );
+            }
+            if node.kind == NodeKind::ClusterQueue {
+                let potential = tree.potential_available(id, fr);
+                prop_assert!(used <= potential, "{what}: usage {used} > potential available {potential}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// (b) `cluster.usage` is exactly the admitted workloads' usage.
+fn check_usage_recomputes(cluster: &Cluster) -> Check {
+    let mut fresh: Usage = cluster.tree.new_usage();
+    for w in &cluster.workloads {
+        if let Some(a) = cluster.admission(w.id) {
+            let node = cluster.cq(a.cluster_queue).node;
+            for &(fr, v) in &a.usage {
+                cluster.tree.add_usage(&mut fresh, node, fr, v);
+            }
+            prop_assert!(
+                cluster.admitted_in(a.cluster_queue).contains(&w.id),
+                "{} holds quota in {} but is not listed there",
+                w.key,
+                cluster.cq(a.cluster_queue).name
+            );
+        }
+    }
+    for cq in &cluster.cluster_queues {
+        for &id in cluster.admitted_in(cq.id) {
+            prop_assert_eq!(
+                cluster.admission(id).map(|a| a.cluster_queue),
+                Some(cq.id),
+                "{} is listed in {} but holds no quota there",
+                &cluster.workload(id).key,
+                &cq.name
+            );
+        }
+    }
+    prop_assert!(fresh == cluster.usage, "usage {:?} != recomputed {:?}", cluster.usage, fresh);
+    Ok(())
+}
+
+/// (c) A workload is pending or holds quota, never both; a submitted, unfinished workload is
+/// always one of the two (none is lost).
+fn check_placement(s: &Scheduler, live: &[bool]) -> Check {
+    for w in &s.cluster.workloads {
+        let pending = s.queues.contains(w.id);
+        let holds = s.cluster.admission(w.id).is_some();
+        prop_assert!(!(pending && holds), "{} is pending and holds quota", w.key);
+        if live[w.id.index()] {
+            prop_assert!(pending || holds, "{} is neither pending nor holding quota", w.key);
+        } else {
+            prop_assert!(!pending && !holds, "{} is gone but still pending or holding quota", w.key);
+        }
+    }
+    Ok(())
+}
+
+fn check_state(s: &Scheduler, live: &[bool]) -> Check {
+    check_quota(&s.cluster)?;
+    check_usage_recomputes(&s.cluster)?;
+    check_placement(s, live)
+}
+
+/// (e) The admission covers every podSet, in order, with `minCount ≤ count ≤ podSet.count`, a
+/// flavor for every requested resource, and a usage equal to what those add up to.
+fn check_admission(cluster: &Cluster, id: WorkloadId, a: &Admission) -> Check {
+    let wl = cluster.workload(id);
+    prop_assert_eq!(Some(a.cluster_queue), wl.cluster_queue, "{} admitted in another queue", &wl.key);
+    prop_assert_eq!(a.pod_sets.len(), wl.pod_sets.len(), "{}: podSets admitted", &wl.key);
+    let mut expected: BTreeMap<FrIdx, i64> = BTreeMap::new();
+    for (ps, psa) in wl.pod_sets.iter().zip(&a.pod_sets) {
+        prop_assert_eq!(&psa.name, &ps.name, "{}: podSet order", &wl.key);
+        let min = ps.min_count.unwrap_or(ps.count);
+        prop_assert!(
+            min <= psa.count && psa.count <= ps.count,
+            "{} {}: count {} outside [{}, {}]",
+            wl.key,
+            ps.name,
+            psa.count,
+            min,
+            ps.count
+        );
+        for &(resource, per_pod) in &ps.requests {
+            let flavor = psa.flavors.iter().find(|(r, _)| *r == resource).map(|&(_, f)| f);
+            prop_assert!(flavor.is_some(), "{} {}: a resource got no flavor", wl.key, ps.name);
+            let fr = cluster.names.find_fr(flavor.unwrap_or_else(|| unreachable!()), resource);
+            prop_assert!(fr.is_some(), "{} {}: assigned flavor has no quota", wl.key, ps.name);
+            if let Some(fr) = fr {
+                *expected.entry(fr).or_default() += per_pod * i64::from(psa.count);
+            }
+        }
+    }
+    let usage: BTreeMap<FrIdx, i64> = a.usage.iter().copied().filter(|&(_, v)| v != 0).collect();
+    expected.retain(|_, v| *v != 0);
+    prop_assert_eq!(usage, expected, "{}: admission usage vs counts × requests", &wl.key);
+    Ok(())
+}
+
+/// (c), (d), (e) on one cycle's decisions, before its evictions are applied.
+fn check_decisions(s: &Scheduler, held_before: &[bool], decisions: &[Decision]) -> Check {
+    let cluster = &s.cluster;
+    let same_tree = |a: WorkloadId, b: WorkloadId| {
+        let root = |w: WorkloadId| {
+            let cq = cluster.workload(w).cluster_queue.expect("queued workloads have a queue");
+            cluster.tree.root(cluster.cq(cq).node)
+        };
+        root(a) == root(b)
+    };
+    let mut admitted = HashSet::new();
+    let mut victims = HashSet::new();
+    let mut preemptors = HashSet::new();
+    for d in decisions {
+        match d {
+            Decision::Admitted {
+                workload, admission, ..
+            } => {
+                let key = &cluster.workload(*workload).key;
+                prop_assert!(!held_before[workload.index()], "{key} admitted while holding quota");
+                prop_assert!(admitted.insert(*workload), "{key} admitted twice in one cycle");
+                prop_assert_eq!(
+                    cluster.holding(*workload),
+                    &Holding::Admitted(admission.clone()),
+                    "{} holding after admission",
+                    key
+                );
+                check_admission(cluster, *workload, admission)?;
+            }
+            Decision::Preempted {
+                workload, preemptor, ..
+            } => {
+                let (victim, by) = (&cluster.workload(*workload).key, &cluster.workload(*preemptor).key);
+                prop_assert!(held_before[workload.index()], "victim {victim} held no quota before the cycle");
+                prop_assert!(!held_before[preemptor.index()], "preemptor {by} already held quota");
+                prop_assert!(victims.insert(*workload), "{victim} preempted twice in one cycle");
+                prop_assert!(cluster.is_evicting(*workload), "victim {victim} is not being evicted");
+                prop_assert!(same_tree(*workload, *preemptor), "{by} preempted {victim} across cohort trees");
+                preemptors.insert(*preemptor);
+            }
+            Decision::NotAdmitted { workload, .. } => {
+                let key = &cluster.workload(*workload).key;
+                prop_assert!(s.queues.contains(*workload), "{key} not admitted but not requeued");
+            }
+        }
+    }
+    for p in &preemptors {
+        let key = &cluster.workload(*p).key;
+        prop_assert!(!admitted.contains(p), "preemptor {key} admitted in the cycle it preempted");
+        prop_assert!(!victims.contains(p), "preemptor {key} is also a victim");
+    }
+    for v in &victims {
+        prop_assert!(!admitted.contains(v), "{} admitted and preempted", &cluster.workload(*v).key);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The driver.
+
+fn pick(candidates: Vec<WorkloadId>, i: &Index) -> Option<WorkloadId> {
+    (!candidates.is_empty()).then(|| candidates[i.index(candidates.len())])
+}
+
+static STATS: [std::sync::atomic::AtomicUsize; 4] = [const { std::sync::atomic::AtomicUsize::new(0) }; 4];
+fn run(case: &Case, steps: &[Step]) -> Check {
+    let m = manifests(case);
+    let cluster = build_cluster(&m, &|_| 0, 0).map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+    let mut s = Scheduler::new(cluster);
+    let n = s.cluster.workloads.len();
+    let ids = || (0..n).map(|i| WorkloadId(i as u32));
+    let mut submitted = vec![false; n];
+    let mut live = vec![false; n];
+    let mut now = 0;
+    check_state(&s, &live)?;
+    // Every case ends with a few cycles so that queued work gets its chance.
+    let tail = [Step::Schedule, Step::Schedule, Step::Schedule];
+    for step in steps.iter().chain(&tail) {
+        match step {
+            Step::Submit(i) => {
+                if let Some(id) = pick(ids().filter(|w| !submitted[w.index()]).collect(), i) {
+                    let r = s.submit(id);
+                    prop_assert!(r.is_ok(), "submit {}: {:?}", &s.cluster.workload(id).key, r);
+                    submitted[id.index()] = true;
+                    live[id.index()] = true;
+                }
+            }
+            Step::Resubmit(i) => {
+                if let Some(id) = pick(ids().filter(|w| live[w.index()]).collect(), i) {
+                    let holds = s.cluster.admission(id).is_some();
+                    let r = s.submit(id);
+                    prop_assert_eq!(r.is_err(), holds, "resubmit {}: {:?}", &s.cluster.workload(id).key, r);
+                }
+            }
+            Step::Finish(i) => {
+                let holding = ids().filter(|&w| s.cluster.admission(w).is_some()).collect();
+                if let Some(id) = pick(holding, i) {
+                    s.finish(id);
+                    live[id.index()] = false;
+                }
+            }
+            Step::Delete(i) => {
+                if let Some(id) = pick(ids().filter(|&w| s.queues.contains(w)).collect(), i) {
+                    s.finish(id);
+                    live[id.index()] = false;
+                }
+            }
+            Step::Schedule => {
+                now += 1000;
+                let held_before: Vec<bool> = ids().map(|w| s.cluster.admission(w).is_some()).collect();
+                let outcome = s.schedule(now);
+                for d in &outcome.decisions { match d { Decision::Admitted{admission,..} => { STATS[0].fetch_add(1, std::sync::atomic::Ordering::Relaxed); if admission.pod_sets.iter().zip(&s.cluster.workloads[0].pod_sets).any(|(a,p)| a.count < p.count) { STATS[3].fetch_add(1, std::sync::atomic::Ordering::Relaxed); } } Decision::Preempted{..} => { STATS[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed); } Decision::NotAdmitted{..} => { STATS[2].fetch_add(1, std::sync::atomic::Ordering::Relaxed); } } }
+                check_decisions(&s, &held_before, &outcome.decisions)?;
+                // Victims still hold quota until their eviction completes: check that state too.
+                check_quota(&s.cluster)?;
+                check_usage_recomputes(&s.cluster)?;
+                let fallbacks = s.take_fallbacks();
+                prop_assert!(fallbacks.is_empty(), "built-in policies failed verification: {fallbacks:?}");
+                for d in &outcome.decisions {
+                    if let Decision::Preempted { workload, .. } = d {
+                        s.complete_eviction(*workload);
+                    }
+                }
+            }
+        }
+        check_state(&s, &live)?;
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Random clusters and event sequences never break the scheduler's invariants (a)–(e).
+    #[test]
+    fn scheduler_keeps_invariants(case in case(), steps in steps()) {
+        run(&case, &steps)?;
+        eprintln!("STATS {:?}", STATS);
+    }
+}
