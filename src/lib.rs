@@ -4,8 +4,8 @@
 
 pub mod api;
 pub mod cluster;
-pub mod queue;
 pub mod policy;
+pub mod queue;
 pub mod quota;
 pub mod scheduler;
 pub mod sim;

@@ -12,7 +12,11 @@ use tracing_subscriber::EnvFilter;
 use wasq::sim::{Limits, Scenario, Simulation, duration::parse_millis};
 
 #[derive(Parser)]
-#[command(name = "wasq", version, about = "A Kueue-compatible job-queueing controller with policies as sandboxed WebAssembly components")]
+#[command(
+    name = "wasq",
+    version,
+    about = "A Kueue-compatible job-queueing controller with policies as sandboxed WebAssembly components"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -47,7 +51,9 @@ enum Command {
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_env("WASQ_LOG").unwrap_or_else(|_| EnvFilter::new("warn")))
+        .with_env_filter(
+            EnvFilter::try_from_env("WASQ_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
+        )
         .with_writer(std::io::stderr)
         .init();
     match run(Cli::parse()) {

@@ -298,5 +298,7 @@ fn pod_workloads(
         .unzip();
     let (made, problems) = workloads_for_pods(&docs, catalog);
     errors.extend(problems);
-    made.into_iter().map(|w| (indices[w.first], w)).collect()
+    made.into_iter()
+        .filter_map(|w| Some((*indices.get(w.first)?, w)))
+        .collect()
 }

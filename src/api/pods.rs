@@ -142,9 +142,11 @@ fn pod_group(
     pods: &[PodDoc<'_>],
     catalog: &Catalog,
 ) -> Result<Option<PodWorkload>, Vec<ManifestError>> {
-    let docs: Vec<&PodDoc<'_>> = members.iter().map(|&i| &pods[i]).collect();
-    let first = docs[0];
-    let queue = agreed_label(&docs, labels::QUEUE_NAME)?;
+    let docs: Vec<&PodDoc<'_>> = members.iter().filter_map(|&i| pods.get(i)).collect();
+    let (Some(&first_index), Some(&first)) = (members.first(), docs.first()) else {
+        return Ok(None);
+    };
+    let queue = agreed_label(first, &docs, labels::QUEUE_NAME)?;
     let queue = match queue {
         Some(q) => q,
         None => match queue_name(&first.pod.metadata, catalog) {
@@ -160,7 +162,7 @@ fn pod_group(
         },
     };
     let total = total_count(&docs)?;
-    let _ = agreed_label(&docs, labels::PRIORITY_CLASS)?;
+    agreed_label(first, &docs, labels::PRIORITY_CLASS)?;
     let (priority_class_ref, priority) =
         priority(&first.pod.metadata, catalog).map_err(|p| vec![error_at(first, p)])?;
     let max_exec = max_exec_time(&first.pod.metadata).map_err(|p| vec![error_at(first, p)])?;
@@ -214,7 +216,9 @@ fn pod_group(
             hash.clone()
         };
         let count = if single_role { total } else { members.len() };
-        let rep = members[0];
+        let Some(&rep) = members.first() else {
+            continue;
+        };
         pod_sets.push(pod_set(
             name,
             i32::try_from(count).unwrap_or(i32::MAX),
@@ -265,7 +269,7 @@ fn pod_group(
         status: None,
     };
     Ok(Some(PodWorkload {
-        first: members[0],
+        first: first_index,
         workload,
         provenance,
     }))
@@ -320,10 +324,13 @@ fn total_count(docs: &[&PodDoc<'_>]) -> Result<usize, Vec<ManifestError>> {
 }
 
 /// A label every pod of the group must agree on (Kueue rejects mixed queue names).
-fn agreed_label(docs: &[&PodDoc<'_>], key: &str) -> Result<Option<String>, Vec<ManifestError>> {
-    let first = docs[0];
+fn agreed_label(
+    first: &PodDoc<'_>,
+    docs: &[&PodDoc<'_>],
+    key: &str,
+) -> Result<Option<String>, Vec<ManifestError>> {
     let value = label(&first.pod.metadata, key);
-    let errors: Vec<ManifestError> = docs[1..]
+    let errors: Vec<ManifestError> = docs
         .iter()
         .filter(|d| label(&d.pod.metadata, key) != value)
         .map(|d| {
@@ -430,4 +437,27 @@ fn owner(pod: &Pod) -> OwnerReference {
 
 fn error_at(doc: &PodDoc<'_>, problem: FieldProblem) -> ManifestError {
     ManifestError::in_doc(doc.origin, Some(object(doc)), problem)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::strict::decode;
+
+    fn spec(cpu: &str, image: &str) -> PodSpec {
+        decode(&json!({"containers": [{"name": "c", "image": image, "resources": {"requests": {"cpu": cpu}}}]}))
+            .unwrap()
+    }
+
+    #[test]
+    fn role_hash_depends_only_on_admission_relevant_fields() {
+        let a = role_hash(Some(&spec("1", "one")));
+        assert_eq!(a.len(), 8);
+        assert_eq!(
+            a,
+            role_hash(Some(&spec("1", "two"))),
+            "the image does not matter"
+        );
+        assert_ne!(a, role_hash(Some(&spec("2", "one"))), "requests do");
+    }
 }

@@ -19,7 +19,9 @@ pub struct Quantity(pub i64);
 pub enum QuantityError {
     #[error("empty quantity")]
     Empty,
-    #[error("invalid quantity {0:?}: expected a number with an optional suffix (m, k, M, G, Ki, Mi, Gi, ...)")]
+    #[error(
+        "invalid quantity {0:?}: expected a number with an optional suffix (m, k, M, G, Ki, Mi, Gi, ...)"
+    )]
     Syntax(String),
     #[error("unknown suffix {suffix:?} in quantity {input:?}")]
     Suffix { input: String, suffix: String },
@@ -235,10 +237,22 @@ mod tests {
     #[test]
     fn rejects_garbage_with_a_reason() {
         assert_eq!("".parse::<Quantity>(), Err(QuantityError::Empty));
-        assert!(matches!("abc".parse::<Quantity>(), Err(QuantityError::Syntax(_))));
-        assert!(matches!("5Xi".parse::<Quantity>(), Err(QuantityError::Suffix { .. })));
-        assert!(matches!("1.0001m".parse::<Quantity>(), Err(QuantityError::TooPrecise(_))));
-        assert!(matches!("9E".parse::<Quantity>(), Err(QuantityError::Overflow(_))));
+        assert!(matches!(
+            "abc".parse::<Quantity>(),
+            Err(QuantityError::Syntax(_))
+        ));
+        assert!(matches!(
+            "5Xi".parse::<Quantity>(),
+            Err(QuantityError::Suffix { .. })
+        ));
+        assert!(matches!(
+            "1.0001m".parse::<Quantity>(),
+            Err(QuantityError::TooPrecise(_))
+        ));
+        assert!(matches!(
+            "9E".parse::<Quantity>(),
+            Err(QuantityError::Overflow(_))
+        ));
     }
 
     #[test]

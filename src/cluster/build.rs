@@ -11,7 +11,9 @@ use super::{
     PodSetAdmission, PodSetInfo, PreemptionConfig, ResourceGroupInfo, WorkloadId, WorkloadInfo,
 };
 use crate::api::{self, Manifests, Quantity, ResourceGroup, StopPolicy, labels};
-use crate::quota::{FrIdx, Names, NodeId, NodeKind, NodeSpec, QuotaTree, ResourceId, ResourceQuota};
+use crate::quota::{
+    FrIdx, Names, NodeId, NodeKind, NodeSpec, QuotaTree, ResourceId, ResourceQuota,
+};
 
 /// A manifest set that validates on its own but cannot be assembled into a cluster.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -104,8 +106,11 @@ pub fn build_cluster(
         let mut resource_groups = Vec::new();
         let mut rg_by_resource = HashMap::new();
         for (gi, g) in spec.resource_groups.iter().enumerate() {
-            let covered: Vec<ResourceId> =
-                g.covered_resources.iter().map(|r| names.resource(r)).collect();
+            let covered: Vec<ResourceId> = g
+                .covered_resources
+                .iter()
+                .map(|r| names.resource(r))
+                .collect();
             for &r in &covered {
                 rg_by_resource.insert(r, gi);
             }
@@ -204,7 +209,11 @@ pub fn build_cluster(
     let mut by_key = HashMap::new();
     for (i, wl) in sorted.iter().enumerate() {
         let id = WorkloadId(i as u32);
-        let namespace = wl.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let namespace = wl
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
         namespace_labels
             .entry(namespace.clone())
             .or_insert_with(|| BTreeMap::from([(NAMESPACE_NAME_LABEL.into(), namespace.clone())]));
@@ -225,7 +234,11 @@ pub fn build_cluster(
         let priority = wl
             .spec
             .priority
-            .or_else(|| priority_class.as_ref().and_then(|c| priority_classes.get(c).copied()))
+            .or_else(|| {
+                priority_class
+                    .as_ref()
+                    .and_then(|c| priority_classes.get(c).copied())
+            })
             .unwrap_or(0);
         let annotations = wl.metadata.annotations.clone().unwrap_or_default();
         let priority_boost = annotations
@@ -420,7 +433,10 @@ fn pod_set_info(ps: &api::PodSet, names: &mut Names) -> PodSetInfo {
         .affinity
         .as_ref()
         .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|na| na.required_during_scheduling_ignored_during_execution.as_ref())
+        .and_then(|na| {
+            na.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
         .map(|s| s.node_selector_terms.clone())
         .unwrap_or_default();
     PodSetInfo {

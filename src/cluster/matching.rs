@@ -35,7 +35,10 @@ fn toleration_tolerates(t: &Toleration, taint: &Taint) -> bool {
         return false;
     }
     match t.operator.as_deref().unwrap_or("Equal") {
-        "Exists" => t.key.as_deref().is_none_or(|k| k.is_empty() || k == taint.key),
+        "Exists" => t
+            .key
+            .as_deref()
+            .is_none_or(|k| k.is_empty() || k == taint.key),
         _ => {
             t.key.as_deref() == Some(taint.key.as_str())
                 && t.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
@@ -71,7 +74,11 @@ fn requirement_matches(r: &NodeSelectorRequirement, labels: &BTreeMap<String, St
             ) else {
                 return false;
             };
-            if r.operator == "Gt" { v > bound } else { v < bound }
+            if r.operator == "Gt" {
+                v > bound
+            } else {
+                v < bound
+            }
         }
         _ => false,
     }
@@ -123,7 +130,10 @@ pub fn flavor_mismatch(flavor: &FlavorInfo, ps: &PodSetInfo) -> Option<String> {
         ));
     }
     if !affinity_matches(flavor, ps) {
-        return Some(format!("flavor {} doesn't match node affinity", flavor.name));
+        return Some(format!(
+            "flavor {} doesn't match node affinity",
+            flavor.name
+        ));
     }
     None
 }

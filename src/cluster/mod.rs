@@ -299,6 +299,10 @@ impl Cluster {
     /// `flavor/resource` for messages.
     pub fn fr_name(&self, fr: FrIdx) -> String {
         let (f, r) = self.names.fr_parts(fr);
-        format!("{}/{}", self.names.flavor_name(f), self.names.resource_name(r))
+        format!(
+            "{}/{}",
+            self.names.flavor_name(f),
+            self.names.resource_name(r)
+        )
     }
 }

@@ -12,8 +12,8 @@ pub mod verify;
 use std::sync::Arc;
 
 use crate::cluster::{CqId, Fungibility, Millis, PreemptionConfig, WorkloadId};
-use crate::quota::{FlavorId, FrIdx, NodeId, QuotaTree, ResourceId, Usage};
 use crate::queue::SortKey;
+use crate::quota::{FlavorId, FrIdx, NodeId, QuotaTree, ResourceId, Usage};
 
 /// Which implementation made a decision: `builtin`, or a plugin's name and content digest.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]

@@ -134,7 +134,11 @@ impl QuotaTree {
         let node = &mut self.nodes[id.index()];
         if node.kind == NodeKind::Cohort {
             // Kueue: min(childCount, 1), then max over child cohorts' height + 1.
-            let base = if !children.is_empty() || has_cq_child { 1 } else { 0 };
+            let base = if !children.is_empty() || has_cq_child {
+                1
+            } else {
+                0
+            };
             node.height = height.max(base);
         }
     }
@@ -361,7 +365,11 @@ mod tests {
 
     const FR: FrIdx = FrIdx(0);
 
-    fn q(nominal: i64, borrowing: Option<i64>, lending: Option<i64>) -> Vec<(FrIdx, ResourceQuota)> {
+    fn q(
+        nominal: i64,
+        borrowing: Option<i64>,
+        lending: Option<i64>,
+    ) -> Vec<(FrIdx, ResourceQuota)> {
         vec![(
             FR,
             ResourceQuota {
@@ -450,7 +458,10 @@ mod tests {
 
     #[test]
     fn standalone_queue_never_borrows() {
-        let t = QuotaTree::build(vec![spec("solo", NodeKind::ClusterQueue, None, q(5, None, None))], 1);
+        let t = QuotaTree::build(
+            vec![spec("solo", NodeKind::ClusterQueue, None, q(5, None, None))],
+            1,
+        );
         let mut u = t.new_usage();
         t.add_usage(&mut u, NodeId(0), FR, 3);
         assert_eq!(t.available(&u, NodeId(0), FR), 2);
@@ -548,43 +559,50 @@ mod tests {
                     vec(option::weighted(0.9, any::<Index>()), n_cqs),
                     vec(vec(resource_quota(10), n_fr), n_cqs),
                 )
-                    .prop_map(|(n_fr, cohort_parents, cohort_quotas, cq_parents, cq_quotas)| {
-                        let quotas = |qs: Vec<Option<ResourceQuota>>| -> Vec<(FrIdx, ResourceQuota)> {
-                            qs.into_iter()
-                                .enumerate()
-                                .filter_map(|(fr, q)| q.map(|q| (FrIdx(fr as u32), q)))
-                                .collect()
-                        };
-                        let mut specs = Vec::new();
-                        let mut depth = Vec::new();
-                        for (i, qs) in cohort_quotas.into_iter().enumerate() {
-                            let parent = (i > 0)
-                                .then(|| cohort_parents[i - 1])
-                                .flatten()
-                                .map(|pick| {
-                                    let allowed: Vec<usize> =
-                                        (0..i).filter(|&j| depth[j] < MAX_COHORT_DEPTH).collect();
-                                    allowed[pick.index(allowed.len())]
-                                });
-                            depth.push(parent.map_or(1, |p| depth[p] + 1));
-                            specs.push(spec(
-                                &format!("c{i}"),
-                                NodeKind::Cohort,
-                                parent.map(|p| p as u32),
-                                quotas(qs),
-                            ));
-                        }
-                        let n_cohorts = specs.len();
-                        for (i, (parent, qs)) in cq_parents.into_iter().zip(cq_quotas).enumerate() {
-                            specs.push(spec(
-                                &format!("cq{}", n_cohorts + i),
-                                NodeKind::ClusterQueue,
-                                parent.map(|pick| pick.index(n_cohorts) as u32),
-                                quotas(qs.into_iter().map(Some).collect()),
-                            ));
-                        }
-                        Forest { specs, n_fr }
-                    })
+                    .prop_map(
+                        |(n_fr, cohort_parents, cohort_quotas, cq_parents, cq_quotas)| {
+                            let quotas =
+                                |qs: Vec<Option<ResourceQuota>>| -> Vec<(FrIdx, ResourceQuota)> {
+                                    qs.into_iter()
+                                        .enumerate()
+                                        .filter_map(|(fr, q)| q.map(|q| (FrIdx(fr as u32), q)))
+                                        .collect()
+                                };
+                            let mut specs = Vec::new();
+                            let mut depth = Vec::new();
+                            for (i, qs) in cohort_quotas.into_iter().enumerate() {
+                                let parent =
+                                    (i > 0)
+                                        .then(|| cohort_parents[i - 1])
+                                        .flatten()
+                                        .map(|pick| {
+                                            let allowed: Vec<usize> = (0..i)
+                                                .filter(|&j| depth[j] < MAX_COHORT_DEPTH)
+                                                .collect();
+                                            allowed[pick.index(allowed.len())]
+                                        });
+                                depth.push(parent.map_or(1, |p| depth[p] + 1));
+                                specs.push(spec(
+                                    &format!("c{i}"),
+                                    NodeKind::Cohort,
+                                    parent.map(|p| p as u32),
+                                    quotas(qs),
+                                ));
+                            }
+                            let n_cohorts = specs.len();
+                            for (i, (parent, qs)) in
+                                cq_parents.into_iter().zip(cq_quotas).enumerate()
+                            {
+                                specs.push(spec(
+                                    &format!("cq{}", n_cohorts + i),
+                                    NodeKind::ClusterQueue,
+                                    parent.map(|pick| pick.index(n_cohorts) as u32),
+                                    quotas(qs.into_iter().map(Some).collect()),
+                                ));
+                            }
+                            Forest { specs, n_fr }
+                        },
+                    )
             })
         }
 
@@ -689,7 +707,9 @@ mod tests {
                     let subtree = r.subtree(n, fr);
                     let q = r.quota(n, fr);
                     if t.parent(id).is_none() && used > subtree {
-                        broken.push(format!("root {name} fr{fr}: usage {used} > subtree quota {subtree}"));
+                        broken.push(format!(
+                            "root {name} fr{fr}: usage {used} > subtree quota {subtree}"
+                        ));
                     }
                     if let Some(limit) = q.borrowing_limit
                         && t.parent(id).is_some()
@@ -702,7 +722,9 @@ mod tests {
                     if t.node(id).kind == NodeKind::ClusterQueue {
                         let potential = t.potential_available(id, f);
                         if used > potential {
-                            broken.push(format!("{name} fr{fr}: usage {used} > potential available {potential}"));
+                            broken.push(format!(
+                                "{name} fr{fr}: usage {used} > potential available {potential}"
+                            ));
                         }
                     }
                     // Lending: ClusterQueues outside this subtree never use what it keeps for itself.
@@ -747,7 +769,8 @@ mod tests {
                         &r.forest.specs[n].name,
                         fr
                     );
-                    let (available, potential) = (t.available(u, id, f), t.potential_available(id, f));
+                    let (available, potential) =
+                        (t.available(u, id, f), t.potential_available(id, f));
                     prop_assert!(
                         available <= potential,
                         "{} fr{}: available {} > potential available {}",

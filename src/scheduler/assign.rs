@@ -166,8 +166,8 @@ fn fits_resource_quota(
         "insufficient unused quota for {rname} in flavor {fname}, {} more needed",
         crate::api::Quantity(val - available)
     );
-    let can_preempt_while_borrowing = info.preemption.borrow_within_cohort
-        != crate::api::BorrowWithinCohortPolicy::Never;
+    let can_preempt_while_borrowing =
+        info.preemption.borrow_within_cohort != crate::api::BorrowWithinCohortPolicy::Never;
     if tree.quota(node, fr).nominal >= val || may_reclaim || can_preempt_while_borrowing {
         let (mode, borrow) = simulate(ctx, usage, wl, cq, fr, val);
         return (mode, borrow, Some(reason));
@@ -244,7 +244,17 @@ pub(super) fn assign_flavors(
                 .flavors
                 .iter()
                 .map(|&flavor| {
-                    evaluate_flavor(ctx, usage, wl_id, cq_id, i, flavor, &group, &assignment, &mut psa)
+                    evaluate_flavor(
+                        ctx,
+                        usage,
+                        wl_id,
+                        cq_id,
+                        i,
+                        flavor,
+                        &group,
+                        &assignment,
+                        &mut psa,
+                    )
                 })
                 .collect();
             let request = FlavorChoiceRequest {
@@ -252,7 +262,10 @@ pub(super) fn assign_flavors(
                 cluster_queue: cq_id,
                 pod_set: i,
                 resources: group.iter().map(|&(r, _)| r).collect(),
-                options: evaluated.iter().map(|e| e.as_ref().map(|e| e.option.clone())).collect(),
+                options: evaluated
+                    .iter()
+                    .map(|e| e.as_ref().map(|e| e.option.clone()))
+                    .collect(),
                 fungibility: cq.fungibility,
             };
             let span = tracing::debug_span!("policy", extension = "flavor-assignment", plugin = %policy.id().name);
@@ -344,7 +357,8 @@ fn evaluate_flavor(
             break;
         };
         let assumed = assignment.usage.get(&fr).copied().unwrap_or(0);
-        let (mode, borrow, reason) = fits_resource_quota(ctx, usage, wl_id, cq_id, fr, assumed, val);
+        let (mode, borrow, reason) =
+            fits_resource_quota(ctx, usage, wl_id, cq_id, fr, assumed, val);
         if let Some(r) = reason {
             reasons.push(r);
         }

@@ -195,7 +195,14 @@ fn get_assignments(
     match full.mode() {
         AssignmentMode::Fit => return (full, no_targets()),
         AssignmentMode::Preempt => {
-            let t = get_targets(ctx, usage, wl, cq, &full.needs_preemption(ctx), &full.usage_vec());
+            let t = get_targets(
+                ctx,
+                usage,
+                wl,
+                cq,
+                &full.needs_preemption(ctx),
+                &full.usage_vec(),
+            );
             if !t.targets.is_empty() {
                 return (full, t);
             }
@@ -215,7 +222,8 @@ fn get_assignments(
             match a.mode() {
                 AssignmentMode::Fit => Some((a, no_targets())),
                 AssignmentMode::Preempt => {
-                    let t = get_targets(ctx, usage, wl, cq, &a.needs_preemption(ctx), &a.usage_vec());
+                    let t =
+                        get_targets(ctx, usage, wl, cq, &a.needs_preemption(ctx), &a.usage_vec());
                     (!t.targets.is_empty()).then_some((a, t))
                 }
                 AssignmentMode::NoFit => None,
@@ -295,16 +303,24 @@ fn process(
         recomputed = Some((assignment.clone(), targets.clone()));
     }
     let usage = assignment.usage_vec();
-    let removed = without(
-        ctx.cluster,
-        snapshot,
-        preempted
-            .iter()
-            .copied()
-            .chain(targets.iter().map(|t| t.workload)),
-    );
-    let fit = fits(ctx, &removed, e.cq, &usage);
     let mode = assignment.mode();
+    // A preemptor is checked as if this cycle's victims were gone (Kueue). A workload admitted
+    // now is checked against the snapshot as it is: victims keep their quota until their
+    // eviction completes, so the cluster is never over-committed, not even while evicting
+    // (wasq differs from Kueue here on purpose).
+    let fit = if mode == AssignmentMode::Preempt {
+        let removed = without(
+            ctx.cluster,
+            snapshot,
+            preempted
+                .iter()
+                .copied()
+                .chain(targets.iter().map(|t| t.workload)),
+        );
+        fits(ctx, &removed, e.cq, &usage)
+    } else {
+        fits(ctx, snapshot, e.cq, &usage)
+    };
 
     // A flavor scan that stopped early is retried at once (Kueue's `PendingFlavors`).
     let retry = |reason| {
@@ -415,12 +431,7 @@ fn to_admission(e: &Entry, now: Millis) -> Admission {
                 flavors: ps.flavors.iter().map(|f| (f.resource, f.flavor)).collect(),
             })
             .collect(),
-        usage: e
-            .assignment
-            .usage
-            .iter()
-            .map(|(&fr, &v)| (fr, v))
-            .collect(),
+        usage: e.assignment.usage.iter().map(|(&fr, &v)| (fr, v)).collect(),
         reserved_at: now,
     }
 }

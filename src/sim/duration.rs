@@ -9,7 +9,9 @@ pub fn parse_millis(input: &str) -> Result<i64, String> {
     }
     if let Ok(secs) = s.parse::<f64>() {
         if secs < 0.0 || !secs.is_finite() {
-            return Err(format!("invalid duration {input:?}: must be a non-negative number"));
+            return Err(format!(
+                "invalid duration {input:?}: must be a non-negative number"
+            ));
         }
         return Ok((secs * 1000.0).round() as i64);
     }
@@ -20,9 +22,9 @@ pub fn parse_millis(input: &str) -> Result<i64, String> {
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .ok_or_else(|| format!("invalid duration {input:?}: missing unit (ms, s, m, h)"))?;
         let (num, tail) = rest.split_at(num_end);
-        let value: f64 = num
-            .parse()
-            .map_err(|_| format!("invalid duration {input:?}: expected a number before the unit"))?;
+        let value: f64 = num.parse().map_err(|_| {
+            format!("invalid duration {input:?}: expected a number before the unit")
+        })?;
         let unit_end = tail
             .find(|c: char| c.is_ascii_digit() || c == '.')
             .unwrap_or(tail.len());

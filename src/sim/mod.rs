@@ -263,7 +263,13 @@ impl Simulation {
                     } else {
                         EventType::Requeued
                     };
-                    self.push_event(kind, workload, Some(format!("{reason}: {message}")), None, Some(policy));
+                    self.push_event(
+                        kind,
+                        workload,
+                        Some(format!("{reason}: {message}")),
+                        None,
+                        Some(policy),
+                    );
                 }
             }
         }
@@ -276,7 +282,8 @@ impl Simulation {
         let until = limits.until.map(|u| self.t0 + u);
         // Guard against a livelock at one instant (e.g. two preemptors evicting each other's
         // victims forever): after this many cycles without the clock moving, move it.
-        let max_cycles_per_instant = 1_000 + 10 * self.scheduler.cluster.cluster_queues.len() as u64;
+        let max_cycles_per_instant =
+            1_000 + 10 * self.scheduler.cluster.cluster_queues.len() as u64;
         let mut cycles_at_instant = 0u64;
         loop {
             self.settle_time_events();

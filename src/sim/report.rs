@@ -350,7 +350,10 @@ impl Report {
             );
         }
         if !self.summary.workload_classes.is_empty() {
-            let _ = writeln!(out, "\nWorkload class       workloads  admitted  mean time-to-admit");
+            let _ = writeln!(
+                out,
+                "\nWorkload class       workloads  admitted  mean time-to-admit"
+            );
             for (k, c) in &self.summary.workload_classes {
                 let _ = writeln!(
                     out,

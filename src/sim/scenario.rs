@@ -14,7 +14,7 @@ const DEFAULT_T0: Millis = 1_767_225_600_000; // 2026-01-01T00:00:00Z
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
-    #[error("{0}")]
+    #[error(transparent)]
     Load(#[from] api::load::LoadErrors),
     #[error("{}", .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))]
     Build(Vec<crate::cluster::BuildError>),

@@ -43,8 +43,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::api::strict::suggest;
 use crate::api::{self, names};
-use crate::cluster::Millis;
 
 use super::duration::parse_millis;
 use super::extensions::{PodSetRecord, WorkloadRecord};
@@ -239,6 +239,10 @@ struct Cells {
     duration: Option<String>,
     class: Option<String>,
     pod_sets: Option<PodSetsCell>,
+    /// `podSets` (JSONL) or `podsets` (CSV), for errors.
+    pod_sets_field: &'static str,
+    /// Unknown or mistyped fields, reported with the interpretation's errors.
+    errors: Vec<FieldError>,
 }
 
 enum PodSetsCell {
@@ -279,32 +283,31 @@ fn jsonl_cells(text: &str) -> Result<Cells, RowError> {
         Ok(_) => return Err(RowError::Whole("expected a JSON object".into())),
         Err(e) => return Err(RowError::Whole(format!("invalid JSON: {e}"))),
     };
-    let mut cells = Cells::default();
-    let mut errors = Vec::new();
+    let mut cells = Cells {
+        pod_sets_field: "podSets",
+        ..Cells::default()
+    };
     for (key, value) in object {
         if key == "podSets" {
             cells.pod_sets = Some(PodSetsCell::Json(value));
             continue;
         }
         let Some(slot) = cells.scalar(&key) else {
-            errors.push(field_error(
-                &key,
-                format!("unknown field, expected one of {}", JSONL_FIELDS.join(", ")),
-            ));
+            cells
+                .errors
+                .push(field_error(&key, unknown("field", &key, JSONL_FIELDS)));
             continue;
         };
         match value {
             Value::Null => {}
             Value::String(s) => *slot = Some(s),
             Value::Number(n) => *slot = Some(n.to_string()),
-            _ => errors.push(field_error(&key, "must be a string or a number")),
+            _ => cells
+                .errors
+                .push(field_error(&key, "must be a string or a number")),
         }
     }
-    if errors.is_empty() {
-        Ok(cells)
-    } else {
-        Err(RowError::Fields(errors))
-    }
+    Ok(cells)
 }
 
 impl Cells {
@@ -322,21 +325,35 @@ impl Cells {
     }
 }
 
+/// `unknown field, did you mean "arrival"?`, or the list of what is allowed.
+fn unknown(what: &str, key: &str, allowed: &[&str]) -> String {
+    match suggest(key, allowed.iter().copied()) {
+        Some(s) => format!("unknown {what}, did you mean {s:?}?"),
+        None => format!("unknown {what}, expected one of {}", allowed.join(", ")),
+    }
+}
+
 fn csv_header(text: &str) -> Result<Vec<String>, FieldError> {
     let columns = split_csv(text).map_err(|m| field_error("header", m))?;
     for (i, c) in columns.iter().enumerate() {
         if !CSV_COLUMNS.contains(&c.as_str()) {
             return Err(field_error(
                 format!("column {} ({c:?})", i + 1),
-                format!(
-                    "unknown column, expected some of {}",
-                    CSV_COLUMNS.join(", ")
-                ),
+                unknown("column", c, CSV_COLUMNS),
             ));
         }
         if columns[..i].contains(c) {
             return Err(field_error(c.as_str(), "column appears twice"));
         }
+    }
+    if let Some(missing) = ["arrival", "queue", "podsets"]
+        .into_iter()
+        .find(|r| !columns.iter().any(|c| c == r))
+    {
+        return Err(field_error(
+            "header",
+            format!("missing the required column {missing:?}"),
+        ));
     }
     Ok(columns)
 }
@@ -350,7 +367,10 @@ fn csv_cells(columns: &[String], text: &str) -> Result<Cells, RowError> {
             columns.len()
         )));
     }
-    let mut cells = Cells::default();
+    let mut cells = Cells {
+        pod_sets_field: "podsets",
+        ..Cells::default()
+    };
     for (column, value) in columns.iter().zip(values) {
         if value.is_empty() {
             continue;
@@ -403,73 +423,75 @@ fn split_csv(line: &str) -> Result<Vec<String>, String> {
 }
 
 /// Interprets a row's cells; every field problem is reported.
-fn record(cells: Cells, line: usize, namespace: &str) -> Result<WorkloadRecord, Vec<FieldError>> {
-    let mut errors = Vec::new();
-    let mut check = |r: Result<(), FieldError>| {
-        if let Err(e) = r {
-            errors.push(e);
+fn record(
+    mut cells: Cells,
+    line: usize,
+    namespace: &str,
+) -> Result<WorkloadRecord, Vec<FieldError>> {
+    let mut errors = std::mem::take(&mut cells.errors);
+    // A mistyped field was reported already; it is not also "required".
+    let reported: Vec<String> = errors.iter().map(|e| e.field.clone()).collect();
+    let required = |field: &str, errors: &mut Vec<FieldError>| {
+        if !reported.iter().any(|f| f == field) {
+            errors.push(field_error(field, "required"));
         }
     };
-    let duration = |field: &str, v: &Option<String>| -> Result<Option<Millis>, FieldError> {
-        v.as_deref()
-            .map(|s| parse_millis(s).map_err(|m| field_error(field, m)))
-            .transpose()
+    let duration = |field: &str, v: Option<&str>, errors: &mut Vec<FieldError>| {
+        v.and_then(|s| {
+            parse_millis(s)
+                .map_err(|m| errors.push(field_error(field, m)))
+                .ok()
+        })
     };
-    let arrival = match duration("arrival", &cells.arrival) {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            check(Err(field_error("arrival", "required")));
-            0
-        }
-        Err(e) => {
-            check(Err(e));
-            0
-        }
-    };
-    let run = duration("duration", &cells.duration).unwrap_or_else(|e| {
-        check(Err(e));
-        None
-    });
+    let arrival = duration("arrival", cells.arrival.as_deref(), &mut errors);
+    if cells.arrival.is_none() {
+        required("arrival", &mut errors);
+    }
+    let run = duration("duration", cells.duration.as_deref(), &mut errors);
     let namespace = cells.namespace.unwrap_or_else(|| namespace.to_string());
-    check(names::dns_label(&namespace).map_err(|m| field_error("namespace", m)));
     let name = cells.name.unwrap_or_else(|| format!("trace-{line}"));
-    check(names::dns_subdomain(&name).map_err(|m| field_error("name", m)));
     let queue = cells.queue.unwrap_or_default();
-    check(if queue.is_empty() {
-        Err(field_error("queue", "required"))
-    } else {
-        names::dns_subdomain(&queue).map_err(|m| field_error("queue", m))
-    });
-    let priority = match cells.priority.as_deref().map(str::parse::<i32>) {
-        None => None,
-        Some(Ok(p)) => Some(p),
-        Some(Err(_)) => {
-            check(Err(field_error("priority", "must be a 32-bit integer")));
-            None
+    let checks = [
+        ("namespace", names::dns_label(&namespace)),
+        ("name", names::dns_subdomain(&name)),
+        ("queue", names::dns_subdomain(&queue)),
+    ];
+    for (field, check) in checks {
+        match check {
+            Err(_) if field == "queue" && queue.is_empty() => required("queue", &mut errors),
+            Err(m) => errors.push(field_error(field, m)),
+            Ok(()) => {}
         }
-    };
+    }
+    let priority = cells.priority.as_deref().and_then(|p| {
+        p.parse::<i32>()
+            .map_err(|_| errors.push(field_error("priority", "must be a 32-bit integer")))
+            .ok()
+    });
     let pod_sets = match cells.pod_sets {
-        None => Err(vec![field_error("podSets", "required")]),
+        None => {
+            required(cells.pod_sets_field, &mut errors);
+            Ok(Vec::new())
+        }
         Some(PodSetsCell::Json(v)) => json_pod_sets(v),
         Some(PodSetsCell::Text(s)) => text_pod_sets(&s),
+    };
+    match (pod_sets, arrival) {
+        (Ok(pod_sets), Some(arrival)) if errors.is_empty() => Ok(WorkloadRecord {
+            namespace,
+            name,
+            queue,
+            priority,
+            arrival,
+            duration: run,
+            class: cells.class,
+            pod_sets,
+        }),
+        (pod_sets, _) => {
+            errors.extend(pod_sets.err().into_iter().flatten());
+            Err(errors)
+        }
     }
-    .unwrap_or_else(|errs| {
-        errors.extend(errs);
-        Vec::new()
-    });
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    Ok(WorkloadRecord {
-        namespace,
-        name,
-        queue,
-        priority,
-        arrival,
-        duration: run,
-        class: cells.class,
-        pod_sets,
-    })
 }
 
 fn default_pod_set_name(index: usize) -> String {
@@ -532,7 +554,7 @@ fn json_pod_sets(value: Value) -> Result<Vec<PodSetRecord>, Vec<FieldError>> {
                 }
                 _ => errors.push(field_error(
                     field,
-                    "unknown field, expected name, count or requests",
+                    unknown("field", &key, &["name", "count", "requests"]),
                 )),
             }
         }

@@ -1,5 +1,6 @@
 //! Integration tests: one binary sharing helpers.
 
-mod manifests;
 mod invariants;
+mod manifests;
 mod scenarios;
+mod sim_inputs;

@@ -9,7 +9,10 @@ use wasq::sim::{EventType, Limits, Report, Scenario, Simulation};
 /// Options a scenario asks for in a `# wasq-test: ...` header line.
 fn limits_of(text: &str) -> Limits {
     let mut limits = Limits::default();
-    for line in text.lines().filter_map(|l| l.trim().strip_prefix("# wasq-test:")) {
+    for line in text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("# wasq-test:"))
+    {
         let words: Vec<&str> = line.split_whitespace().collect();
         for pair in words.windows(2) {
             match pair[0] {
@@ -29,7 +32,10 @@ pub fn outcome_lines(report: &Report) -> BTreeSet<String> {
         let key = format!("{}/{}", w.namespace, w.name);
         let line = match (&w.admission, w.state) {
             (Some(a), "admitted") => {
-                let mut line = format!("{key} admitted {}", w.cluster_queue.as_deref().unwrap_or("-"));
+                let mut line = format!(
+                    "{key} admitted {}",
+                    w.cluster_queue.as_deref().unwrap_or("-")
+                );
                 for ps in &a.pod_set_assignments {
                     line.push_str(&format!(" | {} count={}", ps.name, ps.count));
                     for (r, f) in &ps.flavors {
@@ -42,7 +48,11 @@ pub fn outcome_lines(report: &Report) -> BTreeSet<String> {
         };
         lines.insert(line);
     }
-    for e in report.events.iter().filter(|e| e.kind == EventType::Preempted) {
+    for e in report
+        .events
+        .iter()
+        .filter(|e| e.kind == EventType::Preempted)
+    {
         lines.insert(format!(
             "preempted {} by {} {}",
             e.workload,
@@ -86,7 +96,11 @@ pub fn run_scenario(path: &Path) -> Result<Report, String> {
 #[test]
 fn every_scenario_matches_its_expected_outcome() {
     let files = scenario_files();
-    assert!(files.len() >= 20, "expected the scenario suite, found {} files", files.len());
+    assert!(
+        files.len() >= 20,
+        "expected the scenario suite, found {} files",
+        files.len()
+    );
     let mut failures = Vec::new();
     for path in &files {
         let expected = expected_lines(&path.with_extension("expected"));

@@ -47,7 +47,10 @@ fn still_valid(req: &PreemptionRequest<'_>, usage: &Usage, c: &Candidate, allow:
     if allow && c.kind == CandidateKind::ReclaimWithoutBorrowing {
         return false;
     }
-    if req.tree.within_nominal(usage, c.node, &req.needs_preemption) {
+    if req
+        .tree
+        .within_nominal(usage, c.node, &req.needs_preemption)
+    {
         return false;
     }
     for node in req.tree.ancestors(c.node) {
@@ -82,9 +85,10 @@ impl PreemptionPolicy for KueuePreemption {
         let no_other = !idx.iter().any(|i| class(i) < 2);
 
         let forbidden = req.config.borrow_within_cohort == BorrowWithinCohortPolicy::Never;
-        let under_nominal = req.needs_preemption.iter().all(|&fr| {
-            req.tree.quota(req.node, fr).nominal > req.usage.get(req.node, fr)
-        });
+        let under_nominal = req
+            .needs_preemption
+            .iter()
+            .all(|&fr| req.tree.quota(req.node, fr).nominal > req.usage.get(req.node, fr));
         let attempts: &[bool] = if no_other || (forbidden && !under_nominal) {
             &[true]
         } else if forbidden && no_hierarchical {

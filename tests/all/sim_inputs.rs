@@ -1,0 +1,393 @@
+//! Simulator inputs: `Trace` files (JSONL and CSV) and `Generator` shapes expand into the
+//! expected objects, malformed traces are reported by file, line and field, and Kueue's
+//! baseline shape, simulated, meets Kueue's own performance thresholds.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use wasq::api::{Extension, Manifests, Origin, Workload};
+use wasq::sim::extensions::expand;
+use wasq::sim::{ARRIVAL, CLASS, DURATION, Limits, Scenario, Simulation};
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
+}
+
+/// Manifests holding one `sim.wasq.dev/v1alpha1` object as if read from `manifest`.
+fn with_extension(manifest: &Path, kind: &str, spec: serde_json::Value) -> Manifests {
+    Manifests {
+        extensions: vec![Extension {
+            origin: Origin {
+                file: manifest.to_path_buf(),
+                doc: 1,
+            },
+            api_version: "sim.wasq.dev/v1alpha1".into(),
+            kind: kind.into(),
+            value: serde_json::json!({"metadata": {"name": "t"}, "spec": spec}),
+        }],
+        ..Manifests::default()
+    }
+}
+
+/// Writes `text` to `dir/traces/<name>` and expands a Trace pointing at it.
+fn expand_trace(name: &str, text: &str) -> Result<Manifests, String> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("traces")).expect("mkdir");
+    std::fs::write(dir.path().join("traces").join(name), text).expect("write trace");
+    let manifest = dir.path().join("scenario.yaml");
+    let spec = serde_json::json!({"path": format!("traces/{name}"), "namespace": "team"});
+    let mut m = with_extension(&manifest, "Trace", spec);
+    expand(&mut m)?;
+    Ok(m)
+}
+
+fn annotation<'a>(wl: &'a Workload, key: &str) -> Option<&'a str> {
+    wl.metadata
+        .annotations
+        .as_ref()?
+        .get(key)
+        .map(String::as_str)
+}
+
+/// `(pod set name, count, {resource: quantity})` of every pod set.
+fn pod_sets(wl: &Workload) -> Vec<(String, i32, BTreeMap<String, String>)> {
+    wl.spec
+        .pod_sets
+        .iter()
+        .map(|ps| {
+            let spec = ps.template.spec.as_ref().expect("pod spec");
+            let requests = spec.containers[0]
+                .resources
+                .as_ref()
+                .and_then(|r| r.requests.clone())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(r, q)| (r, q.0))
+                .collect();
+            (ps.name.clone(), ps.count, requests)
+        })
+        .collect()
+}
+
+fn requests(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(r, q)| (r.to_string(), q.to_string()))
+        .collect()
+}
+
+#[test]
+fn jsonl_trace_expands_into_workloads() {
+    let text = r#"{"arrival": "1.5s", "name": "a", "queue": "lq", "priority": 10, "duration": "30s", "class": "small", "podSets": [{"count": 2, "requests": {"cpu": "1", "memory": "2Gi"}}]}
+
+{"arrival": 90, "namespace": "other", "queue": "lq", "podSets": [{"name": "driver", "requests": {"cpu": 1}}, {"name": "workers", "count": 3, "requests": {"cpu": "500m"}}]}
+"#;
+    let m = expand_trace("t.jsonl", text).unwrap();
+    assert!(m.extensions.is_empty());
+    assert_eq!(m.workloads.len(), 2);
+    let (a, b) = (&m.workloads[0], &m.workloads[1]);
+    assert_eq!(a.metadata.namespace.as_deref(), Some("team"));
+    assert_eq!(a.metadata.name.as_deref(), Some("a"));
+    assert_eq!(a.spec.queue_name.as_deref(), Some("lq"));
+    assert_eq!(a.spec.priority, Some(10));
+    assert_eq!(annotation(a, ARRIVAL), Some("1500ms"));
+    assert_eq!(annotation(a, DURATION), Some("30000ms"));
+    assert_eq!(annotation(a, CLASS), Some("small"));
+    assert_eq!(
+        pod_sets(a),
+        [(
+            "main".into(),
+            2,
+            requests(&[("cpu", "1"), ("memory", "2Gi")])
+        )]
+    );
+    // Defaults: name from the line number (blank line 2 counts), no duration, no priority.
+    assert_eq!(b.metadata.namespace.as_deref(), Some("other"));
+    assert_eq!(b.metadata.name.as_deref(), Some("trace-3"));
+    assert_eq!(b.spec.priority, None);
+    assert_eq!(annotation(b, ARRIVAL), Some("90000ms"));
+    assert_eq!(annotation(b, DURATION), None);
+    assert_eq!(
+        pod_sets(b),
+        [
+            ("driver".into(), 1, requests(&[("cpu", "1")])),
+            ("workers".into(), 3, requests(&[("cpu", "500m")])),
+        ]
+    );
+}
+
+#[test]
+fn csv_trace_expands_into_workloads() {
+    let text = "# a comment\n\
+        arrival,name,queue,priority,duration,class,podsets\n\
+        0s,a,lq,10,30s,small,{cpu=1}\n\
+        200ms,,lq,,1m,big,\"main:3x{cpu=1;memory=2Gi}+workers:2x{cpu=4}\"\n";
+    let m = expand_trace("t.csv", text).unwrap();
+    assert_eq!(m.workloads.len(), 2);
+    let (a, b) = (&m.workloads[0], &m.workloads[1]);
+    assert_eq!(a.metadata.name.as_deref(), Some("a"));
+    assert_eq!(a.spec.priority, Some(10));
+    assert_eq!(annotation(a, ARRIVAL), Some("0ms"));
+    assert_eq!(pod_sets(a), [("main".into(), 1, requests(&[("cpu", "1")]))]);
+    assert_eq!(b.metadata.name.as_deref(), Some("trace-4"));
+    assert_eq!(b.metadata.namespace.as_deref(), Some("team"));
+    assert_eq!(b.spec.priority, None);
+    assert_eq!(annotation(b, ARRIVAL), Some("200ms"));
+    assert_eq!(annotation(b, DURATION), Some("60000ms"));
+    assert_eq!(annotation(b, CLASS), Some("big"));
+    assert_eq!(
+        pod_sets(b),
+        [
+            (
+                "main".into(),
+                3,
+                requests(&[("cpu", "1"), ("memory", "2Gi")])
+            ),
+            ("workers".into(), 2, requests(&[("cpu", "4")])),
+        ]
+    );
+}
+
+#[test]
+fn example_traces_in_jsonl_and_csv_agree() {
+    let manifest = examples().join("trace-demo.yaml");
+    let expand_path = |path: &str| {
+        let mut m = with_extension(&manifest, "Trace", serde_json::json!({"path": path}));
+        expand(&mut m).unwrap();
+        m.workloads
+    };
+    let jsonl = expand_path("traces/small.jsonl");
+    assert_eq!(jsonl.len(), 5);
+    assert_eq!(jsonl, expand_path("traces/small.csv"));
+}
+
+#[test]
+fn malformed_trace_lines_report_file_line_and_field() {
+    let jsonl = concat!(
+        r#"{"arrival": "1s", "queue": "lq", "podSets": [{"requests": {"cpu": "1"}}]}"#,
+        "\n",
+        r#"{"arrival": "1s", "queue": "lq", "podSets": [{"requests": {"cpu": "lots"}}]}"#,
+        "\n",
+        r#"{"arrival": "soon", "queue": "lq", "podSets": [{"count": 1}], "colour": "red"}"#,
+        "\n",
+    );
+    let err = expand_trace("bad.jsonl", jsonl).unwrap_err();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    for l in &lines {
+        assert!(l.contains("scenario.yaml doc 1: Trace t: "), "{l}");
+        assert!(l.contains("traces/bad.jsonl:"), "{l}");
+    }
+    assert!(
+        lines[0].contains("bad.jsonl:2: podSets[0].requests.cpu: "),
+        "{err}"
+    );
+    assert!(lines[0].contains("lots"), "{err}");
+    assert!(err.contains("bad.jsonl:3: colour: unknown field"), "{err}");
+    assert!(
+        err.contains("bad.jsonl:3: arrival: invalid duration \"soon\""),
+        "{err}"
+    );
+
+    let err = expand_trace("typo.csv", "arival,queue,podsets\n").unwrap_err();
+    assert!(
+        err.contains(r#"typo.csv:1: column 1 ("arival"): unknown column, did you mean "arrival"?"#),
+        "{err}"
+    );
+
+    let csv = "arrival,queue,podsets\n1s,lq,{cpu=1}\n2s,lq,main:3{cpu=1}\n";
+    let err = expand_trace("bad.csv", csv).unwrap_err();
+    assert!(
+        err.contains("bad.csv:3: podsets[0]: invalid count \"3\""),
+        "{err}"
+    );
+
+    let err = expand_trace(
+        "dup.csv",
+        "arrival,name,queue,podsets\n1s,a,lq,{}\n2s,a,lq,{}\n",
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("dup.csv:3: name: workload team/a is already defined on line 2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn baseline_generator_yields_kueue_shape() {
+    let mut m = with_extension(
+        Path::new("gen.yaml"),
+        "Generator",
+        serde_json::json!({"shape": "baseline"}),
+    );
+    expand(&mut m).unwrap();
+    assert_eq!(m.flavors.len(), 1);
+    assert_eq!(m.cluster_queues.len(), 30);
+    assert_eq!(m.local_queues.len(), 30);
+    assert_eq!(m.workloads.len(), 15_000);
+    let cohorts: std::collections::BTreeSet<_> = m
+        .cluster_queues
+        .iter()
+        .filter_map(|cq| cq.spec.cohort_name.clone())
+        .collect();
+    assert_eq!(cohorts.len(), 5);
+    let cq = &m.cluster_queues[0];
+    assert_eq!(cq.metadata.annotations.as_ref().unwrap()[CLASS], "cq");
+    let quota = &cq.spec.resource_groups[0].flavors[0].resources[0];
+    assert_eq!(
+        (
+            quota.nominal_quota.milli(),
+            quota.borrowing_limit.map(|q| q.milli())
+        ),
+        (20_000, Some(100_000))
+    );
+
+    // (count, cpu, priority, duration, last arrival) per class, per ClusterQueue × 30.
+    let mut classes: BTreeMap<String, (usize, String, Option<i32>, String, i64)> = BTreeMap::new();
+    for wl in &m.workloads {
+        let class = annotation(wl, CLASS).unwrap().to_string();
+        let arrival: i64 = annotation(wl, ARRIVAL)
+            .unwrap()
+            .trim_end_matches("ms")
+            .parse()
+            .unwrap();
+        let cpu = pod_sets(wl)[0].2["cpu"].clone();
+        let e = classes.entry(class).or_insert((
+            0,
+            cpu,
+            wl.spec.priority,
+            annotation(wl, DURATION).unwrap().into(),
+            0,
+        ));
+        e.0 += 1;
+        e.4 = e.4.max(arrival);
+    }
+    assert_eq!(
+        classes["small"],
+        (10_500, "1".into(), Some(50), "200ms".into(), 35_000)
+    );
+    assert_eq!(
+        classes["medium"],
+        (3_000, "5".into(), Some(100), "500ms".into(), 50_000)
+    );
+    assert_eq!(
+        classes["large"],
+        (1_500, "20".into(), Some(200), "1000ms".into(), 60_000)
+    );
+}
+
+#[test]
+fn large_scale_generator_is_deterministic_and_quick() {
+    let spec = serde_json::json!({"shape": "large-scale", "seed": 42});
+    let start = std::time::Instant::now();
+    let mut a = with_extension(Path::new("gen.yaml"), "Generator", spec.clone());
+    expand(&mut a).unwrap();
+    let took = start.elapsed();
+    assert_eq!(a.cluster_queues.len(), 1_000);
+    assert_eq!(a.workloads.len(), 50_000);
+    // Debug builds are ~10x slower than release; this only catches gross regressions.
+    assert!(
+        took.as_secs_f64() < 10.0,
+        "generating large-scale took {took:?}"
+    );
+    let mut b = with_extension(Path::new("gen.yaml"), "Generator", spec);
+    expand(&mut b).unwrap();
+    assert_eq!(a.workloads, b.workloads);
+    assert_eq!(a.cluster_queues, b.cluster_queues);
+}
+
+#[test]
+fn unknown_extension_kind_is_reported() {
+    let mut m = with_extension(Path::new("x.yaml"), "Replay", serde_json::json!({}));
+    let err = expand(&mut m).unwrap_err();
+    assert!(
+        err.contains("x.yaml doc 1: Replay t: unsupported kind \"Replay\""),
+        "{err}"
+    );
+    let mut m = with_extension(
+        Path::new("x.yaml"),
+        "Generator",
+        serde_json::json!({"shape": "huge"}),
+    );
+    assert!(
+        expand(&mut m)
+            .unwrap_err()
+            .contains("unknown variant `huge`")
+    );
+}
+
+#[test]
+fn trace_demo_example_runs_to_completion() {
+    let scenario = Scenario::load(&[examples().join("trace-demo.yaml")]).unwrap();
+    let mut sim = Simulation::new(scenario);
+    sim.run(&Limits::default(), None);
+    let report = sim.report();
+    assert_eq!(report.workloads.len(), 5);
+    assert!(
+        report.workloads.iter().all(|w| w.state == "finished"),
+        "{:#?}",
+        report.workloads
+    );
+    assert_eq!(report.summary.workload_classes["batch"].workloads, 3);
+}
+
+/// Kueue's `configs/baseline/rangespec.yaml` thresholds against a report's class summaries:
+/// usage of class `cq` ≥ 50%, mean time-to-admit large ≤ 23s, medium ≤ 90s, small ≤ 260s.
+fn assert_baseline_thresholds(scenario: Scenario) {
+    let mut sim = Simulation::new(scenario);
+    sim.run(&Limits::default(), None);
+    let summary = sim.report().summary;
+    let usage = summary.cluster_queue_classes["cq"];
+    assert!(usage >= 50.0, "class cq usage {usage}% < 50%");
+    for (class, max_seconds) in [("large", 23.0), ("medium", 90.0), ("small", 260.0)] {
+        let c = &summary.workload_classes[class];
+        assert_eq!(c.admitted, c.workloads, "class {class}: not all admitted");
+        let mean = c.mean_time_to_admit_seconds.unwrap();
+        assert!(
+            mean <= max_seconds,
+            "class {class}: mean time-to-admit {mean}s > {max_seconds}s"
+        );
+    }
+}
+
+/// Keeps one cohort's ClusterQueues, with their namespaces, LocalQueues and workloads.
+fn keep_cohort(m: &mut Manifests, cohort: &str) {
+    m.cluster_queues
+        .retain(|cq| cq.spec.cohort_name.as_deref() == Some(cohort));
+    let kept: std::collections::BTreeSet<String> = m
+        .cluster_queues
+        .iter()
+        .filter_map(|cq| cq.metadata.name.clone())
+        .collect();
+    m.local_queues
+        .retain(|lq| kept.contains(&lq.spec.cluster_queue));
+    m.namespaces
+        .retain(|ns| ns.metadata.name.as_ref().is_some_and(|n| kept.contains(n)));
+    m.workloads.retain(|wl| {
+        wl.metadata
+            .namespace
+            .as_ref()
+            .is_some_and(|n| kept.contains(n))
+    });
+}
+
+/// `examples/baseline.yaml` restricted to one of its five cohorts (6 ClusterQueues, 3,000
+/// workloads): cohorts share nothing and the generated ones are identical, so the class
+/// summaries equal the full run's, at a fifth of the cost (the full run takes ~40 s in a debug
+/// build; see the ignored test below).
+#[test]
+fn baseline_example_one_cohort_meets_kueue_thresholds() {
+    let mut m = wasq::api::load::load_paths(&[examples().join("baseline.yaml")]).unwrap();
+    expand(&mut m).unwrap();
+    keep_cohort(&mut m, "cohort-0");
+    assert_eq!((m.cluster_queues.len(), m.workloads.len()), (6, 3_000));
+    assert_baseline_thresholds(Scenario::from_manifests(m).unwrap());
+}
+
+#[test]
+#[ignore = "~40 s in a debug build; run with --release -- --ignored"]
+fn baseline_example_meets_kueue_thresholds() {
+    let scenario = Scenario::load(&[examples().join("baseline.yaml")]).unwrap();
+    assert_eq!(scenario.cluster.workloads.len(), 15_000);
+    assert_baseline_thresholds(scenario);
+}
