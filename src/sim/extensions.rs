@@ -74,9 +74,9 @@ pub enum ExtensionError {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Object<S> {
-    #[serde(default)]
-    #[allow(dead_code)] // read for the error label only, from the raw value
-    metadata: Option<serde_json::Value>,
+    /// Only `metadata.name` is used, read from the raw value for error labels.
+    #[serde(default, rename = "metadata")]
+    _metadata: serde::de::IgnoredAny,
     spec: S,
 }
 

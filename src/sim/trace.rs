@@ -24,8 +24,8 @@
 //! ```
 //!
 //! # CSV
-//! A header row naming the columns (any order; the pod-set column is `podsets`), then one row
-//! per workload. Blank lines and lines starting with `#` are skipped; an empty cell means "not
+//! A header row naming the columns (any order; `arrival`, `queue` and `podsets` must be among
+//! them), then one row per workload. Blank lines and lines starting with `#` are skipped; an empty cell means "not
 //! given". Cells may be double-quoted (`""` inside quotes is a quote); a row is one line.
 //!
 //! The `podsets` cell is `podset ("+" podset)*`, each pod set
@@ -36,6 +36,11 @@
 //! 2s,lq,,1m,big,main:3x{cpu=1;memory=2Gi}+workers:2x{cpu=4}
 //! ```
 //! No part of the syntax uses a comma, so a `podsets` cell never needs quoting.
+//!
+//! # Errors
+//! Each problem is reported as `file:line: field: message` (the field being e.g. `arrival`,
+//! `podSets[0].requests.cpu` or `podsets[1].count`); every problem of a row is reported, and a
+//! file's first 20.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
