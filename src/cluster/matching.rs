@@ -16,15 +16,23 @@ pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, Stri
         return false;
     }
     selector.match_expressions.iter().flatten().all(|e| {
-        let value = labels.get(&e.key);
-        let values = e.values.as_deref().unwrap_or_default();
-        match e.operator.as_str() {
-            "In" => value.is_some_and(|v| values.contains(v)),
-            "NotIn" => value.is_none_or(|v| !values.contains(v)),
-            "Exists" => value.is_some(),
-            "DoesNotExist" => value.is_none(),
-            _ => false,
-        }
+        set_operator_matches(
+            &e.operator,
+            labels.get(&e.key),
+            e.values.as_deref().unwrap_or_default(),
+        )
+        .unwrap_or(false)
+    })
+}
+
+/// The set-based operators shared by label selectors and node selectors; `None` for others.
+fn set_operator_matches(op: &str, value: Option<&String>, values: &[String]) -> Option<bool> {
+    Some(match op {
+        "In" => value.is_some_and(|v| values.contains(v)),
+        "NotIn" => value.is_none_or(|v| !values.contains(v)),
+        "Exists" => value.is_some(),
+        "DoesNotExist" => value.is_none(),
+        _ => return None,
     })
 }
 
@@ -62,11 +70,10 @@ pub fn untolerated_taint<'a>(flavor: &'a FlavorInfo, ps: &PodSetInfo) -> Option<
 fn requirement_matches(r: &NodeSelectorRequirement, labels: &BTreeMap<String, String>) -> bool {
     let value = labels.get(&r.key);
     let values = r.values.as_deref().unwrap_or_default();
+    if let Some(m) = set_operator_matches(&r.operator, value, values) {
+        return m;
+    }
     match r.operator.as_str() {
-        "In" => value.is_some_and(|v| values.contains(v)),
-        "NotIn" => value.is_none_or(|v| !values.contains(v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
         "Gt" | "Lt" => {
             let (Some(v), Some(bound)) = (
                 value.and_then(|v| v.parse::<i64>().ok()),

@@ -116,13 +116,12 @@ impl QuotaTree {
     /// Post-order: subtree quota and height.
     fn accumulate(&mut self, id: NodeId) {
         let children = self.nodes[id.index()].children.clone();
-        let mut height = 0;
-        let mut has_cq_child = false;
+        // Kueue's getNodeHeight: min(child count, 1), then max over child cohorts' height + 1.
+        let mut height = u32::from(!children.is_empty());
         for &child in &children {
             self.accumulate(child);
-            match self.nodes[child.index()].kind {
-                NodeKind::Cohort => height = height.max(self.nodes[child.index()].height + 1),
-                NodeKind::ClusterQueue => has_cq_child = true,
+            if self.nodes[child.index()].kind == NodeKind::Cohort {
+                height = height.max(self.nodes[child.index()].height + 1);
             }
             for fr in 0..self.n_fr {
                 let c = &self.nodes[child.index()];
@@ -133,13 +132,7 @@ impl QuotaTree {
         }
         let node = &mut self.nodes[id.index()];
         if node.kind == NodeKind::Cohort {
-            // Kueue: min(childCount, 1), then max over child cohorts' height + 1.
-            let base = if !children.is_empty() || has_cq_child {
-                1
-            } else {
-                0
-            };
-            node.height = height.max(base);
+            node.height = height;
         }
     }
 

@@ -16,7 +16,6 @@ mod preempt;
 pub use assign::{Assignment, AssignmentMode, FlavorAssigned, PodSetAssignment};
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use crate::cluster::{Admission, Cluster, CqId, Millis, WorkloadId};
 use crate::policy::{PolicyRef, PolicySet, QueuedWorkload};
@@ -232,6 +231,3 @@ impl Scheduler {
         });
     }
 }
-
-/// Shared reference to an ordering policy (re-exported for drivers that bind per queue).
-pub type SharedPolicies = Arc<PolicySet>;
