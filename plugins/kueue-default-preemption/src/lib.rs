@@ -1,0 +1,25 @@
+//! Kueue's preemption victim selection as a plugin: the exact behaviour of wasq's built-in
+//! policy (Kueue's classical preemption, without fair sharing).
+//!
+//! Candidates are ordered as Kueue's `CandidatesOrdering` (evicting first, other queues before
+//! the preemptor's own, lower priority, most recently admitted, then handle), grouped evicting
+//! first then hierarchical reclaim, other reclaim, same queue; they are removed one by one from a
+//! simulated quota snapshot (skipping those whose queue is no longer over its quota) until the
+//! preemptor fits, then every victim but the last is put back when not needed. Borrowing after
+//! preemption is tried as Kueue does (`borrowWithinCohort`). It differs from Kueue's default in
+//! nothing.
+
+use wasq_policy_sdk::preemption::Request;
+use wasq_policy_sdk::prelude::*;
+
+/// Kueue's victim selection.
+#[derive(Debug, Default)]
+pub struct KueuePreemption;
+
+impl PreemptionPolicy for KueuePreemption {
+    fn select_victims(&mut self, catalog: &Catalog, req: &Request) -> Option<Victims> {
+        kueue::select_victims(catalog, req)
+    }
+}
+
+wasq_policy_sdk::export_preemption!(KueuePreemption);

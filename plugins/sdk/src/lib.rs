@@ -1,0 +1,77 @@
+//! The SDK for wasq scheduling-policy plugins: WebAssembly components that decide admission
+//! ordering, preemption victims or flavor assignment for a Kueue-compatible scheduler.
+//!
+//! A plugin is a `cdylib` crate built for `wasm32-wasip2`. It implements one of three traits and
+//! exports it with the matching macro:
+//!
+//! | extension point | trait | macro |
+//! |---|---|---|
+//! | admission ordering | [`ordering::OrderingPolicy`] | [`export_ordering!`] |
+//! | preemption victims | [`preemption::PreemptionPolicy`] | [`export_preemption!`] |
+//! | flavor assignment | [`flavor_assignment::FlavorAssignmentPolicy`] | [`export_flavor_assignment!`] |
+//!
+//! ```ignore
+//! use wasq_policy_sdk::prelude::*;
+//!
+//! #[derive(Default)]
+//! struct OldestFirst;
+//!
+//! impl OrderingPolicy for OldestFirst {
+//!     fn sort_key(&mut self, _: &Catalog, wl: &Workload, _: Millis) -> SortKey {
+//!         SortKey { primary: wl.created, secondary: 0, tertiary: 0 }
+//!     }
+//! }
+//!
+//! wasq_policy_sdk::export_ordering!(OldestFirst);
+//! ```
+//!
+//! The SDK handles the WIT contract (`wasq:policy@0.1.0`, generated with wit-bindgen from the
+//! repository's `wit/` folder): it stores the [`Catalog`] the host sends and passes it to every
+//! policy method, batches calls, and installs a panic hook that logs the panic message to the
+//! host before the guest traps. It also offers:
+//! - [`QuotaView`]: Kueue's quota arithmetic, to simulate removing candidates and check a fit;
+//! - [`kueue`]: Kueue's default decisions, to reuse or fall back to;
+//! - [`Catalog::annotation`], [`Catalog::setting`] and [`parse_duration`] for configuration;
+//! - [`log`] functions and the [`info!`], [`warn!`], … macros over the host's `log` import;
+//! - [`testing`]: builders for native unit tests (`cargo test` on the build machine).
+//!
+//! Plugins have no clock, filesystem, network or randomness: the `now` of a request is the only
+//! time they see. The host limits each instance to 64 MiB of memory and each call to 10 ms; a
+//! trap, a timeout or an invalid answer makes the host fall back to its built-in policy.
+
+#[doc(hidden)]
+pub mod bindings;
+pub mod catalog;
+pub mod duration;
+#[doc(hidden)]
+pub mod export;
+pub mod flavor_assignment;
+pub mod kueue;
+pub mod log;
+pub mod ordering;
+pub mod preemption;
+pub mod quota;
+pub mod testing;
+
+pub use catalog::Catalog;
+pub use duration::{DurationError, parse_duration};
+pub use quota::QuotaView;
+
+/// The shared WIT types of `wasq:policy/types` (catalog, workloads, quotas, ids).
+pub mod types {
+    pub use crate::bindings::common::wasq::policy::types::*;
+}
+
+/// Everything a plugin usually needs: `use wasq_policy_sdk::prelude::*;`.
+pub mod prelude {
+    pub use crate::catalog::Catalog;
+    pub use crate::duration::parse_duration;
+    pub use crate::flavor_assignment::{FitMode, FlavorAssignmentPolicy, FlavorOption};
+    pub use crate::kueue;
+    pub use crate::ordering::{Head, OrderingPolicy, SortKey};
+    pub use crate::preemption::{Candidate, CandidateKind, PreemptionPolicy, Victims};
+    pub use crate::quota::QuotaView;
+    pub use crate::types::{
+        Annotation, ClusterQueueId, FrAmount, FrId, Millis, NodeId, Quantity, Workload, WorkloadId,
+    };
+}

@@ -1,0 +1,413 @@
+//! [`QuotaView`]: Kueue's quota arithmetic over the catalog's quota tree and a request's usage,
+//! so that a plugin can simulate removing (or adding) workloads and ask whether one fits.
+//!
+//! The formulas are Kueue's (`pkg/cache/scheduler/resource_node.go`), exactly as the host
+//! computes them:
+//! - `local_available(n) = max(0, guaranteed − usage)`
+//! - `available(n)`: root → `subtree − usage`; otherwise `local_available + min(available(parent),
+//!   subtree − guaranteed − max(0, usage − guaranteed) + borrowing_limit)` (no `min` without a
+//!   borrowing limit), clamped at 0
+//! - adding usage at a node bubbles to its parent only the part above the node's guaranteed quota
+//! - a ClusterQueue borrows when its usage exceeds its nominal quota; a Cohort when its usage
+//!   exceeds its subtree quota.
+//!
+//! "Unlimited" sums saturate instead of wrapping, as on the host.
+
+use crate::catalog::Catalog;
+use crate::preemption::{Candidate, Request};
+use crate::types::{FrAmount, FrId, NodeId, NodeKind, Quantity, Quota};
+
+const NONE: u32 = u32::MAX;
+
+/// Quota usage of part of the quota tree, with Kueue's arithmetic.
+///
+/// A view tracks a fixed set of flavor-resources (the *columns*, for a preemption request the
+/// preemptor's `requests`) and the nodes it was given usage for, plus their ancestors. Usage of
+/// other flavor-resources is not known to a plugin; the view ignores changes to them and reads
+/// them as 0. Nodes outside the view read as usage 0 until usage is added to them, which
+/// includes them (with their ancestors).
+#[derive(Debug, Clone)]
+pub struct QuotaView<'c> {
+    catalog: &'c Catalog,
+    frs: Vec<FrId>,
+    /// Catalog node → slot, `NONE` when not in the view.
+    slot_of: Vec<u32>,
+    /// Slot → catalog node.
+    nodes: Vec<NodeId>,
+    /// Slot × column, row-major.
+    usage: Vec<Quantity>,
+    /// Slot × column, row-major.
+    quotas: Vec<Quota>,
+}
+
+impl<'c> QuotaView<'c> {
+    /// An empty view (every usage 0) tracking the flavor-resources `frs`. Duplicates are
+    /// ignored.
+    pub fn new(catalog: &'c Catalog, frs: &[FrId]) -> QuotaView<'c> {
+        let mut columns: Vec<FrId> = Vec::with_capacity(frs.len());
+        for &fr in frs {
+            if !columns.contains(&fr) {
+                columns.push(fr);
+            }
+        }
+        QuotaView {
+            catalog,
+            frs: columns,
+            slot_of: vec![NONE; catalog.nodes.len()],
+            nodes: Vec::new(),
+            usage: Vec::new(),
+            quotas: Vec::new(),
+        }
+    }
+
+    /// The view of a preemption request: columns are the preemptor's requested
+    /// flavor-resources, usage is the request's `usage` of `usage-nodes`, and the preemptor's
+    /// and every candidate's ClusterQueue (with their ancestors) are included.
+    pub fn from_request(catalog: &'c Catalog, req: &Request) -> QuotaView<'c> {
+        let req_frs: Vec<FrId> = req.requests.iter().map(|r| r.fr).collect();
+        let mut view = QuotaView::new(catalog, &req_frs);
+        let width = req.requests.len();
+        for (i, &node) in req.usage_nodes.iter().enumerate() {
+            view.include(node);
+            for (j, &fr) in req_frs.iter().enumerate() {
+                // With duplicate flavor-resources in `requests`, the first column wins.
+                if req_frs[..j].contains(&fr) {
+                    continue;
+                }
+                if let Some(&v) = req.usage.get(i * width + j) {
+                    view.set_usage(node, fr, v);
+                }
+            }
+        }
+        if let Some(node) = catalog.cluster_queue_node(req.preemptor.cluster_queue) {
+            view.include(node);
+        }
+        for c in &req.candidates {
+            if let Some(node) = catalog.cluster_queue_node(c.cluster_queue) {
+                view.include(node);
+            }
+        }
+        view
+    }
+
+    /// The catalog the view reads quotas from.
+    pub fn catalog(&self) -> &'c Catalog {
+        self.catalog
+    }
+
+    /// The tracked flavor-resources.
+    pub fn flavor_resources(&self) -> &[FrId] {
+        &self.frs
+    }
+
+    /// Adds a node and its ancestors to the view (with usage 0 where not yet included).
+    /// Nodes that are not in the catalog are ignored.
+    pub fn include(&mut self, node: NodeId) {
+        if (node as usize) >= self.slot_of.len() {
+            return;
+        }
+        let chain: Vec<NodeId> = std::iter::once(node)
+            .chain(self.catalog.ancestors(node))
+            .collect();
+        for n in chain {
+            if self.slot_of[n as usize] != NONE {
+                continue;
+            }
+            self.slot_of[n as usize] = self.nodes.len() as u32;
+            self.nodes.push(n);
+            for &fr in &self.frs {
+                self.usage.push(0);
+                self.quotas.push(self.catalog.quota(n, fr));
+            }
+        }
+    }
+
+    fn column(&self, fr: FrId) -> Option<usize> {
+        self.frs.iter().position(|&f| f == fr)
+    }
+
+    fn cell(&self, node: NodeId, fr: FrId) -> Option<usize> {
+        let slot = *self.slot_of.get(node as usize)?;
+        if slot == NONE {
+            return None;
+        }
+        Some(slot as usize * self.frs.len() + self.column(fr)?)
+    }
+
+    /// Sets a node's usage of `fr` as is, without bubbling to its parent (to load a snapshot).
+    /// Ignored for an untracked flavor-resource or a node not in the catalog.
+    pub fn set_usage(&mut self, node: NodeId, fr: FrId, value: Quantity) {
+        if self.column(fr).is_none() {
+            return;
+        }
+        self.include(node);
+        if let Some(cell) = self.cell(node, fr) {
+            self.usage[cell] = value;
+        }
+    }
+
+    /// A node's usage of `fr` (for a Cohort: what its children use beyond their guaranteed
+    /// quota).
+    pub fn usage(&self, node: NodeId, fr: FrId) -> Quantity {
+        self.cell(node, fr).map_or(0, |c| self.usage[c])
+    }
+
+    /// The quota figures of a node for `fr` (all zero and unlimited when it lists none).
+    pub fn quota(&self, node: NodeId, fr: FrId) -> Quota {
+        match self.cell(node, fr) {
+            Some(c) => self.quotas[c],
+            None => self.catalog.quota(node, fr),
+        }
+    }
+
+    /// Capacity left in the node's guaranteed quota (the part never lent out): ≥ 0.
+    pub fn local_available(&self, node: NodeId, fr: FrId) -> Quantity {
+        (self.quota(node, fr).guaranteed - self.usage(node, fr)).max(0)
+    }
+
+    /// What the node could still take of `fr`, borrowing as far as its limits and its
+    /// ancestors allow: ≥ 0.
+    pub fn available(&self, node: NodeId, fr: FrId) -> Quantity {
+        self.available_raw(node, fr, self.catalog.nodes.len())
+            .max(0)
+    }
+
+    fn available_raw(&self, node: NodeId, fr: FrId, depth: usize) -> Quantity {
+        let q = self.quota(node, fr);
+        let used = self.usage(node, fr);
+        let parent = match self.catalog.parent(node) {
+            Some(p) if depth > 0 => p,
+            _ => return q.subtree.saturating_sub(used),
+        };
+        let mut from_parent = self.available_raw(parent, fr, depth - 1);
+        if let Some(limit) = q.borrowing_limit {
+            let local = q.guaranteed;
+            let stored_in_parent = q.subtree.saturating_sub(local);
+            let used_in_parent = (used - local).max(0);
+            let cap = stored_in_parent
+                .saturating_sub(used_in_parent)
+                .saturating_add(limit);
+            from_parent = from_parent.min(cap);
+        }
+        self.local_available(node, fr).saturating_add(from_parent)
+    }
+
+    /// Adds `delta` (negative to remove) to the node's usage of `fr`, bubbling up only the part
+    /// above each node's guaranteed quota. Ignored for an untracked flavor-resource.
+    pub fn add_usage(&mut self, node: NodeId, fr: FrId, delta: Quantity) {
+        if self.column(fr).is_none() {
+            return;
+        }
+        self.include(node);
+        let mut node = node;
+        let mut delta = delta;
+        for _ in 0..=self.catalog.nodes.len() {
+            let Some(cell) = self.cell(node, fr) else {
+                return;
+            };
+            let local = self.quotas[cell].guaranteed;
+            let before = self.usage[cell];
+            let after = before + delta;
+            self.usage[cell] = after;
+            let Some(parent) = self.catalog.parent(node) else {
+                return;
+            };
+            delta = (after - local).max(0) - (before - local).max(0);
+            if delta == 0 {
+                return;
+            }
+            node = parent;
+        }
+    }
+
+    /// Adds a workload's usage (one entry per flavor-resource) at a node.
+    pub fn add_workload(&mut self, node: NodeId, usage: &[FrAmount]) {
+        for u in usage {
+            self.add_usage(node, u.fr, u.amount);
+        }
+    }
+
+    /// Removes a workload's usage at a node.
+    pub fn remove_workload(&mut self, node: NodeId, usage: &[FrAmount]) {
+        for u in usage {
+            self.add_usage(node, u.fr, -u.amount);
+        }
+    }
+
+    /// Removes a preemption candidate's usage from its ClusterQueue (as if it were evicted).
+    pub fn remove_candidate(&mut self, candidate: &Candidate) {
+        if let Some(node) = self.catalog.cluster_queue_node(candidate.cluster_queue) {
+            self.remove_workload(node, &candidate.usage);
+        }
+    }
+
+    /// Puts a removed candidate's usage back.
+    pub fn restore_candidate(&mut self, candidate: &Candidate) {
+        if let Some(node) = self.catalog.cluster_queue_node(candidate.cluster_queue) {
+            self.add_workload(node, &candidate.usage);
+        }
+    }
+
+    /// Whether the node would be over its own quota with `extra` more of `fr`: for a
+    /// ClusterQueue, past its nominal quota; for a Cohort, past its subtree quota.
+    pub fn borrowing_with(&self, node: NodeId, fr: FrId, extra: Quantity) -> bool {
+        let q = self.quota(node, fr);
+        let limit = match self.catalog.node(node).map(|n| n.kind) {
+            Some(NodeKind::Cohort) => q.subtree,
+            _ => q.nominal,
+        };
+        limit < self.usage(node, fr).saturating_add(extra)
+    }
+
+    /// Whether the node is over its own quota for `fr` now.
+    pub fn borrowing(&self, node: NodeId, fr: FrId) -> bool {
+        self.borrowing_with(node, fr, 0)
+    }
+
+    /// Kueue's `IsWithinNominalInResources`: usage ≤ subtree quota for every listed
+    /// flavor-resource.
+    pub fn within_nominal(&self, node: NodeId, frs: &[FrId]) -> bool {
+        frs.iter()
+            .all(|&fr| self.usage(node, fr) <= self.quota(node, fr).subtree)
+    }
+
+    /// Kueue's `workloadFits`: every request is within what the node has available, and, unless
+    /// `allow_borrowing`, does not take the node past its nominal quota.
+    pub fn fits(&self, node: NodeId, requests: &[FrAmount], allow_borrowing: bool) -> bool {
+        requests.iter().all(|r| {
+            (allow_borrowing || !self.borrowing_with(node, r.fr, r.amount))
+                && r.amount <= self.available(node, r.fr)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::CatalogBuilder;
+
+    const FR: FrId = 0;
+
+    fn amt(amount: i64) -> Vec<FrAmount> {
+        vec![FrAmount { fr: FR, amount }]
+    }
+
+    /// cohort(0) <- a(1) nominal 10, b(2) nominal 6 lending 2 borrowing 3
+    fn two_queues() -> Catalog {
+        CatalogBuilder::new()
+            .flavor_resources(1)
+            .cohort("cohort", None)
+            .cluster_queue("a", Some(0))
+            .quota(1, FR, 10, None, None)
+            .cluster_queue("b", Some(0))
+            .quota(2, FR, 6, Some(3), Some(2))
+            .build()
+    }
+
+    #[test]
+    fn subtree_and_guaranteed_come_from_the_builder() {
+        let cat = two_queues();
+        let q = cat.quota(0, FR);
+        assert_eq!(q.subtree, 12);
+        assert_eq!(cat.quota(2, FR).guaranteed, 4);
+        assert_eq!(cat.quota(1, FR).guaranteed, 0);
+    }
+
+    #[test]
+    fn available_respects_lending_and_borrowing_limits() {
+        let cat = two_queues();
+        let mut v = QuotaView::new(&cat, &[FR]);
+        assert_eq!(v.available(1, FR), 12);
+        // b: 4 guaranteed + min(12 from cohort, 2 stored + 3 borrowing) = 9.
+        assert_eq!(v.available(2, FR), 9);
+        v.add_usage(1, FR, 9);
+        assert_eq!(v.usage(0, FR), 9);
+        assert_eq!(v.available(2, FR), 4 + 3);
+        assert_eq!(v.available(1, FR), 3);
+    }
+
+    #[test]
+    fn add_usage_bubbles_only_above_guaranteed() {
+        let cat = two_queues();
+        let mut v = QuotaView::new(&cat, &[FR]);
+        v.add_usage(2, FR, 3);
+        assert_eq!(v.usage(2, FR), 3);
+        assert_eq!(v.usage(0, FR), 0);
+        v.add_usage(2, FR, 3);
+        assert_eq!(v.usage(0, FR), 2);
+        v.add_usage(2, FR, -4);
+        assert_eq!(v.usage(2, FR), 2);
+        assert_eq!(v.usage(0, FR), 0);
+    }
+
+    #[test]
+    fn borrowing_and_within_nominal() {
+        let cat = two_queues();
+        let mut v = QuotaView::new(&cat, &[FR]);
+        v.add_usage(1, FR, 10);
+        assert!(!v.borrowing(1, FR));
+        assert!(v.borrowing_with(1, FR, 1));
+        assert!(v.within_nominal(1, &[FR]));
+        v.add_usage(1, FR, 1);
+        assert!(!v.within_nominal(1, &[FR]));
+        // The cohort's subtree quota is 12.
+        assert!(!v.borrowing(0, FR));
+        assert!(v.borrowing_with(0, FR, 2));
+    }
+
+    #[test]
+    fn fits_with_and_without_borrowing() {
+        let cat = two_queues();
+        let mut v = QuotaView::new(&cat, &[FR]);
+        v.add_usage(2, FR, 6);
+        // a may take 12 - 2 = 10 within nominal.
+        assert!(v.fits(1, &amt(10), false));
+        assert!(!v.fits(1, &amt(11), true));
+        v.add_usage(2, FR, -6);
+        assert!(v.fits(1, &amt(12), true));
+        assert!(!v.fits(1, &amt(12), false));
+    }
+
+    #[test]
+    fn removal_simulation_restores_exactly() {
+        let cat = two_queues();
+        let mut v = QuotaView::new(&cat, &[FR]);
+        v.add_workload(1, &amt(7));
+        v.add_workload(2, &amt(5));
+        let before = v.clone();
+        v.remove_workload(2, &amt(5));
+        assert_eq!(v.usage(0, FR), 7);
+        v.add_workload(2, &amt(5));
+        assert_eq!(v.usage, before.usage);
+    }
+
+    #[test]
+    fn untracked_flavor_resources_and_unknown_nodes_are_ignored() {
+        let cat = two_queues();
+        let mut v = QuotaView::new(&cat, &[FR]);
+        v.add_usage(1, 7, 100);
+        assert_eq!(v.usage(1, 7), 0);
+        v.add_usage(99, FR, 5);
+        assert_eq!(v.usage(99, FR), 0);
+        assert_eq!(v.available(99, FR), 0);
+    }
+
+    #[test]
+    fn hierarchy_limits_nest() {
+        // root(0) <- mid(1, borrowing 1) <- cq(2) nominal 2; root has own nominal 5.
+        let cat = CatalogBuilder::new()
+            .flavor_resources(1)
+            .cohort("root", None)
+            .quota(0, FR, 5, None, None)
+            .cohort("mid", Some(0))
+            .quota(1, FR, 0, Some(1), None)
+            .cluster_queue("cq", Some(1))
+            .quota(2, FR, 2, None, None)
+            .build();
+        let v = QuotaView::new(&cat, &[FR]);
+        assert_eq!(cat.quota(0, FR).subtree, 7);
+        assert_eq!(cat.quota(1, FR).subtree, 2);
+        // mid: min(root 7, 2 + 1) = 3; cq: min(3, unlimited) = 3.
+        assert_eq!(v.available(2, FR), 3);
+    }
+}

@@ -1,0 +1,262 @@
+//! Builders for native unit tests of plugins: a [`CatalogBuilder`] that derives subtree and
+//! guaranteed quotas the way the host does, and small constructors for requests.
+//!
+//! Nothing here calls the host, so it works in `cargo test` on the build machine.
+
+use crate::catalog::Catalog;
+use crate::kueue::{default_fungibility, default_preemption};
+use crate::types::{
+    self, Annotation, ClusterQueue, FlavorResource, FrId, Fungibility, Node, NodeId, NodeKind,
+    PreemptionConfig, QueueingStrategy, Quota, Setting, Workload,
+};
+
+/// Builds a [`Catalog`] node by node. Nodes get ids in the order they are added; every
+/// ClusterQueue node also gets a ClusterQueue entry (ids in order too), with Kueue's default
+/// preemption and fungibility settings.
+#[derive(Debug, Clone)]
+pub struct CatalogBuilder {
+    raw: types::Catalog,
+    /// Declared quotas per node.
+    declared: Vec<Vec<Declared>>,
+}
+
+impl Default for CatalogBuilder {
+    fn default() -> CatalogBuilder {
+        CatalogBuilder::new()
+    }
+}
+
+/// A declared quota: (fr, nominal, borrowing limit, lending limit).
+type Declared = (FrId, i64, Option<i64>, Option<i64>);
+
+impl CatalogBuilder {
+    /// An empty catalog at generation 1.
+    pub fn new() -> CatalogBuilder {
+        let mut raw = Catalog::empty().raw().clone();
+        raw.generation = 1;
+        CatalogBuilder {
+            raw,
+            declared: Vec::new(),
+        }
+    }
+
+    /// Adds `n` flavor-resources: flavor `i` (named `f<i>`) with resource 0 (`cpu`).
+    pub fn flavor_resources(mut self, n: u32) -> CatalogBuilder {
+        if self.raw.resources.is_empty() {
+            self.raw.resources.push("cpu".into());
+        }
+        for _ in 0..n {
+            let flavor = self.raw.flavors.len() as u32;
+            self.raw.flavors.push(types::Flavor {
+                name: format!("f{flavor}"),
+                annotations: Vec::new(),
+            });
+            self.raw.flavor_resources.push(FlavorResource {
+                flavor,
+                resource: 0,
+            });
+        }
+        self
+    }
+
+    /// Adds an annotation key to the exposed keys (its index is the order of addition).
+    pub fn annotation_key(mut self, key: &str) -> CatalogBuilder {
+        self.raw.annotation_keys.push(key.into());
+        self
+    }
+
+    fn key(&mut self, key: &str) -> u32 {
+        match self.raw.annotation_keys.iter().position(|k| k == key) {
+            Some(i) => i as u32,
+            None => {
+                self.raw.annotation_keys.push(key.into());
+                (self.raw.annotation_keys.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Sets an annotation on a flavor (adding the key if needed).
+    pub fn flavor_annotation(mut self, flavor: u32, key: &str, value: &str) -> CatalogBuilder {
+        let key = self.key(key);
+        self.raw.flavors[flavor as usize]
+            .annotations
+            .push(Annotation {
+                key,
+                value: value.into(),
+            });
+        self
+    }
+
+    /// Sets an annotation on a node (adding the key if needed).
+    pub fn node_annotation(mut self, node: NodeId, key: &str, value: &str) -> CatalogBuilder {
+        let key = self.key(key);
+        self.raw.nodes[node as usize].annotations.push(Annotation {
+            key,
+            value: value.into(),
+        });
+        self
+    }
+
+    /// Adds a plugin setting.
+    pub fn setting(mut self, key: &str, value: &str) -> CatalogBuilder {
+        self.raw.settings.push(Setting {
+            key: key.into(),
+            value: value.into(),
+        });
+        self
+    }
+
+    fn node(mut self, name: &str, kind: NodeKind, parent: Option<NodeId>) -> CatalogBuilder {
+        self.raw.nodes.push(Node {
+            name: name.into(),
+            kind,
+            parent,
+            height: 0,
+            fair_weight: 1000,
+            quotas: Vec::new(),
+            annotations: Vec::new(),
+        });
+        self.declared.push(Vec::new());
+        self
+    }
+
+    /// Adds a Cohort node.
+    pub fn cohort(self, name: &str, parent: Option<NodeId>) -> CatalogBuilder {
+        self.node(name, NodeKind::Cohort, parent)
+    }
+
+    /// Adds a ClusterQueue node and its ClusterQueue entry.
+    pub fn cluster_queue(mut self, name: &str, parent: Option<NodeId>) -> CatalogBuilder {
+        let node = self.raw.nodes.len() as u32;
+        self.raw.cluster_queues.push(ClusterQueue {
+            name: name.into(),
+            node,
+            preemption: default_preemption(),
+            fungibility: default_fungibility(),
+            queueing_strategy: QueueingStrategy::BestEffortFifo,
+            resource_groups: Vec::new(),
+        });
+        self.node(name, NodeKind::ClusterQueue, parent)
+    }
+
+    /// Declares a node's quota for a flavor-resource.
+    pub fn quota(
+        mut self,
+        node: NodeId,
+        fr: FrId,
+        nominal: i64,
+        borrowing_limit: Option<i64>,
+        lending_limit: Option<i64>,
+    ) -> CatalogBuilder {
+        self.declared[node as usize].push((fr, nominal, borrowing_limit, lending_limit));
+        self
+    }
+
+    /// Sets the last added ClusterQueue's preemption settings.
+    pub fn preemption(mut self, config: PreemptionConfig) -> CatalogBuilder {
+        if let Some(cq) = self.raw.cluster_queues.last_mut() {
+            cq.preemption = config;
+        }
+        self
+    }
+
+    /// Sets the last added ClusterQueue's flavor fungibility.
+    pub fn fungibility(mut self, fungibility: Fungibility) -> CatalogBuilder {
+        if let Some(cq) = self.raw.cluster_queues.last_mut() {
+            cq.fungibility = fungibility;
+        }
+        self
+    }
+
+    /// Derives subtree and guaranteed quotas and heights (as the host does) and builds.
+    pub fn build(mut self) -> Catalog {
+        let n = self.raw.nodes.len();
+        let n_fr = self.raw.flavor_resources.len().max(
+            self.declared
+                .iter()
+                .flatten()
+                .map(|d| d.0 as usize + 1)
+                .max()
+                .unwrap_or(0),
+        );
+        let mut nominal = vec![vec![0i64; n_fr]; n];
+        let mut borrowing = vec![vec![None; n_fr]; n];
+        let mut lending = vec![vec![None; n_fr]; n];
+        let mut declared = vec![vec![false; n_fr]; n];
+        for (i, list) in self.declared.iter().enumerate() {
+            for &(fr, nom, b, l) in list {
+                let f = fr as usize;
+                nominal[i][f] = nom;
+                borrowing[i][f] = b;
+                lending[i][f] = l;
+                declared[i][f] = true;
+            }
+        }
+        let mut subtree = nominal.clone();
+        let mut local = vec![vec![0i64; n_fr]; n];
+        let mut height = vec![0u32; n];
+        // Children before parents: process by depth, deepest first.
+        let depth = |mut i: usize| {
+            let mut d = 0;
+            while let Some(p) = self.raw.nodes[i].parent {
+                i = p as usize;
+                d += 1;
+            }
+            d
+        };
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(depth(i)));
+        for &i in &order {
+            for f in 0..n_fr {
+                local[i][f] = match lending[i][f] {
+                    Some(limit) => (subtree[i][f] - limit).max(0),
+                    None => 0,
+                };
+            }
+            if let Some(p) = self.raw.nodes[i].parent {
+                let p = p as usize;
+                for f in 0..n_fr {
+                    subtree[p][f] += subtree[i][f] - local[i][f];
+                }
+                let child_height = match self.raw.nodes[i].kind {
+                    NodeKind::Cohort => height[i] + 1,
+                    NodeKind::ClusterQueue => 1,
+                };
+                height[p] = height[p].max(child_height);
+            }
+        }
+        for (i, node) in self.raw.nodes.iter_mut().enumerate() {
+            node.height = height[i];
+            node.quotas = (0..n_fr)
+                .filter(|&f| declared[i][f] || subtree[i][f] != 0)
+                .map(|f| Quota {
+                    fr: f as FrId,
+                    nominal: nominal[i][f],
+                    borrowing_limit: borrowing[i][f],
+                    lending_limit: lending[i][f],
+                    subtree: subtree[i][f],
+                    guaranteed: local[i][f],
+                })
+                .collect();
+        }
+        Catalog::new(self.raw)
+    }
+}
+
+/// A workload of a ClusterQueue with one empty podSet.
+pub fn workload(id: u32, cluster_queue: u32, priority: i64, created: i64) -> Workload {
+    Workload {
+        id,
+        cluster_queue,
+        local_queue: None,
+        priority,
+        created,
+        queued: created,
+        pod_sets: vec![types::PodSet {
+            count: 1,
+            min_count: None,
+            per_pod: Vec::new(),
+        }],
+        annotations: Vec::new(),
+    }
+}
