@@ -323,3 +323,166 @@ pub fn default_fungibility() -> Fungibility {
         preference: FungibilityPreference::BorrowingOverPreemption,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{CatalogBuilder, workload};
+    use crate::types::FrAmount;
+
+    fn amt(fr: u32, amount: i64) -> FrAmount {
+        FrAmount { fr, amount }
+    }
+
+    fn cand(
+        workload: u32,
+        cq: u32,
+        kind: CandidateKind,
+        priority: i64,
+        admitted: i64,
+    ) -> Candidate {
+        Candidate {
+            workload,
+            cluster_queue: cq,
+            kind,
+            lca: None,
+            priority,
+            created: 0,
+            admitted,
+            evicting: false,
+            usage: Vec::new(),
+            annotations: Vec::new(),
+        }
+    }
+
+    fn request(cq: u32, need: i64, candidates: Vec<Candidate>, usage: Vec<(u32, i64)>) -> Request {
+        Request {
+            preemptor: workload(100, cq, 10, 0),
+            requests: vec![amt(0, need)],
+            needs_preemption: vec![0],
+            candidates,
+            usage_nodes: usage.iter().map(|u| u.0).collect(),
+            usage: usage.iter().map(|u| u.1).collect(),
+            now: 0,
+        }
+    }
+
+    /// One ClusterQueue (node 0, cq 0) with nominal 10.
+    fn single() -> Catalog {
+        CatalogBuilder::new()
+            .flavor_resources(1)
+            .cluster_queue("cq", None)
+            .quota(0, 0, 10, None, None)
+            .build()
+    }
+
+    #[test]
+    fn same_queue_takes_lowest_priority_then_newest() {
+        let cat = single();
+        let mut a = cand(1, 0, CandidateKind::SameQueue, 1, 10);
+        a.usage = vec![amt(0, 4)];
+        let mut b = cand(2, 0, CandidateKind::SameQueue, 0, 5);
+        b.usage = vec![amt(0, 3)];
+        let mut c = cand(3, 0, CandidateKind::SameQueue, 0, 7);
+        c.usage = vec![amt(0, 3)];
+        let req = request(0, 3, vec![a, b, c], vec![(0, 10)]);
+        let v = select_victims(&cat, &req).unwrap();
+        // c (priority 0, admitted later) goes first and is enough.
+        assert_eq!(v.victims, vec![2]);
+        assert!(v.allow_borrowing);
+    }
+
+    #[test]
+    fn unneeded_victims_are_put_back() {
+        let cat = single();
+        let mut small = cand(1, 0, CandidateKind::SameQueue, 0, 10);
+        small.usage = vec![amt(0, 1)];
+        let mut big = cand(2, 0, CandidateKind::SameQueue, 1, 10);
+        big.usage = vec![amt(0, 8)];
+        let req = request(0, 6, vec![small, big], vec![(0, 9)]);
+        // small first (lower priority), not enough; big makes it fit; small is put back.
+        let v = select_victims(&cat, &req).unwrap();
+        assert_eq!(v.victims, vec![1]);
+    }
+
+    #[test]
+    fn no_answer_when_nothing_makes_room() {
+        let cat = single();
+        let mut a = cand(1, 0, CandidateKind::SameQueue, 0, 10);
+        a.usage = vec![amt(0, 2)];
+        let req = request(0, 11, vec![a], vec![(0, 2)]);
+        assert_eq!(select_victims(&cat, &req), None);
+    }
+
+    /// cohort(0) <- a(1, cq 0) nominal 5, b(2, cq 1) nominal 5.
+    fn pair() -> Catalog {
+        CatalogBuilder::new()
+            .flavor_resources(1)
+            .cohort("cohort", None)
+            .cluster_queue("a", Some(0))
+            .quota(1, 0, 5, None, None)
+            .cluster_queue("b", Some(0))
+            .quota(2, 0, 5, None, None)
+            .build()
+    }
+
+    #[test]
+    fn reclaim_stops_once_the_lender_is_back_within_nominal() {
+        let cat = pair();
+        let mk = |w, admitted| {
+            let mut c = cand(w, 1, CandidateKind::ReclaimWithoutBorrowing, 0, admitted);
+            c.lca = Some(0);
+            c.usage = vec![amt(0, 2)];
+            c
+        };
+        // b uses 8 (3 borrowed), a uses 2 and needs 3 more within its nominal.
+        let req = request(
+            0,
+            3,
+            vec![mk(1, 1), mk(2, 2), mk(3, 3), mk(4, 4)],
+            vec![(0, 10), (1, 2), (2, 8)],
+        );
+        let v = select_victims(&cat, &req).unwrap();
+        // Newest first: 4, then 3 → b at 4 ≤ 5; a has 5 - 2 = 3.
+        assert_eq!(v.victims, vec![3, 2]);
+        assert!(!v.allow_borrowing);
+    }
+
+    #[test]
+    fn reclaim_is_invalid_once_the_lender_is_within_nominal() {
+        let cat = pair();
+        let mut c = cand(1, 1, CandidateKind::ReclaimWhileBorrowing, 0, 1);
+        c.lca = Some(0);
+        c.usage = vec![amt(0, 4)];
+        // b is within nominal (4 ≤ 5): not a valid reclaim target.
+        let req = request(0, 7, vec![c], vec![(0, 4), (1, 0), (2, 4)]);
+        assert_eq!(select_victims(&cat, &req), None);
+    }
+
+    #[test]
+    fn subset_selection_ignores_other_candidates() {
+        let cat = single();
+        let mut a = cand(1, 0, CandidateKind::SameQueue, 0, 10);
+        a.usage = vec![amt(0, 5)];
+        let mut b = cand(2, 0, CandidateKind::SameQueue, 1, 10);
+        b.usage = vec![amt(0, 5)];
+        let req = request(0, 5, vec![a, b], vec![(0, 10)]);
+        assert_eq!(select_victims(&cat, &req).unwrap().victims, vec![0]);
+        assert_eq!(
+            select_victims_among(&cat, &req, &[1]).unwrap().victims,
+            vec![1]
+        );
+        assert_eq!(select_victims_among(&cat, &req, &[]), None);
+    }
+
+    #[test]
+    fn victim_order_puts_evicting_and_hierarchical_first() {
+        let mut same = cand(1, 0, CandidateKind::SameQueue, 0, 0);
+        same.evicting = true;
+        let other = cand(2, 1, CandidateKind::ReclaimWhileBorrowing, 0, 0);
+        let hier = cand(3, 1, CandidateKind::HierarchicalReclaim, 5, 0);
+        let low = cand(4, 0, CandidateKind::SameQueue, -1, 0);
+        let req = request(0, 1, vec![same, other, hier, low], vec![]);
+        assert_eq!(victim_order(&req, &[0, 1, 2, 3]), vec![0, 2, 1, 3]);
+    }
+}
