@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod cluster;
+pub mod k8s;
 pub mod policy;
 pub mod queue;
 pub mod quota;

@@ -47,15 +47,24 @@ enum Command {
         #[arg(long, default_value_t = 60)]
         max_events: usize,
     },
+    /// Run as the queueing controller of a Kubernetes cluster, in place of Kueue's controller.
+    Controller(wasq::k8s::cli::ControllerArgs),
+    /// Print Kueue's CustomResourceDefinitions (kueue.x-k8s.io), generated from wasq's types.
+    Crds,
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_env("WASQ_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
         )
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    // WASQ_LOG_FORMAT=json: one JSON object per line (for log pipelines).
+    if std::env::var("WASQ_LOG_FORMAT").is_ok_and(|f| f == "json") {
+        logs.json().init();
+    } else {
+        logs.init();
+    }
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -67,6 +76,11 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Controller(args) => wasq::k8s::cli::run(args, std::sync::Arc::new(|_| {})),
+        Command::Crds => {
+            print!("{}", wasq::k8s::cli::crds_yaml()?);
+            Ok(())
+        }
         Command::Simulate {
             paths,
             output,

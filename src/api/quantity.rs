@@ -175,6 +175,22 @@ impl fmt::Display for Quantity {
     }
 }
 
+/// The schema Kubernetes uses for quantities: an integer or a string
+/// (`x-kubernetes-int-or-string`), as in Kueue's CRDs.
+impl schemars::JsonSchema for Quantity {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Quantity".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+            "pattern": "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$",
+            "x-kubernetes-int-or-string": true
+        })
+    }
+}
+
 impl Serialize for Quantity {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(self)

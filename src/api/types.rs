@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{PodTemplateSpec, Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::quantity::Quantity;
@@ -19,7 +20,7 @@ pub const V1BETA1: &str = "kueue.x-k8s.io/v1beta1";
 // ---------------------------------------------------------------------------------------------
 // ResourceFlavor
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResourceFlavor {
     pub metadata: ObjectMeta,
@@ -27,7 +28,7 @@ pub struct ResourceFlavor {
     pub spec: ResourceFlavorSpec,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResourceFlavorSpec {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -43,21 +44,21 @@ pub struct ResourceFlavorSpec {
 // ---------------------------------------------------------------------------------------------
 // Quota shared by ClusterQueue and Cohort
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResourceGroup {
     pub covered_resources: Vec<String>,
     pub flavors: Vec<FlavorQuotas>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FlavorQuotas {
     pub name: String,
     pub resources: Vec<ResourceQuota>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResourceQuota {
     pub name: String,
@@ -70,7 +71,7 @@ pub struct ResourceQuota {
     pub lending_limit: Option<Quantity>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FairSharing {
     /// Default 1.
@@ -81,7 +82,7 @@ pub struct FairSharing {
 // ---------------------------------------------------------------------------------------------
 // Cohort
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Cohort {
     pub metadata: ObjectMeta,
@@ -89,7 +90,7 @@ pub struct Cohort {
     pub spec: CohortSpec,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CohortSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -103,7 +104,7 @@ pub struct CohortSpec {
 // ---------------------------------------------------------------------------------------------
 // ClusterQueue
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClusterQueue {
     pub metadata: ObjectMeta,
@@ -113,7 +114,7 @@ pub struct ClusterQueue {
     pub status: Option<serde_json::Value>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClusterQueueSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -139,14 +140,14 @@ pub struct ClusterQueueSpec {
     pub admission_scope: Option<AdmissionScope>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum QueueingStrategy {
     StrictFIFO,
     #[default]
     BestEffortFIFO,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum StopPolicy {
     #[default]
     None,
@@ -154,20 +155,20 @@ pub enum StopPolicy {
     HoldAndDrain,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AdmissionScope {
     pub admission_mode: AdmissionMode,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum AdmissionMode {
     UsageBasedAdmissionFairSharing,
     #[default]
     NoAdmissionFairSharing,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FlavorFungibility {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -178,19 +179,19 @@ pub struct FlavorFungibility {
     pub preference: Option<FungibilityPreference>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum FungibilityPolicy {
     MayStopSearch,
     TryNextFlavor,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum FungibilityPreference {
     BorrowingOverPreemption,
     PreemptionOverBorrowing,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClusterQueuePreemption {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -201,7 +202,7 @@ pub struct ClusterQueuePreemption {
     pub borrow_within_cohort: Option<BorrowWithinCohort>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum ReclaimWithinCohort {
     #[default]
     Never,
@@ -209,7 +210,7 @@ pub enum ReclaimWithinCohort {
     Any,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum WithinClusterQueue {
     #[default]
     Never,
@@ -217,7 +218,7 @@ pub enum WithinClusterQueue {
     LowerOrNewerEqualPriority,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BorrowWithinCohort {
     #[serde(default)]
@@ -226,7 +227,7 @@ pub struct BorrowWithinCohort {
     pub max_priority_threshold: Option<i32>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum BorrowWithinCohortPolicy {
     #[default]
     Never,
@@ -281,7 +282,7 @@ impl ClusterQueueSpec {
 // ---------------------------------------------------------------------------------------------
 // LocalQueue
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LocalQueue {
     pub metadata: ObjectMeta,
@@ -290,7 +291,7 @@ pub struct LocalQueue {
     pub status: Option<serde_json::Value>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LocalQueueSpec {
     pub cluster_queue: String,
@@ -303,7 +304,7 @@ pub struct LocalQueueSpec {
 // ---------------------------------------------------------------------------------------------
 // WorkloadPriorityClass
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkloadPriorityClass {
     pub metadata: ObjectMeta,
@@ -315,7 +316,7 @@ pub struct WorkloadPriorityClass {
 // ---------------------------------------------------------------------------------------------
 // Workload
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Workload {
     pub metadata: ObjectMeta,
@@ -324,7 +325,7 @@ pub struct Workload {
     pub status: Option<WorkloadStatus>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkloadSpec {
     pub pod_sets: Vec<PodSet>,
@@ -343,13 +344,13 @@ pub struct WorkloadSpec {
     pub preemption_gates: Vec<PreemptionGate>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PreemptionGate {
     pub name: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PriorityClassRef {
     pub group: String,
@@ -360,7 +361,7 @@ pub struct PriorityClassRef {
 pub const WORKLOAD_PRIORITY_CLASS_KIND: &str = "WorkloadPriorityClass";
 pub const POD_PRIORITY_CLASS_KIND: &str = "PriorityClass";
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodSet {
     #[serde(default = "default_pod_set_name")]
@@ -383,7 +384,7 @@ fn default_count() -> i32 {
     1
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkloadStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -404,7 +405,7 @@ pub struct WorkloadStatus {
     pub scheduling_stats: Option<serde_json::Value>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Admission {
     pub cluster_queue: String,
@@ -412,7 +413,7 @@ pub struct Admission {
     pub pod_set_assignments: Vec<PodSetAssignment>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodSetAssignment {
     pub name: String,
@@ -429,7 +430,7 @@ pub struct PodSetAssignment {
 }
 
 /// A `metav1.Condition`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Condition {
     #[serde(rename = "type")]

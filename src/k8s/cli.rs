@@ -1,0 +1,196 @@
+//! `wasq controller` and `wasq crds`: arguments and the process around the [`Controller`]
+//! (client, discovery of job kinds, leader election, watchers, the HTTP endpoints).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::core::{ApiResource, GroupVersionKind};
+
+use super::controller::{Clock, Controller};
+use super::core::Configure;
+use super::integration::{self, JobKind};
+use super::leader::LeaseLock;
+use super::metrics::Metrics;
+use super::mirror::Source;
+use super::podgroup;
+use super::writer::Writer;
+use super::{crds, server, watch};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ControllerArgs {
+    /// Address of /metrics, /healthz, /readyz and the pending-workloads visibility API.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    pub listen: SocketAddr,
+    /// Namespace of the leader Lease (default: $POD_NAMESPACE, else wasq-system).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Run without leader election (a single replica only).
+    #[arg(long)]
+    pub no_leader_elect: bool,
+    #[arg(long, default_value = "wasq-controller")]
+    pub lease_name: String,
+    /// This replica's identity in the Lease (default: $HOSTNAME).
+    #[arg(long)]
+    pub identity: Option<String>,
+    #[arg(long, default_value_t = 15)]
+    pub lease_duration_seconds: i32,
+    /// More job kinds, as a YAML list in the shape of the built-in ones.
+    #[arg(long)]
+    pub integrations: Option<PathBuf>,
+    /// Kinds to manage (e.g. Job,Pod,RayJob,RayCluster,JobSet); default: every built-in or
+    /// configured kind whose API the cluster serves, and pod groups.
+    #[arg(long, value_delimiter = ',')]
+    pub frameworks: Vec<String>,
+    /// Directory of policy plugins (e.g. a ConfigMap mounted as a volume).
+    #[arg(long)]
+    pub plugins: Option<PathBuf>,
+}
+
+/// `wasq crds`.
+pub fn crds_yaml() -> anyhow::Result<String> {
+    crds::crds_yaml().context("printing the CRDs as YAML")
+}
+
+fn wanted(frameworks: &[String], kind: &str) -> bool {
+    frameworks.is_empty() || frameworks.iter().any(|f| f.eq_ignore_ascii_case(kind))
+}
+
+async fn served(client: &kube::Client, ar: &ApiResource) -> bool {
+    let gvk = GroupVersionKind::gvk(&ar.group, &ar.version, &ar.kind);
+    kube::discovery::oneshot::pinned_kind(client, &gvk)
+        .await
+        .is_ok()
+}
+
+/// `wasq controller`: runs until interrupted or until leadership is lost. `configure` binds
+/// policies to every scheduler the controller builds (the same hook the simulator uses).
+pub fn run(args: ControllerArgs, configure: Configure) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(run_async(args, configure))
+}
+
+async fn run_async(args: ControllerArgs, configure: Configure) -> anyhow::Result<()> {
+    let client = kube::Client::try_default()
+        .await
+        .context("connecting to the cluster (in-cluster config or kubeconfig)")?;
+    let mut kinds: Vec<JobKind> = integration::builtin();
+    if let Some(path) = &args.integrations {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        kinds.extend(
+            integration::parse(&text).with_context(|| format!("loading {}", path.display()))?,
+        );
+    }
+    let mut enabled = Vec::new();
+    for kind in kinds {
+        if !wanted(&args.frameworks, &kind.spec.kind) {
+            continue;
+        }
+        if served(&client, &kind.resource).await {
+            tracing::info!(kind = %kind.spec.kind, api_version = %kind.spec.api_version, "managing jobs of this kind");
+            enabled.push(kind);
+        } else {
+            tracing::info!(kind = %kind.spec.kind, api_version = %kind.spec.api_version, "API not served; integration off");
+        }
+    }
+    let pod_groups = wanted(&args.frameworks, "Pod");
+    if let Some(dir) = &args.plugins {
+        tracing::info!(dir = %dir.display(), "policy plugins directory");
+    }
+    let identity = args
+        .identity
+        .clone()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "wasq".into());
+    let namespace = args
+        .namespace
+        .clone()
+        .or_else(|| std::env::var("POD_NAMESPACE").ok())
+        .unwrap_or_else(|| "wasq-system".into());
+    let role = if args.no_leader_elect {
+        "standalone"
+    } else {
+        "leader"
+    };
+    let metrics = Arc::new(Metrics::new(role));
+    let clock: Clock = Arc::new(|| jiff::Timestamp::now().as_millisecond());
+    let writer = Writer::new(client.clone(), Some(identity.clone()));
+    let mut controller = Controller::new(
+        writer,
+        enabled,
+        pod_groups,
+        metrics.clone(),
+        clock,
+        configure,
+    );
+
+    let shared = controller.shared.clone();
+    let listen = args.listen;
+    let server_metrics = metrics.clone();
+    tokio::spawn(async move {
+        if let Err(e) = server::serve(listen, shared, server_metrics).await {
+            tracing::error!(error = %e, "the HTTP server stopped");
+        }
+    });
+
+    let mut lost = None;
+    if !args.no_leader_elect {
+        let lock = LeaseLock::new(
+            client.clone(),
+            &namespace,
+            &args.lease_name,
+            &identity,
+            args.lease_duration_seconds,
+        );
+        lock.acquire(Duration::from_secs(2)).await;
+        let period = Duration::from_secs((args.lease_duration_seconds.max(3) / 3) as u64);
+        lost = Some(tokio::spawn(async move { lock.keep(period).await }));
+    }
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for source in controller.sources() {
+        let resource = match source {
+            Source::Kueue(k) => k.api_resource(),
+            Source::Namespace => ApiResource::erase::<Namespace>(&()),
+            Source::Pod => podgroup::pod_resource(),
+            Source::Job(i) => controller.kinds()[i].resource.clone(),
+        };
+        watch::spawn(client.clone(), source, resource, tx.clone());
+    }
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let lost_leadership = async {
+        match lost {
+            Some(handle) => handle.await.map_err(anyhow::Error::from),
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(lost_leadership);
+    loop {
+        tokio::select! {
+            Some(ev) = rx.recv() => {
+                controller.observe(ev);
+                while let Ok(ev) = rx.try_recv() {
+                    controller.observe(ev);
+                }
+            }
+            _ = tick.tick() => {}
+            err = &mut lost_leadership => {
+                let err = err?;
+                return Err(anyhow::Error::from(err).context("stopping: leadership lost"));
+            }
+            _ = tokio::signal::ctrl_c() => {
+                tracing::info!("interrupted; stopping");
+                return Ok(());
+            }
+        }
+        controller.step().await;
+    }
+}

@@ -1,0 +1,169 @@
+//! The mirror turned into the simulator's core: validated [`Manifests`] → [`build_cluster`] →
+//! [`Scheduler`], with the quota of every admitted (and not finished) Workload restored before
+//! the first cycle, victims still being evicted marked as such, and every other live Workload
+//! queued.
+
+use std::sync::Arc;
+
+use crate::api::catalog::Catalog;
+use crate::api::{Manifests, Workload, defaults, validate, validate_workload};
+use crate::cluster::{Millis, WorkloadId, build_cluster};
+use crate::scheduler::Scheduler;
+
+use super::conditions::{self, EVICTED, FINISHED, QUOTA_RESERVED};
+use super::mirror::Mirror;
+
+/// Hook applied to every new scheduler (policy bindings; the same code the simulator uses).
+pub type Configure = Arc<dyn Fn(&mut Scheduler) + Send + Sync>;
+
+pub fn is_finished(wl: &Workload) -> bool {
+    wl.status
+        .as_ref()
+        .is_some_and(|s| conditions::is_true(&s.conditions, FINISHED))
+}
+
+pub fn has_quota_reservation(wl: &Workload) -> bool {
+    wl.status.as_ref().is_some_and(|s| {
+        s.admission.is_some() && conditions::is_true(&s.conditions, QUOTA_RESERVED)
+    })
+}
+
+pub fn is_evicted(wl: &Workload) -> bool {
+    wl.status
+        .as_ref()
+        .is_some_and(|s| conditions::is_true(&s.conditions, EVICTED))
+}
+
+/// The Catalog (priority classes, default LocalQueues) of the mirror.
+pub fn catalog(mirror: &Mirror) -> Catalog {
+    Catalog::new(
+        mirror.priority_classes.values(),
+        mirror.local_queues.values(),
+    )
+}
+
+/// Builds the scheduler for the mirror's current state.
+pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
+    let catalog = catalog(mirror);
+    let mut m = Manifests::default();
+    let valid = |what: String, problems: Vec<crate::api::strict::FieldProblem>| {
+        if problems.is_empty() {
+            return true;
+        }
+        let text: Vec<String> = problems
+            .iter()
+            .map(|p| format!("{}: {}", p.field.as_deref().unwrap_or("-"), p.message))
+            .collect();
+        tracing::warn!(object = %what, problems = %text.join("; "), "ignoring an invalid object");
+        false
+    };
+    m.namespaces = mirror.namespaces.values().cloned().collect();
+    m.flavors = mirror
+        .flavors
+        .iter()
+        .filter(|(k, o)| valid(format!("ResourceFlavor {k}"), validate::resource_flavor(o)))
+        .map(|(_, o)| o.clone())
+        .collect();
+    m.cohorts = mirror
+        .cohorts
+        .iter()
+        .filter(|(k, o)| valid(format!("Cohort {k}"), validate::cohort(o)))
+        .map(|(_, o)| o.clone())
+        .collect();
+    m.cluster_queues = mirror
+        .cluster_queues
+        .iter()
+        .filter(|(k, o)| valid(format!("ClusterQueue {k}"), validate::cluster_queue(o)))
+        .map(|(_, o)| {
+            let mut o = o.clone();
+            o.status = None;
+            o
+        })
+        .collect();
+    m.local_queues = mirror
+        .local_queues
+        .iter()
+        .filter(|(k, o)| valid(format!("LocalQueue {k}"), validate::local_queue(o)))
+        .map(|(_, o)| {
+            let mut o = o.clone();
+            o.status = None;
+            o
+        })
+        .collect();
+    m.priority_classes = mirror
+        .priority_classes
+        .iter()
+        .filter(|(k, o)| {
+            valid(
+                format!("WorkloadPriorityClass {k}"),
+                validate::priority_class(o),
+            )
+        })
+        .map(|(_, o)| o.clone())
+        .collect();
+    for (key, wl) in &mirror.workloads {
+        if is_finished(wl) || wl.metadata.deletion_timestamp.is_some() && !has_quota_reservation(wl)
+        {
+            continue;
+        }
+        let mut wl = wl.clone();
+        defaults::default_workload(&mut wl, &catalog);
+        if !valid(
+            format!("Workload {key}"),
+            validate_workload::workload(&wl, &catalog),
+        ) {
+            continue;
+        }
+        if !has_quota_reservation(&wl)
+            && let Some(s) = &mut wl.status
+        {
+            s.admission = None;
+        }
+        m.workloads.push(wl);
+    }
+    let cluster = match build_cluster(&m, &|_| now, now) {
+        Ok(c) => c,
+        Err(errors) => {
+            // Only restored admissions fail to build: drop those Workloads and build again.
+            for e in &errors {
+                tracing::warn!(object = %e.object, message = %e.message, "ignoring a Workload whose admission cannot be restored");
+            }
+            m.workloads.retain(|wl| {
+                let label = format!(
+                    "Workload {}/{}",
+                    wl.metadata.namespace.as_deref().unwrap_or("default"),
+                    wl.metadata.name.as_deref().unwrap_or_default()
+                );
+                !errors.iter().any(|e| e.object == label)
+            });
+            match build_cluster(&m, &|_| now, now) {
+                Ok(c) => c,
+                Err(errors) => {
+                    tracing::error!(
+                        count = errors.len(),
+                        "cannot build the cluster; starting without Workloads"
+                    );
+                    m.workloads.clear();
+                    build_cluster(&m, &|_| now, now)
+                        .unwrap_or_else(|_| unreachable!("no workload, no admission to restore"))
+                }
+            }
+        }
+    };
+    let mut scheduler = Scheduler::new(cluster);
+    configure(&mut scheduler);
+    let n = scheduler.cluster.workloads.len();
+    for i in 0..n {
+        let id = WorkloadId(i as u32);
+        let key = scheduler.cluster.workload(id).key.clone();
+        let evicting = mirror.workloads.get(&key).is_some_and(is_evicted);
+        if scheduler.cluster.admission(id).is_some() {
+            if evicting {
+                let _ = scheduler.cluster.mark_evicting(id);
+            }
+        } else if let Err(e) = scheduler.submit(id) {
+            tracing::debug!(workload = %key, reason = %e, "not queued");
+        }
+    }
+    scheduler
+}

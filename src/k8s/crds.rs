@@ -1,0 +1,385 @@
+//! `wasq crds`: Kueue's CustomResourceDefinitions, generated from the Rust types in
+//! [`crate::api`] with schemars and kube's structural-schema transforms (the same settings
+//! `#[derive(CustomResource)]` uses), plus Kueue's short names, printer columns and status
+//! subresources, so that `kubectl apply -f` of a Kueue manifest works unchanged.
+//!
+//! `v1beta2` is served and stored; `v1beta1` is served with the same schema (no conversion
+//! webhook: fields Kueue renamed in `v1beta2`, such as `spec.cohort`, must use their new names).
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceColumnDefinition, CustomResourceDefinition, CustomResourceDefinitionNames,
+    CustomResourceDefinitionSpec, CustomResourceDefinitionVersion, CustomResourceSubresourceStatus,
+    CustomResourceSubresources, CustomResourceValidation, JSONSchemaProps,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde_json::{Map, Value, json};
+
+use super::resources::KueueKind;
+use super::status::{ClusterQueueStatus, LocalQueueStatus};
+use crate::api::{self, GROUP};
+
+/// The JSON schema of `T` after kube's structural rewrites (no `$ref`s, no `oneOf` enums).
+pub fn structural_schema<T: JsonSchema>() -> Value {
+    let generator = SchemaSettings::openapi3()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .with_transform(schemars::transform::AddNullable::default())
+        .with_transform(kube::core::schema::StructuralSchemaRewriter)
+        .with_transform(kube::core::schema::OptionalEnum)
+        .with_transform(kube::core::schema::OptionalIntOrString)
+        .into_generator();
+    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    tidy(&mut schema);
+    schema
+}
+
+/// The root schema of a Kueue object: `apiVersion`, `kind`, `metadata` as Kubernetes wants
+/// them, and the kind's own fields.
+pub fn object_schema(kind: KueueKind) -> Value {
+    let mut root = match kind {
+        KueueKind::ResourceFlavor => structural_schema::<api::ResourceFlavor>(),
+        KueueKind::Cohort => structural_schema::<api::Cohort>(),
+        KueueKind::ClusterQueue => structural_schema::<api::ClusterQueue>(),
+        KueueKind::LocalQueue => structural_schema::<api::LocalQueue>(),
+        KueueKind::WorkloadPriorityClass => structural_schema::<api::WorkloadPriorityClass>(),
+        KueueKind::Workload => structural_schema::<api::Workload>(),
+    };
+    let status = match kind {
+        KueueKind::ClusterQueue => Some(structural_schema::<ClusterQueueStatus>()),
+        KueueKind::LocalQueue => Some(structural_schema::<LocalQueueStatus>()),
+        _ => None,
+    };
+    let Some(obj) = root.as_object_mut() else {
+        return root;
+    };
+    obj.remove("title");
+    obj.insert("type".into(), json!("object"));
+    let props = obj
+        .entry("properties")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+        .expect("properties is an object");
+    props.insert("apiVersion".into(), json!({"type": "string"}));
+    props.insert("kind".into(), json!({"type": "string"}));
+    props.insert("metadata".into(), json!({"type": "object"}));
+    if let Some(mut status) = status {
+        if let Some(s) = status.as_object_mut() {
+            s.remove("title");
+        }
+        props.insert("status".into(), status);
+    }
+    if let Some(required) = obj.get_mut("required").and_then(Value::as_array_mut) {
+        required.retain(|r| r != "metadata");
+        if required.is_empty() {
+            obj.remove("required");
+        }
+    }
+    root
+}
+
+/// Rewrites what Kubernetes refuses in a structural schema: `true` / empty schemas (a
+/// `serde_json::Value` field) become `x-kubernetes-preserve-unknown-fields`; `conditions` and
+/// `podSets` become list maps keyed like Kueue's, so server-side apply merges them by key.
+fn tidy(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Object(props)) = map.get_mut("properties") {
+                for (name, prop) in props.iter_mut() {
+                    if is_any(prop) {
+                        *prop = json!({"x-kubernetes-preserve-unknown-fields": true});
+                        continue;
+                    }
+                    let key = match name.as_str() {
+                        "conditions" => Some("type"),
+                        "podSets" | "podSetAssignments" | "flavors" => Some("name"),
+                        _ => None,
+                    };
+                    if let Some(key) = key
+                        && let Some(p) = prop.as_object_mut()
+                        && p.get("type") == Some(&json!("array"))
+                        && item_has_required(p, key)
+                    {
+                        p.insert("x-kubernetes-list-type".into(), json!("map"));
+                        p.insert("x-kubernetes-list-map-keys".into(), json!([key]));
+                    }
+                }
+            }
+            if let Some(items) = map.get_mut("items")
+                && is_any(items)
+            {
+                *items = json!({"x-kubernetes-preserve-unknown-fields": true});
+            }
+            if let Some(Value::Object(_)) = map.get("additionalProperties")
+                && let Some(ap) = map.get_mut("additionalProperties")
+                && is_any(ap)
+            {
+                *ap = json!({"x-kubernetes-preserve-unknown-fields": true});
+            }
+            for v in map.values_mut() {
+                tidy(v);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(tidy),
+        _ => {}
+    }
+}
+
+/// A schema that accepts anything (what schemars makes of `serde_json::Value`).
+fn is_any(schema: &Value) -> bool {
+    match schema {
+        Value::Bool(true) => true,
+        Value::Object(m) => {
+            let meaningful = m
+                .keys()
+                .any(|k| !matches!(k.as_str(), "description" | "nullable" | "default" | "title"));
+            !meaningful
+        }
+        _ => false,
+    }
+}
+
+fn item_has_required(array: &Map<String, Value>, key: &str) -> bool {
+    array
+        .get("items")
+        .and_then(|i| i.get("required"))
+        .and_then(Value::as_array)
+        .is_some_and(|r| r.iter().any(|k| k == key))
+}
+
+struct Shape {
+    kind: KueueKind,
+    singular: &'static str,
+    short_names: &'static [&'static str],
+    columns: &'static [(&'static str, &'static str, &'static str, &'static str, i32)],
+    status: bool,
+}
+
+const SHAPES: [Shape; 6] = [
+    Shape {
+        kind: KueueKind::ResourceFlavor,
+        singular: "resourceflavor",
+        short_names: &["flavor", "flavors", "rf"],
+        columns: &[],
+        status: false,
+    },
+    Shape {
+        kind: KueueKind::Cohort,
+        singular: "cohort",
+        short_names: &["co"],
+        columns: &[],
+        status: false,
+    },
+    Shape {
+        kind: KueueKind::ClusterQueue,
+        singular: "clusterqueue",
+        short_names: &["cq"],
+        columns: &[
+            (
+                "Cohort",
+                ".spec.cohortName",
+                "string",
+                "Cohort that this ClusterQueue belongs to",
+                0,
+            ),
+            (
+                "Strategy",
+                ".spec.queueingStrategy",
+                "string",
+                "The queueing strategy used to prioritize workloads",
+                1,
+            ),
+            (
+                "Pending Workloads",
+                ".status.pendingWorkloads",
+                "integer",
+                "Number of pending workloads",
+                0,
+            ),
+            (
+                "Admitted Workloads",
+                ".status.admittedWorkloads",
+                "integer",
+                "Number of admitted workloads that haven't finished yet",
+                1,
+            ),
+        ],
+        status: true,
+    },
+    Shape {
+        kind: KueueKind::LocalQueue,
+        singular: "localqueue",
+        short_names: &["queue", "queues", "lq"],
+        columns: &[
+            (
+                "ClusterQueue",
+                ".spec.clusterQueue",
+                "string",
+                "Backing ClusterQueue",
+                0,
+            ),
+            (
+                "Pending Workloads",
+                ".status.pendingWorkloads",
+                "integer",
+                "Number of pending workloads",
+                0,
+            ),
+            (
+                "Admitted Workloads",
+                ".status.admittedWorkloads",
+                "integer",
+                "Number of admitted workloads that haven't finished yet.",
+                0,
+            ),
+        ],
+        status: true,
+    },
+    Shape {
+        kind: KueueKind::WorkloadPriorityClass,
+        singular: "workloadpriorityclass",
+        short_names: &["wpc"],
+        columns: &[(
+            "Value",
+            ".value",
+            "integer",
+            "Value of workloadPriorityClass's Priority",
+            0,
+        )],
+        status: false,
+    },
+    Shape {
+        kind: KueueKind::Workload,
+        singular: "workload",
+        short_names: &["kwl", "kueueworkload", "kueueworkloads"],
+        columns: &[
+            (
+                "Queue",
+                ".spec.queueName",
+                "string",
+                "Name of the queue this workload was submitted to",
+                0,
+            ),
+            (
+                "Reserved in",
+                ".status.admission.clusterQueue",
+                "string",
+                "Name of the ClusterQueue where the workload is reserving quota",
+                0,
+            ),
+            (
+                "Admitted",
+                ".status.conditions[?(@.type=='Admitted')].status",
+                "string",
+                "Admission status",
+                0,
+            ),
+            (
+                "Finished",
+                ".status.conditions[?(@.type=='Finished')].status",
+                "string",
+                "Workload finished",
+                0,
+            ),
+            (
+                "Age",
+                ".metadata.creationTimestamp",
+                "date",
+                "Time this workload was created",
+                0,
+            ),
+        ],
+        status: true,
+    },
+];
+
+/// The CRD of one kind.
+pub fn crd(kind: KueueKind) -> CustomResourceDefinition {
+    let shape = SHAPES
+        .iter()
+        .find(|s| s.kind == kind)
+        .expect("every kind has a shape");
+    let schema: JSONSchemaProps = serde_json::from_value(object_schema(kind))
+        .expect("schemars output is a valid JSONSchemaProps");
+    let columns: Vec<CustomResourceColumnDefinition> = shape
+        .columns
+        .iter()
+        .map(
+            |&(name, path, type_, description, priority)| CustomResourceColumnDefinition {
+                name: name.into(),
+                json_path: path.into(),
+                type_: type_.into(),
+                description: Some(description.into()),
+                priority: (priority != 0).then_some(priority),
+                format: None,
+            },
+        )
+        .collect();
+    let version = |name: &str, storage: bool| CustomResourceDefinitionVersion {
+        name: name.into(),
+        served: true,
+        storage,
+        additional_printer_columns: (!columns.is_empty()).then(|| columns.clone()),
+        schema: Some(CustomResourceValidation {
+            open_api_v3_schema: Some(schema.clone()),
+        }),
+        subresources: shape.status.then(|| CustomResourceSubresources {
+            status: Some(CustomResourceSubresourceStatus(json!({}))),
+            scale: None,
+        }),
+        ..CustomResourceDefinitionVersion::default()
+    };
+    CustomResourceDefinition {
+        metadata: ObjectMeta {
+            name: Some(format!("{}.{GROUP}", kind.plural())),
+            ..ObjectMeta::default()
+        },
+        spec: CustomResourceDefinitionSpec {
+            group: GROUP.into(),
+            names: CustomResourceDefinitionNames {
+                kind: kind.kind().into(),
+                list_kind: Some(format!("{}List", kind.kind())),
+                plural: kind.plural().into(),
+                singular: Some(shape.singular.into()),
+                short_names: Some(shape.short_names.iter().map(|s| s.to_string()).collect()),
+                categories: None,
+            },
+            scope: if kind.namespaced() {
+                "Namespaced"
+            } else {
+                "Cluster"
+            }
+            .into(),
+            versions: vec![version("v1beta2", true), version("v1beta1", false)],
+            conversion: None,
+            preserve_unknown_fields: None,
+        },
+        status: None,
+    }
+}
+
+/// Every CRD, in the order `kubectl apply` should see them.
+pub fn crds() -> Vec<CustomResourceDefinition> {
+    KueueKind::ALL.into_iter().map(crd).collect()
+}
+
+/// The CRDs as one multi-document YAML stream with `apiVersion` and `kind` set.
+pub fn crds_yaml() -> Result<String, serde_saphyr::SerializeError> {
+    let mut out = String::new();
+    for crd in crds() {
+        let mut value = serde_json::to_value(&crd).expect("a CRD serializes");
+        if let Some(obj) = value.as_object_mut() {
+            let mut ordered = Map::new();
+            ordered.insert("apiVersion".into(), json!("apiextensions.k8s.io/v1"));
+            ordered.insert("kind".into(), json!("CustomResourceDefinition"));
+            ordered.extend(std::mem::take(obj));
+            *obj = ordered;
+        }
+        out.push_str("---\n");
+        out.push_str(&serde_saphyr::to_string(&value)?);
+    }
+    Ok(out)
+}

@@ -1,0 +1,395 @@
+//! The controller's copy of the cluster: every object the watchers report, decoded into the
+//! `api` types the core understands, with stale events (older resourceVersions) ignored.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::core::DynamicObject;
+use serde_json::Value;
+
+use super::Error;
+use super::crds::object_schema;
+use super::prune::prune;
+use super::resources::KueueKind;
+use crate::api::decode::{Object, decode_document};
+use crate::api::{
+    ClusterQueue, Cohort, LocalQueue, Origin, ResourceFlavor, Workload, WorkloadPriorityClass,
+};
+
+/// Where an observed object comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Source {
+    Kueue(KueueKind),
+    Namespace,
+    /// Pods of pod groups.
+    Pod,
+    /// Objects of the job integration with this index.
+    Job(usize),
+}
+
+/// What a watcher reports.
+#[derive(Debug, Clone)]
+pub enum Observed {
+    Applied(Source, DynamicObject),
+    Deleted(Source, DynamicObject),
+    /// A complete (re)list: the objects replace everything known from this source.
+    Listed(Source, Vec<DynamicObject>),
+}
+
+/// What an observation changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Change {
+    /// Configuration or Workloads: the core must be rebuilt.
+    pub core: bool,
+    /// Jobs or pods: the job integrations must look again.
+    pub jobs: bool,
+}
+
+impl std::ops::BitOrAssign for Change {
+    fn bitor_assign(&mut self, o: Change) {
+        self.core |= o.core;
+        self.jobs |= o.jobs;
+    }
+}
+
+/// `namespace/name`, or `name` for cluster-scoped objects.
+pub fn key_of(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+        _ => name.to_string(),
+    }
+}
+
+fn dyn_key(o: &DynamicObject) -> String {
+    key_of(
+        o.metadata.namespace.as_deref(),
+        o.metadata.name.as_deref().unwrap_or_default(),
+    )
+}
+
+/// Whether `new` is not older than `old`. Resource versions are opaque, but the API server's
+/// are etcd revisions; when both parse as integers they order events.
+pub fn not_older(old: Option<&str>, new: Option<&str>) -> bool {
+    match (
+        old.and_then(|o| o.parse::<u64>().ok()),
+        new.and_then(|n| n.parse::<u64>().ok()),
+    ) {
+        (Some(o), Some(n)) => n >= o,
+        _ => true,
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Mirror {
+    pub flavors: BTreeMap<String, ResourceFlavor>,
+    pub cohorts: BTreeMap<String, Cohort>,
+    pub cluster_queues: BTreeMap<String, ClusterQueue>,
+    pub local_queues: BTreeMap<String, LocalQueue>,
+    pub priority_classes: BTreeMap<String, WorkloadPriorityClass>,
+    pub namespaces: BTreeMap<String, Namespace>,
+    pub workloads: BTreeMap<String, Workload>,
+    pub jobs: Vec<BTreeMap<String, DynamicObject>>,
+    pub pods: BTreeMap<String, Pod>,
+    listed: BTreeSet<Source>,
+    schemas: HashMap<KueueKind, Value>,
+}
+
+impl Mirror {
+    pub fn new(job_kinds: usize) -> Mirror {
+        Mirror {
+            jobs: vec![BTreeMap::new(); job_kinds],
+            schemas: KueueKind::ALL
+                .into_iter()
+                .map(|k| (k, object_schema(k)))
+                .collect(),
+            ..Mirror::default()
+        }
+    }
+
+    /// Whether every source has been listed once.
+    pub fn is_synced(&self, sources: &[Source]) -> bool {
+        sources.iter().all(|s| self.listed.contains(s))
+    }
+
+    pub fn observe(&mut self, ev: Observed) -> Change {
+        match ev {
+            Observed::Applied(src, obj) => self.apply(src, obj),
+            Observed::Deleted(src, obj) => self.delete(src, &dyn_key(&obj)),
+            Observed::Listed(src, objs) => {
+                self.listed.insert(src);
+                let fresh: BTreeSet<String> = objs.iter().map(dyn_key).collect();
+                let mut change = Change::default();
+                for key in self.keys(src) {
+                    if !fresh.contains(&key) {
+                        change |= self.delete(src, &key);
+                    }
+                }
+                for o in objs {
+                    change |= self.apply(src, o);
+                }
+                change
+            }
+        }
+    }
+
+    fn keys(&self, src: Source) -> Vec<String> {
+        fn k<V>(m: &BTreeMap<String, V>) -> Vec<String> {
+            m.keys().cloned().collect()
+        }
+        match src {
+            Source::Kueue(KueueKind::ResourceFlavor) => k(&self.flavors),
+            Source::Kueue(KueueKind::Cohort) => k(&self.cohorts),
+            Source::Kueue(KueueKind::ClusterQueue) => k(&self.cluster_queues),
+            Source::Kueue(KueueKind::LocalQueue) => k(&self.local_queues),
+            Source::Kueue(KueueKind::WorkloadPriorityClass) => k(&self.priority_classes),
+            Source::Kueue(KueueKind::Workload) => k(&self.workloads),
+            Source::Namespace => k(&self.namespaces),
+            Source::Pod => k(&self.pods),
+            Source::Job(i) => self.jobs.get(i).map(k).unwrap_or_default(),
+        }
+    }
+
+    fn delete(&mut self, src: Source, key: &str) -> Change {
+        let removed = match src {
+            Source::Kueue(KueueKind::ResourceFlavor) => self.flavors.remove(key).is_some(),
+            Source::Kueue(KueueKind::Cohort) => self.cohorts.remove(key).is_some(),
+            Source::Kueue(KueueKind::ClusterQueue) => self.cluster_queues.remove(key).is_some(),
+            Source::Kueue(KueueKind::LocalQueue) => self.local_queues.remove(key).is_some(),
+            Source::Kueue(KueueKind::WorkloadPriorityClass) => {
+                self.priority_classes.remove(key).is_some()
+            }
+            Source::Kueue(KueueKind::Workload) => self.workloads.remove(key).is_some(),
+            Source::Namespace => self.namespaces.remove(key).is_some(),
+            Source::Pod => self.pods.remove(key).is_some(),
+            Source::Job(i) => self.jobs.get_mut(i).and_then(|m| m.remove(key)).is_some(),
+        };
+        match src {
+            Source::Pod | Source::Job(_) => Change {
+                core: false,
+                jobs: removed,
+            },
+            _ => Change {
+                core: removed,
+                jobs: removed,
+            },
+        }
+    }
+
+    fn apply(&mut self, src: Source, obj: DynamicObject) -> Change {
+        let key = dyn_key(&obj);
+        match src {
+            Source::Job(i) => {
+                let Some(jobs) = self.jobs.get_mut(i) else {
+                    return Change::default();
+                };
+                let changed = upsert(
+                    jobs,
+                    key,
+                    obj,
+                    |o| o.metadata.resource_version.clone(),
+                    |a, b| a == b,
+                );
+                Change {
+                    core: false,
+                    jobs: changed,
+                }
+            }
+            Source::Pod => match serde_json::to_value(&obj).and_then(serde_json::from_value::<Pod>)
+            {
+                Ok(pod) => {
+                    let changed = upsert(
+                        &mut self.pods,
+                        key,
+                        pod,
+                        |p| p.metadata.resource_version.clone(),
+                        |a, b| a == b,
+                    );
+                    Change {
+                        core: false,
+                        jobs: changed,
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(pod = %key, error = %e, "ignoring a Pod that does not decode");
+                    Change::default()
+                }
+            },
+            Source::Namespace | Source::Kueue(_) => match self.decode(src, &obj) {
+                Ok(object) => self.put(object, false),
+                Err(e) => {
+                    tracing::warn!(error = %e, "ignoring an object that does not decode");
+                    Change::default()
+                }
+            },
+        }
+    }
+
+    /// Decodes an object of a Kueue kind (pruned to wasq's schema first) or a Namespace.
+    pub fn decode(&self, src: Source, obj: &DynamicObject) -> Result<Object, Error> {
+        let mut value = serde_json::to_value(obj).map_err(|e| Error::Decode {
+            object: dyn_key(obj),
+            message: e.to_string(),
+        })?;
+        if let Source::Kueue(kind) = src
+            && let Some(schema) = self.schemas.get(&kind)
+        {
+            prune(&mut value, schema);
+        }
+        if let Some(m) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("managedFields");
+        }
+        let origin = Origin {
+            file: PathBuf::from("<api-server>"),
+            doc: 0,
+        };
+        decode_document(&origin, value).map_err(|e| Error::Decode {
+            object: e.object.unwrap_or_else(|| dyn_key(obj)),
+            message: e
+                .problems
+                .iter()
+                .map(|p| match &p.field {
+                    Some(f) => format!("{f}: {}", p.message),
+                    None => p.message.clone(),
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        })
+    }
+
+    /// Stores a decoded object. `own_write`: the object is the API server's answer to a
+    /// write of wasq's, which the core already reflects.
+    pub fn put(&mut self, object: Object, own_write: bool) -> Change {
+        fn rv<T>(
+            meta: impl Fn(&T) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        ) -> impl Fn(&T) -> Option<String> {
+            move |o| meta(o).resource_version.clone()
+        }
+        let key = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+            key_of(
+                m.namespace.as_deref(),
+                m.name.as_deref().unwrap_or_default(),
+            )
+        };
+        // Configuration changes matter to the core only through spec, labels or value.
+        let changed = match object {
+            Object::Flavor(o) => upsert(
+                &mut self.flavors,
+                key(&o.metadata),
+                o,
+                rv(|o: &ResourceFlavor| &o.metadata),
+                |a, b| a.spec == b.spec,
+            ),
+            Object::Cohort(o) => upsert(
+                &mut self.cohorts,
+                key(&o.metadata),
+                o,
+                rv(|o: &Cohort| &o.metadata),
+                |a, b| a.spec == b.spec,
+            ),
+            Object::ClusterQueue(o) => upsert(
+                &mut self.cluster_queues,
+                key(&o.metadata),
+                o,
+                rv(|o: &ClusterQueue| &o.metadata),
+                |a, b| a.spec == b.spec && a.metadata.annotations == b.metadata.annotations,
+            ),
+            Object::LocalQueue(o) => upsert(
+                &mut self.local_queues,
+                key(&o.metadata),
+                o,
+                rv(|o: &LocalQueue| &o.metadata),
+                |a, b| a.spec == b.spec,
+            ),
+            Object::PriorityClass(o) => upsert(
+                &mut self.priority_classes,
+                key(&o.metadata),
+                o,
+                rv(|o: &WorkloadPriorityClass| &o.metadata),
+                |a, b| a.value == b.value,
+            ),
+            Object::Namespace(o) => upsert(
+                &mut self.namespaces,
+                key(&o.metadata),
+                o,
+                rv(|o: &Namespace| &o.metadata),
+                |a, b| a.metadata.labels == b.metadata.labels,
+            ),
+            Object::Workload(o) => upsert(
+                &mut self.workloads,
+                key(&o.metadata),
+                o,
+                rv(|o: &Workload| &o.metadata),
+                |a, b| {
+                    a.spec == b.spec
+                        && a.status == b.status
+                        && a.metadata.annotations == b.metadata.annotations
+                },
+            ),
+            Object::Job(_) | Object::Pod(_) | Object::Extension(_) => false,
+        };
+        Change {
+            core: changed && !own_write,
+            jobs: changed,
+        }
+    }
+}
+
+/// Inserts `obj` unless an object with a newer resourceVersion is already there. Returns
+/// whether the stored object changed in a way `same` does not consider equal.
+fn upsert<T>(
+    map: &mut BTreeMap<String, T>,
+    key: String,
+    obj: T,
+    rv: impl Fn(&T) -> Option<String>,
+    same: impl Fn(&T, &T) -> bool,
+) -> bool {
+    match map.get(&key) {
+        Some(old) => {
+            let (old_rv, new_rv) = (rv(old), rv(&obj));
+            if old_rv.is_some() && old_rv == new_rv {
+                return false;
+            }
+            if !not_older(old_rv.as_deref(), new_rv.as_deref()) {
+                tracing::debug!(object = %key, ?old_rv, ?new_rv, "ignoring a stale event");
+                return false;
+            }
+            let changed = !same(old, &obj);
+            map.insert(key, obj);
+            changed
+        }
+        None => {
+            map.insert(key, obj);
+            true
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wl(rv: &str, queue: &str) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": "w", "namespace": "ns", "resourceVersion": rv,
+                         "managedFields": [{"manager": "x"}]},
+            "spec": {"queueName": queue, "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}]},
+            "status": {"unknownKueueField": 1}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn stale_events_are_ignored_and_unknown_fields_pruned() {
+        let mut m = Mirror::new(0);
+        let src = Source::Kueue(KueueKind::Workload);
+        assert!(m.observe(Observed::Applied(src, wl("10", "a"))).core);
+        assert!(!m.observe(Observed::Applied(src, wl("9", "b"))).core);
+        assert_eq!(m.workloads["ns/w"].spec.queue_name.as_deref(), Some("a"));
+        assert!(m.observe(Observed::Applied(src, wl("11", "b"))).core);
+        assert!(m.observe(Observed::Listed(src, vec![])).core);
+        assert!(m.workloads.is_empty());
+        assert!(m.is_synced(&[src]));
+    }
+}

@@ -1,0 +1,58 @@
+//! The Kubernetes driver: the scheduling core run against a real cluster through kube-rs.
+//!
+//! Watchers ([`watch`]) feed a [`mirror::Mirror`] of the cluster's objects. The
+//! [`controller::Controller`] turns the mirror into the same [`crate::scheduler::Scheduler`]
+//! the simulator drives ([`core`]), runs cycles, and writes decisions back ([`writer`]): Workload
+//! status with Kueue's conditions, job patches through the job integrations ([`integration`],
+//! [`podgroup`]), ClusterQueue and LocalQueue status ([`status`]) and Events.
+//!
+//! Invariants:
+//! - the core is rebuilt from the mirror (configuration and every live Workload, with the
+//!   admissions the cluster records) whenever something outside wasq's own writes changed, and
+//!   before the first cycle: a restart is the same code path as any other rebuild;
+//! - a write that fails is undone in memory (an admission is released and requeued); memory is
+//!   never ahead of the cluster except for quota still held by a victim being evicted;
+//! - only the leader (a `coordination.k8s.io` Lease) runs cycles and writes.
+
+pub mod cli;
+pub mod conditions;
+pub mod controller;
+pub mod core;
+pub mod crds;
+pub mod integration;
+pub mod leader;
+pub mod metrics;
+pub mod mirror;
+pub mod podgroup;
+pub mod prune;
+pub mod resources;
+pub mod server;
+pub mod status;
+pub mod visibility;
+pub mod watch;
+pub mod writer;
+
+/// Errors of the Kubernetes driver.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kubernetes API request failed")]
+    Kube(#[from] kube::Error),
+    #[error("{object}: {message}")]
+    Decode { object: String, message: String },
+    #[error("job integration {kind}: {message}")]
+    Integration { kind: String, message: String },
+    #[error("leader lease {lease}: {message}")]
+    Lease { lease: String, message: String },
+}
+
+impl Error {
+    /// Whether the API server refused a write because the object changed since it was read.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Kube(kube::Error::Api(s)) if s.code == 409)
+    }
+
+    /// Whether the object does not exist (any more).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::Kube(kube::Error::Api(s)) if s.code == 404)
+    }
+}

@@ -1,0 +1,170 @@
+//! Plain Pods in a group (Kueue's pod integration): pods labelled
+//! `kueue.x-k8s.io/pod-group-name` with a `kueue.x-k8s.io/pod-group-total-count` annotation form
+//! one Workload once all of them exist. Each pod is held by the `kueue.x-k8s.io/admission`
+//! scheduling gate until the Workload is admitted; admission removes the gate and adds the
+//! flavors' node labels and tolerations. Pods cannot be suspended, so eviction deletes them.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::core::ApiResource;
+use serde_json::{Value, json};
+
+use super::integration::{FlavorPlacement, inject_ops};
+use super::mirror::Mirror;
+use crate::api::catalog::Catalog;
+use crate::api::pods::{PodDoc, role_hash, workloads_for_pods};
+use crate::api::{Origin, Workload, labels};
+
+/// The scheduling gate Kueue puts on pods it manages.
+pub const SCHEDULING_GATE: &str = "kueue.x-k8s.io/admission";
+
+/// A pod group as the mirror sees it.
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub namespace: String,
+    pub name: String,
+    /// Pods of the group, by name.
+    pub pods: Vec<Pod>,
+    pub total: Option<usize>,
+}
+
+pub fn pod_resource() -> ApiResource {
+    ApiResource::erase::<Pod>(&())
+}
+
+/// Every pod group in the mirror.
+pub fn groups(mirror: &Mirror) -> Vec<Group> {
+    let mut out: BTreeMap<(String, String), Group> = BTreeMap::new();
+    for pod in mirror.pods.values() {
+        let meta = &pod.metadata;
+        let Some(group) = meta
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(labels::POD_GROUP_NAME))
+        else {
+            continue;
+        };
+        let namespace = meta.namespace.clone().unwrap_or_else(|| "default".into());
+        let total = meta
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(labels::POD_GROUP_TOTAL_COUNT))
+            .and_then(|v| v.trim().parse().ok());
+        let g = out
+            .entry((namespace.clone(), group.clone()))
+            .or_insert_with(|| Group {
+                namespace,
+                name: group.clone(),
+                pods: Vec::new(),
+                total,
+            });
+        g.total = g.total.or(total);
+        g.pods.push(pod.clone());
+    }
+    out.into_values().collect()
+}
+
+pub fn is_terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+pub fn is_gated(pod: &Pod) -> bool {
+    gate_index(pod).is_some()
+}
+
+fn gate_index(pod: &Pod) -> Option<usize> {
+    pod.spec
+        .as_ref()?
+        .scheduling_gates
+        .as_ref()?
+        .iter()
+        .position(|g| g.name == SCHEDULING_GATE)
+}
+
+impl Group {
+    /// Whether all the group's pods exist.
+    pub fn is_complete(&self) -> bool {
+        self.total.is_some_and(|t| self.pods.len() >= t)
+    }
+
+    /// Pods that may still run (not terminated, not being deleted).
+    pub fn live_pods(&self) -> impl Iterator<Item = &Pod> {
+        self.pods
+            .iter()
+            .filter(|p| !is_terminal(p) && p.metadata.deletion_timestamp.is_none())
+    }
+
+    pub fn is_active(&self) -> bool {
+        self.pods.iter().any(|p| !is_terminal(p))
+    }
+
+    /// `Some((success, message))` once every pod of a complete group terminated.
+    pub fn finished(&self) -> Option<(bool, String)> {
+        if !self.is_complete() || self.pods.iter().any(|p| !is_terminal(p)) {
+            return None;
+        }
+        let failed = self
+            .pods
+            .iter()
+            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed"))
+            .count();
+        Some(if failed == 0 {
+            (true, "Pods succeeded".to_string())
+        } else {
+            (false, format!("{failed} pods failed"))
+        })
+    }
+
+    /// The group's Workload (the same conversion `wasq simulate` uses).
+    pub fn workload(&self, catalog: &Catalog) -> Result<Option<Workload>, String> {
+        let origin = Origin {
+            file: PathBuf::from("<api-server>"),
+            doc: 0,
+        };
+        let docs: Vec<PodDoc<'_>> = self
+            .pods
+            .iter()
+            .map(|pod| PodDoc {
+                origin: &origin,
+                pod,
+            })
+            .collect();
+        let (mut made, errors) = workloads_for_pods(&docs, catalog);
+        if let Some(e) = errors.first() {
+            return Err(e.to_string());
+        }
+        Ok(made.pop().map(|w| w.workload))
+    }
+
+    /// JSON Patch ungating `pod` with its podSet's flavors; empty if it is not gated.
+    pub fn ungate_ops(
+        pod: &Pod,
+        flavors: &BTreeMap<String, Vec<FlavorPlacement>>,
+        workload: &Workload,
+    ) -> Vec<Value> {
+        let Some(i) = gate_index(pod) else {
+            return Vec::new();
+        };
+        let pod_set = if workload.spec.pod_sets.len() == 1 {
+            workload.spec.pod_sets[0].name.clone()
+        } else {
+            role_hash(pod.spec.as_ref())
+        };
+        let assigned = flavors.get(&pod_set).map(Vec::as_slice).unwrap_or_default();
+        let template = k8s_openapi::api::core::v1::PodTemplateSpec {
+            metadata: None,
+            spec: pod.spec.clone(),
+        };
+        let mut ops = vec![
+            json!({"op": "test", "path": format!("/spec/schedulingGates/{i}/name"), "value": SCHEDULING_GATE}),
+            json!({"op": "remove", "path": format!("/spec/schedulingGates/{i}")}),
+        ];
+        ops.extend(inject_ops("", &template, assigned));
+        ops
+    }
+}

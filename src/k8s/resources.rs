@@ -1,0 +1,66 @@
+//! The API resources wasq reads and writes: Kueue's six kinds (served as `v1beta2`).
+
+use kube::core::ApiResource;
+
+use crate::api::{GROUP, V1BETA2};
+
+/// The version wasq stores and watches.
+pub const KUEUE_VERSION: &str = "v1beta2";
+
+/// One of Kueue's kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum KueueKind {
+    ResourceFlavor,
+    Cohort,
+    ClusterQueue,
+    LocalQueue,
+    WorkloadPriorityClass,
+    Workload,
+}
+
+impl KueueKind {
+    pub const ALL: [KueueKind; 6] = [
+        KueueKind::ResourceFlavor,
+        KueueKind::Cohort,
+        KueueKind::ClusterQueue,
+        KueueKind::LocalQueue,
+        KueueKind::WorkloadPriorityClass,
+        KueueKind::Workload,
+    ];
+
+    pub fn kind(self) -> &'static str {
+        match self {
+            KueueKind::ResourceFlavor => "ResourceFlavor",
+            KueueKind::Cohort => "Cohort",
+            KueueKind::ClusterQueue => "ClusterQueue",
+            KueueKind::LocalQueue => "LocalQueue",
+            KueueKind::WorkloadPriorityClass => "WorkloadPriorityClass",
+            KueueKind::Workload => "Workload",
+        }
+    }
+
+    pub fn plural(self) -> &'static str {
+        match self {
+            KueueKind::ResourceFlavor => "resourceflavors",
+            KueueKind::Cohort => "cohorts",
+            KueueKind::ClusterQueue => "clusterqueues",
+            KueueKind::LocalQueue => "localqueues",
+            KueueKind::WorkloadPriorityClass => "workloadpriorityclasses",
+            KueueKind::Workload => "workloads",
+        }
+    }
+
+    pub fn namespaced(self) -> bool {
+        matches!(self, KueueKind::LocalQueue | KueueKind::Workload)
+    }
+
+    pub fn api_resource(self) -> ApiResource {
+        ApiResource {
+            group: GROUP.into(),
+            version: KUEUE_VERSION.into(),
+            api_version: V1BETA2.into(),
+            kind: self.kind().into(),
+            plural: self.plural().into(),
+        }
+    }
+}

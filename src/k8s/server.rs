@@ -1,0 +1,121 @@
+//! The HTTP endpoints: `/metrics` (Prometheus text), `/healthz`, `/readyz` (every source listed
+//! and a first pass done), and Kueue's pending-workloads visibility paths.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+
+use super::controller::Shared;
+use super::metrics::Metrics;
+use super::visibility::GROUP_VERSION;
+
+/// Kueue's default page size for pending workloads.
+const DEFAULT_LIMIT: usize = 1000;
+
+/// A response: status, content type, body.
+pub type Reply = (StatusCode, &'static str, String);
+
+/// Answers one GET.
+pub fn route(path: &str, query: &str, shared: &RwLock<Shared>, metrics: &Metrics) -> Reply {
+    const TEXT: &str = "text/plain; charset=utf-8";
+    const JSON: &str = "application/json";
+    let ready = shared.read().map(|s| s.ready).unwrap_or(false);
+    match path {
+        "/metrics" => (
+            StatusCode::OK,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            metrics.encode(),
+        ),
+        "/healthz" => (StatusCode::OK, TEXT, "ok".into()),
+        "/readyz" if ready => (StatusCode::OK, TEXT, "ok".into()),
+        "/readyz" => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            TEXT,
+            "waiting for the first sync".into(),
+        ),
+        _ => {
+            let Some(rest) = path.strip_prefix(&format!("/apis/{GROUP_VERSION}/")) else {
+                return (StatusCode::NOT_FOUND, TEXT, "not found".into());
+            };
+            let (offset, limit) = paging(query);
+            let Ok(s) = shared.read() else {
+                return (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    TEXT,
+                    "state unavailable".into(),
+                );
+            };
+            let parts: Vec<&str> = rest.split('/').collect();
+            let body = match parts.as_slice() {
+                ["clusterqueues", cq, "pendingworkloads"] => {
+                    s.visibility.cluster_queue(cq, offset, limit)
+                }
+                ["namespaces", ns, "localqueues", lq, "pendingworkloads"] => {
+                    Some(s.visibility.local_queue(ns, lq, offset, limit))
+                }
+                _ => None,
+            };
+            match body {
+                Some(v) => (StatusCode::OK, JSON, v.to_string()),
+                None => (StatusCode::NOT_FOUND, TEXT, "not found".into()),
+            }
+        }
+    }
+}
+
+fn paging(query: &str) -> (usize, usize) {
+    let mut offset = 0;
+    let mut limit = DEFAULT_LIMIT;
+    for pair in query.split('&') {
+        match pair.split_once('=') {
+            Some(("offset", v)) => offset = v.parse().unwrap_or(0),
+            Some(("limit", v)) => limit = v.parse().unwrap_or(DEFAULT_LIMIT),
+            _ => {}
+        }
+    }
+    (offset, limit)
+}
+
+/// Serves the endpoints on `addr` until the process ends.
+pub async fn serve(
+    addr: SocketAddr,
+    shared: Arc<RwLock<Shared>>,
+    metrics: Arc<Metrics>,
+) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!(%addr, "serving /metrics, /healthz, /readyz and visibility");
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let shared = shared.clone();
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req: Request<Incoming>| {
+                let (status, content_type, body) = route(
+                    req.uri().path(),
+                    req.uri().query().unwrap_or_default(),
+                    &shared,
+                    &metrics,
+                );
+                let mut resp = Response::new(Full::new(Bytes::from(body)));
+                *resp.status_mut() = status;
+                if let Ok(v) = hyper::header::HeaderValue::from_str(content_type) {
+                    resp.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+                }
+                async move { Ok::<_, Infallible>(resp) }
+            });
+            if let Err(e) = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
+                tracing::debug!(error = %e, "http connection ended");
+            }
+        });
+    }
+}

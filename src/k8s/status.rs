@@ -1,0 +1,233 @@
+//! ClusterQueue and LocalQueue status as Kueue reports it: pending / reserving / admitted
+//! counts, `flavorsReservation`, `flavorsUsage` and the `Active` condition, computed from the
+//! scheduler's state.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::api::{Condition, Quantity};
+use crate::cluster::{Cluster, CqId, Millis};
+use crate::scheduler::Scheduler;
+
+use super::conditions;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterQueueStatus {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flavors_reservation: Vec<FlavorUsage>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flavors_usage: Vec<FlavorUsage>,
+    #[serde(default)]
+    pub pending_workloads: i32,
+    #[serde(default)]
+    pub reserving_workloads: i32,
+    #[serde(default)]
+    pub admitted_workloads: i32,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FlavorUsage {
+    pub name: String,
+    pub resources: Vec<ResourceUsage>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceUsage {
+    pub name: String,
+    pub total: Quantity,
+    /// Only ClusterQueues report borrowing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub borrowed: Option<Quantity>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LocalQueueStatus {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default)]
+    pub pending_workloads: i32,
+    #[serde(default)]
+    pub reserving_workloads: i32,
+    #[serde(default)]
+    pub admitted_workloads: i32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flavors_reservation: Vec<FlavorUsage>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flavors_usage: Vec<FlavorUsage>,
+}
+
+/// Kueue's `Active` condition of a ClusterQueue.
+fn cluster_queue_active(cluster: &Cluster, cq: CqId, now: Millis) -> Condition {
+    let info = cluster.cq(cq);
+    match &info.inactive_reason {
+        None => conditions::condition("Active", true, "Ready", "Can admit new workloads", now),
+        Some(why) => {
+            let reason = if why.starts_with("flavor") {
+                "FlavorNotFound"
+            } else if why.contains("stopped") {
+                "Stopped"
+            } else {
+                "Unknown"
+            };
+            let message = format!("Can't admit new workloads: {why}.");
+            conditions::condition("Active", false, reason, &message, now)
+        }
+    }
+}
+
+/// Per flavor, per resource usage of a ClusterQueue, in the order of its resource groups.
+fn cq_flavor_usage(cluster: &Cluster, cq: CqId) -> Vec<FlavorUsage> {
+    let info = cluster.cq(cq);
+    let mut out = Vec::new();
+    for group in &info.resource_groups {
+        for &f in &group.flavors {
+            let mut resources = Vec::new();
+            for &r in &group.covered {
+                let Some(fr) = cluster.names.find_fr(f, r) else {
+                    continue;
+                };
+                let total = cluster.usage.get(info.node, fr);
+                let nominal = cluster.tree.quota(info.node, fr).nominal;
+                resources.push(ResourceUsage {
+                    name: cluster.names.resource_name(r).to_string(),
+                    total: Quantity(total),
+                    borrowed: Some(Quantity((total - nominal).max(0))),
+                });
+            }
+            out.push(FlavorUsage {
+                name: cluster.names.flavor_name(f).to_string(),
+                resources,
+            });
+        }
+    }
+    out
+}
+
+/// The status of one ClusterQueue. Without admission checks, every reservation is an
+/// admission, so reservation and usage are the same.
+pub fn cluster_queue_status(s: &Scheduler, cq: CqId, now: Millis) -> ClusterQueueStatus {
+    let cluster = &s.cluster;
+    let holding = cluster.admitted_in(cq).len() as i32;
+    let usage = cq_flavor_usage(cluster, cq);
+    ClusterQueueStatus {
+        conditions: vec![cluster_queue_active(cluster, cq, now)],
+        flavors_reservation: usage.clone(),
+        flavors_usage: usage,
+        pending_workloads: s.queues.queue(cq).ordered().len() as i32,
+        reserving_workloads: holding,
+        admitted_workloads: holding,
+    }
+}
+
+/// The status of LocalQueue `namespace/name` pointing at `cluster_queue`.
+pub fn local_queue_status(
+    s: &Scheduler,
+    namespace: &str,
+    name: &str,
+    cluster_queue: &str,
+    now: Millis,
+) -> LocalQueueStatus {
+    let cluster = &s.cluster;
+    let Some(&cq) = cluster.cq_by_name.get(cluster_queue) else {
+        return LocalQueueStatus {
+            conditions: vec![conditions::condition(
+                "Active",
+                false,
+                "ClusterQueueDoesNotExist",
+                "Can't submit new workloads to clusterQueue",
+                now,
+            )],
+            ..LocalQueueStatus::default()
+        };
+    };
+    let mine = |id: crate::cluster::WorkloadId| {
+        let wl = cluster.workload(id);
+        wl.namespace == namespace && wl.local_queue.as_deref() == Some(name)
+    };
+    let pending = s
+        .queues
+        .queue(cq)
+        .ordered()
+        .into_iter()
+        .filter(|&id| mine(id))
+        .count() as i32;
+    let mut usage: BTreeMap<(String, String), i64> = BTreeMap::new();
+    let mut holding = 0;
+    for &id in cluster.admitted_in(cq) {
+        if !mine(id) {
+            continue;
+        }
+        holding += 1;
+        if let Some(a) = cluster.admission(id) {
+            for &(fr, v) in &a.usage {
+                let (f, r) = cluster.names.fr_parts(fr);
+                *usage
+                    .entry((
+                        cluster.names.flavor_name(f).to_string(),
+                        cluster.names.resource_name(r).to_string(),
+                    ))
+                    .or_default() += v;
+            }
+        }
+    }
+    let mut flavors: Vec<FlavorUsage> = Vec::new();
+    for ((flavor, resource), total) in usage {
+        if flavors.last().is_none_or(|f| f.name != flavor) {
+            flavors.push(FlavorUsage {
+                name: flavor,
+                resources: Vec::new(),
+            });
+        }
+        if let Some(f) = flavors.last_mut() {
+            f.resources.push(ResourceUsage {
+                name: resource,
+                total: Quantity(total),
+                borrowed: None,
+            });
+        }
+    }
+    let active = if cluster.cq(cq).is_active() {
+        conditions::condition(
+            "Active",
+            true,
+            "Ready",
+            "Can submit new workloads to localQueue",
+            now,
+        )
+    } else {
+        conditions::condition(
+            "Active",
+            false,
+            "ClusterQueueIsInactive",
+            "Can't submit new workloads to clusterQueue",
+            now,
+        )
+    };
+    LocalQueueStatus {
+        conditions: vec![active],
+        pending_workloads: pending,
+        reserving_workloads: holding,
+        admitted_workloads: holding,
+        flavors_reservation: flavors.clone(),
+        flavors_usage: flavors,
+    }
+}
+
+/// Keeps the transition time of conditions whose status did not change since `previous`.
+pub fn carry_transition_times(new: &mut [Condition], previous: &[Condition]) {
+    for c in new {
+        if let Some(old) = conditions::find(previous, &c.type_)
+            && old.status == c.status
+        {
+            c.last_transition_time = old.last_transition_time.clone();
+        }
+    }
+}

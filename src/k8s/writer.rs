@@ -1,0 +1,195 @@
+//! Every write wasq makes to the API server, with the field managers that own them: Workload
+//! status as JSON merge patches carrying `metadata.resourceVersion` (so a write based on a stale
+//! read is refused with a conflict), job and pod changes as JSON Patches, Workload creation,
+//! deletions, and Events.
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, DynamicObject};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use serde_json::Value;
+
+use super::Error;
+use super::resources::KueueKind;
+use crate::api::{V1BETA2, Workload};
+
+/// Field manager of scheduling decisions on Workloads (admission, eviction, pending reasons).
+pub const SCHEDULER_MANAGER: &str = "wasq-scheduler";
+/// Field manager of the job integrations (Workload creation, job suspension and templates).
+pub const JOB_MANAGER: &str = "wasq-job-controller";
+/// Field manager of ClusterQueue and LocalQueue status.
+pub const QUEUE_STATUS_MANAGER: &str = "wasq-queue-status";
+
+pub struct Writer {
+    client: kube::Client,
+    recorder: Recorder,
+}
+
+fn params(manager: &str) -> PatchParams {
+    PatchParams {
+        field_manager: Some(manager.into()),
+        ..PatchParams::default()
+    }
+}
+
+fn json_patch(ops: Vec<Value>) -> Result<json_patch::Patch, Error> {
+    serde_json::from_value(Value::Array(ops)).map_err(|e| Error::Decode {
+        object: "JSON Patch".into(),
+        message: e.to_string(),
+    })
+}
+
+impl Writer {
+    pub fn new(client: kube::Client, instance: Option<String>) -> Writer {
+        let reporter = Reporter {
+            controller: "wasq".into(),
+            instance,
+        };
+        Writer {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+        }
+    }
+
+    pub fn client(&self) -> &kube::Client {
+        &self.client
+    }
+
+    fn api(&self, ar: &ApiResource, namespace: Option<&str>) -> Api<DynamicObject> {
+        match namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, ar),
+            None => Api::all_with(self.client.clone(), ar),
+        }
+    }
+
+    fn workloads(&self, namespace: &str) -> Api<DynamicObject> {
+        self.api(&KueueKind::Workload.api_resource(), Some(namespace))
+    }
+
+    /// Merge-patches a Workload's status subresource.
+    pub async fn patch_workload_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        body: &Value,
+    ) -> Result<DynamicObject, Error> {
+        Ok(self
+            .workloads(namespace)
+            .patch_status(name, &params(SCHEDULER_MANAGER), &Patch::Merge(body))
+            .await?)
+    }
+
+    pub async fn get_workload(&self, namespace: &str, name: &str) -> Result<DynamicObject, Error> {
+        Ok(self.workloads(namespace).get(name).await?)
+    }
+
+    pub async fn create_workload(&self, wl: &Workload) -> Result<DynamicObject, Error> {
+        let mut value = serde_json::to_value(wl).map_err(|e| Error::Decode {
+            object: "Workload".into(),
+            message: e.to_string(),
+        })?;
+        if let Some(obj) = value.as_object_mut() {
+            obj.insert("apiVersion".into(), V1BETA2.into());
+            obj.insert("kind".into(), "Workload".into());
+        }
+        let obj: DynamicObject = serde_json::from_value(value).map_err(|e| Error::Decode {
+            object: "Workload".into(),
+            message: e.to_string(),
+        })?;
+        let pp = PostParams {
+            field_manager: Some(JOB_MANAGER.into()),
+            ..PostParams::default()
+        };
+        let namespace = wl.metadata.namespace.as_deref().unwrap_or("default");
+        Ok(self.workloads(namespace).create(&pp, &obj).await?)
+    }
+
+    /// Applies a JSON Patch to an object (or to its status subresource).
+    pub async fn json_patch(
+        &self,
+        ar: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+        ops: Vec<Value>,
+        status: bool,
+    ) -> Result<DynamicObject, Error> {
+        let api = self.api(ar, namespace);
+        let patch = Patch::Json::<()>(json_patch(ops)?);
+        let pp = params(JOB_MANAGER);
+        Ok(if status {
+            api.patch_status(name, &pp, &patch).await?
+        } else {
+            api.patch(name, &pp, &patch).await?
+        })
+    }
+
+    /// Deletes an object; one already gone is not an error.
+    pub async fn delete(
+        &self,
+        ar: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<(), Error> {
+        match self
+            .api(ar, namespace)
+            .delete(name, &DeleteParams::background())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Merge-patches the status of a ClusterQueue or LocalQueue.
+    pub async fn patch_queue_status(
+        &self,
+        kind: KueueKind,
+        namespace: Option<&str>,
+        name: &str,
+        status: &Value,
+    ) -> Result<DynamicObject, Error> {
+        let body = serde_json::json!({ "status": status });
+        Ok(self
+            .api(&kind.api_resource(), namespace)
+            .patch_status(name, &params(QUEUE_STATUS_MANAGER), &Patch::Merge(&body))
+            .await?)
+    }
+
+    /// Publishes an Event; failures are logged, never fatal.
+    pub async fn event(
+        &self,
+        reference: &ObjectReference,
+        warning: bool,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) {
+        let event = Event {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.into(),
+            note: Some(super::conditions::truncate(&note, 1024)),
+            action: action.into(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&event, reference).await {
+            tracing::warn!(reason, object = ?reference.name, error = %e, "cannot publish an event");
+        }
+    }
+}
+
+/// The reference Events use for a Workload.
+pub fn workload_ref(wl: &Workload) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(V1BETA2.into()),
+        kind: Some("Workload".into()),
+        name: wl.metadata.name.clone(),
+        namespace: wl.metadata.namespace.clone(),
+        uid: wl.metadata.uid.clone(),
+        ..ObjectReference::default()
+    }
+}
