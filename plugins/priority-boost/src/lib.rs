@@ -13,7 +13,7 @@
 //! Differences from Kueue's default: the boost above. The priority the host uses for preemption
 //! eligibility is not changed.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use wasq_policy_sdk::prelude::*;
 
@@ -27,8 +27,9 @@ const MAX_REMEMBERED: usize = 1 << 16;
 /// Kueue's ordering with `wasq.dev/priority-boost` added to the priority.
 #[derive(Debug, Default)]
 pub struct PriorityBoost {
-    /// Non-zero boosts by workload handle, from the last sort key computed for each.
-    boosts: HashMap<WorkloadId, i64>,
+    /// Non-zero boosts by workload handle, from the last sort key computed for each. (A
+    /// `BTreeMap`: std's `HashMap` seeds its hasher from `wasi:random`, which the host refuses.)
+    boosts: BTreeMap<WorkloadId, i64>,
 }
 
 /// The boost an annotation value gives: an integer (optionally signed), clamped; 0 when it is
