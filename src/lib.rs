@@ -10,3 +10,4 @@ pub mod queue;
 pub mod quota;
 pub mod scheduler;
 pub mod sim;
+pub mod wasm;

@@ -7,8 +7,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use k8s_openapi::api::core::v1::{PodSpec, ResourceRequirements};
 
 use super::{
-    Admission, Cluster, ClusterQueueInfo, CqId, FlavorInfo, Fungibility, Holding, Millis,
-    PodSetAdmission, PodSetInfo, PreemptionConfig, ResourceGroupInfo, WorkloadId, WorkloadInfo,
+    Admission, Cluster, ClusterQueueInfo, CqId, FlavorInfo, Fungibility, Holding, LocalQueueInfo,
+    LqId, Millis, NodeMeta, PodSetAdmission, PodSetInfo, PreemptionConfig, ResourceGroupInfo,
+    WorkloadId, WorkloadInfo,
 };
 use crate::api::{self, Manifests, Quantity, ResourceGroup, StopPolicy, labels};
 use crate::quota::{
@@ -21,6 +22,11 @@ use crate::quota::{
 pub struct BuildError {
     pub object: String,
     pub message: String,
+}
+
+/// `fairSharing.weight` in milli-units; Kueue's default weight is 1.
+pub fn fair_weight(fs: Option<&api::FairSharing>) -> i64 {
+    fs.and_then(|f| f.weight).map_or(1000, |w| w.0)
 }
 
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
@@ -47,6 +53,7 @@ pub fn build_cluster(
                 node_labels: rf.spec.node_labels.clone(),
                 node_taints: rf.spec.node_taints.clone(),
                 tolerations: rf.spec.tolerations.clone(),
+                annotations: rf.metadata.annotations.clone().unwrap_or_default(),
             },
         );
     }
@@ -54,9 +61,17 @@ pub fn build_cluster(
     // ---- cohort nodes: explicit objects plus implicit ones named by a queue or a child cohort.
     let mut cohort_parent: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut cohort_groups: HashMap<String, &[ResourceGroup]> = HashMap::new();
+    let mut cohort_meta: HashMap<String, NodeMeta> = HashMap::new();
     for c in &m.cohorts {
         let name = c.metadata.name.clone().unwrap_or_default();
         cohort_parent.insert(name.clone(), c.spec.parent_name.clone());
+        cohort_meta.insert(
+            name.clone(),
+            NodeMeta {
+                annotations: c.metadata.annotations.clone().unwrap_or_default(),
+                fair_weight: fair_weight(c.spec.fair_sharing.as_ref()),
+            },
+        );
         cohort_groups.insert(name, &c.spec.resource_groups);
     }
     let mut implicit: Vec<String> = m
@@ -78,7 +93,12 @@ pub fn build_cluster(
         .collect();
 
     let mut specs = Vec::new();
+    let mut node_meta = Vec::new();
     for name in &cohort_names {
+        node_meta.push(cohort_meta.remove(name).unwrap_or_else(|| NodeMeta {
+            annotations: BTreeMap::new(),
+            fair_weight: fair_weight(None),
+        }));
         let parent = if cyclic.contains(name) {
             None
         } else {
@@ -136,6 +156,10 @@ pub fn build_cluster(
         }
         let quotas = quotas_of(&spec.resource_groups, &mut names);
         let frs = quotas.iter().map(|&(fr, _)| fr).collect();
+        node_meta.push(NodeMeta {
+            annotations: cq.metadata.annotations.clone().unwrap_or_default(),
+            fair_weight: fair_weight(spec.fair_sharing.as_ref()),
+        });
         specs.push(NodeSpec {
             name: name.clone(),
             kind: NodeKind::ClusterQueue,
@@ -181,7 +205,22 @@ pub fn build_cluster(
         labels.insert(NAMESPACE_NAME_LABEL.into(), name.clone());
         namespace_labels.insert(name, labels);
     }
-    let local_queues: HashMap<(String, String), String> = m
+    let mut local_queues: Vec<LocalQueueInfo> = m
+        .local_queues
+        .iter()
+        .map(|lq| LocalQueueInfo {
+            namespace: lq.metadata.namespace.clone().unwrap_or_default(),
+            name: lq.metadata.name.clone().unwrap_or_default(),
+            cluster_queue: cq_by_name.get(&lq.spec.cluster_queue).copied(),
+        })
+        .collect();
+    local_queues.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    let lq_ids: HashMap<(String, String), LqId> = local_queues
+        .iter()
+        .enumerate()
+        .map(|(i, lq)| ((lq.namespace.clone(), lq.name.clone()), LqId(i as u32)))
+        .collect();
+    let lq_target: HashMap<(String, String), String> = m
         .local_queues
         .iter()
         .map(|lq| {
@@ -220,9 +259,13 @@ pub fn build_cluster(
         let name = wl.metadata.name.clone().unwrap_or_default();
         let key = format!("{namespace}/{name}");
         let local_queue = wl.spec.queue_name.clone();
+        let lq = local_queue
+            .as_ref()
+            .and_then(|lq| lq_ids.get(&(namespace.clone(), lq.clone())))
+            .copied();
         let (cluster_queue, unqueueable) = match &local_queue {
             None => (None, Some("the workload names no LocalQueue".to_string())),
-            Some(lq) => match local_queues.get(&(namespace.clone(), lq.clone())) {
+            Some(lq) => match lq_target.get(&(namespace.clone(), lq.clone())) {
                 None => (None, Some(format!("LocalQueue {lq} doesn't exist"))),
                 Some(cq) => match cq_by_name.get(cq) {
                     None => (None, Some(format!("ClusterQueue {cq} doesn't exist"))),
@@ -264,12 +307,14 @@ pub fn build_cluster(
             name,
             key,
             local_queue,
+            lq,
             cluster_queue,
             unqueueable,
             priority,
             priority_class,
             priority_boost,
             created,
+            queued: created,
             pod_sets,
             annotations,
             active: wl.spec.active(),
@@ -284,6 +329,9 @@ pub fn build_cluster(
         flavors,
         cluster_queues,
         cq_by_name,
+        node_meta,
+        local_queues,
+        config_id: super::next_config_id(),
         namespace_labels,
         holdings: vec![Holding::None; workloads.len()],
         workloads,

@@ -21,7 +21,7 @@ use crate::api::{
 };
 use crate::quota::{FlavorId, FrIdx, Names, NodeId, QuotaTree, ResourceId, Usage};
 
-pub use build::{BuildError, build_cluster};
+pub use build::{BuildError, build_cluster, fair_weight};
 
 /// Milliseconds since the Unix epoch, on whatever clock drives the scheduler.
 pub type Millis = i64;
@@ -51,6 +51,34 @@ pub struct FlavorInfo {
     pub node_labels: BTreeMap<String, String>,
     pub node_taints: Vec<Taint>,
     pub tolerations: Vec<Toleration>,
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// What policies may know of a quota-tree node beyond its quota.
+#[derive(Debug, Clone, Default)]
+pub struct NodeMeta {
+    /// The ClusterQueue's or Cohort's annotations.
+    pub annotations: BTreeMap<String, String>,
+    /// `spec.fairSharing.weight` in milli-units (1000 when unset).
+    pub fair_weight: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LqId(pub u32);
+
+impl LqId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A LocalQueue.
+#[derive(Debug, Clone)]
+pub struct LocalQueueInfo {
+    pub namespace: String,
+    pub name: String,
+    /// `None` when its ClusterQueue does not exist.
+    pub cluster_queue: Option<CqId>,
 }
 
 #[derive(Debug, Clone)]
@@ -123,6 +151,8 @@ pub struct WorkloadInfo {
     /// `namespace/name`.
     pub key: String,
     pub local_queue: Option<String>,
+    /// The LocalQueue, when it exists.
+    pub lq: Option<LqId>,
     pub cluster_queue: Option<CqId>,
     /// Why the workload cannot be queued at all (no LocalQueue, ...).
     pub unqueueable: Option<String>,
@@ -132,6 +162,8 @@ pub struct WorkloadInfo {
     pub priority_boost: i32,
     /// The queue-order timestamp (creation).
     pub created: Millis,
+    /// When it last entered its queue (set by the scheduler; `created` until then).
+    pub queued: Millis,
     pub pod_sets: Vec<PodSetInfo>,
     pub annotations: BTreeMap<String, String>,
     pub active: bool,
@@ -183,6 +215,13 @@ pub struct Cluster {
     pub flavors: HashMap<FlavorId, FlavorInfo>,
     pub cluster_queues: Vec<ClusterQueueInfo>,
     pub cq_by_name: HashMap<String, CqId>,
+    /// Per quota-tree node (indexed by [`NodeId`]).
+    pub node_meta: Vec<NodeMeta>,
+    pub local_queues: Vec<LocalQueueInfo>,
+    /// Identifies this configuration (flavors, queues, quota, names): a new value, unique in the
+    /// process, whenever it changes. Policies that cache what they derive from the
+    /// configuration (the WASM host's catalog) key their cache by it.
+    pub config_id: u64,
     pub namespace_labels: HashMap<String, BTreeMap<String, String>>,
     pub workloads: Vec<WorkloadInfo>,
     pub by_key: HashMap<String, WorkloadId>,
@@ -200,7 +239,18 @@ pub enum QuotaError {
     NotAdmitted(String),
 }
 
+/// A configuration id never used before in this process.
+pub fn next_config_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 impl Cluster {
+    /// Call after changing flavors, queues, quota or names.
+    pub fn config_changed(&mut self) {
+        self.config_id = next_config_id();
+    }
+
     pub fn cq(&self, id: CqId) -> &ClusterQueueInfo {
         &self.cluster_queues[id.index()]
     }

@@ -7,11 +7,14 @@
 //! interned ids) so that they can cross into a WebAssembly guest unchanged.
 
 pub mod builtin;
+mod error;
 pub mod verify;
+
+pub use error::PolicyError;
 
 use std::sync::Arc;
 
-use crate::cluster::{CqId, Fungibility, Millis, PreemptionConfig, WorkloadId};
+use crate::cluster::{Cluster, CqId, Fungibility, LqId, Millis, PreemptionConfig, WorkloadId};
 use crate::queue::SortKey;
 use crate::quota::{FlavorId, FrIdx, NodeId, QuotaTree, ResourceId, Usage};
 
@@ -34,15 +37,25 @@ impl PolicyRef {
 // ---------------------------------------------------------------------------------------------
 // Ordering
 
+/// What every policy call may look up: the cluster as of the decision, and its clock.
+#[derive(Clone, Copy)]
+pub struct PolicyContext<'a> {
+    pub cluster: &'a Cluster,
+    pub now: Millis,
+}
+
 /// What the ordering policy sees of one queued workload.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueuedWorkload {
     pub workload: WorkloadId,
     pub cluster_queue: CqId,
+    pub local_queue: Option<LqId>,
     /// Effective priority (priority + boost).
     pub priority: i64,
     /// Queue-order timestamp (creation).
     pub created: Millis,
+    /// When it entered the queue (submission or the end of its eviction).
+    pub queued: Millis,
 }
 
 /// One head of the cycle, after flavor assignment.
@@ -56,14 +69,27 @@ pub struct HeadEntry {
     pub borrow_level: u32,
     pub priority: i64,
     pub created: Millis,
+    pub queued: Millis,
+    pub local_queue: Option<LqId>,
 }
 
 pub trait OrderingPolicy: Send + Sync {
     fn id(&self) -> PolicyRef;
-    /// The key a workload is queued under: computed when it is queued, smallest first.
-    fn sort_key(&self, wl: &QueuedWorkload) -> SortKey;
+    /// The keys workloads are queued under (one per workload, in order), computed when they
+    /// are queued; smallest first.
+    fn sort_keys(
+        &self,
+        cx: &PolicyContext<'_>,
+        batch: &[QueuedWorkload],
+    ) -> Result<Vec<SortKey>, PolicyError>;
     /// The order in which a cycle's heads are processed: a permutation of `0..heads.len()`.
-    fn order_heads(&self, heads: &[HeadEntry]) -> Vec<usize>;
+    fn order_heads(
+        &self,
+        cx: &PolicyContext<'_>,
+        heads: &[HeadEntry],
+    ) -> Result<Vec<usize>, PolicyError>;
+    /// Told when the scheduler refused an answer (it counts against a plugin's health).
+    fn refused(&self, _error: &PolicyError) {}
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -128,6 +154,7 @@ pub struct PreemptionRequest<'a> {
     pub needs_preemption: Vec<FrIdx>,
     /// Eligible candidates, in host order (by ClusterQueue then workload id).
     pub candidates: Vec<Candidate>,
+    pub cluster: &'a Cluster,
     pub tree: &'a QuotaTree,
     /// Usage as of this decision (the cycle's snapshot).
     pub usage: &'a Usage,
@@ -145,7 +172,10 @@ pub struct VictimSet {
 pub trait PreemptionPolicy: Send + Sync {
     fn id(&self) -> PolicyRef;
     /// Chooses victims, or `None` when the preemptor cannot be made to fit.
-    fn select_victims(&self, req: &PreemptionRequest<'_>) -> Option<VictimSet>;
+    fn select_victims(&self, req: &PreemptionRequest<'_>)
+    -> Result<Option<VictimSet>, PolicyError>;
+    /// Told when the scheduler refused an answer (it counts against a plugin's health).
+    fn refused(&self, _error: &PolicyError) {}
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -172,23 +202,27 @@ pub struct FlavorOption {
     pub reasons: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FlavorChoiceRequest {
+#[derive(Debug, Clone)]
+pub struct FlavorChoiceRequest<'a> {
     pub workload: WorkloadId,
     pub cluster_queue: CqId,
     pub pod_set: usize,
-    /// The group's requested resources.
-    pub resources: Vec<ResourceId>,
+    /// The group's requested resources, in total for the podSet.
+    pub requests: Vec<(ResourceId, i64)>,
     /// Every flavor of the group in the ClusterQueue's order; `None` where the flavor cannot
     /// host the podSet at all (taints, node affinity, missing).
     pub options: Vec<Option<FlavorOption>>,
     pub fungibility: Fungibility,
+    pub cluster: &'a Cluster,
+    pub now: Millis,
 }
 
 pub trait FlavorAssignmentPolicy: Send + Sync {
     fn id(&self) -> PolicyRef;
     /// The index of the chosen option, or `None` for no flavor.
-    fn choose_flavor(&self, req: &FlavorChoiceRequest) -> Option<usize>;
+    fn choose_flavor(&self, req: &FlavorChoiceRequest<'_>) -> Result<Option<usize>, PolicyError>;
+    /// Told when the scheduler refused an answer (it counts against a plugin's health).
+    fn refused(&self, _error: &PolicyError) {}
 }
 
 /// The policies that decide for one ClusterQueue.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::cluster::{CqId, WorkloadId};
 use crate::policy::builtin::{is_preferred, should_try_next_flavor};
-use crate::policy::{FitMode, FlavorChoiceRequest, FlavorOption, PolicyRef, verify};
+use crate::policy::{FitMode, FlavorChoiceRequest, FlavorOption, PolicyError, PolicyRef, verify};
 use crate::quota::{FlavorId, FrIdx, ResourceId, Usage};
 
 use super::preempt::{Ctx, simulate};
@@ -261,22 +261,36 @@ pub(super) fn assign_flavors(
                 workload: wl_id,
                 cluster_queue: cq_id,
                 pod_set: i,
-                resources: group.iter().map(|&(r, _)| r).collect(),
+                requests: group.clone(),
                 options: evaluated
                     .iter()
                     .map(|e| e.as_ref().map(|e| e.option.clone()))
                     .collect(),
                 fungibility: cq.fungibility,
+                cluster,
+                now: ctx.now,
             };
             let span = tracing::debug_span!("policy", extension = "flavor-assignment", plugin = %policy.id().name);
-            let mut choice = span.in_scope(|| policy.choose_flavor(&request));
-            if let Some(c) = choice
-                && let Err(e) = verify::flavor_choice(&request, c)
-            {
-                ctx.fallback(policy.id(), "flavor-assignment", e.to_string());
-                choice = ctx.builtin.flavors.choose_flavor(&request);
-                assignment.policy = ctx.builtin.flavors.id();
-            }
+            let answer = span
+                .in_scope(|| policy.choose_flavor(&request))
+                .and_then(|choice| match choice {
+                    Some(c) => verify::flavor_choice(&request, c)
+                        .map(|()| Some(c))
+                        .map_err(|e| {
+                            let e = PolicyError::Invalid(e);
+                            policy.refused(&e);
+                            e
+                        }),
+                    None => Ok(None),
+                });
+            let choice = match answer {
+                Ok(choice) => choice,
+                Err(e) => {
+                    ctx.fallback(policy.id(), "flavor-assignment", e);
+                    assignment.policy = ctx.builtin.flavors.id();
+                    crate::policy::builtin::choose_flavor(&request)
+                }
+            };
             let Some(chosen) = choice.and_then(|c| evaluated[c].as_ref()) else {
                 psa.failed = true;
                 break;

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use crate::api::ReclaimWithinCohort;
 use crate::cluster::{Admission, CqId, Millis, PodSetAdmission, WorkloadId};
-use crate::policy::{HeadEntry, PolicyRef, verify};
+use crate::policy::{HeadEntry, PolicyContext, PolicyRef, verify};
 use crate::queue::RequeueReason;
 use crate::quota::Usage;
 
@@ -94,7 +94,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
     }
 
     // 4. Order.
-    let order = order_entries(s, &entries, &fallbacks);
+    let order = order_entries(s, &entries, &fallbacks, now);
 
     // 5. Process.
     let mut preempted: HashSet<WorkloadId> = HashSet::new();
@@ -161,8 +161,15 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
 
     // 6. Requeue.
     for (wl, cq, reason, label, message) in requeues {
-        let key = s.keys.get(&wl).copied().unwrap_or_else(|| s.sort_key(wl));
-        s.keys.insert(wl, key);
+        let key = match s.keys.get(&wl) {
+            Some(&key) => key,
+            None => {
+                let q = s.queued_workload(wl, cq, now);
+                let key = s.sort_keys(cq, &[q], now)[0];
+                s.keys.insert(wl, key);
+                key
+            }
+        };
         s.queues.requeue(cq, wl, key, reason);
         let parked = s.queues.is_inadmissible(wl);
         outcome.decisions.push(Decision::NotAdmitted {
@@ -174,7 +181,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
         });
     }
     for f in fallbacks.into_inner() {
-        s.record_fallback(f.policy, f.extension, f.reason);
+        s.record_fallback(f.policy, f.extension, f.error);
     }
     outcome
 }
@@ -240,6 +247,7 @@ fn order_entries(
     s: &Scheduler,
     entries: &[Entry],
     fallbacks: &RefCell<Vec<super::Fallback>>,
+    now: Millis,
 ) -> Vec<usize> {
     let heads: Vec<HeadEntry> = entries
         .iter()
@@ -252,20 +260,38 @@ fn order_entries(
                 borrow_level: e.assignment.borrowing,
                 priority: wl.effective_priority(),
                 created: wl.created,
+                queued: wl.queued,
+                local_queue: wl.lq,
             }
         })
         .collect();
+    // The cycle order spans every ClusterQueue, so the default binding decides it.
     let policy = &s.default_policies.ordering;
-    let order = policy.order_heads(&heads);
-    match verify::head_order(&order, heads.len()) {
-        Ok(()) => order,
+    let cx = PolicyContext {
+        cluster: &s.cluster,
+        now,
+    };
+    let span = tracing::debug_span!("policy", extension = "ordering", call = "order-heads", plugin = %policy.id().name, batch = heads.len());
+    let answer = span
+        .in_scope(|| policy.order_heads(&cx, &heads))
+        .and_then(|order| {
+            verify::head_order(&order, heads.len())
+                .map(|()| order)
+                .map_err(|e| {
+                    let e = crate::policy::PolicyError::Invalid(e);
+                    policy.refused(&e);
+                    e
+                })
+        });
+    match answer {
+        Ok(order) => order,
         Err(e) => {
             fallbacks.borrow_mut().push(super::Fallback {
                 policy: policy.id(),
                 extension: "ordering",
-                reason: e.to_string(),
+                error: e,
             });
-            s.builtin.ordering.order_heads(&heads)
+            crate::policy::builtin::order_heads(&heads)
         }
     }
 }

@@ -18,7 +18,7 @@ pub use assign::{Assignment, AssignmentMode, FlavorAssigned, PodSetAssignment};
 use std::collections::HashMap;
 
 use crate::cluster::{Admission, Cluster, CqId, Millis, WorkloadId};
-use crate::policy::{PolicyRef, PolicySet, QueuedWorkload};
+use crate::policy::{PolicyContext, PolicyError, PolicyRef, PolicySet, QueuedWorkload};
 use crate::queue::{QueueManager, SortKey};
 
 /// Something the scheduler decided, for drivers to apply and report.
@@ -70,7 +70,7 @@ impl CycleOutcome {
 pub struct Fallback {
     pub policy: PolicyRef,
     pub extension: &'static str,
-    pub reason: String,
+    pub error: PolicyError,
 }
 
 pub struct Scheduler {
@@ -82,6 +82,9 @@ pub struct Scheduler {
     cycle: u64,
     /// Sort key each pending workload was queued under.
     keys: HashMap<WorkloadId, SortKey>,
+    /// Submitted workloads waiting for their sort keys, computed in one batch per ordering
+    /// policy before the next cycle.
+    unkeyed: Vec<WorkloadId>,
     /// Fallbacks since the last [`Scheduler::take_fallbacks`].
     fallbacks: Vec<Fallback>,
     /// ClusterQueues whose parked workloads get another chance at the next cycle (capacity
@@ -113,6 +116,7 @@ impl Scheduler {
             builtin: PolicySet::builtin(),
             cycle: 0,
             keys: HashMap::new(),
+            unkeyed: Vec::new(),
             fallbacks: Vec::new(),
             retry: std::collections::BTreeSet::new(),
         }
@@ -142,18 +146,87 @@ impl Scheduler {
         std::mem::take(&mut self.fallbacks)
     }
 
-    fn sort_key(&self, id: WorkloadId) -> SortKey {
+    fn queued_workload(&self, id: WorkloadId, cq: CqId, queued: Millis) -> QueuedWorkload {
         let wl = self.cluster.workload(id);
-        let Some(cq) = wl.cluster_queue else {
-            return SortKey::default();
-        };
-        let queued = QueuedWorkload {
+        QueuedWorkload {
             workload: id,
             cluster_queue: cq,
+            local_queue: wl.lq,
             priority: wl.effective_priority(),
             created: wl.created,
+            queued,
+        }
+    }
+
+    /// Sort keys for workloads of ClusterQueues that share one ordering policy: one call for
+    /// the batch, the built-in keys when the call fails or the answer is malformed.
+    fn sort_keys(&mut self, cq: CqId, batch: &[QueuedWorkload], now: Millis) -> Vec<SortKey> {
+        let policy = self.policies_for(cq).ordering.clone();
+        let cx = PolicyContext {
+            cluster: &self.cluster,
+            now,
         };
-        self.policies_for(cq).ordering.sort_key(&queued)
+        let span = tracing::debug_span!("policy", extension = "ordering", call = "sort-keys", plugin = %policy.id().name, batch = batch.len());
+        let answer = span.in_scope(|| policy.sort_keys(&cx, batch));
+        let answer = answer.and_then(|keys| {
+            if keys.len() == batch.len() {
+                Ok(keys)
+            } else {
+                Err(PolicyError::Invalid(
+                    crate::policy::verify::InvalidAnswer::WrongLength {
+                        got: keys.len(),
+                        expected: batch.len(),
+                    },
+                ))
+            }
+        });
+        match answer {
+            Ok(keys) => keys,
+            Err(e) => {
+                self.record_fallback(policy.id(), "ordering", e);
+                batch.iter().map(crate::policy::builtin::sort_key).collect()
+            }
+        }
+    }
+
+    /// Computes the sort keys of every submitted workload (one batch per ordering policy) and
+    /// puts them in their queues. Runs at the start of every cycle.
+    pub fn flush_submissions(&mut self, now: Millis) {
+        if self.unkeyed.is_empty() {
+            return;
+        }
+        let ids = std::mem::take(&mut self.unkeyed);
+        // Group by the ordering policy that keys them, keeping submission order.
+        let mut groups: Vec<(CqId, Vec<QueuedWorkload>)> = Vec::new();
+        for id in ids {
+            let Some(cq) = self.cluster.workload(id).cluster_queue else {
+                continue;
+            };
+            let policy = &self.policies_for(cq).ordering;
+            let q = self.queued_workload(id, cq, now);
+            match groups
+                .iter_mut()
+                .find(|(g, _)| std::sync::Arc::ptr_eq(&self.policies_for(*g).ordering, policy))
+            {
+                Some((_, batch)) => batch.push(q),
+                None => groups.push((cq, vec![q])),
+            }
+        }
+        for (cq, batch) in groups {
+            for q in &batch {
+                self.cluster.workloads[q.workload.index()].queued = now;
+            }
+            let keys = self.sort_keys(cq, &batch, now);
+            for (q, key) in batch.iter().zip(keys) {
+                self.keys.insert(q.workload, key);
+                self.queues.push(q.cluster_queue, q.workload, key);
+            }
+        }
+    }
+
+    /// Whether the workload waits in a queue (or for its sort key).
+    pub fn is_pending(&self, id: WorkloadId) -> bool {
+        self.queues.contains(id) || self.unkeyed.contains(&id)
     }
 
     /// Queues a workload in its ClusterQueue.
@@ -171,9 +244,11 @@ impl Scheduler {
         let Some(cq) = wl.cluster_queue else {
             return Err(SubmitError::Unqueueable("no ClusterQueue".into()));
         };
-        let key = self.sort_key(id);
-        self.keys.insert(id, key);
-        self.queues.push(cq, id, key);
+        let _ = cq;
+        self.queues.remove(id);
+        if !self.unkeyed.contains(&id) {
+            self.unkeyed.push(id);
+        }
         Ok(())
     }
 
@@ -182,6 +257,7 @@ impl Scheduler {
     pub fn finish(&mut self, id: WorkloadId) {
         self.queues.remove(id);
         self.keys.remove(&id);
+        self.unkeyed.retain(|&w| w != id);
         if let Ok(admission) = self.cluster.release(id) {
             self.retry_inadmissible(admission.cluster_queue);
         }
@@ -213,21 +289,23 @@ impl Scheduler {
         self.cycle += 1;
         let retry = std::mem::take(&mut self.retry);
         self.queues.requeue_inadmissible(retry);
+        self.flush_submissions(now);
         cycle::run(self, now)
     }
 
-    fn record_fallback(&mut self, policy: PolicyRef, extension: &'static str, reason: String) {
+    fn record_fallback(&mut self, policy: PolicyRef, extension: &'static str, error: PolicyError) {
         tracing::warn!(
             plugin = %policy.name,
             digest = %policy.digest,
             extension,
-            %reason,
-            "policy answer refused; the built-in policy decides"
+            reason = error.reason(),
+            error = %error,
+            "policy failed; the built-in policy decides"
         );
         self.fallbacks.push(Fallback {
             policy,
             extension,
-            reason,
+            error,
         });
     }
 }

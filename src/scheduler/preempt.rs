@@ -7,7 +7,8 @@ use std::cell::RefCell;
 use crate::api::{BorrowWithinCohortPolicy, ReclaimWithinCohort, WithinClusterQueue};
 use crate::cluster::{Cluster, CqId, Millis, WorkloadId, WorkloadInfo};
 use crate::policy::{
-    Candidate, CandidateKind, FitMode, PolicyRef, PolicySet, PreemptionRequest, verify,
+    Candidate, CandidateKind, FitMode, PolicyError, PolicyRef, PolicySet, PreemptionRequest,
+    builtin, verify,
 };
 use crate::quota::{FrIdx, NodeId, Usage};
 
@@ -23,11 +24,11 @@ pub(super) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    pub fn fallback(&self, policy: PolicyRef, extension: &'static str, reason: String) {
+    pub fn fallback(&self, policy: PolicyRef, extension: &'static str, error: PolicyError) {
         self.fallbacks.borrow_mut().push(Fallback {
             policy,
             extension,
-            reason,
+            error,
         });
     }
 }
@@ -257,24 +258,26 @@ pub(super) fn get_targets(
         requests: requests.to_vec(),
         needs_preemption: needs.to_vec(),
         candidates,
+        cluster: ctx.cluster,
         tree: &ctx.cluster.tree,
         usage,
         now: ctx.now,
     };
     let span = tracing::debug_span!("policy", extension = "preemption", plugin = %policy.id().name);
-    let answer = span.in_scope(|| policy.select_victims(&req));
+    let answer = span
+        .in_scope(|| policy.select_victims(&req))
+        .and_then(|answer| match answer {
+            Some(set) => verify::victims(&req, &set)
+                .map(|()| Some(set))
+                .map_err(|e| refused(policy.as_ref(), e)),
+            None => Ok(None),
+        });
     let (answer, used) = match answer {
-        None => (None, policy.id()),
-        Some(set) => match verify::victims(&req, &set) {
-            Ok(()) => (Some(set), policy.id()),
-            Err(e) => {
-                ctx.fallback(policy.id(), "preemption", e.to_string());
-                (
-                    ctx.builtin.preemption.select_victims(&req),
-                    ctx.builtin.preemption.id(),
-                )
-            }
-        },
+        Ok(answer) => (answer, policy.id()),
+        Err(e) => {
+            ctx.fallback(policy.id(), "preemption", e);
+            (builtin::select_victims(&req), ctx.builtin.preemption.id())
+        }
     };
     let targets = answer
         .map(|set| {
@@ -324,6 +327,13 @@ pub(super) fn simulate(
         FitMode::Reclaim
     };
     (mode, borrow)
+}
+
+/// Tells a preemption policy its answer was refused, and returns the error.
+fn refused(policy: &dyn crate::policy::PreemptionPolicy, e: verify::InvalidAnswer) -> PolicyError {
+    let e = PolicyError::Invalid(e);
+    policy.refused(&e);
+    e
 }
 
 /// A copy of `usage` with the given workloads' quota removed.

@@ -108,7 +108,7 @@ fn state_of(sim: &Simulation, id: WorkloadId) -> &'static str {
     } else if cluster.admission(id).is_some() {
         "admitted"
     } else if sim.scheduler.queues.is_inadmissible(id)
-        || (!sim.scheduler.queues.contains(id) && cluster.workload(id).unqueueable.is_some())
+        || (!sim.scheduler.is_pending(id) && cluster.workload(id).unqueueable.is_some())
     {
         "inadmissible"
     } else {

@@ -549,7 +549,7 @@ fn check_usage_recomputes(cluster: &Cluster) -> Check {
 /// always one of the two (none is lost).
 fn check_placement(s: &Scheduler, live: &[bool]) -> Check {
     for w in &s.cluster.workloads {
-        let pending = s.queues.contains(w.id);
+        let pending = s.is_pending(w.id);
         let holds = s.cluster.admission(w.id).is_some();
         prop_assert!(!(pending && holds), "{} is pending and holds quota", w.key);
         if live[w.id.index()] {
@@ -704,7 +704,7 @@ fn check_decisions(s: &Scheduler, held_before: &[bool], decisions: &[Decision]) 
             Decision::NotAdmitted { workload, .. } => {
                 let key = &cluster.workload(*workload).key;
                 prop_assert!(
-                    s.queues.contains(*workload),
+                    s.is_pending(*workload),
                     "{key} not admitted but not requeued"
                 );
             }
@@ -781,7 +781,7 @@ fn run(case: &Case, steps: &[Step]) -> Check {
                 }
             }
             Step::Delete(i) => {
-                if let Some(id) = pick(ids().filter(|&w| s.queues.contains(w)).collect(), *i) {
+                if let Some(id) = pick(ids().filter(|&w| s.is_pending(w)).collect(), *i) {
                     s.finish(id);
                     live[id.index()] = false;
                 }

@@ -4,7 +4,7 @@
 
 use crate::api::{FungibilityPolicy, FungibilityPreference};
 use crate::cluster::Fungibility;
-use crate::policy::{FitMode, FlavorAssignmentPolicy, FlavorChoiceRequest, PolicyRef};
+use crate::policy::{FitMode, FlavorAssignmentPolicy, FlavorChoiceRequest, PolicyError, PolicyRef};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct KueueFlavors;
@@ -58,21 +58,26 @@ impl FlavorAssignmentPolicy for KueueFlavors {
         PolicyRef::builtin()
     }
 
-    fn choose_flavor(&self, req: &FlavorChoiceRequest) -> Option<usize> {
-        let f = &req.fungibility;
-        let mut best: Option<usize> = None;
-        let mut best_mode = (FitMode::NoFit, u32::MAX);
-        for (i, option) in req.options.iter().enumerate() {
-            let Some(option) = option else { continue };
-            let mode = (option.mode, option.borrow_level);
-            if !should_try_next_flavor(mode, f) {
-                return Some(i);
-            }
-            if is_preferred(mode, best_mode, f) {
-                best = Some(i);
-                best_mode = mode;
-            }
-        }
-        best
+    fn choose_flavor(&self, req: &FlavorChoiceRequest<'_>) -> Result<Option<usize>, PolicyError> {
+        Ok(choose_flavor(req))
     }
+}
+
+/// Kueue's flavor choice.
+pub fn choose_flavor(req: &FlavorChoiceRequest<'_>) -> Option<usize> {
+    let f = &req.fungibility;
+    let mut best: Option<usize> = None;
+    let mut best_mode = (FitMode::NoFit, u32::MAX);
+    for (i, option) in req.options.iter().enumerate() {
+        let Some(option) = option else { continue };
+        let mode = (option.mode, option.borrow_level);
+        if !should_try_next_flavor(mode, f) {
+            return Some(i);
+        }
+        if is_preferred(mode, best_mode, f) {
+            best = Some(i);
+            best_mode = mode;
+        }
+    }
+    best
 }

@@ -5,6 +5,6 @@ mod flavors;
 mod ordering;
 mod preemption;
 
-pub use flavors::{KueueFlavors, is_preferred, should_try_next_flavor};
-pub use ordering::KueueOrdering;
-pub use preemption::{KueuePreemption, candidates_ordering, fits_after};
+pub use flavors::{KueueFlavors, choose_flavor, is_preferred, should_try_next_flavor};
+pub use ordering::{KueueOrdering, order_heads, sort_key};
+pub use preemption::{KueuePreemption, candidates_ordering, fits_after, select_victims};

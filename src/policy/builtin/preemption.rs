@@ -5,7 +5,8 @@ use std::cmp::Ordering;
 
 use crate::api::BorrowWithinCohortPolicy;
 use crate::policy::{
-    Candidate, CandidateKind, PolicyRef, PreemptionPolicy, PreemptionRequest, VictimSet,
+    Candidate, CandidateKind, PolicyError, PolicyRef, PreemptionPolicy, PreemptionRequest,
+    VictimSet,
 };
 use crate::quota::Usage;
 
@@ -69,64 +70,72 @@ impl PreemptionPolicy for KueuePreemption {
         PolicyRef::builtin()
     }
 
-    fn select_victims(&self, req: &PreemptionRequest<'_>) -> Option<VictimSet> {
-        let own = req.cluster_queue;
-        let mut idx: Vec<usize> = (0..req.candidates.len()).collect();
-        idx.sort_by(|&a, &b| candidates_ordering(&req.candidates[a], &req.candidates[b], own));
-        let class = |i: &usize| match req.candidates[*i].kind {
-            CandidateKind::HierarchicalReclaim => 0,
-            CandidateKind::ReclaimWithoutBorrowing | CandidateKind::ReclaimWhileBorrowing => 1,
-            CandidateKind::SameQueue => 2,
-        };
-        // Evicted ones of each class first, then the rest, each class in candidate order.
-        let mut list = idx.clone();
-        list.sort_by_key(|i| (!req.candidates[*i].evicted, class(i)));
-        let no_hierarchical = !idx.iter().any(|i| class(i) == 0);
-        let no_other = !idx.iter().any(|i| class(i) < 2);
+    fn select_victims(
+        &self,
+        req: &PreemptionRequest<'_>,
+    ) -> Result<Option<VictimSet>, PolicyError> {
+        Ok(select_victims(req))
+    }
+}
 
-        let forbidden = req.config.borrow_within_cohort == BorrowWithinCohortPolicy::Never;
-        let under_nominal = req
-            .needs_preemption
-            .iter()
-            .all(|&fr| req.tree.quota(req.node, fr).nominal > req.usage.get(req.node, fr));
-        let attempts: &[bool] = if no_other || (forbidden && !under_nominal) {
-            &[true]
-        } else if forbidden && no_hierarchical {
-            &[false, true]
-        } else {
-            &[true, false]
-        };
+/// Kueue's victim selection.
+pub fn select_victims(req: &PreemptionRequest<'_>) -> Option<VictimSet> {
+    let own = req.cluster_queue;
+    let mut idx: Vec<usize> = (0..req.candidates.len()).collect();
+    idx.sort_by(|&a, &b| candidates_ordering(&req.candidates[a], &req.candidates[b], own));
+    let class = |i: &usize| match req.candidates[*i].kind {
+        CandidateKind::HierarchicalReclaim => 0,
+        CandidateKind::ReclaimWithoutBorrowing | CandidateKind::ReclaimWhileBorrowing => 1,
+        CandidateKind::SameQueue => 2,
+    };
+    // Evicted ones of each class first, then the rest, each class in candidate order.
+    let mut list = idx.clone();
+    list.sort_by_key(|i| (!req.candidates[*i].evicted, class(i)));
+    let no_hierarchical = !idx.iter().any(|i| class(i) == 0);
+    let no_other = !idx.iter().any(|i| class(i) < 2);
 
-        for &allow in attempts {
-            let mut usage = req.usage.clone();
-            let mut targets: Vec<usize> = Vec::new();
-            for &i in &list {
-                let c = &req.candidates[i];
-                if !still_valid(req, &usage, c, allow) {
-                    continue;
-                }
-                remove(req, &mut usage, c, 1);
-                targets.push(i);
-                if fits_after(req, &usage, allow) {
-                    // Fill back: re-add every target but the last, keeping those not needed.
-                    let mut k = targets.len().saturating_sub(1);
-                    while k > 0 {
-                        k -= 1;
-                        let c = &req.candidates[targets[k]];
-                        remove(req, &mut usage, c, -1);
-                        if fits_after(req, &usage, allow) {
-                            targets.swap_remove(k);
-                        } else {
-                            remove(req, &mut usage, c, 1);
-                        }
+    let forbidden = req.config.borrow_within_cohort == BorrowWithinCohortPolicy::Never;
+    let under_nominal = req
+        .needs_preemption
+        .iter()
+        .all(|&fr| req.tree.quota(req.node, fr).nominal > req.usage.get(req.node, fr));
+    let attempts: &[bool] = if no_other || (forbidden && !under_nominal) {
+        &[true]
+    } else if forbidden && no_hierarchical {
+        &[false, true]
+    } else {
+        &[true, false]
+    };
+
+    for &allow in attempts {
+        let mut usage = req.usage.clone();
+        let mut targets: Vec<usize> = Vec::new();
+        for &i in &list {
+            let c = &req.candidates[i];
+            if !still_valid(req, &usage, c, allow) {
+                continue;
+            }
+            remove(req, &mut usage, c, 1);
+            targets.push(i);
+            if fits_after(req, &usage, allow) {
+                // Fill back: re-add every target but the last, keeping those not needed.
+                let mut k = targets.len().saturating_sub(1);
+                while k > 0 {
+                    k -= 1;
+                    let c = &req.candidates[targets[k]];
+                    remove(req, &mut usage, c, -1);
+                    if fits_after(req, &usage, allow) {
+                        targets.swap_remove(k);
+                    } else {
+                        remove(req, &mut usage, c, 1);
                     }
-                    return Some(VictimSet {
-                        victims: targets,
-                        allow_borrowing: allow,
-                    });
                 }
+                return Some(VictimSet {
+                    victims: targets,
+                    allow_borrowing: allow,
+                });
             }
         }
-        None
     }
+    None
 }

@@ -1,0 +1,43 @@
+//! Why a policy gave no usable answer. Every variant makes the scheduler fall back to the
+//! built-in policy for that one decision.
+
+/// A failed policy call or a refused answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// The plugin trapped (a panic, `unreachable`, a bad memory access, ...).
+    #[error("trap: {0}")]
+    Trap(String),
+    /// The call ran past its CPU deadline.
+    #[error("deadline of {0} ms exceeded")]
+    Timeout(u64),
+    /// The plugin tried to grow its memory past the limit.
+    #[error("memory limit of {0} bytes reached")]
+    OutOfMemory(u64),
+    /// The call used up its fuel.
+    #[error("fuel limit of {0} exhausted")]
+    OutOfFuel(u64),
+    /// The answer is malformed or would be more aggressive than allowed.
+    #[error("invalid answer: {0}")]
+    Invalid(#[from] super::verify::InvalidAnswer),
+    /// The plugin is quarantined after repeated failures, until its file changes.
+    #[error("quarantined after {0} consecutive failures")]
+    Quarantined(u32),
+    /// The plugin could not be loaded or instantiated.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl PolicyError {
+    /// A short, stable label for counters and metrics.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            PolicyError::Trap(_) => "trap",
+            PolicyError::Timeout(_) => "timeout",
+            PolicyError::OutOfMemory(_) => "out-of-memory",
+            PolicyError::OutOfFuel(_) => "out-of-fuel",
+            PolicyError::Invalid(_) => "invalid-answer",
+            PolicyError::Quarantined(_) => "quarantined",
+            PolicyError::Unavailable(_) => "load-error",
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! Host data → WIT records: the catalog (names, quota tree, queues; built once per cluster
+//! configuration) and the per-call records (workloads, candidates, flavor options, usage).
+//! Only integers and interned indices cross per call; strings only in the catalog and in the
+//! values of exposed annotations.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::bindings::types as t;
+use super::plugin::{Exposure, exposed_keys};
+use crate::api::{
+    BorrowWithinCohortPolicy, FungibilityPolicy, FungibilityPreference, QueueingStrategy,
+    ReclaimWithinCohort, WithinClusterQueue,
+};
+use crate::cluster::{Cluster, CqId, Millis, WorkloadId};
+use crate::quota::{FrIdx, NodeId, NodeKind};
+
+/// The WIT catalog plus the host-side index of its annotation keys.
+pub struct Catalog {
+    pub wit: t::Catalog,
+    keys: HashMap<String, u32>,
+}
+
+impl Catalog {
+    /// Exposed annotations of `map`, keys interned. Keys the catalog does not know (an
+    /// annotation first seen after the catalog was built) are left out.
+    pub fn annotations(&self, map: &BTreeMap<String, String>) -> Vec<t::Annotation> {
+        if self.keys.is_empty() {
+            return Vec::new();
+        }
+        map.iter()
+            .filter_map(|(k, v)| {
+                self.keys.get(k).map(|&key| t::Annotation {
+                    key,
+                    value: v.clone(),
+                })
+            })
+            .collect()
+    }
+}
+
+pub fn catalog(cluster: &Cluster, exposure: &Exposure, settings: &[(String, String)]) -> Catalog {
+    let keys: Vec<String> = exposed_keys(cluster, exposure).into_iter().collect();
+    let index: HashMap<String, u32> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.clone(), i as u32))
+        .collect();
+    let mut catalog = Catalog {
+        wit: t::Catalog {
+            generation: cluster.config_id,
+            resources: Vec::new(),
+            flavors: Vec::new(),
+            flavor_resources: Vec::new(),
+            nodes: Vec::new(),
+            cluster_queues: Vec::new(),
+            local_queues: Vec::new(),
+            annotation_keys: keys,
+            settings: settings
+                .iter()
+                .map(|(k, v)| t::Setting {
+                    key: k.clone(),
+                    value: v.clone(),
+                })
+                .collect(),
+        },
+        keys: index,
+    };
+    let names = &cluster.names;
+    catalog.wit.resources = names.resources().map(|(_, n)| n.to_string()).collect();
+    catalog.wit.flavors = names
+        .flavors()
+        .map(|(id, n)| t::Flavor {
+            name: n.to_string(),
+            annotations: cluster
+                .flavor(id)
+                .map(|f| catalog.annotations(&f.annotations))
+                .unwrap_or_default(),
+        })
+        .collect();
+    catalog.wit.flavor_resources = (0..names.n_fr())
+        .map(|i| {
+            let (f, r) = names.fr_parts(FrIdx(i as u32));
+            t::FlavorResource {
+                flavor: f.0,
+                resource: r.0,
+            }
+        })
+        .collect();
+    let tree = &cluster.tree;
+    catalog.wit.nodes = tree
+        .nodes()
+        .map(|(id, node)| t::Node {
+            name: node.name.clone(),
+            kind: match node.kind {
+                NodeKind::ClusterQueue => t::NodeKind::ClusterQueue,
+                NodeKind::Cohort => t::NodeKind::Cohort,
+            },
+            parent: node.parent.map(|p| p.0),
+            height: node.height,
+            fair_weight: cluster
+                .node_meta
+                .get(id.index())
+                .map_or(1000, |m| m.fair_weight),
+            quotas: (0..tree.n_fr())
+                .map(|i| FrIdx(i as u32))
+                .filter(|&fr| {
+                    tree.quota(id, fr) != Default::default() || tree.subtree_quota(id, fr) != 0
+                })
+                .map(|fr| {
+                    let q = tree.quota(id, fr);
+                    t::Quota {
+                        fr: fr.0,
+                        nominal: q.nominal,
+                        borrowing_limit: q.borrowing_limit,
+                        lending_limit: q.lending_limit,
+                        subtree: tree.subtree_quota(id, fr),
+                        guaranteed: tree.local_quota(id, fr),
+                    }
+                })
+                .collect(),
+            annotations: cluster
+                .node_meta
+                .get(id.index())
+                .map(|m| catalog.annotations(&m.annotations))
+                .unwrap_or_default(),
+        })
+        .collect();
+    catalog.wit.cluster_queues = cluster
+        .cluster_queues
+        .iter()
+        .map(|cq| t::ClusterQueue {
+            name: cq.name.clone(),
+            node: cq.node.0,
+            preemption: t::PreemptionConfig {
+                within_cluster_queue: match cq.preemption.within_cluster_queue {
+                    WithinClusterQueue::Never => t::WithinClusterQueue::Never,
+                    WithinClusterQueue::LowerPriority => t::WithinClusterQueue::LowerPriority,
+                    WithinClusterQueue::LowerOrNewerEqualPriority => {
+                        t::WithinClusterQueue::LowerOrNewerEqualPriority
+                    }
+                },
+                reclaim_within_cohort: match cq.preemption.reclaim_within_cohort {
+                    ReclaimWithinCohort::Never => t::ReclaimWithinCohort::Never,
+                    ReclaimWithinCohort::LowerPriority => t::ReclaimWithinCohort::LowerPriority,
+                    ReclaimWithinCohort::Any => t::ReclaimWithinCohort::Any,
+                },
+                borrow_within_cohort: match cq.preemption.borrow_within_cohort {
+                    BorrowWithinCohortPolicy::Never => t::BorrowWithinCohort::Never,
+                    BorrowWithinCohortPolicy::LowerPriority => t::BorrowWithinCohort::LowerPriority,
+                },
+                max_priority_threshold: cq.preemption.max_priority_threshold,
+            },
+            fungibility: t::Fungibility {
+                when_can_borrow: policy(cq.fungibility.when_can_borrow),
+                when_can_preempt: policy(cq.fungibility.when_can_preempt),
+                preference: match cq.fungibility.preference {
+                    FungibilityPreference::BorrowingOverPreemption => {
+                        t::FungibilityPreference::BorrowingOverPreemption
+                    }
+                    FungibilityPreference::PreemptionOverBorrowing => {
+                        t::FungibilityPreference::PreemptionOverBorrowing
+                    }
+                },
+            },
+            queueing_strategy: match cq.strategy {
+                QueueingStrategy::StrictFIFO => t::QueueingStrategy::StrictFifo,
+                QueueingStrategy::BestEffortFIFO => t::QueueingStrategy::BestEffortFifo,
+            },
+            resource_groups: cq
+                .resource_groups
+                .iter()
+                .map(|g| t::ResourceGroup {
+                    covered: g.covered.iter().map(|r| r.0).collect(),
+                    flavors: g.flavors.iter().map(|f| f.0).collect(),
+                })
+                .collect(),
+        })
+        .collect();
+    catalog.wit.local_queues = cluster
+        .local_queues
+        .iter()
+        .map(|lq| t::LocalQueue {
+            namespace: lq.namespace.clone(),
+            name: lq.name.clone(),
+            cluster_queue: lq.cluster_queue.map(|c| c.0),
+        })
+        .collect();
+    catalog
+}
+
+fn policy(p: FungibilityPolicy) -> t::FungibilityPolicy {
+    match p {
+        FungibilityPolicy::MayStopSearch => t::FungibilityPolicy::MayStopSearch,
+        FungibilityPolicy::TryNextFlavor => t::FungibilityPolicy::TryNextFlavor,
+    }
+}
+
+/// A workload as plugins see it.
+pub fn workload(
+    cluster: &Cluster,
+    catalog: &Catalog,
+    id: WorkloadId,
+    cq: CqId,
+    queued: Millis,
+) -> t::Workload {
+    let wl = cluster.workload(id);
+    t::Workload {
+        id: id.0,
+        cluster_queue: cq.0,
+        local_queue: wl.lq.map(|l| l.0),
+        priority: wl.effective_priority(),
+        created: wl.created,
+        queued,
+        pod_sets: wl
+            .pod_sets
+            .iter()
+            .map(|ps| t::PodSet {
+                count: ps.count.max(0) as u32,
+                min_count: ps.min_count.map(|m| m.max(0) as u32),
+                per_pod: ps
+                    .requests
+                    .iter()
+                    .map(|&(r, amount)| t::ResourceAmount {
+                        resource: r.0,
+                        amount,
+                    })
+                    .collect(),
+            })
+            .collect(),
+        annotations: catalog.annotations(&wl.annotations),
+    }
+}
+
+pub fn fr_amounts(v: &[(FrIdx, i64)]) -> Vec<t::FrAmount> {
+    v.iter()
+        .map(|&(fr, amount)| t::FrAmount { fr: fr.0, amount })
+        .collect()
+}
+
+/// Usage of every node of `root`'s tree for the flavor-resources of `frs`, row-major.
+pub fn usage_rows(
+    cluster: &Cluster,
+    usage: &crate::quota::Usage,
+    root: NodeId,
+    frs: &[FrIdx],
+) -> (Vec<u32>, Vec<i64>) {
+    let mut nodes = vec![root];
+    let mut i = 0;
+    while i < nodes.len() {
+        nodes.extend(cluster.tree.node(nodes[i]).children.iter().copied());
+        i += 1;
+    }
+    let mut values = Vec::with_capacity(nodes.len() * frs.len());
+    for &n in &nodes {
+        values.extend(frs.iter().map(|&fr| usage.get(n, fr)));
+    }
+    (nodes.into_iter().map(|n| n.0).collect(), values)
+}

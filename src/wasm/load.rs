@@ -1,0 +1,257 @@
+//! Loading a plugin file: content digest, compilation (cached by digest), which policy world
+//! the component implements, and the import allow-list. Everything the host would refuse is
+//! refused here, before any code of the plugin runs.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::Linker;
+
+use super::bindings::{
+    FLAVOR_ASSIGNMENT_EXPORT, ORDERING_EXPORT, PREEMPTION_EXPORT, WIT_VERSION, flavors, ordering,
+    preemption,
+};
+use super::engine::WasmEngine;
+use super::state::State;
+
+/// The extension point a plugin implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PluginKind {
+    Ordering,
+    Preemption,
+    FlavorAssignment,
+}
+
+impl PluginKind {
+    pub const ALL: [PluginKind; 3] = [
+        PluginKind::Ordering,
+        PluginKind::Preemption,
+        PluginKind::FlavorAssignment,
+    ];
+
+    /// The name used on the command line and in annotations (`ordering`, `preemption`,
+    /// `flavor-assignment`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PluginKind::Ordering => "ordering",
+            PluginKind::Preemption => "preemption",
+            PluginKind::FlavorAssignment => "flavor-assignment",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<PluginKind> {
+        PluginKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    fn export(self) -> &'static str {
+        match self {
+            PluginKind::Ordering => ORDERING_EXPORT,
+            PluginKind::Preemption => PREEMPTION_EXPORT,
+            PluginKind::FlavorAssignment => FLAVOR_ASSIGNMENT_EXPORT,
+        }
+    }
+}
+
+impl std::fmt::Display for PluginKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What `wasq plugin check` reports about a component.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PluginInfo {
+    /// The file stem: what `--policy EXT=NAME` refers to.
+    pub name: String,
+    pub path: PathBuf,
+    /// `sha256:` and the first 16 hex digits of the file's SHA-256.
+    pub digest: String,
+    pub kind: PluginKind,
+    pub imports: Vec<String>,
+    pub exports: Vec<String>,
+    pub size: u64,
+    /// Compile time in milliseconds (of the first compilation of this digest).
+    pub compile_ms: f64,
+}
+
+/// Why a plugin file was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LoadError {
+    #[error("{path}: cannot read: {message}")]
+    Io { path: PathBuf, message: String },
+    #[error("{path}: not a valid WebAssembly component: {message}")]
+    Compile { path: PathBuf, message: String },
+    #[error(
+        "{path}: imports `{import}`, which plugins may not use (allowed: wasq:policy/host and \
+         types, and the wasi:cli and wasi:io interfaces the Rust standard library links, which \
+         trap if called)"
+    )]
+    ForbiddenImport { path: PathBuf, import: String },
+    #[error(
+        "{path}: exports none of the wasq:policy@{WIT_VERSION} interfaces (ordering, preemption, \
+         flavor-assignment); it exports: {exports}"
+    )]
+    NoPolicyExport { path: PathBuf, exports: String },
+    #[error("{path}: exports more than one policy interface ({exports}); a plugin implements one")]
+    SeveralPolicyExports { path: PathBuf, exports: String },
+    #[error("{path}: does not match the {kind} world of wasq:policy@{WIT_VERSION}: {message}")]
+    WorldMismatch {
+        path: PathBuf,
+        kind: PluginKind,
+        message: String,
+    },
+}
+
+/// Ready-to-instantiate code for one world.
+#[derive(Clone)]
+pub enum Pre {
+    Ordering(ordering::OrderingPluginPre<State>),
+    Preemption(preemption::PreemptionPluginPre<State>),
+    FlavorAssignment(flavors::FlavorAssignmentPluginPre<State>),
+}
+
+/// A validated, compiled plugin.
+#[derive(Clone)]
+pub struct Loaded {
+    pub info: PluginInfo,
+    pub pre: Pre,
+}
+
+/// `sha256:` and 16 hex digits.
+pub fn digest_of(bytes: &[u8]) -> String {
+    let hash = Sha256::digest(bytes);
+    let hex: String = hash.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// Whether a component may import `name`.
+fn import_allowed(name: &str) -> bool {
+    let unversioned = name.split('@').next().unwrap_or(name);
+    let version = name.split('@').nth(1).unwrap_or("");
+    match unversioned {
+        "wasq:policy/host" | "wasq:policy/types" => version == WIT_VERSION,
+        _ => {
+            (unversioned.starts_with("wasi:cli/") || unversioned.starts_with("wasi:io/"))
+                && version.starts_with("0.2.")
+        }
+    }
+}
+
+/// Reads, compiles and validates the plugin at `path`; its name is the file stem.
+pub fn load_file(engine: &WasmEngine, path: &Path) -> Result<Loaded, LoadError> {
+    let bytes = std::fs::read(path).map_err(|e| LoadError::Io {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    load_bytes(engine, path, &name, &bytes)
+}
+
+/// Compiles and validates `bytes` as the plugin `name` (from `path`, for messages).
+pub fn load_bytes(
+    engine: &WasmEngine,
+    path: &Path,
+    name: &str,
+    bytes: &[u8],
+) -> Result<Loaded, LoadError> {
+    let digest = digest_of(bytes);
+    let compiled = engine
+        .compile(&digest, bytes)
+        .map_err(|e| LoadError::Compile {
+            path: path.to_path_buf(),
+            message: format!("{e:#}"),
+        })?;
+    let component = &compiled.component;
+    let ty = component.component_type();
+    let imports: Vec<String> = ty
+        .imports(engine.engine())
+        .map(|(n, _)| n.to_string())
+        .collect();
+    let exports: Vec<String> = ty
+        .exports(engine.engine())
+        .map(|(n, _)| n.to_string())
+        .collect();
+    if let Some(bad) = imports.iter().find(|i| !import_allowed(i)) {
+        return Err(LoadError::ForbiddenImport {
+            path: path.to_path_buf(),
+            import: bad.clone(),
+        });
+    }
+    let kinds: Vec<PluginKind> = PluginKind::ALL
+        .into_iter()
+        .filter(|k| exports.iter().any(|e| e == k.export()))
+        .collect();
+    let kind = match kinds.as_slice() {
+        [k] => *k,
+        [] => {
+            return Err(LoadError::NoPolicyExport {
+                path: path.to_path_buf(),
+                exports: exports.join(", "),
+            });
+        }
+        _ => {
+            return Err(LoadError::SeveralPolicyExports {
+                path: path.to_path_buf(),
+                exports: exports.join(", "),
+            });
+        }
+    };
+    let mismatch = |e: wasmtime::Error| LoadError::WorldMismatch {
+        path: path.to_path_buf(),
+        kind,
+        message: format!("{e:#}"),
+    };
+    let mut linker: Linker<State> = Linker::new(engine.engine());
+    State::add_host(&mut linker).map_err(mismatch)?;
+    // Everything else the guest imports (the std library's WASI interfaces) traps if called.
+    linker
+        .define_unknown_imports_as_traps(component)
+        .map_err(mismatch)?;
+    let instance_pre = linker.instantiate_pre(component).map_err(mismatch)?;
+    let pre = match kind {
+        PluginKind::Ordering => {
+            Pre::Ordering(ordering::OrderingPluginPre::new(instance_pre).map_err(mismatch)?)
+        }
+        PluginKind::Preemption => {
+            Pre::Preemption(preemption::PreemptionPluginPre::new(instance_pre).map_err(mismatch)?)
+        }
+        PluginKind::FlavorAssignment => Pre::FlavorAssignment(
+            flavors::FlavorAssignmentPluginPre::new(instance_pre).map_err(mismatch)?,
+        ),
+    };
+    Ok(Loaded {
+        info: PluginInfo {
+            name: name.to_string(),
+            path: path.to_path_buf(),
+            digest,
+            kind,
+            imports,
+            exports,
+            size: bytes.len() as u64,
+            compile_ms: compiled.compile_ms,
+        },
+        pre,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_list() {
+        assert!(import_allowed("wasq:policy/host@0.1.0"));
+        assert!(import_allowed("wasi:cli/stderr@0.2.4"));
+        assert!(import_allowed("wasi:io/streams@0.2.0"));
+        assert!(!import_allowed("wasq:policy/host@0.2.0"));
+        assert!(!import_allowed("wasi:filesystem/preopens@0.2.4"));
+        assert!(!import_allowed("wasi:clocks/wall-clock@0.2.4"));
+        assert!(!import_allowed("wasi:sockets/tcp@0.2.4"));
+        assert!(!import_allowed("wasi:random/random@0.2.4"));
+        assert!(!import_allowed("wasi:cli/stderr@0.3.0"));
+    }
+}

@@ -1,0 +1,27 @@
+//! The wasmtime host for policy plugins: WebAssembly components implementing one world of the
+//! `wasq:policy@0.1.0` WIT package (`wit/`).
+//!
+//! It owns loading (digest, compile cache, import allow-list), sandboxing (no capabilities,
+//! memory cap, CPU deadline, optional fuel), the calls (catalog sent once per instance, batches
+//! of integer records), containment (a trap discards the instance; failures are counted and
+//! repeated ones quarantine the plugin) and the adapters that make a plugin a
+//! [`crate::policy`] trait object. It knows nothing of Kubernetes; the scheduler knows nothing
+//! of wasmtime.
+
+mod bindings;
+mod convert;
+mod engine;
+mod limits;
+mod load;
+mod plugin;
+mod policies;
+mod registry;
+mod state;
+
+pub use bindings::WIT_VERSION;
+pub use engine::WasmEngine;
+pub use limits::Limits;
+pub use load::{LoadError, PluginInfo, PluginKind, digest_of, load_file};
+pub use plugin::{Exposure, Plugin, PluginStatus};
+pub use policies::{WasmFlavors, WasmOrdering, WasmPreemption};
+pub use registry::{BindError, Bindings, Registry};

@@ -1,0 +1,367 @@
+//! One loaded plugin at run time: its live instance (re-created from `InstancePre` after any
+//! trap), the catalog it was last sent, the limits applied to each call, and its health —
+//! failures counted per reason, consecutive failures leading to quarantine.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+use wasmtime::{Store, Trap};
+
+use super::bindings::{flavors, ordering, preemption, types};
+use super::convert;
+use super::engine::WasmEngine;
+use super::limits::Limits;
+use super::load::{Loaded, PluginInfo, PluginKind, Pre};
+use super::state::State;
+use crate::cluster::Cluster;
+use crate::policy::{PolicyError, PolicyRef};
+
+/// Which annotations plugins see, and each plugin's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exposure {
+    /// Exact keys, or prefixes ending in `/` (`wasq.dev/` exposes every key under it).
+    pub annotations: Vec<String>,
+}
+
+impl Default for Exposure {
+    fn default() -> Exposure {
+        Exposure {
+            annotations: vec!["wasq.dev/".into()],
+        }
+    }
+}
+
+impl Exposure {
+    pub fn exposes(&self, key: &str) -> bool {
+        self.annotations.iter().any(|a| {
+            if a.ends_with('/') {
+                key.starts_with(a.as_str())
+            } else {
+                key == a
+            }
+        })
+    }
+}
+
+/// A snapshot of a plugin's health, for `wasq plugin list`, metrics and reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PluginStatus {
+    pub calls: u64,
+    /// Failures per reason (`trap`, `timeout`, `out-of-memory`, `out-of-fuel`,
+    /// `invalid-answer`, `load-error`).
+    pub failures: BTreeMap<&'static str, u64>,
+    pub consecutive_failures: u32,
+    pub quarantined: bool,
+    pub last_error: Option<String>,
+}
+
+enum Instance {
+    Ordering(ordering::OrderingPlugin),
+    Preemption(preemption::PreemptionPlugin),
+    FlavorAssignment(flavors::FlavorAssignmentPlugin),
+}
+
+struct Live {
+    store: Store<State>,
+    instance: Instance,
+    /// The configuration id of the catalog this instance holds.
+    catalog_of: Option<u64>,
+}
+
+struct Inner {
+    live: Option<Live>,
+    /// The catalog for the latest configuration seen, built once per configuration.
+    catalog: Option<(u64, Arc<convert::Catalog>)>,
+    status: PluginStatus,
+}
+
+/// A loaded plugin, callable through the policy adapters.
+pub struct Plugin {
+    info: PluginInfo,
+    pre: Pre,
+    engine: WasmEngine,
+    limits: Limits,
+    exposure: Exposure,
+    settings: Vec<(String, String)>,
+    name: Arc<str>,
+    digest: Arc<str>,
+    inner: Mutex<Inner>,
+}
+
+/// What a call needs from the live instance.
+pub(super) struct CallCx<'a> {
+    pub store: &'a mut Store<State>,
+    pub catalog: &'a convert::Catalog,
+    instance: &'a Instance,
+}
+
+impl<'a> CallCx<'a> {
+    pub fn ordering(
+        &mut self,
+    ) -> (
+        &'a ordering::exports::wasq::policy::ordering::Guest,
+        &mut Store<State>,
+    ) {
+        match self.instance {
+            Instance::Ordering(p) => (p.wasq_policy_ordering(), &mut *self.store),
+            _ => unreachable!("bound to the wrong extension"),
+        }
+    }
+
+    pub fn preemption(
+        &mut self,
+    ) -> (
+        &'a preemption::exports::wasq::policy::preemption::Guest,
+        &mut Store<State>,
+    ) {
+        match self.instance {
+            Instance::Preemption(p) => (p.wasq_policy_preemption(), &mut *self.store),
+            _ => unreachable!("bound to the wrong extension"),
+        }
+    }
+
+    pub fn flavors(
+        &mut self,
+    ) -> (
+        &'a flavors::exports::wasq::policy::flavor_assignment::Guest,
+        &mut Store<State>,
+    ) {
+        match self.instance {
+            Instance::FlavorAssignment(p) => (p.wasq_policy_flavor_assignment(), &mut *self.store),
+            _ => unreachable!("bound to the wrong extension"),
+        }
+    }
+}
+
+impl Plugin {
+    pub fn new(
+        loaded: Loaded,
+        engine: WasmEngine,
+        limits: Limits,
+        exposure: Exposure,
+        settings: Vec<(String, String)>,
+    ) -> Plugin {
+        Plugin {
+            name: loaded.info.name.as_str().into(),
+            digest: loaded.info.digest.as_str().into(),
+            info: loaded.info,
+            pre: loaded.pre,
+            engine,
+            limits,
+            exposure,
+            settings,
+            inner: Mutex::new(Inner {
+                live: None,
+                catalog: None,
+                status: PluginStatus::default(),
+            }),
+        }
+    }
+
+    pub fn info(&self) -> &PluginInfo {
+        &self.info
+    }
+
+    pub fn kind(&self) -> PluginKind {
+        self.info.kind
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    pub fn id(&self) -> PolicyRef {
+        PolicyRef {
+            name: self.info.name.clone(),
+            digest: self.info.digest.clone(),
+        }
+    }
+
+    pub fn status(&self) -> PluginStatus {
+        self.lock().status.clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves consistent data (every field is replaced
+        // whole), so a poisoned lock is still usable.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn instantiate(&self) -> Result<Live, PolicyError> {
+        let state = State::new(
+            self.name.clone(),
+            self.digest.clone(),
+            self.limits.memory_bytes,
+        );
+        let mut store = Store::new(self.engine.engine(), state);
+        store.limiter(|s| &mut s.limiter);
+        self.arm(&mut store)?;
+        let instance = match &self.pre {
+            Pre::Ordering(p) => p.instantiate(&mut store).map(Instance::Ordering),
+            Pre::Preemption(p) => p.instantiate(&mut store).map(Instance::Preemption),
+            Pre::FlavorAssignment(p) => p.instantiate(&mut store).map(Instance::FlavorAssignment),
+        }
+        .map_err(|e| classify(e, &store, &self.limits))?;
+        Ok(Live {
+            store,
+            instance,
+            catalog_of: None,
+        })
+    }
+
+    /// Sets the deadline and fuel for the next call.
+    fn arm(&self, store: &mut Store<State>) -> Result<(), PolicyError> {
+        store.set_epoch_deadline(self.limits.deadline_ms.max(1));
+        if self.engine.fuel_enabled() {
+            store
+                .set_fuel(self.limits.fuel.unwrap_or(u64::MAX))
+                .map_err(|e| PolicyError::Unavailable(e.to_string()))?;
+        }
+        let data = store.data_mut();
+        data.lines = 0;
+        data.last_error = None;
+        Ok(())
+    }
+
+    /// Runs `f` on the live instance under the plugin's limits, after making sure the instance
+    /// holds the catalog of `cluster`'s configuration. A failure discards the instance and
+    /// counts against the plugin's health.
+    pub(super) fn call<R>(
+        &self,
+        cluster: &Cluster,
+        call: &'static str,
+        f: impl FnOnce(&mut CallCx<'_>) -> wasmtime::Result<R>,
+    ) -> Result<R, PolicyError> {
+        let span = tracing::debug_span!("plugin_call", plugin = %self.name, digest = %self.digest, kind = %self.info.kind, call);
+        let _enter = span.enter();
+        let mut inner = self.lock();
+        if inner.status.quarantined {
+            return Err(PolicyError::Quarantined(inner.status.consecutive_failures));
+        }
+        inner.status.calls += 1;
+        let result = self.call_locked(&mut inner, cluster, f);
+        match &result {
+            Ok(_) => inner.status.consecutive_failures = 0,
+            Err(e) => {
+                inner.live = None;
+                self.count_failure(&mut inner, e);
+            }
+        }
+        result
+    }
+
+    fn call_locked<R>(
+        &self,
+        inner: &mut Inner,
+        cluster: &Cluster,
+        f: impl FnOnce(&mut CallCx<'_>) -> wasmtime::Result<R>,
+    ) -> Result<R, PolicyError> {
+        let catalog = match &inner.catalog {
+            Some((id, c)) if *id == cluster.config_id => c.clone(),
+            _ => {
+                let c = Arc::new(convert::catalog(cluster, &self.exposure, &self.settings));
+                inner.catalog = Some((cluster.config_id, c.clone()));
+                c
+            }
+        };
+        if inner.live.is_none() {
+            inner.live = Some(self.instantiate()?);
+        }
+        let live = inner.live.as_mut().expect("instantiated above");
+        if live.catalog_of != Some(cluster.config_id) {
+            self.arm(&mut live.store)?;
+            let r = match &live.instance {
+                Instance::Ordering(p) => p
+                    .wasq_policy_ordering()
+                    .call_set_catalog(&mut live.store, &catalog.wit),
+                Instance::Preemption(p) => p
+                    .wasq_policy_preemption()
+                    .call_set_catalog(&mut live.store, &catalog.wit),
+                Instance::FlavorAssignment(p) => p
+                    .wasq_policy_flavor_assignment()
+                    .call_set_catalog(&mut live.store, &catalog.wit),
+            };
+            r.map_err(|e| classify(e, &live.store, &self.limits))?;
+            live.catalog_of = Some(cluster.config_id);
+        }
+        self.arm(&mut live.store)?;
+        let mut cx = CallCx {
+            store: &mut live.store,
+            catalog: &catalog,
+            instance: &live.instance,
+        };
+        let r = f(&mut cx);
+        r.map_err(|e| classify(e, &live.store, &self.limits))
+    }
+
+    /// Records an answer the host refused (an invalid answer counts like a trap).
+    pub fn refused(&self, error: &PolicyError) {
+        let mut inner = self.lock();
+        self.count_failure(&mut inner, error);
+    }
+
+    fn count_failure(&self, inner: &mut Inner, error: &PolicyError) {
+        let status = &mut inner.status;
+        *status.failures.entry(error.reason()).or_default() += 1;
+        status.consecutive_failures += 1;
+        status.last_error = Some(error.to_string());
+        if status.consecutive_failures >= self.limits.quarantine_after && !status.quarantined {
+            status.quarantined = true;
+            tracing::error!(
+                plugin = %self.name,
+                digest = %self.digest,
+                failures = status.consecutive_failures,
+                last = %error,
+                "plugin quarantined after consecutive failures; the built-in policy decides until its file changes"
+            );
+        }
+    }
+}
+
+/// Turns a wasmtime error into the reason reported for the fallback.
+fn classify(error: wasmtime::Error, store: &Store<State>, limits: &Limits) -> PolicyError {
+    if store.data().limiter.refused {
+        return PolicyError::OutOfMemory(limits.memory_bytes);
+    }
+    let said = store
+        .data()
+        .last_error
+        .as_ref()
+        .map(|m| format!(" (plugin logged: {m})"))
+        .unwrap_or_default();
+    match error.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => PolicyError::Timeout(limits.deadline_ms),
+        Some(Trap::OutOfFuel) => PolicyError::OutOfFuel(limits.fuel.unwrap_or(0)),
+        Some(trap) => PolicyError::Trap(format!("{trap}{said}")),
+        None => PolicyError::Trap(format!("{}{said}", root_message(&error))),
+    }
+}
+
+/// The innermost cause, which is what names the problem (the outer layers name the call).
+fn root_message(error: &wasmtime::Error) -> String {
+    error
+        .chain()
+        .last()
+        .map(|e| e.to_string())
+        .unwrap_or_default()
+}
+
+/// Annotation keys a catalog may intern: every exposed key found in the cluster.
+pub(super) fn exposed_keys(cluster: &Cluster, exposure: &Exposure) -> BTreeSet<String> {
+    let all = cluster
+        .workloads
+        .iter()
+        .map(|w| &w.annotations)
+        .chain(cluster.node_meta.iter().map(|n| &n.annotations))
+        .chain(cluster.flavors.values().map(|f| &f.annotations));
+    let mut keys = BTreeSet::new();
+    for map in all {
+        for k in map.keys() {
+            if exposure.exposes(k) && !keys.contains(k) {
+                keys.insert(k.clone());
+            }
+        }
+    }
+    keys
+}
+

@@ -1,0 +1,239 @@
+//! The policy traits implemented by plugins: each adapter turns a request into WIT records,
+//! calls its plugin once for the whole batch, and turns the answer back. Answers whose shape is
+//! wrong (a wrong number of entries) are refused here; whether they are acceptable (in range,
+//! no duplicates, victims enough, flavor fits) is checked by the scheduler for every policy.
+
+use std::sync::Arc;
+
+use super::bindings::flavors::exports::wasq::policy::flavor_assignment as fa;
+use super::bindings::ordering::exports::wasq::policy::ordering as ord;
+use super::bindings::preemption::exports::wasq::policy::preemption as pre;
+use super::convert;
+use super::plugin::Plugin;
+use crate::policy::verify::InvalidAnswer;
+use crate::policy::{
+    CandidateKind, FitMode, FlavorAssignmentPolicy, FlavorChoiceRequest, HeadEntry, OrderingPolicy,
+    PolicyContext, PolicyError, PolicyRef, PreemptionPolicy, PreemptionRequest, QueuedWorkload,
+    VictimSet,
+};
+use crate::queue::SortKey;
+
+fn wrong_length(got: usize, expected: usize) -> PolicyError {
+    PolicyError::Invalid(InvalidAnswer::WrongLength { got, expected })
+}
+
+/// An ordering plugin.
+pub struct WasmOrdering(pub Arc<Plugin>);
+
+impl OrderingPolicy for WasmOrdering {
+    fn id(&self) -> PolicyRef {
+        self.0.id()
+    }
+
+    fn sort_keys(
+        &self,
+        cx: &PolicyContext<'_>,
+        batch: &[QueuedWorkload],
+    ) -> Result<Vec<SortKey>, PolicyError> {
+        let keys = self.0.call(cx.cluster, "sort-keys", |call| {
+            let workloads: Vec<_> = batch
+                .iter()
+                .map(|q| {
+                    convert::workload(
+                        cx.cluster,
+                        call.catalog,
+                        q.workload,
+                        q.cluster_queue,
+                        q.queued,
+                    )
+                })
+                .collect();
+            let (guest, store) = call.ordering();
+            guest.call_sort_keys(store, &workloads, cx.now)
+        })?;
+        if keys.len() != batch.len() {
+            let e = wrong_length(keys.len(), batch.len());
+            self.0.refused(&e);
+            return Err(e);
+        }
+        Ok(keys
+            .into_iter()
+            .map(|k| SortKey([k.primary, k.secondary, k.tertiary]))
+            .collect())
+    }
+
+    fn order_heads(
+        &self,
+        cx: &PolicyContext<'_>,
+        heads: &[HeadEntry],
+    ) -> Result<Vec<usize>, PolicyError> {
+        let records: Vec<ord::Head> = heads
+            .iter()
+            .map(|h| ord::Head {
+                workload: h.workload.0,
+                cluster_queue: h.cluster_queue.0,
+                local_queue: h.local_queue.map(|l| l.0),
+                has_reservation: h.has_reservation,
+                borrow_level: h.borrow_level,
+                priority: h.priority,
+                created: h.created,
+                queued: h.queued,
+            })
+            .collect();
+        let order = self.0.call(cx.cluster, "order-heads", |call| {
+            let (guest, store) = call.ordering();
+            guest.call_order_heads(store, &records, cx.now)
+        })?;
+        Ok(order.into_iter().map(|i| i as usize).collect())
+    }
+
+    fn refused(&self, error: &PolicyError) {
+        self.0.refused(error);
+    }
+}
+
+/// A preemption plugin.
+pub struct WasmPreemption(pub Arc<Plugin>);
+
+fn kind(k: CandidateKind) -> pre::CandidateKind {
+    match k {
+        CandidateKind::SameQueue => pre::CandidateKind::SameQueue,
+        CandidateKind::HierarchicalReclaim => pre::CandidateKind::HierarchicalReclaim,
+        CandidateKind::ReclaimWithoutBorrowing => pre::CandidateKind::ReclaimWithoutBorrowing,
+        CandidateKind::ReclaimWhileBorrowing => pre::CandidateKind::ReclaimWhileBorrowing,
+    }
+}
+
+impl PreemptionPolicy for WasmPreemption {
+    fn id(&self) -> PolicyRef {
+        self.0.id()
+    }
+
+    fn select_victims(
+        &self,
+        req: &PreemptionRequest<'_>,
+    ) -> Result<Option<VictimSet>, PolicyError> {
+        let cluster = req.cluster;
+        let frs: Vec<_> = req.requests.iter().map(|&(fr, _)| fr).collect();
+        let (usage_nodes, usage) =
+            convert::usage_rows(cluster, req.usage, cluster.tree.root(req.node), &frs);
+        let answers = self.0.call(cluster, "select-victims", |call| {
+            let preemptor = cluster.workload(req.preemptor);
+            let request = pre::Request {
+                preemptor: convert::workload(
+                    cluster,
+                    call.catalog,
+                    req.preemptor,
+                    req.cluster_queue,
+                    preemptor.queued,
+                ),
+                requests: convert::fr_amounts(&req.requests),
+                needs_preemption: req.needs_preemption.iter().map(|f| f.0).collect(),
+                candidates: req
+                    .candidates
+                    .iter()
+                    .map(|c| {
+                        let wl = cluster.workload(c.workload);
+                        pre::Candidate {
+                            workload: c.workload.0,
+                            cluster_queue: c.cluster_queue.0,
+                            kind: kind(c.kind),
+                            lca: c.lca.map(|n| n.0),
+                            priority: c.priority,
+                            created: wl.created,
+                            admitted: c.reserved_at,
+                            evicting: c.evicted,
+                            usage: convert::fr_amounts(&c.usage),
+                            annotations: call.catalog.annotations(&wl.annotations),
+                        }
+                    })
+                    .collect(),
+                usage_nodes,
+                usage,
+                now: req.now,
+            };
+            let (guest, store) = call.preemption();
+            guest.call_select_victims(store, std::slice::from_ref(&request))
+        })?;
+        let [answer] = <[_; 1]>::try_from(answers).map_err(|a: Vec<_>| {
+            let e = wrong_length(a.len(), 1);
+            self.0.refused(&e);
+            e
+        })?;
+        Ok(answer.map(|v| VictimSet {
+            victims: v.victims.into_iter().map(|i| i as usize).collect(),
+            allow_borrowing: v.allow_borrowing,
+        }))
+    }
+
+    fn refused(&self, error: &PolicyError) {
+        self.0.refused(error);
+    }
+}
+
+/// A flavor-assignment plugin.
+pub struct WasmFlavors(pub Arc<Plugin>);
+
+fn mode(m: FitMode) -> fa::FitMode {
+    match m {
+        FitMode::NoFit => fa::FitMode::NoFit,
+        FitMode::NoPreemptionCandidates => fa::FitMode::NoPreemptionCandidates,
+        FitMode::Preempt => fa::FitMode::Preempt,
+        FitMode::Reclaim => fa::FitMode::Reclaim,
+        FitMode::Fit => fa::FitMode::Fit,
+    }
+}
+
+impl FlavorAssignmentPolicy for WasmFlavors {
+    fn id(&self) -> PolicyRef {
+        self.0.id()
+    }
+
+    fn choose_flavor(&self, req: &FlavorChoiceRequest<'_>) -> Result<Option<usize>, PolicyError> {
+        let cluster = req.cluster;
+        let answers = self.0.call(cluster, "choose-flavors", |call| {
+            let request = fa::Request {
+                workload: convert::workload(
+                    cluster,
+                    call.catalog,
+                    req.workload,
+                    req.cluster_queue,
+                    cluster.workload(req.workload).queued,
+                ),
+                pod_set: req.pod_set as u32,
+                requests: req
+                    .requests
+                    .iter()
+                    .map(|&(r, amount)| super::bindings::types::ResourceAmount {
+                        resource: r.0,
+                        amount,
+                    })
+                    .collect(),
+                options: req
+                    .options
+                    .iter()
+                    .map(|o| {
+                        o.as_ref().map(|o| fa::FlavorOption {
+                            flavor: o.flavor.0,
+                            mode: mode(o.mode),
+                            borrow_level: o.borrow_level,
+                        })
+                    })
+                    .collect(),
+                now: req.now,
+            };
+            let (guest, store) = call.flavors();
+            guest.call_choose_flavors(store, std::slice::from_ref(&request))
+        })?;
+        let [answer] = <[_; 1]>::try_from(answers).map_err(|a: Vec<_>| {
+            let e = wrong_length(a.len(), 1);
+            self.0.refused(&e);
+            e
+        })?;
+        Ok(answer.map(|i| i as usize))
+    }
+
+    fn refused(&self, error: &PolicyError) {
+        self.0.refused(error);
+    }
+}

@@ -1,0 +1,277 @@
+//! The plugins of one directory and how they are bound to the extension points: a default
+//! binding per extension (`--policy EXT=NAME`) and per-ClusterQueue overrides through the
+//! annotations `policy.wasq.dev/ordering`, `policy.wasq.dev/preemption` and
+//! `policy.wasq.dev/flavor-assignment`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::engine::WasmEngine;
+use super::limits::Limits;
+use super::load::{LoadError, PluginKind, load_file};
+use super::plugin::{Exposure, Plugin};
+use super::policies::{WasmFlavors, WasmOrdering, WasmPreemption};
+use crate::cluster::{Cluster, CqId};
+use crate::policy::PolicySet;
+
+/// The name that selects the built-in policy.
+pub const BUILTIN: &str = "builtin";
+/// Prefix of the per-ClusterQueue binding annotations.
+pub const ANNOTATION_PREFIX: &str = "policy.wasq.dev/";
+
+/// Which plugin decides each extension point (`builtin` or a plugin name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bindings {
+    pub names: BTreeMap<PluginKind, String>,
+}
+
+impl Default for Bindings {
+    fn default() -> Bindings {
+        Bindings {
+            names: PluginKind::ALL
+                .into_iter()
+                .map(|k| (k, BUILTIN.to_string()))
+                .collect(),
+        }
+    }
+}
+
+impl Bindings {
+    /// Applies one `EXT=NAME` setting.
+    pub fn set(&mut self, spec: &str) -> Result<(), BindError> {
+        let (ext, name) = spec
+            .split_once('=')
+            .ok_or_else(|| BindError::Syntax(spec.to_string()))?;
+        let kind = PluginKind::parse(ext.trim())
+            .ok_or_else(|| BindError::UnknownExtension(ext.trim().to_string()))?;
+        self.names.insert(kind, name.trim().to_string());
+        Ok(())
+    }
+
+    pub fn get(&self, kind: PluginKind) -> &str {
+        self.names.get(&kind).map_or(BUILTIN, String::as_str)
+    }
+}
+
+/// Why a binding cannot be made.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BindError {
+    #[error("`{0}` is not EXT=NAME (EXT is ordering, preemption or flavor-assignment)")]
+    Syntax(String),
+    #[error("unknown extension `{0}` (expected ordering, preemption or flavor-assignment)")]
+    UnknownExtension(String),
+    #[error("{context}: no plugin named `{name}` in {dir} (available: {available})")]
+    UnknownPlugin {
+        context: String,
+        name: String,
+        dir: String,
+        available: String,
+    },
+    #[error("{context}: plugin `{name}` implements {actual}, not {wanted}")]
+    WrongKind {
+        context: String,
+        name: String,
+        actual: PluginKind,
+        wanted: PluginKind,
+    },
+    #[error("{context}: plugin `{name}` could not be loaded: {error}")]
+    Unloadable {
+        context: String,
+        name: String,
+        error: LoadError,
+    },
+}
+
+/// Settings that apply to every plugin of a registry.
+#[derive(Debug, Clone, Default)]
+pub struct HostOptions {
+    pub limits: Limits,
+    /// Per-plugin limit overrides, by plugin name.
+    pub plugin_limits: HashMap<String, Limits>,
+    pub exposure: Exposure,
+    /// Per-plugin settings, by plugin name.
+    pub settings: HashMap<String, Vec<(String, String)>>,
+}
+
+/// The plugins found in a directory: loaded ones, and the files that were refused.
+pub struct Registry {
+    dir: PathBuf,
+    engine: WasmEngine,
+    plugins: BTreeMap<String, Arc<Plugin>>,
+    failed: BTreeMap<String, LoadError>,
+}
+
+impl Registry {
+    /// An empty registry (only `builtin` can be bound).
+    pub fn empty(engine: WasmEngine) -> Registry {
+        Registry {
+            dir: PathBuf::new(),
+            engine,
+            plugins: BTreeMap::new(),
+            failed: BTreeMap::new(),
+        }
+    }
+
+    /// Loads every `*.wasm` file of `dir`. A file that fails to load is recorded, not fatal:
+    /// binding to it later reports why.
+    pub fn load_dir(
+        engine: WasmEngine,
+        dir: &Path,
+        options: &HostOptions,
+    ) -> std::io::Result<Registry> {
+        let mut registry = Registry {
+            dir: dir.to_path_buf(),
+            ..Registry::empty(engine)
+        };
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "wasm") && p.is_file())
+            .collect();
+        files.sort();
+        for path in files {
+            registry.load(&path, options);
+        }
+        Ok(registry)
+    }
+
+    /// Loads (or reloads) one file.
+    pub fn load(&mut self, path: &Path, options: &HostOptions) {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match load_file(&self.engine, path) {
+            Ok(loaded) => {
+                tracing::info!(
+                    plugin = %name,
+                    digest = %loaded.info.digest,
+                    kind = %loaded.info.kind,
+                    size = loaded.info.size,
+                    compile_ms = loaded.info.compile_ms,
+                    "plugin loaded"
+                );
+                let limits = options
+                    .plugin_limits
+                    .get(&name)
+                    .copied()
+                    .unwrap_or(options.limits);
+                let settings = options.settings.get(&name).cloned().unwrap_or_default();
+                let plugin = Plugin::new(
+                    loaded,
+                    self.engine.clone(),
+                    limits,
+                    options.exposure.clone(),
+                    settings,
+                );
+                self.failed.remove(&name);
+                self.plugins.insert(name, Arc::new(plugin));
+            }
+            Err(error) => {
+                tracing::warn!(plugin = %name, %error, "plugin refused");
+                self.plugins.remove(&name);
+                self.failed.insert(name, error);
+            }
+        }
+    }
+
+    pub fn plugins(&self) -> impl Iterator<Item = &Arc<Plugin>> {
+        self.plugins.values()
+    }
+
+    pub fn failures(&self) -> impl Iterator<Item = (&String, &LoadError)> {
+        self.failed.iter()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<Plugin>> {
+        self.plugins.get(name)
+    }
+
+    fn resolve(
+        &self,
+        kind: PluginKind,
+        name: &str,
+        context: &str,
+    ) -> Result<Option<Arc<Plugin>>, BindError> {
+        if name == BUILTIN {
+            return Ok(None);
+        }
+        if let Some(error) = self.failed.get(name) {
+            return Err(BindError::Unloadable {
+                context: context.to_string(),
+                name: name.to_string(),
+                error: error.clone(),
+            });
+        }
+        let Some(plugin) = self.plugins.get(name) else {
+            let mut available: Vec<&str> = self
+                .plugins
+                .iter()
+                .filter(|(_, p)| p.kind() == kind)
+                .map(|(n, _)| n.as_str())
+                .collect();
+            available.insert(0, BUILTIN);
+            return Err(BindError::UnknownPlugin {
+                context: context.to_string(),
+                name: name.to_string(),
+                dir: if self.dir.as_os_str().is_empty() {
+                    "(no --plugins directory)".to_string()
+                } else {
+                    self.dir.display().to_string()
+                },
+                available: available.join(", "),
+            });
+        };
+        if plugin.kind() != kind {
+            return Err(BindError::WrongKind {
+                context: context.to_string(),
+                name: name.to_string(),
+                actual: plugin.kind(),
+                wanted: kind,
+            });
+        }
+        Ok(Some(plugin.clone()))
+    }
+
+    /// The policies `bindings` select, built-in where they say `builtin`.
+    pub fn policy_set(&self, bindings: &Bindings, context: &str) -> Result<PolicySet, BindError> {
+        let mut set = PolicySet::builtin();
+        for kind in PluginKind::ALL {
+            let Some(plugin) = self.resolve(kind, bindings.get(kind), context)? else {
+                continue;
+            };
+            match kind {
+                PluginKind::Ordering => set.ordering = Arc::new(WasmOrdering(plugin)),
+                PluginKind::Preemption => set.preemption = Arc::new(WasmPreemption(plugin)),
+                PluginKind::FlavorAssignment => set.flavors = Arc::new(WasmFlavors(plugin)),
+            }
+        }
+        Ok(set)
+    }
+
+    /// The default policy set, and one per ClusterQueue whose annotations override it.
+    pub fn bind(
+        &self,
+        cluster: &Cluster,
+        defaults: &Bindings,
+    ) -> Result<(PolicySet, Vec<(CqId, PolicySet)>), BindError> {
+        let default_set = self.policy_set(defaults, "--policy")?;
+        let mut per_cq = Vec::new();
+        for cq in &cluster.cluster_queues {
+            let mut own = defaults.clone();
+            let mut overridden = false;
+            for kind in PluginKind::ALL {
+                let key = format!("{ANNOTATION_PREFIX}{kind}");
+                if let Some(name) = cq.annotations.get(&key) {
+                    own.names.insert(kind, name.trim().to_string());
+                    overridden = true;
+                }
+            }
+            if overridden {
+                let context = format!("ClusterQueue {} annotation {ANNOTATION_PREFIX}*", cq.name);
+                per_cq.push((cq.id, self.policy_set(&own, &context)?));
+            }
+        }
+        Ok((default_set, per_cq))
+    }
+}

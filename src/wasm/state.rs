@@ -1,0 +1,85 @@
+//! What a plugin's store holds: its identity (for logs), the memory limiter, and the host
+//! import it may call (`log`, routed into `tracing`).
+
+use std::sync::Arc;
+
+use wasmtime::component::{HasSelf, Linker};
+
+use super::bindings::{host, types};
+use super::limits::MemoryCap;
+
+/// Longest log line kept; longer lines are cut.
+const MAX_LINE: usize = 4096;
+/// Lines kept per call; the rest are dropped.
+const MAX_LINES_PER_CALL: u32 = 1000;
+
+/// Per-store data.
+pub struct State {
+    pub plugin: Arc<str>,
+    pub digest: Arc<str>,
+    pub limiter: MemoryCap,
+    /// Lines logged during the current call.
+    pub lines: u32,
+    /// The last error-level line (a panic message, through the SDK's panic hook): reported
+    /// with the trap that usually follows.
+    pub last_error: Option<String>,
+}
+
+impl State {
+    pub fn new(plugin: Arc<str>, digest: Arc<str>, memory_bytes: u64) -> State {
+        State {
+            plugin,
+            digest,
+            limiter: MemoryCap {
+                max_bytes: memory_bytes,
+                refused: false,
+            },
+            lines: 0,
+            last_error: None,
+        }
+    }
+
+    /// Defines the `wasq:policy/host` import.
+    pub fn add_host(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+        host::add_to_linker::<State, HasSelf<State>>(linker, |s| s)
+    }
+}
+
+impl types::Host for State {}
+
+impl host::Host for State {
+    fn log(&mut self, level: types::Level, message: String) {
+        self.lines += 1;
+        if self.lines > MAX_LINES_PER_CALL {
+            return;
+        }
+        let mut message = message;
+        if message.len() > MAX_LINE {
+            let mut end = MAX_LINE;
+            while !message.is_char_boundary(end) {
+                end -= 1;
+            }
+            message.truncate(end);
+            message.push('…');
+        }
+        let (plugin, digest) = (&*self.plugin, &*self.digest);
+        match level {
+            types::Level::Trace => {
+                tracing::trace!(target: "wasq::plugin", plugin, digest, "{message}")
+            }
+            types::Level::Debug => {
+                tracing::debug!(target: "wasq::plugin", plugin, digest, "{message}")
+            }
+            types::Level::Info => {
+                tracing::info!(target: "wasq::plugin", plugin, digest, "{message}")
+            }
+            types::Level::Warn => {
+                tracing::warn!(target: "wasq::plugin", plugin, digest, "{message}")
+            }
+            types::Level::Error => {
+                tracing::error!(target: "wasq::plugin", plugin, digest, "{message}");
+                self.last_error = Some(message);
+            }
+        }
+    }
+}
