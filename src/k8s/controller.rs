@@ -57,6 +57,8 @@ pub struct Controller {
     configure: Configure,
     /// Preemptions decided whose eviction is not written yet: workload key → (reason, message).
     evictions: BTreeMap<String, (String, String)>,
+    /// A write failed during this pass: stop cycling until the next pass.
+    write_failed: bool,
     pub shared: Arc<RwLock<Shared>>,
 }
 
@@ -80,6 +82,7 @@ impl Controller {
             clock,
             configure,
             evictions: BTreeMap::new(),
+            write_failed: false,
             shared: Arc::new(RwLock::new(Shared::default())),
         }
     }
@@ -155,6 +158,7 @@ impl Controller {
     }
 
     async fn run_cycles(&mut self, now: Millis) {
+        self.write_failed = false;
         for _ in 0..MAX_CYCLES_PER_PASS {
             let Some(s) = self.scheduler.as_mut() else {
                 return;
@@ -188,7 +192,8 @@ impl Controller {
             for d in outcome.decisions {
                 self.apply(d, now).await;
             }
-            if !progress {
+            // After a failed write, wait for the next pass rather than spin on the API server.
+            if !progress || self.write_failed {
                 break;
             }
         }
@@ -464,7 +469,8 @@ impl Controller {
         }
     }
 
-    fn write_failed(&self, what: &str) {
+    fn write_failed(&mut self, what: &str) {
+        self.write_failed = true;
         self.metrics
             .write_failures
             .get_or_create(&self.metrics.labels(vec![("write", what.into())]))

@@ -1,6 +1,9 @@
 //! Integration tests: one binary sharing helpers.
 
 mod invariants;
+mod k8s;
 mod manifests;
+mod plugins;
 mod scenarios;
 mod sim_inputs;
+mod wasm_parity;

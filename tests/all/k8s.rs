@@ -1,0 +1,681 @@
+//! The Kubernetes layer against an in-process API server double ([`fake_api`]): the exact
+//! requests (paths, patch bodies, field managers) the controller makes for Kueue's job
+//! lifecycle. Everything above this layer is the simulator's code and is tested there.
+
+mod fake_api;
+
+use std::sync::Arc;
+
+use fake_api::{FakeApi, Recorded};
+use kube::core::DynamicObject;
+use serde_json::{Value, json};
+use wasq::k8s::controller::Controller;
+use wasq::k8s::integration;
+use wasq::k8s::metrics::Metrics;
+use wasq::k8s::mirror::{Observed, Source};
+use wasq::k8s::resources::KueueKind;
+use wasq::k8s::writer::Writer;
+
+const KUEUE: &str = "/apis/kueue.x-k8s.io/v1beta2";
+const NOW: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+const T: &str = "2026-01-01T00:00:00Z";
+
+struct Env {
+    api: FakeApi,
+    controller: Controller,
+}
+
+fn collections(kinds: &[integration::JobKind]) -> Vec<(Source, String, String)> {
+    let mut out: Vec<(Source, String, String)> = KueueKind::ALL
+        .into_iter()
+        .map(|k| (Source::Kueue(k), KUEUE.to_string(), k.plural().to_string()))
+        .collect();
+    out.push((Source::Namespace, "/api/v1".into(), "namespaces".into()));
+    out.push((Source::Pod, "/api/v1".into(), "pods".into()));
+    for (i, k) in kinds.iter().enumerate() {
+        let prefix = if k.resource.group.is_empty() {
+            format!("/api/{}", k.resource.version)
+        } else {
+            format!("/apis/{}", k.resource.api_version)
+        };
+        out.push((Source::Job(i), prefix, k.resource.plural.clone()));
+    }
+    out
+}
+
+impl Env {
+    fn new(objects: Vec<(String, Value)>) -> Env {
+        let api = FakeApi::default();
+        for (path, obj) in objects {
+            api.put(&path, obj);
+        }
+        let writer = Writer::new(api.client(), Some("test".into()));
+        let controller = Controller::new(
+            writer,
+            integration::builtin(),
+            true,
+            Arc::new(Metrics::new("standalone")),
+            Arc::new(|| NOW),
+            Arc::new(|_| {}),
+        );
+        Env { api, controller }
+    }
+
+    /// Every source listed from the double's store, as the watchers' first lists.
+    fn list_all(&mut self) {
+        for (source, prefix, plural) in collections(self.controller.kinds()) {
+            let objs = self.api.list_kind(&prefix, &plural);
+            self.controller.observe(Observed::Listed(source, objs));
+        }
+    }
+
+    /// The watch event for an object changed in the store.
+    fn applied(&mut self, source: Source, path: &str) {
+        let obj = self.api.get(path).expect("stored");
+        self.controller.observe(Observed::Applied(
+            source,
+            serde_json::from_value(obj).unwrap(),
+        ));
+    }
+
+    async fn step(&mut self) {
+        self.controller.step().await;
+    }
+
+    /// Requests other than Events and queue status.
+    fn writes(&self) -> Vec<Recorded> {
+        self.api
+            .requests()
+            .into_iter()
+            .filter(|r| !r.uri.contains("/events") && !r.uri.contains("queues/"))
+            .collect()
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.writes().iter().map(Recorded::line).collect()
+    }
+}
+
+impl FakeApi {
+    fn list_kind(&self, prefix: &str, plural: &str) -> Vec<DynamicObject> {
+        self.all()
+            .into_iter()
+            .filter(|(path, _)| {
+                path.starts_with(prefix)
+                    && path
+                        .split_once(&format!("/{plural}/"))
+                        .is_some_and(|(_, rest)| !rest.contains('/'))
+            })
+            .map(|(_, v)| serde_json::from_value(v).unwrap())
+            .collect()
+    }
+}
+
+fn flavor(name: &str, labels: Value) -> (String, Value) {
+    (
+        format!("{KUEUE}/resourceflavors/{name}"),
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+               "metadata": {"name": name},
+               "spec": {"nodeLabels": labels,
+                        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": name, "effect": "NoSchedule"}]}}),
+    )
+}
+
+fn cluster_queue(name: &str, flavor: &str, cpu: &str) -> (String, Value) {
+    (
+        format!("{KUEUE}/clusterqueues/{name}"),
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+               "metadata": {"name": name},
+               "spec": {"namespaceSelector": {},
+                        "preemption": {"withinClusterQueue": "LowerPriority"},
+                        "resourceGroups": [{"coveredResources": ["cpu"],
+                            "flavors": [{"name": flavor, "resources": [{"name": "cpu", "nominalQuota": cpu}]}]}]}}),
+    )
+}
+
+fn basics(cpu: &str) -> Vec<(String, Value)> {
+    vec![
+        flavor("gpu-a", json!({"gpu": "a"})),
+        cluster_queue("cq", "gpu-a", cpu),
+        (
+            format!("{KUEUE}/namespaces/ns/localqueues/lq"),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                   "metadata": {"name": "lq", "namespace": "ns"}, "spec": {"clusterQueue": "cq"}}),
+        ),
+        (
+            "/api/v1/namespaces/ns".into(),
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}),
+        ),
+        (
+            format!("{KUEUE}/workloadpriorityclasses/high"),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+                   "metadata": {"name": "high"}, "value": 100}),
+        ),
+    ]
+}
+
+fn job(name: &str, cpu_per_pod: &str, pods: i32, labels: Value, suspend: bool) -> (String, Value) {
+    (
+        format!("/apis/batch/v1/namespaces/ns/jobs/{name}"),
+        json!({"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": name, "namespace": "ns", "labels": labels, "creationTimestamp": T},
+               "spec": {"parallelism": pods, "completions": pods, "suspend": suspend,
+                        "template": {"spec": {"restartPolicy": "Never",
+                            "containers": [{"name": "c", "image": "busybox",
+                                            "resources": {"requests": {"cpu": cpu_per_pod}}}]}}}}),
+    )
+}
+
+fn queue_label() -> Value {
+    json!({"kueue.x-k8s.io/queue-name": "lq"})
+}
+
+fn condition(type_: &str, status: &str, reason: &str, message: &str) -> Value {
+    json!({"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": T})
+}
+
+fn query(r: &Recorded) -> &str {
+    r.uri.split_once('?').map(|(_, q)| q).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_queued_job_gets_a_workload_that_is_admitted_and_the_job_started_on_its_flavor() {
+    let mut objects = basics("4");
+    objects.push(job("pi", "1", 2, queue_label(), true));
+    let mut env = Env::new(objects);
+    env.list_all();
+    env.step().await;
+
+    let w = env.writes();
+    assert_eq!(
+        env.lines(),
+        [
+            format!("POST {KUEUE}/namespaces/ns/workloads"),
+            format!("PATCH {KUEUE}/namespaces/ns/workloads/job-pi/status"),
+            "PATCH /apis/batch/v1/namespaces/ns/jobs/pi".to_string(),
+        ]
+    );
+    // The Workload, owned by its Job.
+    assert_eq!(query(&w[0]), "&fieldManager=wasq-job-controller");
+    assert_eq!(w[0].body["metadata"]["name"], "job-pi");
+    assert_eq!(
+        w[0].body["metadata"]["ownerReferences"],
+        json!([{"apiVersion": "batch/v1", "kind": "Job", "name": "pi", "uid": "uid-pi",
+                "controller": true, "blockOwnerDeletion": true}])
+    );
+    assert_eq!(
+        w[0].body["metadata"]["labels"],
+        json!({"kueue.x-k8s.io/job-uid": "uid-pi"})
+    );
+    assert_eq!(w[0].body["spec"]["queueName"], "lq");
+    assert_eq!(w[0].body["spec"]["podSets"][0]["count"], 2);
+    // Admission: a merge patch of the status, preconditioned on the resourceVersion.
+    assert_eq!(w[1].content_type, "application/merge-patch+json");
+    assert_eq!(query(&w[1]), "&fieldManager=wasq-scheduler");
+    assert!(w[1].body["metadata"]["resourceVersion"].is_string());
+    assert_eq!(
+        w[1].body["status"]["admission"],
+        json!({"clusterQueue": "cq", "podSetAssignments": [
+            {"name": "main", "flavors": {"cpu": "gpu-a"}, "resourceUsage": {"cpu": "2"}, "count": 2}]})
+    );
+    assert_eq!(
+        w[1].body["status"]["conditions"],
+        json!([
+            condition(
+                "QuotaReserved",
+                "True",
+                "QuotaReserved",
+                "Quota reserved in ClusterQueue cq"
+            ),
+            condition("Admitted", "True", "Admitted", "The workload is admitted"),
+        ])
+    );
+    // The Job: the flavor's node labels and tolerations, then unsuspended.
+    assert_eq!(w[2].content_type, "application/json-patch+json");
+    assert_eq!(query(&w[2]), "&fieldManager=wasq-job-controller");
+    assert_eq!(
+        w[2].body,
+        json!([
+            {"op": "add", "path": "/spec/template/spec/nodeSelector", "value": {"gpu": "a"}},
+            {"op": "add", "path": "/spec/template/spec/tolerations",
+             "value": [{"key": "dedicated", "operator": "Equal", "value": "gpu-a", "effect": "NoSchedule"}]},
+            {"op": "add", "path": "/spec/suspend", "value": false},
+        ])
+    );
+    // Events on the Workload.
+    let events: Vec<String> = env
+        .api
+        .requests()
+        .iter()
+        .filter(|r| r.uri.contains("/events"))
+        .map(|r| r.body["reason"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(events, ["QuotaReserved", "Admitted"]);
+    // ClusterQueue status reports the reservation.
+    let cq = env.api.get(&format!("{KUEUE}/clusterqueues/cq")).unwrap();
+    assert_eq!(cq["status"]["admittedWorkloads"], 1);
+    assert_eq!(
+        cq["status"]["flavorsReservation"],
+        json!([{"name": "gpu-a", "resources": [{"name": "cpu", "total": "2", "borrowed": "0"}]}])
+    );
+}
+
+/// A running, admitted low-priority Job and its Workload, as the store holds them.
+fn running_low_job() -> Vec<(String, Value)> {
+    let (path, mut low) = job("low", "2", 1, queue_label(), false);
+    low["spec"]["template"]["spec"]["nodeSelector"] = json!({"gpu": "a"});
+    low["status"] = json!({"active": 1, "startTime": T});
+    let workload = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": "job-low", "namespace": "ns", "creationTimestamp": T, "uid": "uid-job-low",
+                     "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "low", "uid": "uid-low",
+                                          "controller": true, "blockOwnerDeletion": true}]},
+        "spec": {"queueName": "lq", "priority": 0, "podSets": [{"name": "main", "count": 1,
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox",
+                "resources": {"requests": {"cpu": "2"}}}]}}}]},
+        "status": {"admission": {"clusterQueue": "cq", "podSetAssignments": [
+                        {"name": "main", "flavors": {"cpu": "gpu-a"}, "resourceUsage": {"cpu": "2"}, "count": 1}]},
+                   "conditions": [condition("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue cq"),
+                                  condition("Admitted", "True", "Admitted", "The workload is admitted")]}});
+    vec![
+        (path, low),
+        (format!("{KUEUE}/namespaces/ns/workloads/job-low"), workload),
+    ]
+}
+
+#[tokio::test]
+async fn preemption_evicts_suspends_restores_and_requeues_then_admits_the_preemptor() {
+    let mut objects = basics("2");
+    objects.extend(running_low_job());
+    objects.push(job(
+        "high",
+        "2",
+        1,
+        json!({"kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/priority-class": "high"}),
+        true,
+    ));
+    let mut env = Env::new(objects);
+    env.list_all();
+    env.step().await;
+
+    let low_job = "/apis/batch/v1/namespaces/ns/jobs/low".to_string();
+    assert_eq!(
+        env.lines(),
+        [
+            format!("POST {KUEUE}/namespaces/ns/workloads"),
+            format!("PATCH {KUEUE}/namespaces/ns/workloads/job-low/status"),
+            format!("PATCH {KUEUE}/namespaces/ns/workloads/job-high/status"),
+            low_job.clone(),
+            format!("{low_job}/status"),
+            low_job.clone(),
+        ]
+        .map(|l| if l.starts_with('/') {
+            format!("PATCH {l}")
+        } else {
+            l
+        })
+    );
+    let w = env.writes();
+    let message = "Preempted to accommodate a workload (UID: uid-job-high, JobUID: uid-high) due to \
+                   prioritization in the ClusterQueue; preemptor path: /cq; preemptee path: /cq";
+    assert_eq!(
+        w[1].body["status"]["conditions"],
+        json!([
+            condition(
+                "QuotaReserved",
+                "True",
+                "QuotaReserved",
+                "Quota reserved in ClusterQueue cq"
+            ),
+            condition("Admitted", "True", "Admitted", "The workload is admitted"),
+            condition("Evicted", "True", "Preempted", message),
+            condition("Preempted", "True", "InClusterQueue", message),
+        ])
+    );
+    // The preemptor waits for its victim.
+    assert_eq!(
+        w[2].body["status"]["conditions"][0]["reason"],
+        "WaitingForPreemptedWorkloads"
+    );
+    // Suspend, clear startTime so the template may change, restore the template.
+    assert_eq!(
+        w[3].body,
+        json!([{"op": "add", "path": "/spec/suspend", "value": true}])
+    );
+    assert_eq!(
+        w[4].body,
+        json!([{"op": "remove", "path": "/status/startTime"}])
+    );
+    assert_eq!(
+        w[5].body,
+        json!([{"op": "remove", "path": "/spec/template/spec/nodeSelector"}])
+    );
+
+    // The Job controller reports the pods gone: the eviction completes and the preemptor runs.
+    let mut low = env.api.get(&low_job).unwrap();
+    low["status"] = json!({"active": 0});
+    env.api.put(&low_job, low);
+    env.applied(Source::Job(0), &low_job);
+    env.api.clear_requests();
+    env.step().await;
+    assert_eq!(
+        env.lines(),
+        [
+            format!("PATCH {KUEUE}/namespaces/ns/workloads/job-low/status"),
+            format!("PATCH {KUEUE}/namespaces/ns/workloads/job-high/status"),
+            // The requeued victim waits for quota again.
+            format!("PATCH {KUEUE}/namespaces/ns/workloads/job-low/status"),
+            "PATCH /apis/batch/v1/namespaces/ns/jobs/high".to_string(),
+        ]
+    );
+    let w = env.writes();
+    assert_eq!(w[0].body["status"]["admission"], Value::Null);
+    let conds = &w[0].body["status"]["conditions"];
+    assert_eq!(
+        conds[0],
+        condition("QuotaReserved", "False", "PendingEvaluation", message)
+    );
+    assert_eq!(
+        conds[1],
+        condition(
+            "Admitted",
+            "False",
+            "NoReservation",
+            "The workload has no reservation"
+        )
+    );
+    assert_eq!(
+        conds[4],
+        condition("Requeued", "True", "Preempted", message)
+    );
+    assert_eq!(w[1].body["status"]["admission"]["clusterQueue"], "cq");
+    assert_eq!(
+        w[2].body["status"]["conditions"][0]["reason"],
+        "WaitingForQuota"
+    );
+    assert_eq!(
+        w[3].body.as_array().unwrap().last().unwrap()["value"],
+        false
+    );
+}
+
+#[tokio::test]
+async fn a_finished_job_finishes_its_workload_and_releases_quota() {
+    let mut objects = basics("2");
+    objects.extend(running_low_job());
+    let mut env = Env::new(objects);
+    env.list_all();
+    env.step().await;
+    assert!(env.lines().is_empty(), "{:?}", env.lines());
+
+    let path = "/apis/batch/v1/namespaces/ns/jobs/low";
+    let mut low = env.api.get(path).unwrap();
+    low["status"] = json!({"active": 0, "conditions": [
+        {"type": "Complete", "status": "True", "message": "Reached expected number of succeeded pods"}]});
+    env.api.put(path, low);
+    env.applied(Source::Job(0), path);
+    env.step().await;
+    let w = env.writes();
+    assert_eq!(
+        env.lines(),
+        [format!(
+            "PATCH {KUEUE}/namespaces/ns/workloads/job-low/status"
+        )]
+    );
+    assert_eq!(
+        w[0].body["status"]["conditions"][2],
+        condition(
+            "Finished",
+            "True",
+            "Succeeded",
+            "Reached expected number of succeeded pods"
+        )
+    );
+    let s = env.controller.scheduler().unwrap();
+    let cq = s.cluster.cq_by_name["cq"];
+    assert!(s.cluster.admitted_in(cq).is_empty());
+}
+
+#[tokio::test]
+async fn a_conflicting_status_write_is_read_again_and_retried() {
+    let mut objects = basics("4");
+    objects.push(job("pi", "1", 1, queue_label(), true));
+    let mut env = Env::new(objects);
+    env.api.fail_next("PATCH", "/workloads/job-pi/status", 409);
+    env.list_all();
+    env.step().await;
+    let status = format!("{KUEUE}/namespaces/ns/workloads/job-pi");
+    assert_eq!(
+        env.lines(),
+        [
+            format!("POST {KUEUE}/namespaces/ns/workloads"),
+            format!("PATCH {status}/status"),
+            format!("GET {status}"),
+            format!("PATCH {status}/status"),
+            "PATCH /apis/batch/v1/namespaces/ns/jobs/pi".to_string(),
+        ]
+    );
+    let stored = env.api.get(&status).unwrap();
+    assert_eq!(stored["status"]["admission"]["clusterQueue"], "cq");
+}
+
+#[tokio::test]
+async fn a_failed_admission_write_is_released_in_memory_and_retried_later() {
+    let mut objects = basics("4");
+    objects.push(job("pi", "1", 1, queue_label(), true));
+    let mut env = Env::new(objects);
+    env.api.fail_next("PATCH", "/workloads/job-pi/status", 500);
+    env.list_all();
+    env.step().await;
+    let s = env.controller.scheduler().unwrap();
+    let cq = s.cluster.cq_by_name["cq"];
+    assert!(
+        s.cluster.admitted_in(cq).is_empty(),
+        "memory must not be ahead of the cluster"
+    );
+    assert!(
+        !env.lines().iter().any(|l| l.contains("/jobs/pi")),
+        "job not started"
+    );
+    env.api.clear_requests();
+    env.step().await;
+    assert_eq!(
+        env.lines(),
+        [
+            format!("PATCH {KUEUE}/namespaces/ns/workloads/job-pi/status"),
+            "PATCH /apis/batch/v1/namespaces/ns/jobs/pi".to_string(),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_restart_rebuilds_usage_from_admitted_workloads_before_the_first_cycle() {
+    let mut objects = basics("2");
+    objects.extend(running_low_job());
+    objects.push(job("next", "1", 1, queue_label(), true));
+    let mut env = Env::new(objects);
+    // Nothing happens until every source is listed.
+    let sources = env.controller.sources();
+    let (first, rest) = sources.split_first().unwrap();
+    env.controller.observe(Observed::Listed(*first, Vec::new()));
+    env.step().await;
+    assert!(env.api.requests().is_empty());
+    let _ = rest;
+    env.list_all();
+    env.step().await;
+    // The admitted Workload holds the whole quota: the new one waits instead of over-committing.
+    assert_eq!(
+        env.lines(),
+        [
+            format!("POST {KUEUE}/namespaces/ns/workloads"),
+            format!("PATCH {KUEUE}/namespaces/ns/workloads/job-next/status"),
+        ]
+    );
+    let w = env.writes();
+    let c = &w[1].body["status"]["conditions"][0];
+    assert_eq!(
+        (c["type"].as_str(), c["status"].as_str()),
+        (Some("QuotaReserved"), Some("False"))
+    );
+    assert_eq!(w[1].body["status"]["admission"], Value::Null);
+    let s = env.controller.scheduler().unwrap();
+    let cq = s.cluster.cq_by_name["cq"];
+    assert_eq!(s.cluster.admitted_in(cq).len(), 1);
+}
+
+fn group_pod(name: &str) -> (String, Value) {
+    (
+        format!("/api/v1/namespaces/ns/pods/{name}"),
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": name, "namespace": "ns", "creationTimestamp": T,
+                            "labels": {"kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/pod-group-name": "g"},
+                            "annotations": {"kueue.x-k8s.io/pod-group-total-count": "2"}},
+               "spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+                        "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}),
+    )
+}
+
+#[tokio::test]
+async fn a_pod_group_is_held_until_admitted_then_released_together() {
+    let mut objects = basics("4");
+    objects.push(group_pod("p0"));
+    let mut env = Env::new(objects);
+    env.list_all();
+    env.step().await;
+    assert!(
+        env.lines().is_empty(),
+        "an incomplete group waits: {:?}",
+        env.lines()
+    );
+
+    let (path, pod) = group_pod("p1");
+    env.api.put(&path, pod);
+    env.applied(Source::Pod, &path);
+    env.step().await;
+    assert_eq!(
+        env.lines(),
+        [
+            format!("POST {KUEUE}/namespaces/ns/workloads"),
+            format!("PATCH {KUEUE}/namespaces/ns/workloads/g/status"),
+            "PATCH /api/v1/namespaces/ns/pods/p0".to_string(),
+            "PATCH /api/v1/namespaces/ns/pods/p1".to_string(),
+        ]
+    );
+    let w = env.writes();
+    assert_eq!(w[0].body["spec"]["podSets"][0]["count"], 2);
+    assert_eq!(
+        w[2].body,
+        json!([
+            {"op": "test", "path": "/spec/schedulingGates/0/name", "value": "kueue.x-k8s.io/admission"},
+            {"op": "remove", "path": "/spec/schedulingGates/0"},
+            {"op": "add", "path": "/spec/nodeSelector", "value": {"gpu": "a"}},
+            {"op": "add", "path": "/spec/tolerations",
+             "value": [{"key": "dedicated", "operator": "Equal", "value": "gpu-a", "effect": "NoSchedule"}]},
+        ])
+    );
+    let p0 = env.api.get("/api/v1/namespaces/ns/pods/p0").unwrap();
+    assert_eq!(p0["spec"]["schedulingGates"], json!([]));
+}
+
+#[tokio::test]
+async fn a_ray_job_is_admitted_as_one_gang_of_head_and_workers() {
+    let mut objects = basics("4");
+    objects.push((
+        "/apis/ray.io/v1/namespaces/ns/rayjobs/train".into(),
+        json!({"apiVersion": "ray.io/v1", "kind": "RayJob",
+               "metadata": {"name": "train", "namespace": "ns", "labels": queue_label(), "creationTimestamp": T},
+               "spec": {"suspend": true, "rayClusterSpec": {
+                   "headGroupSpec": {"template": {"spec": {"containers": [
+                       {"name": "head", "image": "ray", "resources": {"requests": {"cpu": "1"}}}]}}},
+                   "workerGroupSpecs": [{"groupName": "Workers", "replicas": 3, "template": {"spec": {"containers": [
+                       {"name": "w", "image": "ray", "resources": {"requests": {"cpu": "1"}}}]}}}]}}}),
+    ));
+    let mut env = Env::new(objects);
+    env.list_all();
+    env.step().await;
+    assert_eq!(
+        env.lines(),
+        [
+            format!("POST {KUEUE}/namespaces/ns/workloads"),
+            format!("PATCH {KUEUE}/namespaces/ns/workloads/rayjob-train/status"),
+            "PATCH /apis/ray.io/v1/namespaces/ns/rayjobs/train".to_string(),
+        ]
+    );
+    let w = env.writes();
+    let sets: Vec<(String, i64)> = w[0].body["spec"]["podSets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_string(),
+                p["count"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(sets, [("head".to_string(), 1), ("workers".to_string(), 3)]);
+    let assigned: Vec<&str> = w[1].body["status"]["admission"]["podSetAssignments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(assigned, ["head", "workers"]);
+    let paths: Vec<&str> = w[2]
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|op| op["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "/spec/rayClusterSpec/headGroupSpec/template/spec/nodeSelector",
+            "/spec/rayClusterSpec/headGroupSpec/template/spec/tolerations",
+            "/spec/rayClusterSpec/workerGroupSpecs/0/template/spec/nodeSelector",
+            "/spec/rayClusterSpec/workerGroupSpecs/0/template/spec/tolerations",
+            "/spec/suspend",
+        ]
+    );
+}
+
+#[test]
+fn crds_are_generated_with_kueue_names_columns_and_status() {
+    let crds = wasq::k8s::crds::crds();
+    let names: Vec<String> = crds
+        .iter()
+        .map(|c| c.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "resourceflavors.kueue.x-k8s.io",
+            "cohorts.kueue.x-k8s.io",
+            "clusterqueues.kueue.x-k8s.io",
+            "localqueues.kueue.x-k8s.io",
+            "workloadpriorityclasses.kueue.x-k8s.io",
+            "workloads.kueue.x-k8s.io",
+        ]
+    );
+    let wl = serde_json::to_value(&crds[5]).unwrap();
+    assert_eq!(
+        wl["spec"]["names"]["shortNames"],
+        json!(["kwl", "kueueworkload", "kueueworkloads"])
+    );
+    let v = &wl["spec"]["versions"][0];
+    assert_eq!(
+        (v["name"].as_str(), v["storage"].as_bool()),
+        (Some("v1beta2"), Some(true))
+    );
+    assert_eq!(v["subresources"], json!({"status": {}}));
+    let schema = &v["schema"]["openAPIV3Schema"];
+    assert_eq!(
+        schema["properties"]["status"]["properties"]["conditions"]["x-kubernetes-list-type"],
+        "map"
+    );
+    let quota = &serde_json::to_value(&crds[2]).unwrap()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        ["properties"]["spec"]["properties"]["resourceGroups"]["items"]["properties"]["flavors"]["items"]
+        ["properties"]["resources"]["items"]["properties"]["nominalQuota"];
+    assert_eq!(quota["x-kubernetes-int-or-string"], true);
+    assert_eq!(wl["spec"]["versions"][1]["name"], "v1beta1");
+}
