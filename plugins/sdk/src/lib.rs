@@ -39,6 +39,8 @@
 //! time they see. The host limits each instance to 64 MiB of memory and each call to 10 ms; a
 //! trap, a timeout or an invalid answer makes the host fall back to its built-in policy.
 
+#![warn(missing_docs)]
+
 #[doc(hidden)]
 pub mod bindings;
 pub mod catalog;

@@ -1,0 +1,44 @@
+//! {{name}}: an admission-ordering plugin for wasq.
+//!
+//! Describe here what the policy does and how it differs from Kueue's default. As generated, it
+//! orders workloads as Kueue does: higher priority first, then older first.
+
+use wasq_policy_sdk::prelude::*;
+
+/// The policy. The SDK builds it with `Default` on the first call; keep state in its fields.
+#[derive(Debug, Default)]
+pub struct Policy;
+
+impl OrderingPolicy for Policy {
+    /// The key a workload is queued under; smallest first.
+    fn sort_key(&mut self, _catalog: &Catalog, workload: &Workload, _now: Millis) -> SortKey {
+        SortKey {
+            primary: workload.priority.saturating_neg(),
+            secondary: workload.created,
+            tertiary: 0,
+        }
+    }
+
+    // `order_heads` (the order of a cycle's heads) keeps Kueue's default; override it here to
+    // change it.
+}
+
+wasq_policy_sdk::export_ordering!(Policy);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasq_policy_sdk::testing::{CatalogBuilder, workload};
+
+    #[test]
+    fn higher_priority_then_older_first() {
+        let catalog = CatalogBuilder::new().build();
+        let mut policy = Policy;
+        let high = policy.sort_key(&catalog, &workload(1, 0, 10, 200), 0);
+        let low_old = policy.sort_key(&catalog, &workload(2, 0, 1, 100), 0);
+        let low_new = policy.sort_key(&catalog, &workload(3, 0, 1, 300), 0);
+        let key = |k: &SortKey| (k.primary, k.secondary, k.tertiary);
+        assert!(key(&high) < key(&low_old));
+        assert!(key(&low_old) < key(&low_new));
+    }
+}
