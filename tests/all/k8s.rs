@@ -679,3 +679,54 @@ fn crds_are_generated_with_kueue_names_columns_and_status() {
     assert_eq!(quota["x-kubernetes-int-or-string"], true);
     assert_eq!(wl["spec"]["versions"][1]["name"], "v1beta1");
 }
+
+#[test]
+fn the_example_integration_is_configuration_only() {
+    let text = std::fs::read_to_string("examples/deploy/integrations.yaml").unwrap();
+    let kinds = integration::parse(&text).unwrap();
+    let job = json!({"spec": {"pytorchReplicaSpecs": {
+        "Master": {"replicas": 1, "template": {"spec": {"containers": []}}},
+        "Worker": {"replicas": 4, "template": {"spec": {"containers": []}}}}}});
+    let sets: Vec<(String, i32)> = kinds[0]
+        .pod_sets(&job)
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.name, p.count))
+        .collect();
+    assert_eq!(sets, [("master".to_string(), 1), ("worker".to_string(), 4)]);
+}
+
+/// Against a real cluster (kind, k3s, a cloud cluster) with wasq's CRDs applied
+/// (`wasq crds | kubectl apply --server-side -f -`) and no other queueing controller: lists
+/// every source through the cluster's API and checks that the controller becomes ready.
+#[tokio::test]
+#[ignore = "needs cluster"]
+async fn the_controller_syncs_with_a_real_cluster() {
+    let client = kube::Client::try_default().await.expect("a kubeconfig");
+    let controller = Controller::new(
+        Writer::new(client.clone(), Some("wasq-test".into())),
+        Vec::new(),
+        false,
+        Arc::new(Metrics::new("standalone")),
+        Arc::new(|| jiff::Timestamp::now().as_millisecond()),
+        Arc::new(|_| {}),
+    );
+    let mut controller = controller;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for source in controller.sources() {
+        let resource = match source {
+            Source::Kueue(k) => k.api_resource(),
+            _ => kube::core::ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&()),
+        };
+        wasq::k8s::watch::spawn(client.clone(), source, resource, tx.clone());
+    }
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !controller.shared.read().unwrap().ready {
+        let ev = tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .expect("every source listed within a minute")
+            .expect("watchers running");
+        controller.observe(ev);
+        controller.step().await;
+    }
+}
