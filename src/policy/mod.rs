@@ -71,6 +71,8 @@ pub struct HeadEntry {
     pub created: Millis,
     pub queued: Millis,
     pub local_queue: Option<LqId>,
+    /// The key it was queued under.
+    pub key: SortKey,
 }
 
 pub trait OrderingPolicy: Send + Sync {

@@ -262,6 +262,7 @@ fn order_entries(
                 created: wl.created,
                 queued: wl.queued,
                 local_queue: wl.lq,
+                key: s.keys.get(&e.workload).copied().unwrap_or_default(),
             }
         })
         .collect();

@@ -41,6 +41,8 @@ pub struct Limits {
 pub type Progress<'a> = &'a mut dyn FnMut(f64, usize, usize);
 
 /// One simulation run.
+type FallbackKey = (String, String, &'static str, &'static str);
+
 pub struct Simulation {
     pub scheduler: Scheduler,
     t0: Millis,
@@ -57,6 +59,9 @@ pub struct Simulation {
     pub(crate) events: Vec<Event>,
     pub(crate) usage_integral: Vec<i128>,
     pub(crate) preemptions: Vec<u64>,
+    /// Fallbacks to the built-in policy: (plugin, digest, extension, reason) → (count, last
+    /// error).
+    pub(crate) fallbacks: BTreeMap<FallbackKey, (u64, String)>,
     pub(crate) cycles: u64,
 }
 
@@ -85,6 +90,7 @@ impl Simulation {
             events: Vec::new(),
             usage_integral: Vec::new(),
             preemptions: Vec::new(),
+            fallbacks: BTreeMap::new(),
             cycles: 0,
         };
         let cluster = &sim.scheduler.cluster;
@@ -115,6 +121,20 @@ impl Simulation {
 
     pub fn now(&self) -> Millis {
         self.now
+    }
+
+    fn count_fallbacks(&mut self) {
+        for f in self.scheduler.take_fallbacks() {
+            let key = (
+                f.policy.name,
+                f.policy.digest,
+                f.extension,
+                f.error.reason(),
+            );
+            let entry = self.fallbacks.entry(key).or_default();
+            entry.0 += 1;
+            entry.1 = f.error.to_string();
+        }
     }
 
     fn schedule_finish(&mut self, id: WorkloadId, at: Millis) {
@@ -292,6 +312,7 @@ impl Simulation {
             }
             let outcome = self.scheduler.schedule(self.now);
             self.cycles += 1;
+            self.count_fallbacks();
             let made_progress = self.apply(outcome.decisions);
             if let Some(p) = progress.as_mut() {
                 let settled = self.finished.iter().filter(|&&f| f).count();

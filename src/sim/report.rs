@@ -92,6 +92,22 @@ pub struct Summary {
     pub cluster_queue_classes: BTreeMap<String, f64>,
     /// Per workload class (annotation `sim.wasq.dev/class`).
     pub workload_classes: BTreeMap<String, ClassSummary>,
+    /// Decisions the built-in policy made because a plugin failed, by plugin, extension and
+    /// reason. Empty when every plugin answered.
+    pub fallbacks: Vec<FallbackCount>,
+}
+
+/// How often one plugin failed for one reason.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FallbackCount {
+    pub plugin: String,
+    pub digest: String,
+    pub extension: String,
+    pub reason: String,
+    pub count: u64,
+    /// The last error message.
+    pub last_error: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -255,6 +271,20 @@ pub fn build(sim: &Simulation) -> Report {
                         },
                     )
                 })
+                .collect(),
+            fallbacks: sim
+                .fallbacks
+                .iter()
+                .map(
+                    |((plugin, digest, extension, reason), (count, last))| FallbackCount {
+                        plugin: plugin.clone(),
+                        digest: digest.clone(),
+                        extension: extension.to_string(),
+                        reason: reason.to_string(),
+                        count: *count,
+                        last_error: last.clone(),
+                    },
+                )
                 .collect(),
         },
     }

@@ -11,6 +11,7 @@
 mod bindings;
 mod convert;
 mod engine;
+pub mod guests;
 mod limits;
 mod load;
 mod plugin;
@@ -24,4 +25,4 @@ pub use limits::Limits;
 pub use load::{LoadError, PluginInfo, PluginKind, digest_of, load_file};
 pub use plugin::{Exposure, Plugin, PluginStatus};
 pub use policies::{WasmFlavors, WasmOrdering, WasmPreemption};
-pub use registry::{BindError, Bindings, Registry};
+pub use registry::{ANNOTATION_PREFIX, BUILTIN, BindError, Bindings, HostOptions, Registry};

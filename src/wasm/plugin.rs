@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use wasmtime::{Store, Trap};
 
-use super::bindings::{flavors, ordering, preemption, types};
+use super::bindings::{flavors, ordering, preemption};
 use super::convert;
 use super::engine::WasmEngine;
 use super::limits::Limits;
@@ -364,4 +364,3 @@ pub(super) fn exposed_keys(cluster: &Cluster, exposure: &Exposure) -> BTreeSet<S
     }
     keys
 }
-

@@ -78,6 +78,11 @@ impl OrderingPolicy for WasmOrdering {
                 priority: h.priority,
                 created: h.created,
                 queued: h.queued,
+                key: ord::SortKey {
+                    primary: h.key.0[0],
+                    secondary: h.key.0[1],
+                    tertiary: h.key.0[2],
+                },
             })
             .collect();
         let order = self.0.call(cx.cluster, "order-heads", |call| {

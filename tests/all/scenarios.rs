@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use wasq::sim::{EventType, Limits, Report, Scenario, Simulation};
 
 /// Options a scenario asks for in a `# wasq-test: ...` header line.
-fn limits_of(text: &str) -> Limits {
+pub fn limits_of(text: &str) -> Limits {
     let mut limits = Limits::default();
     for line in text
         .lines()
