@@ -13,7 +13,12 @@ use super::load::{LoadError, PluginKind, load_file};
 use super::plugin::{Exposure, Plugin};
 use super::policies::{WasmFlavors, WasmOrdering, WasmPreemption};
 use crate::cluster::{Cluster, CqId};
-use crate::policy::PolicySet;
+use crate::policy::{
+    FlavorAssignmentPolicy, FlavorChoiceRequest, HeadEntry, OrderingPolicy, PolicyContext,
+    PolicyError, PolicyRef, PolicySet, PreemptionPolicy, PreemptionRequest, QueuedWorkload,
+    VictimSet,
+};
+use crate::queue::SortKey;
 
 /// The name that selects the built-in policy.
 pub const BUILTIN: &str = "builtin";
@@ -75,12 +80,15 @@ pub enum BindError {
         actual: PluginKind,
         wanted: PluginKind,
     },
-    #[error("{context}: plugin `{name}` could not be loaded: {error}")]
-    Unloadable {
-        context: String,
-        name: String,
-        error: LoadError,
-    },
+}
+
+/// What a binding resolves to.
+enum Resolved {
+    Builtin,
+    Plugin(Arc<Plugin>),
+    /// The file exists but was refused: every call falls back to the built-in, counted as a
+    /// load error, until a good file replaces it.
+    Unloadable(LoadError),
 }
 
 /// Settings that apply to every plugin of a registry.
@@ -187,21 +195,12 @@ impl Registry {
         self.plugins.get(name)
     }
 
-    fn resolve(
-        &self,
-        kind: PluginKind,
-        name: &str,
-        context: &str,
-    ) -> Result<Option<Arc<Plugin>>, BindError> {
+    fn resolve(&self, kind: PluginKind, name: &str, context: &str) -> Result<Resolved, BindError> {
         if name == BUILTIN {
-            return Ok(None);
+            return Ok(Resolved::Builtin);
         }
         if let Some(error) = self.failed.get(name) {
-            return Err(BindError::Unloadable {
-                context: context.to_string(),
-                name: name.to_string(),
-                error: error.clone(),
-            });
+            return Ok(Resolved::Unloadable(error.clone()));
         }
         let Some(plugin) = self.plugins.get(name) else {
             let mut available: Vec<&str> = self
@@ -230,20 +229,35 @@ impl Registry {
                 wanted: kind,
             });
         }
-        Ok(Some(plugin.clone()))
+        Ok(Resolved::Plugin(plugin.clone()))
     }
 
-    /// The policies `bindings` select, built-in where they say `builtin`.
+    /// The policies `bindings` select, built-in where they say `builtin`. A name with no file
+    /// in the directory, or a plugin of another kind, is an error; a file that was refused at
+    /// load is bound anyway and every call falls back to the built-in (reason `load-error`).
     pub fn policy_set(&self, bindings: &Bindings, context: &str) -> Result<PolicySet, BindError> {
         let mut set = PolicySet::builtin();
         for kind in PluginKind::ALL {
-            let Some(plugin) = self.resolve(kind, bindings.get(kind), context)? else {
-                continue;
-            };
-            match kind {
-                PluginKind::Ordering => set.ordering = Arc::new(WasmOrdering(plugin)),
-                PluginKind::Preemption => set.preemption = Arc::new(WasmPreemption(plugin)),
-                PluginKind::FlavorAssignment => set.flavors = Arc::new(WasmFlavors(plugin)),
+            let name = bindings.get(kind);
+            match self.resolve(kind, name, context)? {
+                Resolved::Builtin => {}
+                Resolved::Plugin(plugin) => match kind {
+                    PluginKind::Ordering => set.ordering = Arc::new(WasmOrdering(plugin)),
+                    PluginKind::Preemption => set.preemption = Arc::new(WasmPreemption(plugin)),
+                    PluginKind::FlavorAssignment => set.flavors = Arc::new(WasmFlavors(plugin)),
+                },
+                Resolved::Unloadable(error) => {
+                    tracing::warn!(plugin = name, %error, extension = %kind, "bound plugin cannot be loaded; the built-in policy decides");
+                    let u = Arc::new(Unloadable {
+                        name: name.to_string(),
+                        error: error.to_string(),
+                    });
+                    match kind {
+                        PluginKind::Ordering => set.ordering = u,
+                        PluginKind::Preemption => set.preemption = u,
+                        PluginKind::FlavorAssignment => set.flavors = u,
+                    }
+                }
             }
         }
         Ok(set)
@@ -273,5 +287,66 @@ impl Registry {
             }
         }
         Ok((default_set, per_cq))
+    }
+}
+
+/// A bound plugin whose file was refused: every call fails with the load error.
+struct Unloadable {
+    name: String,
+    error: String,
+}
+
+impl Unloadable {
+    fn fail<T>(&self) -> Result<T, PolicyError> {
+        Err(PolicyError::Unavailable(self.error.clone()))
+    }
+
+    fn policy_ref(&self) -> PolicyRef {
+        PolicyRef {
+            name: self.name.clone(),
+            digest: "unloadable".into(),
+        }
+    }
+}
+
+impl OrderingPolicy for Unloadable {
+    fn id(&self) -> PolicyRef {
+        self.policy_ref()
+    }
+
+    fn sort_keys(
+        &self,
+        _: &PolicyContext<'_>,
+        _: &[QueuedWorkload],
+    ) -> Result<Vec<SortKey>, PolicyError> {
+        self.fail()
+    }
+
+    fn order_heads(
+        &self,
+        _: &PolicyContext<'_>,
+        _: &[HeadEntry],
+    ) -> Result<Vec<usize>, PolicyError> {
+        self.fail()
+    }
+}
+
+impl PreemptionPolicy for Unloadable {
+    fn id(&self) -> PolicyRef {
+        self.policy_ref()
+    }
+
+    fn select_victims(&self, _: &PreemptionRequest<'_>) -> Result<Option<VictimSet>, PolicyError> {
+        self.fail()
+    }
+}
+
+impl FlavorAssignmentPolicy for Unloadable {
+    fn id(&self) -> PolicyRef {
+        self.policy_ref()
+    }
+
+    fn choose_flavor(&self, _: &FlavorChoiceRequest<'_>) -> Result<Option<usize>, PolicyError> {
+        self.fail()
     }
 }

@@ -6,4 +6,5 @@ mod manifests;
 mod plugins;
 mod scenarios;
 mod sim_inputs;
+mod wasm_containment;
 mod wasm_parity;

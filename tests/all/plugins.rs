@@ -4,8 +4,11 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
+use wasq::sim::{Report, Scenario, Simulation};
 use wasq::wasm::guests::{BuiltPlugins, build_repository_plugins};
-use wasq::wasm::{HostOptions, Registry, WasmEngine};
+use wasq::wasm::{Bindings, HostOptions, Registry, WasmEngine};
+
+use super::scenarios::limits_of;
 
 /// The repository's plugins and fixtures, built on first use.
 pub fn built() -> &'static BuiltPlugins {
@@ -36,4 +39,32 @@ pub fn plugins() -> Registry {
 /// The misbehaving fixtures with default options.
 pub fn fixtures(options: &HostOptions) -> Registry {
     registry(&built().fixtures, options)
+}
+
+/// Simulates a scenario file (its `# wasq-test:` limits apply) with the built-in policies, or
+/// with `bindings` resolved in `registry` (ClusterQueue annotations included).
+pub fn run(path: &Path, plugins: Option<(&Registry, &Bindings)>) -> Report {
+    let text = std::fs::read_to_string(path).expect("scenario readable");
+    let scenario = Scenario::load(&[path.to_path_buf()]).expect("scenario loads");
+    let mut sim = Simulation::new(scenario);
+    if let Some((registry, bindings)) = plugins {
+        let (default, per_cq) = registry
+            .bind(&sim.scheduler.cluster, bindings)
+            .expect("bindings resolve");
+        sim.scheduler.set_default_policies(default);
+        for (cq, set) in per_cq {
+            sim.scheduler.set_cq_policies(cq, set);
+        }
+    }
+    sim.run(&limits_of(&text), None);
+    sim.report()
+}
+
+/// Bindings from `EXT=NAME` specs.
+pub fn bindings(specs: &[&str]) -> Bindings {
+    let mut b = Bindings::default();
+    for spec in specs {
+        b.set(spec).expect("valid binding");
+    }
+    b
 }

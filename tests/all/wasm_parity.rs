@@ -2,28 +2,11 @@
 //! the built-in decisions — same events at the same times, same final state — and every
 //! decision is attributed to the plugin that made it.
 
-use wasq::sim::{EventType, Report, Scenario, Simulation};
-use wasq::wasm::{Bindings, Registry};
+use wasq::sim::{EventType, Report};
+use wasq::wasm::Bindings;
 
-use super::plugins::plugins;
-use super::scenarios::{limits_of, outcome_lines, scenario_files};
-
-fn run(path: &std::path::Path, registry: Option<(&Registry, &Bindings)>) -> Report {
-    let text = std::fs::read_to_string(path).expect("scenario readable");
-    let scenario = Scenario::load(&[path.to_path_buf()]).expect("scenario loads");
-    let mut sim = Simulation::new(scenario);
-    if let Some((registry, bindings)) = registry {
-        let (default, per_cq) = registry
-            .bind(&sim.scheduler.cluster, bindings)
-            .expect("bindings resolve");
-        sim.scheduler.set_default_policies(default);
-        for (cq, set) in per_cq {
-            sim.scheduler.set_cq_policies(cq, set);
-        }
-    }
-    sim.run(&limits_of(&text), None);
-    sim.report()
-}
+use super::plugins::{plugins, run};
+use super::scenarios::{outcome_lines, scenario_files};
 
 fn kueue_default() -> Bindings {
     let mut b = Bindings::default();

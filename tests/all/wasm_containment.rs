@@ -1,0 +1,215 @@
+//! Containment: every misbehaving fixture (trap, endless loop, unbounded allocation, out-of-range
+//! or duplicate indices, a forbidden import) is stopped within its limit, the scheduler carries
+//! on, the decision equals the built-in one, and the fallback names the plugin and the reason.
+
+use std::path::{Path, PathBuf};
+
+use wasq::sim::{EventType, Report};
+use wasq::wasm::{BindError, HostOptions, Limits, LoadError};
+
+use super::plugins::{bindings, fixtures, plugins, run};
+use super::scenarios::outcome_lines;
+
+fn scenario(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scenarios")
+        .join(name)
+}
+
+/// Fallback entries of `plugin` in a report: (reason, count, last error).
+fn fallbacks_of(report: &Report, plugin: &str) -> Vec<(String, u64, String)> {
+    report
+        .summary
+        .fallbacks
+        .iter()
+        .filter(|f| f.plugin == plugin)
+        .map(|f| (f.reason.clone(), f.count, f.last_error.clone()))
+        .collect()
+}
+
+#[test]
+fn each_misbehaving_plugin_is_contained_and_the_builtin_decides() {
+    let cases = [
+        // (fixture, extension, scenario, reason, text the error must contain)
+        (
+            "fixture-trap",
+            "ordering",
+            "sched-entry-ordering.yaml",
+            "trap",
+            "fixture-trap: refusing",
+        ),
+        (
+            "fixture-out-of-range",
+            "ordering",
+            "sched-entry-ordering.yaml",
+            "invalid-answer",
+            "order has 5 entries, expected 4",
+        ),
+        (
+            "fixture-loop",
+            "preemption",
+            "preempt-lowest-priority.yaml",
+            "timeout",
+            "deadline of 10 ms exceeded",
+        ),
+        (
+            "fixture-duplicates",
+            "preemption",
+            "preempt-lowest-priority.yaml",
+            "invalid-answer",
+            "appears twice",
+        ),
+        (
+            "fixture-alloc",
+            "flavor-assignment",
+            "preempt-lowest-priority.yaml",
+            "out-of-memory",
+            "memory limit of 67108864 bytes",
+        ),
+        (
+            "fixture-forbidden-import",
+            "ordering",
+            "sched-entry-ordering.yaml",
+            "load-error",
+            "imports `wasi:",
+        ),
+    ];
+    let registry = fixtures(&HostOptions::default());
+    for (fixture, extension, file, reason, text) in cases {
+        let path = scenario(file);
+        let native = run(&path, None);
+        let b = bindings(&[&format!("{extension}={fixture}")]);
+        let contained = run(&path, Some((&registry, &b)));
+        assert_eq!(
+            outcome_lines(&native),
+            outcome_lines(&contained),
+            "{fixture}: decisions differ from the built-in"
+        );
+        let found = fallbacks_of(&contained, fixture);
+        assert!(
+            found
+                .iter()
+                .any(|(r, n, e)| r == reason && *n > 0 && e.contains(text)),
+            "{fixture}: expected a `{reason}` fallback mentioning {text:?}, got {found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .all(|(r, ..)| r == reason || r == "quarantined"),
+            "{fixture}: unexpected reasons {found:?}"
+        );
+        // Decisions the fixture could not make are attributed to the built-in.
+        for e in contained
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventType::Admitted | EventType::Preempted))
+        {
+            assert_ne!(e.policy.name, fixture, "{fixture}: {e:?}");
+        }
+    }
+}
+
+#[test]
+fn repeated_failures_quarantine_the_plugin_until_its_file_changes() {
+    let options = HostOptions {
+        limits: Limits {
+            quarantine_after: 3,
+            ..Limits::default()
+        },
+        ..HostOptions::default()
+    };
+    let registry = fixtures(&options);
+    let b = bindings(&["ordering=fixture-trap"]);
+    // A scenario with arrivals over time: many ordering calls.
+    let report = run(
+        &scenario("life-strict-vs-besteffort-fifo.yaml"),
+        Some((&registry, &b)),
+    );
+    let status = registry.get("fixture-trap").expect("loaded").status();
+    assert!(status.quarantined, "{status:?}");
+    assert_eq!(status.failures.get("trap"), Some(&3), "{status:?}");
+    assert_eq!(status.calls, 3, "no call reaches a quarantined plugin");
+    let found = fallbacks_of(&report, "fixture-trap");
+    assert!(
+        found.iter().any(|(r, n, _)| r == "quarantined" && *n > 0),
+        "{found:?}"
+    );
+    assert_eq!(
+        outcome_lines(&report),
+        outcome_lines(&run(&scenario("life-strict-vs-besteffort-fifo.yaml"), None))
+    );
+}
+
+#[test]
+fn a_forbidden_import_is_refused_at_load_naming_the_import() {
+    let registry = fixtures(&HostOptions::default());
+    let (_, error) = registry
+        .failures()
+        .find(|(name, _)| *name == "fixture-forbidden-import")
+        .expect("the forbidden-import fixture is refused");
+    match error {
+        LoadError::ForbiddenImport { import, .. } => {
+            assert!(
+                import.starts_with("wasi:clocks/") || import.starts_with("wasi:filesystem/"),
+                "{import}"
+            );
+        }
+        other => panic!("unexpected error {other}"),
+    }
+    assert!(error.to_string().contains("fixture-forbidden-import.wasm"));
+    // Every other fixture loads: they misbehave only when called.
+    assert_eq!(registry.failures().count(), 1);
+}
+
+#[test]
+fn bindings_name_unknown_plugins_and_wrong_kinds() {
+    let registry = plugins();
+    let cluster =
+        wasq::sim::Scenario::load(&[scenario("preempt-lowest-priority.yaml")]).expect("loads");
+    let sim = wasq::sim::Simulation::new(cluster);
+    let err = registry
+        .bind(
+            &sim.scheduler.cluster,
+            &bindings(&["preemption=no-such-plugin"]),
+        )
+        .err()
+        .expect("unknown plugin refused");
+    assert!(matches!(err, BindError::UnknownPlugin { .. }), "{err}");
+    assert!(
+        err.to_string().contains("kueue-default-preemption"),
+        "{err}"
+    );
+    let err = registry
+        .bind(
+            &sim.scheduler.cluster,
+            &bindings(&["preemption=kueue-default-ordering"]),
+        )
+        .err()
+        .expect("wrong kind refused");
+    assert!(
+        err.to_string()
+            .contains("plugin `kueue-default-ordering` implements ordering, not preemption"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_cluster_queue_annotation_overrides_the_default_binding() {
+    // The same scenario, with the ClusterQueue bound to the duplicates fixture by annotation.
+    let text = std::fs::read_to_string(scenario("preempt-lowest-priority.yaml")).expect("read");
+    let annotated = text.replace(
+        "metadata: {name: standalone}",
+        "metadata:\n  name: standalone\n  annotations: {policy.wasq.dev/preemption: fixture-duplicates}",
+    );
+    assert_ne!(text, annotated);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("annotated.yaml");
+    std::fs::write(&path, annotated).expect("write");
+    let registry = fixtures(&HostOptions::default());
+    let report = run(&path, Some((&registry, &bindings(&[]))));
+    let found = fallbacks_of(&report, "fixture-duplicates");
+    assert!(
+        found.iter().any(|(r, ..)| r == "invalid-answer"),
+        "{found:?}"
+    );
+}
