@@ -40,6 +40,7 @@ mod tests {
             priority,
             created,
             queued: created,
+            key: kueue::sort_key_with_priority(priority, created),
         }
     }
 

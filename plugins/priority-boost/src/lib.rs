@@ -6,14 +6,13 @@
 //! cycle's heads by (second pass first, lower borrowing level, higher effective priority,
 //! older), stable.
 //!
-//! Heads carry no annotations, so the boost of each workload is remembered when its sort key is
-//! computed (workload handles are never reused). A head whose workload was never keyed by this
-//! instance (for example after the host replaced the instance) is ordered by its priority alone.
+//! Heads carry no annotations; each carries the key its workload was queued under (`head.key`,
+//! computed by this plugin's `sort_key`), so a head's effective priority is `-key.primary` and
+//! the plugin keeps no state. (Where the host had to use its built-in key because a `sort-keys`
+//! call failed, that key holds the plain priority, so head order still agrees with queue order.)
 //!
 //! Differences from Kueue's default: the boost above. The priority the host uses for preemption
 //! eligibility is not changed.
-
-use std::collections::BTreeMap;
 
 use wasq_policy_sdk::prelude::*;
 
@@ -21,16 +20,10 @@ use wasq_policy_sdk::prelude::*;
 pub const ANNOTATION: &str = "wasq.dev/priority-boost";
 /// The largest boost, up or down.
 pub const MAX_BOOST: i64 = 1_000_000_000;
-/// The most boosts remembered; the memory is cleared when it would grow past this.
-const MAX_REMEMBERED: usize = 1 << 16;
 
 /// Kueue's ordering with `wasq.dev/priority-boost` added to the priority.
 #[derive(Debug, Default)]
-pub struct PriorityBoost {
-    /// Non-zero boosts by workload handle, from the last sort key computed for each. (A
-    /// `BTreeMap`: std's `HashMap` seeds its hasher from `wasi:random`, which the host refuses.)
-    boosts: BTreeMap<WorkloadId, i64>,
-}
+pub struct PriorityBoost;
 
 /// The boost an annotation value gives: an integer (optionally signed), clamped; 0 when it is
 /// not an integer.
@@ -63,30 +56,21 @@ impl PriorityBoost {
             .map_or(0, parse_boost)
     }
 
-    fn remember(&mut self, workload: WorkloadId, boost: i64) {
-        if boost == 0 {
-            self.boosts.remove(&workload);
-            return;
-        }
-        if self.boosts.len() >= MAX_REMEMBERED && !self.boosts.contains_key(&workload) {
-            self.boosts.clear();
-        }
-        self.boosts.insert(workload, boost);
+    /// The effective priority a head was queued with: the negated primary of its sort key (the
+    /// exact inverse of [`kueue::sort_key_with_priority`]).
+    pub fn effective_priority(head: &Head) -> i64 {
+        head.key.primary.wrapping_neg()
     }
 }
 
 impl OrderingPolicy for PriorityBoost {
     fn sort_key(&mut self, catalog: &Catalog, workload: &Workload, _: Millis) -> SortKey {
         let boost = PriorityBoost::boost(catalog, workload);
-        self.remember(workload.id, boost);
         kueue::sort_key_with_priority(workload.priority.saturating_add(boost), workload.created)
     }
 
     fn order_heads(&mut self, _: &Catalog, heads: &[Head], _: Millis) -> Vec<u32> {
-        kueue::order_heads_by_priority(heads, |h| {
-            let boost = self.boosts.get(&h.workload).copied().unwrap_or(0);
-            h.priority.saturating_add(boost)
-        })
+        kueue::order_heads_by_priority(heads, PriorityBoost::effective_priority)
     }
 }
 
@@ -95,7 +79,7 @@ wasq_policy_sdk::export_ordering!(PriorityBoost);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasq_policy_sdk::testing::{CatalogBuilder, workload};
+    use wasq_policy_sdk::testing::{self, CatalogBuilder, workload};
     use wasq_policy_sdk::types::Annotation;
 
     fn boosted(id: u32, priority: i64, created: i64, boost: &str) -> Workload {
@@ -107,17 +91,11 @@ mod tests {
         w
     }
 
-    fn head(workload: u32, priority: i64, created: i64) -> Head {
-        Head {
-            workload,
-            cluster_queue: 0,
-            local_queue: None,
-            has_reservation: false,
-            borrow_level: 0,
-            priority,
-            created,
-            queued: created,
-        }
+    /// The head of a workload, queued under this plugin's key.
+    fn head(p: &mut PriorityBoost, cat: &Catalog, w: &Workload) -> Head {
+        let mut h = testing::head(w.id, w.cluster_queue, w.priority, w.created);
+        h.key = p.sort_key(cat, w, 0);
+        h
     }
 
     #[test]
@@ -135,7 +113,7 @@ mod tests {
     #[test]
     fn boost_changes_queue_order() {
         let cat = CatalogBuilder::new().annotation_key(ANNOTATION).build();
-        let mut p = PriorityBoost::default();
+        let mut p = PriorityBoost;
         let k = p.sort_key(&cat, &boosted(1, 10, 5, "20"), 0);
         assert_eq!((k.primary, k.secondary, k.tertiary), (-30, 5, 0));
         let plain = p.sort_key(&cat, &workload(2, 0, 10, 5), 0);
@@ -147,14 +125,23 @@ mod tests {
     }
 
     #[test]
-    fn remembered_boosts_order_heads() {
+    fn heads_are_ordered_by_their_keys() {
         let cat = CatalogBuilder::new().annotation_key(ANNOTATION).build();
-        let mut p = PriorityBoost::default();
-        p.sort_key(&cat, &boosted(1, 0, 5, "100"), 0);
-        let heads = [head(2, 50, 1), head(1, 0, 5), head(3, 50, 0)];
+        let mut p = PriorityBoost;
+        let heads = [
+            head(&mut p, &cat, &workload(2, 0, 50, 1)),
+            head(&mut p, &cat, &boosted(1, 0, 5, "100")),
+            head(&mut p, &cat, &workload(3, 0, 50, 0)),
+        ];
         assert_eq!(p.order_heads(&cat, &heads, 0), vec![1, 2, 0]);
-        // Re-keyed without a boost: forgotten.
-        p.sort_key(&cat, &workload(1, 0, 0, 5), 0);
-        assert_eq!(p.order_heads(&cat, &heads, 0), vec![2, 0, 1]);
+        // A head keyed without the boost (for example the host's key after a failed call)
+        // is ordered by its plain priority.
+        let mut unboosted = heads;
+        unboosted[1] = testing::head(1, 0, 0, 5);
+        assert_eq!(p.order_heads(&cat, &unboosted, 0), vec![2, 0, 1]);
+        // Borrowing still comes before priority.
+        let mut borrowing = heads;
+        borrowing[1].borrow_level = 1;
+        assert_eq!(p.order_heads(&cat, &borrowing, 0), vec![2, 0, 1]);
     }
 }

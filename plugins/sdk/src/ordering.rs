@@ -29,6 +29,11 @@ pub trait OrderingPolicy: Default + 'static {
     /// The order in which this cycle's heads are tried: a permutation of `0..heads.len()`.
     /// Default: Kueue's (second passes first, then lower borrowing level, higher priority,
     /// older; stable).
+    ///
+    /// Each head's `key` is the key [`sort_key`](OrderingPolicy::sort_key) gave its workload
+    /// (or the host's built-in key where that call failed): a policy that changes the queue
+    /// order reads what it needs back from the key instead of remembering it, for example
+    /// `kueue::order_heads_by_priority(heads, |h| h.key.primary.wrapping_neg())`.
     fn order_heads(&mut self, catalog: &Catalog, heads: &[Head], now: Millis) -> Vec<u32> {
         let _ = (catalog, now);
         kueue::order_heads(heads)

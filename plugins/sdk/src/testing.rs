@@ -4,7 +4,8 @@
 //! Nothing here calls the host, so it works in `cargo test` on the build machine.
 
 use crate::catalog::Catalog;
-use crate::kueue::{default_fungibility, default_preemption};
+use crate::kueue::{self, default_fungibility, default_preemption};
+use crate::ordering::Head;
 use crate::types::{
     self, Annotation, ClusterQueue, FlavorResource, FrId, Fungibility, Node, NodeId, NodeKind,
     PreemptionConfig, QueueingStrategy, Quota, Setting, Workload,
@@ -258,5 +259,22 @@ pub fn workload(id: u32, cluster_queue: u32, priority: i64, created: i64) -> Wor
             per_pod: Vec::new(),
         }],
         annotations: Vec::new(),
+    }
+}
+
+/// A cycle head of a ClusterQueue: first pass, within nominal quota, queued at creation under
+/// Kueue's key `(-priority, created, 0)`. Set `key` to a policy's own key to test
+/// `order_heads` against it.
+pub fn head(workload: u32, cluster_queue: u32, priority: i64, created: i64) -> Head {
+    Head {
+        workload,
+        cluster_queue,
+        local_queue: None,
+        has_reservation: false,
+        borrow_level: 0,
+        priority,
+        created,
+        queued: created,
+        key: kueue::sort_key_with_priority(priority, created),
     }
 }
