@@ -5,10 +5,15 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod cli;
+
 use anyhow::Context;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
+use cli::Output;
+use cli::plugin::PluginCommand;
+use cli::policies::PolicyArgs;
 use wasq::sim::{Limits, Scenario, Simulation, duration::parse_millis};
 
 #[derive(Parser)]
@@ -20,12 +25,6 @@ use wasq::sim::{Limits, Scenario, Simulation, duration::parse_millis};
 struct Cli {
     #[command(subcommand)]
     command: Command,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Output {
-    Table,
-    Json,
 }
 
 #[derive(Subcommand)]
@@ -46,9 +45,20 @@ enum Command {
         /// How many timeline events the table shows.
         #[arg(long, default_value_t = 60)]
         max_events: usize,
+        #[command(flatten)]
+        policies: PolicyArgs,
     },
+    /// Inspect, list, scaffold and build policy plugins.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
     /// Run as the queueing controller of a Kubernetes cluster, in place of Kueue's controller.
-    Controller(wasq::k8s::cli::ControllerArgs),
+    Controller {
+        #[command(flatten)]
+        args: wasq::k8s::cli::ControllerArgs,
+        /// The plugin directory may be a mounted ConfigMap or volume.
+        #[command(flatten)]
+        policies: PolicyArgs,
+    },
     /// Print Kueue's CustomResourceDefinitions (kueue.x-k8s.io), generated from wasq's types.
     Crds,
 }
@@ -76,7 +86,27 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Controller(args) => wasq::k8s::cli::run(args, std::sync::Arc::new(|_| {})),
+        Command::Plugin(command) => cli::plugin::run(command),
+        Command::Controller { args, policies } => {
+            let policies = policies.load()?;
+            let configure: wasq::k8s::core::Configure = std::sync::Arc::new(
+                move |scheduler: &mut wasq::scheduler::Scheduler| {
+                    match policies.bind(&scheduler.cluster) {
+                        Ok((default, per_cq)) => {
+                            scheduler.set_default_policies(default);
+                            for (cq, set) in per_cq {
+                                scheduler.set_cq_policies(cq, set);
+                            }
+                        }
+                        // A bad ClusterQueue annotation must not stop the controller.
+                        Err(e) => {
+                            tracing::error!(error = %e, "policy binding refused; built-in policies decide")
+                        }
+                    }
+                },
+            );
+            wasq::k8s::cli::run(args, configure)
+        }
         Command::Crds => {
             print!("{}", wasq::k8s::cli::crds_yaml()?);
             Ok(())
@@ -87,10 +117,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             max_cycles,
             until,
             max_events,
+            policies,
         } => {
+            let policies = policies.load()?;
             let scenario = Scenario::load(&paths).context("loading manifests")?;
             let total = scenario.cluster.workloads.len();
             let mut sim = Simulation::new(scenario);
+            let (default, per_cq) = policies.bind(&sim.scheduler.cluster)?;
+            sim.scheduler.set_default_policies(default);
+            for (cq, set) in per_cq {
+                sim.scheduler.set_cq_policies(cq, set);
+            }
             let limits = Limits { max_cycles, until };
             let bar = (std::io::stderr().is_terminal() && total >= 1000).then(|| {
                 let bar = indicatif::ProgressBar::new(total as u64);

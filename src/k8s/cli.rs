@@ -45,9 +45,6 @@ pub struct ControllerArgs {
     /// configured kind whose API the cluster serves, and pod groups.
     #[arg(long, value_delimiter = ',')]
     pub frameworks: Vec<String>,
-    /// Directory of policy plugins (e.g. a ConfigMap mounted as a volume).
-    #[arg(long)]
-    pub plugins: Option<PathBuf>,
 }
 
 /// `wasq crds`.
@@ -102,9 +99,6 @@ async fn run_async(args: ControllerArgs, configure: Configure) -> anyhow::Result
         }
     }
     let pod_groups = wanted(&args.frameworks, "Pod");
-    if let Some(dir) = &args.plugins {
-        tracing::info!(dir = %dir.display(), "policy plugins directory");
-    }
     let identity = args
         .identity
         .clone()

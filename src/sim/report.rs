@@ -404,6 +404,19 @@ impl Report {
             "\n{} cycles over {:.1}s of virtual time",
             self.summary.cycles, self.summary.duration_seconds
         );
+        if !self.summary.fallbacks.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nPlugin failures (the built-in policy decided instead):"
+            );
+            for f in &self.summary.fallbacks {
+                let _ = writeln!(
+                    out,
+                    "  {} {} {:<18} {:<15} x{:<6} last: {}",
+                    f.plugin, f.digest, f.extension, f.reason, f.count, f.last_error
+                );
+            }
+        }
         out
     }
 }

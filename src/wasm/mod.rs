@@ -9,6 +9,7 @@
 //! of wasmtime.
 
 mod bindings;
+mod config;
 mod convert;
 mod engine;
 pub mod guests;
@@ -20,6 +21,7 @@ mod registry;
 mod state;
 
 pub use bindings::WIT_VERSION;
+pub use config::PolicyConfig;
 pub use engine::WasmEngine;
 pub use limits::Limits;
 pub use load::{LoadError, PluginInfo, PluginKind, digest_of, load_file};

@@ -172,8 +172,7 @@ fn bindings_name_unknown_plugins_and_wrong_kinds() {
             &sim.scheduler.cluster,
             &bindings(&["preemption=no-such-plugin"]),
         )
-        .err()
-        .expect("unknown plugin refused");
+        .expect_err("unknown plugin refused");
     assert!(matches!(err, BindError::UnknownPlugin { .. }), "{err}");
     assert!(
         err.to_string().contains("kueue-default-preemption"),
@@ -184,8 +183,7 @@ fn bindings_name_unknown_plugins_and_wrong_kinds() {
             &sim.scheduler.cluster,
             &bindings(&["preemption=kueue-default-ordering"]),
         )
-        .err()
-        .expect("wrong kind refused");
+        .expect_err("wrong kind refused");
     assert!(
         err.to_string()
             .contains("plugin `kueue-default-ordering` implements ordering, not preemption"),

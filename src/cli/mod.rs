@@ -1,0 +1,11 @@
+//! Command-line pieces of the `wasq` binary that are more than argument plumbing.
+
+pub mod plugin;
+pub mod policies;
+
+/// Output format of reports.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Output {
+    Table,
+    Json,
+}

@@ -1,0 +1,248 @@
+//! `wasq plugin …`: inspect components the way the host would load them, list a directory,
+//! scaffold a new guest crate from the templates, and build guests.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use clap::{Subcommand, ValueEnum};
+
+use wasq::wasm::guests::{build_guests, build_repository_plugins};
+use wasq::wasm::{HostOptions, PluginKind, Registry, WasmEngine, load_file};
+
+use super::Output;
+
+#[derive(Subcommand)]
+pub enum PluginCommand {
+    /// Load a component as the host would: report what it implements, its imports, size and
+    /// compile time, or why the host refuses it (exit status 1).
+    Check {
+        file: PathBuf,
+        #[arg(long, value_enum, default_value = "table")]
+        output: Output,
+    },
+    /// Every plugin of a directory: name, kind, digest, size, and whether it loads.
+    List {
+        #[arg(long, value_name = "DIR", default_value = "target/plugins")]
+        plugins: PathBuf,
+        #[arg(long, value_enum, default_value = "table")]
+        output: Output,
+    },
+    /// Scaffold a guest crate that builds with `cargo build --release --target wasm32-wasip2`
+    /// and passes its own `cargo test`.
+    New {
+        /// Crate name (also the plugin name: the component is NAME.wasm).
+        name: String,
+        #[arg(long, value_enum)]
+        kind: Kind,
+        /// Parent directory of the new crate.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// Path of the wasq-policy-sdk crate (default: the one in this wasq's source tree).
+        #[arg(long)]
+        sdk: Option<PathBuf>,
+    },
+    /// Build guests for wasm32-wasip2. Without PATH: this repository's plugins/ into
+    /// target/plugins (and the test fixtures into target/plugin-fixtures); with PATH: that crate
+    /// or workspace into --out.
+    Build {
+        path: Option<PathBuf>,
+        #[arg(long, default_value = "target/plugins")]
+        out: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Kind {
+    Ordering,
+    Preemption,
+    FlavorAssignment,
+}
+
+impl Kind {
+    fn dir(self) -> &'static str {
+        match self {
+            Kind::Ordering => "ordering",
+            Kind::Preemption => "preemption",
+            Kind::FlavorAssignment => "flavor-assignment",
+        }
+    }
+}
+
+/// The templates, compiled into the binary so that `plugin new` works anywhere.
+const TEMPLATES: [(Kind, &str, &str); 3] = [
+    (
+        Kind::Ordering,
+        include_str!("../../plugins/templates/ordering/Cargo.toml.tmpl"),
+        include_str!("../../plugins/templates/ordering/src/lib.rs"),
+    ),
+    (
+        Kind::Preemption,
+        include_str!("../../plugins/templates/preemption/Cargo.toml.tmpl"),
+        include_str!("../../plugins/templates/preemption/src/lib.rs"),
+    ),
+    (
+        Kind::FlavorAssignment,
+        include_str!("../../plugins/templates/flavor-assignment/Cargo.toml.tmpl"),
+        include_str!("../../plugins/templates/flavor-assignment/src/lib.rs"),
+    ),
+];
+
+pub fn run(command: PluginCommand) -> anyhow::Result<()> {
+    match command {
+        PluginCommand::Check { file, output } => check(&file, output),
+        PluginCommand::List { plugins, output } => list(&plugins, output),
+        PluginCommand::New {
+            name,
+            kind,
+            dir,
+            sdk,
+        } => new(&name, kind, &dir, sdk),
+        PluginCommand::Build { path: None, .. } => {
+            let built = build_repository_plugins(Path::new("."))?;
+            println!("plugins:  {}", built.plugins.display());
+            println!("fixtures: {}", built.fixtures.display());
+            Ok(())
+        }
+        PluginCommand::Build {
+            path: Some(path),
+            out,
+        } => {
+            let manifest = path.join("Cargo.toml");
+            if !manifest.is_file() {
+                bail!("{} has no Cargo.toml", path.display());
+            }
+            let files = build_guests(&manifest, &path.join("target"), &out)?;
+            for f in files {
+                println!("{}", f.display());
+            }
+            Ok(())
+        }
+    }
+}
+
+fn check(file: &Path, output: Output) -> anyhow::Result<()> {
+    let engine = WasmEngine::new(false)?;
+    let loaded = load_file(&engine, file)?;
+    let info = &loaded.info;
+    match output {
+        Output::Json => println!("{}", serde_json::to_string_pretty(info)?),
+        Output::Table => {
+            println!("plugin      {}", info.name);
+            println!(
+                "implements  {} (wasq:policy@{})",
+                info.kind,
+                wasq::wasm::WIT_VERSION
+            );
+            println!("digest      {}", info.digest);
+            println!("size        {} bytes", info.size);
+            println!("compile     {:.1} ms", info.compile_ms);
+            println!("exports     {}", info.exports.join(", "));
+            println!("imports     {}", info.imports.join("\n            "));
+        }
+    }
+    Ok(())
+}
+
+fn list(dir: &Path, output: Output) -> anyhow::Result<()> {
+    let engine = WasmEngine::new(false)?;
+    let registry = Registry::load_dir(engine, dir, &HostOptions::default())
+        .with_context(|| format!("reading {}", dir.display()))?;
+    #[derive(serde::Serialize)]
+    struct Row {
+        name: String,
+        kind: Option<PluginKind>,
+        digest: Option<String>,
+        size: Option<u64>,
+        status: String,
+    }
+    let mut rows: Vec<Row> = registry
+        .plugins()
+        .map(|p| Row {
+            name: p.info().name.clone(),
+            kind: Some(p.kind()),
+            digest: Some(p.info().digest.clone()),
+            size: Some(p.info().size),
+            status: "loaded".into(),
+        })
+        .chain(registry.failures().map(|(name, e)| Row {
+            name: name.clone(),
+            kind: None,
+            digest: None,
+            size: None,
+            status: format!("refused: {e}"),
+        }))
+        .collect();
+    rows.sort_by(|a, b| a.name.cmp(&b.name));
+    match output {
+        Output::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
+        Output::Table => {
+            println!(
+                "{:<28} {:<18} {:<24} {:>8}  STATUS",
+                "NAME", "KIND", "DIGEST", "SIZE"
+            );
+            for r in rows {
+                println!(
+                    "{:<28} {:<18} {:<24} {:>8}  {}",
+                    r.name,
+                    r.kind.map_or("-".into(), |k| k.to_string()),
+                    r.digest.unwrap_or_else(|| "-".into()),
+                    r.size.map_or("-".into(), |s| s.to_string()),
+                    r.status
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn new(name: &str, kind: Kind, parent: &Path, sdk: Option<PathBuf>) -> anyhow::Result<()> {
+    let valid = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+        && name.starts_with(|c: char| c.is_ascii_lowercase());
+    if !valid {
+        bail!(
+            "`{name}` is not a valid crate name (lowercase letters, digits, - and _; starts with a letter)"
+        );
+    }
+    let dir = parent.join(name);
+    if dir.exists() {
+        bail!("{} already exists", dir.display());
+    }
+    let sdk = match sdk {
+        Some(p) => p,
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("plugins")
+            .join("sdk"),
+    };
+    let sdk = std::fs::canonicalize(&sdk)
+        .with_context(|| format!("the SDK is not at {} (pass --sdk PATH)", sdk.display()))?;
+    let (_, manifest, lib) = TEMPLATES
+        .iter()
+        .find(|(k, ..)| k.dir() == kind.dir())
+        .expect("a template per kind");
+    let fill = |t: &str| {
+        t.replace("{{name}}", name)
+            .replace("{{sdk_path}}", &sdk.display().to_string())
+    };
+    std::fs::create_dir_all(dir.join("src"))
+        .with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::write(dir.join("Cargo.toml"), fill(manifest))?;
+    std::fs::write(dir.join("src").join("lib.rs"), fill(lib))?;
+    println!("created {} ({} plugin)", dir.display(), kind.dir());
+    println!(
+        "  build: cargo build --release --target wasm32-wasip2 --manifest-path {}/Cargo.toml",
+        dir.display()
+    );
+    println!(
+        "  test:  cargo test --manifest-path {}/Cargo.toml",
+        dir.display()
+    );
+    println!(
+        "  run:   wasq plugin build {} --out my-plugins && wasq simulate SCENARIO --plugins my-plugins --policy {}={name}",
+        dir.display(),
+        kind.dir()
+    );
+    Ok(())
+}

@@ -1,0 +1,153 @@
+//! The policy configuration file (`--config`): which plugins decide, from which directory,
+//! under which limits, which annotations plugins may see, and each plugin's settings. The same
+//! file serves `wasq simulate` and `wasq controller`; command-line flags override it.
+//!
+//! ```yaml
+//! plugins: ./target/plugins          # directory of *.wasm (relative to this file)
+//! policies:                          # EXT: NAME (`builtin` or a plugin's file stem)
+//!   preemption: min-runtime
+//! limits: {memoryBytes: 67108864, deadlineMs: 10, quarantineAfter: 5}
+//! pluginLimits:
+//!   min-runtime: {deadlineMs: 20}
+//! exposeAnnotations: ["wasq.dev/", "example.com/cost"]
+//! pluginSettings:
+//!   min-runtime: {min-runtime: 10m}
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Deserialize;
+
+use super::limits::Limits;
+use super::plugin::Exposure;
+use super::registry::{Bindings, HostOptions};
+
+/// The file's content.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// The plugin directory; relative paths are relative to the file.
+    pub plugins: Option<PathBuf>,
+    /// Default binding per extension (`ordering`, `preemption`, `flavor-assignment`).
+    #[serde(default)]
+    pub policies: BTreeMap<String, String>,
+    /// Limits for every plugin.
+    #[serde(default)]
+    pub limits: Option<Limits>,
+    /// Limits of individual plugins, replacing `limits` for them.
+    #[serde(default)]
+    pub plugin_limits: BTreeMap<String, Limits>,
+    /// Annotation keys (exact, or prefixes ending in `/`) plugins may see. Default `wasq.dev/`.
+    pub expose_annotations: Option<Vec<String>>,
+    /// Settings passed to each plugin in its catalog.
+    #[serde(default)]
+    pub plugin_settings: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl PolicyConfig {
+    /// Reads a configuration file; errors name the file and the field.
+    pub fn load(path: &Path) -> anyhow::Result<PolicyConfig> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let mut config: PolicyConfig = if text.trim().is_empty() {
+            PolicyConfig::default()
+        } else {
+            let value: serde_json::Value = serde_saphyr::from_str(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            serde_path_to_error::deserialize(value).map_err(|e| {
+                anyhow::anyhow!("{}: field `{}`: {}", path.display(), e.path(), e.inner())
+            })?
+        };
+        if let Some(dir) = &config.plugins
+            && dir.is_relative()
+        {
+            config.plugins = Some(path.parent().unwrap_or(Path::new(".")).join(dir));
+        }
+        Ok(config)
+    }
+
+    /// The default bindings this file sets.
+    pub fn bindings(&self) -> Result<Bindings, super::BindError> {
+        let mut b = Bindings::default();
+        for (ext, name) in &self.policies {
+            b.set(&format!("{ext}={name}"))?;
+        }
+        Ok(b)
+    }
+
+    /// Limits, exposure and settings for the host.
+    pub fn host_options(&self) -> HostOptions {
+        HostOptions {
+            limits: self.limits.unwrap_or_default(),
+            plugin_limits: self
+                .plugin_limits
+                .iter()
+                .map(|(k, v)| (k.clone(), *v))
+                .collect(),
+            exposure: self
+                .expose_annotations
+                .clone()
+                .map(|annotations| Exposure { annotations })
+                .unwrap_or_default(),
+            settings: self
+                .plugin_settings
+                .iter()
+                .map(|(name, s)| {
+                    (
+                        name.clone(),
+                        s.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                    )
+                })
+                .collect::<HashMap<_, _>>(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_full_file_and_resolves_the_plugin_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("wasq.yaml");
+        std::fs::write(
+            &path,
+            "plugins: plugins\npolicies: {preemption: min-runtime}\nlimits: {deadlineMs: 20}\n\
+             pluginLimits: {min-runtime: {memoryBytes: 1048576}}\nexposeAnnotations: [example.com/cost]\n\
+             pluginSettings: {min-runtime: {min-runtime: 10m}}\n",
+        )
+        .expect("write");
+        let c = PolicyConfig::load(&path).expect("loads");
+        assert_eq!(c.plugins, Some(dir.path().join("plugins")));
+        assert_eq!(
+            c.bindings()
+                .expect("valid")
+                .get(super::super::PluginKind::Preemption),
+            "min-runtime"
+        );
+        let o = c.host_options();
+        assert_eq!(o.limits.deadline_ms, 20);
+        assert_eq!(o.limits.memory_bytes, 64 << 20);
+        assert_eq!(o.plugin_limits["min-runtime"].memory_bytes, 1 << 20);
+        assert!(o.exposure.exposes("example.com/cost"));
+        assert!(!o.exposure.exposes("wasq.dev/cost"));
+        assert_eq!(
+            o.settings["min-runtime"],
+            vec![("min-runtime".to_string(), "10m".to_string())]
+        );
+    }
+
+    #[test]
+    fn an_unknown_field_names_the_file_and_the_field() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("wasq.yaml");
+        std::fs::write(&path, "limits: {deadline: 20}\n").expect("write");
+        let e = PolicyConfig::load(&path).expect_err("refused").to_string();
+        assert!(e.contains("wasq.yaml"), "{e}");
+        assert!(e.contains("limits"), "{e}");
+        assert!(e.contains("deadline"), "{e}");
+    }
+}
