@@ -3,6 +3,7 @@
 mod invariants;
 mod k8s;
 mod manifests;
+mod plugin_scenarios;
 mod plugins;
 mod scenarios;
 mod sim_inputs;
