@@ -47,6 +47,13 @@ enum Command {
         max_events: usize,
         #[command(flatten)]
         policies: PolicyArgs,
+        /// Real time: run the virtual clock at N× wall time, watching --plugins for changes
+        /// as the controller does (a swapped plugin decides from the next cycle on).
+        #[arg(long, value_name = "N", conflicts_with = "watch")]
+        speed: Option<f64>,
+        /// Re-run whenever a plugin or manifest changes, printing how the decisions changed.
+        #[arg(long)]
+        watch: bool,
     },
     /// Inspect, list, scaffold and build policy plugins.
     #[command(subcommand)]
@@ -88,24 +95,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Plugin(command) => cli::plugin::run(command),
         Command::Controller { args, policies } => {
-            let policies = policies.load()?;
-            let configure: wasq::k8s::core::Configure = std::sync::Arc::new(
-                move |scheduler: &mut wasq::scheduler::Scheduler| {
-                    match policies.bind(&scheduler.cluster) {
-                        Ok((default, per_cq)) => {
-                            scheduler.set_default_policies(default);
-                            for (cq, set) in per_cq {
-                                scheduler.set_cq_policies(cq, set);
-                            }
-                        }
-                        // A bad ClusterQueue annotation must not stop the controller.
-                        Err(e) => {
-                            tracing::error!(error = %e, "policy binding refused; built-in policies decide")
-                        }
-                    }
-                },
-            );
-            wasq::k8s::cli::run(args, configure)
+            let policies = policies.load(true)?;
+            let _watch = policies.watch()?;
+            wasq::k8s::cli::run(args, policies.configure_hook())
         }
         Command::Crds => {
             print!("{}", wasq::k8s::cli::crds_yaml()?);
@@ -118,15 +110,23 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             until,
             max_events,
             policies,
+            speed,
+            watch,
         } => {
-            let policies = policies.load()?;
+            if speed.is_some_and(|s| !(s > 0.0 && s.is_finite())) {
+                anyhow::bail!("--speed must be a positive number");
+            }
+            if watch {
+                return cli::watch::run(&paths, &policies, Limits { max_cycles, until });
+            }
+            let policies = policies.load(speed.is_some())?;
+            let _watch = policies.watch()?;
             let scenario = Scenario::load(&paths).context("loading manifests")?;
             let total = scenario.cluster.workloads.len();
             let mut sim = Simulation::new(scenario);
-            let (default, per_cq) = policies.bind(&sim.scheduler.cluster)?;
-            sim.scheduler.set_default_policies(default);
-            for (cq, set) in per_cq {
-                sim.scheduler.set_cq_policies(cq, set);
+            sim.use_policies(policies.live_bindings())?;
+            if let Some(speed) = speed {
+                sim.pace(speed);
             }
             let limits = Limits { max_cycles, until };
             let bar = (std::io::stderr().is_terminal() && total >= 1000).then(|| {

@@ -2,6 +2,7 @@
 
 pub mod plugin;
 pub mod policies;
+pub mod watch;
 
 /// Output format of reports.
 #[derive(Clone, Copy, clap::ValueEnum)]

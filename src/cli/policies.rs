@@ -1,14 +1,16 @@
 //! Flags shared by `simulate` and `controller` that choose the policies: the plugin directory,
-//! `--policy EXT=NAME` bindings and `--config FILE`, merged into a loaded registry.
+//! `--policy EXT=NAME` bindings and `--config FILE`, merged into a plugin source (fixed, or
+//! live with hot reload) and bindings.
 
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
 
-use wasq::cluster::Cluster;
-use wasq::policy::PolicySet;
-use wasq::wasm::{Bindings, PolicyConfig, Registry, WasmEngine};
+use wasq::wasm::reload::WatchHandle;
+use wasq::wasm::{
+    Bindings, LiveBindings, LivePlugins, PluginSource, PolicyConfig, Registry, WasmEngine,
+};
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct PolicyArgs {
@@ -25,15 +27,16 @@ pub struct PolicyArgs {
     pub config: Option<PathBuf>,
 }
 
-/// A loaded registry and the default bindings.
+/// Where plugins come from, and the default bindings.
 pub struct Policies {
-    pub registry: Registry,
+    pub source: PluginSource,
     pub bindings: Bindings,
 }
 
 impl PolicyArgs {
-    /// Loads the configuration and the plugin directory.
-    pub fn load(&self) -> anyhow::Result<Policies> {
+    /// Loads the configuration and the plugin directory; `live` keeps the directory current
+    /// (hot reload) instead of reading it once.
+    pub fn load(&self, live: bool) -> anyhow::Result<Policies> {
         let config = match &self.config {
             Some(path) => PolicyConfig::load(path)?,
             None => PolicyConfig::default(),
@@ -47,21 +50,56 @@ impl PolicyArgs {
             || options.plugin_limits.values().any(|l| l.fuel.is_some());
         let engine = WasmEngine::new(fuel).context("starting wasmtime")?;
         let dir = self.plugins.clone().or(config.plugins.clone());
-        let registry = match &dir {
-            Some(dir) => Registry::load_dir(engine, dir, &options)
-                .with_context(|| format!("reading plugin directory {}", dir.display()))?,
-            None => Registry::empty(engine),
+        let source = match &dir {
+            Some(dir) if live => PluginSource::Live(
+                LivePlugins::open(engine, dir, options)
+                    .with_context(|| format!("reading plugin directory {}", dir.display()))?,
+            ),
+            Some(dir) => PluginSource::Fixed(std::sync::Arc::new(
+                Registry::load_dir(engine, dir, &options)
+                    .with_context(|| format!("reading plugin directory {}", dir.display()))?,
+            )),
+            None => PluginSource::Fixed(std::sync::Arc::new(Registry::empty(engine))),
         };
-        Ok(Policies { registry, bindings })
+        Ok(Policies { source, bindings })
     }
 }
 
 impl Policies {
-    /// The default policy set and the per-ClusterQueue overrides for `cluster`.
-    pub fn bind(
-        &self,
-        cluster: &Cluster,
-    ) -> anyhow::Result<(PolicySet, Vec<(wasq::cluster::CqId, PolicySet)>)> {
-        Ok(self.registry.bind(cluster, &self.bindings)?)
+    pub fn live_bindings(&self) -> LiveBindings {
+        LiveBindings::new(self.source.clone(), self.bindings.clone())
+    }
+
+    /// Starts watching the directory when the source is live.
+    pub fn watch(&self) -> anyhow::Result<Option<WatchHandle>> {
+        match &self.source {
+            PluginSource::Live(live) => Ok(Some(live.watch()?)),
+            PluginSource::Fixed(_) => Ok(None),
+        }
+    }
+}
+
+impl Policies {
+    /// The controller's hook: installs the bindings after every rebuild and whenever the
+    /// plugins change (it runs before every cycle and does nothing when nothing changed).
+    pub fn configure_hook(&self) -> wasq::k8s::core::Configure {
+        let live = std::sync::Mutex::new(self.live_bindings());
+        std::sync::Arc::new(move |scheduler: &mut wasq::scheduler::Scheduler| {
+            let mut live = live.lock().unwrap_or_else(|e| e.into_inner());
+            match live.refresh(&scheduler.cluster) {
+                None => {}
+                Some(Ok((default, per_cq))) => {
+                    scheduler.set_default_policies(default);
+                    scheduler.clear_cq_policies();
+                    for (cq, set) in per_cq {
+                        scheduler.set_cq_policies(cq, set);
+                    }
+                }
+                // A bad ClusterQueue annotation must not stop the controller.
+                Some(Err(e)) => {
+                    tracing::error!(error = %e, "policy binding refused; the previous policies stay")
+                }
+            }
+        })
     }
 }

@@ -163,6 +163,8 @@ impl Controller {
             let Some(s) = self.scheduler.as_mut() else {
                 return;
             };
+            // Picks up reloaded plugins between cycles (cheap when nothing changed).
+            (self.configure)(s);
             let started = std::time::Instant::now();
             let outcome = s.schedule(now);
             let elapsed = started.elapsed().as_secs_f64();
@@ -172,6 +174,7 @@ impl Controller {
                     .get_or_create(&self.metrics.labels(vec![
                         ("plugin", f.policy.name.to_string()),
                         ("extension", f.extension.to_string()),
+                        ("reason", f.error.reason().to_string()),
                     ]))
                     .inc();
             }

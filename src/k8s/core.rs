@@ -13,7 +13,8 @@ use crate::scheduler::Scheduler;
 use super::conditions::{self, EVICTED, FINISHED, QUOTA_RESERVED};
 use super::mirror::Mirror;
 
-/// Hook applied to every new scheduler (policy bindings; the same code the simulator uses).
+/// Installs policies on a scheduler: called after every rebuild and before every cycle, so it
+/// must be cheap when nothing changed (the plugin host's `LiveBindings::refresh` is).
 pub type Configure = Arc<dyn Fn(&mut Scheduler) + Send + Sync>;
 
 pub fn is_finished(wl: &Workload) -> bool {

@@ -132,6 +132,11 @@ impl Scheduler {
         self.cq_policies[cq.index()] = Some(policies);
     }
 
+    /// Removes every per-ClusterQueue binding.
+    pub fn clear_cq_policies(&mut self) {
+        self.cq_policies.iter_mut().for_each(|p| *p = None);
+    }
+
     pub fn policies_for(&self, cq: CqId) -> &PolicySet {
         self.cq_policies[cq.index()]
             .as_ref()

@@ -43,6 +43,30 @@ pub type Progress<'a> = &'a mut dyn FnMut(f64, usize, usize);
 /// One simulation run.
 type FallbackKey = (String, String, &'static str, &'static str);
 
+/// Real-time pacing: the virtual clock advances at `speed` × wall time.
+#[derive(Debug, Clone, Copy)]
+pub struct Pacer {
+    pub speed: f64,
+    start: std::time::Instant,
+}
+
+impl Pacer {
+    pub fn new(speed: f64) -> Pacer {
+        Pacer {
+            speed,
+            start: std::time::Instant::now(),
+        }
+    }
+
+    /// Sleeps until the wall time that corresponds to virtual `elapsed` milliseconds.
+    fn wait_until(&self, elapsed: Millis) {
+        let due = std::time::Duration::from_secs_f64((elapsed.max(0) as f64 / 1000.0) / self.speed);
+        if let Some(left) = due.checked_sub(self.start.elapsed()) {
+            std::thread::sleep(left);
+        }
+    }
+}
+
 pub struct Simulation {
     pub scheduler: Scheduler,
     t0: Millis,
@@ -62,6 +86,10 @@ pub struct Simulation {
     /// Fallbacks to the built-in policy: (plugin, digest, extension, reason) → (count, last
     /// error).
     pub(crate) fallbacks: BTreeMap<FallbackKey, (u64, String)>,
+    /// Policy bindings refreshed before every cycle (hot reload).
+    policies: Option<crate::wasm::LiveBindings>,
+    pacer: Option<Pacer>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     pub(crate) cycles: u64,
 }
 
@@ -91,6 +119,9 @@ impl Simulation {
             usage_integral: Vec::new(),
             preemptions: Vec::new(),
             fallbacks: BTreeMap::new(),
+            policies: None,
+            pacer: None,
+            stop: Default::default(),
             cycles: 0,
         };
         let cluster = &sim.scheduler.cluster;
@@ -121,6 +152,57 @@ impl Simulation {
 
     pub fn now(&self) -> Millis {
         self.now
+    }
+
+    /// Binds policies (plugins or built-in) and keeps them current: before every cycle the
+    /// bindings are refreshed, so a plugin swapped on disk decides from the next cycle on.
+    pub fn use_policies(
+        &mut self,
+        mut policies: crate::wasm::LiveBindings,
+    ) -> Result<(), crate::wasm::BindError> {
+        if let Some(bound) = policies.refresh(&self.scheduler.cluster) {
+            self.install(bound?);
+        }
+        self.policies = Some(policies);
+        Ok(())
+    }
+
+    /// A flag that ends [`Simulation::run`] at the next cycle when set (from another thread, or
+    /// a Ctrl-C handler in real-time mode).
+    pub fn stop_flag(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+        self.stop.clone()
+    }
+
+    /// Runs the virtual clock at `speed` × wall time from now on.
+    pub fn pace(&mut self, speed: f64) {
+        self.pacer = Some(Pacer::new(speed));
+    }
+
+    fn install(&mut self, (default, per_cq): crate::wasm::Bound) {
+        self.scheduler.set_default_policies(default);
+        self.scheduler.clear_cq_policies();
+        for (cq, set) in per_cq {
+            self.scheduler.set_cq_policies(cq, set);
+        }
+    }
+
+    fn refresh_policies(&mut self) {
+        let Some(policies) = self.policies.as_mut() else {
+            return;
+        };
+        match policies.refresh(&self.scheduler.cluster) {
+            None => {}
+            Some(Ok(bound)) => {
+                tracing::info!(
+                    cycle = self.cycles + 1,
+                    "plugins changed; new bindings from this cycle on"
+                );
+                self.install(bound);
+            }
+            Some(Err(e)) => {
+                tracing::error!(error = %e, "new plugin bindings refused; the previous ones stay")
+            }
+        }
     }
 
     fn count_fallbacks(&mut self) {
@@ -307,9 +389,12 @@ impl Simulation {
         let mut cycles_at_instant = 0u64;
         loop {
             self.settle_time_events();
-            if limits.max_cycles.is_some_and(|m| self.cycles >= m) {
+            if limits.max_cycles.is_some_and(|m| self.cycles >= m)
+                || self.stop.load(std::sync::atomic::Ordering::Relaxed)
+            {
                 break;
             }
+            self.refresh_policies();
             let outcome = self.scheduler.schedule(self.now);
             self.cycles += 1;
             self.count_fallbacks();
@@ -338,6 +423,9 @@ impl Simulation {
             if until.is_some_and(|u| next > u) {
                 self.integrate(until.unwrap_or(next));
                 break;
+            }
+            if let Some(pacer) = &self.pacer {
+                pacer.wait_until(next - self.t0);
             }
             self.integrate(next);
         }

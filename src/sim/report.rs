@@ -292,6 +292,34 @@ pub fn build(sim: &Simulation) -> Report {
 
 impl Report {
     /// The report for a person: a short timeline and a per-queue table.
+    /// One line per admission and preemption (time, workload, where, why, which policy), then
+    /// one per workload's final state: what `wasq simulate --watch` compares between runs.
+    pub fn decision_lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventType::Admitted | EventType::Preempted))
+            .map(|e| {
+                format!(
+                    "{:>9.3}s {:?} {} {}{} [{}]",
+                    e.time,
+                    e.kind,
+                    e.workload,
+                    e.cluster_queue.as_deref().unwrap_or("-"),
+                    e.preemptor
+                        .as_ref()
+                        .map(|p| format!(" by {p}"))
+                        .unwrap_or_default(),
+                    e.policy.name
+                )
+            })
+            .collect();
+        for w in &self.workloads {
+            lines.push(format!("final {}/{} {}", w.namespace, w.name, w.state));
+        }
+        lines
+    }
+
     pub fn to_table(&self, max_events: usize) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "Timeline ({} events):", self.events.len());

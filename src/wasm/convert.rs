@@ -188,6 +188,21 @@ pub fn catalog(cluster: &Cluster, exposure: &Exposure, settings: &[(String, Stri
     catalog
 }
 
+/// A catalog with nothing in it (for the smoke test of a newly loaded plugin).
+pub fn empty_catalog() -> t::Catalog {
+    t::Catalog {
+        generation: 0,
+        resources: Vec::new(),
+        flavors: Vec::new(),
+        flavor_resources: Vec::new(),
+        nodes: Vec::new(),
+        cluster_queues: Vec::new(),
+        local_queues: Vec::new(),
+        annotation_keys: Vec::new(),
+        settings: Vec::new(),
+    }
+}
+
 fn policy(p: FungibilityPolicy) -> t::FungibilityPolicy {
     match p {
         FungibilityPolicy::MayStopSearch => t::FungibilityPolicy::MayStopSearch,

@@ -95,6 +95,8 @@ pub enum LoadError {
     NoPolicyExport { path: PathBuf, exports: String },
     #[error("{path}: exports more than one policy interface ({exports}); a plugin implements one")]
     SeveralPolicyExports { path: PathBuf, exports: String },
+    #[error("{path}: failed its smoke test (an empty batch): {message}")]
+    SmokeTest { path: PathBuf, message: String },
     #[error("{path}: does not match the {kind} world of wasq:policy@{WIT_VERSION}: {message}")]
     WorldMismatch {
         path: PathBuf,

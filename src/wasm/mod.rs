@@ -18,6 +18,7 @@ mod load;
 mod plugin;
 mod policies;
 mod registry;
+pub mod reload;
 mod state;
 
 pub use bindings::WIT_VERSION;
@@ -28,3 +29,4 @@ pub use load::{LoadError, PluginInfo, PluginKind, digest_of, load_file};
 pub use plugin::{Exposure, Plugin, PluginStatus};
 pub use policies::{WasmFlavors, WasmOrdering, WasmPreemption};
 pub use registry::{ANNOTATION_PREFIX, BUILTIN, BindError, Bindings, HostOptions, Registry};
+pub use reload::{Bound, Change, LiveBindings, LivePlugins, PluginSource};

@@ -294,6 +294,45 @@ impl Plugin {
         r.map_err(|e| classify(e, &live.store, &self.limits))
     }
 
+    /// Validates a freshly loaded plugin before it is used: a fresh instance must accept an
+    /// empty catalog and answer an empty batch with an empty answer, within the limits.
+    pub fn smoke_test(&self) -> Result<(), PolicyError> {
+        let mut live = self.instantiate()?;
+        let empty = convert::empty_catalog();
+        self.arm(&mut live.store)?;
+        let store = &mut live.store;
+        let answered = match &live.instance {
+            Instance::Ordering(p) => {
+                let g = p.wasq_policy_ordering();
+                g.call_set_catalog(&mut *store, &empty)
+                    .and_then(|()| g.call_sort_keys(&mut *store, &[], 0))
+                    .map(|a| a.len())
+            }
+            Instance::Preemption(p) => {
+                let g = p.wasq_policy_preemption();
+                g.call_set_catalog(&mut *store, &empty)
+                    .and_then(|()| g.call_select_victims(&mut *store, &[]))
+                    .map(|a| a.len())
+            }
+            Instance::FlavorAssignment(p) => {
+                let g = p.wasq_policy_flavor_assignment();
+                g.call_set_catalog(&mut *store, &empty)
+                    .and_then(|()| g.call_choose_flavors(&mut *store, &[]))
+                    .map(|a| a.len())
+            }
+        }
+        .map_err(|e| classify(e, &live.store, &self.limits))?;
+        if answered != 0 {
+            return Err(PolicyError::Invalid(
+                crate::policy::verify::InvalidAnswer::WrongLength {
+                    got: answered,
+                    expected: 0,
+                },
+            ));
+        }
+        Ok(())
+    }
+
     /// Records an answer the host refused (an invalid answer counts like a trap).
     pub fn refused(&self, error: &PolicyError) {
         let mut inner = self.lock();

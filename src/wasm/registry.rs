@@ -3,13 +3,13 @@
 //! annotations `policy.wasq.dev/ordering`, `policy.wasq.dev/preemption` and
 //! `policy.wasq.dev/flavor-assignment`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::engine::WasmEngine;
 use super::limits::Limits;
-use super::load::{LoadError, PluginKind, load_file};
+use super::load::{LoadError, PluginKind, load_bytes};
 use super::plugin::{Exposure, Plugin};
 use super::policies::{WasmFlavors, WasmOrdering, WasmPreemption};
 use crate::cluster::{Cluster, CqId};
@@ -102,12 +102,48 @@ pub struct HostOptions {
     pub settings: HashMap<String, Vec<(String, String)>>,
 }
 
-/// The plugins found in a directory: loaded ones, and the files that were refused.
+/// The plugins found in a directory: loaded ones, and the files that were refused. Cloning is
+/// cheap (plugins are shared), which is how a reload builds the next version.
+#[derive(Clone)]
 pub struct Registry {
     dir: PathBuf,
     engine: WasmEngine,
     plugins: BTreeMap<String, Arc<Plugin>>,
     failed: BTreeMap<String, LoadError>,
+    /// Plugins whose file was deleted while running: bindings to them fall back to the built-in.
+    removed: BTreeSet<String>,
+}
+
+/// Compiles, validates (world, imports) and smoke-tests one plugin file's bytes.
+pub fn make_plugin(
+    engine: &WasmEngine,
+    path: &Path,
+    bytes: &[u8],
+    options: &HostOptions,
+) -> Result<Arc<Plugin>, LoadError> {
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let loaded = load_bytes(engine, path, &name, bytes)?;
+    let limits = options
+        .plugin_limits
+        .get(&name)
+        .copied()
+        .unwrap_or(options.limits);
+    let settings = options.settings.get(&name).cloned().unwrap_or_default();
+    let plugin = Plugin::new(
+        loaded,
+        engine.clone(),
+        limits,
+        options.exposure.clone(),
+        settings,
+    );
+    plugin.smoke_test().map_err(|e| LoadError::SmokeTest {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    Ok(Arc::new(plugin))
 }
 
 impl Registry {
@@ -118,6 +154,7 @@ impl Registry {
             engine,
             plugins: BTreeMap::new(),
             failed: BTreeMap::new(),
+            removed: BTreeSet::new(),
         }
     }
 
@@ -149,31 +186,24 @@ impl Registry {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        match load_file(&self.engine, path) {
-            Ok(loaded) => {
+        let result = std::fs::read(path)
+            .map_err(|e| LoadError::Io {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })
+            .and_then(|bytes| make_plugin(&self.engine, path, &bytes, options));
+        match result {
+            Ok(plugin) => {
+                let info = plugin.info();
                 tracing::info!(
                     plugin = %name,
-                    digest = %loaded.info.digest,
-                    kind = %loaded.info.kind,
-                    size = loaded.info.size,
-                    compile_ms = loaded.info.compile_ms,
+                    digest = %info.digest,
+                    kind = %info.kind,
+                    size = info.size,
+                    compile_ms = info.compile_ms,
                     "plugin loaded"
                 );
-                let limits = options
-                    .plugin_limits
-                    .get(&name)
-                    .copied()
-                    .unwrap_or(options.limits);
-                let settings = options.settings.get(&name).cloned().unwrap_or_default();
-                let plugin = Plugin::new(
-                    loaded,
-                    self.engine.clone(),
-                    limits,
-                    options.exposure.clone(),
-                    settings,
-                );
-                self.failed.remove(&name);
-                self.plugins.insert(name, Arc::new(plugin));
+                self.insert(plugin);
             }
             Err(error) => {
                 tracing::warn!(plugin = %name, %error, "plugin refused");
@@ -181,6 +211,36 @@ impl Registry {
                 self.failed.insert(name, error);
             }
         }
+    }
+
+    /// Puts a validated plugin in place of any previous version.
+    pub fn insert(&mut self, plugin: Arc<Plugin>) {
+        let name = plugin.info().name.clone();
+        self.failed.remove(&name);
+        self.removed.remove(&name);
+        self.plugins.insert(name, plugin);
+    }
+
+    /// Records a refused file. A previously loaded version stays.
+    pub fn reject(&mut self, name: &str, error: LoadError) {
+        if !self.plugins.contains_key(name) {
+            self.failed.insert(name.to_string(), error);
+        }
+    }
+
+    /// Forgets a plugin whose file is gone: its bindings fall back to the built-in.
+    pub fn remove(&mut self, name: &str) {
+        if self.plugins.remove(name).is_some() || self.failed.remove(name).is_some() {
+            self.removed.insert(name.to_string());
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn engine(&self) -> &WasmEngine {
+        &self.engine
     }
 
     pub fn plugins(&self) -> impl Iterator<Item = &Arc<Plugin>> {
@@ -201,6 +261,14 @@ impl Registry {
         }
         if let Some(error) = self.failed.get(name) {
             return Ok(Resolved::Unloadable(error.clone()));
+        }
+        if self.removed.contains(name) {
+            tracing::warn!(
+                plugin = name,
+                context,
+                "plugin file removed; the built-in policy decides"
+            );
+            return Ok(Resolved::Builtin);
         }
         let Some(plugin) = self.plugins.get(name) else {
             let mut available: Vec<&str> = self

@@ -5,6 +5,7 @@ mod k8s;
 mod manifests;
 mod plugin_scenarios;
 mod plugins;
+mod reload;
 mod scenarios;
 mod sim_inputs;
 mod wasm_containment;
