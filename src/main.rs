@@ -97,7 +97,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Controller { args, policies } => {
             let policies = policies.load(true)?;
             let _watch = policies.watch()?;
-            wasq::k8s::cli::run(args, policies.configure_hook())
+            wasq::k8s::cli::run(
+                args,
+                policies.configure_hook(),
+                Some(policies.source.clone()),
+            )
         }
         Command::Crds => {
             print!("{}", wasq::k8s::cli::crds_yaml()?);

@@ -65,16 +65,24 @@ async fn served(client: &kube::Client, ar: &ApiResource) -> bool {
 
 /// `wasq controller`: runs until interrupted or until leadership is lost. `configure` binds
 /// policies to every scheduler the controller builds (the same hook the simulator uses).
-pub fn run(args: ControllerArgs, configure: Configure) -> anyhow::Result<()> {
+pub fn run(
+    args: ControllerArgs,
+    configure: Configure,
+    plugins: Option<crate::wasm::PluginSource>,
+) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(run_async(args, configure))
+    runtime.block_on(run_async(args, configure, plugins))
 }
 
-async fn run_async(args: ControllerArgs, configure: Configure) -> anyhow::Result<()> {
+async fn run_async(
+    args: ControllerArgs,
+    configure: Configure,
+    plugins: Option<crate::wasm::PluginSource>,
+) -> anyhow::Result<()> {
     let client = kube::Client::try_default()
         .await
         .context("connecting to the cluster (in-cluster config or kubeconfig)")?;
@@ -114,7 +122,11 @@ async fn run_async(args: ControllerArgs, configure: Configure) -> anyhow::Result
     } else {
         "leader"
     };
-    let metrics = Arc::new(Metrics::new(role));
+    let mut metrics = Metrics::new(role);
+    if let Some(source) = plugins {
+        metrics.register_plugins(source);
+    }
+    let metrics = Arc::new(metrics);
     let clock: Clock = Arc::new(|| jiff::Timestamp::now().as_millisecond());
     let writer = Writer::new(client.clone(), Some(identity.clone()));
     let mut controller = Controller::new(

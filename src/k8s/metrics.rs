@@ -212,6 +212,15 @@ impl Metrics {
         out
     }
 
+    /// Adds the `wasq_plugin_*` metrics of a plugin source, read at each scrape.
+    pub fn register_plugins(&mut self, source: crate::wasm::PluginSource) {
+        self.registry
+            .register_collector(Box::new(super::plugin_metrics::PluginCollector {
+                source,
+                role: self.role.clone(),
+            }));
+    }
+
     /// Recomputes every gauge from the scheduler's state.
     pub fn observe_state(&self, s: &Scheduler) {
         for f in [

@@ -23,6 +23,7 @@ pub mod integration;
 pub mod leader;
 pub mod metrics;
 pub mod mirror;
+pub mod plugin_metrics;
 pub mod podgroup;
 pub mod prune;
 pub mod resources;

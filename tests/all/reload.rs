@@ -271,3 +271,49 @@ fn configmap_symlink_swap_is_one_reload() {
     assert_eq!(live.counts().loaded, 1, "one swap, one reload");
     assert_eq!(live.counts().rejected, 0);
 }
+
+#[test]
+fn plugin_metrics_follow_reloads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("victim.wasm");
+    let (v1, v2) = (bytes("kueue-default-preemption"), bytes("least-lost-work"));
+    std::fs::write(&file, &v1).expect("write v1");
+    let live = LivePlugins::open(engine(), dir.path(), HostOptions::default()).expect("open");
+    let mut metrics = wasq::k8s::metrics::Metrics::new("standalone");
+    metrics.register_plugins(PluginSource::Live(live.clone()));
+    let text = metrics.encode();
+    let d1 = wasq::wasm::digest_of(&v1);
+    assert!(
+        text.contains(&format!(
+            "wasq_plugin_info{{plugin=\"victim\",kind=\"preemption\",digest=\"{d1}\",replica_role=\"standalone\"}} 1"
+        )),
+        "{text}"
+    );
+    // A bad write is refused and shown; a good one is loaded and counted.
+    std::fs::write(&file, b"not wasm").expect("corrupt");
+    live.rescan();
+    let text = metrics.encode();
+    assert!(
+        text.contains("wasq_plugin_file_rejected{plugin=\"victim\",replica_role=\"standalone\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&d1),
+        "the previous version is still loaded: {text}"
+    );
+    std::fs::write(&file, &v2).expect("v2");
+    live.rescan();
+    let text = metrics.encode();
+    assert!(
+        text.contains("wasq_plugin_reloads_total{result=\"loaded\",replica_role=\"standalone\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "wasq_plugin_reloads_total{result=\"rejected\",replica_role=\"standalone\"} 1"
+        ),
+        "{text}"
+    );
+    assert!(text.contains(&wasq::wasm::digest_of(&v2)), "{text}");
+    assert!(!text.contains("wasq_plugin_file_rejected{"), "{text}");
+}
