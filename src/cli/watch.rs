@@ -12,15 +12,27 @@ use notify_debouncer_full::notify::RecursiveMode;
 
 use wasq::sim::{Limits, Scenario, Simulation};
 use wasq::wasm::PluginSource;
+use wasq::wasm::reload::is_change;
 
 use super::policies::PolicyArgs;
 
 pub fn run(paths: &[PathBuf], policies: &PolicyArgs, limits: Limits) -> anyhow::Result<()> {
     let policies = policies.load(true)?;
     let (tx, rx) = mpsc::channel();
-    let mut debouncer = new_debouncer(Duration::from_millis(200), None, move |_| {
-        let _ = tx.send(());
-    })?;
+    let mut debouncer = new_debouncer(
+        Duration::from_millis(200),
+        None,
+        move |result: notify_debouncer_full::DebounceEventResult| {
+            // Reading the files (each run does) is not a change.
+            let changed = match result {
+                Ok(events) => events.iter().any(|e| is_change(&e.event.kind)),
+                Err(_) => true,
+            };
+            if changed {
+                let _ = tx.send(());
+            }
+        },
+    )?;
     let mut watched = BTreeSet::new();
     for p in paths {
         // Watch directories, not files: editors and `cargo` replace files by renaming.

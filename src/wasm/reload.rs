@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
-use notify_debouncer_full::notify::RecursiveMode;
+use notify_debouncer_full::notify::{EventKind, RecursiveMode};
 use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
 
 use super::engine::WasmEngine;
@@ -249,7 +249,8 @@ impl LivePlugins {
         let mut debouncer = new_debouncer(DEBOUNCE, None, move |result: DebounceEventResult| {
             let Some(live) = live.upgrade() else { return };
             match result {
-                Ok(events) if !events.is_empty() => {
+                // Reads (including the rescan's own) are not changes.
+                Ok(events) if events.iter().any(|e| is_change(&e.event.kind)) => {
                     live.rescan();
                 }
                 Ok(_) => {}
@@ -273,6 +274,11 @@ impl LivePlugins {
 /// Keeps the directory watched while alive.
 pub struct WatchHandle {
     _debouncer: Debouncer<notify_debouncer_full::notify::RecommendedWatcher, RecommendedCache>,
+}
+
+/// Whether an event can mean new content (anything but a read).
+pub fn is_change(kind: &EventKind) -> bool {
+    !matches!(kind, EventKind::Access(_))
 }
 
 fn stem(path: &Path) -> String {
