@@ -1,5 +1,6 @@
 //! Integration tests: one binary sharing helpers.
 
+mod cli;
 mod invariants;
 mod k8s;
 mod manifests;

@@ -1,0 +1,117 @@
+//! The `wasq` binary itself: plugin inspection and scaffolding, the policy flags.
+
+use std::process::Command;
+
+use super::plugins::built;
+
+fn wasq() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_wasq"))
+}
+
+#[test]
+fn plugin_check_reports_what_the_host_sees_and_refuses_what_it_would_refuse() {
+    let ok = wasq()
+        .args(["plugin", "check", "--output", "json"])
+        .arg(built().plugins.join("kueue-default-preemption.wasm"))
+        .output()
+        .expect("runs");
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let info: serde_json::Value = serde_json::from_slice(&ok.stdout).expect("json");
+    assert_eq!(info["kind"], "preemption");
+    assert_eq!(info["name"], "kueue-default-preemption");
+    assert!(
+        info["digest"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("sha256:"))
+    );
+    assert!(
+        info["imports"]
+            .as_array()
+            .is_some_and(|i| i.iter().any(|i| i == "wasq:policy/host@0.1.0"))
+    );
+    let refused = wasq()
+        .args(["plugin", "check"])
+        .arg(built().fixtures.join("fixture-forbidden-import.wasm"))
+        .output()
+        .expect("runs");
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("imports `wasi:"), "{err}");
+}
+
+#[test]
+fn plugin_new_scaffolds_a_crate_for_each_kind() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for kind in ["ordering", "preemption", "flavor-assignment"] {
+        let name = format!("my-{kind}");
+        let out = wasq()
+            .args(["plugin", "new", &name, "--kind", kind, "--dir"])
+            .arg(dir.path())
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let manifest =
+            std::fs::read_to_string(dir.path().join(&name).join("Cargo.toml")).expect("manifest");
+        assert!(
+            manifest.contains(&format!("name = \"{name}\"")),
+            "{manifest}"
+        );
+        assert!(
+            manifest.contains("plugins/sdk"),
+            "the SDK path is filled in: {manifest}"
+        );
+        assert!(!manifest.contains("{{"), "{manifest}");
+        let lib = std::fs::read_to_string(dir.path().join(&name).join("src/lib.rs")).expect("lib");
+        assert!(
+            lib.contains("#[test]") || lib.contains("#[cfg(test)]"),
+            "has its own test"
+        );
+    }
+    // Refuses to overwrite, and refuses names cargo would refuse.
+    let again = wasq()
+        .args([
+            "plugin",
+            "new",
+            "my-ordering",
+            "--kind",
+            "ordering",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .expect("runs");
+    assert!(!again.status.success());
+    let bad = wasq()
+        .args(["plugin", "new", "My Plugin", "--kind", "ordering", "--dir"])
+        .arg(dir.path())
+        .output()
+        .expect("runs");
+    assert!(!bad.status.success());
+}
+
+#[test]
+fn simulate_names_an_unknown_plugin_and_lists_what_exists() {
+    let out = wasq()
+        .args([
+            "simulate",
+            "tests/scenarios/preempt-lowest-priority.yaml",
+            "--plugins",
+        ])
+        .arg(&built().plugins)
+        .args(["--policy", "preemption=least-lost-wrok"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no plugin named `least-lost-wrok`"), "{err}");
+    assert!(err.contains("least-lost-work"), "{err}");
+}
