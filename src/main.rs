@@ -55,6 +55,17 @@ enum Command {
         #[arg(long)]
         watch: bool,
     },
+    /// Kueue's performance-test shape simulated twice in one process — built-in native policies,
+    /// then the three kueue-default WASM plugins — with the WASM/native ratio.
+    Bench {
+        #[arg(long, value_enum, default_value = "baseline")]
+        shape: BenchShape,
+        #[arg(long, value_enum, default_value = "table")]
+        output: Output,
+        /// Where kueue-default-ordering/-preemption/-flavors.wasm are (`wasq plugin build`).
+        #[arg(long, value_name = "DIR", default_value = "target/plugins")]
+        plugins: PathBuf,
+    },
     /// Inspect, list, scaffold and build policy plugins.
     #[command(subcommand)]
     Plugin(PluginCommand),
@@ -68,6 +79,12 @@ enum Command {
     },
     /// Print Kueue's CustomResourceDefinitions (kueue.x-k8s.io), generated from wasq's types.
     Crds,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum BenchShape {
+    Baseline,
+    LargeScale,
 }
 
 fn main() -> ExitCode {
@@ -94,6 +111,32 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Plugin(command) => cli::plugin::run(command),
+        Command::Bench {
+            shape,
+            output,
+            plugins,
+        } => {
+            let shape = match shape {
+                BenchShape::Baseline => wasq::sim::generate::Shape::Baseline,
+                BenchShape::LargeScale => wasq::sim::generate::Shape::LargeScale,
+            };
+            let args = PolicyArgs {
+                plugins: Some(plugins),
+                policies: vec![
+                    "ordering=kueue-default-ordering".into(),
+                    "preemption=kueue-default-preemption".into(),
+                    "flavor-assignment=kueue-default-flavors".into(),
+                ],
+                config: None,
+            };
+            let policies = args.load(false)?;
+            let report = wasq::sim::bench::bench(shape, policies.live_bindings())?;
+            match output {
+                Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+                Output::Table => print!("{}", report.to_table()),
+            }
+            Ok(())
+        }
         Command::Controller { args, policies } => {
             let policies = policies.load(true)?;
             let _watch = policies.watch()?;

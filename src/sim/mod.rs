@@ -6,6 +6,7 @@
 //! reservation), so workloads admitted during the run are always newer than those that came
 //! admitted; times in reports are seconds since then.
 
+pub mod bench;
 pub mod duration;
 pub mod extensions;
 pub mod generate;

@@ -320,6 +320,17 @@ impl Report {
         lines
     }
 
+    /// [`Report::decision_lines`] without the deciding policy: for comparing two policy sets.
+    pub fn decision_lines_without_policy(&self) -> Vec<String> {
+        self.decision_lines()
+            .into_iter()
+            .map(|l| match l.rfind(" [") {
+                Some(i) if l.ends_with(']') => l[..i].to_string(),
+                _ => l,
+            })
+            .collect()
+    }
+
     pub fn to_table(&self, max_events: usize) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "Timeline ({} events):", self.events.len());

@@ -1,0 +1,238 @@
+//! `wasq bench`: one Kueue performance-test shape simulated twice in one process — with the
+//! built-in native policies and with the given policy set (the kueue-default WASM plugins) —
+//! with wall time, cycle and admission rates, peak memory, the WASM/native ratio, and the
+//! virtual-clock figures Kueue's own performance test asserts, next to its thresholds.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::generate::{GeneratorSpec, Shape, generate};
+use super::{Limits, Scenario, Simulation};
+use crate::wasm::LiveBindings;
+
+/// Kueue's published pass thresholds for a shape (configs/<shape>/rangespec.yaml).
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Thresholds {
+    pub min_usage_percent: f64,
+    pub max_mean_time_to_admit_seconds: [(&'static str, f64); 3],
+}
+
+pub fn thresholds(shape: Shape) -> Thresholds {
+    match shape {
+        Shape::Baseline => Thresholds {
+            min_usage_percent: 50.0,
+            max_mean_time_to_admit_seconds: [("large", 23.0), ("medium", 90.0), ("small", 260.0)],
+        },
+        Shape::LargeScale => Thresholds {
+            min_usage_percent: 31.6,
+            max_mean_time_to_admit_seconds: [("large", 128.0), ("medium", 308.0), ("small", 841.0)],
+        },
+    }
+}
+
+/// The figures of one run.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunFigures {
+    pub policies: String,
+    pub wall_seconds: f64,
+    pub cycles: u64,
+    pub cycles_per_second: f64,
+    pub admissions: u64,
+    pub admissions_per_second: f64,
+    /// Peak resident memory of the process during this run (Linux `VmHWM`, reset before the
+    /// run), or `None` where the platform does not report it.
+    pub peak_memory_bytes: Option<u64>,
+    pub workloads: usize,
+    pub virtual_seconds: f64,
+    /// Mean usage of nominal quota per ClusterQueue class, %.
+    pub usage_percent: BTreeMap<String, f64>,
+    /// Mean time-to-admit per workload class, virtual seconds.
+    pub mean_time_to_admit_seconds: BTreeMap<String, f64>,
+    /// Whether every Kueue threshold is met.
+    pub meets_kueue_thresholds: bool,
+    /// Decisions the built-in made because a plugin failed (should be 0).
+    pub fallbacks: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BenchReport {
+    pub shape: &'static str,
+    pub thresholds: Thresholds,
+    pub native: RunFigures,
+    pub wasm: RunFigures,
+    /// WASM wall time / native wall time.
+    pub ratio: f64,
+    /// Whether both runs made exactly the same decisions at the same virtual times.
+    pub identical_decisions: bool,
+}
+
+pub fn shape_name(shape: Shape) -> &'static str {
+    match shape {
+        Shape::Baseline => "baseline",
+        Shape::LargeScale => "large-scale",
+    }
+}
+
+/// Resets the peak-RSS counter (Linux); false elsewhere.
+fn reset_peak() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Runs `shape` once with `policies` (`None` = built-in) and returns its figures and its
+/// decision lines.
+pub fn run_once(
+    shape: Shape,
+    label: &str,
+    policies: Option<LiveBindings>,
+) -> anyhow::Result<(RunFigures, Vec<String>)> {
+    let manifests = generate(&GeneratorSpec { shape, seed: None });
+    let scenario = Scenario::from_manifests(manifests)?;
+    let workloads = scenario.cluster.workloads.len();
+    let mut sim = Simulation::new(scenario);
+    if let Some(p) = policies {
+        sim.use_policies(p)?;
+    }
+    let peak_known = reset_peak();
+    let start = Instant::now();
+    sim.run(&Limits::default(), None);
+    let wall = start.elapsed().as_secs_f64();
+    let peak = if peak_known { peak_rss() } else { None };
+    let report = sim.report();
+    let admissions = report
+        .events
+        .iter()
+        .filter(|e| e.kind == super::report::EventType::Admitted)
+        .count() as u64;
+    let t = thresholds(shape);
+    let usage_percent = report.summary.cluster_queue_classes.clone();
+    let mean_time_to_admit_seconds: BTreeMap<String, f64> = report
+        .summary
+        .workload_classes
+        .iter()
+        .filter_map(|(k, c)| c.mean_time_to_admit_seconds.map(|v| (k.clone(), v)))
+        .collect();
+    let meets = usage_percent.values().all(|&u| u >= t.min_usage_percent)
+        && t.max_mean_time_to_admit_seconds.iter().all(|(class, max)| {
+            mean_time_to_admit_seconds
+                .get(*class)
+                .is_some_and(|v| v <= max)
+        });
+    let figures = RunFigures {
+        policies: label.to_string(),
+        wall_seconds: wall,
+        cycles: report.summary.cycles,
+        cycles_per_second: report.summary.cycles as f64 / wall,
+        admissions,
+        admissions_per_second: admissions as f64 / wall,
+        peak_memory_bytes: peak,
+        workloads,
+        virtual_seconds: report.summary.duration_seconds,
+        usage_percent,
+        mean_time_to_admit_seconds,
+        meets_kueue_thresholds: meets,
+        fallbacks: report.summary.fallbacks.iter().map(|f| f.count).sum(),
+    };
+    Ok((figures, report.decision_lines_without_policy()))
+}
+
+/// Both runs and their comparison.
+pub fn bench(shape: Shape, wasm: LiveBindings) -> anyhow::Result<BenchReport> {
+    let (native, native_lines) = run_once(shape, "builtin", None)?;
+    let (wasm, wasm_lines) = run_once(shape, "kueue-default plugins (WASM)", Some(wasm))?;
+    Ok(BenchReport {
+        shape: shape_name(shape),
+        thresholds: thresholds(shape),
+        ratio: wasm.wall_seconds / native.wall_seconds,
+        identical_decisions: native_lines == wasm_lines,
+        native,
+        wasm,
+    })
+}
+
+impl BenchReport {
+    pub fn to_table(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let (n, w) = (&self.native, &self.wasm);
+        let mb = |b: Option<u64>| {
+            b.map_or("-".to_string(), |b| {
+                format!("{:.0} MiB", b as f64 / 1048576.0)
+            })
+        };
+        let _ = writeln!(out, "shape {} ({} workloads)", self.shape, n.workloads);
+        let _ = writeln!(out, "{:<28} {:>16} {:>16}", "", "native", "wasm");
+        let rows: [(&str, String, String); 6] = [
+            (
+                "wall time",
+                format!("{:.2} s", n.wall_seconds),
+                format!("{:.2} s", w.wall_seconds),
+            ),
+            ("cycles", n.cycles.to_string(), w.cycles.to_string()),
+            (
+                "cycles/s",
+                format!("{:.0}", n.cycles_per_second),
+                format!("{:.0}", w.cycles_per_second),
+            ),
+            (
+                "admissions/s",
+                format!("{:.0}", n.admissions_per_second),
+                format!("{:.0}", w.admissions_per_second),
+            ),
+            (
+                "peak memory",
+                mb(n.peak_memory_bytes),
+                mb(w.peak_memory_bytes),
+            ),
+            (
+                "plugin fallbacks",
+                n.fallbacks.to_string(),
+                w.fallbacks.to_string(),
+            ),
+        ];
+        for (k, a, b) in rows {
+            let _ = writeln!(out, "{k:<28} {a:>16} {b:>16}");
+        }
+        let _ = writeln!(out, "WASM/native wall-time ratio  {:.3}", self.ratio);
+        let _ = writeln!(
+            out,
+            "identical decisions          {}",
+            self.identical_decisions
+        );
+        let _ = writeln!(out, "\nOn the virtual clock (Kueue's thresholds beside):");
+        for (class, u) in &n.usage_percent {
+            let _ = writeln!(
+                out,
+                "  usage, ClusterQueue class {class:<8} {u:>7.1}% {:>7.1}%   (>= {}%)",
+                w.usage_percent.get(class).copied().unwrap_or(f64::NAN),
+                self.thresholds.min_usage_percent
+            );
+        }
+        for (class, max) in self.thresholds.max_mean_time_to_admit_seconds {
+            let _ = writeln!(
+                out,
+                "  mean time-to-admit, {class:<8} {:>7.1}s {:>7.1}s   (<= {max}s)",
+                n.mean_time_to_admit_seconds
+                    .get(class)
+                    .copied()
+                    .unwrap_or(f64::NAN),
+                w.mean_time_to_admit_seconds
+                    .get(class)
+                    .copied()
+                    .unwrap_or(f64::NAN),
+            );
+        }
+        out
+    }
+}
