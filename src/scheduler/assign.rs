@@ -270,19 +270,35 @@ pub(super) fn assign_flavors(
                 cluster,
                 now: ctx.now,
             };
-            let span = tracing::debug_span!("policy", extension = "flavor-assignment", plugin = %policy.id().name);
-            let answer = span
-                .in_scope(|| policy.choose_flavor(&request))
-                .and_then(|choice| match choice {
-                    Some(c) => verify::flavor_choice(&request, c)
-                        .map(|()| Some(c))
-                        .map_err(|e| {
-                            let e = PolicyError::Invalid(e);
-                            policy.refused(&e);
-                            e
-                        }),
-                    None => Ok(None),
-                });
+            // Nothing to choose when at most one flavor can host the podSet: the host applies
+            // it (as Kueue's scan would) without a call. Part of the WIT contract.
+            let mut hosts = request
+                .options
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| o.is_some());
+            let only = match (hosts.next(), hosts.next()) {
+                (None, _) => Some(None),
+                (Some((i, Some(o))), None) => Some((o.mode != FitMode::NoFit).then_some(i)),
+                _ => None,
+            };
+            let answer = match only {
+                Some(choice) => Ok(choice),
+                None => {
+                    let span = tracing::debug_span!("policy", extension = "flavor-assignment", plugin = %policy.id().name);
+                    span.in_scope(|| policy.choose_flavor(&request))
+                        .and_then(|choice| match choice {
+                            Some(c) => verify::flavor_choice(&request, c)
+                                .map(|()| Some(c))
+                                .map_err(|e| {
+                                    let e = PolicyError::Invalid(e);
+                                    policy.refused(&e);
+                                    e
+                                }),
+                            None => Ok(None),
+                        })
+                }
+            };
             let choice = match answer {
                 Ok(choice) => choice,
                 Err(e) => {

@@ -206,6 +206,33 @@ impl Simulation {
         }
     }
 
+    /// Calls and failures of every plugin the run could bind.
+    pub(crate) fn plugin_summaries(&self) -> Vec<report::PluginSummary> {
+        let Some(policies) = &self.policies else {
+            return Vec::new();
+        };
+        policies
+            .source()
+            .snapshot()
+            .plugins()
+            .map(|p| {
+                let status = p.status();
+                report::PluginSummary {
+                    plugin: p.info().name.clone(),
+                    digest: p.info().digest.clone(),
+                    kind: p.kind().to_string(),
+                    calls: status.calls,
+                    failures: status
+                        .failures
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), *v))
+                        .collect(),
+                    quarantined: status.quarantined,
+                }
+            })
+            .collect()
+    }
+
     fn count_fallbacks(&mut self) {
         for f in self.scheduler.take_fallbacks() {
             let key = (

@@ -95,6 +95,20 @@ pub struct Summary {
     /// Decisions the built-in policy made because a plugin failed, by plugin, extension and
     /// reason. Empty when every plugin answered.
     pub fallbacks: Vec<FallbackCount>,
+    /// Every plugin the run could bind: calls made and failures per reason.
+    pub plugins: Vec<PluginSummary>,
+}
+
+/// One plugin's activity during the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginSummary {
+    pub plugin: String,
+    pub digest: String,
+    pub kind: String,
+    pub calls: u64,
+    pub failures: BTreeMap<String, u64>,
+    pub quarantined: bool,
 }
 
 /// How often one plugin failed for one reason.
@@ -286,6 +300,7 @@ pub fn build(sim: &Simulation) -> Report {
                     },
                 )
                 .collect(),
+            plugins: sim.plugin_summaries(),
         },
     }
 }
@@ -443,6 +458,27 @@ impl Report {
             "\n{} cycles over {:.1}s of virtual time",
             self.summary.cycles, self.summary.duration_seconds
         );
+        let used: Vec<_> = self
+            .summary
+            .plugins
+            .iter()
+            .filter(|p| p.calls > 0)
+            .collect();
+        if !used.is_empty() {
+            let _ = writeln!(out, "\nPlugins:");
+            for p in used {
+                let _ = writeln!(
+                    out,
+                    "  {} {} {:<18} {:>9} calls  {} failures{}",
+                    p.plugin,
+                    p.digest,
+                    p.kind,
+                    p.calls,
+                    p.failures.values().sum::<u64>(),
+                    if p.quarantined { "  QUARANTINED" } else { "" }
+                );
+            }
+        }
         if !self.summary.fallbacks.is_empty() {
             let _ = writeln!(
                 out,

@@ -62,7 +62,8 @@ fn each_misbehaving_plugin_is_contained_and_the_builtin_decides() {
         (
             "fixture-alloc",
             "flavor-assignment",
-            "preempt-lowest-priority.yaml",
+            // Two flavors can host each podSet: the host has to ask.
+            "../plugin-scenarios/cheapest-flavor.yaml",
             "out-of-memory",
             "memory limit of 67108864 bytes",
         ),
