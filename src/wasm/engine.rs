@@ -32,6 +32,10 @@ impl WasmEngine {
         config.wasm_component_model(true);
         config.epoch_interruption(true);
         config.consume_fuel(fuel);
+        // One compiler thread: a reload compiles next to the scheduling thread instead of
+        // taking every core from it (on 2 cores, parallel compilation stalled cycles for
+        // milliseconds; BENCHMARKS.md).
+        config.parallel_compilation(false);
         let engine = Engine::new(&config)?;
         start_ticker(&engine);
         Ok(WasmEngine {

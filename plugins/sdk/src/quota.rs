@@ -103,7 +103,8 @@ impl<'c> QuotaView<'c> {
     /// Adds a node and its ancestors to the view (with usage 0 where not yet included).
     /// Nodes that are not in the catalog are ignored.
     pub fn include(&mut self, node: NodeId) {
-        if (node as usize) >= self.slot_of.len() {
+        // Including a node always includes its ancestors: nothing to do if it is there.
+        if self.slot_of.get(node as usize).is_none_or(|&s| s != NONE) {
             return;
         }
         let chain: Vec<NodeId> = std::iter::once(node)
