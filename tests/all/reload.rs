@@ -317,3 +317,49 @@ fn plugin_metrics_follow_reloads() {
     assert!(text.contains(&wasq::wasm::digest_of(&v2)), "{text}");
     assert!(!text.contains("wasq_plugin_file_rejected{"), "{text}");
 }
+
+#[test]
+fn a_quarantined_plugin_gets_a_fresh_start_when_its_file_changes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("keys.wasm");
+    std::fs::copy(built().fixtures.join("fixture-trap.wasm"), &file).expect("copy");
+    let options = HostOptions {
+        limits: wasq::wasm::Limits {
+            quarantine_after: 2,
+            ..wasq::wasm::Limits::default()
+        },
+        ..HostOptions::default()
+    };
+    let live = LivePlugins::open(engine(), dir.path(), options).expect("open");
+    let scenario_path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/sched-entry-ordering.yaml");
+    let run_once = || {
+        let mut sim = Simulation::new(Scenario::load(&[scenario_path.clone()]).expect("loads"));
+        sim.use_policies(LiveBindings::new(
+            PluginSource::Live(live.clone()),
+            bindings(&["ordering=keys"]),
+        ))
+        .expect("binds");
+        sim.run(&Limits::default(), None);
+        sim.report()
+    };
+    run_once();
+    assert!(
+        live.snapshot()
+            .get("keys")
+            .expect("loaded")
+            .status()
+            .quarantined
+    );
+    // A new file: a new plugin, healthy, deciding.
+    std::fs::copy(built().plugins.join("kueue-default-ordering.wasm"), &file).expect("replace");
+    live.rescan();
+    let report = run_once();
+    let status = live.snapshot().get("keys").expect("reloaded").status();
+    assert!(!status.quarantined && status.calls > 0, "{status:?}");
+    assert!(
+        report.summary.fallbacks.is_empty(),
+        "{:?}",
+        report.summary.fallbacks
+    );
+}

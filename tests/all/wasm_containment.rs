@@ -212,3 +212,33 @@ fn a_cluster_queue_annotation_overrides_the_default_binding() {
         "{found:?}"
     );
 }
+
+#[test]
+fn fuel_stops_an_endless_loop_deterministically() {
+    let options = HostOptions {
+        limits: Limits {
+            fuel: Some(5_000_000),
+            // A deadline far away, so that fuel is what stops it.
+            deadline_ms: 60_000,
+            ..Limits::default()
+        },
+        ..HostOptions::default()
+    };
+    let engine = wasq::wasm::WasmEngine::new(true).expect("fuel engine");
+    let registry =
+        wasq::wasm::Registry::load_dir(engine, &super::plugins::built().fixtures, &options)
+            .expect("fixtures load");
+    let path = scenario("preempt-lowest-priority.yaml");
+    let report = run(
+        &path,
+        Some((&registry, &bindings(&["preemption=fixture-loop"]))),
+    );
+    let found = fallbacks_of(&report, "fixture-loop");
+    assert!(
+        found
+            .iter()
+            .any(|(r, _, e)| r == "out-of-fuel" && e.contains("5000000")),
+        "{found:?}"
+    );
+    assert_eq!(outcome_lines(&report), outcome_lines(&run(&path, None)));
+}
