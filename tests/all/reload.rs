@@ -334,7 +334,8 @@ fn a_quarantined_plugin_gets_a_fresh_start_when_its_file_changes() {
     let scenario_path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/sched-entry-ordering.yaml");
     let run_once = || {
-        let mut sim = Simulation::new(Scenario::load(&[scenario_path.clone()]).expect("loads"));
+        let mut sim =
+            Simulation::new(Scenario::load(std::slice::from_ref(&scenario_path)).expect("loads"));
         sim.use_policies(LiveBindings::new(
             PluginSource::Live(live.clone()),
             bindings(&["ordering=keys"]),
