@@ -7,7 +7,7 @@ use anyhow::{Context, bail};
 use clap::{Subcommand, ValueEnum};
 
 use wasq::wasm::guests::{build_guests, build_repository_plugins};
-use wasq::wasm::{HostOptions, PluginKind, Registry, WasmEngine, load_file};
+use wasq::wasm::{HostOptions, PluginKind, Registry, WasmEngine, make_plugin};
 
 use super::Output;
 
@@ -122,8 +122,10 @@ pub fn run(command: PluginCommand) -> anyhow::Result<()> {
 
 fn check(file: &Path, output: Output) -> anyhow::Result<()> {
     let engine = WasmEngine::new(false)?;
-    let loaded = load_file(&engine, file)?;
-    let info = &loaded.info;
+    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    // Exactly what a load or reload does: compile, world, imports, smoke call.
+    let plugin = make_plugin(&engine, file, &bytes, &HostOptions::default())?;
+    let info = plugin.info();
     match output {
         Output::Json => println!("{}", serde_json::to_string_pretty(info)?),
         Output::Table => {

@@ -88,13 +88,7 @@ impl Policies {
             let mut live = live.lock().unwrap_or_else(|e| e.into_inner());
             match live.refresh(&scheduler.cluster) {
                 None => {}
-                Some(Ok((default, per_cq))) => {
-                    scheduler.set_default_policies(default);
-                    scheduler.clear_cq_policies();
-                    for (cq, set) in per_cq {
-                        scheduler.set_cq_policies(cq, set);
-                    }
-                }
+                Some(Ok((default, per_cq))) => scheduler.install_policies(default, per_cq),
                 // A bad ClusterQueue annotation must not stop the controller.
                 Some(Err(e)) => {
                     tracing::error!(error = %e, "policy binding refused; the previous policies stay")

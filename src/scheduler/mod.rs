@@ -85,6 +85,10 @@ pub struct Scheduler {
     /// Submitted workloads waiting for their sort keys, computed in one batch per ordering
     /// policy before the next cycle.
     unkeyed: Vec<WorkloadId>,
+    /// The same workloads, for constant-time membership.
+    unkeyed_set: std::collections::HashSet<WorkloadId>,
+    /// Workloads back from an eviction: their `queued` time becomes the next flush's time.
+    evicted: std::collections::HashSet<WorkloadId>,
     /// Fallbacks since the last [`Scheduler::take_fallbacks`].
     fallbacks: Vec<Fallback>,
     /// ClusterQueues whose parked workloads get another chance at the next cycle (capacity
@@ -117,6 +121,8 @@ impl Scheduler {
             cycle: 0,
             keys: HashMap::new(),
             unkeyed: Vec::new(),
+            unkeyed_set: std::collections::HashSet::new(),
+            evicted: std::collections::HashSet::new(),
             fallbacks: Vec::new(),
             retry: std::collections::BTreeSet::new(),
         }
@@ -130,6 +136,33 @@ impl Scheduler {
     /// Binds policies to one ClusterQueue.
     pub fn set_cq_policies(&mut self, cq: CqId, policies: PolicySet) {
         self.cq_policies[cq.index()] = Some(policies);
+    }
+
+    /// Replaces every binding at once (a reload). Workloads queued in a ClusterQueue whose
+    /// ordering policy changed are keyed again by the new one before the next cycle, so that
+    /// one heap never mixes keys of two policies (parked ones get another chance too).
+    pub fn install_policies(&mut self, default: PolicySet, per_cq: Vec<(CqId, PolicySet)>) {
+        let before: Vec<PolicyRef> = (0..self.cq_policies.len())
+            .map(|i| self.policies_for(CqId(i as u32)).ordering.id())
+            .collect();
+        self.default_policies = default;
+        self.clear_cq_policies();
+        for (cq, set) in per_cq {
+            self.set_cq_policies(cq, set);
+        }
+        for (i, old) in before.into_iter().enumerate() {
+            let cq = CqId(i as u32);
+            if self.policies_for(cq).ordering.id() == old {
+                continue;
+            }
+            for id in self.queues.queue(cq).ordered() {
+                self.queues.remove(id);
+                self.keys.remove(&id);
+                if self.unkeyed_set.insert(id) {
+                    self.unkeyed.push(id);
+                }
+            }
+        }
     }
 
     /// Removes every per-ClusterQueue binding.
@@ -201,6 +234,7 @@ impl Scheduler {
             return;
         }
         let ids = std::mem::take(&mut self.unkeyed);
+        self.unkeyed_set.clear();
         // Group by the ordering policy that keys them, keeping submission order.
         let mut groups: Vec<(CqId, Vec<QueuedWorkload>)> = Vec::new();
         for id in ids {
@@ -208,7 +242,7 @@ impl Scheduler {
                 continue;
             };
             let policy = &self.policies_for(cq).ordering;
-            let q = self.queued_workload(id, cq, now);
+            let q = self.queued_workload(id, cq, self.cluster.workload(id).queued);
             match groups
                 .iter_mut()
                 .find(|(g, _)| std::sync::Arc::ptr_eq(&self.policies_for(*g).ordering, policy))
@@ -217,9 +251,12 @@ impl Scheduler {
                 None => groups.push((cq, vec![q])),
             }
         }
-        for (cq, batch) in groups {
-            for q in &batch {
-                self.cluster.workloads[q.workload.index()].queued = now;
+        for (cq, mut batch) in groups {
+            for q in &mut batch {
+                if self.evicted.remove(&q.workload) {
+                    self.cluster.workloads[q.workload.index()].queued = now;
+                    q.queued = now;
+                }
             }
             let keys = self.sort_keys(cq, &batch, now);
             for (q, key) in batch.iter().zip(keys) {
@@ -231,7 +268,7 @@ impl Scheduler {
 
     /// Whether the workload waits in a queue (or for its sort key).
     pub fn is_pending(&self, id: WorkloadId) -> bool {
-        self.queues.contains(id) || self.unkeyed.contains(&id)
+        self.queues.contains(id) || self.unkeyed_set.contains(&id)
     }
 
     /// Queues a workload in its ClusterQueue.
@@ -251,7 +288,7 @@ impl Scheduler {
         };
         let _ = cq;
         self.queues.remove(id);
-        if !self.unkeyed.contains(&id) {
+        if self.unkeyed_set.insert(id) {
             self.unkeyed.push(id);
         }
         Ok(())
@@ -262,7 +299,10 @@ impl Scheduler {
     pub fn finish(&mut self, id: WorkloadId) {
         self.queues.remove(id);
         self.keys.remove(&id);
-        self.unkeyed.retain(|&w| w != id);
+        if self.unkeyed_set.remove(&id) {
+            self.unkeyed.retain(|&w| w != id);
+        }
+        self.evicted.remove(&id);
         if let Ok(admission) = self.cluster.release(id) {
             self.retry_inadmissible(admission.cluster_queue);
         }
@@ -273,6 +313,7 @@ impl Scheduler {
         if let Ok(admission) = self.cluster.release(id) {
             self.retry_inadmissible(admission.cluster_queue);
         }
+        self.evicted.insert(id);
         // A workload that can no longer be queued simply stays pending outside any queue.
         let _ = self.submit(id);
     }

@@ -59,11 +59,15 @@ impl Pacer {
         }
     }
 
-    /// Sleeps until the wall time that corresponds to virtual `elapsed` milliseconds.
-    fn wait_until(&self, elapsed: Millis) {
+    /// Sleeps until the wall time that corresponds to virtual `elapsed` milliseconds, in short
+    /// slices so that a stop request is seen promptly.
+    fn wait_until(&self, elapsed: Millis, stop: &std::sync::atomic::AtomicBool) {
         let due = std::time::Duration::from_secs_f64((elapsed.max(0) as f64 / 1000.0) / self.speed);
-        if let Some(left) = due.checked_sub(self.start.elapsed()) {
-            std::thread::sleep(left);
+        while let Some(left) = due.checked_sub(self.start.elapsed()) {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(left.min(std::time::Duration::from_millis(20)));
         }
     }
 }
@@ -168,8 +172,7 @@ impl Simulation {
         Ok(())
     }
 
-    /// A flag that ends [`Simulation::run`] at the next cycle when set (from another thread, or
-    /// a Ctrl-C handler in real-time mode).
+    /// A flag that ends [`Simulation::run`] at the next cycle when set (from another thread).
     pub fn stop_flag(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
         self.stop.clone()
     }
@@ -180,11 +183,7 @@ impl Simulation {
     }
 
     fn install(&mut self, (default, per_cq): crate::wasm::Bound) {
-        self.scheduler.set_default_policies(default);
-        self.scheduler.clear_cq_policies();
-        for (cq, set) in per_cq {
-            self.scheduler.set_cq_policies(cq, set);
-        }
+        self.scheduler.install_policies(default, per_cq);
     }
 
     fn refresh_policies(&mut self) {
@@ -453,7 +452,7 @@ impl Simulation {
                 break;
             }
             if let Some(pacer) = &self.pacer {
-                pacer.wait_until(next - self.t0);
+                pacer.wait_until(next - self.t0, &self.stop);
             }
             self.integrate(next);
         }

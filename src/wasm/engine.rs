@@ -72,12 +72,13 @@ impl WasmEngine {
         Ok(compiled)
     }
 
-    /// Drops cached components whose digest is not in `keep` (after a reload).
-    pub fn retain(&self, keep: &[&str]) {
-        self.cache
-            .lock()
-            .expect("cache lock")
-            .retain(|d, _| keep.contains(&d.as_str()));
+    /// Drops cached components (replaced or refused in a reload); plugins still using one keep
+    /// their own reference.
+    pub fn forget(&self, digests: &[String]) {
+        let mut cache = self.cache.lock().expect("cache lock");
+        for d in digests {
+            cache.remove(d);
+        }
     }
 }
 

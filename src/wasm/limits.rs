@@ -41,25 +41,29 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 #[derive(Debug)]
 pub struct MemoryCap {
     pub max_bytes: u64,
+    /// Bytes of every memory of the store together.
+    pub used: u64,
     pub refused: bool,
 }
 
 impl wasmtime::ResourceLimiter for MemoryCap {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired as u64 > self.max_bytes {
+        let total = self.used - (current as u64).min(self.used) + desired as u64;
+        if total > self.max_bytes {
             self.refused = true;
             // Trap rather than let the guest see a failed `memory.grow` (which Rust guests turn
             // into an opaque `unreachable`).
             return Err(wasmtime::Error::msg(format!(
-                "memory limit of {} bytes reached (wanted {desired})",
+                "memory limit of {} bytes reached (wanted {total} in all)",
                 self.max_bytes
             )));
         }
+        self.used = total;
         Ok(true)
     }
 
@@ -70,5 +74,19 @@ impl wasmtime::ResourceLimiter for MemoryCap {
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         Ok(desired <= 100_000)
+    }
+
+    // A plugin component has a handful of core instances, memories and tables; these caps
+    // keep a crafted component from multiplying the memory cap.
+    fn instances(&self) -> usize {
+        64
+    }
+
+    fn memories(&self) -> usize {
+        4
+    }
+
+    fn tables(&self) -> usize {
+        64
     }
 }

@@ -28,5 +28,7 @@ pub use limits::Limits;
 pub use load::{LoadError, PluginInfo, PluginKind, digest_of, load_file};
 pub use plugin::{Exposure, Plugin, PluginStatus};
 pub use policies::{WasmFlavors, WasmOrdering, WasmPreemption};
-pub use registry::{ANNOTATION_PREFIX, BUILTIN, BindError, Bindings, HostOptions, Registry};
+pub use registry::{
+    ANNOTATION_PREFIX, BUILTIN, BindError, Bindings, HostOptions, Registry, make_plugin,
+};
 pub use reload::{Bound, Change, LiveBindings, LivePlugins, PluginSource};

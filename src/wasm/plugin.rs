@@ -47,6 +47,9 @@ impl Exposure {
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct PluginStatus {
     pub calls: u64,
+    /// The last call returned (its answer may still be refused by the host's checks).
+    #[serde(skip)]
+    pub last_returned: bool,
     /// Failures per reason (`trap`, `timeout`, `out-of-memory`, `out-of-fuel`,
     /// `invalid-answer`, `load-error`).
     pub failures: BTreeMap<&'static str, u64>,
@@ -238,10 +241,14 @@ impl Plugin {
         if inner.status.quarantined {
             return Err(PolicyError::Quarantined(inner.status.consecutive_failures));
         }
+        // The previous call counts as a success only once its answer was not refused.
+        if std::mem::take(&mut inner.status.last_returned) {
+            inner.status.consecutive_failures = 0;
+        }
         inner.status.calls += 1;
         let result = self.call_locked(&mut inner, cluster, f);
         match &result {
-            Ok(_) => inner.status.consecutive_failures = 0,
+            Ok(_) => inner.status.last_returned = true,
             Err(e) => {
                 inner.live = None;
                 self.count_failure(&mut inner, e);
@@ -336,6 +343,7 @@ impl Plugin {
     /// Records an answer the host refused (an invalid answer counts like a trap).
     pub fn refused(&self, error: &PolicyError) {
         let mut inner = self.lock();
+        inner.status.last_returned = false;
         self.count_failure(&mut inner, error);
     }
 

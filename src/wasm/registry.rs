@@ -331,7 +331,9 @@ impl Registry {
         Ok(set)
     }
 
-    /// The default policy set, and one per ClusterQueue whose annotations override it.
+    /// The default policy set, and one per ClusterQueue whose annotations override it. Only
+    /// the default binding can fail; a ClusterQueue whose annotation cannot be bound is logged
+    /// and keeps the default.
     pub fn bind(
         &self,
         cluster: &Cluster,
@@ -351,7 +353,14 @@ impl Registry {
             }
             if overridden {
                 let context = format!("ClusterQueue {} annotation {ANNOTATION_PREFIX}*", cq.name);
-                per_cq.push((cq.id, self.policy_set(&own, &context)?));
+                // One bad annotation must not take plugins away from every other queue: that
+                // queue keeps the default binding.
+                match self.policy_set(&own, &context) {
+                    Ok(set) => per_cq.push((cq.id, set)),
+                    Err(error) => {
+                        tracing::error!(%error, "ClusterQueue binding refused; it uses the default binding")
+                    }
+                }
             }
         }
         Ok((default_set, per_cq))

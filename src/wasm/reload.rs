@@ -99,6 +99,10 @@ impl LivePlugins {
             .plugins()
             .map(|p| (p.info().name.clone(), p.info().digest.clone()))
             .collect();
+        let rejected = registry
+            .failures()
+            .map(|(n, e)| (n.clone(), e.to_string()))
+            .collect();
         Ok(Arc::new(LivePlugins {
             dir: dir.to_path_buf(),
             options,
@@ -107,7 +111,7 @@ impl LivePlugins {
             state: Mutex::new(State {
                 seen,
                 counts: ReloadCounts::default(),
-                rejected: BTreeMap::new(),
+                rejected,
             }),
         }))
     }
@@ -159,6 +163,7 @@ impl LivePlugins {
         let old = self.snapshot();
         let mut next: Registry = (*old).clone();
         let mut changes = Vec::new();
+        let mut forget = Vec::new();
         let files = wasm_files(&self.dir);
         for path in &files {
             let name = stem(path);
@@ -185,6 +190,7 @@ impl LivePlugins {
                     );
                     state.counts.loaded += 1;
                     state.rejected.remove(&name);
+                    forget.extend(running.clone());
                     next.insert(plugin);
                     changes.push(Change::Loaded {
                         plugin: name,
@@ -201,6 +207,7 @@ impl LivePlugins {
                         "plugin file refused; the previous version keeps running"
                     );
                     state.counts.rejected += 1;
+                    forget.push(digest.clone());
                     state.rejected.insert(name.clone(), error.to_string());
                     next.reject(&name, error.clone());
                     changes.push(Change::Rejected {
@@ -213,17 +220,25 @@ impl LivePlugins {
             }
         }
         let present: Vec<String> = files.iter().map(|p| stem(p)).collect();
-        let gone: Vec<(String, String)> = old
+        // Loaded plugins and refused files alike.
+        let mut gone: Vec<(String, String)> = old
             .plugins()
             .filter(|p| !present.contains(&p.info().name))
             .map(|p| (p.info().name.clone(), p.info().digest.clone()))
             .collect();
+        for (name, _) in old.failures() {
+            if !present.contains(name) && !gone.iter().any(|(n, _)| n == name) {
+                let digest = state.seen.get(name).cloned().unwrap_or_else(|| "-".into());
+                gone.push((name.clone(), digest));
+            }
+        }
         for (name, digest) in gone {
             tracing::warn!(plugin = %name, old_digest = %digest, "plugin file removed; the built-in policy takes over");
             state.counts.removed += 1;
             state.seen.remove(&name);
             state.rejected.remove(&name);
             next.remove(&name);
+            forget.push(digest.clone());
             changes.push(Change::Removed {
                 plugin: name,
                 old_digest: digest,

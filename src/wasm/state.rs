@@ -32,6 +32,7 @@ impl State {
             digest,
             limiter: MemoryCap {
                 max_bytes: memory_bytes,
+                used: 0,
                 refused: false,
             },
             lines: 0,
@@ -49,7 +50,7 @@ impl types::Host for State {}
 
 impl host::Host for State {
     fn log(&mut self, level: types::Level, message: String) {
-        self.lines += 1;
+        self.lines = self.lines.saturating_add(1);
         if self.lines > MAX_LINES_PER_CALL {
             return;
         }

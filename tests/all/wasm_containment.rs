@@ -242,3 +242,37 @@ fn fuel_stops_an_endless_loop_deterministically() {
     );
     assert_eq!(outcome_lines(&report), outcome_lines(&run(&path, None)));
 }
+
+#[test]
+fn answers_refused_every_time_quarantine_the_plugin_too() {
+    let options = HostOptions {
+        limits: Limits {
+            quarantine_after: 3,
+            ..Limits::default()
+        },
+        ..HostOptions::default()
+    };
+    let registry = fixtures(&options);
+    // Every call returns normally; every answer is refused by the host's checks.
+    let b = bindings(&["ordering=fixture-out-of-range"]);
+    let report = run(
+        &scenario("life-strict-vs-besteffort-fifo.yaml"),
+        Some((&registry, &b)),
+    );
+    let status = registry
+        .get("fixture-out-of-range")
+        .expect("loaded")
+        .status();
+    // Its valid sort keys are successes in between, so it takes a few cycles to reach three
+    // refusals in a row.
+    assert!(status.quarantined, "{status:?}");
+    assert!(
+        status
+            .failures
+            .get("invalid-answer")
+            .is_some_and(|&n| n >= 3),
+        "{status:?}"
+    );
+    let found = fallbacks_of(&report, "fixture-out-of-range");
+    assert!(found.iter().any(|(r, ..)| r == "quarantined"), "{found:?}");
+}
