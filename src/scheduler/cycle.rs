@@ -82,6 +82,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
             builtin: &s.builtin,
             now,
             fallbacks: &fallbacks,
+            targets_memo: Default::default(),
         };
         let (assignment, targets) = get_assignments(&ctx, &snapshot, wl, cq);
         entries.push(Entry {
@@ -107,6 +108,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
             builtin: &s.builtin,
             now,
             fallbacks: &fallbacks,
+            targets_memo: Default::default(),
         };
         let (result, recomputed) = process(&ctx, &mut snapshot, &mut preempted, e);
         processed.push((i, result, recomputed));
@@ -198,6 +200,9 @@ fn get_assignments(
         targets: Vec::new(),
         policy: ctx.policies.preemption.id(),
     };
+    // Usage is fixed for this call: victims found for one question can answer the same
+    // question again (the preemption oracle and the targets of a single-resource assignment).
+    ctx.targets_memo.borrow_mut().clear();
     let full = assign_flavors(ctx, usage, wl, cq, None);
     match full.mode() {
         AssignmentMode::Fit => return (full, no_targets()),

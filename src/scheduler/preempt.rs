@@ -21,7 +21,12 @@ pub(super) struct Ctx<'a> {
     pub builtin: &'a PolicySet,
     pub now: Millis,
     pub fallbacks: &'a RefCell<Vec<Fallback>>,
+    /// Victims already chosen during one `get_assignments` call (one preemptor, one usage),
+    /// by (needs, requests).
+    pub targets_memo: RefCell<Vec<TargetsMemo>>,
 }
+
+type TargetsMemo = (Vec<FrIdx>, Vec<(FrIdx, i64)>, Targets);
 
 impl Ctx<'_> {
     pub fn fallback(&self, policy: PolicyRef, extension: &'static str, error: PolicyError) {
@@ -231,6 +236,29 @@ fn collect_candidates(
 
 /// Asks the preemption policy for victims that make `requests` fit, verifying the answer.
 pub(super) fn get_targets(
+    ctx: &Ctx<'_>,
+    usage: &Usage,
+    preemptor: WorkloadId,
+    cq: CqId,
+    needs: &[FrIdx],
+    requests: &[(FrIdx, i64)],
+) -> Targets {
+    if let Some((_, _, t)) = ctx
+        .targets_memo
+        .borrow()
+        .iter()
+        .find(|(n, r, _)| n == needs && r == requests)
+    {
+        return t.clone();
+    }
+    let targets = find_targets(ctx, usage, preemptor, cq, needs, requests);
+    ctx.targets_memo
+        .borrow_mut()
+        .push((needs.to_vec(), requests.to_vec(), targets.clone()));
+    targets
+}
+
+fn find_targets(
     ctx: &Ctx<'_>,
     usage: &Usage,
     preemptor: WorkloadId,

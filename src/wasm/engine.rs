@@ -36,6 +36,10 @@ impl WasmEngine {
         // taking every core from it (on 2 cores, parallel compilation stalled cycles for
         // milliseconds; BENCHMARKS.md).
         config.parallel_compilation(false);
+        // `WASQ_PROFILE=perfmap`: name plugin functions in `perf` (writes /tmp/perf-PID.map).
+        if std::env::var("WASQ_PROFILE").is_ok_and(|v| v == "perfmap") {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&config)?;
         start_ticker(&engine);
         Ok(WasmEngine {
