@@ -65,6 +65,9 @@ enum Command {
         /// Where kueue-default-ordering/-preemption/-flavors.wasm are (`wasq plugin build`).
         #[arg(long, value_name = "DIR", default_value = "target/plugins")]
         plugins: PathBuf,
+        /// Runs per side, alternating; the fastest of each is reported.
+        #[arg(long, default_value_t = 1)]
+        repeat: usize,
     },
     /// Inspect, list, scaffold and build policy plugins.
     #[command(subcommand)]
@@ -115,6 +118,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             shape,
             output,
             plugins,
+            repeat,
         } => {
             let shape = match shape {
                 BenchShape::Baseline => wasq::sim::generate::Shape::Baseline,
@@ -130,7 +134,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 config: None,
             };
             let policies = args.load(false)?;
-            let report = wasq::sim::bench::bench(shape, policies.live_bindings())?;
+            let report = wasq::sim::bench::bench(shape, repeat, || policies.live_bindings())?;
             match output {
                 Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
                 Output::Table => print!("{}", report.to_table()),
