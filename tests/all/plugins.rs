@@ -31,9 +31,21 @@ pub fn registry(dir: &Path, options: &HostOptions) -> Registry {
     Registry::load_dir(engine(), dir, options).unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
 }
 
-/// The repository's plugins with default options.
+/// Host options for tests: the default limits, but a CPU deadline that a loaded CI machine
+/// cannot hit by accident. Tests about the deadline itself set it explicitly.
+pub fn test_options() -> HostOptions {
+    HostOptions {
+        limits: wasq::wasm::Limits {
+            deadline_ms: 2_000,
+            ..wasq::wasm::Limits::default()
+        },
+        ..HostOptions::default()
+    }
+}
+
+/// The repository's plugins with test options.
 pub fn plugins() -> Registry {
-    registry(&built().plugins, &HostOptions::default())
+    registry(&built().plugins, &test_options())
 }
 
 /// The misbehaving fixtures with default options.

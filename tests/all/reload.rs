@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use wasq::sim::{EventType, Limits, Report, Scenario, Simulation};
 use wasq::wasm::{HostOptions, LiveBindings, LivePlugins, PluginSource};
 
-use super::plugins::{bindings, built, engine};
+use super::plugins::{bindings, built, engine, test_options};
 
 /// One ClusterQueue of 4 cpu where each 2-cpu workload arrives every 2 s, runs 9 s, and often
 /// outranks a running one: a preemption decision every few virtual seconds.
@@ -190,7 +190,7 @@ fn plugin_replaced_corrupted_truncated_renamed_and_deleted_while_scheduling() {
     let (v1, v2) = (bytes("kueue-default-preemption"), bytes("least-lost-work"));
     let (d1, d2) = (wasq::wasm::digest_of(&v1), wasq::wasm::digest_of(&v2));
     std::fs::write(&file, &v1).expect("write v1");
-    let live = LivePlugins::open(engine(), dir.path(), HostOptions::default()).expect("open");
+    let live = LivePlugins::open(engine(), dir.path(), test_options()).expect("open");
     let _watch = live.watch().expect("watch");
     let sim = start(&live, 3000, 400.0);
 
@@ -255,7 +255,7 @@ fn configmap_symlink_swap_is_one_reload() {
     let first = version(1, &v1);
     symlink(first.file_name().expect("name"), root.join("..data")).expect("..data");
     symlink(Path::new("..data/victim.wasm"), root.join("victim.wasm")).expect("file link");
-    let live = LivePlugins::open(engine(), root, HostOptions::default()).expect("open");
+    let live = LivePlugins::open(engine(), root, test_options()).expect("open");
     let _watch = live.watch().expect("watch");
     let sim = start(&live, 3000, 400.0);
     wait_for(&live, Some(&d1), 3);
@@ -278,7 +278,7 @@ fn plugin_metrics_follow_reloads() {
     let file = dir.path().join("victim.wasm");
     let (v1, v2) = (bytes("kueue-default-preemption"), bytes("least-lost-work"));
     std::fs::write(&file, &v1).expect("write v1");
-    let live = LivePlugins::open(engine(), dir.path(), HostOptions::default()).expect("open");
+    let live = LivePlugins::open(engine(), dir.path(), test_options()).expect("open");
     let mut metrics = wasq::k8s::metrics::Metrics::new("standalone");
     metrics.register_plugins(PluginSource::Live(live.clone()));
     let text = metrics.encode();
@@ -326,9 +326,10 @@ fn a_quarantined_plugin_gets_a_fresh_start_when_its_file_changes() {
     let options = HostOptions {
         limits: wasq::wasm::Limits {
             quarantine_after: 2,
+            deadline_ms: 2_000,
             ..wasq::wasm::Limits::default()
         },
-        ..HostOptions::default()
+        ..test_options()
     };
     let live = LivePlugins::open(engine(), dir.path(), options).expect("open");
     let scenario_path =

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use wasq::sim::{EventType, Report};
 use wasq::wasm::{BindError, HostOptions, Limits, LoadError};
 
-use super::plugins::{bindings, fixtures, plugins, run};
+use super::plugins::{bindings, fixtures, plugins, run, test_options};
 use super::scenarios::outcome_lines;
 
 fn scenario(name: &str) -> PathBuf {
@@ -75,7 +75,13 @@ fn each_misbehaving_plugin_is_contained_and_the_builtin_decides() {
             "imports `wasi:",
         ),
     ];
-    let registry = fixtures(&HostOptions::default());
+    // Only the looping fixture meets the (default, 10 ms) deadline; the others get a deadline a
+    // loaded machine cannot hit, so that what stops them is their own misbehaviour.
+    let mut options = test_options();
+    options
+        .plugin_limits
+        .insert("fixture-loop".into(), Limits::default());
+    let registry = fixtures(&options);
     for (fixture, extension, file, reason, text) in cases {
         let path = scenario(file);
         let native = run(&path, None);
@@ -115,9 +121,10 @@ fn repeated_failures_quarantine_the_plugin_until_its_file_changes() {
     let options = HostOptions {
         limits: Limits {
             quarantine_after: 3,
+            deadline_ms: 2_000,
             ..Limits::default()
         },
-        ..HostOptions::default()
+        ..test_options()
     };
     let registry = fixtures(&options);
     let b = bindings(&["ordering=fixture-trap"]);
@@ -143,7 +150,7 @@ fn repeated_failures_quarantine_the_plugin_until_its_file_changes() {
 
 #[test]
 fn a_forbidden_import_is_refused_at_load_naming_the_import() {
-    let registry = fixtures(&HostOptions::default());
+    let registry = fixtures(&test_options());
     let (_, error) = registry
         .failures()
         .find(|(name, _)| *name == "fixture-forbidden-import")
@@ -204,7 +211,7 @@ fn a_cluster_queue_annotation_overrides_the_default_binding() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("annotated.yaml");
     std::fs::write(&path, annotated).expect("write");
-    let registry = fixtures(&HostOptions::default());
+    let registry = fixtures(&test_options());
     let report = run(&path, Some((&registry, &bindings(&[]))));
     let found = fallbacks_of(&report, "fixture-duplicates");
     assert!(
@@ -222,7 +229,7 @@ fn fuel_stops_an_endless_loop_deterministically() {
             deadline_ms: 60_000,
             ..Limits::default()
         },
-        ..HostOptions::default()
+        ..test_options()
     };
     let engine = wasq::wasm::WasmEngine::new(true).expect("fuel engine");
     let registry =
@@ -248,9 +255,10 @@ fn answers_refused_every_time_quarantine_the_plugin_too() {
     let options = HostOptions {
         limits: Limits {
             quarantine_after: 3,
+            deadline_ms: 2_000,
             ..Limits::default()
         },
-        ..HostOptions::default()
+        ..test_options()
     };
     let registry = fixtures(&options);
     // Every call returns normally; every answer is refused by the host's checks.

@@ -112,12 +112,19 @@ pub fn borrowing_attempts(catalog: &Catalog, req: &Request, subset: &[u32]) -> V
     let cq = catalog.cluster_queue(req.preemptor.cluster_queue);
     let forbidden =
         cq.is_none_or(|cq| cq.preemption.borrow_within_cohort == BorrowWithinCohort::Never);
+    // Read straight from the request's usage rows: building a whole view for one row is the
+    // most expensive part of a call on large cohorts.
     let under_nominal = match cq {
         Some(cq) => {
-            let view = QuotaView::from_request(catalog, req);
-            req.needs_preemption
-                .iter()
-                .all(|&fr| view.quota(cq.node, fr).nominal > view.usage(cq.node, fr))
+            let width = req.requests.len();
+            let row = req.usage_nodes.iter().position(|&n| n == cq.node);
+            req.needs_preemption.iter().all(|&fr| {
+                let used = row
+                    .zip(req.requests.iter().position(|r| r.fr == fr))
+                    .and_then(|(i, j)| req.usage.get(i * width + j).copied())
+                    .unwrap_or(0);
+                catalog.quota(cq.node, fr).nominal > used
+            })
         }
         None => false,
     };

@@ -107,18 +107,17 @@ impl<'c> QuotaView<'c> {
         if self.slot_of.get(node as usize).is_none_or(|&s| s != NONE) {
             return;
         }
-        let chain: Vec<NodeId> = std::iter::once(node)
-            .chain(self.catalog.ancestors(node))
-            .collect();
-        for n in chain {
+        let catalog = self.catalog;
+        for n in std::iter::once(node).chain(catalog.ancestors(node)) {
+            // The ancestors of an included node are included.
             if self.slot_of[n as usize] != NONE {
-                continue;
+                break;
             }
             self.slot_of[n as usize] = self.nodes.len() as u32;
             self.nodes.push(n);
             for &fr in &self.frs {
                 self.usage.push(0);
-                self.quotas.push(self.catalog.quota(n, fr));
+                self.quotas.push(catalog.quota(n, fr));
             }
         }
     }
