@@ -161,6 +161,26 @@ impl Plugin {
         }
     }
 
+    /// The same compiled plugin with a fresh instance and fresh health (no calls, no failures,
+    /// not quarantined): for independent runs such as `wasq simulate --watch`.
+    pub fn fresh(&self) -> Plugin {
+        Plugin {
+            name: self.name.clone(),
+            digest: self.digest.clone(),
+            info: self.info.clone(),
+            pre: self.pre.clone(),
+            engine: self.engine.clone(),
+            limits: self.limits,
+            exposure: self.exposure.clone(),
+            settings: self.settings.clone(),
+            inner: Mutex::new(Inner {
+                live: None,
+                catalog: None,
+                status: PluginStatus::default(),
+            }),
+        }
+    }
+
     pub fn info(&self) -> &PluginInfo {
         &self.info
     }

@@ -213,6 +213,18 @@ impl Registry {
         }
     }
 
+    /// A copy whose plugins start afresh (instances, health), sharing compiled code.
+    pub fn fresh(&self) -> Registry {
+        Registry {
+            plugins: self
+                .plugins
+                .iter()
+                .map(|(n, p)| (n.clone(), Arc::new(p.fresh())))
+                .collect(),
+            ..self.clone()
+        }
+    }
+
     /// Puts a validated plugin in place of any previous version.
     pub fn insert(&mut self, plugin: Arc<Plugin>) {
         let name = plugin.info().name.clone();
