@@ -78,6 +78,16 @@ struct Inner {
     status: PluginStatus,
 }
 
+impl Inner {
+    fn fresh() -> Mutex<Inner> {
+        Mutex::new(Inner {
+            live: None,
+            catalog: None,
+            status: PluginStatus::default(),
+        })
+    }
+}
+
 /// A loaded plugin, callable through the policy adapters.
 pub struct Plugin {
     info: PluginInfo,
@@ -153,11 +163,7 @@ impl Plugin {
             limits,
             exposure,
             settings,
-            inner: Mutex::new(Inner {
-                live: None,
-                catalog: None,
-                status: PluginStatus::default(),
-            }),
+            inner: Inner::fresh(),
         }
     }
 
@@ -173,11 +179,7 @@ impl Plugin {
             limits: self.limits,
             exposure: self.exposure.clone(),
             settings: self.settings.clone(),
-            inner: Mutex::new(Inner {
-                live: None,
-                catalog: None,
-                status: PluginStatus::default(),
-            }),
+            inner: Inner::fresh(),
         }
     }
 

@@ -116,17 +116,16 @@ fn each_misbehaving_plugin_is_contained_and_the_builtin_decides() {
     }
 }
 
+/// Test options with a short quarantine.
+fn quarantine_after(n: u32) -> HostOptions {
+    let mut options = test_options();
+    options.limits.quarantine_after = n;
+    options
+}
+
 #[test]
 fn repeated_failures_quarantine_the_plugin_until_its_file_changes() {
-    let options = HostOptions {
-        limits: Limits {
-            quarantine_after: 3,
-            deadline_ms: 2_000,
-            ..Limits::default()
-        },
-        ..test_options()
-    };
-    let registry = fixtures(&options);
+    let registry = fixtures(&quarantine_after(3));
     let b = bindings(&["ordering=fixture-trap"]);
     // A scenario with arrivals over time: many ordering calls.
     let report = run(
@@ -252,15 +251,7 @@ fn fuel_stops_an_endless_loop_deterministically() {
 
 #[test]
 fn answers_refused_every_time_quarantine_the_plugin_too() {
-    let options = HostOptions {
-        limits: Limits {
-            quarantine_after: 3,
-            deadline_ms: 2_000,
-            ..Limits::default()
-        },
-        ..test_options()
-    };
-    let registry = fixtures(&options);
+    let registry = fixtures(&quarantine_after(3));
     // Every call returns normally; every answer is refused by the host's checks.
     let b = bindings(&["ordering=fixture-out-of-range"]);
     let report = run(
