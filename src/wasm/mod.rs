@@ -4,9 +4,9 @@
 //! It owns loading (digest, compile cache, import allow-list), sandboxing (no capabilities,
 //! memory cap, CPU deadline, optional fuel), the calls (catalog sent once per instance, batches
 //! of integer records), containment (a trap discards the instance; failures are counted and
-//! repeated ones quarantine the plugin) and the adapters that make a plugin a
-//! [`crate::policy`] trait object. It knows nothing of Kubernetes; the scheduler knows nothing
-//! of wasmtime.
+//! repeated ones quarantine the plugin), hot reload of a plugin directory ([`reload`]) and the
+//! adapters that make a plugin a [`crate::policy`] trait object. It knows nothing of Kubernetes;
+//! the scheduler knows nothing of wasmtime.
 
 mod bindings;
 mod config;
