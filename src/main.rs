@@ -59,7 +59,7 @@ enum Command {
     /// then the three kueue-default WASM plugins — with the WASM/native ratio.
     Bench {
         #[arg(long, value_enum, default_value = "baseline")]
-        shape: BenchShape,
+        shape: wasq::sim::generate::Shape,
         #[arg(long, value_enum, default_value = "table")]
         output: Output,
         /// Where kueue-default-ordering/-preemption/-flavors.wasm are (`wasq plugin build`).
@@ -82,12 +82,6 @@ enum Command {
     },
     /// Print Kueue's CustomResourceDefinitions (kueue.x-k8s.io), generated from wasq's types.
     Crds,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum BenchShape {
-    Baseline,
-    LargeScale,
 }
 
 fn main() -> ExitCode {
@@ -120,10 +114,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             plugins,
             repeat,
         } => {
-            let shape = match shape {
-                BenchShape::Baseline => wasq::sim::generate::Shape::Baseline,
-                BenchShape::LargeScale => wasq::sim::generate::Shape::LargeScale,
-            };
             let args = PolicyArgs {
                 plugins: Some(plugins),
                 policies: vec![

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use clap::{Subcommand, ValueEnum};
+use clap::Subcommand;
 
 use wasq::wasm::guests::{build_guests, build_repository_plugins};
 use wasq::wasm::{HostOptions, PluginKind, Registry, WasmEngine, make_plugin};
@@ -33,7 +33,7 @@ pub enum PluginCommand {
         /// Crate name (also the plugin name: the component is NAME.wasm).
         name: String,
         #[arg(long, value_enum)]
-        kind: Kind,
+        kind: PluginKind,
         /// Parent directory of the new crate.
         #[arg(long, default_value = ".")]
         dir: PathBuf,
@@ -51,37 +51,20 @@ pub enum PluginCommand {
     },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub enum Kind {
-    Ordering,
-    Preemption,
-    FlavorAssignment,
-}
-
-impl Kind {
-    fn dir(self) -> &'static str {
-        match self {
-            Kind::Ordering => "ordering",
-            Kind::Preemption => "preemption",
-            Kind::FlavorAssignment => "flavor-assignment",
-        }
-    }
-}
-
 /// The templates, compiled into the binary so that `plugin new` works anywhere.
-const TEMPLATES: [(Kind, &str, &str); 3] = [
+const TEMPLATES: [(PluginKind, &str, &str); 3] = [
     (
-        Kind::Ordering,
+        PluginKind::Ordering,
         include_str!("../../plugins/templates/ordering/Cargo.toml.tmpl"),
         include_str!("../../plugins/templates/ordering/src/lib.rs"),
     ),
     (
-        Kind::Preemption,
+        PluginKind::Preemption,
         include_str!("../../plugins/templates/preemption/Cargo.toml.tmpl"),
         include_str!("../../plugins/templates/preemption/src/lib.rs"),
     ),
     (
-        Kind::FlavorAssignment,
+        PluginKind::FlavorAssignment,
         include_str!("../../plugins/templates/flavor-assignment/Cargo.toml.tmpl"),
         include_str!("../../plugins/templates/flavor-assignment/src/lib.rs"),
     ),
@@ -197,7 +180,7 @@ fn list(dir: &Path, output: Output) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn new(name: &str, kind: Kind, parent: &Path, sdk: Option<PathBuf>) -> anyhow::Result<()> {
+fn new(name: &str, kind: PluginKind, parent: &Path, sdk: Option<PathBuf>) -> anyhow::Result<()> {
     let valid = !name.is_empty()
         && name
             .chars()
@@ -222,7 +205,7 @@ fn new(name: &str, kind: Kind, parent: &Path, sdk: Option<PathBuf>) -> anyhow::R
         .with_context(|| format!("the SDK is not at {} (pass --sdk PATH)", sdk.display()))?;
     let (_, manifest, lib) = TEMPLATES
         .iter()
-        .find(|(k, ..)| k.dir() == kind.dir())
+        .find(|(k, ..)| *k == kind)
         .expect("a template per kind");
     let fill = |t: &str| {
         t.replace("{{name}}", name)
@@ -232,7 +215,7 @@ fn new(name: &str, kind: Kind, parent: &Path, sdk: Option<PathBuf>) -> anyhow::R
         .with_context(|| format!("creating {}", dir.display()))?;
     std::fs::write(dir.join("Cargo.toml"), fill(manifest))?;
     std::fs::write(dir.join("src").join("lib.rs"), fill(lib))?;
-    println!("created {} ({} plugin)", dir.display(), kind.dir());
+    println!("created {} ({} plugin)", dir.display(), kind.as_str());
     println!(
         "  build: cargo build --release --target wasm32-wasip2 --manifest-path {}/Cargo.toml",
         dir.display()
@@ -244,7 +227,7 @@ fn new(name: &str, kind: Kind, parent: &Path, sdk: Option<PathBuf>) -> anyhow::R
     println!(
         "  run:   wasq plugin build {} --out my-plugins && wasq simulate SCENARIO --plugins my-plugins --policy {}={name}",
         dir.display(),
-        kind.dir()
+        kind.as_str()
     );
     Ok(())
 }

@@ -37,6 +37,18 @@ fn check_indices(indices: &[usize], len: usize) -> Result<(), InvalidAnswer> {
     Ok(())
 }
 
+/// One sort key per queued workload.
+pub fn sort_keys<K>(keys: &[K], len: usize) -> Result<(), InvalidAnswer> {
+    if keys.len() == len {
+        Ok(())
+    } else {
+        Err(InvalidAnswer::WrongLength {
+            got: keys.len(),
+            expected: len,
+        })
+    }
+}
+
 /// An order over the cycle's heads must be a permutation.
 pub fn head_order(order: &[usize], len: usize) -> Result<(), InvalidAnswer> {
     if order.len() != len {

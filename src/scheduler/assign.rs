@@ -303,7 +303,7 @@ pub(super) fn assign_flavors(
                 Ok(choice) => choice,
                 Err(e) => {
                     ctx.fallback(policy.id(), "flavor-assignment", e);
-                    assignment.policy = ctx.builtin.flavors.id();
+                    assignment.policy = PolicyRef::builtin();
                     crate::policy::builtin::choose_flavor(&request)
                 }
             };

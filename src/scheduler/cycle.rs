@@ -79,7 +79,6 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
         let ctx = Ctx {
             cluster: &s.cluster,
             policies: s.policies_for(cq),
-            builtin: &s.builtin,
             now,
             fallbacks: &fallbacks,
             targets_memo: Default::default(),
@@ -105,7 +104,6 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
         let ctx = Ctx {
             cluster: &s.cluster,
             policies: s.policies_for(e.cq),
-            builtin: &s.builtin,
             now,
             fallbacks: &fallbacks,
             targets_memo: Default::default(),

@@ -78,7 +78,6 @@ pub struct Scheduler {
     pub queues: QueueManager,
     default_policies: PolicySet,
     cq_policies: Vec<Option<PolicySet>>,
-    builtin: PolicySet,
     cycle: u64,
     /// Sort key each pending workload was queued under.
     keys: HashMap<WorkloadId, SortKey>,
@@ -117,7 +116,6 @@ impl Scheduler {
             queues,
             default_policies: PolicySet::builtin(),
             cq_policies: vec![None; n],
-            builtin: PolicySet::builtin(),
             cycle: 0,
             keys: HashMap::new(),
             unkeyed: Vec::new(),
@@ -205,19 +203,17 @@ impl Scheduler {
             now,
         };
         let span = tracing::debug_span!("policy", extension = "ordering", call = "sort-keys", plugin = %policy.id().name, batch = batch.len());
-        let answer = span.in_scope(|| policy.sort_keys(&cx, batch));
-        let answer = answer.and_then(|keys| {
-            if keys.len() == batch.len() {
-                Ok(keys)
-            } else {
-                Err(PolicyError::Invalid(
-                    crate::policy::verify::InvalidAnswer::WrongLength {
-                        got: keys.len(),
-                        expected: batch.len(),
-                    },
-                ))
-            }
-        });
+        let answer = span
+            .in_scope(|| policy.sort_keys(&cx, batch))
+            .and_then(|keys| {
+                crate::policy::verify::sort_keys(&keys, batch.len())
+                    .map(|()| keys)
+                    .map_err(|e| {
+                        let e = PolicyError::Invalid(e);
+                        policy.refused(&e);
+                        e
+                    })
+            });
         match answer {
             Ok(keys) => keys,
             Err(e) => {
@@ -283,10 +279,9 @@ impl Scheduler {
         if self.cluster.admission(id).is_some() {
             return Err(SubmitError::AlreadyAdmitted);
         }
-        let Some(cq) = wl.cluster_queue else {
+        if wl.cluster_queue.is_none() {
             return Err(SubmitError::Unqueueable("no ClusterQueue".into()));
-        };
-        let _ = cq;
+        }
         self.queues.remove(id);
         if self.unkeyed_set.insert(id) {
             self.unkeyed.push(id);

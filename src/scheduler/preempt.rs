@@ -18,7 +18,6 @@ use super::Fallback;
 pub(super) struct Ctx<'a> {
     pub cluster: &'a Cluster,
     pub policies: &'a PolicySet,
-    pub builtin: &'a PolicySet,
     pub now: Millis,
     pub fallbacks: &'a RefCell<Vec<Fallback>>,
     /// Victims already chosen during one `get_assignments` call (one preemptor, one usage),
@@ -304,7 +303,7 @@ fn find_targets(
         Ok(answer) => (answer, policy.id()),
         Err(e) => {
             ctx.fallback(policy.id(), "preemption", e);
-            (builtin::select_victims(&req), ctx.builtin.preemption.id())
+            (builtin::select_victims(&req), PolicyRef::builtin())
         }
     };
     let targets = answer

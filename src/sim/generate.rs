@@ -46,7 +46,7 @@ pub const FLAVOR: &str = "default";
 pub const CQ_CLASS: &str = "cq";
 
 /// A Kueue performance-test shape.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Shape {
     Baseline,

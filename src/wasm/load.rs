@@ -15,7 +15,9 @@ use super::engine::WasmEngine;
 use super::state::State;
 
 /// The extension point a plugin implements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum PluginKind {
     Ordering,
@@ -140,17 +142,21 @@ fn import_allowed(name: &str) -> bool {
     }
 }
 
-/// Reads, compiles and validates the plugin at `path`; its name is the file stem.
-pub fn load_file(engine: &WasmEngine, path: &Path) -> Result<Loaded, LoadError> {
-    let bytes = std::fs::read(path).map_err(|e| LoadError::Io {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
-    let name = path
-        .file_stem()
+/// A plugin's name: its file stem (what `--policy EXT=NAME` refers to).
+pub fn plugin_name(path: &Path) -> String {
+    path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    load_bytes(engine, path, &name, &bytes)
+        .unwrap_or_default()
+}
+
+/// The `*.wasm` entries of `dir` (files, or symlinks to files), sorted.
+pub fn plugin_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "wasm") && p.is_file())
+        .collect();
+    files.sort();
+    Ok(files)
 }
 
 /// Compiles and validates `bytes` as the plugin `name` (from `path`, for messages).

@@ -25,7 +25,7 @@ pub use bindings::WIT_VERSION;
 pub use config::PolicyConfig;
 pub use engine::WasmEngine;
 pub use limits::Limits;
-pub use load::{LoadError, PluginInfo, PluginKind, digest_of, load_file};
+pub use load::{LoadError, PluginInfo, PluginKind, digest_of, plugin_files, plugin_name};
 pub use plugin::{Exposure, Plugin, PluginStatus};
 pub use policies::{WasmFlavors, WasmOrdering, WasmPreemption};
 pub use registry::{

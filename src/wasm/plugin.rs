@@ -47,9 +47,6 @@ impl Exposure {
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct PluginStatus {
     pub calls: u64,
-    /// The last call returned (its answer may still be refused by the host's checks).
-    #[serde(skip)]
-    pub last_returned: bool,
     /// Failures per reason (`trap`, `timeout`, `out-of-memory`, `out-of-fuel`,
     /// `invalid-answer`, `load-error`).
     pub failures: BTreeMap<&'static str, u64>,
@@ -76,6 +73,9 @@ struct Inner {
     /// The catalog for the latest configuration seen, built once per configuration.
     catalog: Option<(u64, Arc<convert::Catalog>)>,
     status: PluginStatus,
+    /// The last call returned; it counts as a success unless its answer is refused before
+    /// the next call.
+    last_returned: bool,
 }
 
 impl Inner {
@@ -84,6 +84,7 @@ impl Inner {
             live: None,
             catalog: None,
             status: PluginStatus::default(),
+            last_returned: false,
         })
     }
 }
@@ -264,13 +265,13 @@ impl Plugin {
             return Err(PolicyError::Quarantined(inner.status.consecutive_failures));
         }
         // The previous call counts as a success only once its answer was not refused.
-        if std::mem::take(&mut inner.status.last_returned) {
+        if std::mem::take(&mut inner.last_returned) {
             inner.status.consecutive_failures = 0;
         }
         inner.status.calls += 1;
         let result = self.call_locked(&mut inner, cluster, f);
         match &result {
-            Ok(_) => inner.status.last_returned = true,
+            Ok(_) => inner.last_returned = true,
             Err(e) => {
                 inner.live = None;
                 self.count_failure(&mut inner, e);
@@ -365,7 +366,7 @@ impl Plugin {
     /// Records an answer the host refused (an invalid answer counts like a trap).
     pub fn refused(&self, error: &PolicyError) {
         let mut inner = self.lock();
-        inner.status.last_returned = false;
+        inner.last_returned = false;
         self.count_failure(&mut inner, error);
     }
 

@@ -51,11 +51,6 @@ impl OrderingPolicy for WasmOrdering {
             let (guest, store) = call.ordering();
             guest.call_sort_keys(store, &workloads, cx.now)
         })?;
-        if keys.len() != batch.len() {
-            let e = wrong_length(keys.len(), batch.len());
-            self.0.refused(&e);
-            return Err(e);
-        }
         Ok(keys
             .into_iter()
             .map(|k| SortKey([k.primary, k.secondary, k.tertiary]))

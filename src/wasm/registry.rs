@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::engine::WasmEngine;
 use super::limits::Limits;
-use super::load::{LoadError, PluginKind, load_bytes};
+use super::load::{LoadError, PluginKind, load_bytes, plugin_files, plugin_name};
 use super::plugin::{Exposure, Plugin};
 use super::policies::{WasmFlavors, WasmOrdering, WasmPreemption};
 use crate::cluster::{Cluster, CqId};
@@ -121,10 +121,7 @@ pub fn make_plugin(
     bytes: &[u8],
     options: &HostOptions,
 ) -> Result<Arc<Plugin>, LoadError> {
-    let name = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = plugin_name(path);
     let loaded = load_bytes(engine, path, &name, bytes)?;
     let limits = options
         .plugin_limits
@@ -169,12 +166,7 @@ impl Registry {
             dir: dir.to_path_buf(),
             ..Registry::empty(engine)
         };
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "wasm") && p.is_file())
-            .collect();
-        files.sort();
-        for path in files {
+        for path in plugin_files(dir)? {
             registry.load(&path, options);
         }
         Ok(registry)
@@ -182,10 +174,7 @@ impl Registry {
 
     /// Loads (or reloads) one file.
     pub fn load(&mut self, path: &Path, options: &HostOptions) {
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = plugin_name(path);
         let result = std::fs::read(path)
             .map_err(|e| LoadError::Io {
                 path: path.to_path_buf(),

@@ -22,7 +22,7 @@ use notify_debouncer_full::notify::{EventKind, RecursiveMode};
 use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
 
 use super::engine::WasmEngine;
-use super::load::digest_of;
+use super::load::{digest_of, plugin_files, plugin_name};
 use super::registry::{BindError, Bindings, HostOptions, Registry, make_plugin};
 use crate::cluster::{Cluster, CqId};
 use crate::policy::PolicySet;
@@ -164,9 +164,10 @@ impl LivePlugins {
         let mut next: Registry = (*old).clone();
         let mut changes = Vec::new();
         let mut forget = Vec::new();
-        let files = wasm_files(&self.dir);
+        // A directory that cannot be read right now (being replaced) is retried on the next event.
+        let files = plugin_files(&self.dir).unwrap_or_default();
         for path in &files {
-            let name = stem(path);
+            let name = plugin_name(path);
             // A file being replaced may vanish between listing and reading: next event.
             let Ok(bytes) = std::fs::read(path) else {
                 continue;
@@ -219,7 +220,7 @@ impl LivePlugins {
                 }
             }
         }
-        let present: Vec<String> = files.iter().map(|p| stem(p)).collect();
+        let present: Vec<String> = files.iter().map(|p| plugin_name(p)).collect();
         // Loaded plugins and refused files alike.
         let mut gone: Vec<(String, String)> = old
             .plugins()
@@ -294,25 +295,6 @@ pub struct WatchHandle {
 /// Whether an event can mean new content (anything but a read).
 pub fn is_change(kind: &EventKind) -> bool {
     !matches!(kind, EventKind::Access(_))
-}
-
-fn stem(path: &Path) -> String {
-    path.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-/// The `*.wasm` entries of `dir` (files or symlinks to files), sorted.
-fn wasm_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "wasm") && p.is_file())
-        .collect();
-    files.sort();
-    files
 }
 
 /// Where bindings resolve: a fixed registry, or a live directory.
