@@ -7,6 +7,7 @@
 pub mod catalog;
 pub mod decode;
 pub mod defaults;
+pub mod duration;
 pub mod error;
 pub mod jobs;
 pub mod load;

@@ -7,7 +7,7 @@
 //! admitted; times in reports are seconds since then.
 
 pub mod bench;
-pub mod duration;
+pub use crate::api::duration;
 pub mod extensions;
 pub mod generate;
 pub mod report;
