@@ -54,6 +54,11 @@ enum Command {
         /// Re-run whenever a plugin or manifest changes, printing how the decisions changed.
         #[arg(long)]
         watch: bool,
+        /// Run the scenario under two policy bindings and print the difference: A and B are
+        /// comma-separated EXT=NAME pairs applied over --policy/--config (e.g.
+        /// `--compare ordering=builtin ordering=my-plugin,preemption=my-preemption`).
+        #[arg(long, num_args = 2, value_names = ["A", "B"], conflicts_with_all = ["watch", "speed"])]
+        compare: Option<Vec<String>>,
     },
     /// Kueue's performance-test shape simulated twice in one process — built-in native policies,
     /// then the three kueue-default WASM plugins — with the WASM/native ratio.
@@ -153,12 +158,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             policies,
             speed,
             watch,
+            compare,
         } => {
             if speed.is_some_and(|s| !(s > 0.0 && s.is_finite())) {
                 anyhow::bail!("--speed must be a positive number");
             }
             if watch {
                 return cli::watch::run(&paths, &policies, Limits { max_cycles, until });
+            }
+            if let Some(specs) = compare {
+                return compare_policies(
+                    &paths,
+                    &policies,
+                    &specs,
+                    Limits { max_cycles, until },
+                    output,
+                );
             }
             let policies = policies.load(speed.is_some())?;
             let _watch = policies.watch()?;
@@ -199,4 +214,31 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// `wasq simulate --compare A B`: the scenario loaded once, run under each binding.
+fn compare_policies(
+    paths: &[PathBuf],
+    policies: &PolicyArgs,
+    specs: &[String],
+    limits: Limits,
+    output: Output,
+) -> anyhow::Result<()> {
+    let [a, b] = specs else {
+        anyhow::bail!("--compare takes two bindings, A and B");
+    };
+    let policies = policies.load(false)?;
+    let (bindings_a, bindings_b) = (policies.bindings_with(a)?, policies.bindings_with(b)?);
+    let scenario = Scenario::load(paths).context("loading manifests")?;
+    let comparison = wasq::sim::compare::compare(
+        &scenario,
+        &limits,
+        (a, policies.fresh_bindings(bindings_a)),
+        (b, policies.fresh_bindings(bindings_b)),
+    )?;
+    match output {
+        Output::Json => println!("{}", serde_json::to_string_pretty(&comparison)?),
+        Output::Table => print!("{}", comparison.to_table()),
+    }
+    Ok(())
 }

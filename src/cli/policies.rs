@@ -1,6 +1,7 @@
 //! Flags shared by `simulate` and `controller` that choose the policies: the plugin directory,
 //! `--policy EXT=NAME` bindings and `--config FILE`, merged into a plugin source (fixed, or
-//! live with hot reload) and bindings.
+//! live with hot reload) and bindings. `simulate --compare A B` applies each side's
+//! comma-separated `EXT=NAME` pairs on top of those bindings.
 
 use std::path::PathBuf;
 
@@ -68,6 +69,24 @@ impl PolicyArgs {
 impl Policies {
     pub fn live_bindings(&self) -> LiveBindings {
         LiveBindings::new(self.source.clone(), self.bindings.clone())
+    }
+
+    /// The bindings with comma-separated `EXT=NAME` pairs applied on top (`--compare A B`).
+    pub fn bindings_with(&self, specs: &str) -> anyhow::Result<Bindings> {
+        let mut bindings = self.bindings.clone();
+        for spec in specs.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            bindings
+                .set(spec)
+                .with_context(|| format!("binding `{specs}`"))?;
+        }
+        Ok(bindings)
+    }
+
+    /// `bindings` over fresh instances of the current plugins: one run's plugin state and
+    /// health (a quarantine, guest memory) do not carry over to the next run.
+    pub fn fresh_bindings(&self, bindings: Bindings) -> LiveBindings {
+        let source = PluginSource::Fixed(std::sync::Arc::new(self.source.snapshot().fresh()));
+        LiveBindings::new(source, bindings)
     }
 
     /// Starts watching the directory when the source is live.

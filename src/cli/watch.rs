@@ -103,11 +103,7 @@ fn simulate(
     let mut sim = Simulation::new(scenario);
     // Every run starts from fresh plugin instances and health: a plugin quarantined in one run
     // is not quarantined in the next, and guest state does not leak between runs.
-    let source = PluginSource::Fixed(std::sync::Arc::new(policies.source.snapshot().fresh()));
-    sim.use_policies(wasq::wasm::LiveBindings::new(
-        source,
-        policies.bindings.clone(),
-    ))?;
+    sim.use_policies(policies.fresh_bindings(policies.bindings.clone()))?;
     sim.run(limits, None);
     Ok(sim.report().decision_lines())
 }

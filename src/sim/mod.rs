@@ -7,8 +7,10 @@
 //! admitted; times in reports are seconds since then.
 
 pub mod bench;
+pub mod compare;
 pub use crate::api::duration;
 pub mod extensions;
+pub mod fairness;
 pub mod generate;
 pub mod report;
 pub mod scenario;
@@ -87,6 +89,9 @@ pub struct Simulation {
     last_pending: Vec<Option<(String, bool)>>,
     pub(crate) events: Vec<Event>,
     pub(crate) usage_integral: Vec<i128>,
+    /// Every reservation (+) and release (−) of quota, in time order: the fairness report
+    /// replays it for per-LocalQueue usage and the share over time.
+    pub(crate) usage_log: Vec<fairness::UsageChange>,
     pub(crate) preemptions: Vec<u64>,
     /// Fallbacks to the built-in policy: (plugin, digest, extension, reason) → (count, last
     /// error).
@@ -122,6 +127,7 @@ impl Simulation {
             last_pending: vec![None; n],
             events: Vec::new(),
             usage_integral: Vec::new(),
+            usage_log: Vec::new(),
             preemptions: Vec::new(),
             fallbacks: BTreeMap::new(),
             policies: None,
@@ -137,6 +143,7 @@ impl Simulation {
             if let Some(a) = sim.scheduler.cluster.admission(id) {
                 let start = a.reserved_at.max(t0);
                 sim.first_admitted[i] = Some(a.reserved_at);
+                sim.log_usage(id, true);
                 if let Some(d) = sim.durations[i] {
                     sim.schedule_finish(id, start + d);
                 }
@@ -257,6 +264,18 @@ impl Simulation {
         }
     }
 
+    /// Records that `id` reserved (`reserved`) or is about to release its current admission.
+    fn log_usage(&mut self, id: WorkloadId, reserved: bool) {
+        if let Some(a) = self.scheduler.cluster.admission(id) {
+            self.usage_log.push(fairness::UsageChange {
+                at: self.now,
+                workload: id,
+                reserved,
+                admission: a.clone(),
+            });
+        }
+    }
+
     fn seconds(&self, t: Millis) -> f64 {
         (t - self.t0) as f64 / 1000.0
     }
@@ -312,6 +331,7 @@ impl Simulation {
             }
             self.finishes.pop_first();
             self.finish_at[id.index()] = None;
+            self.log_usage(id, false);
             self.scheduler.finish(id);
             self.finished[id.index()] = true;
             self.push_event(EventType::Finished, id, None, None, None);
@@ -340,6 +360,7 @@ impl Simulation {
                     let i = workload.index();
                     self.last_pending[i] = None;
                     self.first_admitted[i].get_or_insert(self.now);
+                    self.log_usage(workload, true);
                     if let Some(dur) = self.durations[i] {
                         self.schedule_finish(workload, self.now + dur);
                     }
@@ -364,6 +385,7 @@ impl Simulation {
                     );
                     // Evictions complete at once in the simulator.
                     self.cancel_finish(workload);
+                    self.log_usage(workload, false);
                     self.scheduler.complete_eviction(workload);
                     self.push_event(
                         EventType::Requeued,

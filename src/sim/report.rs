@@ -1,6 +1,8 @@
-//! What a simulation run reports: per-workload final state, the ordered event log, and a
-//! per-ClusterQueue summary (admissions, waits, usage as % of nominal quota, preemptions), as
-//! JSON (`--output json`) or as text for a person (`--output table`).
+//! What a simulation run reports: per-workload final state, the ordered event log, a
+//! per-ClusterQueue summary (admissions, waits, usage as % of nominal quota, preemptions) and
+//! how fairly quota was shared ([`super::fairness`]: shares against weighted entitlements,
+//! Jain's index, preemptions by reason, the share over time), as JSON (`--output json`) or as
+//! text for a person (`--output table`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -129,9 +131,10 @@ pub struct Report {
     pub workloads: Vec<WorkloadReport>,
     pub events: Vec<Event>,
     pub summary: Summary,
+    pub fairness: super::fairness::Fairness,
 }
 
-fn state_of(sim: &Simulation, id: WorkloadId) -> &'static str {
+pub(crate) fn state_of(sim: &Simulation, id: WorkloadId) -> &'static str {
     let cluster = sim.cluster();
     if sim.finished[id.index()] {
         "finished"
@@ -146,9 +149,13 @@ fn state_of(sim: &Simulation, id: WorkloadId) -> &'static str {
     }
 }
 
-fn admission_report(cluster: &Cluster, id: WorkloadId) -> Option<AdmissionReport> {
-    let a = cluster.admission(id)?;
-    Some(AdmissionReport {
+pub(crate) fn admission_report(cluster: &Cluster, id: WorkloadId) -> Option<AdmissionReport> {
+    cluster.admission(id).map(|a| admission_of(cluster, a))
+}
+
+/// An admission as reported: flavor per resource for each podSet.
+pub(crate) fn admission_of(cluster: &Cluster, a: &crate::cluster::Admission) -> AdmissionReport {
+    AdmissionReport {
         pod_set_assignments: a
             .pod_sets
             .iter()
@@ -167,14 +174,28 @@ fn admission_report(cluster: &Cluster, id: WorkloadId) -> Option<AdmissionReport
                     .collect(),
             })
             .collect(),
-    })
+    }
 }
 
-fn mean(v: &[f64]) -> Option<f64> {
+impl AdmissionReport {
+    /// `main×2 cpu=default,memory=default | ...`
+    pub fn describe(&self) -> String {
+        self.pod_set_assignments
+            .iter()
+            .map(|ps| {
+                let f: Vec<String> = ps.flavors.iter().map(|(r, f)| format!("{r}={f}")).collect();
+                format!("{}×{} {}", ps.name, ps.count, f.join(","))
+            })
+            .collect::<Vec<_>>()
+            .join(" | ")
+    }
+}
+
+pub(crate) fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-fn p95(v: &mut [f64]) -> Option<f64> {
+pub(crate) fn p95(v: &mut [f64]) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
@@ -183,7 +204,7 @@ fn p95(v: &mut [f64]) -> Option<f64> {
     Some(v[rank.clamp(1, v.len()) - 1])
 }
 
-fn round3(x: f64) -> f64 {
+pub(crate) fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
@@ -302,6 +323,7 @@ pub fn build(sim: &Simulation) -> Report {
                 .collect(),
             plugins: sim.plugin_summaries(),
         },
+        fairness: super::fairness::build(sim),
     }
 }
 
@@ -386,17 +408,7 @@ impl Report {
                 let flavors = w
                     .admission
                     .as_ref()
-                    .map(|a| {
-                        a.pod_set_assignments
-                            .iter()
-                            .map(|ps| {
-                                let f: Vec<String> =
-                                    ps.flavors.iter().map(|(r, f)| format!("{r}={f}")).collect();
-                                format!("{}×{} {}", ps.name, ps.count, f.join(","))
-                            })
-                            .collect::<Vec<_>>()
-                            .join(" | ")
-                    })
+                    .map(AdmissionReport::describe)
                     .unwrap_or_default();
                 let _ = writeln!(
                     out,
@@ -453,6 +465,7 @@ impl Report {
         for (k, v) in &self.summary.cluster_queue_classes {
             let _ = writeln!(out, "ClusterQueue class {k}: mean usage {v:.1}% of nominal");
         }
+        self.fairness.write_table(&mut out);
         let _ = writeln!(
             out,
             "\n{} cycles over {:.1}s of virtual time",

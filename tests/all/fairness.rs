@@ -1,0 +1,384 @@
+//! The fairness report (`fairness` in `wasq simulate`'s report) and `wasq simulate --compare`.
+
+use std::path::Path;
+use std::process::Command;
+
+use wasq::sim::fairness::jain;
+use wasq::sim::{Limits, Report, Scenario, Simulation};
+
+use super::plugins::built;
+
+/// A cohort `pool` of two ClusterQueues, `team-a` and `team-b` (6 cpu each), each with a
+/// LocalQueue of its name in namespace `default`, plus `extra` YAML documents.
+fn cohort(weight_a: &str, extra: &str) -> String {
+    let mut yaml = String::from(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: default}\n",
+    );
+    for (team, weight) in [("team-a", weight_a), ("team-b", "1")] {
+        yaml.push_str(&format!(
+            "---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {{name: {team}}}
+spec:
+  cohortName: pool
+  namespaceSelector: {{}}
+  fairSharing: {{weight: {weight}}}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default
+      resources:
+      - {{name: cpu, nominalQuota: 6}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {{namespace: default, name: {team}}}
+spec: {{clusterQueue: {team}}}
+"
+        ));
+    }
+    yaml.push_str(extra);
+    yaml
+}
+
+/// A Workload document: `cpu` cores in `queue`, arriving at `arrival`, running for `duration`
+/// (forever when empty).
+fn workload(name: &str, queue: &str, cpu: u32, arrival: &str, duration: &str) -> String {
+    let mut annotations = format!("sim.wasq.dev/arrival: {arrival}");
+    if !duration.is_empty() {
+        annotations.push_str(&format!(", sim.wasq.dev/duration: {duration}"));
+    }
+    format!(
+        "---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata:
+  namespace: default
+  name: {name}
+  annotations: {{{annotations}}}
+spec:
+  queueName: {queue}
+  podSets:
+  - name: main
+    count: 1
+    template:
+      spec:
+        restartPolicy: Never
+        containers:
+        - name: c
+          image: pause
+          resources:
+            requests: {{cpu: '{cpu}'}}
+"
+    )
+}
+
+fn write(yaml: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("scenario.yaml"), yaml).expect("write scenario");
+    dir
+}
+
+fn simulate(yaml: &str) -> Report {
+    let dir = write(yaml);
+    let scenario = Scenario::load(&[dir.path().join("scenario.yaml")]).expect("scenario loads");
+    let mut sim = Simulation::new(scenario);
+    sim.run(&Limits::default(), None);
+    sim.report()
+}
+
+fn share(report: &Report, cq: &str) -> (f64, f64, Option<f64>) {
+    let r = &report.fairness.cluster_queues[cq].resources["default/cpu"];
+    (r.share, r.entitlement, r.ratio)
+}
+
+#[test]
+fn jains_index_is_exact() {
+    assert_eq!(jain(&[]), None);
+    assert_eq!(jain(&[1.0, 1.0, 1.0]), Some(1.0));
+    assert_eq!(jain(&[2.0, 0.0]), Some(0.5));
+    assert_eq!(jain(&[3.0, 0.0, 0.0]), Some(1.0 / 3.0));
+    // (1 + 2)² / (2 · (1 + 4)) = 0.9
+    assert!((jain(&[1.0, 2.0]).expect("values") - 0.9).abs() < 1e-12);
+    assert_eq!(jain(&[0.0, 0.0]), Some(1.0), "nobody got anything: equally");
+}
+
+#[test]
+fn one_team_holding_the_whole_cohort_halves_jains_index() {
+    // team-a takes all 12 cpu for 10m (borrowing team-b's 6); team-b's workload arrives at 1s
+    // and waits until team-a's finishes. The run ends at 10m when team-b is admitted.
+    let report = simulate(&cohort(
+        "1",
+        &(workload("a-big", "team-a", 12, "0s", "10m") + &workload("b", "team-b", 6, "1s", "")),
+    ));
+    assert_eq!(report.summary.duration_seconds, 600.0);
+    let tree = &report.fairness.trees["pool"];
+    assert_eq!(tree.cluster_queues, ["team-a", "team-b"]);
+    assert_eq!(tree.capacity["default/cpu"], 12.0);
+    assert_eq!(share(&report, "team-a"), (1.0, 0.5, Some(2.0)));
+    assert_eq!(share(&report, "team-b"), (0.0, 0.5, Some(0.0)));
+    // ratios (2, 0): (2 + 0)² / (2 · 4)
+    assert_eq!(tree.jain["default/cpu"], 0.5);
+    assert_eq!(tree.jain_local_queues["default/cpu"], 0.5);
+    assert!(report.fairness.preemptions.is_empty());
+    // The share over time: every change, the start and the end.
+    let samples: Vec<(f64, f64, f64)> = report
+        .fairness
+        .samples
+        .iter()
+        .map(|s| {
+            (
+                s.time,
+                s.shares["team-a"]["default/cpu"],
+                s.shares["team-b"]["default/cpu"],
+            )
+        })
+        .collect();
+    assert_eq!(samples, [(0.0, 1.0, 0.0), (600.0, 0.0, 0.5)]);
+}
+
+#[test]
+fn equal_weights_and_equal_usage_are_perfectly_fair() {
+    let report = simulate(&cohort(
+        "1",
+        &(workload("a", "team-a", 6, "0s", "10m") + &workload("b", "team-b", 6, "0s", "10m")),
+    ));
+    assert_eq!(share(&report, "team-a"), (0.5, 0.5, Some(1.0)));
+    assert_eq!(share(&report, "team-b"), (0.5, 0.5, Some(1.0)));
+    assert_eq!(report.fairness.trees["pool"].jain["default/cpu"], 1.0);
+    let lq = &report.fairness.local_queues["default/team-a"];
+    assert_eq!(lq.cluster_queue.as_deref(), Some("team-a"));
+    assert_eq!(lq.resources["default/cpu"].share, 0.5);
+    assert_eq!(lq.resources["default/cpu"].entitlement, 0.5);
+}
+
+#[test]
+fn the_share_is_time_weighted() {
+    // team-a holds all 12 cpu for the first 10m, team-b for the next 10m: half each.
+    let report = simulate(&cohort(
+        "1",
+        &(workload("a", "team-a", 12, "0s", "10m") + &workload("b", "team-b", 12, "1s", "10m")),
+    ));
+    assert_eq!(report.summary.duration_seconds, 1200.0);
+    assert_eq!(share(&report, "team-a"), (0.5, 0.5, Some(1.0)));
+    assert_eq!(share(&report, "team-b"), (0.5, 0.5, Some(1.0)));
+    assert_eq!(report.fairness.trees["pool"].jain["default/cpu"], 1.0);
+}
+
+#[test]
+fn entitlement_follows_weights() {
+    // team-a weighs 2, team-b 1: entitled to 2/3 and 1/3 of the cohort's 12 cpu. Both use 6,
+    // so the ratios are 0.75 and 1.5: (2.25)² / (2 · (0.5625 + 2.25)) = 0.9.
+    let report = simulate(&cohort(
+        "2",
+        &(workload("a", "team-a", 6, "0s", "10m") + &workload("b", "team-b", 6, "0s", "10m")),
+    ));
+    let a = &report.fairness.cluster_queues["team-a"];
+    assert_eq!(a.weight, 2.0);
+    assert_eq!(share(&report, "team-a"), (0.5, 0.666667, Some(0.75)));
+    assert_eq!(share(&report, "team-b"), (0.5, 0.333333, Some(1.5)));
+    assert_eq!(report.fairness.trees["pool"].jain["default/cpu"], 0.9);
+}
+
+#[test]
+fn only_queues_with_demand_are_entitled() {
+    // team-b never has a workload: team-a is entitled to the whole cohort and Jain's index is
+    // over team-a alone.
+    let report = simulate(&cohort("1", &workload("a", "team-a", 6, "0s", "10m")));
+    assert!(!report.fairness.cluster_queues["team-b"].demand);
+    assert_eq!(share(&report, "team-a"), (0.5, 1.0, Some(0.5)));
+    assert_eq!(share(&report, "team-b"), (0.0, 0.0, None));
+    assert_eq!(report.fairness.trees["pool"].jain["default/cpu"], 1.0);
+    // No samples for a queue without demand.
+    assert!(
+        report
+            .fairness
+            .samples
+            .iter()
+            .all(|s| !s.shares.contains_key("team-b"))
+    );
+}
+
+#[test]
+fn local_queues_split_their_cluster_queues_entitlement() {
+    // team-a has a second LocalQueue; its two LocalQueues split team-a's half of the cohort.
+    // a-one holds 6 cpu for 10m, a-two nothing (its workload cannot fit while a-one and b run).
+    let extra = "---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {namespace: default, name: team-a-two}
+spec: {clusterQueue: team-a}
+"
+    .to_string()
+        + &workload("a-one", "team-a", 6, "0s", "10m")
+        + &workload("b", "team-b", 6, "0s", "10m")
+        + &workload("a-two", "team-a-two", 6, "1s", "");
+    let report = simulate(&cohort("1", &extra));
+    let lq = |name: &str| {
+        let r = &report.fairness.local_queues[name].resources["default/cpu"];
+        (r.share, r.entitlement, r.ratio)
+    };
+    assert_eq!(report.summary.duration_seconds, 600.0);
+    assert_eq!(lq("default/team-a"), (0.5, 0.25, Some(2.0)));
+    assert_eq!(lq("default/team-a-two"), (0.0, 0.25, Some(0.0)));
+    assert_eq!(lq("default/team-b"), (0.5, 0.5, Some(1.0)));
+    // LocalQueue ratios (2, 0, 1): 9 / (3 · 5) = 0.6; the ClusterQueues are even.
+    let tree = &report.fairness.trees["pool"];
+    assert_eq!(tree.jain_local_queues["default/cpu"], 0.6);
+    assert_eq!(tree.jain["default/cpu"], 1.0);
+    let table = report.to_table(10);
+    assert!(table.contains("default/team-a-two"), "{table}");
+}
+
+#[test]
+fn preemptions_are_counted_by_reason() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scenarios/preempt-reclaim-from-borrower.yaml");
+    let scenario = Scenario::load(&[path]).expect("scenario loads");
+    let mut sim = Simulation::new(scenario);
+    sim.run(&Limits::default(), None);
+    let report = sim.report();
+    assert_eq!(
+        report.fairness.preemptions,
+        [("InCohortReclamation".to_string(), 1)].into()
+    );
+    let table = report.to_table(10);
+    assert!(
+        table.contains("preemptions by reason: InCohortReclamation 1"),
+        "{table}"
+    );
+    assert!(table.contains("tree cohort: Jain's index"), "{table}");
+}
+
+fn wasq() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_wasq"))
+}
+
+fn compare(a: &str, b: &str, scenario: &Path, output: &str) -> std::process::Output {
+    wasq()
+        .args(["simulate", "--output", output, "--plugins"])
+        .arg(&built().plugins)
+        .args(["--compare", a, b])
+        .arg(scenario)
+        .output()
+        .expect("runs")
+}
+
+#[test]
+fn compare_reports_both_runs_and_what_differs() {
+    let scenario =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugin-scenarios/min-runtime.yaml");
+    let out = compare(
+        "preemption=builtin",
+        "ordering=builtin,preemption=min-runtime",
+        &scenario,
+        "json",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(json["a"]["bindings"], "preemption=builtin");
+    assert_eq!(
+        json["b"]["bindings"],
+        "ordering=builtin,preemption=min-runtime"
+    );
+    for side in ["a", "b"] {
+        for key in [
+            "utilisationPercent",
+            "clusterQueues",
+            "localQueues",
+            "preemptions",
+            "jain",
+        ] {
+            assert!(json[side].get(key).is_some(), "{side}.{key}: {json}");
+        }
+        assert_eq!(json[side]["preemptions"]["InClusterQueue"], 1);
+        assert!(json[side]["clusterQueues"]["team"]["meanWaitSeconds"].is_number());
+        assert!(json[side]["localQueues"]["default/team-queue"]["p95WaitSeconds"].is_number());
+    }
+    // Built-in: long-train keeps running, fresh-train is preempted; min-runtime the reverse.
+    let diff = &json["diff"];
+    assert_eq!(diff["differingAdmissions"], 2, "{diff}");
+    let differing: Vec<&str> = diff["admissions"]
+        .as_array()
+        .expect("admissions")
+        .iter()
+        .map(|d| d["workload"].as_str().expect("workload"))
+        .collect();
+    assert_eq!(differing, ["default/fresh-train", "default/long-train"]);
+    let long = &diff["admissions"][1];
+    assert_eq!(long["a"]["state"], "admitted");
+    assert_eq!(long["a"]["clusterQueue"], "team");
+    assert_eq!(
+        long["a"]["admission"]["podSetAssignments"][0]["flavors"]["cpu"],
+        "default"
+    );
+    assert_eq!(long["b"]["state"], "inadmissible");
+    assert!(long["b"]["admission"].is_null());
+
+    let table = compare(
+        "preemption=builtin",
+        "preemption=min-runtime",
+        &scenario,
+        "table",
+    );
+    assert!(table.status.success());
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.contains("A: preemption=builtin"), "{table}");
+    assert!(table.contains("Admissions that differ (2):"), "{table}");
+    assert!(table.contains("preemptions InClusterQueue"), "{table}");
+}
+
+#[test]
+fn comparing_a_binding_with_itself_finds_no_difference() {
+    let scenario =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugin-scenarios/min-runtime.yaml");
+    let out = compare(
+        "preemption=min-runtime",
+        "preemption=min-runtime",
+        &scenario,
+        "json",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(json["a"], json["b"]);
+    let diff = &json["diff"];
+    assert_eq!(diff["differingAdmissions"], 0);
+    assert_eq!(diff["admissions"], serde_json::json!([]));
+    for key in [
+        "utilisationPercent",
+        "clusterQueues",
+        "localQueues",
+        "preemptions",
+        "jain",
+    ] {
+        assert_eq!(diff[key], serde_json::json!({}), "{key}");
+    }
+}
+
+#[test]
+fn compare_refuses_a_bad_binding() {
+    let scenario =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugin-scenarios/min-runtime.yaml");
+    let out = wasq()
+        .args([
+            "simulate",
+            "--compare",
+            "ordering=builtin",
+            "sorting=builtin",
+        ])
+        .arg(&scenario)
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown extension `sorting`"), "{err}");
+}
