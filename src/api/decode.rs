@@ -49,6 +49,8 @@ pub enum Object {
     Job(Job),
     Pod(Pod),
     Extension(Extension),
+    /// Kueue's controller `Configuration` (`config.kueue.x-k8s.io/v1beta2`).
+    Configuration(super::config::Configuration),
 }
 
 impl Object {
@@ -64,6 +66,7 @@ impl Object {
             Object::Job(_) => "Job",
             Object::Pod(_) => "Pod",
             Object::Extension(e) => &e.kind,
+            Object::Configuration(_) => "Configuration",
         }
     }
 
@@ -79,7 +82,7 @@ impl Object {
             Object::Workload(o) => &o.metadata,
             Object::Job(o) => &o.metadata,
             Object::Pod(o) => &o.metadata,
-            Object::Extension(_) => return None,
+            Object::Extension(_) | Object::Configuration(_) => return None,
         })
     }
 
@@ -187,6 +190,16 @@ pub fn decode_document(origin: &Origin, value: Value) -> Result<Object, Document
         ("batch/v1", "Job") => typed(&value).map(Object::Job),
         ("v1", "Pod") => typed(&value).map(Object::Pod),
         ("v1", "Namespace") => typed(&value).map(Object::Namespace),
+        (super::config::CONFIG_API_VERSION, "Configuration") => typed(&value)
+            .and_then(|c| {
+                let problems = super::config::validate(&c);
+                if problems.is_empty() {
+                    Ok(c)
+                } else {
+                    Err(problems)
+                }
+            })
+            .map(Object::Configuration),
         (a, k) => Err(vec![unsupported(a, k)]),
     }
     .map_err(fail)?;
@@ -237,7 +250,7 @@ fn with_scope(mut object: Object) -> Object {
         Object::Workload(o) => Some((&mut o.metadata, true)),
         Object::Job(o) => Some((&mut o.metadata, true)),
         Object::Pod(o) => Some((&mut o.metadata, true)),
-        Object::LocalQueue(_) | Object::Extension(_) => None,
+        Object::LocalQueue(_) | Object::Extension(_) | Object::Configuration(_) => None,
     };
     if let Some((meta, namespaced)) = meta {
         if !namespaced {

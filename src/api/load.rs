@@ -145,6 +145,14 @@ fn assemble(
                 }
             }
             Object::Extension(e) => m.extensions.push(e),
+            Object::Configuration(c) => {
+                if m.configuration.is_some() {
+                    report(vec![FieldProblem::object(
+                        "a second Configuration: the manifests may hold one",
+                    )]);
+                }
+                m.configuration = Some(c);
+            }
         }
     }
     check_duplicate_workloads(&workloads, &mut errors);

@@ -5,6 +5,7 @@
 //! `v1beta2` objects. Nothing here does scheduling.
 
 pub mod catalog;
+pub mod config;
 pub mod decode;
 pub mod defaults;
 pub mod duration;
@@ -56,4 +57,6 @@ pub struct Manifests {
     /// Workloads as written, plus those made from Jobs and pod groups.
     pub workloads: Vec<Workload>,
     pub extensions: Vec<Extension>,
+    /// Kueue's controller configuration, when the manifests carry one.
+    pub configuration: Option<config::Configuration>,
 }

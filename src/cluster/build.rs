@@ -191,6 +191,13 @@ pub fn build_cluster(
             inactive_reason,
             annotations: cq.metadata.annotations.clone().unwrap_or_default(),
             frs,
+            admission_fair_sharing: m
+                .configuration
+                .as_ref()
+                .is_some_and(|c| c.admission_fair_sharing.is_some())
+                && spec.admission_scope.as_ref().is_some_and(|s| {
+                    s.admission_mode == crate::api::AdmissionMode::UsageBasedAdmissionFairSharing
+                }),
         });
         cq_by_name.insert(name, id);
     }
@@ -212,6 +219,7 @@ pub fn build_cluster(
             namespace: lq.metadata.namespace.clone().unwrap_or_default(),
             name: lq.metadata.name.clone().unwrap_or_default(),
             cluster_queue: cq_by_name.get(&lq.spec.cluster_queue).copied(),
+            fair_weight: fair_weight(lq.spec.fair_sharing.as_ref()),
         })
         .collect();
     local_queues.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
@@ -322,6 +330,7 @@ pub fn build_cluster(
     }
 
     let n_cq = cluster_queues.len();
+    let settings = super::SchedulingSettings::from_configuration(m.configuration.as_ref(), &names);
     let mut cluster = Cluster {
         names,
         tree,
@@ -332,6 +341,8 @@ pub fn build_cluster(
         node_meta,
         local_queues,
         config_id: super::next_config_id(),
+        settings,
+        lq_usage: Default::default(),
         namespace_labels,
         holdings: vec![Holding::None; workloads.len()],
         workloads,

@@ -7,8 +7,10 @@
 //! - usage changes only through [`Cluster::reserve`] / [`Cluster::release`], so the quota tree's
 //!   usage always equals the sum of the admitted workloads' usage.
 
+pub mod afs;
 mod build;
 pub mod matching;
+mod settings;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -21,7 +23,9 @@ use crate::api::{
 };
 use crate::quota::{FlavorId, FrIdx, Names, NodeId, QuotaTree, ResourceId, Usage};
 
+pub use afs::LqUsage;
 pub use build::{BuildError, build_cluster, fair_weight};
+pub use settings::{AdmissionFairSharing, SchedulingSettings};
 
 /// Milliseconds since the Unix epoch, on whatever clock drives the scheduler.
 pub type Millis = i64;
@@ -79,6 +83,8 @@ pub struct LocalQueueInfo {
     pub name: String,
     /// `None` when its ClusterQueue does not exist.
     pub cluster_queue: Option<CqId>,
+    /// `spec.fairSharing.weight` in milli-units (1000 when unset), for admission fair sharing.
+    pub fair_weight: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -122,6 +128,9 @@ pub struct ClusterQueueInfo {
     pub annotations: BTreeMap<String, String>,
     /// Every flavor-resource this queue declares quota for.
     pub frs: Vec<FrIdx>,
+    /// `admissionScope.admissionMode: UsageBasedAdmissionFairSharing` with admission fair
+    /// sharing configured: its queue orders by LocalQueue usage first.
+    pub admission_fair_sharing: bool,
 }
 
 impl ClusterQueueInfo {
@@ -222,6 +231,10 @@ pub struct Cluster {
     /// process, whenever it changes. Policies that cache what they derive from the
     /// configuration (the WASM host's catalog) key their cache by it.
     pub config_id: u64,
+    /// Kueue's controller configuration in effect (fair sharing, admission fair sharing).
+    pub settings: SchedulingSettings,
+    /// Admission fair sharing: decayed usage per LocalQueue.
+    pub lq_usage: LqUsage,
     pub namespace_labels: HashMap<String, BTreeMap<String, String>>,
     pub workloads: Vec<WorkloadInfo>,
     pub by_key: HashMap<String, WorkloadId>,

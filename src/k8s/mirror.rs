@@ -326,7 +326,9 @@ impl Mirror {
                         && a.metadata.annotations == b.metadata.annotations
                 },
             ),
-            Object::Job(_) | Object::Pod(_) | Object::Extension(_) => false,
+            Object::Job(_) | Object::Pod(_) | Object::Extension(_) | Object::Configuration(_) => {
+                false
+            }
         };
         Change {
             core: changed && !own_write,

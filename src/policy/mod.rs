@@ -37,11 +37,37 @@ impl PolicyRef {
 // ---------------------------------------------------------------------------------------------
 // Ordering
 
-/// What every policy call may look up: the cluster as of the decision, and its clock.
+/// What every policy call may look up: the cluster as of the decision, the quota usage the
+/// decision is made on (the cycle's snapshot while heads are processed), and the clock.
 #[derive(Clone, Copy)]
 pub struct PolicyContext<'a> {
     pub cluster: &'a Cluster,
+    pub usage: &'a Usage,
     pub now: Millis,
+}
+
+impl<'a> PolicyContext<'a> {
+    /// The cluster's own usage as the basis of the decision.
+    pub fn of(cluster: &'a Cluster, now: Millis) -> PolicyContext<'a> {
+        PolicyContext {
+            cluster,
+            usage: &cluster.usage,
+            now,
+        }
+    }
+}
+
+/// What an ordering policy reads beyond the workloads themselves, so that the host only
+/// prepares (and, for a plugin, sends) what is used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// Head order depends on quota usage (fair sharing): the order is speculative — it assumes
+    /// each head, in turn, takes its assignment's usage — and the host asks again for the
+    /// remaining heads whenever one does not.
+    pub tree_usage: bool,
+    /// Sort keys depend on LocalQueue usage (admission fair sharing): the host re-keys the
+    /// queues of ClusterQueues with `admissionScope` whenever that usage changes.
+    pub local_queue_usage: bool,
 }
 
 /// What the ordering policy sees of one queued workload.
@@ -73,10 +99,16 @@ pub struct HeadEntry {
     pub local_queue: Option<LqId>,
     /// The key it was queued under.
     pub key: SortKey,
+    /// The quota the assignment takes, per flavor-resource.
+    pub usage: Vec<(FrIdx, i64)>,
 }
 
 pub trait OrderingPolicy: Send + Sync {
     fn id(&self) -> PolicyRef;
+    /// What the policy reads (see [`Needs`]); nothing by default.
+    fn needs(&self, _cx: &PolicyContext<'_>) -> Needs {
+        Needs::default()
+    }
     /// The keys workloads are queued under (one per workload, in order), computed when they
     /// are queued; smallest first.
     fn sort_keys(
@@ -109,6 +141,9 @@ pub enum CandidateKind {
     ReclaimWithoutBorrowing,
     /// Reclaim allowed while the preemptor borrows (`InCohortReclaimWhileBorrowing`).
     ReclaimWhileBorrowing,
+    /// Fair sharing: a workload of a borrowing ClusterQueue of the cohort tree, preemptible
+    /// if the configured strategies allow it (`InCohortFairSharing`).
+    FairSharing,
 }
 
 impl CandidateKind {
@@ -120,12 +155,13 @@ impl CandidateKind {
                 "InCohortReclamation"
             }
             CandidateKind::ReclaimWhileBorrowing => "InCohortReclaimWhileBorrowing",
+            CandidateKind::FairSharing => "InCohortFairSharing",
         }
     }
 }
 
 /// An admitted workload the host found eligible under the ClusterQueue's preemption settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
     pub workload: WorkloadId,
     pub cluster_queue: CqId,
@@ -139,6 +175,9 @@ pub struct Candidate {
     /// Already being evicted.
     pub evicted: bool,
     pub usage: Vec<(FrIdx, i64)>,
+    /// Its LocalQueue's admission-fair-sharing usage, when its ClusterQueue uses admission
+    /// fair sharing.
+    pub local_queue_usage: Option<f64>,
 }
 
 /// Everything a preemption policy needs to choose victims.
@@ -156,6 +195,9 @@ pub struct PreemptionRequest<'a> {
     pub needs_preemption: Vec<FrIdx>,
     /// Eligible candidates, in host order (by ClusterQueue then workload id).
     pub candidates: Vec<Candidate>,
+    /// Fair sharing's preemption strategies when fair sharing is on (candidates are then
+    /// Kueue's fair-sharing candidates: own queue, and borrowing queues of the cohort tree).
+    pub fair_sharing: Option<&'a [crate::api::config::PreemptionStrategy]>,
     pub cluster: &'a Cluster,
     pub tree: &'a QuotaTree,
     /// Usage as of this decision (the cycle's snapshot).

@@ -115,6 +115,24 @@ impl PendingQueue {
         self.inadmissible.contains_key(&id)
     }
 
+    /// Gives a pending workload a new key, active or parked as it was (admission fair sharing:
+    /// its LocalQueue's usage changed). Returns whether it was pending here.
+    pub fn rekey(&mut self, id: WorkloadId, key: SortKey) -> bool {
+        if let Some(parked) = self.inadmissible.get_mut(&id) {
+            *parked = key;
+            return true;
+        }
+        match self.keys.get_mut(&id) {
+            Some(old) => {
+                self.active.remove(&(*old, id));
+                *old = key;
+                self.active.insert((key, id));
+                true
+            }
+            None => false,
+        }
+    }
+
     pub fn active_len(&self) -> usize {
         self.active.len()
     }

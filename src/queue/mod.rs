@@ -78,6 +78,14 @@ impl QueueManager {
         }
     }
 
+    /// Gives a pending workload a new key where it is (see [`PendingQueue::rekey`]).
+    pub fn rekey(&mut self, id: WorkloadId, key: SortKey) -> bool {
+        match self.location.get(&id) {
+            Some(cq) => self.queues[cq.index()].rekey(id, key),
+            None => false,
+        }
+    }
+
     pub fn contains(&self, id: WorkloadId) -> bool {
         self.location.contains_key(&id)
     }

@@ -5,8 +5,10 @@
 //! adds usage for a workload after checking it fits in [`QuotaTree::available`], so no node ever
 //! goes past what its quota and limits allow.
 
+pub mod fair;
 pub mod resources;
 pub mod tree;
 
+pub use fair::Drs;
 pub use resources::{FlavorId, FrIdx, Names, ResourceId};
 pub use tree::{NodeId, NodeKind, NodeSpec, QuotaTree, ResourceQuota, Usage};

@@ -6,6 +6,12 @@ use std::collections::HashMap;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ResourceId(pub u32);
 
+impl ResourceId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
 /// An interned ResourceFlavor name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FlavorId(pub u32);

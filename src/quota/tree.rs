@@ -346,6 +346,11 @@ impl Usage {
         self.values[id.index() * self.n_fr + fr.index()] = v;
     }
 
+    /// How many flavor-resources a row has.
+    pub fn n_fr(&self) -> usize {
+        self.n_fr
+    }
+
     /// Usage of one node for every flavor-resource.
     pub fn of(&self, id: NodeId) -> &[i64] {
         &self.values[id.index() * self.n_fr..(id.index() + 1) * self.n_fr]

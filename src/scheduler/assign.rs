@@ -166,8 +166,12 @@ fn fits_resource_quota(
         "insufficient unused quota for {rname} in flavor {fname}, {} more needed",
         crate::api::Quantity(val - available)
     );
-    let can_preempt_while_borrowing =
-        info.preemption.borrow_within_cohort != crate::api::BorrowWithinCohortPolicy::Never;
+    // Kueue's `canPreemptWhileBorrowing`: borrowWithinCohort allows it, or fair sharing with
+    // reclaimWithinCohort set.
+    let can_preempt_while_borrowing = info.preemption.borrow_within_cohort
+        != crate::api::BorrowWithinCohortPolicy::Never
+        || (ctx.cluster.settings.fair_sharing_enabled()
+            && info.preemption.reclaim_within_cohort != crate::api::ReclaimWithinCohort::Never);
     if tree.quota(node, fr).nominal >= val || may_reclaim || can_preempt_while_borrowing {
         let (mode, borrow) = simulate(ctx, usage, wl, cq, fr, val);
         return (mode, borrow, Some(reason));

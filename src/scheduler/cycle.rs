@@ -93,13 +93,24 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
         });
     }
 
-    // 4. Order.
-    let order = order_entries(s, &entries, &fallbacks, now);
-
-    // 5. Process.
+    // 4 and 5. Order, then process in that order. An ordering that reads quota usage (fair
+    // sharing) answers speculatively, assuming each head takes its assignment's usage in turn;
+    // when one does not (not admitted, or admitted with another assignment), the remaining
+    // heads are ordered again on the snapshot as it now is (Kueue re-runs its tournament at
+    // every pop).
+    let dynamic = s
+        .default_policies
+        .ordering
+        .needs(&PolicyContext::of(&s.cluster, now))
+        .tree_usage;
+    let all: Vec<usize> = (0..entries.len()).collect();
+    let mut order = order_entries(s, &entries, &all, &snapshot, &fallbacks, now);
     let mut preempted: HashSet<WorkloadId> = HashSet::new();
     let mut processed = Vec::with_capacity(entries.len());
-    for i in order {
+    let mut pos = 0;
+    while pos < order.len() {
+        let i = order[pos];
+        pos += 1;
         let e = &entries[i];
         let ctx = Ctx {
             cluster: &s.cluster,
@@ -108,8 +119,15 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
             fallbacks: &fallbacks,
             targets_memo: Default::default(),
         };
-        let (result, recomputed) = process(&ctx, &mut snapshot, &mut preempted, e);
+        let (result, recomputed, took) = process(&ctx, &mut snapshot, &mut preempted, e);
+        let as_assumed = took.is_some_and(|u| u == e.assignment.usage_vec());
         processed.push((i, result, recomputed));
+        if dynamic && !as_assumed && order.len() - pos > 1 {
+            let rest = order.split_off(pos);
+            order.extend(order_entries(
+                s, &entries, &rest, &snapshot, &fallbacks, now,
+            ));
+        }
     }
     for (i, result, recomputed) in processed {
         let e = &mut entries[i];
@@ -125,6 +143,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
                     continue;
                 }
                 s.keys.remove(&e.workload);
+                charge_admission(s, e.workload, e.cq);
                 tracing::debug!(workload = %s.cluster.workload(e.workload).key, "admitted");
                 outcome.decisions.push(Decision::Admitted {
                     workload: e.workload,
@@ -246,15 +265,20 @@ fn get_assignments(
     (full, no_targets())
 }
 
+/// The order in which `subset` (indices into `entries`) is processed, by the default ordering
+/// binding, verified; the built-in order when the call fails.
 fn order_entries(
     s: &Scheduler,
     entries: &[Entry],
+    subset: &[usize],
+    usage: &Usage,
     fallbacks: &RefCell<Vec<super::Fallback>>,
     now: Millis,
 ) -> Vec<usize> {
-    let heads: Vec<HeadEntry> = entries
+    let heads: Vec<HeadEntry> = subset
         .iter()
-        .map(|e| {
+        .map(|&i| {
+            let e = &entries[i];
             let wl = s.cluster.workload(e.workload);
             HeadEntry {
                 workload: e.workload,
@@ -266,6 +290,7 @@ fn order_entries(
                 queued: wl.queued,
                 local_queue: wl.lq,
                 key: s.keys.get(&e.workload).copied().unwrap_or_default(),
+                usage: e.assignment.usage_vec(),
             }
         })
         .collect();
@@ -273,6 +298,7 @@ fn order_entries(
     let policy = &s.default_policies.ordering;
     let cx = PolicyContext {
         cluster: &s.cluster,
+        usage,
         now,
     };
     let span = tracing::debug_span!("policy", extension = "ordering", call = "order-heads", plugin = %policy.id().name, batch = heads.len());
@@ -287,7 +313,7 @@ fn order_entries(
                     e
                 })
         });
-    match answer {
+    let order = match answer {
         Ok(order) => order,
         Err(e) => {
             fallbacks.borrow_mut().push(super::Fallback {
@@ -295,9 +321,10 @@ fn order_entries(
                 extension: "ordering",
                 error: e,
             });
-            crate::policy::builtin::order_heads(&heads)
+            crate::policy::builtin::order_heads(&cx, &heads)
         }
-    }
+    };
+    order.into_iter().map(|k| subset[k]).collect()
 }
 
 fn fits(ctx: &Ctx<'_>, usage: &Usage, cq: CqId, needed: &[(crate::quota::FrIdx, i64)]) -> bool {
@@ -309,13 +336,16 @@ fn fits(ctx: &Ctx<'_>, usage: &Usage, cq: CqId, needed: &[(crate::quota::FrIdx, 
 
 type Recomputed = Option<(Assignment, Vec<Target>)>;
 
+/// The usage an entry added to the snapshot in full (admitted, preempting, or deferred), if so.
+type Took = Option<Vec<(crate::quota::FrIdx, i64)>>;
+
 /// Kueue's `processEntry` on the snapshot.
 fn process(
     ctx: &Ctx<'_>,
     snapshot: &mut Usage,
     preempted: &mut HashSet<WorkloadId>,
     e: &Entry,
-) -> (Outcome, Recomputed) {
+) -> (Outcome, Recomputed, Took) {
     let tree = &ctx.cluster.tree;
     let node = ctx.cluster.cq(e.cq).node;
     let mut assignment = e.assignment.clone();
@@ -368,6 +398,7 @@ fn process(
                 message: assignment.message(),
             },
             recomputed,
+            None,
         );
     }
     if mode == AssignmentMode::Preempt && targets.is_empty() && !deferred {
@@ -379,6 +410,7 @@ fn process(
                 message: assignment.message(),
             },
             recomputed,
+            None,
         );
     }
     if deferred {
@@ -392,6 +424,7 @@ fn process(
                 message: "Workload has overlapping preemption targets with another workload, but will fit after these preemptions complete".into(),
             },
             recomputed,
+            Some(usage),
         );
     }
     if targets.iter().any(|t| preempted.contains(&t.workload)) {
@@ -402,6 +435,7 @@ fn process(
                 message: "Workload has overlapping preemption targets with another workload".into(),
             },
             recomputed,
+            None,
         );
     }
     if !fit {
@@ -412,6 +446,7 @@ fn process(
                 message: "Workload no longer fits after processing another workload".into(),
             },
             recomputed,
+            None,
         );
     }
     preempted.extend(targets.iter().map(|t| t.workload));
@@ -419,9 +454,9 @@ fn process(
         tree.add_usage(snapshot, node, fr, v);
     }
     if mode == AssignmentMode::Preempt {
-        return (Outcome::Preempting, recomputed);
+        return (Outcome::Preempting, recomputed, Some(usage));
     }
-    (Outcome::Admitted, recomputed)
+    (Outcome::Admitted, recomputed, Some(usage))
 }
 
 /// Kueue's `reserveCapacityForUnreclaimablePreempt`: a preemptor that found no victims keeps
@@ -446,6 +481,27 @@ fn reserve_for_unreclaimable(ctx: &Ctx<'_>, snapshot: &mut Usage, cq: CqId, a: &
         };
         tree.add_usage(snapshot, info.node, fr, reserve);
     }
+}
+
+/// Admission fair sharing: an admission charges its LocalQueue Kueue's entry penalty.
+fn charge_admission(s: &mut Scheduler, wl: WorkloadId, cq: CqId) {
+    let Some(afs) = &s.cluster.settings.admission_fair_sharing else {
+        return;
+    };
+    let (Some(lq), Some(a)) = (s.cluster.workload(wl).lq, s.cluster.admission(wl)) else {
+        return;
+    };
+    if !s.cluster.cq(cq).admission_fair_sharing {
+        return;
+    }
+    let names = &s.cluster.names;
+    let requests: Vec<_> = a
+        .usage
+        .iter()
+        .map(|&(fr, v)| (names.fr_parts(fr).1, v))
+        .collect();
+    let afs = afs.clone();
+    s.cluster.lq_usage.add_penalty(lq, &requests, &afs);
 }
 
 fn to_admission(e: &Entry, now: Millis) -> Admission {

@@ -94,6 +94,8 @@ pub struct Scheduler {
     /// changed). Like Kueue's batched inadmissible requeue, this happens before the next cycle,
     /// not at once.
     retry: std::collections::BTreeSet<CqId>,
+    /// The LocalQueue-usage generation the queues were last keyed with (admission fair sharing).
+    lq_usage_keyed: u64,
 }
 
 /// Why a workload could not be submitted to a queue.
@@ -123,6 +125,7 @@ impl Scheduler {
             evicted: std::collections::HashSet::new(),
             fallbacks: Vec::new(),
             retry: std::collections::BTreeSet::new(),
+            lq_usage_keyed: 0,
         }
     }
 
@@ -198,10 +201,7 @@ impl Scheduler {
     /// the batch, the built-in keys when the call fails or the answer is malformed.
     fn sort_keys(&mut self, cq: CqId, batch: &[QueuedWorkload], now: Millis) -> Vec<SortKey> {
         let policy = self.policies_for(cq).ordering.clone();
-        let cx = PolicyContext {
-            cluster: &self.cluster,
-            now,
-        };
+        let cx = PolicyContext::of(&self.cluster, now);
         let span = tracing::debug_span!("policy", extension = "ordering", call = "sort-keys", plugin = %policy.id().name, batch = batch.len());
         let answer = span
             .in_scope(|| policy.sort_keys(&cx, batch))
@@ -218,7 +218,11 @@ impl Scheduler {
             Ok(keys) => keys,
             Err(e) => {
                 self.record_fallback(policy.id(), "ordering", e);
-                batch.iter().map(crate::policy::builtin::sort_key).collect()
+                let cx = PolicyContext::of(&self.cluster, now);
+                batch
+                    .iter()
+                    .map(|q| crate::policy::builtin::sort_key(&cx, q))
+                    .collect()
             }
         }
     }
@@ -330,8 +334,71 @@ impl Scheduler {
         self.cycle += 1;
         let retry = std::mem::take(&mut self.retry);
         self.queues.requeue_inadmissible(retry);
+        self.sample_local_queue_usage(now);
         self.flush_submissions(now);
+        self.rekey_by_local_queue_usage(now);
         cycle::run(self, now)
+    }
+
+    /// Admission fair sharing: decays LocalQueue usage when a sample is due.
+    fn sample_local_queue_usage(&mut self, now: Millis) {
+        let Some(afs) = &self.cluster.settings.admission_fair_sharing else {
+            return;
+        };
+        if !self.cluster.lq_usage.due(now, afs) {
+            return;
+        }
+        let mut admitted = Vec::new();
+        for cq in &self.cluster.cluster_queues {
+            for &id in self.cluster.admitted_in(cq.id) {
+                let (Some(lq), Some(a)) =
+                    (self.cluster.workload(id).lq, self.cluster.admission(id))
+                else {
+                    continue;
+                };
+                for &(fr, v) in &a.usage {
+                    admitted.push((lq, self.cluster.names.fr_parts(fr).1, v));
+                }
+            }
+        }
+        let afs = afs.clone();
+        self.cluster.lq_usage.sample(now, &afs, &admitted);
+    }
+
+    /// Admission fair sharing: after LocalQueue usage changed, workloads pending in
+    /// ClusterQueues with `admissionScope` are keyed again by orderings that read it (Kueue's
+    /// heap compares that usage live).
+    fn rekey_by_local_queue_usage(&mut self, now: Millis) {
+        let generation = self.cluster.lq_usage.generation();
+        if generation == self.lq_usage_keyed {
+            return;
+        }
+        self.lq_usage_keyed = generation;
+        for i in 0..self.cluster.cluster_queues.len() {
+            let cq = CqId(i as u32);
+            if !self.cluster.cq(cq).admission_fair_sharing {
+                continue;
+            }
+            let cx = PolicyContext::of(&self.cluster, now);
+            if !self.policies_for(cq).ordering.needs(&cx).local_queue_usage {
+                continue;
+            }
+            let batch: Vec<QueuedWorkload> = self
+                .queues
+                .queue(cq)
+                .ordered()
+                .into_iter()
+                .map(|id| self.queued_workload(id, cq, self.cluster.workload(id).queued))
+                .collect();
+            if batch.is_empty() {
+                continue;
+            }
+            let keys = self.sort_keys(cq, &batch, now);
+            for (q, key) in batch.iter().zip(keys) {
+                self.keys.insert(q.workload, key);
+                self.queues.rekey(q.workload, key);
+            }
+        }
     }
 
     fn record_fallback(&mut self, policy: PolicyRef, extension: &'static str, error: PolicyError) {

@@ -153,9 +153,58 @@ impl Collector<'_, '_> {
     }
 
     fn add_from_cq(&mut self, cq: CqId, lca: Option<NodeId>, advantage: bool) {
+        self.add_classified(cq, lca, |c, id| c.classify(id, cq, advantage));
+    }
+
+    /// Fair sharing's candidates of one ClusterQueue (Kueue's `findCandidatesForPolicy`): own
+    /// queue by `withinClusterQueue`, others by `reclaimWithinCohort`; another queue's are
+    /// reclaimed (`InCohortReclamation`) while the preemptor stays within nominal quota, and
+    /// otherwise subject to the fair-sharing strategies (`InCohortFairSharing`).
+    fn add_fair(&mut self, cq: CqId, preemptor_within_nominal: bool) {
+        self.add_classified(cq, None, |c, id| {
+            if !c.uses_needed(id) {
+                return None;
+            }
+            let config = c.ctx.cluster.cq(c.cq).preemption;
+            let policy = if cq == c.cq {
+                within(config.within_cluster_queue)
+            } else {
+                reclaim(config.reclaim_within_cohort)
+            };
+            if !satisfies(policy, c.preemptor, c.ctx.cluster.workload(id)) {
+                return None;
+            }
+            Some(if cq == c.cq {
+                CandidateKind::SameQueue
+            } else if preemptor_within_nominal {
+                CandidateKind::HierarchicalReclaim
+            } else {
+                CandidateKind::FairSharing
+            })
+        });
+    }
+
+    fn add_classified(
+        &mut self,
+        cq: CqId,
+        lca: Option<NodeId>,
+        classify: impl Fn(&Self, WorkloadId) -> Option<CandidateKind>,
+    ) {
         let cluster = self.ctx.cluster;
+        let lq_usage = |id: WorkloadId| {
+            let afs = cluster.settings.admission_fair_sharing.as_ref()?;
+            if !cluster.cq(cq).admission_fair_sharing {
+                return None;
+            }
+            let lq = cluster.workload(id).lq?;
+            Some(
+                cluster
+                    .lq_usage
+                    .weighted(lq, afs, cluster.local_queues[lq.index()].fair_weight),
+            )
+        };
         for &id in cluster.admitted_in(cq) {
-            let Some(kind) = self.classify(id, cq, advantage) else {
+            let Some(kind) = classify(self, id) else {
                 continue;
             };
             let Some(a) = cluster.admission(id) else {
@@ -171,6 +220,7 @@ impl Collector<'_, '_> {
                 reserved_at: a.reserved_at,
                 evicted: cluster.is_evicting(id),
                 usage: a.usage.clone(),
+                local_queue_usage: lq_usage(id),
             });
         }
     }
@@ -213,10 +263,34 @@ fn collect_candidates(
         needs,
         out: Vec::new(),
     };
+    let tree = &cluster.tree;
+    if cluster.settings.fair_sharing_enabled() {
+        // Kueue's `findCandidates` under fair sharing: the own queue, and every borrowing
+        // queue of the cohort tree.
+        let within_nominal = needs.iter().all(|&fr| {
+            let extra = requests.iter().find(|r| r.0 == fr).map_or(0, |r| r.1);
+            !tree.borrowing_with(usage, info.node, fr, extra)
+        });
+        if info.preemption.within_cluster_queue != WithinClusterQueue::Never {
+            c.add_fair(cq, within_nominal);
+        }
+        if tree.parent(info.node).is_some()
+            && info.preemption.reclaim_within_cohort != ReclaimWithinCohort::Never
+        {
+            for node in tree.subtree_cluster_queues(tree.root(info.node)) {
+                let Some(other) = cluster.cq_of_node(node) else {
+                    continue;
+                };
+                if other != cq && needs.iter().any(|&fr| tree.borrowing(usage, node, fr)) {
+                    c.add_fair(other, within_nominal);
+                }
+            }
+        }
+        return c.out;
+    }
     if info.preemption.within_cluster_queue != WithinClusterQueue::Never {
         c.add_from_cq(cq, None, false);
     }
-    let tree = &cluster.tree;
     if tree.parent(info.node).is_some()
         && info.preemption.reclaim_within_cohort != ReclaimWithinCohort::Never
     {
@@ -285,6 +359,7 @@ fn find_targets(
         requests: requests.to_vec(),
         needs_preemption: needs.to_vec(),
         candidates,
+        fair_sharing: ctx.cluster.settings.fair_sharing.as_deref(),
         cluster: ctx.cluster,
         tree: &ctx.cluster.tree,
         usage,

@@ -169,6 +169,7 @@ fn append(into: &mut Manifests, from: Manifests) {
         priority_classes,
         workloads,
         extensions,
+        configuration,
     } = from;
     into.namespaces.extend(namespaces);
     into.flavors.extend(flavors);
@@ -178,6 +179,9 @@ fn append(into: &mut Manifests, from: Manifests) {
     into.priority_classes.extend(priority_classes);
     into.workloads.extend(workloads);
     into.extensions.extend(extensions);
+    if configuration.is_some() {
+        into.configuration = configuration;
+    }
 }
 
 /// Workloads an extension added whose `namespace/name` is already taken.

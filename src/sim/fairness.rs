@@ -243,7 +243,8 @@ fn demand(sim: &Simulation) -> (Vec<bool>, Vec<bool>) {
     let mut lq_demand = vec![false; cluster.local_queues.len()];
     for wl in &cluster.workloads {
         let i = wl.id.index();
-        if sim.first_admitted[i].is_none() && sim.arrival[i] > sim.now() {
+        // Never admitted and never queued (not arrived yet, or deactivated): no demand.
+        if sim.first_admitted[i].is_none() && (sim.arrival[i] > sim.now() || !wl.active) {
             continue;
         }
         let cq = cluster

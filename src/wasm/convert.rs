@@ -7,11 +7,12 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::bindings::types as t;
 use super::plugin::{Exposure, exposed_keys};
+use crate::api::config::PreemptionStrategy;
 use crate::api::{
     BorrowWithinCohortPolicy, FungibilityPolicy, FungibilityPreference, QueueingStrategy,
     ReclaimWithinCohort, WithinClusterQueue,
 };
-use crate::cluster::{Cluster, CqId, Millis, WorkloadId};
+use crate::cluster::{Cluster, CqId, LqId, Millis, WorkloadId};
 use crate::quota::{FrIdx, NodeId, NodeKind};
 
 /// The WIT catalog plus the host-side index of its annotation keys.
@@ -45,26 +46,53 @@ pub fn catalog(cluster: &Cluster, exposure: &Exposure, settings: &[(String, Stri
         .enumerate()
         .map(|(i, k)| (k.clone(), i as u32))
         .collect();
-    let mut catalog = Catalog {
-        wit: t::Catalog {
-            generation: cluster.config_id,
-            resources: Vec::new(),
-            flavors: Vec::new(),
-            flavor_resources: Vec::new(),
-            nodes: Vec::new(),
-            cluster_queues: Vec::new(),
-            local_queues: Vec::new(),
-            annotation_keys: keys,
-            settings: settings
-                .iter()
-                .map(|(k, v)| t::Setting {
-                    key: k.clone(),
-                    value: v.clone(),
-                })
-                .collect(),
-        },
-        keys: index,
-    };
+    let mut catalog =
+        Catalog {
+            wit: t::Catalog {
+                generation: cluster.config_id,
+                resources: Vec::new(),
+                flavors: Vec::new(),
+                flavor_resources: Vec::new(),
+                nodes: Vec::new(),
+                cluster_queues: Vec::new(),
+                local_queues: Vec::new(),
+                annotation_keys: keys,
+                settings: settings
+                    .iter()
+                    .map(|(k, v)| t::Setting {
+                        key: k.clone(),
+                        value: v.clone(),
+                    })
+                    .collect(),
+                fair_sharing: cluster.settings.fair_sharing.as_ref().map(|strategies| {
+                    t::FairSharing {
+                        strategies: strategies
+                            .iter()
+                            .map(|s| match s {
+                                PreemptionStrategy::LessThanOrEqualToFinalShare => {
+                                    t::FairSharingStrategy::LessThanOrEqualToFinalShare
+                                }
+                                PreemptionStrategy::LessThanInitialShare => {
+                                    t::FairSharingStrategy::LessThanInitialShare
+                                }
+                            })
+                            .collect(),
+                    }
+                }),
+                admission_fair_sharing: cluster.settings.admission_fair_sharing.as_ref().map(
+                    |afs| t::AdmissionFairSharing {
+                        half_life: afs.half_life,
+                        sampling_interval: afs.sampling_interval,
+                        resource_weights: cluster
+                            .names
+                            .resources()
+                            .map(|(r, _)| afs.weight(r))
+                            .collect(),
+                    },
+                ),
+            },
+            keys: index,
+        };
     let names = &cluster.names;
     catalog.wit.resources = names.resources().map(|(_, n)| n.to_string()).collect();
     catalog.wit.flavors = names
@@ -174,6 +202,7 @@ pub fn catalog(cluster: &Cluster, exposure: &Exposure, settings: &[(String, Stri
                     flavors: g.flavors.iter().map(|f| f.0).collect(),
                 })
                 .collect(),
+            admission_fair_sharing: cq.admission_fair_sharing,
         })
         .collect();
     catalog.wit.local_queues = cluster
@@ -183,6 +212,7 @@ pub fn catalog(cluster: &Cluster, exposure: &Exposure, settings: &[(String, Stri
             namespace: lq.namespace.clone(),
             name: lq.name.clone(),
             cluster_queue: lq.cluster_queue.map(|c| c.0),
+            fair_weight: lq.fair_weight,
         })
         .collect();
     catalog
@@ -200,6 +230,8 @@ pub fn empty_catalog() -> t::Catalog {
         local_queues: Vec::new(),
         annotation_keys: Vec::new(),
         settings: Vec::new(),
+        fair_sharing: None,
+        admission_fair_sharing: None,
     }
 }
 
@@ -270,4 +302,65 @@ pub fn usage_rows(
         values.extend(frs.iter().map(|&fr| usage.get(n, fr)));
     }
     (nodes.into_iter().map(|n| n.0).collect(), values)
+}
+
+/// Every node of the trees rooted at `roots` on every flavor-resource (a `usage-table`).
+pub fn usage_table(
+    cluster: &Cluster,
+    usage: &crate::quota::Usage,
+    roots: impl IntoIterator<Item = NodeId>,
+) -> t::UsageTable {
+    let mut nodes: Vec<NodeId> = Vec::new();
+    for root in roots {
+        if nodes.contains(&root) {
+            continue;
+        }
+        let start = nodes.len();
+        nodes.push(root);
+        let mut i = start;
+        while i < nodes.len() {
+            nodes.extend(cluster.tree.node(nodes[i]).children.iter().copied());
+            i += 1;
+        }
+    }
+    let mut amounts = Vec::with_capacity(nodes.len() * usage.n_fr());
+    for &n in &nodes {
+        amounts.extend_from_slice(usage.of(n));
+    }
+    t::UsageTable {
+        nodes: nodes.into_iter().map(|n| n.0).collect(),
+        amounts,
+    }
+}
+
+/// An empty `usage-table` (for plugins that do not read usage).
+pub fn no_usage() -> t::UsageTable {
+    t::UsageTable {
+        nodes: Vec::new(),
+        amounts: Vec::new(),
+    }
+}
+
+/// Admission fair sharing's figures for `lqs` (each once, in the order given).
+pub fn local_queue_usage(
+    cluster: &Cluster,
+    lqs: impl IntoIterator<Item = LqId>,
+) -> Vec<t::LocalQueueUsage> {
+    let Some(afs) = &cluster.settings.admission_fair_sharing else {
+        return Vec::new();
+    };
+    let mut out: Vec<t::LocalQueueUsage> = Vec::new();
+    for lq in lqs {
+        if out.iter().any(|u| u.local_queue == lq.0) {
+            continue;
+        }
+        let weight = cluster.local_queues[lq.index()].fair_weight;
+        out.push(t::LocalQueueUsage {
+            local_queue: lq.0,
+            consumed: cluster.lq_usage.consumed(lq).to_vec(),
+            penalty: cluster.lq_usage.penalty(lq).to_vec(),
+            weighted: cluster.lq_usage.weighted(lq, afs, weight),
+        });
+    }
+    out
 }

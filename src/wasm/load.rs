@@ -91,6 +91,12 @@ pub enum LoadError {
     )]
     ForbiddenImport { path: PathBuf, import: String },
     #[error(
+        "{path}: built against wasq:policy@{version}, but this host speaks \
+         wasq:policy@{WIT_VERSION}; rebuild the plugin against this release's wit/ \
+         (`wasq plugin build`)"
+    )]
+    OtherVersion { path: PathBuf, version: String },
+    #[error(
         "{path}: exports none of the wasq:policy@{WIT_VERSION} interfaces (ordering, preemption, \
          flavor-assignment); it exports: {exports}"
     )]
@@ -183,6 +189,18 @@ pub fn load_bytes(
         .exports(engine.engine())
         .map(|(n, _)| n.to_string())
         .collect();
+    if let Some(version) = imports
+        .iter()
+        .chain(&exports)
+        .filter_map(|n| n.strip_prefix("wasq:policy/"))
+        .filter_map(|n| n.split('@').nth(1))
+        .find(|v| *v != WIT_VERSION)
+    {
+        return Err(LoadError::OtherVersion {
+            path: path.to_path_buf(),
+            version: version.to_string(),
+        });
+    }
     if let Some(bad) = imports.iter().find(|i| !import_allowed(i)) {
         return Err(LoadError::ForbiddenImport {
             path: path.to_path_buf(),
@@ -252,10 +270,10 @@ mod tests {
 
     #[test]
     fn allow_list() {
-        assert!(import_allowed("wasq:policy/host@0.1.0"));
+        assert!(import_allowed("wasq:policy/host@0.2.0"));
         assert!(import_allowed("wasi:cli/stderr@0.2.4"));
         assert!(import_allowed("wasi:io/streams@0.2.0"));
-        assert!(!import_allowed("wasq:policy/host@0.2.0"));
+        assert!(!import_allowed("wasq:policy/host@0.1.0"));
         assert!(!import_allowed("wasi:filesystem/preopens@0.2.4"));
         assert!(!import_allowed("wasi:clocks/wall-clock@0.2.4"));
         assert!(!import_allowed("wasi:sockets/tcp@0.2.4"));

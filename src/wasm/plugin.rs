@@ -66,6 +66,8 @@ struct Live {
     instance: Instance,
     /// The configuration id of the catalog this instance holds.
     catalog_of: Option<u64>,
+    /// What the instance answered to that catalog.
+    needs: crate::policy::Needs,
 }
 
 struct Inner {
@@ -107,6 +109,17 @@ pub(super) struct CallCx<'a> {
     pub store: &'a mut Store<State>,
     pub catalog: &'a convert::Catalog,
     instance: &'a Instance,
+    /// What the instance reads beyond its requests (its answer to the catalog).
+    pub needs: crate::policy::Needs,
+}
+
+/// The WIT `needs` flags as the policy traits see them.
+fn needs(flags: super::bindings::types::Needs) -> crate::policy::Needs {
+    use super::bindings::types::Needs as N;
+    crate::policy::Needs {
+        tree_usage: flags.contains(N::TREE_USAGE),
+        local_queue_usage: flags.contains(N::LOCAL_QUEUE_USAGE),
+    }
 }
 
 impl<'a> CallCx<'a> {
@@ -232,7 +245,23 @@ impl Plugin {
             store,
             instance,
             catalog_of: None,
+            needs: crate::policy::Needs::default(),
         })
+    }
+
+    /// What the plugin reads beyond its requests, as it answered the catalog of `cluster`'s
+    /// configuration (sent first if the instance does not hold it). Nothing when it fails.
+    pub fn needs(&self, cluster: &Cluster) -> crate::policy::Needs {
+        {
+            let inner = self.lock();
+            if let Some(live) = &inner.live
+                && live.catalog_of == Some(cluster.config_id)
+            {
+                return live.needs;
+            }
+        }
+        self.call(cluster, "set-catalog", |cx| Ok(cx.needs))
+            .unwrap_or_default()
     }
 
     /// Sets the deadline and fuel for the next call.
@@ -303,15 +332,18 @@ impl Plugin {
             let r = match &live.instance {
                 Instance::Ordering(p) => p
                     .wasq_policy_ordering()
-                    .call_set_catalog(&mut live.store, &catalog.wit),
+                    .call_set_catalog(&mut live.store, &catalog.wit)
+                    .map(needs),
                 Instance::Preemption(p) => p
                     .wasq_policy_preemption()
-                    .call_set_catalog(&mut live.store, &catalog.wit),
+                    .call_set_catalog(&mut live.store, &catalog.wit)
+                    .map(needs),
                 Instance::FlavorAssignment(p) => p
                     .wasq_policy_flavor_assignment()
-                    .call_set_catalog(&mut live.store, &catalog.wit),
+                    .call_set_catalog(&mut live.store, &catalog.wit)
+                    .map(|()| crate::policy::Needs::default()),
             };
-            r.map_err(|e| classify(e, &live.store, &self.limits))?;
+            live.needs = r.map_err(|e| classify(e, &live.store, &self.limits))?;
             live.catalog_of = Some(cluster.config_id);
         }
         self.arm(&mut live.store)?;
@@ -319,6 +351,7 @@ impl Plugin {
             store: &mut live.store,
             catalog: &catalog,
             instance: &live.instance,
+            needs: live.needs,
         };
         let r = f(&mut cx);
         r.map_err(|e| classify(e, &live.store, &self.limits))
@@ -335,13 +368,13 @@ impl Plugin {
             Instance::Ordering(p) => {
                 let g = p.wasq_policy_ordering();
                 g.call_set_catalog(&mut *store, &empty)
-                    .and_then(|()| g.call_sort_keys(&mut *store, &[], 0))
+                    .and_then(|_| g.call_sort_keys(&mut *store, &[], &[], 0))
                     .map(|a| a.len())
             }
             Instance::Preemption(p) => {
                 let g = p.wasq_policy_preemption();
                 g.call_set_catalog(&mut *store, &empty)
-                    .and_then(|()| g.call_select_victims(&mut *store, &[]))
+                    .and_then(|_| g.call_select_victims(&mut *store, &[]))
                     .map(|a| a.len())
             }
             Instance::FlavorAssignment(p) => {

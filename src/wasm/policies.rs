@@ -12,9 +12,9 @@ use super::convert;
 use super::plugin::Plugin;
 use crate::policy::verify::InvalidAnswer;
 use crate::policy::{
-    CandidateKind, FitMode, FlavorAssignmentPolicy, FlavorChoiceRequest, HeadEntry, OrderingPolicy,
-    PolicyContext, PolicyError, PolicyRef, PreemptionPolicy, PreemptionRequest, QueuedWorkload,
-    VictimSet,
+    CandidateKind, FitMode, FlavorAssignmentPolicy, FlavorChoiceRequest, HeadEntry, Needs,
+    OrderingPolicy, PolicyContext, PolicyError, PolicyRef, PreemptionPolicy, PreemptionRequest,
+    QueuedWorkload, VictimSet,
 };
 use crate::queue::SortKey;
 
@@ -28,6 +28,10 @@ pub struct WasmOrdering(pub Arc<Plugin>);
 impl OrderingPolicy for WasmOrdering {
     fn id(&self) -> PolicyRef {
         self.0.id()
+    }
+
+    fn needs(&self, cx: &PolicyContext<'_>) -> Needs {
+        self.0.needs(cx.cluster)
     }
 
     fn sort_keys(
@@ -48,8 +52,13 @@ impl OrderingPolicy for WasmOrdering {
                     )
                 })
                 .collect();
+            let lq_usage = if call.needs.local_queue_usage {
+                convert::local_queue_usage(cx.cluster, batch.iter().filter_map(|q| q.local_queue))
+            } else {
+                Vec::new()
+            };
             let (guest, store) = call.ordering();
-            guest.call_sort_keys(store, &workloads, cx.now)
+            guest.call_sort_keys(store, &workloads, &lq_usage, cx.now)
         })?;
         Ok(keys
             .into_iter()
@@ -78,11 +87,24 @@ impl OrderingPolicy for WasmOrdering {
                     secondary: h.key.0[1],
                     tertiary: h.key.0[2],
                 },
+                usage: convert::fr_amounts(&h.usage),
             })
             .collect();
         let order = self.0.call(cx.cluster, "order-heads", |call| {
+            let usage = if call.needs.tree_usage {
+                let tree = &cx.cluster.tree;
+                convert::usage_table(
+                    cx.cluster,
+                    cx.usage,
+                    heads
+                        .iter()
+                        .map(|h| tree.root(cx.cluster.cq(h.cluster_queue).node)),
+                )
+            } else {
+                convert::no_usage()
+            };
             let (guest, store) = call.ordering();
-            guest.call_order_heads(store, &records, cx.now)
+            guest.call_order_heads(store, &records, &usage, cx.now)
         })?;
         Ok(order.into_iter().map(|i| i as usize).collect())
     }
@@ -101,6 +123,7 @@ fn kind(k: CandidateKind) -> pre::CandidateKind {
         CandidateKind::HierarchicalReclaim => pre::CandidateKind::HierarchicalReclaim,
         CandidateKind::ReclaimWithoutBorrowing => pre::CandidateKind::ReclaimWithoutBorrowing,
         CandidateKind::ReclaimWhileBorrowing => pre::CandidateKind::ReclaimWhileBorrowing,
+        CandidateKind::FairSharing => pre::CandidateKind::FairSharing,
     }
 }
 
@@ -145,11 +168,17 @@ impl PreemptionPolicy for WasmPreemption {
                             evicting: c.evicted,
                             usage: convert::fr_amounts(&c.usage),
                             annotations: call.catalog.annotations(&wl.annotations),
+                            local_queue_usage: c.local_queue_usage,
                         }
                     })
                     .collect(),
                 usage_nodes,
                 usage,
+                tree_usage: if call.needs.tree_usage {
+                    convert::usage_table(cluster, req.usage, [cluster.tree.root(req.node)])
+                } else {
+                    convert::no_usage()
+                },
                 now: req.now,
             };
             let (guest, store) = call.preemption();

@@ -1,10 +1,12 @@
 //! Kueue's own behaviour behind the policy traits: the reference every plugin is compared with
 //! and the fallback whenever a plugin fails.
 
+mod fair_ordering;
+mod fair_preemption;
 mod flavors;
 mod ordering;
 mod preemption;
 
 pub use flavors::{KueueFlavors, choose_flavor, is_preferred, should_try_next_flavor};
-pub use ordering::{KueueOrdering, order_heads, sort_key};
+pub use ordering::{KueueOrdering, classical_order, needs, order_bits, order_heads, sort_key};
 pub use preemption::{KueuePreemption, candidates_ordering, fits_after, select_victims};

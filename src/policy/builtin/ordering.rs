@@ -1,8 +1,9 @@
-//! Kueue's queue order (priority, then creation time) and cycle order (second passes first,
-//! then non-borrowing, then priority, then creation time).
+//! Kueue's queue order (priority, then creation time; LocalQueue usage first under admission
+//! fair sharing) and cycle order (second passes first, then non-borrowing, then priority, then
+//! creation time; the fair-sharing tournament when fair sharing is on).
 
 use crate::policy::{
-    HeadEntry, OrderingPolicy, PolicyContext, PolicyError, PolicyRef, QueuedWorkload,
+    HeadEntry, Needs, OrderingPolicy, PolicyContext, PolicyError, PolicyRef, QueuedWorkload,
 };
 use crate::queue::SortKey;
 
@@ -14,30 +15,67 @@ impl OrderingPolicy for KueueOrdering {
         PolicyRef::builtin()
     }
 
+    fn needs(&self, cx: &PolicyContext<'_>) -> Needs {
+        needs(cx)
+    }
+
     fn sort_keys(
         &self,
-        _: &PolicyContext<'_>,
+        cx: &PolicyContext<'_>,
         batch: &[QueuedWorkload],
     ) -> Result<Vec<SortKey>, PolicyError> {
-        Ok(batch.iter().map(sort_key).collect())
+        Ok(batch.iter().map(|wl| sort_key(cx, wl)).collect())
     }
 
     fn order_heads(
         &self,
-        _: &PolicyContext<'_>,
+        cx: &PolicyContext<'_>,
         heads: &[HeadEntry],
     ) -> Result<Vec<usize>, PolicyError> {
-        Ok(order_heads(heads))
+        Ok(order_heads(cx, heads))
     }
 }
 
-/// Kueue's queue order: higher priority first, then older first.
-pub fn sort_key(wl: &QueuedWorkload) -> SortKey {
+/// What Kueue's ordering reads under the cluster's configuration.
+pub fn needs(cx: &PolicyContext<'_>) -> Needs {
+    let settings = &cx.cluster.settings;
+    Needs {
+        tree_usage: settings.fair_sharing_enabled(),
+        local_queue_usage: settings.admission_fair_sharing.is_some(),
+    }
+}
+
+/// Kueue's queue order: higher priority first, then older first; under admission fair sharing
+/// (the ClusterQueue's `admissionScope`), lower LocalQueue usage before both.
+pub fn sort_key(cx: &PolicyContext<'_>, wl: &QueuedWorkload) -> SortKey {
+    let cluster = cx.cluster;
+    if let (Some(afs), Some(lq)) = (&cluster.settings.admission_fair_sharing, wl.local_queue)
+        && cluster.cq(wl.cluster_queue).admission_fair_sharing
+    {
+        let weight = cluster.local_queues[lq.index()].fair_weight;
+        let usage = cluster.lq_usage.weighted(lq, afs, weight);
+        return SortKey([order_bits(usage), -wl.priority, wl.created]);
+    }
     SortKey([-wl.priority, wl.created, 0])
 }
 
-/// Kueue's cycle order.
-pub fn order_heads(heads: &[HeadEntry]) -> Vec<usize> {
+/// A non-negative float as an `i64` with the same order (IEEE 754 bit patterns of non-negative
+/// numbers, +∞ included, sort like the numbers).
+pub fn order_bits(v: f64) -> i64 {
+    v.max(0.0).to_bits() as i64
+}
+
+/// Kueue's cycle order: the fair-sharing tournament when fair sharing is on, else
+/// [`classical_order`].
+pub fn order_heads(cx: &PolicyContext<'_>, heads: &[HeadEntry]) -> Vec<usize> {
+    if cx.cluster.settings.fair_sharing_enabled() {
+        return super::fair_ordering::order_heads(cx, heads);
+    }
+    classical_order(heads)
+}
+
+/// Kueue's classical cycle order.
+pub fn classical_order(heads: &[HeadEntry]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..heads.len()).collect();
     // Stable: equal heads keep the host's order (by ClusterQueue).
     order.sort_by_key(|&i| {

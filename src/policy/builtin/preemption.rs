@@ -14,11 +14,19 @@ use crate::quota::Usage;
 pub struct KueuePreemption;
 
 /// Kueue's `CandidatesOrdering`: evicted first, other queues before the preemptor's own,
+/// [admission fair sharing: within one ClusterQueue, LocalQueues with higher usage first],
 /// lower priority first, most recently admitted first, then a stable id.
 pub fn candidates_ordering(a: &Candidate, b: &Candidate, own: crate::cluster::CqId) -> Ordering {
     b.evicted
         .cmp(&a.evicted)
         .then_with(|| (a.cluster_queue == own).cmp(&(b.cluster_queue == own)))
+        .then_with(|| match (a.local_queue_usage, b.local_queue_usage) {
+            // Equal usage stands for the same LocalQueue: Kueue compares only different ones.
+            (Some(ua), Some(ub)) if a.cluster_queue == b.cluster_queue && ua != ub => {
+                ub.total_cmp(&ua)
+            }
+            _ => Ordering::Equal,
+        })
         .then_with(|| a.priority.cmp(&b.priority))
         .then_with(|| b.reserved_at.cmp(&a.reserved_at))
         .then_with(|| a.workload.cmp(&b.workload))
@@ -78,14 +86,20 @@ impl PreemptionPolicy for KueuePreemption {
     }
 }
 
-/// Kueue's victim selection.
+/// Kueue's victim selection: fair sharing's when the request carries its strategies, else the
+/// classical one.
 pub fn select_victims(req: &PreemptionRequest<'_>) -> Option<VictimSet> {
+    if let Some(strategies) = req.fair_sharing {
+        return super::fair_preemption::select_victims(req, strategies);
+    }
     let own = req.cluster_queue;
     let mut idx: Vec<usize> = (0..req.candidates.len()).collect();
     idx.sort_by(|&a, &b| candidates_ordering(&req.candidates[a], &req.candidates[b], own));
     let class = |i: &usize| match req.candidates[*i].kind {
         CandidateKind::HierarchicalReclaim => 0,
-        CandidateKind::ReclaimWithoutBorrowing | CandidateKind::ReclaimWhileBorrowing => 1,
+        CandidateKind::ReclaimWithoutBorrowing
+        | CandidateKind::ReclaimWhileBorrowing
+        | CandidateKind::FairSharing => 1,
         CandidateKind::SameQueue => 2,
     };
     // Evicted ones of each class first, then the rest, each class in candidate order.

@@ -1,0 +1,216 @@
+//! Kueue's controller configuration (`config.kueue.x-k8s.io/v1beta2` `Configuration`), the part
+//! that changes scheduling: `fairSharing` and `admissionFairSharing`. In `wasq simulate` it is a
+//! document among the manifests; `wasq controller` reads it with `--kueue-config`.
+//!
+//! ```yaml
+//! apiVersion: config.kueue.x-k8s.io/v1beta2
+//! kind: Configuration
+//! fairSharing:
+//!   preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]
+//! admissionFairSharing:
+//!   usageHalfLifeTime: 168h
+//!   usageSamplingInterval: 5m
+//!   resourceWeights: {cpu: 1, nvidia.com/gpu: 10}
+//! ```
+//!
+//! Other fields of Kueue's Configuration (namespace, integrations, waitForPodsReady, …) are
+//! accepted and ignored, so a real Kueue configuration file can be used as it is.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::strict::FieldProblem;
+
+/// The Configuration's API group and version.
+pub const CONFIG_API_VERSION: &str = "config.kueue.x-k8s.io/v1beta2";
+
+/// The scheduling part of Kueue's `Configuration`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Configuration {
+    /// Present = fair sharing is on (Kueue: "presence enables").
+    #[serde(default)]
+    pub fair_sharing: Option<FairSharingConfig>,
+    #[serde(default)]
+    pub admission_fair_sharing: Option<AdmissionFairSharingConfig>,
+    /// Everything else Kueue's Configuration holds; wasq does not use it.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
+}
+
+/// `fairSharing`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FairSharingConfig {
+    /// Empty = Kueue's default `[LessThanOrEqualToFinalShare, LessThanInitialShare]`.
+    #[serde(default)]
+    pub preemption_strategies: Vec<PreemptionStrategy>,
+    /// Deprecated in Kueue (presence of the section enables fair sharing); `false` disables it.
+    #[serde(default)]
+    pub enable: Option<bool>,
+}
+
+/// A fair-sharing preemption strategy (Kueue's rules S2-a and S2-b).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+pub enum PreemptionStrategy {
+    /// S2-a: preempt if the preemptor's share after admission ≤ the target's share after the
+    /// victim leaves.
+    LessThanOrEqualToFinalShare,
+    /// S2-b: preempt if the preemptor's share after admission < the target's share before.
+    LessThanInitialShare,
+}
+
+impl FairSharingConfig {
+    /// The strategies in effect, Kueue's default applied.
+    pub fn strategies(&self) -> Vec<PreemptionStrategy> {
+        if self.preemption_strategies.is_empty() {
+            vec![
+                PreemptionStrategy::LessThanOrEqualToFinalShare,
+                PreemptionStrategy::LessThanInitialShare,
+            ]
+        } else {
+            self.preemption_strategies.clone()
+        }
+    }
+}
+
+/// `admissionFairSharing`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AdmissionFairSharingConfig {
+    /// Half-life of consumed usage (Go duration, e.g. `168h`); 0 resets usage at every sample.
+    #[serde(default)]
+    pub usage_half_life_time: Option<String>,
+    /// How often usage is sampled and decayed (default `5m`).
+    #[serde(default)]
+    pub usage_sampling_interval: Option<String>,
+    /// Weight per resource name (default 1 for every resource).
+    #[serde(default)]
+    pub resource_weights: BTreeMap<String, f64>,
+}
+
+/// Kueue's default sampling interval: 5 minutes.
+pub const DEFAULT_SAMPLING_INTERVAL_MS: i64 = 5 * 60 * 1000;
+
+impl AdmissionFairSharingConfig {
+    /// The half-life in milliseconds (0 when unset, as Kueue's zero value).
+    pub fn half_life_ms(&self) -> i64 {
+        self.usage_half_life_time
+            .as_deref()
+            .and_then(|d| super::duration::parse_millis(d).ok())
+            .unwrap_or(0)
+    }
+
+    /// The sampling interval in milliseconds.
+    pub fn sampling_ms(&self) -> i64 {
+        self.usage_sampling_interval
+            .as_deref()
+            .and_then(|d| super::duration::parse_millis(d).ok())
+            .filter(|&ms| ms > 0)
+            .unwrap_or(DEFAULT_SAMPLING_INTERVAL_MS)
+    }
+}
+
+/// Kueue's validation of the scheduling part, with field paths.
+pub fn validate(c: &Configuration) -> Vec<FieldProblem> {
+    let mut problems = Vec::new();
+    if let Some(fs) = &c.fair_sharing {
+        use PreemptionStrategy::*;
+        let ok = matches!(
+            fs.preemption_strategies.as_slice(),
+            [] | [LessThanOrEqualToFinalShare]
+                | [LessThanInitialShare]
+                | [LessThanOrEqualToFinalShare, LessThanInitialShare]
+        );
+        if !ok {
+            problems.push(FieldProblem::at(
+                "fairSharing.preemptionStrategies",
+                "must be one of [LessThanOrEqualToFinalShare], [LessThanInitialShare] or \
+                 [LessThanOrEqualToFinalShare, LessThanInitialShare]",
+            ));
+        }
+    }
+    if let Some(afs) = &c.admission_fair_sharing {
+        for (field, value) in [
+            ("usageHalfLifeTime", &afs.usage_half_life_time),
+            ("usageSamplingInterval", &afs.usage_sampling_interval),
+        ] {
+            if let Some(v) = value
+                && let Err(e) = super::duration::parse_millis(v)
+            {
+                problems.push(FieldProblem::at(format!("admissionFairSharing.{field}"), e));
+            }
+        }
+        for (r, w) in &afs.resource_weights {
+            if !(w.is_finite() && *w >= 0.0) {
+                problems.push(FieldProblem::at(
+                    format!("admissionFairSharing.resourceWeights.{r}"),
+                    "must be a non-negative number",
+                ));
+            }
+        }
+    }
+    problems
+}
+
+impl Configuration {
+    /// Whether fair sharing is on.
+    pub fn fair_sharing_enabled(&self) -> bool {
+        self.fair_sharing
+            .as_ref()
+            .is_some_and(|fs| fs.enable != Some(false))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(yaml: &str) -> Configuration {
+        let v: serde_json::Value = serde_saphyr::from_str(yaml).unwrap();
+        super::super::strict::decode(&v).unwrap()
+    }
+
+    #[test]
+    fn presence_enables_fair_sharing_with_default_strategies() {
+        let c = parse("fairSharing: {}\nnamespace: kueue-system\n");
+        assert!(c.fair_sharing_enabled());
+        assert_eq!(
+            c.fair_sharing.unwrap().strategies(),
+            vec![
+                PreemptionStrategy::LessThanOrEqualToFinalShare,
+                PreemptionStrategy::LessThanInitialShare
+            ]
+        );
+        assert!(!parse("namespace: x\n").fair_sharing_enabled());
+    }
+
+    #[test]
+    fn rejects_a_strategy_order_kueue_rejects() {
+        let c = parse(
+            "fairSharing: {preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]}\n",
+        );
+        let problems = validate(&c);
+        assert_eq!(problems.len(), 1);
+        assert_eq!(
+            problems[0].field.as_deref(),
+            Some("fairSharing.preemptionStrategies")
+        );
+    }
+
+    #[test]
+    fn admission_fair_sharing_durations() {
+        let c = parse(
+            "admissionFairSharing: {usageHalfLifeTime: 1h, usageSamplingInterval: 30s, resourceWeights: {cpu: 2}}\n",
+        );
+        let afs = c.admission_fair_sharing.unwrap();
+        assert_eq!(afs.half_life_ms(), 3_600_000);
+        assert_eq!(afs.sampling_ms(), 30_000);
+        let bad = parse("admissionFairSharing: {usageHalfLifeTime: soon}\n");
+        assert_eq!(
+            validate(&bad)[0].field.as_deref(),
+            Some("admissionFairSharing.usageHalfLifeTime")
+        );
+    }
+}

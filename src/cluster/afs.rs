@@ -1,0 +1,174 @@
+//! Admission fair sharing (Kueue's KEP-4136): per LocalQueue, the resources it consumed,
+//! decayed with a half-life and sampled on the scheduler's clock, plus an entry penalty for
+//! each admission since the last sample. The core owns this bookkeeping; ordering policies
+//! read it ([`LqUsage::weighted`], or the raw figures) and never change it.
+//!
+//! Kueue: every `usageSamplingInterval` the LocalQueue controller sets
+//! `consumed = consumed·(1−α) + admittedNow·α` with `α = 1 − 0.5^(elapsed/halfLife)` (α = 0 when
+//! the half-life is 0); each admission adds `requests·α(sampling, halfLife)` as a penalty until
+//! the next sample accounts for it. A LocalQueue's usage is
+//! `Σ_r weight_r·(consumed_r + penalty_r) / lqWeight` (+∞ when the weight is ≤ 0), resources in
+//! units (1 CPU = 1), as Kueue's `AsApproximateFloat64`.
+//!
+//! wasq samples at the first scheduling cycle at or after each interval (the simulator's clock
+//! only stops at events), with `elapsed` the real time since the previous sample, which gives the
+//! same decay as Kueue's periodic reconcile when usage is constant in between.
+
+use super::{AdmissionFairSharing, LqId, Millis};
+use crate::quota::ResourceId;
+
+/// Decayed usage per LocalQueue, indexed by [`LqId`] then [`ResourceId`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LqUsage {
+    consumed: Vec<Vec<f64>>,
+    penalty: Vec<Vec<f64>>,
+    last_sample: Option<Millis>,
+    /// Increases whenever any figure changes (orderings that read it re-key their queues).
+    generation: u64,
+}
+
+fn alpha(elapsed: Millis, half_life: Millis) -> f64 {
+    if half_life <= 0 {
+        return 0.0;
+    }
+    1.0 - 0.5f64.powf(elapsed as f64 / half_life as f64)
+}
+
+fn slot(table: &mut Vec<Vec<f64>>, lq: LqId, r: ResourceId) -> &mut f64 {
+    if table.len() <= lq.index() {
+        table.resize(lq.index() + 1, Vec::new());
+    }
+    let row = &mut table[lq.index()];
+    if row.len() <= r.index() {
+        row.resize(r.index() + 1, 0.0);
+    }
+    &mut row[r.index()]
+}
+
+impl LqUsage {
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// When the last sample was taken.
+    pub fn last_sample(&self) -> Option<Millis> {
+        self.last_sample
+    }
+
+    /// Whether a sample is due at `now`.
+    pub fn due(&self, now: Millis, afs: &AdmissionFairSharing) -> bool {
+        self.last_sample
+            .is_none_or(|last| now - last >= afs.sampling_interval)
+    }
+
+    /// Takes a sample: `admitted` is what each LocalQueue holds now, in milli-units. Pending
+    /// penalties are accounted for by the sample and cleared.
+    pub fn sample(
+        &mut self,
+        now: Millis,
+        afs: &AdmissionFairSharing,
+        admitted: &[(LqId, ResourceId, i64)],
+    ) {
+        let Some(last) = self.last_sample.replace(now) else {
+            // The first sample starts the clock; Kueue's LocalQueues start with nothing consumed.
+            self.generation += 1;
+            return;
+        };
+        let a = alpha(now - last, afs.half_life);
+        for row in &mut self.consumed {
+            for v in row.iter_mut() {
+                *v *= 1.0 - a;
+            }
+        }
+        for &(lq, r, v) in admitted {
+            *slot(&mut self.consumed, lq, r) += v as f64 / 1000.0 * a;
+        }
+        self.penalty.clear();
+        self.generation += 1;
+    }
+
+    /// Kueue's entry penalty for an admission from `lq` requesting `requests` (milli-units).
+    pub fn add_penalty(
+        &mut self,
+        lq: LqId,
+        requests: &[(ResourceId, i64)],
+        afs: &AdmissionFairSharing,
+    ) {
+        let a = alpha(afs.sampling_interval, afs.half_life);
+        if a == 0.0 {
+            return;
+        }
+        for &(r, v) in requests {
+            *slot(&mut self.penalty, lq, r) += v as f64 / 1000.0 * a;
+        }
+        self.generation += 1;
+    }
+
+    /// Consumed (decayed) resources of a LocalQueue, in units, indexed by resource.
+    pub fn consumed(&self, lq: LqId) -> &[f64] {
+        self.consumed.get(lq.index()).map_or(&[], Vec::as_slice)
+    }
+
+    /// Penalties of admissions not yet sampled, in units, indexed by resource.
+    pub fn penalty(&self, lq: LqId) -> &[f64] {
+        self.penalty.get(lq.index()).map_or(&[], Vec::as_slice)
+    }
+
+    /// Kueue's LocalQueue usage: weighted consumed plus penalty, divided by the LocalQueue's
+    /// weight (milli-units); +∞ for a weight ≤ 0.
+    pub fn weighted(&self, lq: LqId, afs: &AdmissionFairSharing, lq_weight_milli: i64) -> f64 {
+        if lq_weight_milli <= 0 {
+            return f64::INFINITY;
+        }
+        let (c, p) = (self.consumed(lq), self.penalty(lq));
+        let n = c.len().max(p.len());
+        let total: f64 = (0..n)
+            .map(|i| {
+                let v = c.get(i).copied().unwrap_or(0.0) + p.get(i).copied().unwrap_or(0.0);
+                afs.weight(ResourceId(i as u32)) * v
+            })
+            .sum();
+        total / (lq_weight_milli as f64 / 1000.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn afs() -> AdmissionFairSharing {
+        AdmissionFairSharing {
+            half_life: 60_000,
+            sampling_interval: 60_000,
+            resource_weights: vec![1.0, 2.0],
+        }
+    }
+
+    #[test]
+    fn consumed_decays_by_half_each_half_life_towards_current_usage() {
+        let (a, lq, cpu) = (afs(), LqId(0), ResourceId(0));
+        let mut u = LqUsage::default();
+        u.sample(0, &a, &[]);
+        u.sample(60_000, &a, &[(lq, cpu, 4000)]);
+        assert_eq!(u.consumed(lq)[0], 2.0); // 0·½ + 4·½
+        u.sample(120_000, &a, &[(lq, cpu, 4000)]);
+        assert_eq!(u.consumed(lq)[0], 3.0); // 2·½ + 4·½
+        u.sample(240_000, &a, &[]);
+        assert_eq!(u.consumed(lq)[0], 0.75); // two half-lives with nothing admitted
+    }
+
+    #[test]
+    fn penalties_count_until_the_next_sample_and_weights_apply() {
+        let (a, lq) = (afs(), LqId(1));
+        let mut u = LqUsage::default();
+        u.sample(0, &a, &[]);
+        u.add_penalty(lq, &[(ResourceId(0), 2000), (ResourceId(1), 1000)], &a);
+        // α(60s, 60s) = ½: penalty cpu 1, gpu 0.5 (weight 2) → 2; weight 0.5 doubles it.
+        assert_eq!(u.weighted(lq, &a, 500), 4.0);
+        assert_eq!(u.weighted(lq, &a, 0), f64::INFINITY);
+        let g = u.generation();
+        u.sample(60_000, &a, &[]);
+        assert!(u.generation() > g);
+        assert_eq!(u.weighted(lq, &a, 1000), 0.0);
+    }
+}
