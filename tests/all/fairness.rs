@@ -139,6 +139,43 @@ fn one_team_holding_the_whole_cohort_halves_jains_index() {
 }
 
 #[test]
+fn frequent_changes_are_sampled_at_evenly_spaced_instants() {
+    // 60 one-cpu workloads, one every 10s, each running 5s: the usage changes at 120 instants
+    // (0s, 5s, ..., 595s), more than the 100 samples kept.
+    let extra: String = (0..60)
+        .map(|i| {
+            workload(
+                &format!("w{i:02}"),
+                "team-a",
+                1,
+                &format!("{}s", i * 10),
+                "5s",
+            )
+        })
+        .collect();
+    let report = simulate(&cohort("1", &extra));
+    assert_eq!(report.summary.duration_seconds, 595.0);
+    let samples = &report.fairness.samples;
+    assert_eq!(samples.len(), wasq::sim::fairness::MAX_SAMPLES);
+    assert_eq!(samples[0].time, 0.0);
+    assert_eq!(samples[99].time, 595.0);
+    for pair in samples.windows(2) {
+        let step = pair[1].time - pair[0].time;
+        assert!((step - 595.0 / 99.0).abs() < 0.002, "{step}");
+    }
+    let one = (1.0f64 / 12.0 * 1e6).round() / 1e6;
+    for s in samples {
+        let share = s.shares["team-a"]["default/cpu"];
+        assert!(share == 0.0 || share == one, "{share} at {}", s.time);
+        assert!(!s.shares.contains_key("team-b"), "no demand, no samples");
+    }
+    // Held half the time: 1/12 × 300 / 595.
+    let (share, entitlement, _) = share(&report, "team-a");
+    assert_eq!(share, ((300.0 / 595.0 / 12.0) * 1e6f64).round() / 1e6);
+    assert_eq!(entitlement, 1.0);
+}
+
+#[test]
 fn equal_weights_and_equal_usage_are_perfectly_fair() {
     let report = simulate(&cohort(
         "1",
