@@ -154,6 +154,34 @@ pub fn validate(c: &Configuration) -> Vec<FieldProblem> {
     problems
 }
 
+/// Reads a Kueue configuration file; errors name the file and the field.
+pub fn load_file(path: &std::path::Path) -> anyhow::Result<Configuration> {
+    use anyhow::Context;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading Kueue configuration {}", path.display()))?;
+    let value: serde_json::Value =
+        serde_saphyr::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let problems = |p: Vec<FieldProblem>| {
+        let text: Vec<String> = p
+            .iter()
+            .map(|p| {
+                format!(
+                    "field `{}`: {}",
+                    p.field.as_deref().unwrap_or("-"),
+                    p.message
+                )
+            })
+            .collect();
+        anyhow::anyhow!("{}: Configuration: {}", path.display(), text.join("; "))
+    };
+    let c: Configuration = super::strict::decode(&value).map_err(problems)?;
+    let invalid = validate(&c);
+    if !invalid.is_empty() {
+        return Err(problems(invalid));
+    }
+    Ok(c)
+}
+
 impl Configuration {
     /// Whether fair sharing is on.
     pub fn fair_sharing_enabled(&self) -> bool {
@@ -197,6 +225,29 @@ mod tests {
             problems[0].field.as_deref(),
             Some("fairSharing.preemptionStrategies")
         );
+    }
+
+    #[test]
+    fn a_kueue_configuration_file_loads_and_errors_name_file_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("controller_manager_config.yaml");
+        std::fs::write(
+            &good,
+            "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nnamespace: kueue-system\n\
+             fairSharing:\n  preemptionStrategies: [LessThanInitialShare]\n",
+        )
+        .unwrap();
+        let c = load_file(&good).unwrap();
+        assert_eq!(
+            c.fair_sharing.unwrap().strategies(),
+            vec![PreemptionStrategy::LessThanInitialShare]
+        );
+        let bad = dir.path().join("bad.yaml");
+        std::fs::write(&bad, "fairSharing:\n  preemptionStrategy: []\n").unwrap();
+        let e = load_file(&bad).unwrap_err().to_string();
+        assert!(e.contains("bad.yaml"), "{e}");
+        assert!(e.contains("fairSharing"), "{e}");
+        assert!(e.contains("preemptionStrategy"), "{e}");
     }
 
     #[test]

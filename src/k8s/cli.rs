@@ -45,6 +45,10 @@ pub struct ControllerArgs {
     /// configured kind whose API the cluster serves, and pod groups.
     #[arg(long, value_delimiter = ',')]
     pub frameworks: Vec<String>,
+    /// Kueue's controller configuration file (`config.kueue.x-k8s.io/v1beta2` Configuration):
+    /// its `fairSharing` and `admissionFairSharing` sections apply; the rest is ignored.
+    #[arg(long, value_name = "FILE")]
+    pub kueue_config: Option<PathBuf>,
 }
 
 /// `wasq crds`.
@@ -137,6 +141,9 @@ async fn run_async(
         clock,
         configure,
     );
+    if let Some(path) = &args.kueue_config {
+        controller.mirror.configuration = Some(crate::api::config::load_file(path)?);
+    }
 
     let shared = controller.shared.clone();
     let listen = args.listen;

@@ -58,6 +58,7 @@ pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
         tracing::warn!(object = %what, problems = %text.join("; "), "ignoring an invalid object");
         false
     };
+    m.configuration = mirror.configuration.clone();
     m.namespaces = mirror.namespaces.values().cloned().collect();
     m.flavors = mirror
         .flavors

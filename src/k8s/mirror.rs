@@ -91,6 +91,9 @@ pub struct Mirror {
     pub workloads: BTreeMap<String, Workload>,
     pub jobs: Vec<BTreeMap<String, DynamicObject>>,
     pub pods: BTreeMap<String, Pod>,
+    /// Kueue's controller configuration (`--kueue-config`): fair sharing and admission fair
+    /// sharing.
+    pub configuration: Option<crate::api::config::Configuration>,
     listed: BTreeSet<Source>,
     schemas: HashMap<KueueKind, Value>,
 }

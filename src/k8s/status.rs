@@ -28,6 +28,35 @@ pub struct ClusterQueueStatus {
     pub reserving_workloads: i32,
     #[serde(default)]
     pub admitted_workloads: i32,
+    /// Under fair sharing: the queue's weighted dominant resource share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fair_sharing: Option<FairSharingStatus>,
+}
+
+/// Kueue's `status.fairSharing` of a ClusterQueue or Cohort.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FairSharingStatus {
+    /// The weighted dominant resource share, rounded up (`i64::MAX` for a zero weight that
+    /// borrows).
+    pub weighted_share: i64,
+}
+
+/// Kueue's `status.fairSharing` of a LocalQueue under admission fair sharing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LocalQueueFairSharingStatus {
+    pub admission_fair_sharing_status: AdmissionFairSharingStatus,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AdmissionFairSharingStatus {
+    /// Decayed consumed resources, by resource name.
+    pub consumed_resources: BTreeMap<String, Quantity>,
+    /// When they were last sampled (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_update: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -62,6 +91,22 @@ pub struct LocalQueueStatus {
     pub flavors_reservation: Vec<FlavorUsage>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flavors_usage: Vec<FlavorUsage>,
+    /// Under admission fair sharing: the LocalQueue's consumed resources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fair_sharing: Option<LocalQueueFairSharingStatus>,
+}
+
+/// A node's weighted share when fair sharing is on (ClusterQueues and Cohorts alike).
+pub fn weighted_share(cluster: &Cluster, node: crate::quota::NodeId) -> Option<FairSharingStatus> {
+    cluster.settings.fair_sharing_enabled().then(|| {
+        let weight = cluster.node_meta[node.index()].fair_weight;
+        FairSharingStatus {
+            weighted_share: cluster
+                .tree
+                .drs(&cluster.names, &cluster.usage, node, weight, &[])
+                .rounded(),
+        }
+    })
 }
 
 /// Kueue's `Active` condition of a ClusterQueue.
@@ -124,6 +169,7 @@ pub fn cluster_queue_status(s: &Scheduler, cq: CqId, now: Millis) -> ClusterQueu
         pending_workloads: s.queues.queue(cq).ordered().len() as i32,
         reserving_workloads: holding,
         admitted_workloads: holding,
+        fair_sharing: weighted_share(cluster, cluster.cq(cq).node),
     }
 }
 
@@ -218,7 +264,46 @@ pub fn local_queue_status(
         admitted_workloads: holding,
         flavors_reservation: flavors.clone(),
         flavors_usage: flavors,
+        fair_sharing: admission_fair_sharing_status(cluster, namespace, name),
     }
+}
+
+/// A LocalQueue's consumed resources under admission fair sharing.
+fn admission_fair_sharing_status(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+) -> Option<LocalQueueFairSharingStatus> {
+    cluster.settings.admission_fair_sharing.as_ref()?;
+    let lq = cluster
+        .local_queues
+        .iter()
+        .position(|l| l.namespace == namespace && l.name == name)?;
+    let lq = crate::cluster::LqId(lq as u32);
+    let consumed_resources = cluster
+        .lq_usage
+        .consumed(lq)
+        .iter()
+        .enumerate()
+        .map(|(r, &v)| {
+            let r = crate::quota::ResourceId(r as u32);
+            (
+                cluster.names.resource_name(r).to_string(),
+                Quantity((v * 1000.0).round() as i64),
+            )
+        })
+        .collect();
+    let last_update = cluster.lq_usage.last_sample().and_then(|ms| {
+        jiff::Timestamp::from_millisecond(ms)
+            .ok()
+            .map(|t| t.to_string())
+    });
+    Some(LocalQueueFairSharingStatus {
+        admission_fair_sharing_status: AdmissionFairSharingStatus {
+            consumed_resources,
+            last_update,
+        },
+    })
 }
 
 /// Keeps the transition time of conditions whose status did not change since `previous`.
