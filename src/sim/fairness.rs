@@ -9,8 +9,7 @@
 //!   pending or admitted during the run) that declares quota for the flavor/resource is
 //!   entitled to `weight / Σ weights` of those ClusterQueues (`fairSharing.weight`, default 1);
 //!   the others to nothing. A LocalQueue with demand gets its ClusterQueue's entitlement split
-//!   by weight among the LocalQueues of that ClusterQueue with demand (every LocalQueue weighs
-//!   1: the cluster model does not carry LocalQueue `fairSharing.weight`);
+//!   by LocalQueue `fairSharing.weight` among the LocalQueues of that ClusterQueue with demand;
 //! - **ratio** = share / entitlement (1 = exactly its entitlement), and **Jain's index** over the
 //!   ratios of the entitled queues, `J = (Σx)² / (n·Σx²)`: 1 when every entitled queue got the
 //!   same multiple of its entitlement, down to 1/n when one got everything (also 1 when none
@@ -135,11 +134,9 @@ fn round6(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
 }
 
-/// A LocalQueue's weight in milli-units. The cluster model does not carry LocalQueue
-/// `fairSharing.weight`, so every LocalQueue weighs 1 and a ClusterQueue's entitlement is split
-/// evenly among its LocalQueues with demand.
-fn lq_weight(_cluster: &Cluster, _lq: LqId) -> i64 {
-    1000
+/// A LocalQueue's `fairSharing.weight` in milli-units.
+fn lq_weight(cluster: &Cluster, lq: LqId) -> i64 {
+    cluster.local_queues[lq.index()].fair_weight
 }
 
 /// A root cohort tree: its ClusterQueues and capacity per flavor-resource.

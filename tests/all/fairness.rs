@@ -237,35 +237,63 @@ fn only_queues_with_demand_are_entitled() {
     );
 }
 
-#[test]
-fn local_queues_split_their_cluster_queues_entitlement() {
-    // team-a has a second LocalQueue; its two LocalQueues split team-a's half of the cohort.
-    // a-one holds 6 cpu for 10m, a-two nothing (its workload cannot fit while a-one and b run).
-    let extra = "---
+/// The cohort of [`cohort`] with a second LocalQueue `team-a-two` of `weight` for team-a:
+/// a-one (team-a) and b hold 6 cpu each for 10m; a-two's workload cannot fit meanwhile.
+fn two_local_queues(weight: &str) -> Report {
+    let extra = format!(
+        "---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
-metadata: {namespace: default, name: team-a-two}
-spec: {clusterQueue: team-a}
+metadata: {{namespace: default, name: team-a-two}}
+spec: {{clusterQueue: team-a, fairSharing: {{weight: {weight}}}}}
 "
-    .to_string()
-        + &workload("a-one", "team-a", 6, "0s", "10m")
+    ) + &workload("a-one", "team-a", 6, "0s", "10m")
         + &workload("b", "team-b", 6, "0s", "10m")
         + &workload("a-two", "team-a-two", 6, "1s", "");
     let report = simulate(&cohort("1", &extra));
-    let lq = |name: &str| {
-        let r = &report.fairness.local_queues[name].resources["default/cpu"];
-        (r.share, r.entitlement, r.ratio)
-    };
     assert_eq!(report.summary.duration_seconds, 600.0);
-    assert_eq!(lq("default/team-a"), (0.5, 0.25, Some(2.0)));
-    assert_eq!(lq("default/team-a-two"), (0.0, 0.25, Some(0.0)));
-    assert_eq!(lq("default/team-b"), (0.5, 0.5, Some(1.0)));
+    report
+}
+
+fn lq_share(report: &Report, lq: &str) -> (f64, f64, Option<f64>) {
+    let r = &report.fairness.local_queues[lq].resources["default/cpu"];
+    (r.share, r.entitlement, r.ratio)
+}
+
+#[test]
+fn local_queues_split_their_cluster_queues_entitlement() {
+    // team-a's two LocalQueues split team-a's half of the cohort.
+    let report = two_local_queues("1");
+    assert_eq!(lq_share(&report, "default/team-a"), (0.5, 0.25, Some(2.0)));
+    assert_eq!(
+        lq_share(&report, "default/team-a-two"),
+        (0.0, 0.25, Some(0.0))
+    );
+    assert_eq!(lq_share(&report, "default/team-b"), (0.5, 0.5, Some(1.0)));
     // LocalQueue ratios (2, 0, 1): 9 / (3 · 5) = 0.6; the ClusterQueues are even.
     let tree = &report.fairness.trees["pool"];
     assert_eq!(tree.jain_local_queues["default/cpu"], 0.6);
     assert_eq!(tree.jain["default/cpu"], 1.0);
     let table = report.to_table(10);
     assert!(table.contains("default/team-a-two"), "{table}");
+}
+
+#[test]
+fn local_queues_split_by_their_weights() {
+    // team-a-two weighs 3, team-a 1: a quarter and three quarters of team-a's half.
+    let report = two_local_queues("3");
+    assert_eq!(
+        report.fairness.local_queues["default/team-a-two"].weight,
+        3.0
+    );
+    assert_eq!(lq_share(&report, "default/team-a"), (0.5, 0.125, Some(4.0)));
+    assert_eq!(
+        lq_share(&report, "default/team-a-two"),
+        (0.0, 0.375, Some(0.0))
+    );
+    // Ratios (4, 0, 1): 25 / (3 · 17).
+    let jain = report.fairness.trees["pool"].jain_local_queues["default/cpu"];
+    assert_eq!(jain, (25.0f64 / 51.0 * 1e6).round() / 1e6);
 }
 
 #[test]
