@@ -1,13 +1,17 @@
 //! Kueue's preemption victim selection as a plugin: the exact behaviour of wasq's built-in
-//! policy (Kueue's classical preemption, without fair sharing).
+//! policy.
 //!
-//! Candidates are ordered as Kueue's `CandidatesOrdering` (evicting first, other queues before
-//! the preemptor's own, lower priority, most recently admitted, then handle), grouped evicting
-//! first then hierarchical reclaim, other reclaim, same queue; they are removed one by one from a
-//! simulated quota snapshot (skipping those whose queue is no longer over its quota) until the
-//! preemptor fits, then every victim but the last is put back when not needed. Borrowing after
-//! preemption is tried as Kueue does (`borrowWithinCohort`). It differs from Kueue's default in
-//! nothing.
+//! Classical preemption: candidates are ordered as Kueue's `CandidatesOrdering` (evicting first,
+//! other queues before the preemptor's own, [admission fair sharing: LocalQueues with higher
+//! usage first within a ClusterQueue], lower priority, most recently admitted, then handle),
+//! grouped evicting first then hierarchical reclaim, other reclaim, same queue; they are removed
+//! one by one from a simulated quota snapshot (skipping those whose queue is no longer over its
+//! quota) until the preemptor fits, then every victim but the last is put back when not needed.
+//! Borrowing after preemption is tried as Kueue does (`borrowWithinCohort`).
+//!
+//! Under fair sharing it needs `tree-usage` and answers with
+//! [`kueue::fair_select_victims`] (Kueue's `fairPreemptions`). It differs from Kueue's default
+//! in nothing.
 
 use wasq_policy_sdk::preemption::Request;
 use wasq_policy_sdk::prelude::*;
@@ -17,8 +21,15 @@ use wasq_policy_sdk::prelude::*;
 pub struct KueuePreemption;
 
 impl PreemptionPolicy for KueuePreemption {
+    fn needs(&self, catalog: &Catalog) -> Needs {
+        kueue::preemption_needs(catalog)
+    }
+
     fn select_victims(&mut self, catalog: &Catalog, req: &Request) -> Option<Victims> {
-        kueue::select_victims(catalog, req)
+        match catalog.fair_sharing_strategies() {
+            Some(strategies) => kueue::fair_select_victims(catalog, req, strategies),
+            None => kueue::select_victims(catalog, req),
+        }
     }
 }
 

@@ -87,7 +87,7 @@ wasq_policy_sdk::export_preemption!(LeastLostWork);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasq_policy_sdk::testing::{CatalogBuilder, workload};
+    use wasq_policy_sdk::testing::{CatalogBuilder, no_usage_table, workload};
 
     fn candidate(workload: u32, cq: u32, priority: i64, admitted: Millis, used: i64) -> Candidate {
         Candidate {
@@ -104,6 +104,7 @@ mod tests {
                 amount: used,
             }],
             annotations: Vec::new(),
+            local_queue_usage: None,
         }
     }
 
@@ -118,6 +119,7 @@ mod tests {
             candidates,
             usage_nodes: usage.iter().map(|u| u.0).collect(),
             usage: usage.iter().map(|u| u.1).collect(),
+            tree_usage: no_usage_table(),
             now: 1_000,
         }
     }

@@ -101,7 +101,7 @@ wasq_policy_sdk::export_preemption!(MinRuntime);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasq_policy_sdk::testing::{CatalogBuilder, workload};
+    use wasq_policy_sdk::testing::{CatalogBuilder, no_usage_table, workload};
 
     const MIN: Millis = 60_000;
 
@@ -131,6 +131,7 @@ mod tests {
             evicting: false,
             usage: vec![FrAmount { fr: 0, amount: 5 }],
             annotations: Vec::new(),
+            local_queue_usage: None,
         }
     }
 
@@ -144,6 +145,7 @@ mod tests {
             candidates: vec![candidate(1, 0, now - 1_000), candidate(2, 1, now - 2 * MIN)],
             usage_nodes: vec![0],
             usage: vec![10],
+            tree_usage: no_usage_table(),
             now,
         }
     }

@@ -136,11 +136,11 @@ mod tests {
         assert_eq!(p.order_heads(&cat, &heads, 0), vec![1, 2, 0]);
         // A head keyed without the boost (for example the host's key after a failed call)
         // is ordered by its plain priority.
-        let mut unboosted = heads;
+        let mut unboosted = heads.clone();
         unboosted[1] = testing::head(1, 0, 0, 5);
         assert_eq!(p.order_heads(&cat, &unboosted, 0), vec![2, 0, 1]);
         // Borrowing still comes before priority.
-        let mut borrowing = heads;
+        let mut borrowing = heads.clone();
         borrowing[1].borrow_level = 1;
         assert_eq!(p.order_heads(&cat, &borrowing, 0), vec![2, 0, 1]);
     }

@@ -3,7 +3,8 @@
 use std::ops::Deref;
 
 use crate::types::{
-    self, Annotation, AnnotationKey, ClusterQueue, ClusterQueueId, FrId, Node, NodeId, Quota,
+    self, Annotation, AnnotationKey, ClusterQueue, ClusterQueueId, FairSharingStrategy, FrId,
+    LocalQueue, LocalQueueId, Node, NodeId, Quantity, Quota,
 };
 
 /// The host's catalog (see `wasq:policy/types.catalog`) with the lookups plugins need.
@@ -13,10 +14,15 @@ use crate::types::{
 /// passes it to every policy method; plugins never receive it themselves.
 ///
 /// Every node's `quotas` list is sorted by flavor-resource when the catalog is stored, so that
-/// [`Catalog::quota`] is a binary search.
+/// [`Catalog::quota`] is a binary search; each node's children and each ClusterQueue node's
+/// ClusterQueue are indexed then too.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Catalog {
     raw: types::Catalog,
+    /// Node → its children, in increasing id (the host's order).
+    children: Vec<Vec<NodeId>>,
+    /// Node → the ClusterQueue whose node it is.
+    cq_of_node: Vec<Option<ClusterQueueId>>,
 }
 
 /// The figures of a flavor-resource a node does not list: all zero, no limits.
@@ -37,7 +43,24 @@ impl Catalog {
         for node in &mut raw.nodes {
             node.quotas.sort_by_key(|q| q.fr);
         }
-        Catalog { raw }
+        let n = raw.nodes.len();
+        let mut children = vec![Vec::new(); n];
+        for (i, node) in raw.nodes.iter().enumerate() {
+            if let Some(p) = node.parent.filter(|&p| (p as usize) < n) {
+                children[p as usize].push(i as NodeId);
+            }
+        }
+        let mut cq_of_node = vec![None; n];
+        for (i, cq) in raw.cluster_queues.iter().enumerate() {
+            if let Some(slot) = cq_of_node.get_mut(cq.node as usize) {
+                slot.get_or_insert(i as ClusterQueueId);
+            }
+        }
+        Catalog {
+            raw,
+            children,
+            cq_of_node,
+        }
     }
 
     /// The catalog before the host sent one: generation 0, everything empty.
@@ -52,6 +75,8 @@ impl Catalog {
             local_queues: Vec::new(),
             annotation_keys: Vec::new(),
             settings: Vec::new(),
+            fair_sharing: None,
+            admission_fair_sharing: None,
         })
     }
 
@@ -76,6 +101,16 @@ impl Catalog {
         std::iter::successors(self.parent(id), move |&n| self.parent(n)).take(self.raw.nodes.len())
     }
 
+    /// The children of a Cohort, in increasing id (empty for a ClusterQueue or an unknown node).
+    pub fn children(&self, id: NodeId) -> &[NodeId] {
+        self.children.get(id as usize).map_or(&[], Vec::as_slice)
+    }
+
+    /// The root of a node's tree (the node itself when it has no parent).
+    pub fn root(&self, id: NodeId) -> NodeId {
+        self.ancestors(id).last().unwrap_or(id)
+    }
+
     /// The quota a node has for a flavor-resource; all zero and unlimited when the node does not
     /// list it (or the node does not exist).
     pub fn quota(&self, node: NodeId, fr: FrId) -> Quota {
@@ -87,6 +122,28 @@ impl Catalog {
                     .map(|i| n.quotas[i])
             })
             .unwrap_or_else(|| absent_quota(fr))
+    }
+
+    /// Kueue's `potentialAvailable`: the most a node could ever hold of `fr`, ignoring usage
+    /// (its guaranteed quota plus what its parent could hold, capped by its borrowing limit; a
+    /// root's subtree quota).
+    pub fn potential_available(&self, node: NodeId, fr: FrId) -> Quantity {
+        self.potential_available_at(node, fr, self.raw.nodes.len())
+    }
+
+    fn potential_available_at(&self, node: NodeId, fr: FrId, depth: usize) -> Quantity {
+        let q = self.quota(node, fr);
+        let parent = match self.parent(node) {
+            Some(p) if depth > 0 => p,
+            _ => return q.subtree,
+        };
+        let mut avail =
+            q.guaranteed
+                .saturating_add(self.potential_available_at(parent, fr, depth - 1));
+        if let Some(limit) = q.borrowing_limit {
+            avail = avail.min(q.subtree.saturating_add(limit));
+        }
+        avail
     }
 
     /// Whether a node is a ClusterQueue (as opposed to a Cohort).
@@ -103,6 +160,38 @@ impl Catalog {
     /// The quota-tree node of a ClusterQueue.
     pub fn cluster_queue_node(&self, id: ClusterQueueId) -> Option<NodeId> {
         self.cluster_queue(id).map(|cq| cq.node)
+    }
+
+    /// The ClusterQueue whose quota-tree node `node` is (`None` for a Cohort).
+    pub fn cluster_queue_of_node(&self, node: NodeId) -> Option<ClusterQueueId> {
+        self.cq_of_node.get(node as usize).copied().flatten()
+    }
+
+    /// A LocalQueue, if the index is valid.
+    pub fn local_queue(&self, id: LocalQueueId) -> Option<&LocalQueue> {
+        self.raw.local_queues.get(id as usize)
+    }
+
+    /// Whether Kueue's fair sharing is on (`catalog.fair-sharing` is present).
+    pub fn fair_sharing_enabled(&self) -> bool {
+        self.raw.fair_sharing.is_some()
+    }
+
+    /// Fair sharing's preemption strategies, in order, when fair sharing is on.
+    pub fn fair_sharing_strategies(&self) -> Option<&[FairSharingStrategy]> {
+        self.raw
+            .fair_sharing
+            .as_ref()
+            .map(|f| f.strategies.as_slice())
+    }
+
+    /// Whether a ClusterQueue orders its queue by admission fair sharing: admission fair
+    /// sharing is configured and the ClusterQueue's `admission-fair-sharing` flag is set.
+    pub fn uses_admission_fair_sharing(&self, cq: ClusterQueueId) -> bool {
+        self.raw.admission_fair_sharing.is_some()
+            && self
+                .cluster_queue(cq)
+                .is_some_and(|c| c.admission_fair_sharing)
     }
 
     /// The index of an exposed annotation key, by name.
@@ -161,5 +250,48 @@ impl Default for Catalog {
 impl From<types::Catalog> for Catalog {
     fn from(raw: types::Catalog) -> Catalog {
         Catalog::new(raw)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::CatalogBuilder;
+
+    #[test]
+    fn children_roots_and_cluster_queues_of_nodes() {
+        // root(0) <- mid(1) <- a(2); root <- b(3)
+        let cat = CatalogBuilder::new()
+            .flavor_resources(1)
+            .cohort("root", None)
+            .cohort("mid", Some(0))
+            .cluster_queue("a", Some(1))
+            .cluster_queue("b", Some(0))
+            .build();
+        assert_eq!(cat.children(0), &[1, 3]);
+        assert_eq!(cat.children(1), &[2]);
+        assert!(cat.children(2).is_empty());
+        assert_eq!(cat.root(2), 0);
+        assert_eq!(cat.root(0), 0);
+        assert_eq!(cat.cluster_queue_of_node(2), Some(0));
+        assert_eq!(cat.cluster_queue_of_node(3), Some(1));
+        assert_eq!(cat.cluster_queue_of_node(1), None);
+    }
+
+    #[test]
+    fn potential_available_follows_guaranteed_quota_and_borrowing_limits() {
+        // root(0) nominal 5 <- mid(1, borrowing 1) <- cq(2) nominal 2 lending 1
+        let cat = CatalogBuilder::new()
+            .flavor_resources(1)
+            .cohort("root", None)
+            .quota(0, 0, 5, None, None)
+            .cohort("mid", Some(0))
+            .quota(1, 0, 0, Some(1), None)
+            .cluster_queue("cq", Some(1))
+            .quota(2, 0, 2, None, Some(1))
+            .build();
+        // root: subtree 5 + 1 lent by mid = 6; mid: min(0 + 6, 1 + 1) = 2; cq: 1 + 2.
+        assert_eq!(cat.potential_available(0, 0), 6);
+        assert_eq!(cat.potential_available(1, 0), 2);
+        assert_eq!(cat.potential_available(2, 0), 3);
     }
 }

@@ -1,9 +1,12 @@
 //! Kueue's default decisions, as the host's built-in policies make them, for plugins that change
 //! only part of a decision (filter candidates, reorder them, fall back to Kueue's choice).
 //!
-//! - Ordering: [`sort_key`] and [`order_heads`].
-//! - Preemption: [`select_victims`]; the pieces [`victim_order`], [`borrowing_attempts`],
-//!   [`candidate_is_valid`] and [`greedy_victims`] compose into it and into variants.
+//! - Ordering: [`ordering_needs`], [`sort_key_for`] (admission fair sharing) over [`sort_key`],
+//!   and [`order_heads_for`] (fair sharing's tournament, [`fair_order_heads`]) over the classical
+//!   [`order_heads`].
+//! - Preemption: [`preemption_needs`], [`select_victims`] (classical); the pieces
+//!   [`victim_order`], [`borrowing_attempts`], [`candidate_is_valid`] and [`greedy_victims`]
+//!   compose into it and into variants. Under fair sharing: [`fair_select_victims`].
 //! - Flavor assignment: [`choose_flavor`], [`is_preferred`], [`should_try_next_flavor`].
 
 use std::cmp::Ordering;
@@ -15,11 +18,86 @@ use crate::preemption::{Candidate, CandidateKind, Request, Victims};
 use crate::quota::QuotaView;
 use crate::types::{
     BorrowWithinCohort, ClusterQueueId, Fungibility, FungibilityPolicy, FungibilityPreference,
-    NodeId, PreemptionConfig, ReclaimWithinCohort, WithinClusterQueue, Workload,
+    LocalQueueId, LocalQueueUsage, Needs, NodeId, PreemptionConfig, ReclaimWithinCohort,
+    WithinClusterQueue, Workload,
 };
+
+mod fair_ordering;
+mod fair_preemption;
+
+pub use fair_ordering::fair_order_heads;
+pub use fair_preemption::fair_select_victims;
 
 // ---------------------------------------------------------------------------------------------
 // Ordering
+
+/// What Kueue's ordering reads under the catalog's configuration: quota usage of the cohort
+/// trees when fair sharing is on (its tournament), LocalQueue usage when admission fair sharing
+/// is on.
+pub fn ordering_needs(catalog: &Catalog) -> Needs {
+    let mut needs = Needs::empty();
+    if catalog.fair_sharing.is_some() {
+        needs |= Needs::TREE_USAGE;
+    }
+    if catalog.admission_fair_sharing.is_some() {
+        needs |= Needs::LOCAL_QUEUE_USAGE;
+    }
+    needs
+}
+
+/// Kueue's queue order under every configuration: for a workload of a ClusterQueue that uses
+/// admission fair sharing ([`Catalog::uses_admission_fair_sharing`]) with a LocalQueue,
+/// `(order_bits(LocalQueue usage), -priority, created)` (lower usage first); otherwise
+/// [`sort_key`]. `local_queue_usage` is the host's figures for the workload's LocalQueue.
+pub fn sort_key_for(
+    catalog: &Catalog,
+    workload: &Workload,
+    local_queue_usage: Option<&LocalQueueUsage>,
+) -> SortKey {
+    if let Some(lq) = workload.local_queue
+        && catalog.uses_admission_fair_sharing(workload.cluster_queue)
+    {
+        let usage = weighted_local_queue_usage(catalog, lq, local_queue_usage);
+        return SortKey {
+            primary: order_bits(usage),
+            secondary: workload.priority.wrapping_neg(),
+            tertiary: workload.created,
+        };
+    }
+    sort_key(workload)
+}
+
+/// A LocalQueue's admission-fair-sharing usage: the host's `weighted` figure when it sent one
+/// for `lq`; otherwise that of a LocalQueue with nothing consumed (0, or +∞ for a `fair-weight`
+/// ≤ 0).
+pub fn weighted_local_queue_usage(
+    catalog: &Catalog,
+    lq: LocalQueueId,
+    usage: Option<&LocalQueueUsage>,
+) -> f64 {
+    match usage.filter(|u| u.local_queue == lq) {
+        Some(u) => u.weighted,
+        None if catalog.local_queue(lq).is_some_and(|l| l.fair_weight <= 0) => f64::INFINITY,
+        None => 0.0,
+    }
+}
+
+/// A non-negative float as an `i64` with the same order (the IEEE 754 bit patterns of
+/// non-negative numbers, +∞ included, sort like the numbers); negative numbers and NaN count
+/// as 0.
+pub fn order_bits(v: f64) -> i64 {
+    v.max(0.0).to_bits() as i64
+}
+
+/// Kueue's cycle order under every configuration: [`fair_order_heads`] when fair sharing is on
+/// (`usage` must then hold the heads' cohort trees: need [`Needs::TREE_USAGE`]), else the
+/// classical [`order_heads`].
+pub fn order_heads_for(catalog: &Catalog, heads: &[Head], usage: &QuotaView<'_>) -> Vec<u32> {
+    if catalog.fair_sharing.is_some() {
+        return fair_order_heads(catalog, heads, usage);
+    }
+    order_heads(heads)
+}
 
 /// Kueue's queue order: higher priority first, then older first: `(-priority, created, 0)`.
 pub fn sort_key(workload: &Workload) -> SortKey {
@@ -35,8 +113,8 @@ pub fn sort_key_with_priority(priority: i64, created: i64) -> SortKey {
     }
 }
 
-/// Kueue's cycle order: a stable sort of the heads by (second pass first, lower borrowing
-/// level, higher priority, older).
+/// Kueue's classical cycle order (without fair sharing): a stable sort of the heads by (second
+/// pass first, lower borrowing level, higher priority, older).
 pub fn order_heads(heads: &[Head]) -> Vec<u32> {
     order_heads_by_priority(heads, |h| h.priority)
 }
@@ -59,22 +137,44 @@ pub fn order_heads_by_priority(heads: &[Head], priority: impl Fn(&Head) -> i64) 
 // ---------------------------------------------------------------------------------------------
 // Preemption
 
+/// What Kueue's preemption reads under the catalog's configuration: quota usage of the
+/// preemptor's cohort tree when fair sharing is on (fair sharing's shares).
+pub fn preemption_needs(catalog: &Catalog) -> Needs {
+    if catalog.fair_sharing.is_some() {
+        Needs::TREE_USAGE
+    } else {
+        Needs::empty()
+    }
+}
+
 /// Kueue's `CandidatesOrdering`: evicting first, other ClusterQueues before the preemptor's
-/// own (`own`), lower priority first, most recently admitted first, then the workload handle.
+/// own (`own`), [admission fair sharing: within one ClusterQueue, LocalQueues with higher
+/// `local_queue_usage` first], lower priority first, most recently admitted first, then the
+/// workload handle.
 pub fn candidates_ordering(a: &Candidate, b: &Candidate, own: ClusterQueueId) -> Ordering {
     b.evicting
         .cmp(&a.evicting)
         .then_with(|| (a.cluster_queue == own).cmp(&(b.cluster_queue == own)))
+        .then_with(|| match (a.local_queue_usage, b.local_queue_usage) {
+            // Equal usage stands for the same LocalQueue: Kueue compares only different ones.
+            (Some(ua), Some(ub)) if a.cluster_queue == b.cluster_queue && ua != ub => {
+                ub.total_cmp(&ua)
+            }
+            _ => Ordering::Equal,
+        })
         .then_with(|| a.priority.cmp(&b.priority))
         .then_with(|| b.admitted.cmp(&a.admitted))
         .then_with(|| a.workload.cmp(&b.workload))
 }
 
-/// Kueue's grouping of candidates: hierarchical reclaim, then other reclaim, then same queue.
+/// Kueue's grouping of candidates: hierarchical reclaim, then other ClusterQueues (reclaim,
+/// fair sharing), then same queue.
 fn class(kind: CandidateKind) -> u8 {
     match kind {
         CandidateKind::HierarchicalReclaim => 0,
-        CandidateKind::ReclaimWithoutBorrowing | CandidateKind::ReclaimWhileBorrowing => 1,
+        CandidateKind::ReclaimWithoutBorrowing
+        | CandidateKind::ReclaimWhileBorrowing
+        | CandidateKind::FairSharing => 1,
         CandidateKind::SameQueue => 2,
     }
 }
@@ -222,7 +322,8 @@ pub fn select_victims_among(catalog: &Catalog, req: &Request, subset: &[u32]) ->
     greedy_victims(catalog, req, &order, &attempts)
 }
 
-/// Kueue's victim selection, exactly as the host's built-in policy.
+/// Kueue's classical victim selection (without fair sharing), exactly as the host's built-in
+/// policy. Under fair sharing Kueue uses [`fair_select_victims`] instead.
 pub fn select_victims(catalog: &Catalog, req: &Request) -> Option<Victims> {
     let all: Vec<u32> = (0..req.candidates.len() as u32).collect();
     select_victims_among(catalog, req, &all)
@@ -335,7 +436,7 @@ pub fn default_fungibility() -> Fungibility {
 mod tests {
     use super::*;
     use crate::testing::{CatalogBuilder, workload};
-    use crate::types::FrAmount;
+    use crate::types::{FrAmount, UsageTable};
 
     fn amt(fr: u32, amount: i64) -> FrAmount {
         FrAmount { fr, amount }
@@ -359,6 +460,7 @@ mod tests {
             evicting: false,
             usage: Vec::new(),
             annotations: Vec::new(),
+            local_queue_usage: None,
         }
     }
 
@@ -370,6 +472,10 @@ mod tests {
             candidates,
             usage_nodes: usage.iter().map(|u| u.0).collect(),
             usage: usage.iter().map(|u| u.1).collect(),
+            tree_usage: UsageTable {
+                nodes: Vec::new(),
+                amounts: Vec::new(),
+            },
             now: 0,
         }
     }

@@ -29,7 +29,8 @@
 //! repository's `wit/` folder): it stores the [`Catalog`] the host sends and passes it to every
 //! policy method, batches calls, and installs a panic hook that logs the panic message to the
 //! host before the guest traps. It also offers:
-//! - [`QuotaView`]: Kueue's quota arithmetic, to simulate removing candidates and check a fit;
+//! - [`QuotaView`]: Kueue's quota arithmetic, to simulate removing candidates and check a fit,
+//!   and [`fair`]: fair sharing's dominant resource share over it;
 //! - [`kueue`]: Kueue's default decisions, to reuse or fall back to;
 //! - [`Catalog::annotation`], [`Catalog::setting`] and [`parse_duration`] for configuration;
 //! - [`log`] functions and the [`info!`], [`warn!`], … macros over the host's `log` import;
@@ -47,6 +48,7 @@ pub mod catalog;
 pub mod duration;
 #[doc(hidden)]
 pub mod export;
+pub mod fair;
 pub mod flavor_assignment;
 pub mod kueue;
 pub mod log;
@@ -57,6 +59,7 @@ pub mod testing;
 
 pub use catalog::Catalog;
 pub use duration::{DurationError, parse_duration};
+pub use fair::Drs;
 pub use quota::QuotaView;
 
 /// The shared WIT types of `wasq:policy/types` (catalog, workloads, quotas, ids).
@@ -74,6 +77,7 @@ pub mod prelude {
     pub use crate::preemption::{Candidate, CandidateKind, PreemptionPolicy, Victims};
     pub use crate::quota::QuotaView;
     pub use crate::types::{
-        Annotation, ClusterQueueId, FrAmount, FrId, Millis, NodeId, Quantity, Workload, WorkloadId,
+        Annotation, ClusterQueueId, FrAmount, FrId, LocalQueueUsage, Millis, Needs, NodeId,
+        Quantity, Workload, WorkloadId,
     };
 }

@@ -7,6 +7,7 @@
 //! reclaim-without-borrowing candidate of another ClusterQueue.
 
 use crate::catalog::Catalog;
+use crate::types::Needs;
 
 pub use crate::bindings::preemption::exports::wasq::policy::preemption::{
     Candidate, CandidateKind, Request, Victims,
@@ -23,6 +24,17 @@ pub trait PreemptionPolicy: Default + 'static {
         let _ = catalog;
     }
 
+    /// What the policy reads beyond its requests, asked after every new catalog (after
+    /// [`catalog_changed`](PreemptionPolicy::catalog_changed)): `Needs::TREE_USAGE` fills each
+    /// request's `tree_usage` with every node of the preemptor's cohort tree on every
+    /// flavor-resource (read it with [`QuotaView::from_usage_table`](crate::QuotaView::from_usage_table);
+    /// fair sharing's shares need it, see [`kueue::preemption_needs`](crate::kueue::preemption_needs)).
+    /// Default: nothing.
+    fn needs(&self, catalog: &Catalog) -> Needs {
+        let _ = catalog;
+        Needs::empty()
+    }
+
     /// The victims for one preemptor (indices into `req.candidates`), or `None` when preemption
     /// cannot make it fit. [`kueue::select_victims`](crate::kueue::select_victims) is Kueue's
     /// answer.
@@ -33,6 +45,15 @@ pub trait PreemptionPolicy: Default + 'static {
 pub mod glue {
     use super::*;
     use crate::export::Plugin;
+
+    pub fn set_catalog<P: PreemptionPolicy>(
+        plugin: &mut Plugin<P>,
+        catalog: crate::types::Catalog,
+    ) -> Needs {
+        plugin.set_catalog(catalog, P::catalog_changed);
+        let (policy, catalog) = plugin.parts();
+        policy.needs(catalog)
+    }
 
     pub fn select_victims<P: PreemptionPolicy>(
         plugin: &mut Plugin<P>,
@@ -67,14 +88,9 @@ macro_rules! export_preemption {
             impl $crate::bindings::preemption::exports::wasq::policy::preemption::Guest
                 for __WasqPreemptionExport
             {
-                fn set_catalog(catalog: $crate::types::Catalog) {
-                    __WASQ_PLUGIN.with_borrow_mut(|p| {
-                        p.set_catalog(catalog, |policy, catalog| {
-                            <$policy as $crate::preemption::PreemptionPolicy>::catalog_changed(
-                                policy, catalog,
-                            )
-                        })
-                    })
+                fn set_catalog(catalog: $crate::types::Catalog) -> $crate::types::Needs {
+                    __WASQ_PLUGIN
+                        .with_borrow_mut(|p| $crate::preemption::glue::set_catalog(p, catalog))
                 }
                 fn select_victims(
                     requests: ::std::vec::Vec<$crate::preemption::Request>,

@@ -12,10 +12,13 @@
 //!   exceeds its subtree quota.
 //!
 //! "Unlimited" sums saturate instead of wrapping, as on the host.
+//!
+//! A view built [`from_usage_table`](QuotaView::from_usage_table) tracks every flavor-resource
+//! of the catalog, which fair sharing's dominant resource share ([`QuotaView::drs`]) needs.
 
 use crate::catalog::Catalog;
 use crate::preemption::{Candidate, Request};
-use crate::types::{FrAmount, FrId, NodeId, NodeKind, Quantity, Quota};
+use crate::types::{FrAmount, FrId, NodeId, NodeKind, Quantity, Quota, UsageTable};
 
 const NONE: u32 = u32::MAX;
 
@@ -30,6 +33,8 @@ const NONE: u32 = u32::MAX;
 pub struct QuotaView<'c> {
     catalog: &'c Catalog,
     frs: Vec<FrId>,
+    /// Flavor-resource → column, `NONE` when not tracked.
+    col_of: Vec<u32>,
     /// Catalog node → slot, `NONE` when not in the view.
     slot_of: Vec<u32>,
     /// Slot → catalog node.
@@ -45,14 +50,21 @@ impl<'c> QuotaView<'c> {
     /// ignored.
     pub fn new(catalog: &'c Catalog, frs: &[FrId]) -> QuotaView<'c> {
         let mut columns: Vec<FrId> = Vec::with_capacity(frs.len());
+        let mut col_of: Vec<u32> = Vec::new();
         for &fr in frs {
-            if !columns.contains(&fr) {
+            let f = fr as usize;
+            if col_of.len() <= f {
+                col_of.resize(f + 1, NONE);
+            }
+            if col_of[f] == NONE {
+                col_of[f] = columns.len() as u32;
                 columns.push(fr);
             }
         }
         QuotaView {
             catalog,
             frs: columns,
+            col_of,
             slot_of: vec![NONE; catalog.nodes.len()],
             nodes: Vec::new(),
             usage: Vec::new(),
@@ -90,6 +102,24 @@ impl<'c> QuotaView<'c> {
         view
     }
 
+    /// The view of a `usage-table` (the cohort trees a fair-sharing decision is about): every
+    /// flavor-resource of the catalog is a column, and every node of the table is included with
+    /// its usage as sent. Nodes outside the table read as usage 0.
+    pub fn from_usage_table(catalog: &'c Catalog, table: &UsageTable) -> QuotaView<'c> {
+        let all: Vec<FrId> = (0..catalog.flavor_resources.len() as FrId).collect();
+        let mut view = QuotaView::new(catalog, &all);
+        let width = all.len();
+        for (i, &node) in table.nodes.iter().enumerate() {
+            view.include(node);
+            let Some(slot) = view.slot(node) else {
+                continue;
+            };
+            let row = table.amounts.get(i * width..(i + 1) * width).unwrap_or(&[]);
+            view.usage[slot * width..slot * width + row.len()].copy_from_slice(row);
+        }
+        view
+    }
+
     /// The catalog the view reads quotas from.
     pub fn catalog(&self) -> &'c Catalog {
         self.catalog
@@ -123,15 +153,26 @@ impl<'c> QuotaView<'c> {
     }
 
     fn column(&self, fr: FrId) -> Option<usize> {
-        self.frs.iter().position(|&f| f == fr)
+        match self.col_of.get(fr as usize) {
+            Some(&c) if c != NONE => Some(c as usize),
+            _ => None,
+        }
+    }
+
+    fn slot(&self, node: NodeId) -> Option<usize> {
+        match self.slot_of.get(node as usize) {
+            Some(&s) if s != NONE => Some(s as usize),
+            _ => None,
+        }
     }
 
     fn cell(&self, node: NodeId, fr: FrId) -> Option<usize> {
-        let slot = *self.slot_of.get(node as usize)?;
-        if slot == NONE {
-            return None;
-        }
-        Some(slot as usize * self.frs.len() + self.column(fr)?)
+        Some(self.slot(node)? * self.frs.len() + self.column(fr)?)
+    }
+
+    /// Whether the node is in the view.
+    pub fn contains(&self, node: NodeId) -> bool {
+        self.slot(node).is_some()
     }
 
     /// Sets a node's usage of `fr` as is, without bubbling to its parent (to load a snapshot).
@@ -190,6 +231,12 @@ impl<'c> QuotaView<'c> {
             from_parent = from_parent.min(cap);
         }
         self.local_available(node, fr).saturating_add(from_parent)
+    }
+
+    /// Kueue's `potentialAvailable` (see [`Catalog::potential_available`]): independent of
+    /// usage.
+    pub fn potential_available(&self, node: NodeId, fr: FrId) -> Quantity {
+        self.catalog.potential_available(node, fr)
     }
 
     /// Adds `delta` (negative to remove) to the node's usage of `fr`, bubbling up only the part

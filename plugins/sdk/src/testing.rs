@@ -6,9 +6,12 @@
 use crate::catalog::Catalog;
 use crate::kueue::{self, default_fungibility, default_preemption};
 use crate::ordering::Head;
+use crate::quota::QuotaView;
 use crate::types::{
-    self, Annotation, ClusterQueue, FlavorResource, FrId, Fungibility, Node, NodeId, NodeKind,
-    PreemptionConfig, QueueingStrategy, Quota, Setting, Workload,
+    self, AdmissionFairSharing, Annotation, ClusterQueue, ClusterQueueId, FairSharing,
+    FairSharingStrategy, FlavorResource, FrAmount, FrId, Fungibility, LocalQueue, LocalQueueId,
+    LocalQueueUsage, Millis, Node, NodeId, NodeKind, PreemptionConfig, Quantity, QueueingStrategy,
+    Quota, Setting, UsageTable, Workload,
 };
 
 /// Builds a [`Catalog`] node by node. Nodes get ids in the order they are added; every
@@ -57,6 +60,91 @@ impl CatalogBuilder {
                 resource: 0,
             });
         }
+        self
+    }
+
+    fn resource_id(&mut self, name: &str) -> u32 {
+        match self.raw.resources.iter().position(|r| r == name) {
+            Some(i) => i as u32,
+            None => {
+                self.raw.resources.push(name.into());
+                (self.raw.resources.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Adds a flavor (named `f<i>`) with one flavor-resource per resource name, in order
+    /// (resources are added by name where new): `resource_flavors(&["cpu", "gpu"])` on an empty
+    /// builder gives flavor-resources 0 = (f0, cpu) and 1 = (f0, gpu).
+    pub fn resource_flavors(mut self, resources: &[&str]) -> CatalogBuilder {
+        let flavor = self.raw.flavors.len() as u32;
+        self.raw.flavors.push(types::Flavor {
+            name: format!("f{flavor}"),
+            annotations: Vec::new(),
+        });
+        for name in resources {
+            let resource = self.resource_id(name);
+            self.raw
+                .flavor_resources
+                .push(FlavorResource { flavor, resource });
+        }
+        self
+    }
+
+    /// Turns fair sharing on with these preemption strategies.
+    pub fn fair_sharing(mut self, strategies: &[FairSharingStrategy]) -> CatalogBuilder {
+        self.raw.fair_sharing = Some(FairSharing {
+            strategies: strategies.to_vec(),
+        });
+        self
+    }
+
+    /// Turns admission fair sharing on (`resource_weights` indexed by resource, 1.0 beyond).
+    pub fn admission_fair_sharing(
+        mut self,
+        half_life: Millis,
+        sampling_interval: Millis,
+        resource_weights: &[f64],
+    ) -> CatalogBuilder {
+        let mut weights = resource_weights.to_vec();
+        weights.resize(weights.len().max(self.raw.resources.len()), 1.0);
+        self.raw.admission_fair_sharing = Some(AdmissionFairSharing {
+            half_life,
+            sampling_interval,
+            resource_weights: weights,
+        });
+        self
+    }
+
+    /// Sets the last added ClusterQueue's `admission-fair-sharing` flag.
+    pub fn queue_admission_fair_sharing(mut self, on: bool) -> CatalogBuilder {
+        if let Some(cq) = self.raw.cluster_queues.last_mut() {
+            cq.admission_fair_sharing = on;
+        }
+        self
+    }
+
+    /// Sets a node's `fair-weight` (milli-units; 1000 by default).
+    pub fn fair_weight(mut self, node: NodeId, weight_milli: Quantity) -> CatalogBuilder {
+        self.raw.nodes[node as usize].fair_weight = weight_milli;
+        self
+    }
+
+    /// Adds a LocalQueue `namespace/name` of a ClusterQueue with a `fair-weight` (milli-units).
+    /// LocalQueues get ids in the order they are added.
+    pub fn local_queue(
+        mut self,
+        namespace: &str,
+        name: &str,
+        cluster_queue: Option<ClusterQueueId>,
+        fair_weight: Quantity,
+    ) -> CatalogBuilder {
+        self.raw.local_queues.push(LocalQueue {
+            namespace: namespace.into(),
+            name: name.into(),
+            cluster_queue,
+            fair_weight,
+        });
         self
     }
 
@@ -136,6 +224,7 @@ impl CatalogBuilder {
             fungibility: default_fungibility(),
             queueing_strategy: QueueingStrategy::BestEffortFifo,
             resource_groups: Vec::new(),
+            admission_fair_sharing: false,
         });
         self.node(name, NodeKind::ClusterQueue, parent)
     }
@@ -276,5 +365,67 @@ pub fn head(workload: u32, cluster_queue: u32, priority: i64, created: i64) -> H
         created,
         queued: created,
         key: kueue::sort_key_with_priority(priority, created),
+        usage: Vec::new(),
     }
+}
+
+/// The `usage-table` the host would send for the trees rooted at `roots` (each node of them,
+/// breadth first, on every flavor-resource), after adding each `(node, fr, amount)` of `adds`
+/// in turn with Kueue's bubbling (so cohorts hold what their children use beyond their
+/// guaranteed quota).
+pub fn usage_table(
+    catalog: &Catalog,
+    roots: &[NodeId],
+    adds: &[(NodeId, FrId, Quantity)],
+) -> UsageTable {
+    let all: Vec<FrId> = (0..catalog.flavor_resources.len() as FrId).collect();
+    let mut view = QuotaView::new(catalog, &all);
+    for &(node, fr, amount) in adds {
+        view.add_usage(node, fr, amount);
+    }
+    let mut nodes: Vec<NodeId> = Vec::new();
+    for &root in roots {
+        if nodes.contains(&root) {
+            continue;
+        }
+        let mut i = nodes.len();
+        nodes.push(root);
+        while i < nodes.len() {
+            nodes.extend_from_slice(catalog.children(nodes[i]));
+            i += 1;
+        }
+    }
+    let amounts = nodes
+        .iter()
+        .flat_map(|&n| all.iter().map(move |&fr| (n, fr)))
+        .map(|(n, fr)| view.usage(n, fr))
+        .collect();
+    UsageTable { nodes, amounts }
+}
+
+/// An empty `usage-table`: what the host sends a plugin that does not need `tree-usage`.
+pub fn no_usage_table() -> UsageTable {
+    UsageTable {
+        nodes: Vec::new(),
+        amounts: Vec::new(),
+    }
+}
+
+/// Admission fair sharing's figures for a LocalQueue with the given weighted usage (and no
+/// per-resource detail).
+pub fn local_queue_usage(local_queue: LocalQueueId, weighted: f64) -> LocalQueueUsage {
+    LocalQueueUsage {
+        local_queue,
+        consumed: Vec::new(),
+        penalty: Vec::new(),
+        weighted,
+    }
+}
+
+/// Amounts of single flavor-resources, as `(fr, amount)` pairs.
+pub fn amounts(pairs: &[(FrId, Quantity)]) -> Vec<FrAmount> {
+    pairs
+        .iter()
+        .map(|&(fr, amount)| FrAmount { fr, amount })
+        .collect()
 }

@@ -31,7 +31,7 @@ wasq_policy_sdk::export_preemption!(Policy);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasq_policy_sdk::testing::{CatalogBuilder, workload};
+    use wasq_policy_sdk::testing::{CatalogBuilder, no_usage_table, workload};
     use wasq_policy_sdk::types::Annotation;
 
     fn candidate(workload: u32, priority: i64) -> Candidate {
@@ -46,6 +46,7 @@ mod tests {
             evicting: false,
             usage: vec![FrAmount { fr: 0, amount: 5 }],
             annotations: Vec::new(),
+            local_queue_usage: None,
         }
     }
 
@@ -70,6 +71,7 @@ mod tests {
             candidates: vec![low, candidate(2, 1)],
             usage_nodes: vec![0],
             usage: vec![10],
+            tree_usage: no_usage_table(),
             now: 0,
         };
         // Kueue would take the lower-priority candidate 0; it is protected.
