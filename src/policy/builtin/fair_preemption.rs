@@ -1,12 +1,731 @@
-//! Kueue's fair-sharing victim selection (`fairPreemptions`). Being written: see issue 7.
+//! Kueue's fair-sharing victim selection (`fairPreemptions` in
+//! `pkg/scheduler/preemption/preemption.go`, with `preemption/fairsharing/*`).
+//!
+//! The host's candidates are sorted by [`candidates_ordering`] and grouped per ClusterQueue; the
+//! preemptor's usage is added to a copy of the snapshot so that shares include it. A target
+//! ordering then repeatedly descends from the root of the cohort tree to the child with the
+//! highest dominant resource share (cohorts win ties, ClusterQueues tie on their first
+//! candidate; nodes that no longer borrow or have no candidates are pruned) and yields a
+//! ClusterQueue:
+//! - the preemptor's own queue: its next candidate is preempted unconditionally;
+//! - a queue whose candidates are `HierarchicalReclaim` (the preemptor stays within nominal
+//!   quota): likewise;
+//! - otherwise the first strategy decides per candidate, comparing the shares of the two
+//!   almost-least-common-ancestors (the preemptor side's after admission against the target
+//!   side's after the victim leaves, S2-a, or before, S2-b); after one preemption the ordering
+//!   is asked again, since the shares changed. Candidates that fail go to a retry list.
+//!
+//! When the first strategy does not make room, a second (S2-b) pass over the retry list
+//! preempts at most the first candidate of each queue and then drops the queue. Each removal
+//! is followed by Kueue's fit check (borrowing allowed, the preemptor's own usage taken out);
+//! on success, fill-back re-adds victims that turned out not to be needed.
 
+use std::cmp::Ordering;
+use std::collections::VecDeque;
+
+use super::preemption::{candidates_ordering, fits_after};
 use crate::api::config::PreemptionStrategy;
-use crate::policy::{PreemptionRequest, VictimSet};
+use crate::policy::{CandidateKind, PreemptionRequest, VictimSet};
+use crate::quota::{Drs, NodeId, NodeKind, Usage, fair};
 
-/// Kueue's `fairPreemptions`.
+/// Kueue's `fairPreemptions`: victims among `req.candidates`, or `None` when the strategies
+/// cannot make the preemptor fit.
 pub fn select_victims(
-    _req: &PreemptionRequest<'_>,
-    _strategies: &[PreemptionStrategy],
+    req: &PreemptionRequest<'_>,
+    strategies: &[PreemptionStrategy],
 ) -> Option<VictimSet> {
-    None
+    if req.candidates.is_empty() {
+        return None;
+    }
+    const DEFAULT: [PreemptionStrategy; 2] = [
+        PreemptionStrategy::LessThanOrEqualToFinalShare,
+        PreemptionStrategy::LessThanInitialShare,
+    ];
+    let strategies = if strategies.is_empty() {
+        &DEFAULT[..]
+    } else {
+        strategies
+    };
+    let mut order: Vec<usize> = (0..req.candidates.len()).collect();
+    order.sort_by(|&a, &b| {
+        candidates_ordering(&req.candidates[a], &req.candidates[b], req.cluster_queue)
+    });
+
+    let mut sim = Simulation {
+        req,
+        usage: req.usage.clone(),
+        targets: Vec::new(),
+    };
+    // Shares must include the incoming workload.
+    sim.incoming(1);
+    let (mut fits, retry) = sim.first_strategy(&order, strategies[0]);
+    if !fits && strategies.len() > 1 {
+        fits = sim.second_strategy(&retry);
+    }
+    sim.incoming(-1);
+    if !fits {
+        return None;
+    }
+    sim.fill_back();
+    Some(VictimSet {
+        victims: sim.targets,
+        allow_borrowing: true,
+    })
+}
+
+/// The snapshot being simulated on and the victims chosen so far.
+struct Simulation<'r, 'a> {
+    req: &'r PreemptionRequest<'a>,
+    usage: Usage,
+    targets: Vec<usize>,
+}
+
+impl Simulation<'_, '_> {
+    /// Adds (`sign` 1) or removes (−1) the preemptor's requests at its ClusterQueue.
+    fn incoming(&mut self, sign: i64) {
+        for &(fr, v) in &self.req.requests {
+            self.req
+                .tree
+                .add_usage(&mut self.usage, self.req.node, fr, sign * v);
+        }
+    }
+
+    /// Adds (`sign` 1) or removes (−1) a candidate's usage at its ClusterQueue.
+    fn candidate(&mut self, i: usize, sign: i64) {
+        let c = &self.req.candidates[i];
+        for &(fr, v) in &c.usage {
+            self.req
+                .tree
+                .add_usage(&mut self.usage, c.node, fr, sign * v);
+        }
+    }
+
+    /// Removes a victim from the snapshot and records it.
+    fn preempt(&mut self, i: usize) {
+        self.candidate(i, -1);
+        self.targets.push(i);
+    }
+
+    /// Kueue's `workloadFitsForFairSharing`: `workloadFits` with borrowing allowed, on the
+    /// snapshot without the preemptor's own (simulated) usage.
+    fn fits(&mut self) -> bool {
+        self.incoming(-1);
+        let fits = fits_after(self.req, &self.usage, true);
+        self.incoming(1);
+        fits
+    }
+
+    /// A node's dominant resource share on the current snapshot.
+    fn share(&self, node: NodeId) -> Drs {
+        share(self.req, &self.usage, node)
+    }
+
+    /// Kueue's `runFirstFsStrategy`: whether the preemptor fits, and the candidates the
+    /// strategy refused (for rule S2-b).
+    fn first_strategy(
+        &mut self,
+        order: &[usize],
+        strategy: PreemptionStrategy,
+    ) -> (bool, Vec<usize>) {
+        let req = self.req;
+        let mut ordering = TargetOrdering::new(req, order);
+        let mut retry = Vec::new();
+        while let Some(target) = ordering.next(&self.usage) {
+            // The preemptor's own queue (InClusterQueue), or a reclaim while the preemptor
+            // stays within nominal quota (InCohortReclamation): no strategy applies.
+            let unconditional = target == req.node
+                || ordering
+                    .head(target)
+                    .is_some_and(|i| req.candidates[i].kind == CandidateKind::HierarchicalReclaim);
+            if unconditional {
+                let Some(i) = ordering.pop(target) else {
+                    continue;
+                };
+                self.preempt(i);
+                if self.fits() {
+                    return (true, Vec::new());
+                }
+                continue;
+            }
+
+            let (lca_preemptor, lca_target) = ordering.almost_lcas(target);
+            let preemptor_new = self.share(lca_preemptor);
+            let target_old = self.share(lca_target);
+            if unsatisfiable(&preemptor_new, &target_old) {
+                // No candidate of this queue can pass; keep them for rule S2-b.
+                while let Some(i) = ordering.pop(target) {
+                    retry.push(i);
+                }
+                continue;
+            }
+            while let Some(i) = ordering.pop(target) {
+                // Kueue's `ComputeTargetShareAfterRemoval`.
+                self.candidate(i, -1);
+                let target_new = self.share(lca_target);
+                self.candidate(i, 1);
+                let passed = match strategy {
+                    PreemptionStrategy::LessThanOrEqualToFinalShare => {
+                        fair::compare(&preemptor_new, &target_new) != Ordering::Greater
+                    }
+                    PreemptionStrategy::LessThanInitialShare => {
+                        fair::compare(&preemptor_new, &target_old) == Ordering::Less
+                    }
+                };
+                if passed {
+                    self.preempt(i);
+                    if self.fits() {
+                        return (true, Vec::new());
+                    }
+                    // The shares changed: pick the target queue again.
+                    break;
+                }
+                retry.push(i);
+            }
+        }
+        (false, retry)
+    }
+
+    /// Kueue's `runSecondFsStrategy` (rule S2-b over the retry candidates): at most the first
+    /// candidate of each queue, each queue dropped after one look.
+    fn second_strategy(&mut self, retry: &[usize]) -> bool {
+        let mut ordering = TargetOrdering::new(self.req, retry);
+        while let Some(target) = ordering.next(&self.usage) {
+            let (lca_preemptor, lca_target) = ordering.almost_lcas(target);
+            let passed = fair::compare(&self.share(lca_preemptor), &self.share(lca_target))
+                == Ordering::Less;
+            let head = ordering.pop(target);
+            if passed && let Some(i) = head {
+                self.preempt(i);
+                if self.fits() {
+                    return true;
+                }
+            }
+            ordering.drop_queue(target);
+        }
+        false
+    }
+
+    /// Kueue's `fillBackWorkloads(…, true)`, on the snapshot without the preemptor: re-add
+    /// every victim but the last, in reverse order, keeping out only those still needed.
+    fn fill_back(&mut self) {
+        let mut k = self.targets.len().saturating_sub(1);
+        while k > 0 {
+            k -= 1;
+            let i = self.targets[k];
+            self.candidate(i, 1);
+            if fits_after(self.req, &self.usage, true) {
+                self.targets.swap_remove(k);
+            } else {
+                self.candidate(i, -1);
+            }
+        }
+    }
+}
+
+fn share(req: &PreemptionRequest<'_>, usage: &Usage, node: NodeId) -> Drs {
+    let weight = req.cluster.node_meta[node.index()].fair_weight;
+    req.tree.drs(&req.cluster.names, usage, node, weight, &[])
+}
+
+/// Kueue's `fsStrategyUnsatisfiable`: an infinite preemptor share (zero weight, borrowing)
+/// against a finite target share fails both strategies for every candidate.
+fn unsatisfiable(preemptor_new: &Drs, target_old: &Drs) -> bool {
+    preemptor_new.weighted() == f64::INFINITY && target_old.weighted() != f64::INFINITY
+}
+
+/// `a` against `b`, where `None` is Kueue's `NegativeDRS` (below every share).
+fn compare_opt(a: Option<&Drs>, b: Option<&Drs>) -> Ordering {
+    match (a, b) {
+        (Some(a), Some(b)) => fair::compare(a, b),
+        (a, b) => a.is_some().cmp(&b.is_some()),
+    }
+}
+
+/// Kueue's `TargetClusterQueueOrdering`: which ClusterQueue to take the next victim from.
+struct TargetOrdering<'r, 'a> {
+    req: &'r PreemptionRequest<'a>,
+    /// Per node: the cohorts on the path from the preemptor's ClusterQueue to the root.
+    on_path: Vec<bool>,
+    /// Per ClusterQueue node: its candidates, in candidate order.
+    queues: Vec<VecDeque<usize>>,
+    /// Per node: will yield no more targets.
+    pruned: Vec<bool>,
+}
+
+impl<'r, 'a> TargetOrdering<'r, 'a> {
+    fn new(req: &'r PreemptionRequest<'a>, candidates: &[usize]) -> Self {
+        let n = req.tree.len();
+        let mut on_path = vec![false; n];
+        for a in req.tree.ancestors(req.node) {
+            on_path[a.index()] = true;
+        }
+        let mut queues = vec![VecDeque::new(); n];
+        for &i in candidates {
+            queues[req.candidates[i].node.index()].push_back(i);
+        }
+        TargetOrdering {
+            req,
+            on_path,
+            queues,
+            pruned: vec![false; n],
+        }
+    }
+
+    fn head(&self, cq: NodeId) -> Option<usize> {
+        self.queues[cq.index()].front().copied()
+    }
+
+    fn pop(&mut self, cq: NodeId) -> Option<usize> {
+        self.queues[cq.index()].pop_front()
+    }
+
+    fn has_workload(&self, cq: NodeId) -> bool {
+        !self.queues[cq.index()].is_empty()
+    }
+
+    /// Kueue's `DropQueue`.
+    fn drop_queue(&mut self, cq: NodeId) {
+        self.pruned[cq.index()] = true;
+    }
+
+    /// Kueue's `Iter`: the next target ClusterQueue on the current snapshot, or `None` when the
+    /// whole tree is pruned.
+    fn next(&mut self, usage: &Usage) -> Option<NodeId> {
+        let own = self.req.node;
+        let Some(parent) = self.req.tree.parent(own) else {
+            return (!self.pruned[own.index()] && self.has_workload(own)).then_some(own);
+        };
+        let root = self.req.tree.root(parent);
+        while !self.pruned[root.index()] {
+            if let Some(cq) = self.next_target(root, usage) {
+                return Some(cq);
+            }
+        }
+        None
+    }
+
+    /// Kueue's `nextTarget`: the child with the highest share, entering cohorts; `None` when
+    /// this call only pruned nodes.
+    fn next_target(&mut self, cohort: NodeId, usage: &Usage) -> Option<NodeId> {
+        let req = self.req;
+        let tree = req.tree;
+        let children = &tree.node(cohort).children;
+
+        let mut best_cq: Option<(NodeId, Drs)> = None;
+        for &cq in children {
+            if tree.node(cq).kind != NodeKind::ClusterQueue || self.pruned[cq.index()] {
+                continue;
+            }
+            let drs = share(req, usage, cq);
+            // The preemptor's own queue stays until it runs out of candidates.
+            if (!drs.is_borrowing() && cq != req.node) || !self.has_workload(cq) {
+                self.pruned[cq.index()] = true;
+                continue;
+            }
+            match &best_cq {
+                None => best_cq = Some((cq, drs)),
+                Some((best, best_drs)) => match fair::compare(&drs, best_drs) {
+                    Ordering::Greater => best_cq = Some((cq, drs)),
+                    Ordering::Equal => {
+                        // Tie: the queue whose first candidate comes first; the share kept
+                        // for later comparisons stays the earlier one, as in Kueue.
+                        let (new, current) = (self.head(cq), self.head(*best));
+                        if let (Some(new), Some(current)) = (new, current)
+                            && candidates_ordering(
+                                &req.candidates[new],
+                                &req.candidates[current],
+                                req.cluster_queue,
+                            ) == Ordering::Less
+                        {
+                            let kept = best_drs.clone();
+                            best_cq = Some((cq, kept));
+                        }
+                    }
+                    Ordering::Less => {}
+                },
+            }
+        }
+
+        let mut best_cohort: Option<(NodeId, Drs)> = None;
+        for &child in children {
+            if tree.node(child).kind != NodeKind::Cohort || self.pruned[child.index()] {
+                continue;
+            }
+            let drs = share(req, usage, child);
+            // A cohort on the preemptor's path stays until all its children are pruned.
+            if !drs.is_borrowing() && !self.on_path[child.index()] {
+                self.pruned[child.index()] = true;
+            } else if compare_opt(Some(&drs), best_cohort.as_ref().map(|b| &b.1)) != Ordering::Less
+            {
+                best_cohort = Some((child, drs));
+            }
+        }
+
+        match (best_cohort, best_cq) {
+            (None, None) => {
+                self.pruned[cohort.index()] = true;
+                None
+            }
+            // Cohorts win ties: the most unfair node inside can then be chosen.
+            (Some((c, c_drs)), best_cq)
+                if compare_opt(Some(&c_drs), best_cq.as_ref().map(|b| &b.1)) != Ordering::Less =>
+            {
+                self.next_target(c, usage)
+            }
+            (_, best_cq) => best_cq.map(|(cq, _)| cq),
+        }
+    }
+
+    /// Kueue's `getAlmostLCAs`: the preemptor's and the target's ancestors (or themselves)
+    /// just below their least common ancestor.
+    fn almost_lcas(&self, target: NodeId) -> (NodeId, NodeId) {
+        let tree = self.req.tree;
+        let Some(lca) = tree.ancestors(target).find(|a| self.on_path[a.index()]) else {
+            // Only the preemptor's own queue has no common cohort with it.
+            return (self.req.node, target);
+        };
+        let below = |node: NodeId| {
+            let mut below = node;
+            for a in tree.ancestors(node) {
+                if a == lca {
+                    break;
+                }
+                below = a;
+            }
+            below
+        };
+        (below(self.req.node), below(target))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write;
+    use std::path::Path;
+
+    use super::*;
+    use crate::cluster::{Cluster, CqId, WorkloadId, build_cluster};
+    use crate::policy::Candidate;
+    use crate::quota::FrIdx;
+
+    use PreemptionStrategy::{LessThanInitialShare as S2B, LessThanOrEqualToFinalShare as S2A};
+
+    /// A ClusterQueue: name, nominal cpu, `fairSharing.weight`.
+    type Queue<'a> = (&'a str, u32, Option<&'a str>);
+    /// An admitted workload: name, ClusterQueue, cpu, QuotaReserved second (later = newer).
+    type Admitted<'a> = (&'a str, &'a str, u32, u32);
+
+    /// One cohort "all" of `queues`, the `admitted` workloads, and a pending "incoming"
+    /// workload in the first queue.
+    fn cluster(queues: &[Queue<'_>], admitted: &[Admitted<'_>]) -> Cluster {
+        cluster_in("  cohortName: all\n", queues, admitted)
+    }
+
+    fn cluster_in(cohort: &str, queues: &[Queue<'_>], admitted: &[Admitted<'_>]) -> Cluster {
+        let mut y = String::from(
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: default}\n",
+        );
+        for (name, nominal, weight) in queues {
+            let fs = weight.map_or(String::new(), |w| {
+                format!("  fairSharing: {{weight: '{w}'}}\n")
+            });
+            write!(
+                y,
+                "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: {name}}}\n\
+                 spec:\n{cohort}  namespaceSelector: {{}}\n{fs}  resourceGroups:\n  \
+                 - coveredResources: [cpu]\n    flavors:\n    - name: default\n      resources:\n      \
+                 - {{name: cpu, nominalQuota: {nominal}}}\n\
+                 ---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\n\
+                 metadata: {{namespace: default, name: {name}}}\nspec: {{clusterQueue: {name}}}\n"
+            )
+            .unwrap();
+        }
+        let workload = |y: &mut String, name: &str, cq: &str, cpu: u32| {
+            write!(
+                y,
+                "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\n\
+                 metadata: {{namespace: default, name: {name}}}\nspec:\n  queueName: {cq}\n  podSets:\n  \
+                 - name: main\n    count: 1\n    template:\n      spec:\n        restartPolicy: Never\n        \
+                 containers:\n        - name: c\n          image: pause\n          resources:\n            \
+                 requests: {{cpu: '{cpu}'}}\n"
+            )
+            .unwrap();
+        };
+        for &(name, cq, cpu, second) in admitted {
+            workload(&mut y, name, cq, cpu);
+            write!(
+                y,
+                "status:\n  admission:\n    clusterQueue: {cq}\n    podSetAssignments:\n    - name: main\n      \
+                 count: 1\n      flavors: {{cpu: default}}\n      resourceUsage: {{cpu: '{cpu}'}}\n  conditions:\n  \
+                 - type: QuotaReserved\n    status: 'True'\n    reason: QuotaReserved\n    message: ''\n    \
+                 lastTransitionTime: '2024-01-01T00:00:{second:02}Z'\n"
+            )
+            .unwrap();
+        }
+        workload(&mut y, "incoming", queues[0].0, 1);
+        let m = crate::api::load::load_str(Path::new("test.yaml"), &y).expect("manifests load");
+        build_cluster(&m, &|_| 0, 0).expect("cluster builds")
+    }
+
+    fn cpu(c: &Cluster) -> FrIdx {
+        let f = c.names.find_flavor("default").unwrap();
+        let r = c.names.find_resource("cpu").unwrap();
+        c.names.find_fr(f, r).unwrap()
+    }
+
+    fn id(c: &Cluster, name: &str) -> WorkloadId {
+        c.by_key[&format!("default/{name}")]
+    }
+
+    /// The host's fair-sharing candidates for "incoming" in the first queue: its own queue's
+    /// workloads, and those of every other queue that borrows cpu, as `others`.
+    fn candidates(c: &Cluster, own: CqId, others: CandidateKind) -> Vec<Candidate> {
+        let fr = cpu(c);
+        let mut out = Vec::new();
+        for cq in &c.cluster_queues {
+            let kind = if cq.id == own {
+                CandidateKind::SameQueue
+            } else if c.tree.borrowing(&c.usage, cq.node, fr) {
+                others
+            } else {
+                continue;
+            };
+            for &w in c.admitted_in(cq.id) {
+                let a = c.admission(w).unwrap();
+                out.push(Candidate {
+                    workload: w,
+                    cluster_queue: cq.id,
+                    node: cq.node,
+                    kind,
+                    lca: None,
+                    priority: c.workload(w).effective_priority(),
+                    reserved_at: a.reserved_at,
+                    evicted: false,
+                    usage: a.usage.clone(),
+                    local_queue_usage: None,
+                });
+            }
+        }
+        out
+    }
+
+    fn request<'a>(
+        c: &'a Cluster,
+        cpu_milli: i64,
+        candidates: Vec<Candidate>,
+    ) -> PreemptionRequest<'a> {
+        let own = c.cq_by_name["a"];
+        let preemptor = id(c, "incoming");
+        PreemptionRequest {
+            preemptor,
+            cluster_queue: own,
+            node: c.cq(own).node,
+            priority: 0,
+            created: 0,
+            config: c.cq(own).preemption,
+            requests: vec![(cpu(c), cpu_milli)],
+            needs_preemption: vec![cpu(c)],
+            candidates,
+            fair_sharing: None,
+            cluster: c,
+            tree: &c.tree,
+            usage: &c.usage,
+            now: 0,
+        }
+    }
+
+    /// The victims' names, sorted.
+    fn victims(
+        req: &PreemptionRequest<'_>,
+        strategies: &[PreemptionStrategy],
+    ) -> Option<Vec<String>> {
+        let set = select_victims(req, strategies)?;
+        assert!(set.allow_borrowing);
+        let mut names: Vec<String> = set
+            .victims
+            .iter()
+            .map(|&i| {
+                req.cluster
+                    .workload(req.candidates[i].workload)
+                    .name
+                    .clone()
+            })
+            .collect();
+        names.sort();
+        Some(names)
+    }
+
+    /// Other queues' candidates only (as if `withinClusterQueue` allowed none of a's).
+    fn fair_candidates(c: &Cluster) -> Vec<Candidate> {
+        let mut out = candidates(c, c.cq_by_name["a"], CandidateKind::FairSharing);
+        out.retain(|c| c.kind != CandidateKind::SameQueue);
+        out
+    }
+
+    /// n admitted 1-cpu workloads `{prefix}1..` in `cq`, reserved at `second`, `second`+1, ...
+    fn ones<'a>(names: &'a [String], cq: &'a str, second: u32) -> Vec<Admitted<'a>> {
+        names
+            .iter()
+            .enumerate()
+            .map(|(k, n)| (n.as_str(), cq, 1, second + k as u32))
+            .collect()
+    }
+
+    fn names(prefix: &str, n: usize) -> Vec<String> {
+        (1..=n).map(|k| format!("{prefix}{k}")).collect()
+    }
+
+    const QUEUES: [Queue<'static>; 4] = [
+        ("a", 4, None),
+        ("b", 4, None),
+        ("c", 4, None),
+        ("d", 4, None),
+    ];
+
+    #[test]
+    fn s2a_takes_from_the_highest_share_until_the_preemptor_fits() {
+        // 16 cpu, all used: a 3, b 7 (borrows 3: 187.5), c 6 (borrows 2: 125). Incoming 2 cpu
+        // makes a borrow 1 (62.5). c's workloads are newer, so they come first in candidate
+        // order, but b has the higher share: b loses one (→ 125), then b and c tie and c's
+        // first candidate wins the tie (→ 62.5 ≤ 62.5 passes). Two cpu free: it fits.
+        let (a, b, c) = (names("a", 3), names("b", 7), names("c", 6));
+        let mut adm = ones(&a, "a", 0);
+        adm.extend(ones(&b, "b", 10));
+        adm.extend(ones(&c, "c", 30));
+        let cl = cluster(&QUEUES, &adm);
+        let req = request(&cl, 2000, fair_candidates(&cl));
+        // b's newest is b7, c's newest c6.
+        assert_eq!(victims(&req, &[S2A]), Some(vec!["b7".into(), "c6".into()]));
+        assert_eq!(
+            victims(&req, &[S2A, S2B]),
+            Some(vec!["b7".into(), "c6".into()])
+        );
+    }
+
+    #[test]
+    fn s2a_refuses_a_final_share_below_the_preemptor_where_s2b_accepts() {
+        // 16 cpu, all used: a 4, b 6 in three 2-cpu workloads (borrows 2: 125), d 2. Incoming
+        // 1 cpu makes a borrow 1 (62.5). Losing a 2-cpu workload leaves b at 0 < 62.5, so S2-a
+        // refuses every one; S2-b compares with b's initial 125 and takes the first.
+        let adm = [
+            ("a1", "a", 4, 0),
+            ("b1", "b", 2, 1),
+            ("b2", "b", 2, 2),
+            ("b3", "b", 2, 3),
+            ("c1", "c", 4, 4),
+        ];
+        let cl = cluster(&QUEUES, &adm);
+        let req = request(&cl, 1000, fair_candidates(&cl));
+        assert_eq!(victims(&req, &[S2A]), None);
+        assert_eq!(victims(&req, &[S2A, S2B]), Some(vec!["b3".into()]));
+        assert_eq!(victims(&req, &[S2B]), Some(vec!["b3".into()]));
+    }
+
+    #[test]
+    fn a_zero_weight_borrower_is_always_the_target() {
+        // 16 cpu, all used: a 3, b 6 with weight 0 (borrows 2: infinite share), c 7 (borrows
+        // 3: 187.5, newer workloads). Incoming 2 cpu makes a borrow 1 (62.5). b is targeted
+        // first and again after losing one (still infinite); its last borrowed cpu would bring
+        // it to 0 < 62.5, so only then does c give one.
+        let queues = [
+            ("a", 4, None),
+            ("b", 4, Some("0")),
+            ("c", 4, None),
+            ("d", 4, None),
+        ];
+        let (a, b, c) = (names("a", 3), names("b", 6), names("c", 7));
+        let mut adm = ones(&a, "a", 0);
+        adm.extend(ones(&b, "b", 10));
+        adm.extend(ones(&c, "c", 30));
+        let cl = cluster(&queues, &adm);
+        let req = request(&cl, 2000, fair_candidates(&cl));
+        assert_eq!(victims(&req, &[S2A]), Some(vec!["b6".into(), "c7".into()]));
+        // With 1 cpu needed, b's first workload is enough.
+        let req = request(&cl, 1000, fair_candidates(&cl));
+        assert_eq!(victims(&req, &[S2A]), Some(vec!["b6".into()]));
+    }
+
+    #[test]
+    fn a_zero_weight_preemptor_cannot_preempt_a_finite_share() {
+        // a has weight 0: once the incoming makes it borrow, its share is infinite and no
+        // strategy lets it preempt from b (fsStrategyUnsatisfiable).
+        let queues = [
+            ("a", 4, Some("0")),
+            ("b", 4, None),
+            ("c", 4, None),
+            ("d", 4, None),
+        ];
+        let adm = [("a1", "a", 4, 0), ("b1", "b", 8, 1), ("c1", "c", 4, 2)];
+        let cl = cluster(&queues, &adm);
+        let req = request(&cl, 1000, fair_candidates(&cl));
+        assert_eq!(victims(&req, &[S2A, S2B]), None);
+    }
+
+    #[test]
+    fn own_queue_candidates_go_first_when_the_own_queue_leads() {
+        // 16 cpu, all used: a 6 (borrows 2; with the incoming 1 cpu, 3: 187.5), b 5 (borrows
+        // 1: 62.5, newer workloads), c 4, d 1. a has the highest share, so its own newest
+        // workload is preempted (unconditionally) although other queues' candidates come first
+        // in candidate order.
+        let (a, b) = (names("a", 6), names("b", 5));
+        let mut adm = ones(&a, "a", 0);
+        adm.extend(ones(&b, "b", 10));
+        adm.extend([("c1", "c", 4, 20), ("d1", "d", 1, 21)]);
+        let cl = cluster(&QUEUES, &adm);
+        let req = request(
+            &cl,
+            1000,
+            candidates(&cl, cl.cq_by_name["a"], CandidateKind::FairSharing),
+        );
+        let first = {
+            let own = req.cluster_queue;
+            let mut order: Vec<usize> = (0..req.candidates.len()).collect();
+            order
+                .sort_by(|&x, &y| candidates_ordering(&req.candidates[x], &req.candidates[y], own));
+            req.candidates[order[0]].cluster_queue
+        };
+        assert_ne!(
+            first, req.cluster_queue,
+            "other queues come first in candidate order"
+        );
+        assert_eq!(victims(&req, &[S2A, S2B]), Some(vec!["a6".into()]));
+        let set = select_victims(&req, &[S2A]).unwrap();
+        assert_eq!(
+            req.candidates[set.victims[0]].kind,
+            CandidateKind::SameQueue
+        );
+    }
+
+    #[test]
+    fn hierarchical_reclaim_candidates_ignore_the_strategies() {
+        // The setup S2-a refuses (see above), with the candidates the host marks as reclaim
+        // (the preemptor within nominal quota): taken in target order, no strategy asked.
+        let adm = [
+            ("a1", "a", 4, 0),
+            ("b1", "b", 2, 1),
+            ("b2", "b", 2, 2),
+            ("b3", "b", 2, 3),
+            ("c1", "c", 4, 4),
+        ];
+        let cl = cluster(&QUEUES, &adm);
+        let mut hier = candidates(&cl, cl.cq_by_name["a"], CandidateKind::HierarchicalReclaim);
+        hier.retain(|c| c.kind != CandidateKind::SameQueue);
+        let req = request(&cl, 1000, hier);
+        assert_eq!(victims(&req, &[S2A]), Some(vec!["b3".into()]));
+    }
+
+    #[test]
+    fn without_a_cohort_only_the_own_queue_is_targeted() {
+        let a = names("a", 4);
+        let cl = cluster_in("", &[("a", 4, None)], &ones(&a, "a", 0));
+        let req = request(
+            &cl,
+            2000,
+            candidates(&cl, cl.cq_by_name["a"], CandidateKind::FairSharing),
+        );
+        assert_eq!(
+            victims(&req, &[S2A, S2B]),
+            Some(vec!["a3".into(), "a4".into()])
+        );
+    }
 }
