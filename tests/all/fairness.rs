@@ -297,6 +297,77 @@ fn local_queues_split_by_their_weights() {
 }
 
 #[test]
+fn fair_sharing_preemptions_are_counted() {
+    // Kueue's fair sharing on a cohort of three 3-cpu ClusterQueues: a holds 3, b 6 (borrowing
+    // c's 3), c nothing. At 1m a's 1-cpu workload would make a borrow: b's share (3 borrowed)
+    // stays at least a's (1) after losing one workload, so one b workload is preempted,
+    // InCohortFairSharing.
+    let mut yaml = String::from(
+        "apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+fairSharing:
+  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default}
+",
+    );
+    for team in ["a", "b", "c"] {
+        yaml.push_str(&format!(
+            "---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {{name: {team}}}
+spec:
+  cohortName: all
+  namespaceSelector: {{}}
+  preemption: {{withinClusterQueue: LowerPriority, reclaimWithinCohort: Any}}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default
+      resources:
+      - {{name: cpu, nominalQuota: 3}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {{namespace: default, name: {team}}}
+spec: {{clusterQueue: {team}}}
+"
+        ));
+    }
+    for i in 1..=3 {
+        yaml.push_str(&workload(&format!("a{i}"), "a", 1, "0s", ""));
+    }
+    for i in 1..=6 {
+        yaml.push_str(&workload(&format!("b{i}"), "b", 1, "0s", ""));
+    }
+    yaml.push_str(&workload("a-incoming", "a", 1, "1m", ""));
+    let report = simulate(&yaml);
+    assert_eq!(
+        report.fairness.preemptions,
+        [("InCohortFairSharing".to_string(), 1)].into()
+    );
+    assert_eq!(report.summary.duration_seconds, 60.0);
+    // Over the minute: a held 3 of 9 cpu, b 6; c had no workload, so a and b are entitled to
+    // half each. Ratios 2/3 and 4/3: 4 / (2 · 20/9) = 0.9.
+    let cq = |name: &str| {
+        let r = &report.fairness.cluster_queues[name].resources["default/cpu"];
+        (r.share, r.entitlement)
+    };
+    assert_eq!(cq("a"), (0.333333, 0.5));
+    assert_eq!(cq("b"), (0.666667, 0.5));
+    assert_eq!(cq("c"), (0.0, 0.0));
+    assert_eq!(report.fairness.trees["all"].jain["default/cpu"], 0.9);
+    // The last sample is the end of the run: a 4 of 9, b 5 of 9.
+    let last = report.fairness.samples.last().expect("samples");
+    assert_eq!(last.time, 60.0);
+    assert_eq!(last.shares["a"]["default/cpu"], 0.444444);
+    assert_eq!(last.shares["b"]["default/cpu"], 0.555556);
+}
+
+#[test]
 fn preemptions_are_counted_by_reason() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/scenarios/preempt-reclaim-from-borrower.yaml");
