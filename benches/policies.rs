@@ -254,7 +254,7 @@ fn queued(cluster: &Cluster) -> Vec<QueuedWorkload> {
         .collect()
 }
 
-fn heads(queued: &[QueuedWorkload]) -> Vec<HeadEntry> {
+fn heads(cx: &PolicyContext<'_>, queued: &[QueuedWorkload]) -> Vec<HeadEntry> {
     queued
         .iter()
         .enumerate()
@@ -267,7 +267,8 @@ fn heads(queued: &[QueuedWorkload]) -> Vec<HeadEntry> {
             created: q.created,
             queued: q.queued,
             local_queue: q.local_queue,
-            key: builtin::sort_key(q),
+            key: builtin::sort_key(cx, q),
+            usage: Vec::new(),
         })
         .collect()
 }
@@ -298,6 +299,7 @@ impl Recorded {
             created: self.created,
             config: self.config,
             requests: self.requests.clone(),
+            fair_sharing: None,
             needs_preemption: self.needs_preemption.clone(),
             candidates: self.candidates.clone(),
             cluster,
@@ -491,12 +493,9 @@ fn report_shape(cluster: &Cluster) {
 fn benches(c: &mut Criterion) {
     let cluster = load_cluster();
     let (registry, wasm) = wasm_policies();
-    let cx = PolicyContext {
-        cluster: &cluster,
-        now: T0,
-    };
+    let cx = PolicyContext::of(&cluster, T0);
     let queued = queued(&cluster);
-    let heads = heads(&queued);
+    let heads = heads(&cx, &queued);
     let recorded = preemption_requests(&cluster);
     let native = PolicySet::builtin();
     report_shape(&cluster);
