@@ -45,27 +45,9 @@ fn check_parity(specs: &[&str], min_decisions: usize) {
         let native = run(path, None);
         let wasm = run(path, Some((&registry, &bindings)));
         let name = path.file_name().unwrap_or_default().to_string_lossy();
-        if outcome_lines(&native) != outcome_lines(&wasm) {
-            differences.push(format!("{name}: final outcome differs"));
+        if let Some(d) = difference(&native, &wasm) {
+            differences.push(format!("{name}: {d}"));
             continue;
-        }
-        let strip = |r: &Report| {
-            r.events
-                .iter()
-                .map(|e| {
-                    (
-                        e.time.to_bits(),
-                        e.cycle,
-                        format!("{:?}", e.kind),
-                        e.workload.clone(),
-                        e.reason.clone(),
-                        e.preemptor.clone(),
-                    )
-                })
-                .collect::<Vec<_>>()
-        };
-        if strip(&native) != strip(&wasm) {
-            differences.push(format!("{name}: event sequence differs"));
         }
         // Admissions are decided by the ordering or flavor plugin, preemptions by the
         // preemption plugin: each must name a plugin when that one is bound.
@@ -100,6 +82,237 @@ fn check_parity(specs: &[&str], min_decisions: usize) {
         if specs.iter().any(|s| s.ends_with(&format!("={name}"))) {
             assert!(status.failures.is_empty(), "{name}: {status:?}");
             assert!(status.calls > 0, "{name} never called");
+        }
+    }
+}
+
+/// How two runs of one scenario differ, if they do: the final outcome, or the event sequence
+/// (times, cycles, kinds, workloads, reasons, preemptors).
+fn difference(native: &Report, wasm: &Report) -> Option<&'static str> {
+    if outcome_lines(native) != outcome_lines(wasm) {
+        return Some("final outcome differs");
+    }
+    let strip = |r: &Report| {
+        r.events
+            .iter()
+            .map(|e| {
+                (
+                    e.time.to_bits(),
+                    e.cycle,
+                    format!("{:?}", e.kind),
+                    e.workload.clone(),
+                    e.reason.clone(),
+                    e.preemptor.clone(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    (strip(native) != strip(wasm)).then_some("event sequence differs")
+}
+
+/// A small deterministic pseudo-random source (xorshift64*) for generated scenarios.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn pick<'a>(&mut self, options: &[&'a str]) -> &'a str {
+        options[self.below(options.len() as u64) as usize]
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// A generated scenario: fair sharing (`fair`) and/or admission fair sharing (`afs`) on a
+/// two-level cohort tree (root → left, right; ClusterQueues under each and under the root)
+/// plus one ClusterQueue without a cohort; two flavors of cpu and gpu with random nominal
+/// quotas, borrowing and lending limits, fair-sharing weights (0 included), preemption
+/// settings, queueing strategies and admission scopes; two LocalQueues per ClusterQueue with
+/// random weights; workloads arriving over ten minutes with random sizes, priorities and
+/// durations.
+fn generated_scenario(seed: u64, fair: bool, afs: bool) -> String {
+    let mut r = Rng::new(seed);
+    let mut y = format!(
+        "# generated: seed {seed}, fair sharing {fair}, admission fair sharing {afs}\n# wasq-test: --until 30m\n"
+    );
+    if fair || afs {
+        y.push_str("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n");
+        if fair {
+            let strategies = r.pick(&[
+                "[LessThanOrEqualToFinalShare, LessThanInitialShare]",
+                "[LessThanOrEqualToFinalShare]",
+                "[LessThanInitialShare]",
+            ]);
+            y.push_str(&format!(
+                "fairSharing:\n  preemptionStrategies: {strategies}\n"
+            ));
+        }
+        if afs {
+            let half_life = r.pick(&["1m", "5m", "30s", "0s"]);
+            let sampling = r.pick(&["10s", "30s", "1m"]);
+            let cpu = r.pick(&["1", "2", "0.5"]);
+            let gpu = r.pick(&["1", "4", "0.25"]);
+            y.push_str(&format!(
+                "admissionFairSharing:\n  usageHalfLifeTime: {half_life}\n  usageSamplingInterval: {sampling}\n  resourceWeights: {{cpu: {cpu}, nvidia.com/gpu: {gpu}}}\n"
+            ));
+        }
+        y.push_str("---\n");
+    }
+    for flavor in ["default", "spot"] {
+        y.push_str(&format!(
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {{name: {flavor}}}\n---\n"
+        ));
+    }
+    let weights = ["0", "0.5", "1", "1", "2", "3"];
+    let root_quota = if r.chance(50) {
+        format!(
+            "  resourceGroups:\n  - coveredResources: [cpu, nvidia.com/gpu]\n    flavors:\n    - name: default\n      resources:\n      - {{name: cpu, nominalQuota: {}}}\n      - {{name: nvidia.com/gpu, nominalQuota: {}}}\n    - name: spot\n      resources:\n      - {{name: cpu, nominalQuota: 0}}\n      - {{name: nvidia.com/gpu, nominalQuota: 0}}\n",
+            r.below(6),
+            r.below(3)
+        )
+    } else {
+        String::new()
+    };
+    y.push_str(&format!(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: root}}\nspec:\n{root_quota}  fairSharing: {{weight: '1'}}\n---\n"
+    ));
+    for cohort in ["left", "right"] {
+        let w = r.pick(&weights);
+        y.push_str(&format!(
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: {cohort}}}\nspec:\n  parentName: root\n  fairSharing: {{weight: '{w}'}}\n---\n"
+        ));
+    }
+    let queues = [
+        ("a", Some("left")),
+        ("b", Some("left")),
+        ("c", Some("right")),
+        ("d", Some("right")),
+        ("e", Some("root")),
+        ("solo", None),
+    ];
+    for (cq, cohort) in queues {
+        let mut spec = String::from("  namespaceSelector: {}\n");
+        if let Some(c) = cohort {
+            spec.push_str(&format!("  cohortName: {c}\n"));
+        }
+        spec.push_str(&format!(
+            "  queueingStrategy: {}\n",
+            r.pick(&["BestEffortFIFO", "BestEffortFIFO", "StrictFIFO"])
+        ));
+        spec.push_str(&format!(
+            "  preemption: {{withinClusterQueue: {}, reclaimWithinCohort: {}}}\n",
+            r.pick(&["Never", "LowerPriority", "LowerOrNewerEqualPriority"]),
+            r.pick(&["Never", "LowerPriority", "Any"])
+        ));
+        spec.push_str(&format!(
+            "  fairSharing: {{weight: '{}'}}\n",
+            r.pick(&weights)
+        ));
+        if afs && r.chance(70) {
+            spec.push_str("  admissionScope: {admissionMode: UsageBasedAdmissionFairSharing}\n");
+        }
+        spec.push_str(
+            "  resourceGroups:\n  - coveredResources: [cpu, nvidia.com/gpu]\n    flavors:\n",
+        );
+        for flavor in ["default", "spot"] {
+            spec.push_str(&format!("    - name: {flavor}\n      resources:\n"));
+            for (resource, max) in [("cpu", 7), ("nvidia.com/gpu", 3)] {
+                let nominal = r.below(max);
+                let mut line = format!("      - {{name: {resource}, nominalQuota: {nominal}");
+                if cohort.is_some() && r.chance(30) {
+                    line.push_str(&format!(", borrowingLimit: {}", r.below(4)));
+                }
+                if cohort.is_some() && nominal > 0 && r.chance(30) {
+                    line.push_str(&format!(", lendingLimit: {}", r.below(nominal + 1)));
+                }
+                line.push_str("}\n");
+                spec.push_str(&line);
+            }
+        }
+        y.push_str(&format!(
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: {cq}}}\nspec:\n{spec}---\n"
+        ));
+        for lq in 0..2 {
+            y.push_str(&format!(
+                "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {{namespace: default, name: {cq}-{lq}}}\nspec:\n  clusterQueue: {cq}\n  fairSharing: {{weight: '{}'}}\n---\n",
+                r.pick(&["1", "1", "2", "0.5", "0"])
+            ));
+        }
+    }
+    let n = 30 + r.below(30);
+    for i in 0..n {
+        let (cq, _) = queues[r.below(queues.len() as u64) as usize];
+        let lq = r.below(2);
+        let arrival = r.below(600);
+        let mut annotations = format!("sim.wasq.dev/arrival: {arrival}s");
+        if r.chance(90) {
+            annotations.push_str(&format!(", sim.wasq.dev/duration: {}s", 20 + r.below(280)));
+        }
+        let gpu = if r.chance(40) { r.below(3) } else { 0 };
+        y.push_str(&format!(
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  namespace: default\n  name: w{i}\n  annotations: {{{annotations}}}\nspec:\n  queueName: {cq}-{lq}\n  priority: {}\n  podSets:\n  - name: main\n    count: {}\n    template:\n      spec:\n        restartPolicy: Never\n        containers:\n        - name: c\n          image: pause\n          resources:\n            requests: {{cpu: '{}', nvidia.com/gpu: '{gpu}'}}\n---\n",
+            r.pick(&["0", "0", "1", "2", "5"]),
+            1 + r.below(2),
+            1 + r.below(3),
+        ));
+    }
+    y
+}
+
+/// Generated scenarios under every combination of fair sharing and admission fair sharing:
+/// the ordering port decides exactly as the built-in (with the built-in preemption); without
+/// fair sharing, the preemption port too (admission fair sharing's candidate order included).
+#[test]
+fn kueue_default_plugins_match_the_builtin_on_generated_fair_sharing_scenarios() {
+    let registry = plugins();
+    let ordering = bindings(&[ORDERING, FLAVORS]);
+    let all = bindings(&[ORDERING, PREEMPTION, FLAVORS]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut differences = Vec::new();
+    let mut decisions = 0;
+    for seed in 0..32u64 {
+        let (fair, afs) = (seed % 2 == 0, seed % 4 < 2 || seed % 8 == 7);
+        let path = dir.path().join(format!("generated-{seed}.yaml"));
+        std::fs::write(&path, generated_scenario(seed, fair, afs)).expect("write scenario");
+        let native = run(&path, None);
+        let mut sets = vec![("ordering+flavors", &ordering)];
+        if !fair {
+            sets.push(("all three", &all));
+        }
+        for (what, b) in sets {
+            let wasm = run(&path, Some((&registry, b)));
+            if let Some(d) = difference(&native, &wasm) {
+                differences.push(format!("seed {seed} ({what}): {d}"));
+            }
+        }
+        decisions += native.events.len();
+    }
+    assert!(
+        differences.is_empty(),
+        "generated scenarios (kept in {}) differ:\n{}",
+        dir.keep().display(),
+        differences.join("\n")
+    );
+    assert!(decisions > 500, "only {decisions} events");
+    for p in registry.plugins() {
+        if p.info().name.starts_with("kueue-default") {
+            let status = p.status();
+            assert!(status.failures.is_empty(), "{}: {status:?}", p.info().name);
         }
     }
 }

@@ -108,6 +108,10 @@ mod tests {
         let lower = kueue::order_bits(1.0);
         assert!(lower < kueue::order_bits(2.5));
         assert!(kueue::order_bits(2.5) < kueue::order_bits(f64::INFINITY));
+        // Either zero, and anything not positive, is 0.
+        for v in [-0.0, 0.0, -1.0, f64::NAN, f64::NEG_INFINITY] {
+            assert_eq!(kueue::order_bits(v), 0, "{v}");
+        }
         // A ClusterQueue without the flag keeps Kueue's key.
         let mut plain = workload(2, 1, 7, 100);
         plain.local_queue = Some(1);

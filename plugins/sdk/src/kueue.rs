@@ -83,10 +83,10 @@ pub fn weighted_local_queue_usage(
 }
 
 /// A non-negative float as an `i64` with the same order (the IEEE 754 bit patterns of
-/// non-negative numbers, +∞ included, sort like the numbers); negative numbers and NaN count
-/// as 0.
+/// positive numbers, +∞ included, sort like the numbers); zero of either sign, negative numbers
+/// and NaN count as 0 (`-0.0`, the sum of no terms, must not sort below `0.0`).
 pub fn order_bits(v: f64) -> i64 {
-    v.max(0.0).to_bits() as i64
+    if v > 0.0 { v.to_bits() as i64 } else { 0 }
 }
 
 /// Kueue's cycle order under every configuration: [`fair_order_heads`] when fair sharing is on

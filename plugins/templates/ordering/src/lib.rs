@@ -20,7 +20,9 @@ impl OrderingPolicy for Policy {
     }
 
     // `order_heads` (the order of a cycle's heads) keeps Kueue's default; override it here to
-    // change it.
+    // change it. To read admission fair sharing's LocalQueue usage or the quota usage of the
+    // cohort trees (fair sharing), declare it in `needs` and override `sort_key_with_usage` or
+    // `order_heads_with_usage` (see `kueue::sort_key_for` and `kueue::order_heads_for`).
 }
 
 wasq_policy_sdk::export_ordering!(Policy);
