@@ -74,6 +74,9 @@ struct Inner {
     live: Option<Live>,
     /// The catalog for the latest configuration seen, built once per configuration.
     catalog: Option<(u64, Arc<convert::Catalog>)>,
+    /// What the plugin answered to that configuration's catalog (kept across re-instantiation,
+    /// so that asking for it never costs a call, nor counts as one).
+    needs: Option<(u64, crate::policy::Needs)>,
     status: PluginStatus,
     /// The last call returned; it counts as a success unless its answer is refused before
     /// the next call.
@@ -85,6 +88,7 @@ impl Inner {
         Mutex::new(Inner {
             live: None,
             catalog: None,
+            needs: None,
             status: PluginStatus::default(),
             last_returned: false,
         })
@@ -252,13 +256,10 @@ impl Plugin {
     /// What the plugin reads beyond its requests, as it answered the catalog of `cluster`'s
     /// configuration (sent first if the instance does not hold it). Nothing when it fails.
     pub fn needs(&self, cluster: &Cluster) -> crate::policy::Needs {
+        if let Some((id, needs)) = self.lock().needs
+            && id == cluster.config_id
         {
-            let inner = self.lock();
-            if let Some(live) = &inner.live
-                && live.catalog_of == Some(cluster.config_id)
-            {
-                return live.needs;
-            }
+            return needs;
         }
         self.call(cluster, "set-catalog", |cx| Ok(cx.needs))
             .unwrap_or_default()
@@ -345,6 +346,7 @@ impl Plugin {
             };
             live.needs = r.map_err(|e| classify(e, &live.store, &self.limits))?;
             live.catalog_of = Some(cluster.config_id);
+            inner.needs = Some((cluster.config_id, live.needs));
         }
         self.arm(&mut live.store)?;
         let mut cx = CallCx {

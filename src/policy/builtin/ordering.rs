@@ -60,9 +60,11 @@ pub fn sort_key(cx: &PolicyContext<'_>, wl: &QueuedWorkload) -> SortKey {
 }
 
 /// A non-negative float as an `i64` with the same order (IEEE 754 bit patterns of non-negative
-/// numbers, +∞ included, sort like the numbers).
+/// numbers, +∞ included, sort like the numbers); zero, -0.0 and negatives are 0.
 pub fn order_bits(v: f64) -> i64 {
-    v.max(0.0).to_bits() as i64
+    // Not `max(0.0)`: an empty sum is -0.0, whose bits would sort first (and `max` keeps it on
+    // some platforms).
+    if v > 0.0 { v.to_bits() as i64 } else { 0 }
 }
 
 /// Kueue's cycle order: the fair-sharing tournament when fair sharing is on, else
@@ -83,4 +85,18 @@ pub fn classical_order(heads: &[HeadEntry]) -> Vec<usize> {
         (!h.has_reservation, h.borrow_level, -h.priority, h.created)
     });
     order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::order_bits;
+
+    #[test]
+    fn order_bits_keep_the_order_of_usage() {
+        assert_eq!(order_bits(-0.0), 0);
+        assert_eq!(order_bits(0.0), 0);
+        assert!(order_bits(0.5) > order_bits(0.0));
+        assert!(order_bits(2.0) > order_bits(1.5));
+        assert!(order_bits(f64::INFINITY) > order_bits(1e300));
+    }
 }
