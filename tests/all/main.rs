@@ -1,6 +1,7 @@
 //! Integration tests: one binary sharing helpers.
 
 mod cli;
+mod fair_swap;
 mod fairness;
 mod invariants;
 mod k8s;
