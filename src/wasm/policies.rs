@@ -127,6 +127,56 @@ fn kind(k: CandidateKind) -> pre::CandidateKind {
     }
 }
 
+/// The candidates as the WIT's columns.
+fn candidates(
+    cluster: &crate::cluster::Cluster,
+    catalog: &convert::Catalog,
+    list: &[crate::policy::Candidate],
+) -> pre::Candidates {
+    let n = list.len();
+    let mut c = pre::Candidates {
+        workloads: Vec::with_capacity(n),
+        cluster_queues: Vec::with_capacity(n),
+        kinds: Vec::with_capacity(n),
+        lcas: Vec::with_capacity(n),
+        priorities: Vec::with_capacity(n),
+        created: Vec::with_capacity(n),
+        admitted: Vec::with_capacity(n),
+        evicting: Vec::with_capacity(n),
+        usage_offsets: Vec::with_capacity(n + 1),
+        usage_frs: Vec::with_capacity(n),
+        usage_amounts: Vec::with_capacity(n),
+        annotations: Vec::new(),
+        local_queue_usage: Vec::with_capacity(n),
+    };
+    c.usage_offsets.push(0);
+    for (i, cand) in list.iter().enumerate() {
+        let wl = cluster.workload(cand.workload);
+        c.workloads.push(cand.workload.0);
+        c.cluster_queues.push(cand.cluster_queue.0);
+        c.kinds.push(kind(cand.kind));
+        c.lcas.push(cand.lca.map(|n| n.0));
+        c.priorities.push(cand.priority);
+        c.created.push(wl.created);
+        c.admitted.push(cand.reserved_at);
+        c.evicting.push(cand.evicted);
+        for &(fr, v) in &cand.usage {
+            c.usage_frs.push(fr.0);
+            c.usage_amounts.push(v);
+        }
+        c.usage_offsets.push(c.usage_frs.len() as u32);
+        let annotations = catalog.annotations(&wl.annotations);
+        if !annotations.is_empty() {
+            c.annotations.push(pre::CandidateAnnotations {
+                candidate: i as u32,
+                annotations,
+            });
+        }
+        c.local_queue_usage.push(cand.local_queue_usage);
+    }
+    c
+}
+
 impl PreemptionPolicy for WasmPreemption {
     fn id(&self) -> PolicyRef {
         self.0.id()
@@ -152,26 +202,7 @@ impl PreemptionPolicy for WasmPreemption {
                 ),
                 requests: convert::fr_amounts(&req.requests),
                 needs_preemption: req.needs_preemption.iter().map(|f| f.0).collect(),
-                candidates: req
-                    .candidates
-                    .iter()
-                    .map(|c| {
-                        let wl = cluster.workload(c.workload);
-                        pre::Candidate {
-                            workload: c.workload.0,
-                            cluster_queue: c.cluster_queue.0,
-                            kind: kind(c.kind),
-                            lca: c.lca.map(|n| n.0),
-                            priority: c.priority,
-                            created: wl.created,
-                            admitted: c.reserved_at,
-                            evicting: c.evicted,
-                            usage: convert::fr_amounts(&c.usage),
-                            annotations: call.catalog.annotations(&wl.annotations),
-                            local_queue_usage: c.local_queue_usage,
-                        }
-                    })
-                    .collect(),
+                candidates: candidates(cluster, call.catalog, &req.candidates),
                 usage_nodes,
                 usage,
                 tree_usage: if call.needs.tree_usage {

@@ -7,11 +7,114 @@
 //! reclaim-without-borrowing candidate of another ClusterQueue.
 
 use crate::catalog::Catalog;
-use crate::types::Needs;
+use crate::types::{Annotation, FrAmount, Millis, Needs, UsageTable, Workload};
 
-pub use crate::bindings::preemption::exports::wasq::policy::preemption::{
-    Candidate, CandidateKind, Request, Victims,
-};
+use crate::bindings::preemption::exports::wasq::policy::preemption as wit;
+pub use wit::{CandidateKind, Victims};
+
+/// An admitted workload that may be preempted: one entry of the request's candidate columns
+/// (`wit/preemption.wit`, `record candidates`), as one record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// The workload's handle.
+    pub workload: u32,
+    /// Its ClusterQueue.
+    pub cluster_queue: u32,
+    /// How it relates to the preemptor (decides the `Preempted` reason).
+    pub kind: CandidateKind,
+    /// For reclaim: the cohort under which the candidate was found.
+    pub lca: Option<u32>,
+    /// Effective priority.
+    pub priority: i64,
+    /// Creation time.
+    pub created: Millis,
+    /// When its quota was reserved (admission time).
+    pub admitted: Millis,
+    /// Already being evicted.
+    pub evicting: bool,
+    /// The quota it holds, per flavor-resource.
+    pub usage: Vec<FrAmount>,
+    /// Exposed annotations of the Workload.
+    pub annotations: Vec<Annotation>,
+    /// Its LocalQueue's admission-fair-sharing usage, when its ClusterQueue uses it.
+    pub local_queue_usage: Option<f64>,
+}
+
+/// One preemptor and everything needed to choose its victims (`wit/preemption.wit`,
+/// `record request`), with the candidates as records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The pending workload that needs room.
+    pub preemptor: Workload,
+    /// What it needs per flavor-resource under the flavors being tried.
+    pub requests: Vec<FrAmount>,
+    /// The flavor-resources (a subset of `requests`) where it does not fit without preemption.
+    pub needs_preemption: Vec<u32>,
+    /// Eligible candidates, in host order; answers refer to them by index.
+    pub candidates: Vec<Candidate>,
+    /// The quota-tree nodes whose usage `usage` holds: every node of the preemptor's tree.
+    pub usage_nodes: Vec<u32>,
+    /// Row-major: entry `i * len(requests) + j` is the usage of `usage_nodes[i]` for
+    /// `requests[j].fr`.
+    pub usage: Vec<i64>,
+    /// Every node of the preemptor's cohort tree on every flavor-resource, when the plugin
+    /// asked for it (`Needs::TREE_USAGE`).
+    pub tree_usage: UsageTable,
+    /// The scheduler's clock.
+    pub now: Millis,
+}
+
+impl From<wit::Request> for Request {
+    fn from(r: wit::Request) -> Request {
+        let c = r.candidates;
+        let n = c.workloads.len();
+        let at = |v: Option<&u32>| v.map_or(0, |&o| o as usize);
+        let mut annotations: Vec<Vec<Annotation>> = vec![Vec::new(); n];
+        for a in c.annotations {
+            if let Some(slot) = annotations.get_mut(a.candidate as usize) {
+                *slot = a.annotations;
+            }
+        }
+        let candidates = annotations
+            .into_iter()
+            .enumerate()
+            .map(|(i, annotations)| {
+                let (from, to) = (at(c.usage_offsets.get(i)), at(c.usage_offsets.get(i + 1)));
+                let usage = (from..to.max(from))
+                    .filter_map(|k| {
+                        Some(FrAmount {
+                            fr: *c.usage_frs.get(k)?,
+                            amount: *c.usage_amounts.get(k)?,
+                        })
+                    })
+                    .collect();
+                Candidate {
+                    workload: c.workloads[i],
+                    cluster_queue: c.cluster_queues.get(i).copied().unwrap_or_default(),
+                    kind: c.kinds.get(i).copied().unwrap_or(CandidateKind::SameQueue),
+                    lca: c.lcas.get(i).copied().flatten(),
+                    priority: c.priorities.get(i).copied().unwrap_or_default(),
+                    created: c.created.get(i).copied().unwrap_or_default(),
+                    admitted: c.admitted.get(i).copied().unwrap_or_default(),
+                    evicting: c.evicting.get(i).copied().unwrap_or_default(),
+                    usage,
+                    annotations,
+                    local_queue_usage: c.local_queue_usage.get(i).copied().flatten(),
+                }
+            })
+            .collect();
+        Request {
+            preemptor: r.preemptor,
+            requests: r.requests,
+            needs_preemption: r.needs_preemption,
+            candidates,
+            usage_nodes: r.usage_nodes,
+            usage: r.usage,
+            tree_usage: r.tree_usage,
+            now: r.now,
+        }
+    }
+}
 
 /// A preemption victim-selection policy.
 ///
@@ -57,12 +160,12 @@ pub mod glue {
 
     pub fn select_victims<P: PreemptionPolicy>(
         plugin: &mut Plugin<P>,
-        requests: Vec<Request>,
+        requests: Vec<wit::Request>,
     ) -> Vec<Option<Victims>> {
         let (policy, catalog) = plugin.parts();
         requests
-            .iter()
-            .map(|r| policy.select_victims(catalog, r))
+            .into_iter()
+            .map(|r| policy.select_victims(catalog, &Request::from(r)))
             .collect()
     }
 }
@@ -93,7 +196,9 @@ macro_rules! export_preemption {
                         .with_borrow_mut(|p| $crate::preemption::glue::set_catalog(p, catalog))
                 }
                 fn select_victims(
-                    requests: ::std::vec::Vec<$crate::preemption::Request>,
+                    requests: ::std::vec::Vec<
+                        $crate::bindings::preemption::exports::wasq::policy::preemption::Request,
+                    >,
                 ) -> ::std::vec::Vec<::core::option::Option<$crate::preemption::Victims>> {
                     __WASQ_PLUGIN
                         .with_borrow_mut(|p| $crate::preemption::glue::select_victims(p, requests))
@@ -104,4 +209,81 @@ macro_rules! export_preemption {
             );
         };
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_become_one_record_per_candidate() {
+        let columns = wit::Candidates {
+            workloads: vec![7, 9],
+            cluster_queues: vec![1, 2],
+            kinds: vec![CandidateKind::SameQueue, CandidateKind::FairSharing],
+            lcas: vec![None, Some(4)],
+            priorities: vec![-1, 3],
+            created: vec![10, 20],
+            admitted: vec![11, 21],
+            evicting: vec![false, true],
+            usage_offsets: vec![0, 2, 3],
+            usage_frs: vec![0, 1, 0],
+            usage_amounts: vec![1000, 2000, 3000],
+            annotations: vec![wit::CandidateAnnotations {
+                candidate: 1,
+                annotations: vec![Annotation {
+                    key: 0,
+                    value: "x".into(),
+                }],
+            }],
+            local_queue_usage: vec![Some(0.5), None],
+        };
+        let req = Request::from(wit::Request {
+            preemptor: crate::testing::workload(5, 1, 0, 0),
+            requests: Vec::new(),
+            needs_preemption: Vec::new(),
+            candidates: columns,
+            usage_nodes: Vec::new(),
+            usage: Vec::new(),
+            tree_usage: UsageTable {
+                nodes: Vec::new(),
+                amounts: Vec::new(),
+            },
+            now: 0,
+        });
+        let [a, b] = &req.candidates[..] else {
+            panic!("two candidates: {:?}", req.candidates)
+        };
+        assert_eq!(
+            (a.workload, a.kind, a.lca, a.priority),
+            (7, CandidateKind::SameQueue, None, -1)
+        );
+        assert_eq!(
+            a.usage,
+            vec![
+                FrAmount {
+                    fr: 0,
+                    amount: 1000
+                },
+                FrAmount {
+                    fr: 1,
+                    amount: 2000
+                }
+            ]
+        );
+        assert!(a.annotations.is_empty());
+        assert_eq!(a.local_queue_usage, Some(0.5));
+        assert_eq!(
+            (b.cluster_queue, b.lca, b.evicting, b.admitted),
+            (2, Some(4), true, 21)
+        );
+        assert_eq!(
+            b.usage,
+            vec![FrAmount {
+                fr: 0,
+                amount: 3000
+            }]
+        );
+        assert_eq!(b.annotations[0].value, "x");
+    }
 }
