@@ -193,7 +193,9 @@ pub struct PreemptionRequest<'a> {
     pub requests: Vec<(FrIdx, i64)>,
     /// The flavor-resources where it does not fit without preemption.
     pub needs_preemption: Vec<FrIdx>,
-    /// Eligible candidates, in host order (by ClusterQueue then workload id).
+    /// Eligible candidates, in Kueue's candidate order (`builtin::candidates_ordering`:
+    /// evicted first, other ClusterQueues first, lower priority first, most recently admitted
+    /// first, then workload id).
     pub candidates: Vec<Candidate>,
     /// Fair sharing's preemption strategies when fair sharing is on (candidates are then
     /// Kueue's fair-sharing candidates: own queue, and borrowing queues of the cohort tree).

@@ -1,6 +1,6 @@
 //! One ClusterQueue's pending workloads: an ordered active set and a parked inadmissible set.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use crate::api::QueueingStrategy;
 use crate::cluster::WorkloadId;
@@ -31,8 +31,8 @@ pub enum RequeueReason {
 pub struct PendingQueue {
     strategy: QueueingStrategy,
     active: BTreeSet<(SortKey, WorkloadId)>,
-    inadmissible: HashMap<WorkloadId, SortKey>,
-    keys: HashMap<WorkloadId, SortKey>,
+    inadmissible: rustc_hash::FxHashMap<WorkloadId, SortKey>,
+    keys: rustc_hash::FxHashMap<WorkloadId, SortKey>,
     /// A BestEffortFIFO preemptor stays at the head until it is admitted or fails.
     sticky: Option<WorkloadId>,
 }
@@ -42,8 +42,8 @@ impl PendingQueue {
         PendingQueue {
             strategy,
             active: BTreeSet::new(),
-            inadmissible: HashMap::new(),
-            keys: HashMap::new(),
+            inadmissible: Default::default(),
+            keys: Default::default(),
             sticky: None,
         }
     }

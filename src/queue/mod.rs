@@ -9,8 +9,6 @@ mod cluster_queue;
 
 pub use cluster_queue::{PendingQueue, RequeueReason, SortKey};
 
-use std::collections::HashMap;
-
 use crate::api::QueueingStrategy;
 use crate::cluster::{CqId, WorkloadId};
 
@@ -18,14 +16,14 @@ use crate::cluster::{CqId, WorkloadId};
 #[derive(Debug, Clone, Default)]
 pub struct QueueManager {
     queues: Vec<PendingQueue>,
-    location: HashMap<WorkloadId, CqId>,
+    location: rustc_hash::FxHashMap<WorkloadId, CqId>,
 }
 
 impl QueueManager {
     pub fn new(strategies: impl IntoIterator<Item = QueueingStrategy>) -> QueueManager {
         QueueManager {
             queues: strategies.into_iter().map(PendingQueue::new).collect(),
-            location: HashMap::new(),
+            location: Default::default(),
         }
     }
 

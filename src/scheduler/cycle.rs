@@ -3,7 +3,6 @@
 //! (4) order the heads, (5) admit or preempt in that order on the snapshot, (6) requeue the rest.
 
 use std::cell::RefCell;
-use std::collections::HashSet;
 
 use crate::api::ReclaimWithinCohort;
 use crate::cluster::{Admission, CqId, Millis, PodSetAdmission, WorkloadId};
@@ -105,7 +104,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
         .tree_usage;
     let all: Vec<usize> = (0..entries.len()).collect();
     let mut order = order_entries(s, &entries, &all, &snapshot, &fallbacks, now);
-    let mut preempted: HashSet<WorkloadId> = HashSet::new();
+    let mut preempted: rustc_hash::FxHashSet<WorkloadId> = Default::default();
     let mut processed = Vec::with_capacity(entries.len());
     let mut pos = 0;
     while pos < order.len() {
@@ -343,7 +342,7 @@ type Took = Option<Vec<(crate::quota::FrIdx, i64)>>;
 fn process(
     ctx: &Ctx<'_>,
     snapshot: &mut Usage,
-    preempted: &mut HashSet<WorkloadId>,
+    preempted: &mut rustc_hash::FxHashSet<WorkloadId>,
     e: &Entry,
 ) -> (Outcome, Recomputed, Took) {
     let tree = &ctx.cluster.tree;

@@ -15,8 +15,6 @@ mod preempt;
 
 pub use assign::{Assignment, AssignmentMode, FlavorAssigned, PodSetAssignment};
 
-use std::collections::HashMap;
-
 use crate::cluster::{Admission, Cluster, CqId, Millis, WorkloadId};
 use crate::policy::{PolicyContext, PolicyError, PolicyRef, PolicySet, QueuedWorkload};
 use crate::queue::{QueueManager, SortKey};
@@ -80,14 +78,14 @@ pub struct Scheduler {
     cq_policies: Vec<Option<PolicySet>>,
     cycle: u64,
     /// Sort key each pending workload was queued under.
-    keys: HashMap<WorkloadId, SortKey>,
+    keys: rustc_hash::FxHashMap<WorkloadId, SortKey>,
     /// Submitted workloads waiting for their sort keys, computed in one batch per ordering
     /// policy before the next cycle.
     unkeyed: Vec<WorkloadId>,
     /// The same workloads, for constant-time membership.
-    unkeyed_set: std::collections::HashSet<WorkloadId>,
+    unkeyed_set: rustc_hash::FxHashSet<WorkloadId>,
     /// Workloads back from an eviction: their `queued` time becomes the next flush's time.
-    evicted: std::collections::HashSet<WorkloadId>,
+    evicted: rustc_hash::FxHashSet<WorkloadId>,
     /// Fallbacks since the last [`Scheduler::take_fallbacks`].
     fallbacks: Vec<Fallback>,
     /// ClusterQueues whose parked workloads get another chance at the next cycle (capacity
@@ -119,10 +117,10 @@ impl Scheduler {
             default_policies: PolicySet::builtin(),
             cq_policies: vec![None; n],
             cycle: 0,
-            keys: HashMap::new(),
+            keys: Default::default(),
             unkeyed: Vec::new(),
-            unkeyed_set: std::collections::HashSet::new(),
-            evicted: std::collections::HashSet::new(),
+            unkeyed_set: Default::default(),
+            evicted: Default::default(),
             fallbacks: Vec::new(),
             retry: std::collections::BTreeSet::new(),
             lq_usage_keyed: 0,

@@ -101,17 +101,14 @@ struct Collector<'a, 'c> {
 }
 
 impl Collector<'_, '_> {
+    /// Kueue's `WorkloadUsesResources`: the workload holds quota of a flavor-resource that
+    /// needs preemption (its usage lists exactly the flavor-resources its podSets were
+    /// assigned).
     fn uses_needed(&self, id: WorkloadId) -> bool {
-        let names = &self.ctx.cluster.names;
-        self.ctx.cluster.admission(id).is_some_and(|a| {
-            a.pod_sets.iter().any(|ps| {
-                ps.flavors.iter().any(|&(r, f)| {
-                    names
-                        .find_fr(f, r)
-                        .is_some_and(|fr| self.needs.contains(&fr))
-                })
-            })
-        })
+        self.ctx
+            .cluster
+            .admission(id)
+            .is_some_and(|a| a.usage.iter().any(|(fr, _)| self.needs.contains(fr)))
     }
 
     fn classify(&self, id: WorkloadId, in_cq: CqId, advantage: bool) -> Option<CandidateKind> {
@@ -244,7 +241,7 @@ impl Collector<'_, '_> {
     }
 }
 
-/// Every eligible candidate for the preemptor, in host order.
+/// Every eligible candidate for the preemptor, in Kueue's candidate order.
 fn collect_candidates(
     ctx: &Ctx<'_>,
     usage: &Usage,
@@ -286,7 +283,7 @@ fn collect_candidates(
                 }
             }
         }
-        return c.out;
+        return in_candidate_order(c.out, cq);
     }
     if info.preemption.within_cluster_queue != WithinClusterQueue::Never {
         c.add_from_cq(cq, None, false);
@@ -304,7 +301,14 @@ fn collect_candidates(
             previous = Some(ancestor);
         }
     }
-    c.out
+    in_candidate_order(c.out, cq)
+}
+
+/// Candidates in Kueue's candidate order (a total order), so that a policy sorting them again
+/// — as Kueue's own algorithms do — finds them already sorted.
+fn in_candidate_order(mut out: Vec<Candidate>, cq: CqId) -> Vec<Candidate> {
+    out.sort_by(|a, b| builtin::candidates_ordering(a, b, cq));
+    out
 }
 
 /// Asks the preemption policy for victims that make `requests` fit, verifying the answer.

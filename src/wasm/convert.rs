@@ -284,24 +284,29 @@ pub fn fr_amounts(v: &[(FrIdx, i64)]) -> Vec<t::FrAmount> {
         .collect()
 }
 
-/// Usage of every node of `root`'s tree for the flavor-resources of `frs`, row-major.
+/// Usage of `nodes` and all their ancestors (each once, in first-seen order) for the
+/// flavor-resources of `frs`, row-major.
 pub fn usage_rows(
     cluster: &Cluster,
     usage: &crate::quota::Usage,
-    root: NodeId,
+    nodes: impl IntoIterator<Item = NodeId>,
     frs: &[FrIdx],
 ) -> (Vec<u32>, Vec<i64>) {
-    let mut nodes = vec![root];
-    let mut i = 0;
-    while i < nodes.len() {
-        nodes.extend(cluster.tree.node(nodes[i]).children.iter().copied());
-        i += 1;
+    let mut seen = rustc_hash::FxHashSet::default();
+    let mut rows = Vec::new();
+    for node in nodes {
+        for n in std::iter::once(node).chain(cluster.tree.ancestors(node)) {
+            if !seen.insert(n) {
+                break;
+            }
+            rows.push(n);
+        }
     }
-    let mut values = Vec::with_capacity(nodes.len() * frs.len());
-    for &n in &nodes {
+    let mut values = Vec::with_capacity(rows.len() * frs.len());
+    for &n in &rows {
         values.extend(frs.iter().map(|&fr| usage.get(n, fr)));
     }
-    (nodes.into_iter().map(|n| n.0).collect(), values)
+    (rows.into_iter().map(|n| n.0).collect(), values)
 }
 
 /// Every node of the trees rooted at `roots` on every flavor-resource (a `usage-table`).

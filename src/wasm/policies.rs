@@ -188,8 +188,12 @@ impl PreemptionPolicy for WasmPreemption {
     ) -> Result<Option<VictimSet>, PolicyError> {
         let cluster = req.cluster;
         let frs: Vec<_> = req.requests.iter().map(|&(fr, _)| fr).collect();
-        let (usage_nodes, usage) =
-            convert::usage_rows(cluster, req.usage, cluster.tree.root(req.node), &frs);
+        let (usage_nodes, usage) = convert::usage_rows(
+            cluster,
+            req.usage,
+            std::iter::once(req.node).chain(req.candidates.iter().map(|c| c.node)),
+            &frs,
+        );
         let answers = self.0.call(cluster, "select-victims", |call| {
             let preemptor = cluster.workload(req.preemptor);
             let request = pre::Request {

@@ -50,9 +50,11 @@ pub struct Request {
     pub requests: Vec<FrAmount>,
     /// The flavor-resources (a subset of `requests`) where it does not fit without preemption.
     pub needs_preemption: Vec<u32>,
-    /// Eligible candidates, in host order; answers refer to them by index.
+    /// Eligible candidates, in Kueue's candidate order (see `wit/preemption.wit`); answers
+    /// refer to them by index.
     pub candidates: Vec<Candidate>,
-    /// The quota-tree nodes whose usage `usage` holds: every node of the preemptor's tree.
+    /// The quota-tree nodes whose usage `usage` holds: the preemptor's and every candidate's
+    /// ClusterQueue, and their ancestors.
     pub usage_nodes: Vec<u32>,
     /// Row-major: entry `i * len(requests) + j` is the usage of `usage_nodes[i]` for
     /// `requests[j].fr`.
