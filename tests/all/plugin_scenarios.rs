@@ -164,6 +164,8 @@ fn feature_plugins_change_the_outcome_as_documented() {
         "least-lost-work",
         "priority-boost",
         "cheapest-flavor",
+        "max-min-gpu-hours",
+        "drr-local-queues",
     ] {
         assert!(
             demonstrated.contains(plugin),
