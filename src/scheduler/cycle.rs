@@ -103,7 +103,8 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
         .needs(&PolicyContext::of(&s.cluster, now))
         .tree_usage;
     let all: Vec<usize> = (0..entries.len()).collect();
-    let mut order = order_entries(s, &entries, &all, &snapshot, &fallbacks, now);
+    let (mut order, by) = order_entries(s, &entries, &all, &snapshot, &fallbacks, now);
+    let mut ordered_by = vec![by; entries.len()];
     let mut preempted: rustc_hash::FxHashSet<WorkloadId> = Default::default();
     let mut processed = Vec::with_capacity(entries.len());
     let mut pos = 0;
@@ -123,12 +124,15 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
         processed.push((i, result, recomputed));
         if dynamic && !as_assumed && order.len() - pos > 1 {
             let rest = order.split_off(pos);
-            order.extend(order_entries(
-                s, &entries, &rest, &snapshot, &fallbacks, now,
-            ));
+            let (again, by) = order_entries(s, &entries, &rest, &snapshot, &fallbacks, now);
+            for &k in &again {
+                ordered_by[k] = by.clone();
+            }
+            order.extend(again);
         }
     }
     for (i, result, recomputed) in processed {
+        let ordered_by = ordered_by[i].clone();
         let e = &mut entries[i];
         if let Some((assignment, targets)) = recomputed {
             e.assignment = assignment;
@@ -148,6 +152,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
                     workload: e.workload,
                     admission,
                     policy: e.assignment.policy.clone(),
+                    ordered_by,
                 });
             }
             Outcome::Preempting => {
@@ -265,7 +270,7 @@ fn get_assignments(
 }
 
 /// The order in which `subset` (indices into `entries`) is processed, by the default ordering
-/// binding, verified; the built-in order when the call fails.
+/// binding, verified; the built-in order when the call fails. Also says which policy decided.
 fn order_entries(
     s: &Scheduler,
     entries: &[Entry],
@@ -273,7 +278,7 @@ fn order_entries(
     usage: &Usage,
     fallbacks: &RefCell<Vec<super::Fallback>>,
     now: Millis,
-) -> Vec<usize> {
+) -> (Vec<usize>, PolicyRef) {
     let heads: Vec<HeadEntry> = subset
         .iter()
         .map(|&i| {
@@ -312,18 +317,21 @@ fn order_entries(
                     e
                 })
         });
-    let order = match answer {
-        Ok(order) => order,
+    let (order, by) = match answer {
+        Ok(order) => (order, policy.id()),
         Err(e) => {
             fallbacks.borrow_mut().push(super::Fallback {
                 policy: policy.id(),
                 extension: "ordering",
                 error: e,
             });
-            crate::policy::builtin::order_heads(&cx, &heads)
+            (
+                crate::policy::builtin::order_heads(&cx, &heads),
+                PolicyRef::builtin(),
+            )
         }
     };
-    order.into_iter().map(|k| subset[k]).collect()
+    (order.into_iter().map(|k| subset[k]).collect(), by)
 }
 
 fn fits(ctx: &Ctx<'_>, usage: &Usage, cq: CqId, needed: &[(crate::quota::FrIdx, i64)]) -> bool {

@@ -26,7 +26,10 @@ pub enum Decision {
     Admitted {
         workload: WorkloadId,
         admission: Admission,
+        /// The flavor-assignment policy that chose its flavors.
         policy: PolicyRef,
+        /// The ordering policy that placed it in the cycle's order.
+        ordered_by: PolicyRef,
     },
     /// The victim must be evicted to make room for the preemptor.
     Preempted {

@@ -304,6 +304,7 @@ impl Simulation {
             reason,
             preemptor: preemptor.map(|p| cluster.workload(p).key.clone()),
             policy: policy.unwrap_or_else(PolicyRef::builtin),
+            ordered_by: None,
         });
     }
 
@@ -354,7 +355,10 @@ impl Simulation {
         for d in decisions {
             match d {
                 Decision::Admitted {
-                    workload, policy, ..
+                    workload,
+                    policy,
+                    ordered_by,
+                    ..
                 } => {
                     progress = true;
                     let i = workload.index();
@@ -365,6 +369,9 @@ impl Simulation {
                         self.schedule_finish(workload, self.now + dur);
                     }
                     self.push_event(EventType::Admitted, workload, None, None, Some(policy));
+                    if let Some(e) = self.events.last_mut() {
+                        e.ordered_by = Some(ordered_by);
+                    }
                 }
                 Decision::Preempted {
                     workload,

@@ -37,6 +37,9 @@ pub struct Event {
     pub reason: Option<String>,
     pub preemptor: Option<String>,
     pub policy: PolicyRef,
+    /// Admissions: the ordering policy that placed the workload in its cycle's order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ordered_by: Option<PolicyRef>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

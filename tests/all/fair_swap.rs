@@ -8,10 +8,10 @@
 //! cycles after the swap are ordered by the new file's digest, and the old version is never
 //! called again.
 //!
-//! Ordering decisions are not stamped on events (an `Admitted` event carries the
-//! flavor-assignment policy), so the digest that ordered each cycle is read from the host's
-//! `plugin_call` tracing spans (`plugin`, `digest`, `call`) inside its `cycle` span (`n`, the
-//! event's `cycle`), captured on the scheduler thread.
+//! Every `Admitted` event names the ordering policy that placed it (`orderedBy`); the test also
+//! reads the host's `plugin_call` tracing spans (`plugin`, `digest`, `call`) inside each `cycle`
+//! span (`n`, the event's `cycle`), captured on the scheduler thread, to check that the old
+//! version is never called once the new one has been.
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -450,6 +450,13 @@ fn fair_share_algorithm_swapped_between_waves() {
             .map(|c| c.digest.as_str())
             .collect();
         let expected = if before(e.time) { &d1 } else { &d2 };
+        assert_eq!(
+            e.ordered_by.as_ref().map(|p| p.digest.as_str()),
+            Some(expected.as_str()),
+            "{} admitted at {}s: the event names the ordering that placed it",
+            e.workload,
+            e.time
+        );
         assert!(
             !digests.is_empty() && digests.iter().all(|d| d == expected),
             "{} admitted at {}s in cycle {}: ordered by {digests:?}, expected {expected}",
