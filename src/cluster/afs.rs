@@ -5,8 +5,8 @@
 //!
 //! Kueue: every `usageSamplingInterval` the LocalQueue controller sets
 //! `consumed = consumed·(1−α) + admittedNow·α` with `α = 1 − 0.5^(elapsed/halfLife)` (α = 0 when
-//! the half-life is 0); each admission adds `requests·α(sampling, halfLife)` as a penalty until
-//! the next sample accounts for it. A LocalQueue's usage is
+//! the half-life is 0); each admission adds `requests·α(sampling, halfLife)` as a penalty, which
+//! the next sample folds into the consumed resources (where it decays like the rest). A LocalQueue's usage is
 //! `Σ_r weight_r·(consumed_r + penalty_r) / lqWeight` (+∞ when the weight is ≤ 0), resources in
 //! units (1 CPU = 1), as Kueue's `AsApproximateFloat64`.
 //!
@@ -61,8 +61,8 @@ impl LqUsage {
             .is_none_or(|last| now - last >= afs.sampling_interval)
     }
 
-    /// Takes a sample: `admitted` is what each LocalQueue holds now, in milli-units. Pending
-    /// penalties are accounted for by the sample and cleared.
+    /// Takes a sample: `admitted` is what each LocalQueue holds now, in milli-units:
+    /// `consumed = (consumed + penalty)·(1−α) + admitted·α`, penalties cleared.
     pub fn sample(
         &mut self,
         now: Millis,
@@ -75,6 +75,13 @@ impl LqUsage {
             return;
         };
         let a = alpha(now - last, afs.half_life);
+        // Penalties settle into the history (Kueue adds them to the consumed resources when
+        // it accounts the admission) and decay with it.
+        for (lq, row) in std::mem::take(&mut self.penalty).into_iter().enumerate() {
+            for (r, p) in row.into_iter().enumerate() {
+                *slot(&mut self.consumed, LqId(lq as u32), ResourceId(r as u32)) += p;
+            }
+        }
         for row in &mut self.consumed {
             for v in row.iter_mut() {
                 *v *= 1.0 - a;
@@ -83,7 +90,6 @@ impl LqUsage {
         for &(lq, r, v) in admitted {
             *slot(&mut self.consumed, lq, r) += v as f64 / 1000.0 * a;
         }
-        self.penalty.clear();
         self.generation += 1;
     }
 
@@ -102,6 +108,39 @@ impl LqUsage {
             *slot(&mut self.penalty, lq, r) += v as f64 / 1000.0 * a;
         }
         self.generation += 1;
+    }
+
+    /// The same ledger under other ids (a rebuilt cluster): entries whose LocalQueue or
+    /// resource no longer exists are dropped.
+    pub fn remap(
+        &self,
+        lq: impl Fn(LqId) -> Option<LqId>,
+        resource: impl Fn(ResourceId) -> Option<ResourceId>,
+    ) -> LqUsage {
+        let mut out = LqUsage {
+            consumed: Vec::new(),
+            penalty: Vec::new(),
+            last_sample: self.last_sample,
+            generation: self.generation + 1,
+        };
+        for (from, to) in [(&self.consumed, 0), (&self.penalty, 1)] {
+            for (l, row) in from.iter().enumerate() {
+                let Some(new_lq) = lq(LqId(l as u32)) else {
+                    continue;
+                };
+                for (r, &v) in row.iter().enumerate() {
+                    if let Some(new_r) = resource(ResourceId(r as u32)) {
+                        let table = if to == 0 {
+                            &mut out.consumed
+                        } else {
+                            &mut out.penalty
+                        };
+                        *slot(table, new_lq, new_r) += v;
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Consumed (decayed) resources of a LocalQueue, in units, indexed by resource.
@@ -145,6 +184,24 @@ mod tests {
     }
 
     #[test]
+    fn a_remapped_ledger_keeps_the_figures_under_the_new_ids() {
+        let a = afs();
+        let mut u = LqUsage::default();
+        u.sample(0, &a, &[]);
+        u.sample(60_000, &a, &[(LqId(0), ResourceId(1), 4000)]);
+        u.add_penalty(LqId(1), &[(ResourceId(0), 2000)], &a);
+        // LocalQueue 0 becomes 1, LocalQueue 1 is gone; resources swap ids.
+        let m = u.remap(
+            |lq| (lq == LqId(0)).then_some(LqId(1)),
+            |r| Some(ResourceId(1 - r.0)),
+        );
+        assert_eq!(m.consumed(LqId(1)), &[2.0, 0.0]);
+        assert!(m.penalty(LqId(0)).is_empty());
+        assert_eq!(m.last_sample(), Some(60_000));
+        assert!(m.generation() > u.generation());
+    }
+
+    #[test]
     fn consumed_decays_by_half_each_half_life_towards_current_usage() {
         let (a, lq, cpu) = (afs(), LqId(0), ResourceId(0));
         let mut u = LqUsage::default();
@@ -158,7 +215,7 @@ mod tests {
     }
 
     #[test]
-    fn penalties_count_until_the_next_sample_and_weights_apply() {
+    fn penalties_count_at_once_and_settle_into_the_history() {
         let (a, lq) = (afs(), LqId(1));
         let mut u = LqUsage::default();
         u.sample(0, &a, &[]);
@@ -169,6 +226,8 @@ mod tests {
         let g = u.generation();
         u.sample(60_000, &a, &[]);
         assert!(u.generation() > g);
-        assert_eq!(u.weighted(lq, &a, 1000), 0.0);
+        // Settled into the history and halved: cpu 0.5, gpu 0.25 (weight 2).
+        assert!(u.penalty(lq).is_empty());
+        assert_eq!(u.weighted(lq, &a, 1000), 1.0);
     }
 }

@@ -259,6 +259,26 @@ pub fn next_config_id() -> u64 {
 }
 
 impl Cluster {
+    /// Takes over `old`'s admission-fair-sharing ledger (a rebuilt cluster interns LocalQueues
+    /// and resources anew), matching LocalQueues by namespace/name and resources by name.
+    pub fn carry_lq_usage_from(&mut self, old: &Cluster) {
+        let lq_ids: HashMap<(&str, &str), LqId> = self
+            .local_queues
+            .iter()
+            .enumerate()
+            .map(|(i, lq)| ((lq.namespace.as_str(), lq.name.as_str()), LqId(i as u32)))
+            .collect();
+        self.lq_usage = old.lq_usage.remap(
+            |lq| {
+                let l = old.local_queues.get(lq.index())?;
+                lq_ids
+                    .get(&(l.namespace.as_str(), l.name.as_str()))
+                    .copied()
+            },
+            |r| self.names.find_resource(old.names.resource_name(r)),
+        );
+    }
+
     /// Call after changing flavors, queues, quota or names.
     pub fn config_changed(&mut self) {
         self.config_id = next_config_id();

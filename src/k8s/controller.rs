@@ -143,7 +143,11 @@ impl Controller {
     }
 
     fn rebuild(&mut self, now: Millis) {
-        let s = core::build(&self.mirror, now, &self.configure);
+        let mut s = core::build(&self.mirror, now, &self.configure);
+        // Admission fair sharing's history lives in the scheduler: keep it across rebuilds.
+        if let Some(old) = &self.scheduler {
+            s.cluster.carry_lq_usage_from(&old.cluster);
+        }
         tracing::info!(
             workloads = s.cluster.workloads.len(),
             cluster_queues = s.cluster.cluster_queues.len(),

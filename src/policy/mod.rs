@@ -63,7 +63,7 @@ impl<'a> PolicyContext<'a> {
 pub struct Needs {
     /// Head order depends on quota usage (fair sharing): the order is speculative — it assumes
     /// each head, in turn, takes its assignment's usage — and the host asks again for the
-    /// remaining heads whenever one does not.
+    /// remaining heads of a head's cohort tree whenever that head does not.
     pub tree_usage: bool,
     /// Sort keys depend on LocalQueue usage (admission fair sharing): the host re-keys the
     /// queues of ClusterQueues with `admissionScope` whenever that usage changes.

@@ -175,6 +175,12 @@ impl QuotaTree {
         std::iter::successors(self.parent(id), move |&n| self.parent(n))
     }
 
+    /// The lowest cohort that has both nodes below it (`None` when they are in different trees).
+    pub fn lowest_common_ancestor(&self, a: NodeId, b: NodeId) -> Option<NodeId> {
+        let above_a: Vec<NodeId> = self.ancestors(a).collect();
+        self.ancestors(b).find(|n| above_a.contains(n))
+    }
+
     pub fn root(&self, id: NodeId) -> NodeId {
         self.ancestors(id).last().unwrap_or(id)
     }

@@ -95,15 +95,23 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
     // 4 and 5. Order, then process in that order. An ordering that reads quota usage (fair
     // sharing) answers speculatively, assuming each head takes its assignment's usage in turn;
     // when one does not (not admitted, or admitted with another assignment), the remaining
-    // heads are ordered again on the snapshot as it now is (Kueue re-runs its tournament at
-    // every pop).
-    let dynamic = s
+    // heads of its cohort tree are ordered again on the snapshot as it now is (Kueue re-runs
+    // its tournament at every pop); heads of other trees keep their places, since no usage of
+    // theirs changed. The built-in fair-sharing order standing in for a failed call is
+    // speculative too.
+    let reads_usage = s
         .default_policies
         .ordering
         .needs(&PolicyContext::of(&s.cluster, now))
         .tree_usage;
+    let speculative = |by: &PolicyRef| {
+        reads_usage || (*by == PolicyRef::builtin() && s.cluster.settings.fair_sharing_enabled())
+    };
+    let tree = &s.cluster.tree;
+    let root_of = |k: usize| tree.root(s.cluster.cq(entries[k].cq).node);
     let all: Vec<usize> = (0..entries.len()).collect();
     let (mut order, by) = order_entries(s, &entries, &all, &snapshot, &fallbacks, now);
+    let mut dynamic = speculative(&by);
     let mut ordered_by = vec![by; entries.len()];
     let mut preempted: rustc_hash::FxHashSet<WorkloadId> = Default::default();
     let mut processed = Vec::with_capacity(entries.len());
@@ -122,13 +130,29 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
         let (result, recomputed, took) = process(&ctx, &mut snapshot, &mut preempted, e);
         let as_assumed = took.is_some_and(|u| u == e.assignment.usage_vec());
         processed.push((i, result, recomputed));
-        if dynamic && !as_assumed && order.len() - pos > 1 {
-            let rest = order.split_off(pos);
-            let (again, by) = order_entries(s, &entries, &rest, &snapshot, &fallbacks, now);
-            for &k in &again {
+        let node = s.cluster.cq(e.cq).node;
+        if !dynamic || as_assumed || tree.parent(node).is_none() {
+            continue;
+        }
+        let root = tree.root(node);
+        let same: Vec<usize> = order[pos..]
+            .iter()
+            .copied()
+            .filter(|&k| root_of(k) == root)
+            .collect();
+        if same.len() < 2 {
+            continue;
+        }
+        let (again, by) = order_entries(s, &entries, &same, &snapshot, &fallbacks, now);
+        dynamic = speculative(&by);
+        let mut next = again.into_iter();
+        for slot in &mut order[pos..] {
+            if root_of(*slot) == root
+                && let Some(k) = next.next()
+            {
+                *slot = k;
                 ordered_by[k] = by.clone();
             }
-            order.extend(again);
         }
     }
     for (i, result, recomputed) in processed {

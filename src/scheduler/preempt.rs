@@ -158,7 +158,15 @@ impl Collector<'_, '_> {
     /// reclaimed (`InCohortReclamation`) while the preemptor stays within nominal quota, and
     /// otherwise subject to the fair-sharing strategies (`InCohortFairSharing`).
     fn add_fair(&mut self, cq: CqId, preemptor_within_nominal: bool) {
-        self.add_classified(cq, None, |c, id| {
+        // Another queue's candidates carry the lowest common cohort, as reclaim candidates do.
+        let lca = (cq != self.cq)
+            .then(|| {
+                let cluster = self.ctx.cluster;
+                let tree = &cluster.tree;
+                tree.lowest_common_ancestor(cluster.cq(self.cq).node, cluster.cq(cq).node)
+            })
+            .flatten();
+        self.add_classified(cq, lca, |c, id| {
             if !c.uses_needed(id) {
                 return None;
             }
@@ -306,9 +314,10 @@ fn collect_candidates(
 
 /// Candidates in Kueue's candidate order (a total order), so that a policy sorting them again
 /// — as Kueue's own algorithms do — finds them already sorted.
-fn in_candidate_order(mut out: Vec<Candidate>, cq: CqId) -> Vec<Candidate> {
-    out.sort_by(|a, b| builtin::candidates_ordering(a, b, cq));
-    out
+fn in_candidate_order(out: Vec<Candidate>, cq: CqId) -> Vec<Candidate> {
+    let order = builtin::candidate_order(&out, cq);
+    let mut slots: Vec<Option<Candidate>> = out.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
 /// Asks the preemption policy for victims that make `requests` fit, verifying the answer.

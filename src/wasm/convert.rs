@@ -360,10 +360,16 @@ pub fn local_queue_usage(
             continue;
         }
         let weight = cluster.local_queues[lq.index()].fair_weight;
+        let n = cluster.names.resources().count();
+        let padded = |v: &[f64]| {
+            let mut v = v.to_vec();
+            v.resize(n, 0.0);
+            v
+        };
         out.push(t::LocalQueueUsage {
             local_queue: lq.0,
-            consumed: cluster.lq_usage.consumed(lq).to_vec(),
-            penalty: cluster.lq_usage.penalty(lq).to_vec(),
+            consumed: padded(cluster.lq_usage.consumed(lq)),
+            penalty: padded(cluster.lq_usage.penalty(lq)),
             weighted: cluster.lq_usage.weighted(lq, afs, weight),
         });
     }

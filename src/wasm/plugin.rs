@@ -261,8 +261,22 @@ impl Plugin {
         {
             return needs;
         }
-        self.call(cluster, "set-catalog", |cx| Ok(cx.needs))
-            .unwrap_or_default()
+        // Only the catalog is sent: not a decision, so neither a call nor a success counts
+        // (a failure does, as for any call).
+        let span = tracing::debug_span!("plugin_call", plugin = %self.name, digest = %self.digest, kind = %self.info.kind, call = "set-catalog");
+        let _enter = span.enter();
+        let mut inner = self.lock();
+        if inner.status.quarantined {
+            return crate::policy::Needs::default();
+        }
+        match self.call_locked(&mut inner, cluster, |cx| Ok(cx.needs)) {
+            Ok(needs) => needs,
+            Err(e) => {
+                inner.live = None;
+                self.count_failure(&mut inner, &e);
+                crate::policy::Needs::default()
+            }
+        }
     }
 
     /// Sets the deadline and fuel for the next call.

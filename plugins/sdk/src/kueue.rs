@@ -147,24 +147,59 @@ pub fn preemption_needs(catalog: &Catalog) -> Needs {
     }
 }
 
-/// Kueue's `CandidatesOrdering`: evicting first, other ClusterQueues before the preemptor's
-/// own (`own`), [admission fair sharing: within one ClusterQueue, LocalQueues with higher
-/// `local_queue_usage` first], lower priority first, most recently admitted first, then the
-/// workload handle.
+/// Kueue's `CandidatesOrdering` without its admission-fair-sharing rule: evicting first, other
+/// ClusterQueues before the preemptor's own (`own`), lower priority first, most recently
+/// admitted first, then the workload handle. A total order (see [`candidate_order`] for the
+/// whole rule).
 pub fn candidates_ordering(a: &Candidate, b: &Candidate, own: ClusterQueueId) -> Ordering {
     b.evicting
         .cmp(&a.evicting)
         .then_with(|| (a.cluster_queue == own).cmp(&(b.cluster_queue == own)))
-        .then_with(|| match (a.local_queue_usage, b.local_queue_usage) {
-            // Equal usage stands for the same LocalQueue: Kueue compares only different ones.
-            (Some(ua), Some(ub)) if a.cluster_queue == b.cluster_queue && ua != ub => {
-                ub.total_cmp(&ua)
-            }
-            _ => Ordering::Equal,
-        })
         .then_with(|| a.priority.cmp(&b.priority))
         .then_with(|| b.admitted.cmp(&a.admitted))
         .then_with(|| a.workload.cmp(&b.workload))
+}
+
+/// Within one ClusterQueue under admission fair sharing: evicting first, then LocalQueues with
+/// more usage first (no usage counts as 0), then as [`candidates_ordering`].
+fn within_queue(a: &Candidate, b: &Candidate) -> Ordering {
+    let usage = |c: &Candidate| c.local_queue_usage.unwrap_or(0.0);
+    b.evicting
+        .cmp(&a.evicting)
+        .then_with(|| usage(b).total_cmp(&usage(a)))
+        .then_with(|| a.priority.cmp(&b.priority))
+        .then_with(|| b.admitted.cmp(&a.admitted))
+        .then_with(|| a.workload.cmp(&b.workload))
+}
+
+/// Kueue's candidate order of the candidates listed in `subset` (indices into
+/// `req.candidates`), exactly as the host's built-in: sorted by [`candidates_ordering`], then
+/// each admission-fair-sharing ClusterQueue's candidates re-sorted among the positions that
+/// queue holds, LocalQueue usage first. (Kueue compares usage only within one ClusterQueue,
+/// which makes its comparator cyclic across queues; this is its order made total.)
+pub fn candidate_order(req: &Request, subset: &[u32]) -> Vec<u32> {
+    let own = req.preemptor.cluster_queue;
+    let c = |i: u32| &req.candidates[i as usize];
+    let mut order = subset.to_vec();
+    order.sort_by(|&a, &b| candidates_ordering(c(a), c(b), own));
+    let mut queues: Vec<ClusterQueueId> = order
+        .iter()
+        .filter(|&&i| c(i).local_queue_usage.is_some())
+        .map(|&i| c(i).cluster_queue)
+        .collect();
+    queues.sort_unstable();
+    queues.dedup();
+    for cq in queues {
+        let positions: Vec<usize> = (0..order.len())
+            .filter(|&p| c(order[p]).cluster_queue == cq)
+            .collect();
+        let mut members: Vec<u32> = positions.iter().map(|&p| order[p]).collect();
+        members.sort_by(|&a, &b| within_queue(c(a), c(b)));
+        for (p, m) in positions.into_iter().zip(members) {
+            order[p] = m;
+        }
+    }
+    order
 }
 
 /// Kueue's grouping of candidates: hierarchical reclaim, then other ClusterQueues (reclaim,
@@ -181,17 +216,9 @@ fn class(kind: CandidateKind) -> u8 {
 
 /// The order in which Kueue tries the candidates listed in `subset` (indices into
 /// `req.candidates`): evicting ones of each class first, then the rest of each class, each
-/// class in [`candidates_ordering`].
+/// class in [`candidate_order`].
 pub fn victim_order(req: &Request, subset: &[u32]) -> Vec<u32> {
-    let own = req.preemptor.cluster_queue;
-    let mut order = subset.to_vec();
-    order.sort_by(|&a, &b| {
-        candidates_ordering(
-            &req.candidates[a as usize],
-            &req.candidates[b as usize],
-            own,
-        )
-    });
+    let mut order = candidate_order(req, subset);
     order.sort_by_key(|&i| {
         let c = &req.candidates[i as usize];
         (!c.evicting, class(c.kind))
@@ -597,5 +624,17 @@ mod tests {
         let low = cand(4, 0, CandidateKind::SameQueue, -1, 0);
         let req = request(0, 1, vec![same, other, hier, low], vec![]);
         assert_eq!(victim_order(&req, &[0, 1, 2, 3]), vec![0, 2, 1, 3]);
+    }
+
+    #[test]
+    fn candidate_order_is_total_under_admission_fair_sharing() {
+        // Kueue's pairwise rule is cyclic here: a < b (usage), b < c (priority), c < a.
+        let mut a = cand(0, 1, CandidateKind::FairSharing, 10, 0);
+        a.local_queue_usage = Some(5.0);
+        let mut b = cand(1, 1, CandidateKind::FairSharing, 0, 0);
+        b.local_queue_usage = Some(3.0);
+        let c = cand(2, 2, CandidateKind::FairSharing, 5, 0);
+        let req = request(9, 1, vec![a, b, c], vec![]);
+        assert_eq!(candidate_order(&req, &[0, 1, 2]), vec![0, 2, 1]);
     }
 }

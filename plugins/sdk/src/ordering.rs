@@ -78,7 +78,7 @@ pub trait OrderingPolicy: Default + 'static {
     /// tracks every flavor-resource; it is empty unless the policy needs `TREE_USAGE`). With
     /// `TREE_USAGE` the order is speculative: it must assume that every head, in turn, takes
     /// its `usage` (see [`QuotaView::add_workload`]); the host asks again for the remaining
-    /// heads when one does not. This is what the SDK calls. Default:
+    /// heads of that head's cohort tree when one does not. This is what the SDK calls. Default:
     /// [`order_heads`](OrderingPolicy::order_heads).
     fn order_heads_with_usage(
         &mut self,

@@ -35,7 +35,12 @@ pub fn order_heads(cx: &PolicyContext<'_>, heads: &[HeadEntry]) -> Vec<usize> {
                 .filter(|&i| tree.root(cluster.cq(heads[i].cluster_queue).node) == root)
                 .collect();
             let shares = shares(cluster, &mut usage, heads, &in_tree);
-            tournament(cluster, root, heads, &in_tree, &shares).unwrap_or(first)
+            // Each ClusterQueue's head (at most one head per queue).
+            let mut by_cq: rustc_hash::FxHashMap<_, usize> = Default::default();
+            for &i in &in_tree {
+                by_cq.entry(heads[i].cluster_queue).or_insert(i);
+            }
+            tournament(cluster, root, heads, &by_cq, &shares).unwrap_or(first)
         };
         remaining.retain(|&i| i != pick);
         out.push(pick);
@@ -48,23 +53,25 @@ pub fn order_heads(cx: &PolicyContext<'_>, heads: &[HeadEntry]) -> Vec<usize> {
 }
 
 /// Per entry, the share of each node on its path once the entry's usage is added, keyed by
-/// the node's parent (Kueue's `computeDRS`).
+/// the node's parent (Kueue's `computeDRS`). Indexed by head, then by the (few) levels of its
+/// path.
 struct Shares {
-    by_parent: Vec<(usize, NodeId, Drs)>,
+    by_entry: Vec<Vec<(NodeId, Drs)>>,
 }
 
 impl Shares {
     fn get(&self, entry: usize, parent: NodeId) -> Option<&Drs> {
-        self.by_parent
+        self.by_entry
+            .get(entry)?
             .iter()
-            .find(|(e, p, _)| *e == entry && *p == parent)
-            .map(|(_, _, d)| d)
+            .find(|(p, _)| *p == parent)
+            .map(|(_, d)| d)
     }
 }
 
 fn shares(cluster: &Cluster, usage: &mut Usage, heads: &[HeadEntry], entries: &[usize]) -> Shares {
     let tree = &cluster.tree;
-    let mut by_parent = Vec::new();
+    let mut by_entry = vec![Vec::new(); heads.len()];
     for &i in entries {
         let cq_node = cluster.cq(heads[i].cluster_queue).node;
         for &(fr, v) in &heads[i].usage {
@@ -74,14 +81,14 @@ fn shares(cluster: &Cluster, usage: &mut Usage, heads: &[HeadEntry], entries: &[
         while let Some(parent) = tree.parent(node) {
             let weight = cluster.node_meta[node.index()].fair_weight;
             let drs = tree.drs(&cluster.names, usage, node, weight, &[]);
-            by_parent.push((i, parent, drs));
+            by_entry[i].push((parent, drs));
             node = parent;
         }
         for &(fr, v) in &heads[i].usage {
             tree.add_usage(usage, cq_node, fr, -v);
         }
     }
-    Shares { by_parent }
+    Shares { by_entry }
 }
 
 /// Kueue's `runTournament`: the winner below `cohort`, if any entry is.
@@ -89,7 +96,7 @@ fn tournament(
     cluster: &Cluster,
     cohort: NodeId,
     heads: &[HeadEntry],
-    entries: &[usize],
+    by_cq: &rustc_hash::FxHashMap<crate::cluster::CqId, usize>,
     shares: &Shares,
 ) -> Option<usize> {
     let tree = &cluster.tree;
@@ -97,17 +104,12 @@ fn tournament(
     let mut candidates = Vec::new();
     for &child in children {
         if cluster.cq_of_node(child).is_none() {
-            candidates.extend(tournament(cluster, child, heads, entries, shares));
+            candidates.extend(tournament(cluster, child, heads, by_cq, shares));
         }
     }
     for &child in children {
         if let Some(cq) = cluster.cq_of_node(child) {
-            candidates.extend(
-                entries
-                    .iter()
-                    .copied()
-                    .find(|&i| heads[i].cluster_queue == cq),
-            );
+            candidates.extend(by_cq.get(&cq).copied());
         }
     }
     let mut best = *candidates.first()?;

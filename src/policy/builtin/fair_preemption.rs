@@ -1,7 +1,7 @@
 //! Kueue's fair-sharing victim selection (`fairPreemptions` in
 //! `pkg/scheduler/preemption/preemption.go`, with `preemption/fairsharing/*`).
 //!
-//! The host's candidates are sorted by [`candidates_ordering`] and grouped per ClusterQueue; the
+//! The host's candidates are sorted by [`candidate_order`] and grouped per ClusterQueue; the
 //! preemptor's usage is added to a copy of the snapshot so that shares include it. A target
 //! ordering then repeatedly descends from the root of the cohort tree to the child with the
 //! highest dominant resource share (cohorts win ties, ClusterQueues tie on their first
@@ -23,7 +23,7 @@
 use std::cmp::Ordering;
 use std::collections::VecDeque;
 
-use super::preemption::{candidates_ordering, fits_after};
+use super::preemption::{candidate_order, candidates_ordering, fits_after};
 use crate::api::config::PreemptionStrategy;
 use crate::policy::{CandidateKind, PreemptionRequest, VictimSet};
 use crate::quota::{Drs, NodeId, NodeKind, Usage, fair};
@@ -46,10 +46,7 @@ pub fn select_victims(
     } else {
         strategies
     };
-    let mut order: Vec<usize> = (0..req.candidates.len()).collect();
-    order.sort_by(|&a, &b| {
-        candidates_ordering(&req.candidates[a], &req.candidates[b], req.cluster_queue)
-    });
+    let order = candidate_order(&req.candidates, req.cluster_queue);
 
     let mut sim = Simulation {
         req,

@@ -9,4 +9,6 @@ mod preemption;
 
 pub use flavors::{KueueFlavors, choose_flavor, is_preferred, should_try_next_flavor};
 pub use ordering::{KueueOrdering, classical_order, needs, order_bits, order_heads, sort_key};
-pub use preemption::{KueuePreemption, candidates_ordering, fits_after, select_victims};
+pub use preemption::{
+    KueuePreemption, candidate_order, candidates_ordering, fits_after, select_victims,
+};

@@ -13,23 +13,56 @@ use crate::quota::Usage;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct KueuePreemption;
 
-/// Kueue's `CandidatesOrdering`: evicted first, other queues before the preemptor's own,
-/// [admission fair sharing: within one ClusterQueue, LocalQueues with higher usage first],
-/// lower priority first, most recently admitted first, then a stable id.
+/// Kueue's `CandidatesOrdering` without its admission-fair-sharing rule: evicted first, other
+/// queues before the preemptor's own, lower priority first, most recently admitted first, then
+/// a stable id. A total order (see [`candidate_order`] for the whole rule).
 pub fn candidates_ordering(a: &Candidate, b: &Candidate, own: crate::cluster::CqId) -> Ordering {
     b.evicted
         .cmp(&a.evicted)
         .then_with(|| (a.cluster_queue == own).cmp(&(b.cluster_queue == own)))
-        .then_with(|| match (a.local_queue_usage, b.local_queue_usage) {
-            // Equal usage stands for the same LocalQueue: Kueue compares only different ones.
-            (Some(ua), Some(ub)) if a.cluster_queue == b.cluster_queue && ua != ub => {
-                ub.total_cmp(&ua)
-            }
-            _ => Ordering::Equal,
-        })
         .then_with(|| a.priority.cmp(&b.priority))
         .then_with(|| b.reserved_at.cmp(&a.reserved_at))
         .then_with(|| a.workload.cmp(&b.workload))
+}
+
+/// Within one ClusterQueue under admission fair sharing: evicted first, then LocalQueues with
+/// more usage first (no usage counts as 0), then as [`candidates_ordering`].
+fn within_queue(a: &Candidate, b: &Candidate) -> Ordering {
+    let usage = |c: &Candidate| c.local_queue_usage.unwrap_or(0.0);
+    b.evicted
+        .cmp(&a.evicted)
+        .then_with(|| usage(b).total_cmp(&usage(a)))
+        .then_with(|| a.priority.cmp(&b.priority))
+        .then_with(|| b.reserved_at.cmp(&a.reserved_at))
+        .then_with(|| a.workload.cmp(&b.workload))
+}
+
+/// Kueue's candidate order of `candidates` (indices). Kueue compares LocalQueue usage only
+/// between candidates of one ClusterQueue, which makes its comparator cyclic across queues
+/// (usage decides within a queue, priority across them); wasq sorts by the rest of the rule,
+/// then re-sorts each admission-fair-sharing queue's candidates among the positions that queue
+/// holds, with usage first. Without admission fair sharing this is [`candidates_ordering`].
+pub fn candidate_order(candidates: &[Candidate], own: crate::cluster::CqId) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..candidates.len()).collect();
+    order.sort_by(|&a, &b| candidates_ordering(&candidates[a], &candidates[b], own));
+    let mut queues: Vec<crate::cluster::CqId> = candidates
+        .iter()
+        .filter(|c| c.local_queue_usage.is_some())
+        .map(|c| c.cluster_queue)
+        .collect();
+    queues.sort();
+    queues.dedup();
+    for cq in queues {
+        let positions: Vec<usize> = (0..order.len())
+            .filter(|&p| candidates[order[p]].cluster_queue == cq)
+            .collect();
+        let mut members: Vec<usize> = positions.iter().map(|&p| order[p]).collect();
+        members.sort_by(|&a, &b| within_queue(&candidates[a], &candidates[b]));
+        for (p, m) in positions.into_iter().zip(members) {
+            order[p] = m;
+        }
+    }
+    order
 }
 
 /// Kueue's `workloadFits`: every request within what the preemptor's queue has available, and
@@ -93,8 +126,7 @@ pub fn select_victims(req: &PreemptionRequest<'_>) -> Option<VictimSet> {
         return super::fair_preemption::select_victims(req, strategies);
     }
     let own = req.cluster_queue;
-    let mut idx: Vec<usize> = (0..req.candidates.len()).collect();
-    idx.sort_by(|&a, &b| candidates_ordering(&req.candidates[a], &req.candidates[b], own));
+    let idx = candidate_order(&req.candidates, own);
     let class = |i: &usize| match req.candidates[*i].kind {
         CandidateKind::HierarchicalReclaim => 0,
         CandidateKind::ReclaimWithoutBorrowing
@@ -152,4 +184,69 @@ pub fn select_victims(req: &PreemptionRequest<'_>) -> Option<VictimSet> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod order_tests {
+    use super::*;
+    use crate::cluster::{CqId, WorkloadId};
+    use crate::quota::NodeId;
+
+    fn cand(id: u32, cq: u32, priority: i64, usage: Option<f64>) -> Candidate {
+        Candidate {
+            workload: WorkloadId(id),
+            cluster_queue: CqId(cq),
+            node: NodeId(cq),
+            kind: CandidateKind::FairSharing,
+            lca: None,
+            priority,
+            reserved_at: 0,
+            evicted: false,
+            usage: Vec::new(),
+            local_queue_usage: usage,
+        }
+    }
+
+    #[test]
+    fn local_queue_usage_orders_within_a_queue_and_priority_across_queues() {
+        // Kueue's pairwise rule is cyclic here: a < b (usage), b < c (priority), c < a.
+        let list = [
+            cand(0, 1, 10, Some(5.0)),
+            cand(1, 1, 0, Some(3.0)),
+            cand(2, 2, 5, None),
+        ];
+        // Priority order is b, c, a; queue 1 holds positions 0 and 2, usage puts a first.
+        assert_eq!(candidate_order(&list, CqId(9)), vec![0, 2, 1]);
+    }
+
+    #[test]
+    fn any_mix_of_queues_usage_and_priorities_sorts_without_a_cycle() {
+        let mut x: u64 = 7;
+        let mut next = |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let list: Vec<Candidate> = (0..300)
+            .map(|i| {
+                let cq = next(4) as u32;
+                let usage = (cq < 2).then(|| next(5) as f64);
+                cand(i, cq, next(20) as i64, usage)
+            })
+            .collect();
+        let order = candidate_order(&list, CqId(3));
+        let mut seen = order.clone();
+        seen.sort();
+        assert_eq!(seen, (0..300).collect::<Vec<_>>());
+        // Within an admission-fair-sharing queue, usage never increases along the order.
+        for cq in [0, 1] {
+            let usage: Vec<f64> = order
+                .iter()
+                .filter(|&&i| list[i].cluster_queue == CqId(cq))
+                .map(|&i| list[i].local_queue_usage.unwrap_or(0.0))
+                .collect();
+            assert!(usage.windows(2).all(|w| w[0] >= w[1]), "{usage:?}");
+        }
+    }
 }

@@ -37,7 +37,14 @@ pub fn fair_order_heads(catalog: &Catalog, heads: &[Head], usage: &QuotaView<'_>
                     .filter(|&i| node_of(i).is_some_and(|n| catalog.root(n) == root))
                     .collect();
                 let shares = shares(catalog, &mut usage, heads, &in_tree);
-                tournament(catalog, root, heads, &in_tree, &shares).unwrap_or(first)
+                // Each ClusterQueue's head, by ClusterQueue id (at most one head per queue).
+                let mut by_cq: Vec<Option<u32>> = vec![None; catalog.cluster_queues.len()];
+                for &i in &in_tree {
+                    if let Some(slot) = by_cq.get_mut(heads[i as usize].cluster_queue as usize) {
+                        slot.get_or_insert(i);
+                    }
+                }
+                tournament(catalog, root, heads, &by_cq, &shares).unwrap_or(first)
             }
             _ => first,
         };
@@ -94,24 +101,19 @@ fn tournament(
     catalog: &Catalog,
     cohort: NodeId,
     heads: &[Head],
-    entries: &[u32],
+    by_cq: &[Option<u32>],
     shares: &Shares,
 ) -> Option<u32> {
     let children = catalog.children(cohort);
     let mut candidates = Vec::new();
     for &child in children {
         if catalog.cluster_queue_of_node(child).is_none() {
-            candidates.extend(tournament(catalog, child, heads, entries, shares));
+            candidates.extend(tournament(catalog, child, heads, by_cq, shares));
         }
     }
     for &child in children {
         if let Some(cq) = catalog.cluster_queue_of_node(child) {
-            candidates.extend(
-                entries
-                    .iter()
-                    .copied()
-                    .find(|&i| heads[i as usize].cluster_queue == cq),
-            );
+            candidates.extend(by_cq.get(cq as usize).copied().flatten());
         }
     }
     let mut best = *candidates.first()?;

@@ -2,7 +2,7 @@
 //! `pkg/scheduler/preemption/preemption.go`, with `preemption/fairsharing/*`), exactly as the
 //! host's built-in (`src/policy/builtin/fair_preemption.rs`).
 //!
-//! The candidates are sorted by [`candidates_ordering`](super::candidates_ordering) and grouped
+//! The candidates are sorted by [`candidate_order`](super::candidate_order) and grouped
 //! per ClusterQueue; the preemptor's requests are added to a copy of the request's `tree-usage`
 //! (a [`QuotaView`] over every flavor-resource) so that shares include it. A target ordering
 //! then repeatedly descends from the root of the cohort tree to the child with the highest
@@ -59,15 +59,8 @@ pub fn fair_select_victims(
         strategies
     };
     let node = catalog.cluster_queue_node(req.preemptor.cluster_queue)?;
-    let own = req.preemptor.cluster_queue;
-    let mut order: Vec<u32> = (0..req.candidates.len() as u32).collect();
-    order.sort_by(|&a, &b| {
-        candidates_ordering(
-            &req.candidates[a as usize],
-            &req.candidates[b as usize],
-            own,
-        )
-    });
+    let all: Vec<u32> = (0..req.candidates.len() as u32).collect();
+    let order = super::candidate_order(req, &all);
 
     let mut sim = Simulation {
         catalog,
