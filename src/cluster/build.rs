@@ -331,6 +331,10 @@ pub fn build_cluster(
 
     let n_cq = cluster_queues.len();
     let settings = super::SchedulingSettings::from_configuration(m.configuration.as_ref(), &names);
+    let mut node_cq = vec![None; tree.len()];
+    for cq in &cluster_queues {
+        node_cq[cq.node.index()] = Some(cq.id);
+    }
     let mut cluster = Cluster {
         names,
         tree,
@@ -339,6 +343,7 @@ pub fn build_cluster(
         cluster_queues,
         cq_by_name,
         node_meta,
+        node_cq,
         local_queues,
         config_id: super::next_config_id(),
         settings,

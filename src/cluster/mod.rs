@@ -226,6 +226,8 @@ pub struct Cluster {
     pub cq_by_name: HashMap<String, CqId>,
     /// Per quota-tree node (indexed by [`NodeId`]).
     pub node_meta: Vec<NodeMeta>,
+    /// The ClusterQueue of each quota-tree node (`None` for Cohorts), indexed by [`NodeId`].
+    pub node_cq: Vec<Option<CqId>>,
     pub local_queues: Vec<LocalQueueInfo>,
     /// Identifies this configuration (flavors, queues, quota, names): a new value, unique in the
     /// process, whenever it changes. Policies that cache what they derive from the
@@ -313,10 +315,7 @@ impl Cluster {
     }
 
     pub fn cq_of_node(&self, node: NodeId) -> Option<CqId> {
-        self.cq_by_name
-            .get(&self.tree.node(node).name)
-            .copied()
-            .filter(|&cq| self.cq(cq).node == node)
+        self.node_cq.get(node.index()).copied().flatten()
     }
 
     /// Reserves quota: the workload becomes admitted and its usage is added.

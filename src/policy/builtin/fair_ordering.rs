@@ -23,6 +23,9 @@ pub fn order_heads(cx: &PolicyContext<'_>, heads: &[HeadEntry]) -> Vec<usize> {
     let mut usage = cx.usage.clone();
     let mut remaining = super::ordering::classical_order(heads);
     let mut out = Vec::with_capacity(heads.len());
+    let mut shares = Shares {
+        by_entry: vec![None; heads.len()],
+    };
     while let Some(&first) = remaining.first() {
         let node = cluster.cq(heads[first].cluster_queue).node;
         let pick = if tree.parent(node).is_none() {
@@ -34,7 +37,7 @@ pub fn order_heads(cx: &PolicyContext<'_>, heads: &[HeadEntry]) -> Vec<usize> {
                 .copied()
                 .filter(|&i| tree.root(cluster.cq(heads[i].cluster_queue).node) == root)
                 .collect();
-            let shares = shares(cluster, &mut usage, heads, &in_tree);
+            shares.fill(cluster, &mut usage, heads, &in_tree);
             // Each ClusterQueue's head (at most one head per queue).
             let mut by_cq: rustc_hash::FxHashMap<_, usize> = Default::default();
             for &i in &in_tree {
@@ -48,47 +51,72 @@ pub fn order_heads(cx: &PolicyContext<'_>, heads: &[HeadEntry]) -> Vec<usize> {
         for &(fr, v) in &heads[pick].usage {
             tree.add_usage(&mut usage, node, fr, v);
         }
+        // The winner's usage changed its queue and that queue's cohorts: shares computed for
+        // nodes among them are stale (a queue's own share depends only on its own usage).
+        let changed: Vec<NodeId> = tree.ancestors(node).collect();
+        for entry in &mut shares.by_entry {
+            if entry
+                .as_ref()
+                .is_some_and(|path| path.iter().skip(1).any(|(_, n, _)| changed.contains(n)))
+            {
+                *entry = None;
+            }
+        }
     }
     out
 }
 
 /// Per entry, the share of each node on its path once the entry's usage is added, keyed by
-/// the node's parent (Kueue's `computeDRS`). Indexed by head, then by the (few) levels of its
-/// path.
+/// the node's parent (Kueue's `computeDRS`): `(parent, node, share)` per level, the entry's
+/// ClusterQueue first. Indexed by head; computed when missing.
 struct Shares {
-    by_entry: Vec<Vec<(NodeId, Drs)>>,
+    by_entry: Vec<Option<Vec<(NodeId, NodeId, Drs)>>>,
 }
 
 impl Shares {
     fn get(&self, entry: usize, parent: NodeId) -> Option<&Drs> {
         self.by_entry
             .get(entry)?
+            .as_ref()?
             .iter()
-            .find(|(p, _)| *p == parent)
-            .map(|(_, d)| d)
+            .find(|(p, _, _)| *p == parent)
+            .map(|(_, _, d)| d)
     }
-}
 
-fn shares(cluster: &Cluster, usage: &mut Usage, heads: &[HeadEntry], entries: &[usize]) -> Shares {
-    let tree = &cluster.tree;
-    let mut by_entry = vec![Vec::new(); heads.len()];
-    for &i in entries {
-        let cq_node = cluster.cq(heads[i].cluster_queue).node;
-        for &(fr, v) in &heads[i].usage {
-            tree.add_usage(usage, cq_node, fr, v);
-        }
-        let mut node = cq_node;
-        while let Some(parent) = tree.parent(node) {
-            let weight = cluster.node_meta[node.index()].fair_weight;
-            let drs = tree.drs(&cluster.names, usage, node, weight, &[]);
-            by_entry[i].push((parent, drs));
-            node = parent;
-        }
-        for &(fr, v) in &heads[i].usage {
-            tree.add_usage(usage, cq_node, fr, -v);
+    /// Computes the missing shares of `entries` on `usage`.
+    fn fill(
+        &mut self,
+        cluster: &Cluster,
+        usage: &mut Usage,
+        heads: &[HeadEntry],
+        entries: &[usize],
+    ) {
+        let tree = &cluster.tree;
+        for &i in entries {
+            if self.by_entry[i].is_some() {
+                continue;
+            }
+            let cq_node = cluster.cq(heads[i].cluster_queue).node;
+            for &(fr, v) in &heads[i].usage {
+                tree.add_usage(usage, cq_node, fr, v);
+            }
+            let mut path = Vec::new();
+            let mut node = cq_node;
+            while let Some(parent) = tree.parent(node) {
+                let weight = cluster.node_meta[node.index()].fair_weight;
+                path.push((
+                    parent,
+                    node,
+                    tree.drs(&cluster.names, usage, node, weight, &[]),
+                ));
+                node = parent;
+            }
+            for &(fr, v) in &heads[i].usage {
+                tree.add_usage(usage, cq_node, fr, -v);
+            }
+            self.by_entry[i] = Some(path);
         }
     }
-    Shares { by_entry }
 }
 
 /// Kueue's `runTournament`: the winner below `cohort`, if any entry is.
