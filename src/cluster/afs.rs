@@ -110,6 +110,18 @@ impl LqUsage {
         self.generation += 1;
     }
 
+    /// Starts the ledger from recorded figures (consumed resources in units, and when they were
+    /// sampled), as a restarted controller reads them from LocalQueue status.
+    pub fn seed(&mut self, consumed: &[(LqId, ResourceId, f64)], last_sample: Option<Millis>) {
+        for &(lq, r, v) in consumed {
+            *slot(&mut self.consumed, lq, r) = v;
+        }
+        if last_sample.is_some() {
+            self.last_sample = last_sample;
+        }
+        self.generation += 1;
+    }
+
     /// The same ledger under other ids (a rebuilt cluster): entries whose LocalQueue or
     /// resource no longer exists are dropped.
     pub fn remap(

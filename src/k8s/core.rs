@@ -152,6 +152,8 @@ pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
             }
         }
     };
+    let mut cluster = cluster;
+    seed_lq_usage(&mut cluster, mirror);
     let mut scheduler = Scheduler::new(cluster);
     configure(&mut scheduler);
     let n = scheduler.cluster.workloads.len();
@@ -168,4 +170,101 @@ pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
         }
     }
     scheduler
+}
+
+/// Admission fair sharing: the LocalQueues' consumed resources as their status last recorded
+/// them (`status.fairSharing.admissionFairSharingStatus`), so that a restarted controller does
+/// not start the history from zero. The controller keeps its own ledger across later rebuilds.
+fn seed_lq_usage(cluster: &mut crate::cluster::Cluster, mirror: &Mirror) {
+    if cluster.settings.admission_fair_sharing.is_none() {
+        return;
+    }
+    let mut seeds = Vec::new();
+    let mut last_update: Option<Millis> = None;
+    for (i, lq) in cluster.local_queues.iter().enumerate() {
+        let key = format!("{}/{}", lq.namespace, lq.name);
+        let Some(status) = mirror
+            .local_queues
+            .get(&key)
+            .and_then(|o| o.status.as_ref())
+        else {
+            continue;
+        };
+        let afs = &status["fairSharing"]["admissionFairSharingStatus"];
+        if let Some(t) = afs["lastUpdate"]
+            .as_str()
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        {
+            let t = t.as_millisecond();
+            last_update = Some(last_update.map_or(t, |l: Millis| l.max(t)));
+        }
+        let Some(consumed) = afs["consumedResources"].as_object() else {
+            continue;
+        };
+        for (name, value) in consumed {
+            let (Some(r), Some(q)) = (
+                cluster.names.find_resource(name),
+                value
+                    .as_str()
+                    .and_then(|v| v.parse::<crate::api::Quantity>().ok()),
+            ) else {
+                continue;
+            };
+            seeds.push((crate::cluster::LqId(i as u32), r, q.0 as f64 / 1000.0));
+        }
+    }
+    if !seeds.is_empty() || last_update.is_some() {
+        cluster.lq_usage.seed(&seeds, last_update);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::decode::decode_document;
+    use crate::cluster::LqId;
+
+    fn put(mirror: &mut Mirror, yaml: &str) {
+        let origin = crate::api::Origin {
+            file: "test.yaml".into(),
+            doc: 1,
+        };
+        let value: serde_json::Value = serde_saphyr::from_str(yaml).unwrap();
+        mirror.put(decode_document(&origin, value).unwrap(), false);
+    }
+
+    #[test]
+    fn a_restarted_controller_takes_local_queue_usage_from_status() {
+        let mut mirror = Mirror::new(0);
+        mirror.configuration = Some(crate::api::config::Configuration {
+            admission_fair_sharing: Some(Default::default()),
+            ..Default::default()
+        });
+        put(
+            &mut mirror,
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: f}\n",
+        );
+        put(
+            &mut mirror,
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: cq}\nspec:\n  namespaceSelector: {}\n  admissionScope: {admissionMode: UsageBasedAdmissionFairSharing}\n  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n    - name: f\n      resources:\n      - {name: cpu, nominalQuota: 4}\n",
+        );
+        put(
+            &mut mirror,
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {namespace: ns, name: team}\nspec: {clusterQueue: cq}\nstatus:\n  fairSharing:\n    admissionFairSharingStatus:\n      consumedResources: {cpu: 1500m}\n      lastUpdate: '2026-01-01T00:00:00Z'\n",
+        );
+        let configure: Configure = Arc::new(|_| {});
+        let s = build(&mirror, 0, &configure);
+        let lq = s
+            .cluster
+            .local_queues
+            .iter()
+            .position(|l| l.name == "team")
+            .expect("team");
+        let cpu = s.cluster.names.find_resource("cpu").expect("cpu");
+        assert_eq!(
+            s.cluster.lq_usage.consumed(LqId(lq as u32))[cpu.index()],
+            1.5
+        );
+        assert_eq!(s.cluster.lq_usage.last_sample(), Some(1_767_225_600_000));
+    }
 }
