@@ -23,8 +23,38 @@ pub struct LqUsage {
     consumed: Vec<Vec<f64>>,
     penalty: Vec<Vec<f64>>,
     last_sample: Option<Millis>,
-    /// Increases whenever any figure changes (orderings that read it re-key their queues).
-    generation: u64,
+    /// What changed since the last [`LqUsage::take_changed`] (orderings that read it re-key
+    /// the workloads of those LocalQueues).
+    changed: Changed,
+}
+
+/// LocalQueues whose usage changed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Changed {
+    #[default]
+    Nothing,
+    /// These LocalQueues (an admission's penalty).
+    Some(Vec<LqId>),
+    /// Every LocalQueue (a sample, a seed, a remap).
+    All,
+}
+
+impl Changed {
+    pub fn includes(&self, lq: LqId) -> bool {
+        match self {
+            Changed::Nothing => false,
+            Changed::Some(lqs) => lqs.contains(&lq),
+            Changed::All => true,
+        }
+    }
+
+    fn add(&mut self, lq: LqId) {
+        match self {
+            Changed::Nothing => *self = Changed::Some(vec![lq]),
+            Changed::Some(lqs) if !lqs.contains(&lq) => lqs.push(lq),
+            Changed::Some(_) | Changed::All => {}
+        }
+    }
 }
 
 fn alpha(elapsed: Millis, half_life: Millis) -> f64 {
@@ -46,8 +76,9 @@ fn slot(table: &mut Vec<Vec<f64>>, lq: LqId, r: ResourceId) -> &mut f64 {
 }
 
 impl LqUsage {
-    pub fn generation(&self) -> u64 {
-        self.generation
+    /// What changed since the previous call.
+    pub fn take_changed(&mut self) -> Changed {
+        std::mem::take(&mut self.changed)
     }
 
     /// When the last sample was taken.
@@ -71,7 +102,7 @@ impl LqUsage {
     ) {
         let Some(last) = self.last_sample.replace(now) else {
             // The first sample starts the clock; Kueue's LocalQueues start with nothing consumed.
-            self.generation += 1;
+            self.changed = Changed::All;
             return;
         };
         let a = alpha(now - last, afs.half_life);
@@ -90,7 +121,7 @@ impl LqUsage {
         for &(lq, r, v) in admitted {
             *slot(&mut self.consumed, lq, r) += v as f64 / 1000.0 * a;
         }
-        self.generation += 1;
+        self.changed = Changed::All;
     }
 
     /// Kueue's entry penalty for an admission from `lq` requesting `requests` (milli-units).
@@ -107,7 +138,7 @@ impl LqUsage {
         for &(r, v) in requests {
             *slot(&mut self.penalty, lq, r) += v as f64 / 1000.0 * a;
         }
-        self.generation += 1;
+        self.changed.add(lq);
     }
 
     /// Starts the ledger from recorded figures (consumed resources in units, and when they were
@@ -119,7 +150,7 @@ impl LqUsage {
         if last_sample.is_some() {
             self.last_sample = last_sample;
         }
-        self.generation += 1;
+        self.changed = Changed::All;
     }
 
     /// The same ledger under other ids (a rebuilt cluster): entries whose LocalQueue or
@@ -133,7 +164,7 @@ impl LqUsage {
             consumed: Vec::new(),
             penalty: Vec::new(),
             last_sample: self.last_sample,
-            generation: self.generation + 1,
+            changed: Changed::All,
         };
         for (from, to) in [(&self.consumed, 0), (&self.penalty, 1)] {
             for (l, row) in from.iter().enumerate() {
@@ -210,7 +241,7 @@ mod tests {
         assert_eq!(m.consumed(LqId(1)), &[2.0, 0.0]);
         assert!(m.penalty(LqId(0)).is_empty());
         assert_eq!(m.last_sample(), Some(60_000));
-        assert!(m.generation() > u.generation());
+        assert_eq!(m.clone().take_changed(), Changed::All);
     }
 
     #[test]
@@ -231,13 +262,15 @@ mod tests {
         let (a, lq) = (afs(), LqId(1));
         let mut u = LqUsage::default();
         u.sample(0, &a, &[]);
+        assert_eq!(u.take_changed(), Changed::All);
         u.add_penalty(lq, &[(ResourceId(0), 2000), (ResourceId(1), 1000)], &a);
         // α(60s, 60s) = ½: penalty cpu 1, gpu 0.5 (weight 2) → 2; weight 0.5 doubles it.
         assert_eq!(u.weighted(lq, &a, 500), 4.0);
         assert_eq!(u.weighted(lq, &a, 0), f64::INFINITY);
-        let g = u.generation();
+        assert_eq!(u.take_changed(), Changed::Some(vec![lq]));
         u.sample(60_000, &a, &[]);
-        assert!(u.generation() > g);
+        assert_eq!(u.take_changed(), Changed::All);
+        assert_eq!(u.take_changed(), Changed::Nothing);
         // Settled into the history and halved: cpu 0.5, gpu 0.25 (weight 2).
         assert!(u.penalty(lq).is_empty());
         assert_eq!(u.weighted(lq, &a, 1000), 1.0);

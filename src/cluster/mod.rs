@@ -23,7 +23,7 @@ use crate::api::{
 };
 use crate::quota::{FlavorId, FrIdx, Names, NodeId, QuotaTree, ResourceId, Usage};
 
-pub use afs::LqUsage;
+pub use afs::{Changed, LqUsage};
 pub use build::{BuildError, build_cluster, fair_weight};
 pub use settings::{AdmissionFairSharing, SchedulingSettings};
 

@@ -128,10 +128,12 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
             targets_memo: Default::default(),
         };
         let (result, recomputed, took) = process(&ctx, &mut snapshot, &mut preempted, e);
-        let as_assumed = took.is_some_and(|u| u == e.assignment.usage_vec());
         processed.push((i, result, recomputed));
         let node = s.cluster.cq(e.cq).node;
-        if !dynamic || as_assumed || tree.parent(node).is_none() {
+        if !dynamic
+            || tree.parent(node).is_none()
+            || took.is_some_and(|u| u == e.assignment.usage_vec())
+        {
             continue;
         }
         let root = tree.root(node);

@@ -95,8 +95,6 @@ pub struct Scheduler {
     /// changed). Like Kueue's batched inadmissible requeue, this happens before the next cycle,
     /// not at once.
     retry: std::collections::BTreeSet<CqId>,
-    /// The LocalQueue-usage generation the queues were last keyed with (admission fair sharing).
-    lq_usage_keyed: u64,
 }
 
 /// Why a workload could not be submitted to a queue.
@@ -126,7 +124,6 @@ impl Scheduler {
             evicted: Default::default(),
             fallbacks: Vec::new(),
             retry: std::collections::BTreeSet::new(),
-            lq_usage_keyed: 0,
         }
     }
 
@@ -366,15 +363,14 @@ impl Scheduler {
         self.cluster.lq_usage.sample(now, &afs, &admitted);
     }
 
-    /// Admission fair sharing: after LocalQueue usage changed, workloads pending in
-    /// ClusterQueues with `admissionScope` are keyed again by orderings that read it (Kueue's
-    /// heap compares that usage live).
+    /// Admission fair sharing: after LocalQueue usage changed, the workloads of those
+    /// LocalQueues pending in ClusterQueues with `admissionScope` are keyed again by orderings
+    /// that read it (Kueue's heap compares that usage live).
     fn rekey_by_local_queue_usage(&mut self, now: Millis) {
-        let generation = self.cluster.lq_usage.generation();
-        if generation == self.lq_usage_keyed {
+        let changed = self.cluster.lq_usage.take_changed();
+        if changed == crate::cluster::Changed::Nothing {
             return;
         }
-        self.lq_usage_keyed = generation;
         for i in 0..self.cluster.cluster_queues.len() {
             let cq = CqId(i as u32);
             if !self.cluster.cq(cq).admission_fair_sharing {
@@ -389,6 +385,12 @@ impl Scheduler {
                 .queue(cq)
                 .ordered()
                 .into_iter()
+                .filter(|&id| {
+                    self.cluster
+                        .workload(id)
+                        .lq
+                        .is_some_and(|lq| changed.includes(lq))
+                })
                 .map(|id| self.queued_workload(id, cq, self.cluster.workload(id).queued))
                 .collect();
             if batch.is_empty() {

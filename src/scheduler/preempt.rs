@@ -111,9 +111,12 @@ impl Collector<'_, '_> {
             .is_some_and(|a| a.usage.iter().any(|(fr, _)| self.needs.contains(fr)))
     }
 
-    fn classify(&self, id: WorkloadId, in_cq: CqId, advantage: bool) -> Option<CandidateKind> {
+    /// Kueue's `findCandidatesForPolicy`: the workload holds quota that needs preemption, and
+    /// the preemptor's policy for its queue (`withinClusterQueue` for the own queue,
+    /// `reclaimWithinCohort` for others) allows preempting it.
+    fn eligible(&self, id: WorkloadId, in_cq: CqId) -> bool {
         if !self.uses_needed(id) {
-            return None;
+            return false;
         }
         let config = self.ctx.cluster.cq(self.cq).preemption;
         let policy = if in_cq == self.cq {
@@ -121,10 +124,15 @@ impl Collector<'_, '_> {
         } else {
             reclaim(config.reclaim_within_cohort)
         };
-        let candidate = self.ctx.cluster.workload(id);
-        if !satisfies(policy, self.preemptor, candidate) {
+        satisfies(policy, self.preemptor, self.ctx.cluster.workload(id))
+    }
+
+    fn classify(&self, id: WorkloadId, in_cq: CqId, advantage: bool) -> Option<CandidateKind> {
+        if !self.eligible(id, in_cq) {
             return None;
         }
+        let config = self.ctx.cluster.cq(self.cq).preemption;
+        let candidate = self.ctx.cluster.workload(id);
         if in_cq == self.cq {
             return Some(CandidateKind::SameQueue);
         }
@@ -167,16 +175,7 @@ impl Collector<'_, '_> {
             })
             .flatten();
         self.add_classified(cq, lca, |c, id| {
-            if !c.uses_needed(id) {
-                return None;
-            }
-            let config = c.ctx.cluster.cq(c.cq).preemption;
-            let policy = if cq == c.cq {
-                within(config.within_cluster_queue)
-            } else {
-                reclaim(config.reclaim_within_cohort)
-            };
-            if !satisfies(policy, c.preemptor, c.ctx.cluster.workload(id)) {
+            if !c.eligible(id, cq) {
                 return None;
             }
             Some(if cq == c.cq {

@@ -263,20 +263,8 @@ impl Plugin {
         }
         // Only the catalog is sent: not a decision, so neither a call nor a success counts
         // (a failure does, as for any call).
-        let span = tracing::debug_span!("plugin_call", plugin = %self.name, digest = %self.digest, kind = %self.info.kind, call = "set-catalog");
-        let _enter = span.enter();
-        let mut inner = self.lock();
-        if inner.status.quarantined {
-            return crate::policy::Needs::default();
-        }
-        match self.call_locked(&mut inner, cluster, |cx| Ok(cx.needs)) {
-            Ok(needs) => needs,
-            Err(e) => {
-                inner.live = None;
-                self.count_failure(&mut inner, &e);
-                crate::policy::Needs::default()
-            }
-        }
+        self.run(cluster, "set-catalog", false, |cx| Ok(cx.needs))
+            .unwrap_or_default()
     }
 
     /// Sets the deadline and fuel for the next call.
@@ -302,20 +290,34 @@ impl Plugin {
         call: &'static str,
         f: impl FnOnce(&mut CallCx<'_>) -> wasmtime::Result<R>,
     ) -> Result<R, PolicyError> {
+        self.run(cluster, call, true, f)
+    }
+
+    /// [`Plugin::call`]; `decision` = false for a call that only makes sure of the catalog,
+    /// which counts neither as a call nor as a success.
+    fn run<R>(
+        &self,
+        cluster: &Cluster,
+        call: &'static str,
+        decision: bool,
+        f: impl FnOnce(&mut CallCx<'_>) -> wasmtime::Result<R>,
+    ) -> Result<R, PolicyError> {
         let span = tracing::debug_span!("plugin_call", plugin = %self.name, digest = %self.digest, kind = %self.info.kind, call);
         let _enter = span.enter();
         let mut inner = self.lock();
         if inner.status.quarantined {
             return Err(PolicyError::Quarantined(inner.status.consecutive_failures));
         }
-        // The previous call counts as a success only once its answer was not refused.
-        if std::mem::take(&mut inner.last_returned) {
-            inner.status.consecutive_failures = 0;
+        if decision {
+            // The previous call counts as a success only once its answer was not refused.
+            if std::mem::take(&mut inner.last_returned) {
+                inner.status.consecutive_failures = 0;
+            }
+            inner.status.calls += 1;
         }
-        inner.status.calls += 1;
         let result = self.call_locked(&mut inner, cluster, f);
         match &result {
-            Ok(_) => inner.last_returned = true,
+            Ok(_) => inner.last_returned |= decision,
             Err(e) => {
                 inner.live = None;
                 self.count_failure(&mut inner, e);

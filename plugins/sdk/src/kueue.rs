@@ -155,7 +155,14 @@ pub fn candidates_ordering(a: &Candidate, b: &Candidate, own: ClusterQueueId) ->
     b.evicting
         .cmp(&a.evicting)
         .then_with(|| (a.cluster_queue == own).cmp(&(b.cluster_queue == own)))
-        .then_with(|| a.priority.cmp(&b.priority))
+        .then_with(|| by_priority_then_recency(a, b))
+}
+
+/// The end of Kueue's candidate order: lower priority first, most recently admitted first,
+/// then the workload handle.
+fn by_priority_then_recency(a: &Candidate, b: &Candidate) -> Ordering {
+    a.priority
+        .cmp(&b.priority)
         .then_with(|| b.admitted.cmp(&a.admitted))
         .then_with(|| a.workload.cmp(&b.workload))
 }
@@ -167,9 +174,7 @@ fn within_queue(a: &Candidate, b: &Candidate) -> Ordering {
     b.evicting
         .cmp(&a.evicting)
         .then_with(|| usage(b).total_cmp(&usage(a)))
-        .then_with(|| a.priority.cmp(&b.priority))
-        .then_with(|| b.admitted.cmp(&a.admitted))
-        .then_with(|| a.workload.cmp(&b.workload))
+        .then_with(|| by_priority_then_recency(a, b))
 }
 
 /// Kueue's candidate order of the candidates listed in `subset` (indices into

@@ -20,7 +20,14 @@ pub fn candidates_ordering(a: &Candidate, b: &Candidate, own: crate::cluster::Cq
     b.evicted
         .cmp(&a.evicted)
         .then_with(|| (a.cluster_queue == own).cmp(&(b.cluster_queue == own)))
-        .then_with(|| a.priority.cmp(&b.priority))
+        .then_with(|| by_priority_then_recency(a, b))
+}
+
+/// The end of Kueue's candidate order: lower priority first, most recently admitted first,
+/// then a stable id.
+fn by_priority_then_recency(a: &Candidate, b: &Candidate) -> Ordering {
+    a.priority
+        .cmp(&b.priority)
         .then_with(|| b.reserved_at.cmp(&a.reserved_at))
         .then_with(|| a.workload.cmp(&b.workload))
 }
@@ -32,9 +39,7 @@ fn within_queue(a: &Candidate, b: &Candidate) -> Ordering {
     b.evicted
         .cmp(&a.evicted)
         .then_with(|| usage(b).total_cmp(&usage(a)))
-        .then_with(|| a.priority.cmp(&b.priority))
-        .then_with(|| b.reserved_at.cmp(&a.reserved_at))
-        .then_with(|| a.workload.cmp(&b.workload))
+        .then_with(|| by_priority_then_recency(a, b))
 }
 
 /// Kueue's candidate order of `candidates` (indices). Kueue compares LocalQueue usage only
