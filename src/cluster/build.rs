@@ -308,6 +308,16 @@ pub fn build_cluster(
             .iter()
             .map(|ps| pod_set_info(ps, &mut names))
             .collect();
+        let namespace_matches = cluster_queue.is_some_and(|cq| {
+            cluster_queues[cq.index()]
+                .namespace_selector
+                .as_ref()
+                .is_some_and(|sel| {
+                    namespace_labels
+                        .get(&namespace)
+                        .is_some_and(|labels| super::matching::selector_matches(sel, labels))
+                })
+        });
         by_key.insert(key.clone(), id);
         workloads.push(WorkloadInfo {
             id,
@@ -326,6 +336,7 @@ pub fn build_cluster(
             pod_sets,
             annotations,
             active: wl.spec.active(),
+            namespace_matches,
         });
     }
 

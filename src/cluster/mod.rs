@@ -176,6 +176,11 @@ pub struct WorkloadInfo {
     pub pod_sets: Vec<PodSetInfo>,
     pub annotations: BTreeMap<String, String>,
     pub active: bool,
+    /// Whether its ClusterQueue's `namespaceSelector` matches its namespace's labels (false
+    /// without a ClusterQueue or a selector). Kueue checks this at every nomination; labels
+    /// and selectors change only with a new configuration, so it is decided when the cluster is
+    /// built.
+    pub namespace_matches: bool,
 }
 
 impl WorkloadInfo {

@@ -19,17 +19,37 @@ use crate::queue::SortKey;
 use crate::quota::{FlavorId, FrIdx, NodeId, QuotaTree, ResourceId, Usage};
 
 /// Which implementation made a decision: `builtin`, or a plugin's name and content digest.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+///
+/// Every decision carries one, so it is cheap to copy: both strings are shared, and two refs
+/// of the same plugin file compare by pointer first.
+#[derive(Debug, Clone, Eq, serde::Serialize)]
 pub struct PolicyRef {
-    pub name: String,
-    pub digest: String,
+    pub name: Arc<str>,
+    pub digest: Arc<str>,
+}
+
+impl PartialEq for PolicyRef {
+    fn eq(&self, other: &PolicyRef) -> bool {
+        (Arc::ptr_eq(&self.digest, &other.digest) || self.digest == other.digest)
+            && (Arc::ptr_eq(&self.name, &other.name) || self.name == other.name)
+    }
+}
+
+/// By content, as equality is.
+impl std::hash::Hash for PolicyRef {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+        self.digest.hash(state);
+    }
 }
 
 impl PolicyRef {
     pub fn builtin() -> PolicyRef {
+        static BUILTIN: std::sync::LazyLock<Arc<str>> =
+            std::sync::LazyLock::new(|| "builtin".into());
         PolicyRef {
-            name: "builtin".into(),
-            digest: "builtin".into(),
+            name: BUILTIN.clone(),
+            digest: BUILTIN.clone(),
         }
     }
 }

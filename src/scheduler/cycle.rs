@@ -57,15 +57,13 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
     let mut entries = Vec::new();
     let mut requeues: Vec<(WorkloadId, CqId, RequeueReason, &'static str, String)> = Vec::new();
     for &(cq, wl) in &heads {
-        let info = s.cluster.cq(cq);
-        let namespace = &s.cluster.workload(wl).namespace;
-        let ns_ok = info.namespace_selector.as_ref().is_some_and(|sel| {
-            s.cluster
-                .namespace_labels
-                .get(namespace)
-                .is_some_and(|labels| crate::cluster::matching::selector_matches(sel, labels))
-        });
-        if !ns_ok {
+        let workload = s.cluster.workload(wl);
+        debug_assert_eq!(
+            workload.cluster_queue,
+            Some(cq),
+            "queued in its ClusterQueue"
+        );
+        if !workload.namespace_matches {
             requeues.push((
                 wl,
                 cq,

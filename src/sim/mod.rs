@@ -242,8 +242,8 @@ impl Simulation {
     fn count_fallbacks(&mut self) {
         for f in self.scheduler.take_fallbacks() {
             let key = (
-                f.policy.name,
-                f.policy.digest,
+                f.policy.name.to_string(),
+                f.policy.digest.to_string(),
                 f.extension,
                 f.error.reason(),
             );

@@ -389,7 +389,7 @@ impl Report {
             if let Some(r) = &e.reason {
                 let _ = write!(line, "  ({r})");
             }
-            if e.policy.name != "builtin" {
+            if &*e.policy.name != "builtin" {
                 let _ = write!(line, "  [policy {}]", e.policy.name);
             }
             let _ = writeln!(out, "{line}");

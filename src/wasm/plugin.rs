@@ -215,8 +215,8 @@ impl Plugin {
 
     pub fn id(&self) -> PolicyRef {
         PolicyRef {
-            name: self.info.name.clone(),
-            digest: self.info.digest.clone(),
+            name: self.name.clone(),
+            digest: self.digest.clone(),
         }
     }
 

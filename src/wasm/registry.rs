@@ -381,7 +381,7 @@ impl Unloadable {
 
     fn policy_ref(&self) -> PolicyRef {
         PolicyRef {
-            name: self.name.clone(),
+            name: self.name.as_str().into(),
             digest: "unloadable".into(),
         }
     }

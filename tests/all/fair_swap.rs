@@ -451,7 +451,7 @@ fn fair_share_algorithm_swapped_between_waves() {
             .collect();
         let expected = if before(e.time) { &d1 } else { &d2 };
         assert_eq!(
-            e.ordered_by.as_ref().map(|p| p.digest.as_str()),
+            e.ordered_by.as_ref().map(|p| &*p.digest),
             Some(expected.as_str()),
             "{} admitted at {}s: the event names the ordering that placed it",
             e.workload,

@@ -144,7 +144,7 @@ fn feature_plugins_change_the_outcome_as_documented() {
             .iter()
             .filter(|e| Some(e.kind) == attributed)
         {
-            if e.policy.name != plugin_name {
+            if &*e.policy.name != plugin_name {
                 failures.push(format!(
                     "{name}: {:?} of {} attributed to {}",
                     e.kind, e.workload, e.policy.name

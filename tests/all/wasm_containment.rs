@@ -111,7 +111,7 @@ fn each_misbehaving_plugin_is_contained_and_the_builtin_decides() {
             .iter()
             .filter(|e| matches!(e.kind, EventType::Admitted | EventType::Preempted))
         {
-            assert_ne!(e.policy.name, fixture, "{fixture}: {e:?}");
+            assert_ne!(&*e.policy.name, fixture, "{fixture}: {e:?}");
         }
     }
 }

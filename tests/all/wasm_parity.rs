@@ -58,7 +58,7 @@ fn check_parity(specs: &[&str], min_decisions: usize) {
             _ => false,
         }) {
             assert_ne!(
-                e.policy.name, "builtin",
+                &*e.policy.name, "builtin",
                 "{name}: event {e:?} attributed to the built-in although plugins were bound"
             );
             assert!(e.policy.digest.starts_with("sha256:"), "{e:?}");

@@ -13,12 +13,20 @@
 //! [`kueue::fair_select_victims`] (Kueue's `fairPreemptions`). It differs from Kueue's default
 //! in nothing.
 
-use wasq_policy_sdk::preemption::Request;
+use wasq_policy_sdk::preemption::{CandidateColumns, CandidateTable, Request};
 use wasq_policy_sdk::prelude::*;
 
 /// Kueue's victim selection.
 #[derive(Debug, Default)]
 pub struct KueuePreemption;
+
+/// Kueue's answer, on candidates in either form.
+fn kueue_victims<C: CandidateTable>(catalog: &Catalog, req: &Request<C>) -> Option<Victims> {
+    match catalog.fair_sharing_strategies() {
+        Some(strategies) => kueue::fair_select_victims(catalog, req, strategies),
+        None => kueue::select_victims(catalog, req),
+    }
+}
 
 impl PreemptionPolicy for KueuePreemption {
     fn needs(&self, catalog: &Catalog) -> Needs {
@@ -26,10 +34,16 @@ impl PreemptionPolicy for KueuePreemption {
     }
 
     fn select_victims(&mut self, catalog: &Catalog, req: &Request) -> Option<Victims> {
-        match catalog.fair_sharing_strategies() {
-            Some(strategies) => kueue::fair_select_victims(catalog, req, strategies),
-            None => kueue::select_victims(catalog, req),
-        }
+        kueue_victims(catalog, req)
+    }
+
+    /// The columns as the host sends them: no record per candidate.
+    fn select_victims_columns(
+        &mut self,
+        catalog: &Catalog,
+        req: &Request<CandidateColumns>,
+    ) -> Option<Victims> {
+        kueue_victims(catalog, req)
     }
 }
 

@@ -14,7 +14,7 @@ use std::cmp::Ordering;
 use crate::catalog::Catalog;
 use crate::flavor_assignment::{FitMode, FlavorOption};
 use crate::ordering::{Head, SortKey};
-use crate::preemption::{Candidate, CandidateKind, Request, Victims};
+use crate::preemption::{Candidate, CandidateKind, CandidateTable, Request, Victims};
 use crate::quota::QuotaView;
 use crate::types::{
     BorrowWithinCohort, ClusterQueueId, Fungibility, FungibilityPolicy, FungibilityPreference,
@@ -152,29 +152,55 @@ pub fn preemption_needs(catalog: &Catalog) -> Needs {
 /// admitted first, then the workload handle. A total order (see [`candidate_order`] for the
 /// whole rule).
 pub fn candidates_ordering(a: &Candidate, b: &Candidate, own: ClusterQueueId) -> Ordering {
-    b.evicting
-        .cmp(&a.evicting)
-        .then_with(|| (a.cluster_queue == own).cmp(&(b.cluster_queue == own)))
-        .then_with(|| by_priority_then_recency(a, b))
+    compare_across(std::slice::from_ref(a), 0, std::slice::from_ref(b), 0, own)
+}
+
+/// [`candidates_ordering`] of candidates `a` and `b` of a table.
+pub fn compare_candidates<C: CandidateTable + ?Sized>(
+    t: &C,
+    a: usize,
+    b: usize,
+    own: ClusterQueueId,
+) -> Ordering {
+    compare_across(t, a, t, b, own)
+}
+
+/// [`candidates_ordering`] of candidate `a` of table `ta` and candidate `b` of table `tb`.
+fn compare_across<A: CandidateTable + ?Sized, B: CandidateTable + ?Sized>(
+    ta: &A,
+    a: usize,
+    tb: &B,
+    b: usize,
+    own: ClusterQueueId,
+) -> Ordering {
+    tb.evicting(b)
+        .cmp(&ta.evicting(a))
+        .then_with(|| (ta.cluster_queue(a) == own).cmp(&(tb.cluster_queue(b) == own)))
+        .then_with(|| by_priority_then_recency(ta, a, tb, b))
 }
 
 /// The end of Kueue's candidate order: lower priority first, most recently admitted first,
 /// then the workload handle.
-fn by_priority_then_recency(a: &Candidate, b: &Candidate) -> Ordering {
-    a.priority
-        .cmp(&b.priority)
-        .then_with(|| b.admitted.cmp(&a.admitted))
-        .then_with(|| a.workload.cmp(&b.workload))
+fn by_priority_then_recency<A: CandidateTable + ?Sized, B: CandidateTable + ?Sized>(
+    ta: &A,
+    a: usize,
+    tb: &B,
+    b: usize,
+) -> Ordering {
+    ta.priority(a)
+        .cmp(&tb.priority(b))
+        .then_with(|| tb.admitted(b).cmp(&ta.admitted(a)))
+        .then_with(|| ta.workload(a).cmp(&tb.workload(b)))
 }
 
 /// Within one ClusterQueue under admission fair sharing: evicting first, then LocalQueues with
 /// more usage first (no usage counts as 0), then as [`candidates_ordering`].
-fn within_queue(a: &Candidate, b: &Candidate) -> Ordering {
-    let usage = |c: &Candidate| c.local_queue_usage.unwrap_or(0.0);
-    b.evicting
-        .cmp(&a.evicting)
+fn within_queue<C: CandidateTable + ?Sized>(t: &C, a: usize, b: usize) -> Ordering {
+    let usage = |i: usize| t.local_queue_usage(i).unwrap_or(0.0);
+    t.evicting(b)
+        .cmp(&t.evicting(a))
         .then_with(|| usage(b).total_cmp(&usage(a)))
-        .then_with(|| by_priority_then_recency(a, b))
+        .then_with(|| by_priority_then_recency(t, a, t, b))
 }
 
 /// Kueue's candidate order of the candidates listed in `subset` (indices into
@@ -182,24 +208,27 @@ fn within_queue(a: &Candidate, b: &Candidate) -> Ordering {
 /// each admission-fair-sharing ClusterQueue's candidates re-sorted among the positions that
 /// queue holds, LocalQueue usage first. (Kueue compares usage only within one ClusterQueue,
 /// which makes its comparator cyclic across queues; this is its order made total.)
-pub fn candidate_order(req: &Request, subset: &[u32]) -> Vec<u32> {
+///
+/// The host sends candidates in this order, so with every candidate listed the sort only
+/// confirms it.
+pub fn candidate_order<C: CandidateTable>(req: &Request<C>, subset: &[u32]) -> Vec<u32> {
     let own = req.preemptor.cluster_queue;
-    let c = |i: u32| &req.candidates[i as usize];
+    let t = &req.candidates;
     let mut order = subset.to_vec();
-    order.sort_by(|&a, &b| candidates_ordering(c(a), c(b), own));
+    order.sort_by(|&a, &b| compare_candidates(t, a as usize, b as usize, own));
     let mut queues: Vec<ClusterQueueId> = order
         .iter()
-        .filter(|&&i| c(i).local_queue_usage.is_some())
-        .map(|&i| c(i).cluster_queue)
+        .filter(|&&i| t.local_queue_usage(i as usize).is_some())
+        .map(|&i| t.cluster_queue(i as usize))
         .collect();
     queues.sort_unstable();
     queues.dedup();
     for cq in queues {
         let positions: Vec<usize> = (0..order.len())
-            .filter(|&p| c(order[p]).cluster_queue == cq)
+            .filter(|&p| t.cluster_queue(order[p] as usize) == cq)
             .collect();
         let mut members: Vec<u32> = positions.iter().map(|&p| order[p]).collect();
-        members.sort_by(|&a, &b| within_queue(c(a), c(b)));
+        members.sort_by(|&a, &b| within_queue(t, a as usize, b as usize));
         for (p, m) in positions.into_iter().zip(members) {
             order[p] = m;
         }
@@ -222,22 +251,24 @@ fn class(kind: CandidateKind) -> u8 {
 /// The order in which Kueue tries the candidates listed in `subset` (indices into
 /// `req.candidates`): evicting ones of each class first, then the rest of each class, each
 /// class in [`candidate_order`].
-pub fn victim_order(req: &Request, subset: &[u32]) -> Vec<u32> {
+pub fn victim_order<C: CandidateTable>(req: &Request<C>, subset: &[u32]) -> Vec<u32> {
     let mut order = candidate_order(req, subset);
-    order.sort_by_key(|&i| {
-        let c = &req.candidates[i as usize];
-        (!c.evicting, class(c.kind))
-    });
+    let t = &req.candidates;
+    order.sort_by_key(|&i| (!t.evicting(i as usize), class(t.kind(i as usize))));
     order
 }
 
 /// The borrowing modes Kueue tries, in order, for the candidates in `subset`: `true` allows the
 /// preemptor to borrow once the victims are gone.
-pub fn borrowing_attempts(catalog: &Catalog, req: &Request, subset: &[u32]) -> Vec<bool> {
+pub fn borrowing_attempts<C: CandidateTable>(
+    catalog: &Catalog,
+    req: &Request<C>,
+    subset: &[u32],
+) -> Vec<bool> {
     let classes = || {
         subset
             .iter()
-            .map(|&i| class(req.candidates[i as usize].kind))
+            .map(|&i| class(req.candidates.kind(i as usize)))
     };
     let no_hierarchical = !classes().any(|c| c == 0);
     let no_other = !classes().any(|c| c < 2);
@@ -269,26 +300,34 @@ pub fn borrowing_attempts(catalog: &Catalog, req: &Request, subset: &[u32]) -> V
     }
 }
 
-/// Kueue's `candidateIsValid` at the current state of `view`: candidates of the preemptor's own
-/// ClusterQueue always are; reclaim-without-borrowing ones are not when the preemptor may
-/// borrow; others only while their queue, and every cohort up to (excluding) the lowest common
-/// ancestor, are over their quota on the resources that need preemption.
-pub fn candidate_is_valid(view: &QuotaView<'_>, req: &Request, c: &Candidate, allow: bool) -> bool {
-    if c.cluster_queue == req.preemptor.cluster_queue {
+/// Kueue's `candidateIsValid` for candidate `i` at the current state of `view`: candidates of
+/// the preemptor's own ClusterQueue always are; reclaim-without-borrowing ones are not when the
+/// preemptor may borrow; others only while their queue, and every cohort up to (excluding) the
+/// lowest common ancestor, are over their quota on the resources that need preemption.
+pub fn candidate_is_valid<C: CandidateTable>(
+    view: &QuotaView<'_>,
+    req: &Request<C>,
+    i: u32,
+    allow: bool,
+) -> bool {
+    let (t, i) = (&req.candidates, i as usize);
+    let cq = t.cluster_queue(i);
+    if cq == req.preemptor.cluster_queue {
         return true;
     }
-    if allow && c.kind == CandidateKind::ReclaimWithoutBorrowing {
+    if allow && t.kind(i) == CandidateKind::ReclaimWithoutBorrowing {
         return false;
     }
     let catalog = view.catalog();
-    let Some(node) = catalog.cluster_queue_node(c.cluster_queue) else {
+    let Some(node) = catalog.cluster_queue_node(cq) else {
         return false;
     };
     if view.within_nominal(node, &req.needs_preemption) {
         return false;
     }
+    let lca = t.lca(i);
     for ancestor in catalog.ancestors(node) {
-        if Some(ancestor) == c.lca {
+        if Some(ancestor) == lca {
             break;
         }
         if view.within_nominal(ancestor, &req.needs_preemption) {
@@ -299,41 +338,46 @@ pub fn candidate_is_valid(view: &QuotaView<'_>, req: &Request, c: &Candidate, al
 }
 
 /// Whether the preemptor fits at the current state of `view`.
-pub fn preemptor_fits(view: &QuotaView<'_>, req: &Request, node: NodeId, allow: bool) -> bool {
+pub fn preemptor_fits<C>(
+    view: &QuotaView<'_>,
+    req: &Request<C>,
+    node: NodeId,
+    allow: bool,
+) -> bool {
     view.fits(node, &req.requests, allow)
 }
 
 /// Kueue's greedy search: for each borrowing mode in `attempts`, remove the still-valid
 /// candidates of `order` one by one until the preemptor fits, then put back every victim but
 /// the last, in reverse, keeping out only those still needed.
-pub fn greedy_victims(
+pub fn greedy_victims<C: CandidateTable>(
     catalog: &Catalog,
-    req: &Request,
+    req: &Request<C>,
     order: &[u32],
     attempts: &[bool],
 ) -> Option<Victims> {
     let node = catalog.cluster_queue_node(req.preemptor.cluster_queue)?;
     let initial = QuotaView::from_request(catalog, req);
+    let t = &req.candidates;
     for &allow in attempts {
         let mut view = initial.clone();
         let mut targets: Vec<u32> = Vec::new();
         for &i in order {
-            let c = &req.candidates[i as usize];
-            if !candidate_is_valid(&view, req, c, allow) {
+            if !candidate_is_valid(&view, req, i, allow) {
                 continue;
             }
-            view.remove_candidate(c);
+            view.remove_candidate_of(t, i as usize);
             targets.push(i);
             if preemptor_fits(&view, req, node, allow) {
                 let mut k = targets.len().saturating_sub(1);
                 while k > 0 {
                     k -= 1;
-                    let c = &req.candidates[targets[k] as usize];
-                    view.restore_candidate(c);
+                    let victim = targets[k] as usize;
+                    view.restore_candidate_of(t, victim);
                     if preemptor_fits(&view, req, node, allow) {
                         targets.swap_remove(k);
                     } else {
-                        view.remove_candidate(c);
+                        view.remove_candidate_of(t, victim);
                     }
                 }
                 return Some(Victims {
@@ -348,7 +392,11 @@ pub fn greedy_victims(
 
 /// Kueue's victim selection restricted to the candidates in `subset` (indices into
 /// `req.candidates`), as if the others were not eligible.
-pub fn select_victims_among(catalog: &Catalog, req: &Request, subset: &[u32]) -> Option<Victims> {
+pub fn select_victims_among<C: CandidateTable>(
+    catalog: &Catalog,
+    req: &Request<C>,
+    subset: &[u32],
+) -> Option<Victims> {
     let order = victim_order(req, subset);
     let attempts = borrowing_attempts(catalog, req, subset);
     greedy_victims(catalog, req, &order, &attempts)
@@ -356,7 +404,7 @@ pub fn select_victims_among(catalog: &Catalog, req: &Request, subset: &[u32]) ->
 
 /// Kueue's classical victim selection (without fair sharing), exactly as the host's built-in
 /// policy. Under fair sharing Kueue uses [`fair_select_victims`] instead.
-pub fn select_victims(catalog: &Catalog, req: &Request) -> Option<Victims> {
+pub fn select_victims<C: CandidateTable>(catalog: &Catalog, req: &Request<C>) -> Option<Victims> {
     let all: Vec<u32> = (0..req.candidates.len() as u32).collect();
     select_victims_among(catalog, req, &all)
 }
@@ -629,6 +677,76 @@ mod tests {
         let low = cand(4, 0, CandidateKind::SameQueue, -1, 0);
         let req = request(0, 1, vec![same, other, hier, low], vec![]);
         assert_eq!(victim_order(&req, &[0, 1, 2, 3]), vec![0, 2, 1, 3]);
+    }
+
+    #[test]
+    fn columns_and_records_decide_alike() {
+        // root(0) <- mid(1) <- a(2, cq 0), b(3, cq 1); root <- c(4, cq 2). Two resources.
+        let cat = CatalogBuilder::new()
+            .flavor_resources(2)
+            .cohort("root", None)
+            .cohort("mid", Some(0))
+            .cluster_queue("a", Some(1))
+            .quota(2, 0, 6, None, None)
+            .quota(2, 1, 6, None, None)
+            .cluster_queue("b", Some(1))
+            .quota(3, 0, 4, Some(2), None)
+            .quota(3, 1, 4, None, Some(1))
+            .cluster_queue("c", Some(0))
+            .quota(4, 0, 5, None, None)
+            .quota(4, 1, 5, None, None)
+            .build();
+        let mut x: u64 = 11;
+        let mut next = |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let kinds = [
+            CandidateKind::SameQueue,
+            CandidateKind::ReclaimWithoutBorrowing,
+            CandidateKind::ReclaimWhileBorrowing,
+            CandidateKind::HierarchicalReclaim,
+        ];
+        let mut answered = 0;
+        for round in 0..300 {
+            let n = next(12) as u32;
+            let candidates: Vec<Candidate> = (0..n)
+                .map(|w| {
+                    let cq = next(3) as u32;
+                    let mut c = cand(
+                        w,
+                        cq,
+                        kinds[next(4) as usize],
+                        next(5) as i64,
+                        next(9) as i64,
+                    );
+                    c.evicting = next(6) == 0;
+                    c.lca = (cq != 0).then_some(if cq == 1 { 1 } else { 0 });
+                    for fr in 0..2 {
+                        if next(3) > 0 {
+                            c.usage.push(amt(fr, 1 + next(3) as i64));
+                        }
+                    }
+                    c.local_queue_usage = (round % 3 == 0).then(|| next(4) as f64);
+                    c
+                })
+                .collect();
+            let mut req = request(0, 1 + next(6) as i64, candidates, Vec::new());
+            req.requests.push(amt(1, next(4) as i64));
+            req.needs_preemption = vec![0, 1];
+            req.usage_nodes = vec![2, 1, 0, 3, 4];
+            req.usage = (0..10).map(|_| next(9) as i64).collect();
+            let columns = req.to_columns();
+            let all: Vec<u32> = (0..n).collect();
+            assert_eq!(candidate_order(&req, &all), candidate_order(&columns, &all));
+            let v = select_victims(&cat, &req);
+            assert_eq!(select_victims(&cat, &columns), v, "round {round}");
+            answered += usize::from(v.is_some());
+        }
+        // The rounds exercise both outcomes.
+        assert!((30..=270).contains(&answered), "{answered} answered");
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! reclaim-without-borrowing candidate of another ClusterQueue.
 
 use crate::catalog::Catalog;
-use crate::types::{Annotation, FrAmount, Millis, Needs, UsageTable, Workload};
+use crate::types::{
+    Annotation, ClusterQueueId, FrAmount, Millis, Needs, NodeId, UsageTable, Workload,
+};
 
 use crate::bindings::preemption::exports::wasq::policy::preemption as wit;
 pub use wit::{CandidateKind, Victims};
@@ -40,10 +42,17 @@ pub struct Candidate {
     pub local_queue_usage: Option<f64>,
 }
 
+/// The candidates as the host sends them (`wit/preemption.wit`, `record candidates`): one
+/// column per field, no record per candidate. Read them through [`CandidateTable`].
+pub type CandidateColumns = wit::Candidates;
+
 /// One preemptor and everything needed to choose its victims (`wit/preemption.wit`,
-/// `record request`), with the candidates as records.
+/// `record request`). `C` holds the candidates: one [`Candidate`] record each (the default,
+/// what [`PreemptionPolicy::select_victims`] gets), or the host's [`CandidateColumns`] (what
+/// [`PreemptionPolicy::select_victims_columns`] gets, without building a record per
+/// candidate). Both are read by index through [`CandidateTable`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct Request {
+pub struct Request<C = Vec<Candidate>> {
     /// The pending workload that needs room.
     pub preemptor: Workload,
     /// What it needs per flavor-resource under the flavors being tried.
@@ -52,7 +61,7 @@ pub struct Request {
     pub needs_preemption: Vec<u32>,
     /// Eligible candidates, in Kueue's candidate order (see `wit/preemption.wit`); answers
     /// refer to them by index.
-    pub candidates: Vec<Candidate>,
+    pub candidates: C,
     /// The quota-tree nodes whose usage `usage` holds: the preemptor's and every candidate's
     /// ClusterQueue, and their ancestors.
     pub usage_nodes: Vec<u32>,
@@ -66,54 +75,285 @@ pub struct Request {
     pub now: Millis,
 }
 
-impl From<wit::Request> for Request {
-    fn from(r: wit::Request) -> Request {
-        let c = r.candidates;
-        let n = c.workloads.len();
-        let at = |v: Option<&u32>| v.map_or(0, |&o| o as usize);
-        let mut annotations: Vec<Vec<Annotation>> = vec![Vec::new(); n];
-        for a in c.annotations {
-            if let Some(slot) = annotations.get_mut(a.candidate as usize) {
-                *slot = a.annotations;
-            }
+/// Read access to preemption candidates by index (`0..len()`), whichever form they come in.
+/// Indices out of range panic, as slice indexing does.
+pub trait CandidateTable {
+    /// How many candidates there are.
+    fn len(&self) -> usize;
+    /// Whether there are none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The workload's handle.
+    fn workload(&self, i: usize) -> u32;
+    /// Its ClusterQueue.
+    fn cluster_queue(&self, i: usize) -> ClusterQueueId;
+    /// How it relates to the preemptor.
+    fn kind(&self, i: usize) -> CandidateKind;
+    /// For reclaim: the cohort under which it was found.
+    fn lca(&self, i: usize) -> Option<NodeId>;
+    /// Effective priority.
+    fn priority(&self, i: usize) -> i64;
+    /// Creation time.
+    fn created(&self, i: usize) -> Millis;
+    /// When its quota was reserved.
+    fn admitted(&self, i: usize) -> Millis;
+    /// Already being evicted.
+    fn evicting(&self, i: usize) -> bool;
+    /// The quota it holds, per flavor-resource.
+    fn usage(&self, i: usize) -> impl Iterator<Item = FrAmount> + '_;
+    /// Its LocalQueue's admission-fair-sharing usage, when its ClusterQueue uses it.
+    fn local_queue_usage(&self, i: usize) -> Option<f64>;
+    /// Candidate `i` as a record.
+    fn candidate(&self, i: usize) -> Candidate;
+}
+
+impl CandidateTable for [Candidate] {
+    fn len(&self) -> usize {
+        <[Candidate]>::len(self)
+    }
+    fn workload(&self, i: usize) -> u32 {
+        self[i].workload
+    }
+    fn cluster_queue(&self, i: usize) -> ClusterQueueId {
+        self[i].cluster_queue
+    }
+    fn kind(&self, i: usize) -> CandidateKind {
+        self[i].kind
+    }
+    fn lca(&self, i: usize) -> Option<NodeId> {
+        self[i].lca
+    }
+    fn priority(&self, i: usize) -> i64 {
+        self[i].priority
+    }
+    fn created(&self, i: usize) -> Millis {
+        self[i].created
+    }
+    fn admitted(&self, i: usize) -> Millis {
+        self[i].admitted
+    }
+    fn evicting(&self, i: usize) -> bool {
+        self[i].evicting
+    }
+    fn usage(&self, i: usize) -> impl Iterator<Item = FrAmount> + '_ {
+        self[i].usage.iter().copied()
+    }
+    fn local_queue_usage(&self, i: usize) -> Option<f64> {
+        self[i].local_queue_usage
+    }
+    fn candidate(&self, i: usize) -> Candidate {
+        self[i].clone()
+    }
+}
+
+/// Forwards to the slice, so that `Request` (`Vec<Candidate>`) reads as a table.
+impl CandidateTable for Vec<Candidate> {
+    fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+    fn workload(&self, i: usize) -> u32 {
+        self.as_slice().workload(i)
+    }
+    fn cluster_queue(&self, i: usize) -> ClusterQueueId {
+        self.as_slice().cluster_queue(i)
+    }
+    fn kind(&self, i: usize) -> CandidateKind {
+        self.as_slice().kind(i)
+    }
+    fn lca(&self, i: usize) -> Option<NodeId> {
+        self.as_slice().lca(i)
+    }
+    fn priority(&self, i: usize) -> i64 {
+        self.as_slice().priority(i)
+    }
+    fn created(&self, i: usize) -> Millis {
+        self.as_slice().created(i)
+    }
+    fn admitted(&self, i: usize) -> Millis {
+        self.as_slice().admitted(i)
+    }
+    fn evicting(&self, i: usize) -> bool {
+        self.as_slice().evicting(i)
+    }
+    fn usage(&self, i: usize) -> impl Iterator<Item = FrAmount> + '_ {
+        self.as_slice().usage(i)
+    }
+    fn local_queue_usage(&self, i: usize) -> Option<f64> {
+        self.as_slice().local_queue_usage(i)
+    }
+    fn candidate(&self, i: usize) -> Candidate {
+        self.as_slice().candidate(i)
+    }
+}
+
+/// The columns, once [`normalized`]: every column has one entry per workload and the usage
+/// offsets are in range and non-decreasing.
+impl CandidateTable for CandidateColumns {
+    fn len(&self) -> usize {
+        self.workloads.len()
+    }
+    fn workload(&self, i: usize) -> u32 {
+        self.workloads[i]
+    }
+    fn cluster_queue(&self, i: usize) -> ClusterQueueId {
+        self.cluster_queues[i]
+    }
+    fn kind(&self, i: usize) -> CandidateKind {
+        self.kinds[i]
+    }
+    fn lca(&self, i: usize) -> Option<NodeId> {
+        self.lcas[i]
+    }
+    fn priority(&self, i: usize) -> i64 {
+        self.priorities[i]
+    }
+    fn created(&self, i: usize) -> Millis {
+        self.created[i]
+    }
+    fn admitted(&self, i: usize) -> Millis {
+        self.admitted[i]
+    }
+    fn evicting(&self, i: usize) -> bool {
+        self.evicting[i]
+    }
+    fn usage(&self, i: usize) -> impl Iterator<Item = FrAmount> + '_ {
+        let range = self.usage_offsets[i] as usize..self.usage_offsets[i + 1] as usize;
+        self.usage_frs[range.clone()]
+            .iter()
+            .zip(&self.usage_amounts[range])
+            .map(|(&fr, &amount)| FrAmount { fr, amount })
+    }
+    fn local_queue_usage(&self, i: usize) -> Option<f64> {
+        self.local_queue_usage[i]
+    }
+    fn candidate(&self, i: usize) -> Candidate {
+        Candidate {
+            workload: self.workload(i),
+            cluster_queue: self.cluster_queue(i),
+            kind: self.kind(i),
+            lca: self.lca(i),
+            priority: self.priority(i),
+            created: self.created(i),
+            admitted: self.admitted(i),
+            evicting: self.evicting(i),
+            usage: self.usage(i).collect(),
+            annotations: self
+                .annotations
+                .iter()
+                .find(|a| a.candidate as usize == i)
+                .map(|a| a.annotations.clone())
+                .unwrap_or_default(),
+            local_queue_usage: self.local_queue_usage(i),
         }
-        let candidates = annotations
-            .into_iter()
-            .enumerate()
-            .map(|(i, annotations)| {
-                let (from, to) = (at(c.usage_offsets.get(i)), at(c.usage_offsets.get(i + 1)));
-                let usage = (from..to.max(from))
-                    .filter_map(|k| {
-                        Some(FrAmount {
-                            fr: *c.usage_frs.get(k)?,
-                            amount: *c.usage_amounts.get(k)?,
-                        })
-                    })
-                    .collect();
-                Candidate {
-                    workload: c.workloads[i],
-                    cluster_queue: c.cluster_queues.get(i).copied().unwrap_or_default(),
-                    kind: c.kinds.get(i).copied().unwrap_or(CandidateKind::SameQueue),
-                    lca: c.lcas.get(i).copied().flatten(),
-                    priority: c.priorities.get(i).copied().unwrap_or_default(),
-                    created: c.created.get(i).copied().unwrap_or_default(),
-                    admitted: c.admitted.get(i).copied().unwrap_or_default(),
-                    evicting: c.evicting.get(i).copied().unwrap_or_default(),
-                    usage,
-                    annotations,
-                    local_queue_usage: c.local_queue_usage.get(i).copied().flatten(),
-                }
-            })
-            .collect();
+    }
+}
+
+/// Makes the host's columns safe to index: a column shorter than `workloads` is padded with
+/// defaults, a longer one truncated, and usage offsets are clamped into range and made
+/// non-decreasing (the host never sends them otherwise; a plugin must not trap if it did).
+pub fn normalized(mut c: CandidateColumns) -> CandidateColumns {
+    let n = c.workloads.len();
+    c.cluster_queues.resize(n, 0);
+    c.kinds.resize(n, CandidateKind::SameQueue);
+    c.lcas.resize(n, None);
+    c.priorities.resize(n, 0);
+    c.created.resize(n, 0);
+    c.admitted.resize(n, 0);
+    c.evicting.resize(n, false);
+    c.local_queue_usage.resize(n, None);
+    let entries = c.usage_frs.len().min(c.usage_amounts.len());
+    c.usage_frs.truncate(entries);
+    c.usage_amounts.truncate(entries);
+    c.usage_offsets.resize(n + 1, entries as u32);
+    let mut floor = 0;
+    for o in &mut c.usage_offsets {
+        *o = (*o).clamp(floor, entries as u32);
+        floor = *o;
+    }
+    c
+}
+
+impl From<wit::Request> for Request<CandidateColumns> {
+    fn from(r: wit::Request) -> Request<CandidateColumns> {
         Request {
             preemptor: r.preemptor,
             requests: r.requests,
             needs_preemption: r.needs_preemption,
-            candidates,
+            candidates: normalized(r.candidates),
             usage_nodes: r.usage_nodes,
             usage: r.usage,
             tree_usage: r.tree_usage,
             now: r.now,
+        }
+    }
+}
+
+impl From<wit::Request> for Request {
+    fn from(r: wit::Request) -> Request {
+        Request::<CandidateColumns>::from(r).to_records()
+    }
+}
+
+impl<C: CandidateTable> Request<C> {
+    /// The same request with one [`Candidate`] record per candidate.
+    pub fn to_records(&self) -> Request {
+        Request {
+            preemptor: self.preemptor.clone(),
+            requests: self.requests.clone(),
+            needs_preemption: self.needs_preemption.clone(),
+            candidates: (0..self.candidates.len())
+                .map(|i| self.candidates.candidate(i))
+                .collect(),
+            usage_nodes: self.usage_nodes.clone(),
+            usage: self.usage.clone(),
+            tree_usage: self.tree_usage.clone(),
+            now: self.now,
+        }
+    }
+}
+
+impl Request {
+    /// The same request with the candidates as the host sends them: to test a
+    /// [`select_victims_columns`](PreemptionPolicy::select_victims_columns) written over
+    /// [`CandidateTable`] on requests built as records.
+    pub fn to_columns(&self) -> Request<CandidateColumns> {
+        let list = &self.candidates;
+        let mut c = CandidateColumns {
+            workloads: list.iter().map(|c| c.workload).collect(),
+            cluster_queues: list.iter().map(|c| c.cluster_queue).collect(),
+            kinds: list.iter().map(|c| c.kind).collect(),
+            lcas: list.iter().map(|c| c.lca).collect(),
+            priorities: list.iter().map(|c| c.priority).collect(),
+            created: list.iter().map(|c| c.created).collect(),
+            admitted: list.iter().map(|c| c.admitted).collect(),
+            evicting: list.iter().map(|c| c.evicting).collect(),
+            usage_offsets: vec![0],
+            usage_frs: Vec::new(),
+            usage_amounts: Vec::new(),
+            annotations: Vec::new(),
+            local_queue_usage: list.iter().map(|c| c.local_queue_usage).collect(),
+        };
+        for (i, cand) in list.iter().enumerate() {
+            c.usage_frs.extend(cand.usage.iter().map(|u| u.fr));
+            c.usage_amounts.extend(cand.usage.iter().map(|u| u.amount));
+            c.usage_offsets.push(c.usage_frs.len() as u32);
+            if !cand.annotations.is_empty() {
+                c.annotations.push(wit::CandidateAnnotations {
+                    candidate: i as u32,
+                    annotations: cand.annotations.clone(),
+                });
+            }
+        }
+        Request {
+            preemptor: self.preemptor.clone(),
+            requests: self.requests.clone(),
+            needs_preemption: self.needs_preemption.clone(),
+            candidates: c,
+            usage_nodes: self.usage_nodes.clone(),
+            usage: self.usage.clone(),
+            tree_usage: self.tree_usage.clone(),
+            now: self.now,
         }
     }
 }
@@ -144,6 +384,21 @@ pub trait PreemptionPolicy: Default + 'static {
     /// cannot make it fit. [`kueue::select_victims`](crate::kueue::select_victims) is Kueue's
     /// answer.
     fn select_victims(&mut self, catalog: &Catalog, req: &Request) -> Option<Victims>;
+
+    /// What the SDK calls for each request: the same decision on the candidates as the host
+    /// sends them ([`CandidateColumns`]). The default builds one [`Candidate`] record per
+    /// candidate ([`Request::to_records`]) and calls
+    /// [`select_victims`](PreemptionPolicy::select_victims); a policy written over
+    /// [`CandidateTable`] (as every function of [`kueue`](crate::kueue) is) overrides it to skip
+    /// that work, which is most of a call's cost with hundreds of candidates. Both must decide
+    /// alike.
+    fn select_victims_columns(
+        &mut self,
+        catalog: &Catalog,
+        req: &Request<CandidateColumns>,
+    ) -> Option<Victims> {
+        self.select_victims(catalog, &req.to_records())
+    }
 }
 
 #[doc(hidden)]
@@ -167,7 +422,7 @@ pub mod glue {
         let (policy, catalog) = plugin.parts();
         requests
             .into_iter()
-            .map(|r| policy.select_victims(catalog, &Request::from(r)))
+            .map(|r| policy.select_victims_columns(catalog, &Request::from(r)))
             .collect()
     }
 }
@@ -240,7 +495,7 @@ mod tests {
             }],
             local_queue_usage: vec![Some(0.5), None],
         };
-        let req = Request::from(wit::Request {
+        let req: Request = Request::from(wit::Request {
             preemptor: crate::testing::workload(5, 1, 0, 0),
             requests: Vec::new(),
             needs_preemption: Vec::new(),
@@ -287,5 +542,40 @@ mod tests {
             }]
         );
         assert_eq!(b.annotations[0].value, "x");
+        // And back: the columns of the records are the columns sent.
+        let again = req.to_columns().to_records();
+        assert_eq!(again.candidates, req.candidates);
+    }
+
+    #[test]
+    fn malformed_columns_are_made_safe_to_index() {
+        let columns = wit::Candidates {
+            workloads: vec![1, 2, 3],
+            cluster_queues: vec![0],
+            kinds: Vec::new(),
+            lcas: vec![None, Some(1), None, Some(2)],
+            priorities: vec![5, 6, 7],
+            created: Vec::new(),
+            admitted: Vec::new(),
+            evicting: vec![true],
+            // Decreasing, out of range, and one short.
+            usage_offsets: vec![0, 2, 1],
+            usage_frs: vec![0, 1, 0],
+            usage_amounts: vec![10, 20],
+            annotations: Vec::new(),
+            local_queue_usage: Vec::new(),
+        };
+        let t = normalized(columns);
+        assert_eq!(t.len(), 3);
+        assert_eq!(t.cluster_queue(2), 0);
+        assert_eq!(t.kind(1), CandidateKind::SameQueue);
+        assert_eq!(t.lca(1), Some(1));
+        assert_eq!(t.lcas.len(), 3);
+        assert!(t.evicting(0) && !t.evicting(2));
+        let usage = |i| t.usage(i).map(|u| (u.fr, u.amount)).collect::<Vec<_>>();
+        assert_eq!(usage(0), vec![(0, 10), (1, 20)]);
+        assert_eq!(usage(1), Vec::new());
+        assert_eq!(usage(2), Vec::new());
+        assert_eq!(t.candidate(2).priority, 7);
     }
 }

@@ -17,7 +17,7 @@
 //! of the catalog, which fair sharing's dominant resource share ([`QuotaView::drs`]) needs.
 
 use crate::catalog::Catalog;
-use crate::preemption::{Candidate, Request};
+use crate::preemption::{Candidate, CandidateTable, Request};
 use crate::types::{FrAmount, FrId, NodeId, NodeKind, Quantity, Quota, UsageTable};
 
 const NONE: u32 = u32::MAX;
@@ -39,6 +39,11 @@ pub struct QuotaView<'c> {
     slot_of: Vec<u32>,
     /// Slot → catalog node.
     nodes: Vec<NodeId>,
+    /// Slot → the slot of its parent, `NONE` for a root. The ancestors of a node in the view
+    /// are in the view, so walks up the tree never leave it.
+    parent: Vec<u32>,
+    /// Slot → whether the node is a Cohort.
+    cohort: Vec<bool>,
     /// Slot × column, row-major.
     usage: Vec<Quantity>,
     /// Slot × column, row-major.
@@ -67,6 +72,8 @@ impl<'c> QuotaView<'c> {
             col_of,
             slot_of: vec![NONE; catalog.nodes.len()],
             nodes: Vec::new(),
+            parent: Vec::new(),
+            cohort: Vec::new(),
             usage: Vec::new(),
             quotas: Vec::new(),
         }
@@ -75,31 +82,55 @@ impl<'c> QuotaView<'c> {
     /// The view of a preemption request: columns are the preemptor's requested
     /// flavor-resources, usage is the request's `usage` of `usage-nodes`, and the preemptor's
     /// and every candidate's ClusterQueue (with their ancestors) are included.
-    pub fn from_request(catalog: &'c Catalog, req: &Request) -> QuotaView<'c> {
+    pub fn from_request<C: CandidateTable>(
+        catalog: &'c Catalog,
+        req: &Request<C>,
+    ) -> QuotaView<'c> {
         let req_frs: Vec<FrId> = req.requests.iter().map(|r| r.fr).collect();
         let mut view = QuotaView::new(catalog, &req_frs);
+        view.reserve(req.usage_nodes.len());
         let width = req.requests.len();
         for (i, &node) in req.usage_nodes.iter().enumerate() {
             view.include(node);
+            let Some(slot) = view.slot(node) else {
+                continue;
+            };
             for (j, &fr) in req_frs.iter().enumerate() {
                 // With duplicate flavor-resources in `requests`, the first column wins.
                 if req_frs[..j].contains(&fr) {
                     continue;
                 }
-                if let Some(&v) = req.usage.get(i * width + j) {
-                    view.set_usage(node, fr, v);
+                if let (Some(col), Some(&v)) = (view.column(fr), req.usage.get(i * width + j)) {
+                    view.usage[slot * view.frs.len() + col] = v;
                 }
             }
         }
         if let Some(node) = catalog.cluster_queue_node(req.preemptor.cluster_queue) {
             view.include(node);
         }
-        for c in &req.candidates {
-            if let Some(node) = catalog.cluster_queue_node(c.cluster_queue) {
-                view.include(node);
+        let t = &req.candidates;
+        let mut last = None;
+        for i in 0..t.len() {
+            // Candidates come grouped by queue more often than not.
+            let cq = t.cluster_queue(i);
+            if last != Some(cq) {
+                last = Some(cq);
+                if let Some(node) = catalog.cluster_queue_node(cq) {
+                    view.include(node);
+                }
             }
         }
         view
+    }
+
+    /// Room for `nodes` more nodes without reallocating.
+    fn reserve(&mut self, nodes: usize) {
+        let cells = nodes * self.frs.len();
+        self.nodes.reserve(nodes);
+        self.parent.reserve(nodes);
+        self.cohort.reserve(nodes);
+        self.usage.reserve(cells);
+        self.quotas.reserve(cells);
     }
 
     /// The view of a `usage-table` (the cohort trees a fair-sharing decision is about): every
@@ -138,17 +169,32 @@ impl<'c> QuotaView<'c> {
             return;
         }
         let catalog = self.catalog;
+        let first = self.nodes.len();
+        // The slot the new chain hangs from: an included ancestor, or none (a root).
+        let mut above = NONE;
         for n in std::iter::once(node).chain(catalog.ancestors(node)) {
-            // The ancestors of an included node are included.
-            if self.slot_of[n as usize] != NONE {
-                break;
+            // The ancestors of an included node are included. A parent outside the catalog
+            // ends the chain as a root would.
+            match self.slot_of.get(n as usize) {
+                Some(&s) if s != NONE => {
+                    above = s;
+                    break;
+                }
+                Some(_) => {}
+                None => break,
             }
             self.slot_of[n as usize] = self.nodes.len() as u32;
             self.nodes.push(n);
+            self.parent.push(self.nodes.len() as u32);
+            self.cohort
+                .push(catalog.node(n).is_some_and(|n| n.kind == NodeKind::Cohort));
             for &fr in &self.frs {
                 self.usage.push(0);
                 self.quotas.push(catalog.quota(n, fr));
             }
+        }
+        if let Some(last) = self.parent.len().checked_sub(1).filter(|&l| l >= first) {
+            self.parent[last] = above;
         }
     }
 
@@ -209,8 +255,34 @@ impl<'c> QuotaView<'c> {
     /// What the node could still take of `fr`, borrowing as far as its limits and its
     /// ancestors allow: ≥ 0.
     pub fn available(&self, node: NodeId, fr: FrId) -> Quantity {
-        self.available_raw(node, fr, self.catalog.nodes.len())
-            .max(0)
+        match (self.slot(node), self.column(fr)) {
+            (Some(slot), Some(col)) => self.available_at(slot, col, self.nodes.len()),
+            _ => self.available_raw(node, fr, self.catalog.nodes.len()),
+        }
+        .max(0)
+    }
+
+    /// [`available`](QuotaView::available) of a node in the view on a tracked column, before
+    /// clamping: walks parent slots only.
+    fn available_at(&self, slot: usize, col: usize, depth: usize) -> Quantity {
+        let cell = slot * self.frs.len() + col;
+        let q = &self.quotas[cell];
+        let used = self.usage[cell];
+        let parent = self.parent[slot];
+        if parent == NONE || depth == 0 {
+            return q.subtree.saturating_sub(used);
+        }
+        let mut from_parent = self.available_at(parent as usize, col, depth - 1);
+        if let Some(limit) = q.borrowing_limit {
+            let local = q.guaranteed;
+            let stored_in_parent = q.subtree.saturating_sub(local);
+            let used_in_parent = (used - local).max(0);
+            let cap = stored_in_parent
+                .saturating_sub(used_in_parent)
+                .saturating_add(limit);
+            from_parent = from_parent.min(cap);
+        }
+        (q.guaranteed - used).max(0).saturating_add(from_parent)
     }
 
     fn available_raw(&self, node: NodeId, fr: FrId, depth: usize) -> Quantity {
@@ -246,58 +318,94 @@ impl<'c> QuotaView<'c> {
             return;
         }
         self.include(node);
-        let mut node = node;
-        let mut delta = delta;
-        for _ in 0..=self.catalog.nodes.len() {
-            let Some(cell) = self.cell(node, fr) else {
-                return;
-            };
+        let (Some(slot), Some(col)) = (self.slot(node), self.column(fr)) else {
+            return;
+        };
+        self.add_at(slot, col, delta);
+    }
+
+    /// [`add_usage`](QuotaView::add_usage) at a slot and column of the view.
+    fn add_at(&mut self, slot: usize, col: usize, delta: Quantity) {
+        let width = self.frs.len();
+        let (mut slot, mut delta) = (slot, delta);
+        for _ in 0..self.nodes.len() {
+            let cell = slot * width + col;
             let local = self.quotas[cell].guaranteed;
             let before = self.usage[cell];
             let after = before + delta;
             self.usage[cell] = after;
-            let Some(parent) = self.catalog.parent(node) else {
+            let parent = self.parent[slot];
+            if parent == NONE {
                 return;
-            };
+            }
             delta = (after - local).max(0) - (before - local).max(0);
             if delta == 0 {
                 return;
             }
-            node = parent;
+            slot = parent as usize;
         }
     }
 
     /// Adds a workload's usage (one entry per flavor-resource) at a node.
     pub fn add_workload(&mut self, node: NodeId, usage: &[FrAmount]) {
-        for u in usage {
-            self.add_usage(node, u.fr, u.amount);
-        }
+        self.add_signed(node, usage.iter().copied(), 1);
     }
 
     /// Removes a workload's usage at a node.
     pub fn remove_workload(&mut self, node: NodeId, usage: &[FrAmount]) {
+        self.add_signed(node, usage.iter().copied(), -1);
+    }
+
+    fn add_signed(&mut self, node: NodeId, usage: impl Iterator<Item = FrAmount>, sign: Quantity) {
+        let mut slot = None;
         for u in usage {
-            self.add_usage(node, u.fr, -u.amount);
+            let Some(col) = self.column(u.fr) else {
+                continue;
+            };
+            let slot = match slot {
+                Some(s) => s,
+                None => {
+                    self.include(node);
+                    let Some(s) = self.slot(node) else {
+                        return;
+                    };
+                    *slot.insert(s)
+                }
+            };
+            self.add_at(slot, col, sign * u.amount);
         }
     }
 
     /// Removes a preemption candidate's usage from its ClusterQueue (as if it were evicted).
     pub fn remove_candidate(&mut self, candidate: &Candidate) {
-        if let Some(node) = self.catalog.cluster_queue_node(candidate.cluster_queue) {
-            self.remove_workload(node, &candidate.usage);
-        }
+        self.remove_candidate_of(std::slice::from_ref(candidate), 0);
     }
 
     /// Puts a removed candidate's usage back.
     pub fn restore_candidate(&mut self, candidate: &Candidate) {
-        if let Some(node) = self.catalog.cluster_queue_node(candidate.cluster_queue) {
-            self.add_workload(node, &candidate.usage);
+        self.restore_candidate_of(std::slice::from_ref(candidate), 0);
+    }
+
+    /// Removes candidate `i` of a table from its ClusterQueue (as if it were evicted).
+    pub fn remove_candidate_of<C: CandidateTable + ?Sized>(&mut self, table: &C, i: usize) {
+        if let Some(node) = self.catalog.cluster_queue_node(table.cluster_queue(i)) {
+            self.add_signed(node, table.usage(i), -1);
+        }
+    }
+
+    /// Puts candidate `i` of a table back.
+    pub fn restore_candidate_of<C: CandidateTable + ?Sized>(&mut self, table: &C, i: usize) {
+        if let Some(node) = self.catalog.cluster_queue_node(table.cluster_queue(i)) {
+            self.add_signed(node, table.usage(i), 1);
         }
     }
 
     /// Whether the node would be over its own quota with `extra` more of `fr`: for a
     /// ClusterQueue, past its nominal quota; for a Cohort, past its subtree quota.
     pub fn borrowing_with(&self, node: NodeId, fr: FrId, extra: Quantity) -> bool {
+        if let (Some(slot), Some(col)) = (self.slot(node), self.column(fr)) {
+            return self.borrowing_at(slot, col, extra);
+        }
         let q = self.quota(node, fr);
         let limit = match self.catalog.node(node).map(|n| n.kind) {
             Some(NodeKind::Cohort) => q.subtree,
@@ -314,17 +422,44 @@ impl<'c> QuotaView<'c> {
     /// Kueue's `IsWithinNominalInResources`: usage ≤ subtree quota for every listed
     /// flavor-resource.
     pub fn within_nominal(&self, node: NodeId, frs: &[FrId]) -> bool {
-        frs.iter()
-            .all(|&fr| self.usage(node, fr) <= self.quota(node, fr).subtree)
+        let Some(slot) = self.slot(node) else {
+            return frs
+                .iter()
+                .all(|&fr| self.usage(node, fr) <= self.quota(node, fr).subtree);
+        };
+        let row = slot * self.frs.len();
+        frs.iter().all(|&fr| match self.column(fr) {
+            Some(col) => self.usage[row + col] <= self.quotas[row + col].subtree,
+            None => 0 <= self.catalog.quota(self.nodes[slot], fr).subtree,
+        })
     }
 
     /// Kueue's `workloadFits`: every request is within what the node has available, and, unless
     /// `allow_borrowing`, does not take the node past its nominal quota.
     pub fn fits(&self, node: NodeId, requests: &[FrAmount], allow_borrowing: bool) -> bool {
-        requests.iter().all(|r| {
-            (allow_borrowing || !self.borrowing_with(node, r.fr, r.amount))
-                && r.amount <= self.available(node, r.fr)
+        let slot = self.slot(node);
+        requests.iter().all(|r| match slot.zip(self.column(r.fr)) {
+            Some((slot, col)) => {
+                (allow_borrowing || !self.borrowing_at(slot, col, r.amount))
+                    && r.amount <= self.available_at(slot, col, self.nodes.len()).max(0)
+            }
+            None => {
+                (allow_borrowing || !self.borrowing_with(node, r.fr, r.amount))
+                    && r.amount <= self.available(node, r.fr)
+            }
         })
+    }
+
+    /// [`borrowing_with`](QuotaView::borrowing_with) at a slot and column of the view.
+    fn borrowing_at(&self, slot: usize, col: usize, extra: Quantity) -> bool {
+        let cell = slot * self.frs.len() + col;
+        let q = &self.quotas[cell];
+        let limit = if self.cohort[slot] {
+            q.subtree
+        } else {
+            q.nominal
+        };
+        limit < self.usage[cell].saturating_add(extra)
     }
 }
 

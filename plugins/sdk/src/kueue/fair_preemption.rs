@@ -24,10 +24,10 @@
 use std::cmp::Ordering;
 use std::collections::VecDeque;
 
-use super::{candidates_ordering, preemptor_fits};
+use super::{compare_candidates, preemptor_fits};
 use crate::catalog::Catalog;
 use crate::fair::{self, Drs};
-use crate::preemption::{CandidateKind, Request, Victims};
+use crate::preemption::{CandidateKind, CandidateTable, Request, Victims};
 use crate::quota::QuotaView;
 use crate::types::{FairSharingStrategy, NodeId};
 
@@ -45,9 +45,9 @@ const DEFAULT_STRATEGIES: [FairSharingStrategy; 2] = [
 /// ([`preemption_needs`](super::preemption_needs) does under fair sharing).
 ///
 /// [`Needs::TREE_USAGE`]: crate::types::Needs::TREE_USAGE
-pub fn fair_select_victims(
+pub fn fair_select_victims<C: CandidateTable>(
     catalog: &Catalog,
-    req: &Request,
+    req: &Request<C>,
     strategies: &[FairSharingStrategy],
 ) -> Option<Victims> {
     if req.candidates.is_empty() {
@@ -87,16 +87,16 @@ pub fn fair_select_victims(
 }
 
 /// The snapshot being simulated on and the victims chosen so far.
-struct Simulation<'c, 'r> {
+struct Simulation<'c, 'r, C> {
     catalog: &'c Catalog,
-    req: &'r Request,
+    req: &'r Request<C>,
     /// The preemptor's ClusterQueue node.
     node: NodeId,
     view: QuotaView<'c>,
     targets: Vec<u32>,
 }
 
-impl Simulation<'_, '_> {
+impl<C: CandidateTable> Simulation<'_, '_, C> {
     /// Adds (`sign` 1) or removes (−1) the preemptor's requests at its ClusterQueue.
     fn incoming(&mut self, sign: i64) {
         for r in &self.req.requests {
@@ -106,7 +106,8 @@ impl Simulation<'_, '_> {
 
     /// Removes a victim from the snapshot and records it.
     fn preempt(&mut self, i: u32) {
-        self.view.remove_candidate(&self.req.candidates[i as usize]);
+        self.view
+            .remove_candidate_of(&self.req.candidates, i as usize);
         self.targets.push(i);
     }
 
@@ -135,7 +136,7 @@ impl Simulation<'_, '_> {
             // stays within nominal quota (InCohortReclamation): no strategy applies.
             let unconditional = target == self.node
                 || ordering.head(target).is_some_and(|i| {
-                    req.candidates[i as usize].kind == CandidateKind::HierarchicalReclaim
+                    req.candidates.kind(i as usize) == CandidateKind::HierarchicalReclaim
                 });
             if unconditional {
                 let Some(i) = ordering.pop(target) else {
@@ -160,10 +161,9 @@ impl Simulation<'_, '_> {
             }
             while let Some(i) = ordering.pop(target) {
                 // Kueue's `ComputeTargetShareAfterRemoval`.
-                let c = &req.candidates[i as usize];
-                self.view.remove_candidate(c);
+                self.view.remove_candidate_of(&req.candidates, i as usize);
                 let target_new = self.share(lca_target);
-                self.view.restore_candidate(c);
+                self.view.restore_candidate_of(&req.candidates, i as usize);
                 let passed = match strategy {
                     FairSharingStrategy::LessThanOrEqualToFinalShare => {
                         fair::compare(&preemptor_new, &target_new) != Ordering::Greater
@@ -212,12 +212,12 @@ impl Simulation<'_, '_> {
         let mut k = self.targets.len().saturating_sub(1);
         while k > 0 {
             k -= 1;
-            let c = &self.req.candidates[self.targets[k] as usize];
-            self.view.restore_candidate(c);
+            let victim = self.targets[k] as usize;
+            self.view.restore_candidate_of(&self.req.candidates, victim);
             if preemptor_fits(&self.view, self.req, self.node, true) {
                 self.targets.swap_remove(k);
             } else {
-                self.view.remove_candidate(c);
+                self.view.remove_candidate_of(&self.req.candidates, victim);
             }
         }
     }
@@ -238,9 +238,9 @@ fn compare_opt(a: Option<&Drs>, b: Option<&Drs>) -> Ordering {
 }
 
 /// Kueue's `TargetClusterQueueOrdering`: which ClusterQueue to take the next victim from.
-struct TargetOrdering<'c, 'r> {
+struct TargetOrdering<'c, 'r, C> {
     catalog: &'c Catalog,
-    req: &'r Request,
+    req: &'r Request<C>,
     /// The preemptor's ClusterQueue node.
     own: NodeId,
     /// Per node: the cohorts on the path from the preemptor's ClusterQueue to the root.
@@ -251,8 +251,8 @@ struct TargetOrdering<'c, 'r> {
     pruned: Vec<bool>,
 }
 
-impl<'c, 'r> TargetOrdering<'c, 'r> {
-    fn new(catalog: &'c Catalog, req: &'r Request, own: NodeId, candidates: &[u32]) -> Self {
+impl<'c, 'r, C: CandidateTable> TargetOrdering<'c, 'r, C> {
+    fn new(catalog: &'c Catalog, req: &'r Request<C>, own: NodeId, candidates: &[u32]) -> Self {
         let n = catalog.nodes.len();
         let mut on_path = vec![false; n];
         for a in catalog.ancestors(own) {
@@ -260,7 +260,7 @@ impl<'c, 'r> TargetOrdering<'c, 'r> {
         }
         let mut queues = vec![VecDeque::new(); n];
         for &i in candidates {
-            let cq = req.candidates[i as usize].cluster_queue;
+            let cq = req.candidates.cluster_queue(i as usize);
             if let Some(queue) = catalog
                 .cluster_queue_node(cq)
                 .and_then(|node| queues.get_mut(node as usize))
@@ -337,9 +337,10 @@ impl<'c, 'r> TargetOrdering<'c, 'r> {
                         // for later comparisons stays the earlier one, as in Kueue.
                         let (new, current) = (self.head(cq), self.head(*best));
                         if let (Some(new), Some(current)) = (new, current)
-                            && candidates_ordering(
-                                &self.req.candidates[new as usize],
-                                &self.req.candidates[current as usize],
+                            && compare_candidates(
+                                &self.req.candidates,
+                                new as usize,
+                                current as usize,
                                 self.req.preemptor.cluster_queue,
                             ) == Ordering::Less
                         {
@@ -539,7 +540,14 @@ mod tests {
         admitted: &[Admitted<'_>],
         strategies: &[FairSharingStrategy],
     ) -> Option<Vec<String>> {
-        let v = fair_select_victims(cat, req, strategies)?;
+        let v = fair_select_victims(cat, req, strategies);
+        // The same decision on the columns the host sends.
+        assert_eq!(
+            fair_select_victims(cat, &req.to_columns(), strategies),
+            v,
+            "columns"
+        );
+        let v = v?;
         assert!(v.allow_borrowing);
         let mut names: Vec<String> = v
             .victims
@@ -644,7 +652,9 @@ mod tests {
         adm.extend([("c1", 2, 4, 20), ("d1", 3, 1, 21)]);
         let req = request(&cat, &adm, 1000, true, CandidateKind::FairSharing);
         let first = (0..req.candidates.len())
-            .min_by(|&x, &y| candidates_ordering(&req.candidates[x], &req.candidates[y], 0))
+            .min_by(|&x, &y| {
+                crate::kueue::candidates_ordering(&req.candidates[x], &req.candidates[y], 0)
+            })
             .unwrap();
         assert_ne!(req.candidates[first].cluster_queue, 0);
         assert_eq!(
