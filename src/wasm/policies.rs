@@ -117,15 +117,20 @@ impl OrderingPolicy for WasmOrdering {
 /// A preemption plugin.
 pub struct WasmPreemption(pub Arc<Plugin>);
 
-fn kind(k: CandidateKind) -> pre::CandidateKind {
-    match k {
+/// A candidate's kind as its `candidate-kind` case number (`record candidates`, `kinds`).
+fn kind(k: CandidateKind) -> u8 {
+    let case = match k {
         CandidateKind::SameQueue => pre::CandidateKind::SameQueue,
         CandidateKind::HierarchicalReclaim => pre::CandidateKind::HierarchicalReclaim,
         CandidateKind::ReclaimWithoutBorrowing => pre::CandidateKind::ReclaimWithoutBorrowing,
         CandidateKind::ReclaimWhileBorrowing => pre::CandidateKind::ReclaimWhileBorrowing,
         CandidateKind::FairSharing => pre::CandidateKind::FairSharing,
-    }
+    };
+    case as u8
 }
+
+/// `no-node`: a `node-id` that names no node (`record candidates`, `lcas`).
+const NO_NODE: u32 = u32::MAX;
 
 /// The candidates as the WIT's columns.
 fn candidates(
@@ -142,12 +147,13 @@ fn candidates(
         priorities: Vec::with_capacity(n),
         created: Vec::with_capacity(n),
         admitted: Vec::with_capacity(n),
-        evicting: Vec::with_capacity(n),
+        evicting: Vec::new(),
         usage_offsets: Vec::with_capacity(n + 1),
         usage_frs: Vec::with_capacity(n),
         usage_amounts: Vec::with_capacity(n),
         annotations: Vec::new(),
-        local_queue_usage: Vec::with_capacity(n),
+        local_queue_usage_of: Vec::new(),
+        local_queue_usage: Vec::new(),
     };
     c.usage_offsets.push(0);
     for (i, cand) in list.iter().enumerate() {
@@ -155,11 +161,13 @@ fn candidates(
         c.workloads.push(cand.workload.0);
         c.cluster_queues.push(cand.cluster_queue.0);
         c.kinds.push(kind(cand.kind));
-        c.lcas.push(cand.lca.map(|n| n.0));
+        c.lcas.push(cand.lca.map_or(NO_NODE, |n| n.0));
         c.priorities.push(cand.priority);
         c.created.push(wl.created);
         c.admitted.push(cand.reserved_at);
-        c.evicting.push(cand.evicted);
+        if cand.evicted {
+            c.evicting.push(i as u32);
+        }
         for &(fr, v) in &cand.usage {
             c.usage_frs.push(fr.0);
             c.usage_amounts.push(v);
@@ -172,7 +180,10 @@ fn candidates(
                 annotations,
             });
         }
-        c.local_queue_usage.push(cand.local_queue_usage);
+        if let Some(usage) = cand.local_queue_usage {
+            c.local_queue_usage_of.push(i as u32);
+            c.local_queue_usage.push(usage);
+        }
     }
     c
 }

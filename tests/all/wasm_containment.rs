@@ -168,6 +168,55 @@ fn a_forbidden_import_is_refused_at_load_naming_the_import() {
     assert_eq!(registry.failures().count(), 1);
 }
 
+/// A plugin built against another version of the WIT package is refused at load, naming both
+/// versions: the same component with its `wasq:policy` names rewritten to 0.2.0 (equal length,
+/// so the binary stays valid).
+#[test]
+fn a_plugin_of_another_wit_version_is_refused_naming_both_versions() {
+    let built = super::plugins::built();
+    let bytes = std::fs::read(built.plugins.join("kueue-default-preemption.wasm")).expect("built");
+    let (from, to) = (b"wasq:policy/".as_slice(), b"@0.3.0".as_slice());
+    let mut old = bytes.clone();
+    let mut rewritten = 0;
+    let mut i = 0;
+    while let Some(at) = old[i..].windows(from.len()).position(|w| w == from) {
+        let start = i + at;
+        // The version follows the interface name, within a short distance.
+        let end = (start + 64).min(old.len());
+        if let Some(v) = old[start..end].windows(to.len()).position(|w| w == to) {
+            old[start + v..start + v + to.len()].copy_from_slice(b"@0.2.0");
+            rewritten += 1;
+        }
+        i = start + from.len();
+    }
+    assert!(rewritten > 0, "no wasq:policy names found");
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("old-preemption.wasm"), &old).expect("write");
+    std::fs::write(dir.path().join("kueue-default-preemption.wasm"), &bytes).expect("write");
+    let registry =
+        wasq::wasm::Registry::load_dir(super::plugins::engine(), dir.path(), &test_options())
+            .expect("the directory loads");
+    let failures: Vec<_> = registry.failures().collect();
+    let [(name, error)] = failures.as_slice() else {
+        panic!(
+            "exactly the rewritten plugin is refused: {:?}",
+            failures.len()
+        )
+    };
+    assert_eq!(*name, "old-preemption");
+    match error {
+        LoadError::OtherVersion { version, .. } => assert_eq!(version, "0.2.0"),
+        other => panic!("unexpected error {other}"),
+    }
+    let message = error.to_string();
+    assert!(
+        message.contains("wasq:policy@0.2.0") && message.contains("wasq:policy@0.3.0"),
+        "{message}"
+    );
+    // The current build beside it loads.
+    assert!(registry.get("kueue-default-preemption").is_some());
+}
+
 #[test]
 fn bindings_name_unknown_plugins_and_wrong_kinds() {
     let registry = plugins();

@@ -23,6 +23,10 @@ pub struct Catalog {
     children: Vec<Vec<NodeId>>,
     /// Node → the ClusterQueue whose node it is.
     cq_of_node: Vec<Option<ClusterQueueId>>,
+    /// Node → its parent; ClusterQueue → its node (dense copies of the records' fields, read
+    /// per candidate in preemption).
+    parents: Vec<Option<NodeId>>,
+    cq_nodes: Vec<NodeId>,
 }
 
 /// The figures of a flavor-resource a node does not list: all zero, no limits.
@@ -56,10 +60,14 @@ impl Catalog {
                 slot.get_or_insert(i as ClusterQueueId);
             }
         }
+        let parents = raw.nodes.iter().map(|n| n.parent).collect();
+        let cq_nodes = raw.cluster_queues.iter().map(|cq| cq.node).collect();
         Catalog {
             raw,
             children,
             cq_of_node,
+            parents,
+            cq_nodes,
         }
     }
 
@@ -92,7 +100,7 @@ impl Catalog {
 
     /// The parent Cohort of a node (`None` for a root or an unknown node).
     pub fn parent(&self, id: NodeId) -> Option<NodeId> {
-        self.node(id).and_then(|n| n.parent)
+        self.parents.get(id as usize).copied().flatten()
     }
 
     /// The ancestors of a node, from its parent up to the root. Stops after as many steps as
@@ -159,7 +167,7 @@ impl Catalog {
 
     /// The quota-tree node of a ClusterQueue.
     pub fn cluster_queue_node(&self, id: ClusterQueueId) -> Option<NodeId> {
-        self.cluster_queue(id).map(|cq| cq.node)
+        self.cq_nodes.get(id as usize).copied()
     }
 
     /// The ClusterQueue whose quota-tree node `node` is (`None` for a Cohort).

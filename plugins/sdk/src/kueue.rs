@@ -173,24 +173,31 @@ fn compare_across<A: CandidateTable + ?Sized, B: CandidateTable + ?Sized>(
     b: usize,
     own: ClusterQueueId,
 ) -> Ordering {
-    tb.evicting(b)
-        .cmp(&ta.evicting(a))
-        .then_with(|| (ta.cluster_queue(a) == own).cmp(&(tb.cluster_queue(b) == own)))
-        .then_with(|| by_priority_then_recency(ta, a, tb, b))
+    order_key(ta, a, own).cmp(&order_key(tb, b, own))
+}
+
+/// [`candidates_ordering`] as a sort key, smallest first: not evicting, in the preemptor's own
+/// queue, priority, admission time reversed (`!t` orders the other way round without
+/// overflow), workload handle.
+type OrderKey = (bool, bool, i64, i64, u32);
+
+fn order_key<C: CandidateTable + ?Sized>(t: &C, i: usize, own: ClusterQueueId) -> OrderKey {
+    (
+        !t.evicting(i),
+        t.cluster_queue(i) == own,
+        t.priority(i),
+        !t.admitted(i),
+        t.workload(i),
+    )
 }
 
 /// The end of Kueue's candidate order: lower priority first, most recently admitted first,
 /// then the workload handle.
-fn by_priority_then_recency<A: CandidateTable + ?Sized, B: CandidateTable + ?Sized>(
-    ta: &A,
-    a: usize,
-    tb: &B,
-    b: usize,
-) -> Ordering {
-    ta.priority(a)
-        .cmp(&tb.priority(b))
-        .then_with(|| tb.admitted(b).cmp(&ta.admitted(a)))
-        .then_with(|| ta.workload(a).cmp(&tb.workload(b)))
+fn by_priority_then_recency<C: CandidateTable + ?Sized>(t: &C, a: usize, b: usize) -> Ordering {
+    t.priority(a)
+        .cmp(&t.priority(b))
+        .then_with(|| t.admitted(b).cmp(&t.admitted(a)))
+        .then_with(|| t.workload(a).cmp(&t.workload(b)))
 }
 
 /// Within one ClusterQueue under admission fair sharing: evicting first, then LocalQueues with
@@ -200,7 +207,7 @@ fn within_queue<C: CandidateTable + ?Sized>(t: &C, a: usize, b: usize) -> Orderi
     t.evicting(b)
         .cmp(&t.evicting(a))
         .then_with(|| usage(b).total_cmp(&usage(a)))
-        .then_with(|| by_priority_then_recency(t, a, t, b))
+        .then_with(|| by_priority_then_recency(t, a, b))
 }
 
 /// Kueue's candidate order of the candidates listed in `subset` (indices into
@@ -214,8 +221,14 @@ fn within_queue<C: CandidateTable + ?Sized>(t: &C, a: usize, b: usize) -> Orderi
 pub fn candidate_order<C: CandidateTable>(req: &Request<C>, subset: &[u32]) -> Vec<u32> {
     let own = req.preemptor.cluster_queue;
     let t = &req.candidates;
-    let mut order = subset.to_vec();
-    order.sort_by(|&a, &b| compare_candidates(t, a as usize, b as usize, own));
+    // Keys once per candidate, then a stable sort of (key, index): cheap when, as the host
+    // sends them, the candidates are in order already.
+    let mut keyed: Vec<(OrderKey, u32)> = subset
+        .iter()
+        .map(|&i| (order_key(t, i as usize, own), i))
+        .collect();
+    keyed.sort_by_key(|k| k.0);
+    let mut order: Vec<u32> = keyed.into_iter().map(|(_, i)| i).collect();
     let mut queues: Vec<ClusterQueueId> = order
         .iter()
         .filter(|&&i| t.local_queue_usage(i as usize).is_some())
@@ -252,10 +265,16 @@ fn class(kind: CandidateKind) -> u8 {
 /// `req.candidates`): evicting ones of each class first, then the rest of each class, each
 /// class in [`candidate_order`].
 pub fn victim_order<C: CandidateTable>(req: &Request<C>, subset: &[u32]) -> Vec<u32> {
-    let mut order = candidate_order(req, subset);
     let t = &req.candidates;
-    order.sort_by_key(|&i| (!t.evicting(i as usize), class(t.kind(i as usize))));
-    order
+    let mut keyed: Vec<(u8, u32)> = candidate_order(req, subset)
+        .into_iter()
+        .map(|i| {
+            let i_ = i as usize;
+            ((u8::from(!t.evicting(i_)) << 2) | class(t.kind(i_)), i)
+        })
+        .collect();
+    keyed.sort_by_key(|k| k.0);
+    keyed.into_iter().map(|(_, i)| i).collect()
 }
 
 /// The borrowing modes Kueue tries, in order, for the candidates in `subset`: `true` allows the

@@ -25,7 +25,7 @@
 //! wasq_policy_sdk::export_ordering!(OldestFirst);
 //! ```
 //!
-//! The SDK handles the WIT contract (`wasq:policy@0.2.0`, generated with wit-bindgen from the
+//! The SDK handles the WIT contract (`wasq:policy@0.3.0`, generated with wit-bindgen from the
 //! repository's `wit/` folder): it stores the [`Catalog`] the host sends and passes it to every
 //! policy method, batches calls, and installs a panic hook that logs the panic message to the
 //! host before the guest traps. It also offers:

@@ -43,8 +43,17 @@ pub struct Candidate {
 }
 
 /// The candidates as the host sends them (`wit/preemption.wit`, `record candidates`): one
-/// column per field, no record per candidate. Read them through [`CandidateTable`].
-pub type CandidateColumns = wit::Candidates;
+/// column per field, no record per candidate, made safe to index when received. Read them
+/// through [`CandidateTable`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidateColumns {
+    raw: wit::Candidates,
+    /// Per candidate: being evicted (the host lists the few that are).
+    evicting: Vec<bool>,
+    /// Per candidate, when any has admission-fair-sharing usage (the host lists those that
+    /// do); empty otherwise.
+    local_queue_usage: Vec<Option<f64>>,
+}
 
 /// One preemptor and everything needed to choose its victims (`wit/preemption.wit`,
 /// `record request`). `C` holds the candidates: one [`Candidate`] record each (the default,
@@ -187,45 +196,44 @@ impl CandidateTable for Vec<Candidate> {
     }
 }
 
-/// The columns, once [`normalized`]: every column has one entry per workload and the usage
-/// offsets are in range and non-decreasing.
 impl CandidateTable for CandidateColumns {
     fn len(&self) -> usize {
-        self.workloads.len()
+        self.raw.workloads.len()
     }
     fn workload(&self, i: usize) -> u32 {
-        self.workloads[i]
+        self.raw.workloads[i]
     }
     fn cluster_queue(&self, i: usize) -> ClusterQueueId {
-        self.cluster_queues[i]
+        self.raw.cluster_queues[i]
     }
     fn kind(&self, i: usize) -> CandidateKind {
-        self.kinds[i]
+        KINDS[usize::from(self.raw.kinds[i])]
     }
     fn lca(&self, i: usize) -> Option<NodeId> {
-        self.lcas[i]
+        Some(self.raw.lcas[i]).filter(|&n| n != NO_NODE)
     }
     fn priority(&self, i: usize) -> i64 {
-        self.priorities[i]
+        self.raw.priorities[i]
     }
     fn created(&self, i: usize) -> Millis {
-        self.created[i]
+        self.raw.created[i]
     }
     fn admitted(&self, i: usize) -> Millis {
-        self.admitted[i]
+        self.raw.admitted[i]
     }
     fn evicting(&self, i: usize) -> bool {
         self.evicting[i]
     }
     fn usage(&self, i: usize) -> impl Iterator<Item = FrAmount> + '_ {
-        let range = self.usage_offsets[i] as usize..self.usage_offsets[i + 1] as usize;
-        self.usage_frs[range.clone()]
+        let c = &self.raw;
+        let range = c.usage_offsets[i] as usize..c.usage_offsets[i + 1] as usize;
+        c.usage_frs[range.clone()]
             .iter()
-            .zip(&self.usage_amounts[range])
+            .zip(&c.usage_amounts[range])
             .map(|(&fr, &amount)| FrAmount { fr, amount })
     }
     fn local_queue_usage(&self, i: usize) -> Option<f64> {
-        self.local_queue_usage[i]
+        self.local_queue_usage.get(i).copied().flatten()
     }
     fn candidate(&self, i: usize) -> Candidate {
         Candidate {
@@ -239,6 +247,7 @@ impl CandidateTable for CandidateColumns {
             evicting: self.evicting(i),
             usage: self.usage(i).collect(),
             annotations: self
+                .raw
                 .annotations
                 .iter()
                 .find(|a| a.candidate as usize == i)
@@ -249,29 +258,73 @@ impl CandidateTable for CandidateColumns {
     }
 }
 
+/// `candidate-kind` by case number, as `record candidates` sends kinds.
+const KINDS: [CandidateKind; 5] = [
+    CandidateKind::SameQueue,
+    CandidateKind::HierarchicalReclaim,
+    CandidateKind::ReclaimWithoutBorrowing,
+    CandidateKind::ReclaimWhileBorrowing,
+    CandidateKind::FairSharing,
+];
+
+/// `no-node` in `record candidates`' `lcas`.
+const NO_NODE: NodeId = u32::MAX;
+
 /// Makes the host's columns safe to index: a column shorter than `workloads` is padded with
-/// defaults, a longer one truncated, and usage offsets are clamped into range and made
-/// non-decreasing (the host never sends them otherwise; a plugin must not trap if it did).
-pub fn normalized(mut c: CandidateColumns) -> CandidateColumns {
-    let n = c.workloads.len();
-    c.cluster_queues.resize(n, 0);
-    c.kinds.resize(n, CandidateKind::SameQueue);
-    c.lcas.resize(n, None);
-    c.priorities.resize(n, 0);
-    c.created.resize(n, 0);
-    c.admitted.resize(n, 0);
-    c.evicting.resize(n, false);
-    c.local_queue_usage.resize(n, None);
-    let entries = c.usage_frs.len().min(c.usage_amounts.len());
-    c.usage_frs.truncate(entries);
-    c.usage_amounts.truncate(entries);
-    c.usage_offsets.resize(n + 1, entries as u32);
-    let mut floor = 0;
-    for o in &mut c.usage_offsets {
-        *o = (*o).clamp(floor, entries as u32);
-        floor = *o;
+/// defaults, a longer one truncated, an unknown kind reads as `same-queue`, usage offsets are
+/// clamped into range and made non-decreasing, and indices out of range are ignored (the host
+/// never sends such columns; a plugin must not trap if it did).
+impl From<wit::Candidates> for CandidateColumns {
+    fn from(mut c: wit::Candidates) -> CandidateColumns {
+        let n = c.workloads.len();
+        c.cluster_queues.resize(n, 0);
+        c.kinds.resize(n, 0);
+        for k in &mut c.kinds {
+            if usize::from(*k) >= KINDS.len() {
+                *k = 0;
+            }
+        }
+        c.lcas.resize(n, NO_NODE);
+        c.priorities.resize(n, 0);
+        c.created.resize(n, 0);
+        c.admitted.resize(n, 0);
+        let entries = c.usage_frs.len().min(c.usage_amounts.len());
+        c.usage_frs.truncate(entries);
+        c.usage_amounts.truncate(entries);
+        c.usage_offsets.resize(n + 1, entries as u32);
+        let mut floor = 0;
+        for o in &mut c.usage_offsets {
+            *o = (*o).clamp(floor, entries as u32);
+            floor = *o;
+        }
+        let mut evicting = vec![false; n];
+        for &i in &c.evicting {
+            if let Some(e) = evicting.get_mut(i as usize) {
+                *e = true;
+            }
+        }
+        let mut local_queue_usage = Vec::new();
+        if !c.local_queue_usage_of.is_empty() {
+            local_queue_usage.resize(n, None);
+            for (&i, &u) in c.local_queue_usage_of.iter().zip(&c.local_queue_usage) {
+                if let Some(slot) = local_queue_usage.get_mut(i as usize) {
+                    *slot = Some(u);
+                }
+            }
+        }
+        CandidateColumns {
+            raw: c,
+            evicting,
+            local_queue_usage,
+        }
     }
-    c
+}
+
+impl CandidateColumns {
+    /// The columns as the host sent them (normalized).
+    pub fn raw(&self) -> &wit::Candidates {
+        &self.raw
+    }
 }
 
 impl From<wit::Request> for Request<CandidateColumns> {
@@ -280,7 +333,7 @@ impl From<wit::Request> for Request<CandidateColumns> {
             preemptor: r.preemptor,
             requests: r.requests,
             needs_preemption: r.needs_preemption,
-            candidates: normalized(r.candidates),
+            candidates: CandidateColumns::from(r.candidates),
             usage_nodes: r.usage_nodes,
             usage: r.usage,
             tree_usage: r.tree_usage,
@@ -319,22 +372,27 @@ impl Request {
     /// [`CandidateTable`] on requests built as records.
     pub fn to_columns(&self) -> Request<CandidateColumns> {
         let list = &self.candidates;
-        let mut c = CandidateColumns {
+        let position = |kind: CandidateKind| KINDS.iter().position(|&k| k == kind).unwrap_or(0);
+        let mut c = wit::Candidates {
             workloads: list.iter().map(|c| c.workload).collect(),
             cluster_queues: list.iter().map(|c| c.cluster_queue).collect(),
-            kinds: list.iter().map(|c| c.kind).collect(),
-            lcas: list.iter().map(|c| c.lca).collect(),
+            kinds: list.iter().map(|c| position(c.kind) as u8).collect(),
+            lcas: list.iter().map(|c| c.lca.unwrap_or(NO_NODE)).collect(),
             priorities: list.iter().map(|c| c.priority).collect(),
             created: list.iter().map(|c| c.created).collect(),
             admitted: list.iter().map(|c| c.admitted).collect(),
-            evicting: list.iter().map(|c| c.evicting).collect(),
+            evicting: Vec::new(),
             usage_offsets: vec![0],
             usage_frs: Vec::new(),
             usage_amounts: Vec::new(),
             annotations: Vec::new(),
-            local_queue_usage: list.iter().map(|c| c.local_queue_usage).collect(),
+            local_queue_usage_of: Vec::new(),
+            local_queue_usage: Vec::new(),
         };
         for (i, cand) in list.iter().enumerate() {
+            if cand.evicting {
+                c.evicting.push(i as u32);
+            }
             c.usage_frs.extend(cand.usage.iter().map(|u| u.fr));
             c.usage_amounts.extend(cand.usage.iter().map(|u| u.amount));
             c.usage_offsets.push(c.usage_frs.len() as u32);
@@ -344,12 +402,16 @@ impl Request {
                     annotations: cand.annotations.clone(),
                 });
             }
+            if let Some(usage) = cand.local_queue_usage {
+                c.local_queue_usage_of.push(i as u32);
+                c.local_queue_usage.push(usage);
+            }
         }
         Request {
             preemptor: self.preemptor.clone(),
             requests: self.requests.clone(),
             needs_preemption: self.needs_preemption.clone(),
-            candidates: c,
+            candidates: CandidateColumns::from(c),
             usage_nodes: self.usage_nodes.clone(),
             usage: self.usage.clone(),
             tree_usage: self.tree_usage.clone(),
@@ -477,12 +539,12 @@ mod tests {
         let columns = wit::Candidates {
             workloads: vec![7, 9],
             cluster_queues: vec![1, 2],
-            kinds: vec![CandidateKind::SameQueue, CandidateKind::FairSharing],
-            lcas: vec![None, Some(4)],
+            kinds: vec![0, 4],
+            lcas: vec![u32::MAX, 4],
             priorities: vec![-1, 3],
             created: vec![10, 20],
             admitted: vec![11, 21],
-            evicting: vec![false, true],
+            evicting: vec![1],
             usage_offsets: vec![0, 2, 3],
             usage_frs: vec![0, 1, 0],
             usage_amounts: vec![1000, 2000, 3000],
@@ -493,7 +555,8 @@ mod tests {
                     value: "x".into(),
                 }],
             }],
-            local_queue_usage: vec![Some(0.5), None],
+            local_queue_usage_of: vec![0],
+            local_queue_usage: vec![0.5],
         };
         let req: Request = Request::from(wit::Request {
             preemptor: crate::testing::workload(5, 1, 0, 0),
@@ -552,30 +615,38 @@ mod tests {
         let columns = wit::Candidates {
             workloads: vec![1, 2, 3],
             cluster_queues: vec![0],
-            kinds: Vec::new(),
-            lcas: vec![None, Some(1), None, Some(2)],
+            kinds: vec![3, 9],
+            lcas: vec![u32::MAX, 1, 2, 5],
             priorities: vec![5, 6, 7],
             created: Vec::new(),
             admitted: Vec::new(),
-            evicting: vec![true],
+            evicting: vec![0, 7],
             // Decreasing, out of range, and one short.
             usage_offsets: vec![0, 2, 1],
             usage_frs: vec![0, 1, 0],
             usage_amounts: vec![10, 20],
             annotations: Vec::new(),
-            local_queue_usage: Vec::new(),
+            local_queue_usage_of: vec![2, 5, 1],
+            local_queue_usage: vec![0.25, 1.0],
         };
-        let t = normalized(columns);
+        let t = CandidateColumns::from(columns);
         assert_eq!(t.len(), 3);
         assert_eq!(t.cluster_queue(2), 0);
+        assert_eq!(t.kind(0), CandidateKind::ReclaimWhileBorrowing);
+        // An unknown kind and a missing one read as same-queue.
         assert_eq!(t.kind(1), CandidateKind::SameQueue);
-        assert_eq!(t.lca(1), Some(1));
-        assert_eq!(t.lcas.len(), 3);
-        assert!(t.evicting(0) && !t.evicting(2));
+        assert_eq!(t.kind(2), CandidateKind::SameQueue);
+        assert_eq!((t.lca(0), t.lca(1), t.lca(2)), (None, Some(1), Some(2)));
+        assert!(t.evicting(0) && !t.evicting(1) && !t.evicting(2));
         let usage = |i| t.usage(i).map(|u| (u.fr, u.amount)).collect::<Vec<_>>();
         assert_eq!(usage(0), vec![(0, 10), (1, 20)]);
         assert_eq!(usage(1), Vec::new());
         assert_eq!(usage(2), Vec::new());
+        // Index 5 is out of range; candidate 1's usage has no value to pair with.
+        assert_eq!(
+            (0..3).map(|i| t.local_queue_usage(i)).collect::<Vec<_>>(),
+            vec![None, None, Some(0.25)]
+        );
         assert_eq!(t.candidate(2).priority, 7);
     }
 }
