@@ -308,16 +308,6 @@ pub fn build_cluster(
             .iter()
             .map(|ps| pod_set_info(ps, &mut names))
             .collect();
-        let namespace_matches = cluster_queue.is_some_and(|cq| {
-            cluster_queues[cq.index()]
-                .namespace_selector
-                .as_ref()
-                .is_some_and(|sel| {
-                    namespace_labels
-                        .get(&namespace)
-                        .is_some_and(|labels| super::matching::selector_matches(sel, labels))
-                })
-        });
         by_key.insert(key.clone(), id);
         workloads.push(WorkloadInfo {
             id,
@@ -336,7 +326,8 @@ pub fn build_cluster(
             pod_sets,
             annotations,
             active: wl.spec.active(),
-            namespace_matches,
+            // Decided below, once the cluster knows every namespace and ClusterQueue.
+            namespace_matches: false,
         });
     }
 
@@ -365,6 +356,12 @@ pub fn build_cluster(
         by_key,
         admitted: vec![BTreeSet::new(); n_cq],
     };
+
+    for i in 0..cluster.workloads.len() {
+        let wl = &cluster.workloads[i];
+        cluster.workloads[i].namespace_matches =
+            cluster.namespace_matches(wl.cluster_queue, &wl.namespace);
+    }
 
     // ---- admissions the manifests already carry.
     for wl in sorted {

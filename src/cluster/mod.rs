@@ -362,13 +362,31 @@ impl Cluster {
         Ok(admission)
     }
 
-    /// Registers a workload that arrives after the cluster was built (controller use).
+    /// Registers a workload that arrives after the cluster was built (controller use). Its
+    /// `namespace_matches` is decided here, as the build decides it.
     pub fn add_workload(&mut self, info: WorkloadInfo) -> WorkloadId {
         let id = WorkloadId(self.workloads.len() as u32);
         self.by_key.insert(info.key.clone(), id);
-        self.workloads.push(WorkloadInfo { id, ..info });
+        let namespace_matches = self.namespace_matches(info.cluster_queue, &info.namespace);
+        self.workloads.push(WorkloadInfo {
+            id,
+            namespace_matches,
+            ..info
+        });
         self.holdings.push(Holding::None);
         id
+    }
+
+    /// Whether the ClusterQueue's `namespaceSelector` matches the namespace's labels (false
+    /// without a ClusterQueue, a selector or known labels).
+    pub fn namespace_matches(&self, cq: Option<CqId>, namespace: &str) -> bool {
+        cq.is_some_and(|cq| {
+            self.cq(cq).namespace_selector.as_ref().is_some_and(|sel| {
+                self.namespace_labels
+                    .get(namespace)
+                    .is_some_and(|labels| matching::selector_matches(sel, labels))
+            })
+        })
     }
 
     /// Per-pod requests of a podSet scaled to `count` pods.

@@ -191,6 +191,8 @@ pub struct Candidate {
     /// The cohort under which the candidate was found (reclaim only).
     pub lca: Option<NodeId>,
     pub priority: i64,
+    /// Creation time (the workload's queue-order timestamp).
+    pub created: Millis,
     pub reserved_at: Millis,
     /// Already being evicted.
     pub evicted: bool,

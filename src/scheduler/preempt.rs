@@ -214,13 +214,15 @@ impl Collector<'_, '_> {
             let Some(a) = cluster.admission(id) else {
                 continue;
             };
+            let wl = cluster.workload(id);
             self.out.push(Candidate {
                 workload: id,
                 cluster_queue: cq,
                 node: cluster.cq(cq).node,
                 kind,
                 lca,
-                priority: cluster.workload(id).effective_priority(),
+                priority: wl.effective_priority(),
+                created: wl.created,
                 reserved_at: a.reserved_at,
                 evicted: cluster.is_evicting(id),
                 usage: a.usage.clone(),

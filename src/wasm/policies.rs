@@ -22,6 +22,9 @@ fn wrong_length(got: usize, expected: usize) -> PolicyError {
     PolicyError::Invalid(InvalidAnswer::WrongLength { got, expected })
 }
 
+/// `no-local-queue`: a `local-queue-id` that names no LocalQueue (`record heads`).
+const NO_LOCAL_QUEUE: u32 = u32::MAX;
+
 /// An ordering plugin.
 pub struct WasmOrdering(pub Arc<Plugin>);
 
@@ -71,25 +74,47 @@ impl OrderingPolicy for WasmOrdering {
         cx: &PolicyContext<'_>,
         heads: &[HeadEntry],
     ) -> Result<Vec<usize>, PolicyError> {
-        let records: Vec<ord::Head> = heads
-            .iter()
-            .map(|h| ord::Head {
-                workload: h.workload.0,
-                cluster_queue: h.cluster_queue.0,
-                local_queue: h.local_queue.map(|l| l.0),
-                has_reservation: h.has_reservation,
-                borrow_level: h.borrow_level,
-                priority: h.priority,
-                created: h.created,
-                queued: h.queued,
-                key: ord::SortKey {
-                    primary: h.key.0[0],
-                    secondary: h.key.0[1],
-                    tertiary: h.key.0[2],
-                },
-                usage: convert::fr_amounts(&h.usage),
-            })
-            .collect();
+        let n = heads.len();
+        let mut columns = ord::Heads {
+            workloads: Vec::with_capacity(n),
+            cluster_queues: Vec::with_capacity(n),
+            local_queues: Vec::with_capacity(n),
+            has_reservation: Vec::new(),
+            borrow_levels: Vec::with_capacity(n),
+            priorities: Vec::with_capacity(n),
+            created: Vec::with_capacity(n),
+            queued: Vec::with_capacity(n),
+            key_primary: Vec::with_capacity(n),
+            key_secondary: Vec::with_capacity(n),
+            key_tertiary: Vec::with_capacity(n),
+            usage_offsets: Vec::with_capacity(n + 1),
+            usage_frs: Vec::with_capacity(n),
+            usage_amounts: Vec::with_capacity(n),
+        };
+        columns.usage_offsets.push(0);
+        for (i, h) in heads.iter().enumerate() {
+            columns.workloads.push(h.workload.0);
+            columns.cluster_queues.push(h.cluster_queue.0);
+            columns
+                .local_queues
+                .push(h.local_queue.map_or(NO_LOCAL_QUEUE, |l| l.0));
+            if h.has_reservation {
+                columns.has_reservation.push(i as u32);
+            }
+            columns.borrow_levels.push(h.borrow_level);
+            columns.priorities.push(h.priority);
+            columns.created.push(h.created);
+            columns.queued.push(h.queued);
+            let [primary, secondary, tertiary] = h.key.0;
+            columns.key_primary.push(primary);
+            columns.key_secondary.push(secondary);
+            columns.key_tertiary.push(tertiary);
+            for &(fr, amount) in &h.usage {
+                columns.usage_frs.push(fr.0);
+                columns.usage_amounts.push(amount);
+            }
+            columns.usage_offsets.push(columns.usage_frs.len() as u32);
+        }
         let order = self.0.call(cx.cluster, "order-heads", |call| {
             let usage = if call.needs.tree_usage {
                 let tree = &cx.cluster.tree;
@@ -104,7 +129,7 @@ impl OrderingPolicy for WasmOrdering {
                 convert::no_usage()
             };
             let (guest, store) = call.ordering();
-            guest.call_order_heads(store, &records, &usage, cx.now)
+            guest.call_order_heads(store, &columns, &usage, cx.now)
         })?;
         Ok(order.into_iter().map(|i| i as usize).collect())
     }
@@ -157,13 +182,12 @@ fn candidates(
     };
     c.usage_offsets.push(0);
     for (i, cand) in list.iter().enumerate() {
-        let wl = cluster.workload(cand.workload);
         c.workloads.push(cand.workload.0);
         c.cluster_queues.push(cand.cluster_queue.0);
         c.kinds.push(kind(cand.kind));
         c.lcas.push(cand.lca.map_or(NO_NODE, |n| n.0));
         c.priorities.push(cand.priority);
-        c.created.push(wl.created);
+        c.created.push(cand.created);
         c.admitted.push(cand.reserved_at);
         if cand.evicted {
             c.evicting.push(i as u32);
@@ -173,7 +197,7 @@ fn candidates(
             c.usage_amounts.push(v);
         }
         c.usage_offsets.push(c.usage_frs.len() as u32);
-        let annotations = catalog.annotations(&wl.annotations);
+        let annotations = catalog.annotations(&cluster.workload(cand.workload).annotations);
         if !annotations.is_empty() {
             c.annotations.push(pre::CandidateAnnotations {
                 candidate: i as u32,

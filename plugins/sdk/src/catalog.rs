@@ -27,6 +27,12 @@ pub struct Catalog {
     /// per candidate in preemption).
     parents: Vec<Option<NodeId>>,
     cq_nodes: Vec<NodeId>,
+    /// Node → whether it is a Cohort.
+    cohorts: Vec<bool>,
+    /// Every node's quotas, sorted by node then flavor-resource, in one list: node `n`'s are
+    /// `quotas[quota_start[n]..quota_start[n + 1]]`.
+    quota_start: Vec<u32>,
+    quotas: Vec<Quota>,
 }
 
 /// The figures of a flavor-resource a node does not list: all zero, no limits.
@@ -62,12 +68,27 @@ impl Catalog {
         }
         let parents = raw.nodes.iter().map(|n| n.parent).collect();
         let cq_nodes = raw.cluster_queues.iter().map(|cq| cq.node).collect();
+        let cohorts = raw
+            .nodes
+            .iter()
+            .map(|n| n.kind == types::NodeKind::Cohort)
+            .collect();
+        let mut quota_start = Vec::with_capacity(n + 1);
+        let mut quotas = Vec::new();
+        quota_start.push(0);
+        for node in &raw.nodes {
+            quotas.extend_from_slice(&node.quotas);
+            quota_start.push(quotas.len() as u32);
+        }
         Catalog {
             raw,
             children,
             cq_of_node,
             parents,
             cq_nodes,
+            cohorts,
+            quota_start,
+            quotas,
         }
     }
 
@@ -122,14 +143,21 @@ impl Catalog {
     /// The quota a node has for a flavor-resource; all zero and unlimited when the node does not
     /// list it (or the node does not exist).
     pub fn quota(&self, node: NodeId, fr: FrId) -> Quota {
-        self.node(node)
-            .and_then(|n| {
-                n.quotas
-                    .binary_search_by_key(&fr, |q| q.fr)
-                    .ok()
-                    .map(|i| n.quotas[i])
-            })
-            .unwrap_or_else(|| absent_quota(fr))
+        let n = node as usize;
+        let (Some(&from), Some(&to)) = (self.quota_start.get(n), self.quota_start.get(n + 1))
+        else {
+            return absent_quota(fr);
+        };
+        let list = &self.quotas[from as usize..to as usize];
+        match list.binary_search_by_key(&fr, |q| q.fr) {
+            Ok(i) => list[i],
+            Err(_) => absent_quota(fr),
+        }
+    }
+
+    /// Whether a node is a Cohort (`false` for a ClusterQueue or an unknown node).
+    pub fn is_cohort(&self, id: NodeId) -> bool {
+        self.cohorts.get(id as usize).copied().unwrap_or(false)
     }
 
     /// Kueue's `potentialAvailable`: the most a node could ever hold of `fr`, ignoring usage

@@ -4,9 +4,90 @@
 use crate::catalog::Catalog;
 use crate::kueue;
 use crate::quota::QuotaView;
-use crate::types::{LocalQueueUsage, Millis, Needs, UsageTable, Workload};
+use crate::types::{
+    ClusterQueueId, FrAmount, LocalQueueId, LocalQueueUsage, Millis, Needs, UsageTable, Workload,
+    WorkloadId,
+};
 
-pub use crate::bindings::ordering::exports::wasq::policy::ordering::{Head, SortKey};
+use crate::bindings::ordering::exports::wasq::policy::ordering as wit;
+pub use wit::SortKey;
+
+/// One ClusterQueue head of a scheduling cycle, after the host assigned it flavors: one entry
+/// of `order-heads`' columns (`wit/ordering.wit`, `record heads`), as one record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Head {
+    /// The workload's handle.
+    pub workload: WorkloadId,
+    /// Its ClusterQueue.
+    pub cluster_queue: ClusterQueueId,
+    /// Its LocalQueue, if any.
+    pub local_queue: Option<LocalQueueId>,
+    /// The workload already holds quota and this is its second pass (Kueue's two-phase
+    /// admission); Kueue handles these first.
+    pub has_reservation: bool,
+    /// How high in the cohort tree the assignment borrows: 0 = within the ClusterQueue's
+    /// nominal quota, 1 = from its cohort, and so on.
+    pub borrow_level: u32,
+    /// Effective priority.
+    pub priority: i64,
+    /// Creation time.
+    pub created: Millis,
+    /// When the workload last entered its queue.
+    pub queued: Millis,
+    /// The sort key the workload was queued under (see `record heads`).
+    pub key: SortKey,
+    /// The quota its assignment takes, per flavor-resource.
+    pub usage: Vec<FrAmount>,
+}
+
+/// `no-local-queue` in `record heads`' `local-queues`.
+const NO_LOCAL_QUEUE: LocalQueueId = u32::MAX;
+
+/// The host's columns as one record per head. Columns shorter than `workloads` read as
+/// defaults and usage offsets are clamped into range (the host never sends them otherwise; a
+/// plugin must not trap if it did).
+pub fn heads_of(c: &wit::Heads) -> Vec<Head> {
+    let n = c.workloads.len();
+    let entries = c.usage_frs.len().min(c.usage_amounts.len());
+    let offset = |i: usize| (c.usage_offsets.get(i).copied().unwrap_or(0) as usize).min(entries);
+    let mut heads: Vec<Head> = (0..n)
+        .map(|i| {
+            let (from, to) = (offset(i), offset(i + 1));
+            let at = |v: &Vec<i64>| v.get(i).copied().unwrap_or_default();
+            Head {
+                workload: c.workloads[i],
+                cluster_queue: c.cluster_queues.get(i).copied().unwrap_or_default(),
+                local_queue: c
+                    .local_queues
+                    .get(i)
+                    .copied()
+                    .filter(|&l| l != NO_LOCAL_QUEUE),
+                has_reservation: false,
+                borrow_level: c.borrow_levels.get(i).copied().unwrap_or_default(),
+                priority: at(&c.priorities),
+                created: at(&c.created),
+                queued: at(&c.queued),
+                key: SortKey {
+                    primary: at(&c.key_primary),
+                    secondary: at(&c.key_secondary),
+                    tertiary: at(&c.key_tertiary),
+                },
+                usage: (from..to.max(from))
+                    .map(|k| FrAmount {
+                        fr: c.usage_frs[k],
+                        amount: c.usage_amounts[k],
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    for &i in &c.has_reservation {
+        if let Some(h) = heads.get_mut(i as usize) {
+            h.has_reservation = true;
+        }
+    }
+    heads
+}
 
 /// An admission-ordering policy. The decisions default to Kueue's classical behaviour (without
 /// fair sharing or admission fair sharing): override what the policy changes. Kueue's full
@@ -137,13 +218,13 @@ pub mod glue {
 
     pub fn order_heads<P: OrderingPolicy>(
         plugin: &mut Plugin<P>,
-        heads: Vec<Head>,
+        heads: wit::Heads,
         usage: UsageTable,
         now: Millis,
     ) -> Vec<u32> {
         let (policy, catalog) = plugin.parts();
         let view = QuotaView::from_usage_table(catalog, &usage);
-        policy.order_heads_with_usage(catalog, &heads, &view, now)
+        policy.order_heads_with_usage(catalog, &heads_of(&heads), &view, now)
     }
 }
 
@@ -182,7 +263,7 @@ macro_rules! export_ordering {
                     })
                 }
                 fn order_heads(
-                    heads: ::std::vec::Vec<$crate::ordering::Head>,
+                    heads: $crate::bindings::ordering::exports::wasq::policy::ordering::Heads,
                     usage: $crate::types::UsageTable,
                     now: $crate::types::Millis,
                 ) -> ::std::vec::Vec<u32> {
@@ -196,4 +277,85 @@ macro_rules! export_ordering {
             );
         };
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn columns() -> wit::Heads {
+        wit::Heads {
+            workloads: vec![4, 5, 6],
+            cluster_queues: vec![0, 1, 2],
+            local_queues: vec![7, NO_LOCAL_QUEUE, 8],
+            has_reservation: vec![2],
+            borrow_levels: vec![0, 1, 2],
+            priorities: vec![10, -1, 3],
+            created: vec![100, 200, 300],
+            queued: vec![101, 201, 301],
+            key_primary: vec![-10, 1, -3],
+            key_secondary: vec![100, 200, 300],
+            key_tertiary: vec![0, 0, 9],
+            usage_offsets: vec![0, 2, 2, 3],
+            usage_frs: vec![0, 1, 0],
+            usage_amounts: vec![1000, 2000, 500],
+        }
+    }
+
+    #[test]
+    fn columns_become_one_record_per_head() {
+        let heads = heads_of(&columns());
+        assert_eq!(heads.len(), 3);
+        let [a, b, c] = &heads[..] else {
+            unreachable!()
+        };
+        assert_eq!(
+            (a.workload, a.local_queue, a.has_reservation),
+            (4, Some(7), false)
+        );
+        assert_eq!(
+            a.usage,
+            vec![
+                FrAmount {
+                    fr: 0,
+                    amount: 1000
+                },
+                FrAmount {
+                    fr: 1,
+                    amount: 2000
+                }
+            ]
+        );
+        assert_eq!((b.local_queue, b.borrow_level, b.priority), (None, 1, -1));
+        assert!(b.usage.is_empty());
+        assert!(c.has_reservation);
+        assert_eq!(
+            (c.key.primary, c.key.secondary, c.key.tertiary, c.queued),
+            (-3, 300, 9, 301)
+        );
+        assert_eq!(c.usage, vec![FrAmount { fr: 0, amount: 500 }]);
+    }
+
+    #[test]
+    fn malformed_columns_do_not_trap() {
+        let mut c = columns();
+        c.cluster_queues.truncate(1);
+        c.priorities.clear();
+        c.has_reservation = vec![9, 1];
+        c.usage_offsets = vec![0, 5];
+        c.usage_amounts.truncate(1);
+        let heads = heads_of(&c);
+        assert_eq!(heads.len(), 3);
+        assert_eq!((heads[2].cluster_queue, heads[2].priority), (0, 0));
+        assert!(heads[1].has_reservation);
+        // Offsets past the entries are clamped; missing offsets read as 0.
+        assert_eq!(
+            heads[0].usage,
+            vec![FrAmount {
+                fr: 0,
+                amount: 1000
+            }]
+        );
+        assert!(heads[1].usage.is_empty() && heads[2].usage.is_empty());
+    }
 }

@@ -53,6 +53,9 @@ pub struct CandidateColumns {
     /// Per candidate, when any has admission-fair-sharing usage (the host lists those that
     /// do); empty otherwise.
     local_queue_usage: Vec<Option<f64>>,
+    /// Per candidate, when any has exposed annotations: its entry in `raw.annotations` (the
+    /// last one listed for it); empty otherwise.
+    annotations_at: Vec<Option<u32>>,
 }
 
 /// One preemptor and everything needed to choose its victims (`wit/preemption.wit`,
@@ -247,11 +250,11 @@ impl CandidateTable for CandidateColumns {
             evicting: self.evicting(i),
             usage: self.usage(i).collect(),
             annotations: self
-                .raw
-                .annotations
-                .iter()
-                .find(|a| a.candidate as usize == i)
-                .map(|a| a.annotations.clone())
+                .annotations_at
+                .get(i)
+                .copied()
+                .flatten()
+                .map(|k| self.raw.annotations[k as usize].annotations.clone())
                 .unwrap_or_default(),
             local_queue_usage: self.local_queue_usage(i),
         }
@@ -259,7 +262,7 @@ impl CandidateTable for CandidateColumns {
 }
 
 /// `candidate-kind` by case number, as `record candidates` sends kinds.
-const KINDS: [CandidateKind; 5] = [
+pub const KINDS: [CandidateKind; 5] = [
     CandidateKind::SameQueue,
     CandidateKind::HierarchicalReclaim,
     CandidateKind::ReclaimWithoutBorrowing,
@@ -267,8 +270,8 @@ const KINDS: [CandidateKind; 5] = [
     CandidateKind::FairSharing,
 ];
 
-/// `no-node` in `record candidates`' `lcas`.
-const NO_NODE: NodeId = u32::MAX;
+/// `no-node` in `record candidates`' `lcas`: no lowest common ancestor.
+pub const NO_NODE: NodeId = u32::MAX;
 
 /// Makes the host's columns safe to index: a column shorter than `workloads` is padded with
 /// defaults, a longer one truncated, an unknown kind reads as `same-queue`, usage offsets are
@@ -312,16 +315,29 @@ impl From<wit::Candidates> for CandidateColumns {
                 }
             }
         }
+        let mut annotations_at = Vec::new();
+        if !c.annotations.is_empty() {
+            annotations_at.resize(n, None);
+            for (k, a) in c.annotations.iter().enumerate() {
+                if let Some(slot) = annotations_at.get_mut(a.candidate as usize) {
+                    *slot = Some(k as u32);
+                }
+            }
+        }
         CandidateColumns {
             raw: c,
             evicting,
             local_queue_usage,
+            annotations_at,
         }
     }
 }
 
 impl CandidateColumns {
-    /// The columns as the host sent them (normalized).
+    /// The columns as the host sent them, with the per-candidate lists padded or truncated to
+    /// `workloads`, unknown kinds set to 0 and the usage offsets clamped; the lists by index
+    /// (`evicting`, `local-queue-usage-of`, `annotations`) are as sent, out-of-range indices
+    /// included. Decode `kinds` with [`KINDS`] and `lcas` with [`NO_NODE`].
     pub fn raw(&self) -> &wit::Candidates {
         &self.raw
     }
@@ -625,7 +641,16 @@ mod tests {
             usage_offsets: vec![0, 2, 1],
             usage_frs: vec![0, 1, 0],
             usage_amounts: vec![10, 20],
-            annotations: Vec::new(),
+            annotations: [(0, "first"), (5, "out of range"), (0, "last")]
+                .into_iter()
+                .map(|(candidate, value)| wit::CandidateAnnotations {
+                    candidate,
+                    annotations: vec![Annotation {
+                        key: 0,
+                        value: value.into(),
+                    }],
+                })
+                .collect(),
             local_queue_usage_of: vec![2, 5, 1],
             local_queue_usage: vec![0.25, 1.0],
         };
@@ -648,5 +673,8 @@ mod tests {
             vec![None, None, Some(0.25)]
         );
         assert_eq!(t.candidate(2).priority, 7);
+        // The last entry for a candidate wins; one out of range is ignored.
+        assert_eq!(t.candidate(0).annotations[0].value, "last");
+        assert!(t.candidate(1).annotations.is_empty());
     }
 }

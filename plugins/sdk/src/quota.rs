@@ -186,8 +186,7 @@ impl<'c> QuotaView<'c> {
             self.slot_of[n as usize] = self.nodes.len() as u32;
             self.nodes.push(n);
             self.parent.push(self.nodes.len() as u32);
-            self.cohort
-                .push(catalog.node(n).is_some_and(|n| n.kind == NodeKind::Cohort));
+            self.cohort.push(catalog.is_cohort(n));
             for &fr in &self.frs {
                 self.usage.push(0);
                 self.quotas.push(catalog.quota(n, fr));

@@ -496,6 +496,7 @@ mod tests {
                     kind,
                     lca: None,
                     priority: c.workload(w).effective_priority(),
+                    created: c.workload(w).created,
                     reserved_at: a.reserved_at,
                     evicted: false,
                     usage: a.usage.clone(),

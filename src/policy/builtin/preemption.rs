@@ -205,6 +205,7 @@ mod order_tests {
             kind: CandidateKind::FairSharing,
             lca: None,
             priority,
+            created: 0,
             reserved_at: 0,
             evicted: false,
             usage: Vec::new(),

@@ -256,7 +256,10 @@ impl<'c, 'r, C: CandidateTable> TargetOrdering<'c, 'r, C> {
         let n = catalog.nodes.len();
         let mut on_path = vec![false; n];
         for a in catalog.ancestors(own) {
-            on_path[a as usize] = true;
+            // A parent outside the node list (a malformed catalog) is on no path.
+            if let Some(on) = on_path.get_mut(a as usize) {
+                *on = true;
+            }
         }
         let mut queues = vec![VecDeque::new(); n];
         for &i in candidates {
@@ -363,7 +366,7 @@ impl<'c, 'r, C: CandidateTable> TargetOrdering<'c, 'r, C> {
             }
             let drs = view.drs_of(child, &[]);
             // A cohort on the preemptor's path stays until all its children are pruned.
-            if !drs.is_borrowing() && !self.on_path[child as usize] {
+            if !drs.is_borrowing() && !self.on_path.get(child as usize).copied().unwrap_or(false) {
                 self.pruned[child as usize] = true;
             } else if compare_opt(Some(&drs), best_cohort.as_ref().map(|b| &b.1)) != Ordering::Less
             {
@@ -392,7 +395,7 @@ impl<'c, 'r, C: CandidateTable> TargetOrdering<'c, 'r, C> {
         let catalog = self.catalog;
         let Some(lca) = catalog
             .ancestors(target)
-            .find(|&a| self.on_path[a as usize])
+            .find(|&a| self.on_path.get(a as usize).copied().unwrap_or(false))
         else {
             // Only the preemptor's own queue has no common cohort with it.
             return (self.own, target);
