@@ -22,6 +22,12 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// Whether any annotation key is exposed (else every workload's exposed annotations are
+    /// empty).
+    pub fn has_annotation_keys(&self) -> bool {
+        !self.keys.is_empty()
+    }
+
     /// Exposed annotations of `map`, keys interned. Keys the catalog does not know (an
     /// annotation first seen after the catalog was built) are left out.
     pub fn annotations(&self, map: &BTreeMap<String, String>) -> Vec<t::Annotation> {

@@ -157,59 +157,61 @@ fn kind(k: CandidateKind) -> u8 {
 /// `no-node`: a `node-id` that names no node (`record candidates`, `lcas`).
 const NO_NODE: u32 = u32::MAX;
 
-/// The candidates as the WIT's columns.
+/// The candidates as the WIT's columns (one pass per column: each is a tight loop).
 fn candidates(
     cluster: &crate::cluster::Cluster,
     catalog: &convert::Catalog,
     list: &[crate::policy::Candidate],
 ) -> pre::Candidates {
-    let n = list.len();
-    let mut c = pre::Candidates {
-        workloads: Vec::with_capacity(n),
-        cluster_queues: Vec::with_capacity(n),
-        kinds: Vec::with_capacity(n),
-        lcas: Vec::with_capacity(n),
-        priorities: Vec::with_capacity(n),
-        created: Vec::with_capacity(n),
-        admitted: Vec::with_capacity(n),
-        evicting: Vec::new(),
-        usage_offsets: Vec::with_capacity(n + 1),
-        usage_frs: Vec::with_capacity(n),
-        usage_amounts: Vec::with_capacity(n),
-        annotations: Vec::new(),
-        local_queue_usage_of: Vec::new(),
-        local_queue_usage: Vec::new(),
+    let indices = |f: fn(&crate::policy::Candidate) -> bool| -> Vec<u32> {
+        (0..list.len() as u32)
+            .filter(|&i| f(&list[i as usize]))
+            .collect()
     };
-    c.usage_offsets.push(0);
-    for (i, cand) in list.iter().enumerate() {
-        c.workloads.push(cand.workload.0);
-        c.cluster_queues.push(cand.cluster_queue.0);
-        c.kinds.push(kind(cand.kind));
-        c.lcas.push(cand.lca.map_or(NO_NODE, |n| n.0));
-        c.priorities.push(cand.priority);
-        c.created.push(cand.created);
-        c.admitted.push(cand.reserved_at);
-        if cand.evicted {
-            c.evicting.push(i as u32);
-        }
+    let mut usage_offsets = Vec::with_capacity(list.len() + 1);
+    usage_offsets.push(0);
+    let mut usage_frs = Vec::with_capacity(list.len());
+    let mut usage_amounts = Vec::with_capacity(list.len());
+    for cand in list {
         for &(fr, v) in &cand.usage {
-            c.usage_frs.push(fr.0);
-            c.usage_amounts.push(v);
+            usage_frs.push(fr.0);
+            usage_amounts.push(v);
         }
-        c.usage_offsets.push(c.usage_frs.len() as u32);
-        let annotations = catalog.annotations(&cluster.workload(cand.workload).annotations);
-        if !annotations.is_empty() {
-            c.annotations.push(pre::CandidateAnnotations {
-                candidate: i as u32,
-                annotations,
-            });
-        }
-        if let Some(usage) = cand.local_queue_usage {
-            c.local_queue_usage_of.push(i as u32);
-            c.local_queue_usage.push(usage);
-        }
+        usage_offsets.push(usage_frs.len() as u32);
     }
-    c
+    let annotations = if catalog.has_annotation_keys() {
+        list.iter()
+            .enumerate()
+            .filter_map(|(i, cand)| {
+                let annotations = catalog.annotations(&cluster.workload(cand.workload).annotations);
+                (!annotations.is_empty()).then_some(pre::CandidateAnnotations {
+                    candidate: i as u32,
+                    annotations,
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    pre::Candidates {
+        workloads: list.iter().map(|c| c.workload.0).collect(),
+        cluster_queues: list.iter().map(|c| c.cluster_queue.0).collect(),
+        kinds: list.iter().map(|c| kind(c.kind)).collect(),
+        lcas: list
+            .iter()
+            .map(|c| c.lca.map_or(NO_NODE, |n| n.0))
+            .collect(),
+        priorities: list.iter().map(|c| c.priority).collect(),
+        created: list.iter().map(|c| c.created).collect(),
+        admitted: list.iter().map(|c| c.reserved_at).collect(),
+        evicting: indices(|c| c.evicted),
+        usage_offsets,
+        usage_frs,
+        usage_amounts,
+        annotations,
+        local_queue_usage_of: indices(|c| c.local_queue_usage.is_some()),
+        local_queue_usage: list.iter().filter_map(|c| c.local_queue_usage).collect(),
+    }
 }
 
 impl PreemptionPolicy for WasmPreemption {
