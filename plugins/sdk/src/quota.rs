@@ -271,17 +271,8 @@ impl<'c> QuotaView<'c> {
         if parent == NONE || depth == 0 {
             return q.subtree.saturating_sub(used);
         }
-        let mut from_parent = self.available_at(parent as usize, col, depth - 1);
-        if let Some(limit) = q.borrowing_limit {
-            let local = q.guaranteed;
-            let stored_in_parent = q.subtree.saturating_sub(local);
-            let used_in_parent = (used - local).max(0);
-            let cap = stored_in_parent
-                .saturating_sub(used_in_parent)
-                .saturating_add(limit);
-            from_parent = from_parent.min(cap);
-        }
-        (q.guaranteed - used).max(0).saturating_add(from_parent)
+        let from_parent = self.available_at(parent as usize, col, depth - 1);
+        available_below(q, used, from_parent)
     }
 
     fn available_raw(&self, node: NodeId, fr: FrId, depth: usize) -> Quantity {
@@ -291,17 +282,8 @@ impl<'c> QuotaView<'c> {
             Some(p) if depth > 0 => p,
             _ => return q.subtree.saturating_sub(used),
         };
-        let mut from_parent = self.available_raw(parent, fr, depth - 1);
-        if let Some(limit) = q.borrowing_limit {
-            let local = q.guaranteed;
-            let stored_in_parent = q.subtree.saturating_sub(local);
-            let used_in_parent = (used - local).max(0);
-            let cap = stored_in_parent
-                .saturating_sub(used_in_parent)
-                .saturating_add(limit);
-            from_parent = from_parent.min(cap);
-        }
-        self.local_available(node, fr).saturating_add(from_parent)
+        let from_parent = self.available_raw(parent, fr, depth - 1);
+        available_below(&q, used, from_parent)
     }
 
     /// Kueue's `potentialAvailable` (see [`Catalog::potential_available`]): independent of
@@ -460,6 +442,22 @@ impl<'c> QuotaView<'c> {
         };
         limit < self.usage[cell].saturating_add(extra)
     }
+}
+
+/// Kueue's `available` of a node that is not a root: what its guaranteed quota leaves, plus
+/// what its parent has available (`from_parent`), capped by its borrowing limit.
+fn available_below(q: &Quota, used: Quantity, from_parent: Quantity) -> Quantity {
+    let mut from_parent = from_parent;
+    if let Some(limit) = q.borrowing_limit {
+        let local = q.guaranteed;
+        let stored_in_parent = q.subtree.saturating_sub(local);
+        let used_in_parent = (used - local).max(0);
+        let cap = stored_in_parent
+            .saturating_sub(used_in_parent)
+            .saturating_add(limit);
+        from_parent = from_parent.min(cap);
+    }
+    (q.guaranteed - used).max(0).saturating_add(from_parent)
 }
 
 #[cfg(test)]
