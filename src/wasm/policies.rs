@@ -17,6 +17,7 @@ use crate::policy::{
     QueuedWorkload, VictimSet,
 };
 use crate::queue::SortKey;
+use crate::quota::FrIdx;
 
 fn wrong_length(got: usize, expected: usize) -> PolicyError {
     PolicyError::Invalid(InvalidAnswer::WrongLength { got, expected })
@@ -74,47 +75,29 @@ impl OrderingPolicy for WasmOrdering {
         cx: &PolicyContext<'_>,
         heads: &[HeadEntry],
     ) -> Result<Vec<usize>, PolicyError> {
-        let n = heads.len();
-        let mut columns = ord::Heads {
-            workloads: Vec::with_capacity(n),
-            cluster_queues: Vec::with_capacity(n),
-            local_queues: Vec::with_capacity(n),
-            has_reservation: Vec::new(),
-            borrow_levels: Vec::with_capacity(n),
-            priorities: Vec::with_capacity(n),
-            created: Vec::with_capacity(n),
-            queued: Vec::with_capacity(n),
-            key_primary: Vec::with_capacity(n),
-            key_secondary: Vec::with_capacity(n),
-            key_tertiary: Vec::with_capacity(n),
-            usage_offsets: Vec::with_capacity(n + 1),
-            usage_frs: Vec::with_capacity(n),
-            usage_amounts: Vec::with_capacity(n),
+        let (usage_offsets, usage_frs, usage_amounts) =
+            usage_columns(heads.iter().map(|h| h.usage.as_slice()));
+        let columns = ord::Heads {
+            workloads: heads.iter().map(|h| h.workload.0).collect(),
+            cluster_queues: heads.iter().map(|h| h.cluster_queue.0).collect(),
+            local_queues: heads
+                .iter()
+                .map(|h| h.local_queue.map_or(NO_LOCAL_QUEUE, |l| l.0))
+                .collect(),
+            has_reservation: (0..heads.len() as u32)
+                .filter(|&i| heads[i as usize].has_reservation)
+                .collect(),
+            borrow_levels: heads.iter().map(|h| h.borrow_level).collect(),
+            priorities: heads.iter().map(|h| h.priority).collect(),
+            created: heads.iter().map(|h| h.created).collect(),
+            queued: heads.iter().map(|h| h.queued).collect(),
+            key_primary: heads.iter().map(|h| h.key.0[0]).collect(),
+            key_secondary: heads.iter().map(|h| h.key.0[1]).collect(),
+            key_tertiary: heads.iter().map(|h| h.key.0[2]).collect(),
+            usage_offsets,
+            usage_frs,
+            usage_amounts,
         };
-        columns.usage_offsets.push(0);
-        for (i, h) in heads.iter().enumerate() {
-            columns.workloads.push(h.workload.0);
-            columns.cluster_queues.push(h.cluster_queue.0);
-            columns
-                .local_queues
-                .push(h.local_queue.map_or(NO_LOCAL_QUEUE, |l| l.0));
-            if h.has_reservation {
-                columns.has_reservation.push(i as u32);
-            }
-            columns.borrow_levels.push(h.borrow_level);
-            columns.priorities.push(h.priority);
-            columns.created.push(h.created);
-            columns.queued.push(h.queued);
-            let [primary, secondary, tertiary] = h.key.0;
-            columns.key_primary.push(primary);
-            columns.key_secondary.push(secondary);
-            columns.key_tertiary.push(tertiary);
-            for &(fr, amount) in &h.usage {
-                columns.usage_frs.push(fr.0);
-                columns.usage_amounts.push(amount);
-            }
-            columns.usage_offsets.push(columns.usage_frs.len() as u32);
-        }
         let order = self.0.call(cx.cluster, "order-heads", |call| {
             let usage = if call.needs.tree_usage {
                 let tree = &cx.cluster.tree;
@@ -137,6 +120,25 @@ impl OrderingPolicy for WasmOrdering {
     fn refused(&self, error: &PolicyError) {
         self.0.refused(error);
     }
+}
+
+/// The usage columns of a list (`usage-offsets`, `usage-frs`, `usage-amounts` in `record heads`
+/// and `record candidates`): entry `i` holds the amounts `offsets[i]..offsets[i + 1]`.
+fn usage_columns<'a>(
+    usages: impl ExactSizeIterator<Item = &'a [(FrIdx, i64)]>,
+) -> (Vec<u32>, Vec<u32>, Vec<i64>) {
+    let mut offsets = Vec::with_capacity(usages.len() + 1);
+    let mut frs = Vec::with_capacity(usages.len());
+    let mut amounts = Vec::with_capacity(usages.len());
+    offsets.push(0);
+    for usage in usages {
+        for &(fr, amount) in usage {
+            frs.push(fr.0);
+            amounts.push(amount);
+        }
+        offsets.push(frs.len() as u32);
+    }
+    (offsets, frs, amounts)
 }
 
 /// A preemption plugin.
@@ -168,17 +170,8 @@ fn candidates(
             .filter(|&i| f(&list[i as usize]))
             .collect()
     };
-    let mut usage_offsets = Vec::with_capacity(list.len() + 1);
-    usage_offsets.push(0);
-    let mut usage_frs = Vec::with_capacity(list.len());
-    let mut usage_amounts = Vec::with_capacity(list.len());
-    for cand in list {
-        for &(fr, v) in &cand.usage {
-            usage_frs.push(fr.0);
-            usage_amounts.push(v);
-        }
-        usage_offsets.push(usage_frs.len() as u32);
-    }
+    let (usage_offsets, usage_frs, usage_amounts) =
+        usage_columns(list.iter().map(|c| c.usage.as_slice()));
     let annotations = if catalog.has_annotation_keys() {
         list.iter()
             .enumerate()

@@ -45,6 +45,7 @@
 #[doc(hidden)]
 pub mod bindings;
 pub mod catalog;
+mod columns;
 pub mod duration;
 #[doc(hidden)]
 pub mod export;

@@ -2,6 +2,7 @@
 //! [`export_ordering!`](crate::export_ordering).
 
 use crate::catalog::Catalog;
+use crate::columns::{normalize_usage, usage_of};
 use crate::kueue;
 use crate::quota::QuotaView;
 use crate::types::{
@@ -44,15 +45,18 @@ pub struct Head {
 const NO_LOCAL_QUEUE: LocalQueueId = u32::MAX;
 
 /// The host's columns as one record per head. Columns shorter than `workloads` read as
-/// defaults and usage offsets are clamped into range (the host never sends them otherwise; a
-/// plugin must not trap if it did).
-pub fn heads_of(c: &wit::Heads) -> Vec<Head> {
+/// defaults and usage offsets are made safe (the host never sends them otherwise; a plugin
+/// must not trap if it did).
+pub fn heads_of(mut c: wit::Heads) -> Vec<Head> {
     let n = c.workloads.len();
-    let entries = c.usage_frs.len().min(c.usage_amounts.len());
-    let offset = |i: usize| (c.usage_offsets.get(i).copied().unwrap_or(0) as usize).min(entries);
+    normalize_usage(
+        &mut c.usage_offsets,
+        &mut c.usage_frs,
+        &mut c.usage_amounts,
+        n,
+    );
     let mut heads: Vec<Head> = (0..n)
         .map(|i| {
-            let (from, to) = (offset(i), offset(i + 1));
             let at = |v: &Vec<i64>| v.get(i).copied().unwrap_or_default();
             Head {
                 workload: c.workloads[i],
@@ -72,12 +76,7 @@ pub fn heads_of(c: &wit::Heads) -> Vec<Head> {
                     secondary: at(&c.key_secondary),
                     tertiary: at(&c.key_tertiary),
                 },
-                usage: (from..to.max(from))
-                    .map(|k| FrAmount {
-                        fr: c.usage_frs[k],
-                        amount: c.usage_amounts[k],
-                    })
-                    .collect(),
+                usage: usage_of(&c.usage_offsets, &c.usage_frs, &c.usage_amounts, i).collect(),
             }
         })
         .collect();
@@ -224,7 +223,7 @@ pub mod glue {
     ) -> Vec<u32> {
         let (policy, catalog) = plugin.parts();
         let view = QuotaView::from_usage_table(catalog, &usage);
-        policy.order_heads_with_usage(catalog, &heads_of(&heads), &view, now)
+        policy.order_heads_with_usage(catalog, &heads_of(heads), &view, now)
     }
 }
 
@@ -304,7 +303,7 @@ mod tests {
 
     #[test]
     fn columns_become_one_record_per_head() {
-        let heads = heads_of(&columns());
+        let heads = heads_of(columns());
         assert_eq!(heads.len(), 3);
         let [a, b, c] = &heads[..] else {
             unreachable!()
@@ -344,11 +343,11 @@ mod tests {
         c.has_reservation = vec![9, 1];
         c.usage_offsets = vec![0, 5];
         c.usage_amounts.truncate(1);
-        let heads = heads_of(&c);
+        let heads = heads_of(c);
         assert_eq!(heads.len(), 3);
         assert_eq!((heads[2].cluster_queue, heads[2].priority), (0, 0));
         assert!(heads[1].has_reservation);
-        // Offsets past the entries are clamped; missing offsets read as 0.
+        // Offsets past the entries are clamped; missing ones point at the end.
         assert_eq!(
             heads[0].usage,
             vec![FrAmount {

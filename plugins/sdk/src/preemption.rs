@@ -7,6 +7,7 @@
 //! reclaim-without-borrowing candidate of another ClusterQueue.
 
 use crate::catalog::Catalog;
+use crate::columns::{normalize_usage, usage_of};
 use crate::types::{
     Annotation, ClusterQueueId, FrAmount, Millis, Needs, NodeId, UsageTable, Workload,
 };
@@ -120,84 +121,51 @@ pub trait CandidateTable {
     fn candidate(&self, i: usize) -> Candidate;
 }
 
-impl CandidateTable for [Candidate] {
-    fn len(&self) -> usize {
-        <[Candidate]>::len(self)
-    }
-    fn workload(&self, i: usize) -> u32 {
-        self[i].workload
-    }
-    fn cluster_queue(&self, i: usize) -> ClusterQueueId {
-        self[i].cluster_queue
-    }
-    fn kind(&self, i: usize) -> CandidateKind {
-        self[i].kind
-    }
-    fn lca(&self, i: usize) -> Option<NodeId> {
-        self[i].lca
-    }
-    fn priority(&self, i: usize) -> i64 {
-        self[i].priority
-    }
-    fn created(&self, i: usize) -> Millis {
-        self[i].created
-    }
-    fn admitted(&self, i: usize) -> Millis {
-        self[i].admitted
-    }
-    fn evicting(&self, i: usize) -> bool {
-        self[i].evicting
-    }
-    fn usage(&self, i: usize) -> impl Iterator<Item = FrAmount> + '_ {
-        self[i].usage.iter().copied()
-    }
-    fn local_queue_usage(&self, i: usize) -> Option<f64> {
-        self[i].local_queue_usage
-    }
-    fn candidate(&self, i: usize) -> Candidate {
-        self[i].clone()
-    }
+/// Records read as a table: a slice of them, and the `Vec` a [`Request`] holds.
+macro_rules! records_table {
+    ($($records:ty),*) => {$(
+        impl CandidateTable for $records {
+            fn len(&self) -> usize {
+                <[Candidate]>::len(self)
+            }
+            fn workload(&self, i: usize) -> u32 {
+                self[i].workload
+            }
+            fn cluster_queue(&self, i: usize) -> ClusterQueueId {
+                self[i].cluster_queue
+            }
+            fn kind(&self, i: usize) -> CandidateKind {
+                self[i].kind
+            }
+            fn lca(&self, i: usize) -> Option<NodeId> {
+                self[i].lca
+            }
+            fn priority(&self, i: usize) -> i64 {
+                self[i].priority
+            }
+            fn created(&self, i: usize) -> Millis {
+                self[i].created
+            }
+            fn admitted(&self, i: usize) -> Millis {
+                self[i].admitted
+            }
+            fn evicting(&self, i: usize) -> bool {
+                self[i].evicting
+            }
+            fn usage(&self, i: usize) -> impl Iterator<Item = FrAmount> + '_ {
+                self[i].usage.iter().copied()
+            }
+            fn local_queue_usage(&self, i: usize) -> Option<f64> {
+                self[i].local_queue_usage
+            }
+            fn candidate(&self, i: usize) -> Candidate {
+                self[i].clone()
+            }
+        }
+    )*};
 }
 
-/// Forwards to the slice, so that `Request` (`Vec<Candidate>`) reads as a table.
-impl CandidateTable for Vec<Candidate> {
-    fn len(&self) -> usize {
-        self.as_slice().len()
-    }
-    fn workload(&self, i: usize) -> u32 {
-        self.as_slice().workload(i)
-    }
-    fn cluster_queue(&self, i: usize) -> ClusterQueueId {
-        self.as_slice().cluster_queue(i)
-    }
-    fn kind(&self, i: usize) -> CandidateKind {
-        self.as_slice().kind(i)
-    }
-    fn lca(&self, i: usize) -> Option<NodeId> {
-        self.as_slice().lca(i)
-    }
-    fn priority(&self, i: usize) -> i64 {
-        self.as_slice().priority(i)
-    }
-    fn created(&self, i: usize) -> Millis {
-        self.as_slice().created(i)
-    }
-    fn admitted(&self, i: usize) -> Millis {
-        self.as_slice().admitted(i)
-    }
-    fn evicting(&self, i: usize) -> bool {
-        self.as_slice().evicting(i)
-    }
-    fn usage(&self, i: usize) -> impl Iterator<Item = FrAmount> + '_ {
-        self.as_slice().usage(i)
-    }
-    fn local_queue_usage(&self, i: usize) -> Option<f64> {
-        self.as_slice().local_queue_usage(i)
-    }
-    fn candidate(&self, i: usize) -> Candidate {
-        self.as_slice().candidate(i)
-    }
-}
+records_table!([Candidate], Vec<Candidate>);
 
 impl CandidateTable for CandidateColumns {
     fn len(&self) -> usize {
@@ -229,11 +197,7 @@ impl CandidateTable for CandidateColumns {
     }
     fn usage(&self, i: usize) -> impl Iterator<Item = FrAmount> + '_ {
         let c = &self.raw;
-        let range = c.usage_offsets[i] as usize..c.usage_offsets[i + 1] as usize;
-        c.usage_frs[range.clone()]
-            .iter()
-            .zip(&c.usage_amounts[range])
-            .map(|(&fr, &amount)| FrAmount { fr, amount })
+        usage_of(&c.usage_offsets, &c.usage_frs, &c.usage_amounts, i)
     }
     fn local_queue_usage(&self, i: usize) -> Option<f64> {
         self.local_queue_usage.get(i).copied().flatten()
@@ -291,15 +255,12 @@ impl From<wit::Candidates> for CandidateColumns {
         c.priorities.resize(n, 0);
         c.created.resize(n, 0);
         c.admitted.resize(n, 0);
-        let entries = c.usage_frs.len().min(c.usage_amounts.len());
-        c.usage_frs.truncate(entries);
-        c.usage_amounts.truncate(entries);
-        c.usage_offsets.resize(n + 1, entries as u32);
-        let mut floor = 0;
-        for o in &mut c.usage_offsets {
-            *o = (*o).clamp(floor, entries as u32);
-            floor = *o;
-        }
+        normalize_usage(
+            &mut c.usage_offsets,
+            &mut c.usage_frs,
+            &mut c.usage_amounts,
+            n,
+        );
         let mut evicting = vec![false; n];
         for &i in &c.evicting {
             if let Some(e) = evicting.get_mut(i as usize) {
