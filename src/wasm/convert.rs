@@ -298,12 +298,14 @@ pub fn usage_rows(
     nodes: impl IntoIterator<Item = NodeId>,
     frs: &[FrIdx],
 ) -> (Vec<u32>, Vec<i64>) {
-    let mut seen = rustc_hash::FxHashSet::default();
+    // One flag per tree node: cheaper than hashing the ~100 nodes of a large cohort per call.
+    let mut seen = vec![false; cluster.tree.len()];
     let mut rows = Vec::new();
     for node in nodes {
         for n in std::iter::once(node).chain(cluster.tree.ancestors(node)) {
-            if !seen.insert(n) {
-                break;
+            match seen.get_mut(n.0 as usize) {
+                Some(s) if !*s => *s = true,
+                _ => break,
             }
             rows.push(n);
         }
