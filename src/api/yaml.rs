@@ -20,19 +20,37 @@ pub struct SyntaxError {
     pub message: String,
 }
 
+/// serde-saphyr's default budget, with the limits that only grow with the size of the input
+/// (documents, nodes, events) scaled to it: a trace of 50,000 Workloads is one file of 50,000
+/// documents, past the default 1,024. The limits that guard against amplification (aliases,
+/// anchors, nesting depth, input bytes) keep their defaults.
+fn options(text: &str) -> serde_saphyr::Options {
+    let mut options = serde_saphyr::Options::default();
+    if let Some(budget) = options.budget.as_mut() {
+        // Every document, node and event takes at least one byte of input (aliases aside,
+        // which stay bounded by their own limits).
+        let by_size = text.len().saturating_add(1);
+        budget.max_documents = budget.max_documents.max(by_size);
+        budget.max_nodes = budget.max_nodes.max(by_size);
+        budget.max_events = budget.max_events.max(by_size.saturating_mul(2));
+    }
+    options
+}
+
 /// Parses every document of `text`.
 pub fn parse_documents(text: &str) -> Result<Vec<YamlDoc>, SyntaxError> {
-    let values = serde_saphyr::from_multiple::<Value>(text).map_err(|e| {
-        let message = serde_saphyr::DefaultMessageFormatter
-            .format_message(e.without_snippet())
-            .replace(", set DuplicateKeyPolicy in Options if acceptable", "");
-        SyntaxError {
-            line_column: e
-                .location()
-                .map(|l| (l.line() as usize, l.column() as usize)),
-            message,
-        }
-    })?;
+    let values =
+        serde_saphyr::from_multiple_with_options::<Value>(text, options(text)).map_err(|e| {
+            let message = serde_saphyr::DefaultMessageFormatter
+                .format_message(e.without_snippet())
+                .replace(", set DuplicateKeyPolicy in Options if acceptable", "");
+            SyntaxError {
+                line_column: e
+                    .location()
+                    .map(|l| (l.line() as usize, l.column() as usize)),
+                message,
+            }
+        })?;
     let numbers = non_empty_document_numbers(text);
     let numbers: Vec<usize> = if numbers.len() == values.len() {
         numbers
@@ -99,6 +117,30 @@ mod tests {
         let docs = parse_documents("---\na: 1\n---\nb: 2\n").unwrap();
         let numbers: Vec<usize> = docs.iter().map(|d| d.number).collect();
         assert_eq!(numbers, [1, 2]);
+    }
+
+    #[test]
+    fn a_file_of_many_documents_loads_whole() {
+        // Past serde-saphyr's default budget of 1,024 documents and 250,000 nodes.
+        let doc = "kind: Workload\nmetadata: {name: w, labels: {a: b, c: d}}\nspec: {podSets: [{count: 1}]}\n";
+        let n = 30_000;
+        let text = vec![doc; n].join("---\n");
+        let docs = parse_documents(&text).unwrap();
+        assert_eq!(docs.len(), n);
+        assert_eq!(docs[n - 1].number, n);
+        assert_eq!(docs[n - 1].value["spec"]["podSets"][0]["count"], 1);
+    }
+
+    #[test]
+    fn alias_amplification_is_still_refused() {
+        // Each level is ten aliases of the one before: 10^8 nodes from a few hundred bytes.
+        let mut text = String::from("l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..=8 {
+            let p = i - 1;
+            let refs = vec![format!("*l{p}"); 10].join(", ");
+            text.push_str(&format!("l{i}: &l{i} [{refs}]\n"));
+        }
+        assert!(parse_documents(&text).is_err());
     }
 
     #[test]
