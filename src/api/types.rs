@@ -88,6 +88,10 @@ pub struct Cohort {
     pub metadata: ObjectMeta,
     #[serde(default)]
     pub spec: CohortSpec,
+    /// Written by the controller (`status.fairSharing` under fair sharing); never read as
+    /// configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -895,6 +895,30 @@ impl Controller {
                 writes.push((KueueKind::ClusterQueue, None, name.clone(), json!(st)));
             }
         }
+        // Cohorts that have an object (implicit ones have nowhere to write to). `fairSharing`
+        // is written as null when fair sharing is off, so that a merge patch removes it.
+        let cohort_nodes: BTreeMap<&str, crate::quota::NodeId> = s
+            .cluster
+            .tree
+            .nodes()
+            .filter(|(_, n)| n.kind == crate::quota::NodeKind::Cohort)
+            .map(|(id, n)| (n.name.as_str(), id))
+            .collect();
+        for (name, co) in &self.mirror.cohorts {
+            let Some(&node) = cohort_nodes.get(name.as_str()) else {
+                continue;
+            };
+            let st = status::cohort_status(&s.cluster, node);
+            let previous: status::CohortStatus = co
+                .status
+                .clone()
+                .and_then(|v| serde_json::from_value(v).ok())
+                .unwrap_or_default();
+            if previous != st {
+                let body = json!({"fairSharing": st.fair_sharing});
+                writes.push((KueueKind::Cohort, None, name.clone(), body));
+            }
+        }
         for lq in self.mirror.local_queues.values() {
             let namespace = lq.metadata.namespace.clone().unwrap_or_default();
             let name = lq.metadata.name.clone().unwrap_or_default();

@@ -17,7 +17,7 @@ use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
 use super::resources::KueueKind;
-use super::status::{ClusterQueueStatus, LocalQueueStatus};
+use super::status::{ClusterQueueStatus, CohortStatus, LocalQueueStatus};
 use crate::api::{self, GROUP};
 
 /// The JSON schema of `T` after kube's structural rewrites (no `$ref`s, no `oneOf` enums).
@@ -49,6 +49,7 @@ pub fn object_schema(kind: KueueKind) -> Value {
         KueueKind::Workload => structural_schema::<api::Workload>(),
     };
     let status = match kind {
+        KueueKind::Cohort => Some(structural_schema::<CohortStatus>()),
         KueueKind::ClusterQueue => Some(structural_schema::<ClusterQueueStatus>()),
         KueueKind::LocalQueue => Some(structural_schema::<LocalQueueStatus>()),
         _ => None,
@@ -171,7 +172,7 @@ const SHAPES: [Shape; 6] = [
         singular: "cohort",
         short_names: &["co"],
         columns: &[],
-        status: false,
+        status: true,
     },
     Shape {
         kind: KueueKind::ClusterQueue,

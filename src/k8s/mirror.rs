@@ -288,7 +288,8 @@ impl Mirror {
                 key(&o.metadata),
                 o,
                 rv(|o: &Cohort| &o.metadata),
-                |a, b| a.spec == b.spec,
+                // Annotations: a policy may read a Cohort's exposed annotations.
+                |a, b| a.spec == b.spec && a.metadata.annotations == b.metadata.annotations,
             ),
             Object::ClusterQueue(o) => upsert(
                 &mut self.cluster_queues,

@@ -1,6 +1,6 @@
-//! ClusterQueue and LocalQueue status as Kueue reports it: pending / reserving / admitted
-//! counts, `flavorsReservation`, `flavorsUsage` and the `Active` condition, computed from the
-//! scheduler's state.
+//! ClusterQueue, LocalQueue and Cohort status as Kueue reports it: pending / reserving /
+//! admitted counts, `flavorsReservation`, `flavorsUsage`, the `Active` condition and, under fair
+//! sharing, the weighted share, computed from the scheduler's state.
 
 use std::collections::BTreeMap;
 
@@ -40,6 +40,21 @@ pub struct FairSharingStatus {
     /// The weighted dominant resource share, rounded up (`i64::MAX` for a zero weight that
     /// borrows).
     pub weighted_share: i64,
+}
+
+/// Kueue's `status` of a Cohort: its weighted share under fair sharing, nothing otherwise.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CohortStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fair_sharing: Option<FairSharingStatus>,
+}
+
+/// The status of the Cohort at quota-tree node `node`.
+pub fn cohort_status(cluster: &Cluster, node: crate::quota::NodeId) -> CohortStatus {
+    CohortStatus {
+        fair_sharing: weighted_share(cluster, node),
+    }
 }
 
 /// Kueue's `status.fairSharing` of a LocalQueue under admission fair sharing.

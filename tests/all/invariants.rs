@@ -355,6 +355,7 @@ fn cohort(i: usize, c: &CohortCase) -> api::Cohort {
             resource_groups: c.quotas.as_deref().map(cpu_group).unwrap_or_default(),
             fair_sharing: None,
         },
+        status: None,
     }
 }
 

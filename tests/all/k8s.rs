@@ -82,12 +82,31 @@ impl Env {
         self.controller.step().await;
     }
 
-    /// Requests other than Events and queue status.
+    /// Requests other than Events and queue and cohort status.
     fn writes(&self) -> Vec<Recorded> {
         self.api
             .requests()
             .into_iter()
-            .filter(|r| !r.uri.contains("/events") && !r.uri.contains("queues/"))
+            .filter(|r| {
+                !r.uri.contains("/events")
+                    && !r.uri.contains("queues/")
+                    && !r.uri.contains("/cohorts/")
+            })
+            .collect()
+    }
+
+    /// The status patches written to Cohorts, as `name: body`.
+    fn cohort_status_writes(&self) -> Vec<(String, Value)> {
+        self.api
+            .requests()
+            .into_iter()
+            .filter_map(|r| {
+                let path = r.uri.split_once('?').map_or(r.uri.as_str(), |(p, _)| p);
+                let name = path
+                    .strip_prefix(&format!("{KUEUE}/cohorts/"))?
+                    .strip_suffix("/status")?;
+                (r.method == "PATCH").then(|| (name.to_string(), r.body["status"].clone()))
+            })
             .collect()
     }
 
@@ -522,6 +541,88 @@ async fn a_restart_rebuilds_usage_from_admitted_workloads_before_the_first_cycle
     assert_eq!(s.cluster.admitted_in(cq).len(), 1);
 }
 
+/// Root Cohort `org` (10 cpu of its own) above Cohort `team`, which holds ClusterQueue `cq`
+/// (nominal 2 cpu, borrowing without limit).
+fn cohort_tree() -> Vec<(String, Value)> {
+    let mut objects = basics("2");
+    let cq = &mut objects[1].1;
+    cq["spec"]["cohortName"] = json!("team");
+    let cohort = |name: &str, spec: Value| {
+        (
+            format!("{KUEUE}/cohorts/{name}"),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+                   "metadata": {"name": name}, "spec": spec}),
+        )
+    };
+    objects.push(cohort(
+        "org",
+        json!({"resourceGroups": [{"coveredResources": ["cpu"],
+            "flavors": [{"name": "gpu-a", "resources": [{"name": "cpu", "nominalQuota": "10"}]}]}]}),
+    ));
+    objects.push(cohort("team", json!({"parentName": "org"})));
+    objects
+}
+
+#[tokio::test]
+async fn under_fair_sharing_cohorts_report_their_weighted_share() {
+    let mut objects = cohort_tree();
+    // 2 pods × 2 cpu: 4 cpu in a queue of 2, so `team` borrows 2 cpu from `org`.
+    objects.push(job("big", "2", 2, queue_label(), true));
+    let mut env = Env::new(objects);
+    env.controller.mirror.configuration = Some(wasq::api::config::Configuration {
+        fair_sharing: Some(Default::default()),
+        ..Default::default()
+    });
+    env.list_all();
+    env.step().await;
+    let admitted = env
+        .api
+        .get(&format!("{KUEUE}/namespaces/ns/workloads/job-big"))
+        .unwrap();
+    assert_eq!(admitted["status"]["admission"]["clusterQueue"], "cq");
+    // Kueue's share of `team`: borrowed 4 − 2 = 2 cpu of the 12 cpu `org` could lend
+    // (its 10 plus the queue's 2), 2 · 1000 / 12 = 166.7, rounded up; a root's share is 0.
+    let mut writes = env.cohort_status_writes();
+    writes.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        writes,
+        [
+            (
+                "org".to_string(),
+                json!({"fairSharing": {"weightedShare": 0}})
+            ),
+            (
+                "team".to_string(),
+                json!({"fairSharing": {"weightedShare": 167}})
+            ),
+        ]
+    );
+    // Stored on the objects, so the next pass writes nothing new.
+    let team = env.api.get(&format!("{KUEUE}/cohorts/team")).unwrap();
+    assert_eq!(team["status"]["fairSharing"]["weightedShare"], 167);
+    env.applied(
+        Source::Kueue(KueueKind::Cohort),
+        &format!("{KUEUE}/cohorts/team"),
+    );
+    env.step().await;
+    assert_eq!(env.cohort_status_writes().len(), 2);
+}
+
+#[tokio::test]
+async fn without_fair_sharing_cohort_status_is_not_written() {
+    let mut objects = cohort_tree();
+    objects.push(job("big", "2", 2, queue_label(), true));
+    let mut env = Env::new(objects);
+    env.list_all();
+    env.step().await;
+    let admitted = env
+        .api
+        .get(&format!("{KUEUE}/namespaces/ns/workloads/job-big"))
+        .unwrap();
+    assert_eq!(admitted["status"]["admission"]["clusterQueue"], "cq");
+    assert_eq!(env.cohort_status_writes(), []);
+}
+
 fn group_pod(name: &str) -> (String, Value) {
     (
         format!("/api/v1/namespaces/ns/pods/{name}"),
@@ -678,6 +779,13 @@ fn crds_are_generated_with_kueue_names_columns_and_status() {
         ["properties"]["resources"]["items"]["properties"]["nominalQuota"];
     assert_eq!(quota["x-kubernetes-int-or-string"], true);
     assert_eq!(wl["spec"]["versions"][1]["name"], "v1beta1");
+    let cohort = &serde_json::to_value(&crds[1]).unwrap()["spec"]["versions"][0];
+    assert_eq!(cohort["subresources"], json!({"status": {}}));
+    assert_eq!(
+        cohort["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["fairSharing"]["properties"]
+            ["weightedShare"]["type"],
+        "integer"
+    );
 }
 
 #[test]
