@@ -563,16 +563,18 @@ fn cohort_tree() -> Vec<(String, Value)> {
     objects
 }
 
-#[tokio::test]
-async fn under_fair_sharing_cohorts_report_their_weighted_share() {
+/// The cohort tree with a 2-pod × 2-cpu job, after one pass: 4 cpu in a queue of 2, so `team`
+/// borrows 2 cpu from `org`.
+async fn borrowing_job_admitted(fair_sharing: bool) -> Env {
     let mut objects = cohort_tree();
-    // 2 pods × 2 cpu: 4 cpu in a queue of 2, so `team` borrows 2 cpu from `org`.
     objects.push(job("big", "2", 2, queue_label(), true));
     let mut env = Env::new(objects);
-    env.controller.mirror.configuration = Some(wasq::api::config::Configuration {
-        fair_sharing: Some(Default::default()),
-        ..Default::default()
-    });
+    if fair_sharing {
+        env.controller.mirror.configuration = Some(wasq::api::config::Configuration {
+            fair_sharing: Some(Default::default()),
+            ..Default::default()
+        });
+    }
     env.list_all();
     env.step().await;
     let admitted = env
@@ -580,6 +582,12 @@ async fn under_fair_sharing_cohorts_report_their_weighted_share() {
         .get(&format!("{KUEUE}/namespaces/ns/workloads/job-big"))
         .unwrap();
     assert_eq!(admitted["status"]["admission"]["clusterQueue"], "cq");
+    env
+}
+
+#[tokio::test]
+async fn under_fair_sharing_cohorts_report_their_weighted_share() {
+    let mut env = borrowing_job_admitted(true).await;
     // Kueue's share of `team`: borrowed 4 − 2 = 2 cpu of the 12 cpu `org` could lend
     // (its 10 plus the queue's 2), 2 · 1000 / 12 = 166.7, rounded up; a root's share is 0.
     let mut writes = env.cohort_status_writes();
@@ -610,16 +618,7 @@ async fn under_fair_sharing_cohorts_report_their_weighted_share() {
 
 #[tokio::test]
 async fn without_fair_sharing_cohort_status_is_not_written() {
-    let mut objects = cohort_tree();
-    objects.push(job("big", "2", 2, queue_label(), true));
-    let mut env = Env::new(objects);
-    env.list_all();
-    env.step().await;
-    let admitted = env
-        .api
-        .get(&format!("{KUEUE}/namespaces/ns/workloads/job-big"))
-        .unwrap();
-    assert_eq!(admitted["status"]["admission"]["clusterQueue"], "cq");
+    let env = borrowing_job_admitted(false).await;
     assert_eq!(env.cohort_status_writes(), []);
 }
 
