@@ -20,14 +20,19 @@ pub struct SyntaxError {
     pub message: String,
 }
 
+/// The largest file read (serde-saphyr's default for streamed input; a string has none). Memory
+/// grows with the file, up to ~12× its size for dense flow collections.
+pub const MAX_FILE_BYTES: usize = 256 << 20;
+
 /// serde-saphyr's default budget, with the limits that only grow with the size of the input
 /// (documents, nodes, events) scaled to it: a trace of 50,000 Workloads is one file of 50,000
-/// documents, past the default 1,024. The limits that guard against amplification (aliases,
-/// anchors, nesting depth, input bytes) keep their defaults.
+/// documents, past the default 1,024 (and its 250,000 nodes). The limits that guard against
+/// amplification (aliases, anchors, recorded anchor events, nesting depth) keep their defaults;
+/// the file's size is bounded by [`MAX_FILE_BYTES`].
 fn options(text: &str) -> serde_saphyr::Options {
     let mut options = serde_saphyr::Options::default();
     if let Some(budget) = options.budget.as_mut() {
-        // Every document, node and event takes at least one byte of input (aliases aside,
+        // About one byte of input per document, node and event at the least (aliases aside,
         // which stay bounded by their own limits).
         let by_size = text.len().saturating_add(1);
         budget.max_documents = budget.max_documents.max(by_size);
@@ -39,6 +44,16 @@ fn options(text: &str) -> serde_saphyr::Options {
 
 /// Parses every document of `text`.
 pub fn parse_documents(text: &str) -> Result<Vec<YamlDoc>, SyntaxError> {
+    if text.len() > MAX_FILE_BYTES {
+        return Err(SyntaxError {
+            line_column: None,
+            message: format!(
+                "file of {} MiB is larger than the {} MiB wasq reads; split it into several files",
+                text.len().div_ceil(1 << 20),
+                MAX_FILE_BYTES >> 20
+            ),
+        });
+    }
     let values =
         serde_saphyr::from_multiple_with_options::<Value>(text, options(text)).map_err(|e| {
             let message = serde_saphyr::DefaultMessageFormatter
@@ -133,14 +148,32 @@ mod tests {
 
     #[test]
     fn alias_amplification_is_still_refused() {
-        // Each level is ten aliases of the one before: 10^8 nodes from a few hundred bytes.
-        let mut text = String::from("l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n");
+        // Each level is ten aliases of the one before: 10^8 nodes from a few hundred bytes,
+        // after 3 MB of comments that raise the size-scaled limits well past their defaults.
+        let mut text = "# padding\n".repeat(300_000);
+        text.push_str("l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n");
         for i in 1..=8 {
             let p = i - 1;
             let refs = vec![format!("*l{p}"); 10].join(", ");
             text.push_str(&format!("l{i}: &l{i} [{refs}]\n"));
         }
-        assert!(parse_documents(&text).is_err());
+        let err = parse_documents(&text).unwrap_err();
+        // Refused by an amplification limit, not by a size limit.
+        assert!(
+            err.message.contains("RecordedAnchorEvents") || err.message.contains("alias"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn a_file_past_the_size_limit_is_refused_before_parsing() {
+        let text = "#".repeat(MAX_FILE_BYTES + 1);
+        let err = parse_documents(&text).unwrap_err();
+        assert_eq!(
+            err.message,
+            "file of 257 MiB is larger than the 256 MiB wasq reads; split it into several files"
+        );
     }
 
     #[test]

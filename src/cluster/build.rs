@@ -70,6 +70,7 @@ pub fn build_cluster(
             NodeMeta {
                 annotations: c.metadata.annotations.clone().unwrap_or_default(),
                 fair_weight: fair_weight(c.spec.fair_sharing.as_ref()),
+                in_cycle: false,
             },
         );
         cohort_groups.insert(name, &c.spec.resource_groups);
@@ -95,10 +96,13 @@ pub fn build_cluster(
     let mut specs = Vec::new();
     let mut node_meta = Vec::new();
     for name in &cohort_names {
-        node_meta.push(cohort_meta.remove(name).unwrap_or_else(|| NodeMeta {
+        let mut meta = cohort_meta.remove(name).unwrap_or_else(|| NodeMeta {
             annotations: BTreeMap::new(),
             fair_weight: fair_weight(None),
-        }));
+            in_cycle: false,
+        });
+        meta.in_cycle = cyclic.contains(name);
+        node_meta.push(meta);
         let parent = if cyclic.contains(name) {
             None
         } else {
@@ -159,6 +163,7 @@ pub fn build_cluster(
         node_meta.push(NodeMeta {
             annotations: cq.metadata.annotations.clone().unwrap_or_default(),
             fair_weight: fair_weight(spec.fair_sharing.as_ref()),
+            in_cycle: false,
         });
         specs.push(NodeSpec {
             name: name.clone(),

@@ -65,6 +65,9 @@ pub struct NodeMeta {
     pub annotations: BTreeMap<String, String>,
     /// `spec.fairSharing.weight` in milli-units (1000 when unset).
     pub fair_weight: i64,
+    /// A Cohort on a parent cycle or below one: Kueue disables its whole tree (and reports
+    /// nothing for it).
+    pub in_cycle: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

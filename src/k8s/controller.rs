@@ -892,16 +892,24 @@ impl Controller {
                 carry_transition_times(&mut st.conditions, &p.conditions);
             }
             if previous.as_ref() != Some(&st) {
-                writes.push((KueueKind::ClusterQueue, None, name.clone(), json!(st)));
+                writes.push((
+                    KueueKind::ClusterQueue,
+                    None,
+                    name.clone(),
+                    status_body(&st),
+                ));
             }
         }
-        // Cohorts that have an object (implicit ones have nowhere to write to). `fairSharing`
-        // is written as null when fair sharing is off, so that a merge patch removes it.
+        // Cohorts that have an object (implicit ones have nowhere to write to), unless on a
+        // cycle: Kueue refuses those and writes nothing.
         let cohort_nodes: BTreeMap<&str, crate::quota::NodeId> = s
             .cluster
             .tree
             .nodes()
-            .filter(|(_, n)| n.kind == crate::quota::NodeKind::Cohort)
+            .filter(|&(id, n)| {
+                n.kind == crate::quota::NodeKind::Cohort
+                    && !s.cluster.node_meta[id.index()].in_cycle
+            })
             .map(|(id, n)| (n.name.as_str(), id))
             .collect();
         for (name, co) in &self.mirror.cohorts {
@@ -915,8 +923,7 @@ impl Controller {
                 .and_then(|v| serde_json::from_value(v).ok())
                 .unwrap_or_default();
             if previous != st {
-                let body = json!({"fairSharing": st.fair_sharing});
-                writes.push((KueueKind::Cohort, None, name.clone(), body));
+                writes.push((KueueKind::Cohort, None, name.clone(), status_body(&st)));
             }
         }
         for lq in self.mirror.local_queues.values() {
@@ -932,7 +939,12 @@ impl Controller {
                 carry_transition_times(&mut st.conditions, &p.conditions);
             }
             if previous.as_ref() != Some(&st) {
-                writes.push((KueueKind::LocalQueue, Some(namespace), name, json!(st)));
+                writes.push((
+                    KueueKind::LocalQueue,
+                    Some(namespace),
+                    name,
+                    status_body(&st),
+                ));
             }
         }
         for (kind, namespace, name, st) in writes {
@@ -953,6 +965,16 @@ impl Controller {
             }
         }
     }
+}
+
+/// A queue or cohort status as a merge-patch body: `fairSharing` is written as null when
+/// absent (fair sharing turned off), since a merge patch leaves out fields as they were.
+fn status_body(status: &impl serde::Serialize) -> Value {
+    let mut body = json!(status);
+    if let Some(map) = body.as_object_mut() {
+        map.entry("fairSharing").or_insert(Value::Null);
+    }
+    body
 }
 
 fn integration_error(kind: &JobKind, key: &str, message: String) -> Error {

@@ -386,6 +386,47 @@ mod tests {
         .unwrap()
     }
 
+    fn cohort(
+        rv: &str,
+        annotations: serde_json::Value,
+        status: serde_json::Value,
+    ) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+            "metadata": {"name": "team", "resourceVersion": rv, "annotations": annotations},
+            "spec": {"parentName": "org"},
+            "status": status
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_cohort_annotation_change_reaches_the_core_and_a_status_change_does_not() {
+        let mut m = Mirror::new(0);
+        let src = Source::Kueue(KueueKind::Cohort);
+        let none = serde_json::json!({});
+        assert!(
+            m.observe(Observed::Applied(
+                src,
+                cohort("1", none.clone(), none.clone())
+            ))
+            .core
+        );
+        // Policies may read a Cohort's exposed annotations.
+        let team = serde_json::json!({"example.com/team": "ml"});
+        assert!(
+            m.observe(Observed::Applied(src, cohort("2", team.clone(), none)))
+                .core
+        );
+        // The status the controller writes is kept (the schema has it) but changes nothing.
+        let share = serde_json::json!({"fairSharing": {"weightedShare": 167}});
+        assert!(
+            !m.observe(Observed::Applied(src, cohort("3", team, share.clone())))
+                .core
+        );
+        assert_eq!(m.cohorts["team"].status, Some(share));
+    }
+
     #[test]
     fn stale_events_are_ignored_and_unknown_fields_pruned() {
         let mut m = Mirror::new(0);

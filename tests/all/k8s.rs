@@ -88,9 +88,8 @@ impl Env {
             .requests()
             .into_iter()
             .filter(|r| {
-                !r.uri.contains("/events")
-                    && !r.uri.contains("queues/")
-                    && !r.uri.contains("/cohorts/")
+                let cohort_status = r.uri.contains("/cohorts/") && r.uri.contains("/status");
+                !r.uri.contains("/events") && !r.uri.contains("queues/") && !cohort_status
             })
             .collect()
     }
@@ -566,7 +565,10 @@ fn cohort_tree() -> Vec<(String, Value)> {
 /// The cohort tree with a 2-pod × 2-cpu job, after one pass: 4 cpu in a queue of 2, so `team`
 /// borrows 2 cpu from `org`.
 async fn borrowing_job_admitted(fair_sharing: bool) -> Env {
-    let mut objects = cohort_tree();
+    borrowing_job_admitted_in(cohort_tree(), fair_sharing).await
+}
+
+async fn borrowing_job_admitted_in(mut objects: Vec<(String, Value)>, fair_sharing: bool) -> Env {
     objects.push(job("big", "2", 2, queue_label(), true));
     let mut env = Env::new(objects);
     if fair_sharing {
@@ -620,6 +622,65 @@ async fn under_fair_sharing_cohorts_report_their_weighted_share() {
 async fn without_fair_sharing_cohort_status_is_not_written() {
     let env = borrowing_job_admitted(false).await;
     assert_eq!(env.cohort_status_writes(), []);
+}
+
+#[tokio::test]
+async fn cohorts_on_a_cycle_get_no_status_as_in_kueue() {
+    let mut objects = basics("2");
+    objects[1].1["spec"]["cohortName"] = json!("a");
+    for (name, parent) in [("a", Some("b")), ("b", Some("a")), ("solo", None)] {
+        objects.push((
+            format!("{KUEUE}/cohorts/{name}"),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+                   "metadata": {"name": name}, "spec": {"parentName": parent}}),
+        ));
+    }
+    let mut env = Env::new(objects);
+    env.controller.mirror.configuration = Some(wasq::api::config::Configuration {
+        fair_sharing: Some(Default::default()),
+        ..Default::default()
+    });
+    env.list_all();
+    env.step().await;
+    // Kueue refuses a cohort on a cycle and never updates its status; others are written.
+    assert_eq!(
+        env.cohort_status_writes(),
+        [(
+            "solo".to_string(),
+            json!({"fairSharing": {"weightedShare": 0}})
+        )]
+    );
+}
+
+#[tokio::test]
+async fn turning_fair_sharing_off_removes_the_shares_written_before() {
+    // Shares left by an earlier run with fair sharing on.
+    let mut objects = cohort_tree();
+    let share = json!({"fairSharing": {"weightedShare": 5}});
+    for (path, obj) in &mut objects {
+        if path.ends_with("/cohorts/team") || path.ends_with("/clusterqueues/cq") {
+            obj["status"] = share.clone();
+        }
+    }
+    let mut env = borrowing_job_admitted_in(objects, false).await;
+    // A merge patch keeps what it leaves out: the field is written as null.
+    assert_eq!(
+        env.cohort_status_writes(),
+        [("team".to_string(), json!({"fairSharing": null}))]
+    );
+    for path in ["cohorts/team", "clusterqueues/cq"] {
+        let stored = env.api.get(&format!("{KUEUE}/{path}")).unwrap();
+        assert_eq!(stored["status"].get("fairSharing"), None, "{path}");
+    }
+    // Nothing left to clear: the next pass writes no Cohort or ClusterQueue status.
+    let before = env.api.requests().len();
+    env.step().await;
+    let again: Vec<String> = env.api.requests()[before..]
+        .iter()
+        .filter(|r| r.uri.contains("/cohorts/") || r.uri.contains("/clusterqueues/"))
+        .map(Recorded::line)
+        .collect();
+    assert_eq!(again, Vec::<String>::new());
 }
 
 fn group_pod(name: &str) -> (String, Value) {
