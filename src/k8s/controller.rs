@@ -892,12 +892,7 @@ impl Controller {
                 carry_transition_times(&mut st.conditions, &p.conditions);
             }
             if previous.as_ref() != Some(&st) {
-                writes.push((
-                    KueueKind::ClusterQueue,
-                    None,
-                    name.clone(),
-                    status_body(&st),
-                ));
+                writes.push((KueueKind::ClusterQueue, None, name.clone(), json!(st)));
             }
         }
         // Cohorts that have an object (implicit ones have nowhere to write to), unless on a
@@ -923,7 +918,7 @@ impl Controller {
                 .and_then(|v| serde_json::from_value(v).ok())
                 .unwrap_or_default();
             if previous != st {
-                writes.push((KueueKind::Cohort, None, name.clone(), status_body(&st)));
+                writes.push((KueueKind::Cohort, None, name.clone(), json!(st)));
             }
         }
         for lq in self.mirror.local_queues.values() {
@@ -939,12 +934,7 @@ impl Controller {
                 carry_transition_times(&mut st.conditions, &p.conditions);
             }
             if previous.as_ref() != Some(&st) {
-                writes.push((
-                    KueueKind::LocalQueue,
-                    Some(namespace),
-                    name,
-                    status_body(&st),
-                ));
+                writes.push((KueueKind::LocalQueue, Some(namespace), name, json!(st)));
             }
         }
         for (kind, namespace, name, st) in writes {
@@ -965,16 +955,6 @@ impl Controller {
             }
         }
     }
-}
-
-/// A queue or cohort status as a merge-patch body: `fairSharing` is written as null when
-/// absent (fair sharing turned off), since a merge patch leaves out fields as they were.
-fn status_body(status: &impl serde::Serialize) -> Value {
-    let mut body = json!(status);
-    if let Some(map) = body.as_object_mut() {
-        map.entry("fairSharing").or_insert(Value::Null);
-    }
-    body
 }
 
 fn integration_error(kind: &JobKind, key: &str, message: String) -> Error {

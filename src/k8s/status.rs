@@ -28,8 +28,9 @@ pub struct ClusterQueueStatus {
     pub reserving_workloads: i32,
     #[serde(default)]
     pub admitted_workloads: i32,
-    /// Under fair sharing: the queue's weighted dominant resource share.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Under fair sharing: the queue's weighted dominant resource share (null otherwise).
+    // Serialized even when None: the controller's merge patch must remove an old share.
+    #[serde(default)]
     pub fair_sharing: Option<FairSharingStatus>,
 }
 
@@ -46,7 +47,9 @@ pub struct FairSharingStatus {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CohortStatus {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Under fair sharing: the Cohort's weighted dominant resource share (null otherwise).
+    // Serialized even when None, as for a ClusterQueue.
+    #[serde(default)]
     pub fair_sharing: Option<FairSharingStatus>,
 }
 
@@ -106,8 +109,9 @@ pub struct LocalQueueStatus {
     pub flavors_reservation: Vec<FlavorUsage>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flavors_usage: Vec<FlavorUsage>,
-    /// Under admission fair sharing: the LocalQueue's consumed resources.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Under admission fair sharing: the LocalQueue's consumed resources (null otherwise).
+    // Serialized even when None, as for a ClusterQueue.
+    #[serde(default)]
     pub fair_sharing: Option<LocalQueueFairSharingStatus>,
 }
 

@@ -312,19 +312,7 @@ mod tests {
             (a.workload, a.local_queue, a.has_reservation),
             (4, Some(7), false)
         );
-        assert_eq!(
-            a.usage,
-            vec![
-                FrAmount {
-                    fr: 0,
-                    amount: 1000
-                },
-                FrAmount {
-                    fr: 1,
-                    amount: 2000
-                }
-            ]
-        );
+        assert_eq!(a.usage, crate::testing::amounts(&[(0, 1000), (1, 2000)]));
         assert_eq!((b.local_queue, b.borrow_level, b.priority), (None, 1, -1));
         assert!(b.usage.is_empty());
         assert!(c.has_reservation);

@@ -555,19 +555,7 @@ mod tests {
             (a.workload, a.kind, a.lca, a.priority),
             (7, CandidateKind::SameQueue, None, -1)
         );
-        assert_eq!(
-            a.usage,
-            vec![
-                FrAmount {
-                    fr: 0,
-                    amount: 1000
-                },
-                FrAmount {
-                    fr: 1,
-                    amount: 2000
-                }
-            ]
-        );
+        assert_eq!(a.usage, crate::testing::amounts(&[(0, 1000), (1, 2000)]));
         assert!(a.annotations.is_empty());
         assert_eq!(a.local_queue_usage, Some(0.5));
         assert_eq!(
