@@ -6,13 +6,15 @@
 //! except LocalQueues, which must name theirs; cluster-scoped objects lose any namespace, as
 //! the API server drops it.
 
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::strict::{FieldProblem, decode, with_suggestion};
+use super::jobs::{JobKind, builtin_kind};
+use super::strict::{FieldProblem, decode, suggest};
 use super::types::{
     ClusterQueue, Cohort, LocalQueue, ResourceFlavor, V1BETA1, V1BETA2, Workload,
     WorkloadPriorityClass,
@@ -30,7 +32,18 @@ const KUEUE_KINDS: [&str; 6] = [
     "WorkloadPriorityClass",
     "Workload",
 ];
-const CORE_KINDS: [(&str, &str); 3] = [("batch/v1", "Job"), ("v1", "Pod"), ("v1", "Namespace")];
+const CORE_KINDS: [(&str, &str); 2] = [("v1", "Pod"), ("v1", "Namespace")];
+
+/// A job of a built-in kind (`batch/v1` Job, RayJob, JobSet, PyTorchJob, LeaderWorkerSet, ...),
+/// kept as written until every document is read: turning it into Workloads needs the other
+/// objects.
+#[derive(Debug, Clone)]
+pub struct JobObject {
+    pub kind: JobKind,
+    pub metadata: ObjectMeta,
+    /// The whole object as written (metadata scoped as `metadata`).
+    pub value: Value,
+}
 
 /// Any object wasq reads.
 #[derive(Debug, Clone)]
@@ -46,7 +59,7 @@ pub enum Object {
     LocalQueue(LocalQueue),
     PriorityClass(WorkloadPriorityClass),
     Workload(Workload),
-    Job(Job),
+    Job(JobObject),
     Pod(Pod),
     Extension(Extension),
     /// Kueue's controller `Configuration` (`config.kueue.x-k8s.io/v1beta2`).
@@ -63,7 +76,7 @@ impl Object {
             Object::LocalQueue(_) => "LocalQueue",
             Object::PriorityClass(_) => "WorkloadPriorityClass",
             Object::Workload(_) => "Workload",
-            Object::Job(_) => "Job",
+            Object::Job(j) => &j.kind.spec.kind,
             Object::Pod(_) => "Pod",
             Object::Extension(e) => &e.kind,
             Object::Configuration(_) => "Configuration",
@@ -151,7 +164,10 @@ pub fn decode_document(origin: &Origin, value: Value) -> Result<Object, Document
     };
     // Errors name namespaced objects as they will be placed (see `with_scope`).
     let namespace = match kind.as_str() {
-        "Workload" | "Job" | "Pod" => namespace.or_else(|| Some("default".into())),
+        "Workload" | "Pod" => namespace.or_else(|| Some("default".into())),
+        _ if builtin_kind(&api_version, &kind).is_some() => {
+            namespace.or_else(|| Some("default".into()))
+        }
         "ResourceFlavor" | "Cohort" | "ClusterQueue" | "WorkloadPriorityClass" | "Namespace" => {
             None
         }
@@ -187,7 +203,7 @@ pub fn decode_document(origin: &Origin, value: Value) -> Result<Object, Document
         (V1BETA1, "Workload") => {
             typed::<v1beta1::Workload>(&value).map(|wl| Object::Workload(wl.into()))
         }
-        ("batch/v1", "Job") => typed(&value).map(Object::Job),
+        (a, k) if builtin_kind(a, k).is_some() => job_object(a, k, value),
         ("v1", "Pod") => typed(&value).map(Object::Pod),
         ("v1", "Namespace") => typed(&value).map(Object::Namespace),
         (super::config::CONFIG_API_VERSION, "Configuration") => typed(&value)
@@ -204,6 +220,39 @@ pub fn decode_document(origin: &Origin, value: Value) -> Result<Object, Document
     }
     .map_err(fail)?;
     Ok(with_scope(object))
+}
+
+/// A job of a built-in kind: its metadata and pod templates are read strictly (and the whole
+/// object, for the kinds Kubernetes' own types describe); the rest stays as written.
+fn job_object(api_version: &str, kind: &str, value: Value) -> Result<Object, Vec<FieldProblem>> {
+    match (api_version, kind) {
+        ("batch/v1", "Job") => typed::<Job>(&value).map(drop)?,
+        ("apps/v1", "StatefulSet") => typed::<StatefulSet>(&value).map(drop)?,
+        ("apps/v1", "Deployment") => typed::<Deployment>(&value).map(drop)?,
+        _ => {}
+    }
+    let metadata: ObjectMeta = match value.get("metadata") {
+        Some(m) => decode(m).map_err(|problems| {
+            problems
+                .into_iter()
+                .map(|p| FieldProblem {
+                    field: Some(match p.field {
+                        Some(f) => format!("metadata.{f}"),
+                        None => "metadata".into(),
+                    }),
+                    message: p.message,
+                })
+                .collect::<Vec<_>>()
+        })?,
+        None => ObjectMeta::default(),
+    };
+    let kind = builtin_kind(api_version, kind).expect("checked by the caller");
+    kind.pod_sets(&value)?;
+    Ok(Object::Job(JobObject {
+        kind,
+        metadata,
+        value,
+    }))
 }
 
 fn typed<T: DeserializeOwned>(value: &Value) -> Result<T, Vec<FieldProblem>> {
@@ -225,16 +274,37 @@ fn unsupported(api_version: &str, kind: &str) -> FieldProblem {
             format!("unsupported apiVersion {api_version:?} for kind {kind} (supported: {want})"),
         );
     }
-    let known = KUEUE_KINDS
+    let jobs = super::jobs::builtin();
+    if let Some(job) = jobs.iter().find(|j| j.spec.kind == kind) {
+        return FieldProblem::at(
+            "apiVersion",
+            format!(
+                "unsupported apiVersion {api_version:?} for kind {kind} (supported: {})",
+                job.spec.api_version
+            ),
+        );
+    }
+    let job_kinds: Vec<&str> = jobs.iter().map(|j| j.spec.kind.as_str()).collect();
+    let known: Vec<&str> = KUEUE_KINDS
         .iter()
         .copied()
-        .chain(CORE_KINDS.iter().map(|(_, k)| *k));
+        .chain(job_kinds.iter().copied())
+        .chain(CORE_KINDS.iter().map(|(_, k)| *k))
+        .collect();
+    let base = format!("unsupported kind {kind:?} (apiVersion {api_version:?})");
+    if let Some(close) = suggest(kind, known.iter().copied()) {
+        return FieldProblem::at("kind", format!("{base}, did you mean {close:?}?"));
+    }
     FieldProblem::at(
         "kind",
-        with_suggestion(
-            format!("unsupported kind {kind:?} (apiVersion {api_version:?})"),
-            kind,
-            known,
+        format!(
+            "{base}; wasq reads {}, the Kueue Configuration, {} and sim.wasq.dev objects",
+            KUEUE_KINDS.join(", "),
+            jobs.iter()
+                .map(|j| format!("{} ({})", j.spec.kind, j.spec.api_version))
+                .chain(CORE_KINDS.iter().map(|(a, k)| format!("{k} ({a})")))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     )
 }
@@ -248,7 +318,15 @@ fn with_scope(mut object: Object) -> Object {
         Object::ClusterQueue(o) => Some((&mut o.metadata, false)),
         Object::PriorityClass(o) => Some((&mut o.metadata, false)),
         Object::Workload(o) => Some((&mut o.metadata, true)),
-        Object::Job(o) => Some((&mut o.metadata, true)),
+        Object::Job(o) => {
+            if o.metadata.namespace.as_deref().is_none_or(str::is_empty) {
+                let ns = Value::String("default".into());
+                if let Some(m) = o.value.get_mut("metadata").and_then(Value::as_object_mut) {
+                    m.insert("namespace".into(), ns);
+                }
+            }
+            Some((&mut o.metadata, true))
+        }
         Object::Pod(o) => Some((&mut o.metadata, true)),
         Object::LocalQueue(_) | Object::Extension(_) | Object::Configuration(_) => None,
     };

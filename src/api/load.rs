@@ -15,7 +15,6 @@ pub use super::error::{LoadErrors, ManifestError};
 use super::catalog::Catalog;
 use super::decode::{Object, decode_document, object_label};
 use super::defaults::default_workload;
-use super::jobs::{job_provenance, workload_for_job};
 use super::pods::{PodDoc, PodWorkload, workloads_for_pods};
 use super::provenance::Provenance;
 use super::strict::FieldProblem;
@@ -134,9 +133,14 @@ fn assemble(
                 m.priority_classes.push(o);
             }
             Object::Workload(o) => workloads.push((o, Provenance::written(origin, label))),
-            Object::Job(job) => match workload_for_job(&job, &catalog) {
-                Ok(Some(wl)) => workloads.push((wl, job_provenance(&origin, label))),
-                Ok(None) => {}
+            Object::Job(job) => match job.kind.workloads(&job.metadata, &job.value, &catalog) {
+                Ok(made) => {
+                    if made.is_empty() {
+                        tracing::info!(job = %label, "skipping a job without a {} label", super::types::labels::QUEUE_NAME);
+                    }
+                    let provenance = job.kind.provenance(&origin, label.clone(), &job.value);
+                    workloads.extend(made.into_iter().map(|wl| (wl, provenance.clone())));
+                }
                 Err(problems) => report(problems),
             },
             Object::Pod(_) => {

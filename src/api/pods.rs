@@ -8,7 +8,8 @@
 //! - Every pod of a group must carry the same `kueue.x-k8s.io/pod-group-total-count` annotation.
 //!   With fewer pods present than the total, a single-role group is built with the total as
 //!   its count; a multi-role group is an error, since which roles are missing is unknown.
-//! - A Pod without a group label becomes its own Workload `pod-<name>` with podSet `main`.
+//! - A Pod without a group label becomes its own Workload `pod-<name>-<hash>` (Kueue's name)
+//!   with podSet `main`.
 //!
 //! As for Jobs, a Pod is queued by its queue-name label or its namespace's `default`
 //! LocalQueue; other Pods are skipped. A group Workload takes the latest creation time of its
@@ -109,7 +110,13 @@ fn single_pod(
     let name = meta.name.clone().unwrap_or_default();
     let workload = Workload {
         metadata: ObjectMeta {
-            name: Some(format!("pod-{name}")),
+            name: Some(super::jobs::names::workload_name(
+                "pod",
+                "Pod",
+                "",
+                &name,
+                meta.uid.as_deref().unwrap_or_default(),
+            )),
             namespace: Some(namespace(doc.pod).to_string()),
             annotations: meta.annotations.clone(),
             creation_timestamp: meta.creation_timestamp.clone(),

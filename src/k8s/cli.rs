@@ -12,13 +12,14 @@ use kube::core::{ApiResource, GroupVersionKind};
 
 use super::controller::{Clock, Controller};
 use super::core::Configure;
-use super::integration::{self, JobKind};
+use super::integration::{api_resource, reconciled};
 use super::leader::LeaseLock;
 use super::metrics::Metrics;
 use super::mirror::Source;
 use super::podgroup;
 use super::writer::Writer;
 use super::{crds, server, watch};
+use crate::api::jobs::{self, JobKind};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ControllerArgs {
@@ -49,6 +50,10 @@ pub struct ControllerArgs {
     /// its `fairSharing` and `admissionFairSharing` sections apply; the rest is ignored.
     #[arg(long, value_name = "FILE")]
     pub kueue_config: Option<PathBuf>,
+    /// LocalQueue label keys (e.g. team,cost-center) copied onto each Workload and, at
+    /// admission, into its job's pod templates, for cost attribution (OpenCost, Kubecost).
+    #[arg(long, value_delimiter = ',', value_name = "KEYS")]
+    pub cost_attribution_labels: Vec<String>,
 }
 
 /// `wasq crds`.
@@ -90,20 +95,22 @@ async fn run_async(
     let client = kube::Client::try_default()
         .await
         .context("connecting to the cluster (in-cluster config or kubeconfig)")?;
-    let mut kinds: Vec<JobKind> = integration::builtin();
+    let mut kinds: Vec<JobKind> = jobs::builtin();
     if let Some(path) = &args.integrations {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        kinds.extend(
-            integration::parse(&text).with_context(|| format!("loading {}", path.display()))?,
-        );
+        kinds.extend(jobs::parse(&text).with_context(|| format!("loading {}", path.display()))?);
     }
     let mut enabled = Vec::new();
     for kind in kinds {
         if !wanted(&args.frameworks, &kind.spec.kind) {
             continue;
         }
-        if served(&client, &kind.resource).await {
+        if !reconciled(&kind) {
+            tracing::info!(kind = %kind.spec.kind, "managed through its pods (pod groups), not suspended");
+            continue;
+        }
+        if served(&client, &api_resource(&kind)).await {
             tracing::info!(kind = %kind.spec.kind, api_version = %kind.spec.api_version, "managing jobs of this kind");
             enabled.push(kind);
         } else {
@@ -141,6 +148,7 @@ async fn run_async(
         clock,
         configure,
     );
+    controller.set_attribution_labels(args.cost_attribution_labels.clone());
     if let Some(path) = &args.kueue_config {
         controller.mirror.configuration = Some(crate::api::config::load_file(path)?);
     }
@@ -174,7 +182,7 @@ async fn run_async(
             Source::Kueue(k) => k.api_resource(),
             Source::Namespace => ApiResource::erase::<Namespace>(&()),
             Source::Pod => podgroup::pod_resource(),
-            Source::Job(i) => controller.kinds()[i].resource.clone(),
+            Source::Job(i) => api_resource(&controller.kinds()[i]),
         };
         watch::spawn(client.clone(), source, resource, tx.clone());
     }

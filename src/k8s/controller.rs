@@ -18,7 +18,7 @@ use super::conditions::{
     self as cond, ADMITTED, EVICTED, FINISHED, PREEMPTED, QUOTA_RESERVED, REQUEUED,
 };
 use super::core::{self, Configure, has_quota_reservation, is_evicted, is_finished};
-use super::integration::{FlavorPlacement, JOB_UID_LABEL, JobKind};
+use super::integration::api_resource;
 use super::metrics::Metrics;
 use super::mirror::{Mirror, Observed, Source, key_of};
 use super::podgroup::{self, Group};
@@ -26,6 +26,7 @@ use super::resources::KueueKind;
 use super::status::{self, carry_transition_times};
 use super::visibility::Snapshot;
 use super::writer::{Writer, workload_ref};
+use crate::api::jobs::{FlavorPlacement, JOB_UID_LABEL, JobKind, attribution, problems_text};
 use crate::api::{self, Workload, WorkloadStatus};
 use crate::cluster::{Admission, Cluster, CqId, Millis, WorkloadId};
 use crate::scheduler::{Decision, Scheduler};
@@ -59,6 +60,8 @@ pub struct Controller {
     evictions: BTreeMap<String, (String, String)>,
     /// A write failed during this pass: stop cycling until the next pass.
     write_failed: bool,
+    /// LocalQueue label keys copied onto Workloads and, at admission, into pod templates.
+    attribution: Vec<String>,
     pub shared: Arc<RwLock<Shared>>,
 }
 
@@ -83,6 +86,7 @@ impl Controller {
             configure,
             evictions: BTreeMap::new(),
             write_failed: false,
+            attribution: Vec::new(),
             shared: Arc::new(RwLock::new(Shared::default())),
         }
     }
@@ -96,6 +100,26 @@ impl Controller {
         }
         s.extend((0..self.kinds.len()).map(Source::Job));
         s
+    }
+
+    /// Sets the LocalQueue label keys for cost attribution (`--cost-attribution-labels`).
+    pub fn set_attribution_labels(&mut self, keys: Vec<String>) {
+        self.attribution = keys;
+    }
+
+    /// A new Workload with its LocalQueue's attribution labels.
+    fn attributed(&self, mut wl: Workload) -> Workload {
+        let queue = wl.spec.queue_name.clone().unwrap_or_default();
+        let lq = self
+            .mirror
+            .local_queues
+            .get(&key_of(wl.metadata.namespace.as_deref(), &queue));
+        attribution::copy_local_queue_labels(
+            &mut wl,
+            lq.and_then(|q| q.metadata.labels.as_ref()),
+            &self.attribution,
+        );
+        wl
     }
 
     pub fn kinds(&self) -> &[JobKind] {
@@ -594,7 +618,7 @@ impl Controller {
         let value = to_value(&job);
         let wl = self.owned_workload(
             ns.unwrap_or("default"),
-            &kind.workload_name(&name),
+            &kind.workload_name(&name, job.metadata.uid.as_deref().unwrap_or_default(), None),
             job.metadata.uid.as_deref(),
         );
         if let Some((success, message)) = kind.finished(&value) {
@@ -605,13 +629,13 @@ impl Controller {
         }
         let Some(wl) = wl else {
             let catalog = core::catalog(&self.mirror);
-            let new = match kind.workload(&job, &catalog) {
-                Ok(Some(w)) => w,
-                Ok(None) => return Ok(()),
-                Err(message) => {
+            let new = match kind.workloads(&job.metadata, &value, &catalog) {
+                Ok(mut made) if made.len() == 1 => made.remove(0),
+                Ok(_) => return Ok(()),
+                Err(problems) => {
                     return Err(Error::Integration {
                         kind: kind.spec.kind.clone(),
-                        message: format!("{key}: {message}"),
+                        message: format!("{key}: {}", problems_text(&problems)),
                     });
                 }
             };
@@ -619,6 +643,7 @@ impl Controller {
                 self.patch_job(i, ns, &name, kind.suspend_ops(), false)
                     .await?;
             }
+            let new = self.attributed(new);
             let created = self.writer.create_workload(&new).await?;
             self.observe(Observed::Applied(
                 Source::Kueue(KueueKind::Workload),
@@ -649,8 +674,9 @@ impl Controller {
         } else if reserved && is_admitted(&wl) {
             if kind.is_suspended(&value) {
                 let flavors = self.assigned_flavors(&wl);
+                let labels = attribution::attribution_labels(&wl, &self.attribution);
                 let ops = kind
-                    .start_ops(&value, &flavors)
+                    .start_ops(&value, &flavors, &labels)
                     .map_err(|m| integration_error(&kind, key, m))?;
                 self.patch_job(i, ns, &name, ops, false).await?;
             }
@@ -676,7 +702,7 @@ impl Controller {
         ops: Vec<Value>,
         status: bool,
     ) -> Result<kube::core::DynamicObject, Error> {
-        let resource = self.kinds[i].resource.clone();
+        let resource = api_resource(&self.kinds[i]);
         let obj = self
             .writer
             .json_patch(&resource, namespace, name, ops, status)
@@ -708,6 +734,7 @@ impl Controller {
                     });
                 }
             };
+            let new = self.attributed(new);
             let created = self.writer.create_workload(&new).await?;
             self.observe(Observed::Applied(
                 Source::Kueue(KueueKind::Workload),
@@ -729,8 +756,9 @@ impl Controller {
             }
         } else if reserved && is_admitted(&wl) {
             let flavors = self.assigned_flavors(&wl);
+            let labels = attribution::attribution_labels(&wl, &self.attribution);
             for pod in &group.pods {
-                let ops = Group::ungate_ops(pod, &flavors, &wl);
+                let ops = Group::ungate_ops(pod, &flavors, &wl, &labels);
                 if ops.is_empty() {
                     continue;
                 }

@@ -11,9 +11,10 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::core::ApiResource;
 use serde_json::{Value, json};
 
-use super::integration::{FlavorPlacement, inject_ops};
 use super::mirror::Mirror;
 use crate::api::catalog::Catalog;
+use crate::api::jobs::patch::label_ops;
+use crate::api::jobs::{FlavorPlacement, inject_ops};
 use crate::api::pods::{PodDoc, role_hash, workloads_for_pods};
 use crate::api::{Origin, Workload, labels};
 
@@ -146,6 +147,7 @@ impl Group {
         pod: &Pod,
         flavors: &BTreeMap<String, Vec<FlavorPlacement>>,
         workload: &Workload,
+        labels: &BTreeMap<String, String>,
     ) -> Vec<Value> {
         let Some(i) = gate_index(pod) else {
             return Vec::new();
@@ -165,6 +167,11 @@ impl Group {
             json!({"op": "remove", "path": format!("/spec/schedulingGates/{i}")}),
         ];
         ops.extend(inject_ops("", &template, assigned));
+        let meta = k8s_openapi::api::core::v1::PodTemplateSpec {
+            metadata: Some(pod.metadata.clone()),
+            spec: None,
+        };
+        ops.extend(label_ops("", &meta, labels));
         ops
     }
 }

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use fake_api::{FakeApi, Recorded};
 use kube::core::DynamicObject;
 use serde_json::{Value, json};
+use wasq::api::jobs;
 use wasq::k8s::controller::Controller;
-use wasq::k8s::integration;
 use wasq::k8s::metrics::Metrics;
 use wasq::k8s::mirror::{Observed, Source};
 use wasq::k8s::resources::KueueKind;
@@ -25,7 +25,7 @@ struct Env {
     controller: Controller,
 }
 
-fn collections(kinds: &[integration::JobKind]) -> Vec<(Source, String, String)> {
+fn collections(kinds: &[jobs::JobKind]) -> Vec<(Source, String, String)> {
     let mut out: Vec<(Source, String, String)> = KueueKind::ALL
         .into_iter()
         .map(|k| (Source::Kueue(k), KUEUE.to_string(), k.plural().to_string()))
@@ -33,12 +33,12 @@ fn collections(kinds: &[integration::JobKind]) -> Vec<(Source, String, String)> 
     out.push((Source::Namespace, "/api/v1".into(), "namespaces".into()));
     out.push((Source::Pod, "/api/v1".into(), "pods".into()));
     for (i, k) in kinds.iter().enumerate() {
-        let prefix = if k.resource.group.is_empty() {
-            format!("/api/{}", k.resource.version)
+        let prefix = if k.group.is_empty() {
+            format!("/api/{}", k.version)
         } else {
-            format!("/apis/{}", k.resource.api_version)
+            format!("/apis/{}", k.spec.api_version)
         };
-        out.push((Source::Job(i), prefix, k.resource.plural.clone()));
+        out.push((Source::Job(i), prefix, k.spec.plural.clone()));
     }
     out
 }
@@ -52,7 +52,10 @@ impl Env {
         let writer = Writer::new(api.client(), Some("test".into()));
         let controller = Controller::new(
             writer,
-            integration::builtin(),
+            jobs::builtin()
+                .into_iter()
+                .filter(|k| k.has_suspend())
+                .collect(),
             true,
             Arc::new(Metrics::new("standalone")),
             Arc::new(|| NOW),
@@ -184,6 +187,17 @@ fn job(name: &str, cpu_per_pod: &str, pods: i32, labels: Value, suspend: bool) -
     )
 }
 
+/// The Workload name Kueue (and wasq) gives the test Job `name` (UID `uid-<name>`).
+fn job_wl(name: &str) -> String {
+    let kind = jobs::builtin_kind("batch/v1", "Job").unwrap();
+    kind.workload_name(name, &format!("uid-{name}"), None)
+}
+
+fn rayjob_wl(name: &str) -> String {
+    let kind = jobs::builtin_kind("ray.io/v1", "RayJob").unwrap();
+    kind.workload_name(name, &format!("uid-{name}"), None)
+}
+
 fn queue_label() -> Value {
     json!({"kueue.x-k8s.io/queue-name": "lq"})
 }
@@ -209,13 +223,16 @@ async fn a_queued_job_gets_a_workload_that_is_admitted_and_the_job_started_on_it
         env.lines(),
         [
             format!("POST {KUEUE}/namespaces/ns/workloads"),
-            format!("PATCH {KUEUE}/namespaces/ns/workloads/job-pi/status"),
+            format!(
+                "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
+                job_wl("pi")
+            ),
             "PATCH /apis/batch/v1/namespaces/ns/jobs/pi".to_string(),
         ]
     );
     // The Workload, owned by its Job.
     assert_eq!(query(&w[0]), "&fieldManager=wasq-job-controller");
-    assert_eq!(w[0].body["metadata"]["name"], "job-pi");
+    assert_eq!(w[0].body["metadata"]["name"], job_wl("pi"));
     assert_eq!(
         w[0].body["metadata"]["ownerReferences"],
         json!([{"apiVersion": "batch/v1", "kind": "Job", "name": "pi", "uid": "uid-pi",
@@ -284,7 +301,7 @@ fn running_low_job() -> Vec<(String, Value)> {
     low["spec"]["template"]["spec"]["nodeSelector"] = json!({"gpu": "a"});
     low["status"] = json!({"active": 1, "startTime": T});
     let workload = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-        "metadata": {"name": "job-low", "namespace": "ns", "creationTimestamp": T, "uid": "uid-job-low",
+        "metadata": {"name": job_wl("low"), "namespace": "ns", "creationTimestamp": T, "uid": "uid-job-low",
                      "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "low", "uid": "uid-low",
                                           "controller": true, "blockOwnerDeletion": true}]},
         "spec": {"queueName": "lq", "priority": 0, "podSets": [{"name": "main", "count": 1,
@@ -296,7 +313,10 @@ fn running_low_job() -> Vec<(String, Value)> {
                                   condition("Admitted", "True", "Admitted", "The workload is admitted")]}});
     vec![
         (path, low),
-        (format!("{KUEUE}/namespaces/ns/workloads/job-low"), workload),
+        (
+            format!("{KUEUE}/namespaces/ns/workloads/{}", job_wl("low")),
+            workload,
+        ),
     ]
 }
 
@@ -320,8 +340,14 @@ async fn preemption_evicts_suspends_restores_and_requeues_then_admits_the_preemp
         env.lines(),
         [
             format!("POST {KUEUE}/namespaces/ns/workloads"),
-            format!("PATCH {KUEUE}/namespaces/ns/workloads/job-low/status"),
-            format!("PATCH {KUEUE}/namespaces/ns/workloads/job-high/status"),
+            format!(
+                "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
+                job_wl("low")
+            ),
+            format!(
+                "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
+                job_wl("high")
+            ),
             low_job.clone(),
             format!("{low_job}/status"),
             low_job.clone(),
@@ -333,8 +359,11 @@ async fn preemption_evicts_suspends_restores_and_requeues_then_admits_the_preemp
         })
     );
     let w = env.writes();
-    let message = "Preempted to accommodate a workload (UID: uid-job-high, JobUID: uid-high) due to \
-                   prioritization in the ClusterQueue; preemptor path: /cq; preemptee path: /cq";
+    let message = format!(
+        "Preempted to accommodate a workload (UID: uid-{}, JobUID: uid-high) due to \
+         prioritization in the ClusterQueue; preemptor path: /cq; preemptee path: /cq",
+        job_wl("high")
+    );
     assert_eq!(
         w[1].body["status"]["conditions"],
         json!([
@@ -345,8 +374,8 @@ async fn preemption_evicts_suspends_restores_and_requeues_then_admits_the_preemp
                 "Quota reserved in ClusterQueue cq"
             ),
             condition("Admitted", "True", "Admitted", "The workload is admitted"),
-            condition("Evicted", "True", "Preempted", message),
-            condition("Preempted", "True", "InClusterQueue", message),
+            condition("Evicted", "True", "Preempted", &message),
+            condition("Preempted", "True", "InClusterQueue", &message),
         ])
     );
     // The preemptor waits for its victim.
@@ -378,10 +407,19 @@ async fn preemption_evicts_suspends_restores_and_requeues_then_admits_the_preemp
     assert_eq!(
         env.lines(),
         [
-            format!("PATCH {KUEUE}/namespaces/ns/workloads/job-low/status"),
-            format!("PATCH {KUEUE}/namespaces/ns/workloads/job-high/status"),
+            format!(
+                "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
+                job_wl("low")
+            ),
+            format!(
+                "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
+                job_wl("high")
+            ),
             // The requeued victim waits for quota again.
-            format!("PATCH {KUEUE}/namespaces/ns/workloads/job-low/status"),
+            format!(
+                "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
+                job_wl("low")
+            ),
             "PATCH /apis/batch/v1/namespaces/ns/jobs/high".to_string(),
         ]
     );
@@ -390,7 +428,7 @@ async fn preemption_evicts_suspends_restores_and_requeues_then_admits_the_preemp
     let conds = &w[0].body["status"]["conditions"];
     assert_eq!(
         conds[0],
-        condition("QuotaReserved", "False", "PendingEvaluation", message)
+        condition("QuotaReserved", "False", "PendingEvaluation", &message)
     );
     assert_eq!(
         conds[1],
@@ -403,7 +441,7 @@ async fn preemption_evicts_suspends_restores_and_requeues_then_admits_the_preemp
     );
     assert_eq!(
         conds[4],
-        condition("Requeued", "True", "Preempted", message)
+        condition("Requeued", "True", "Preempted", &message)
     );
     assert_eq!(w[1].body["status"]["admission"]["clusterQueue"], "cq");
     assert_eq!(
@@ -436,7 +474,8 @@ async fn a_finished_job_finishes_its_workload_and_releases_quota() {
     assert_eq!(
         env.lines(),
         [format!(
-            "PATCH {KUEUE}/namespaces/ns/workloads/job-low/status"
+            "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
+            job_wl("low")
         )]
     );
     assert_eq!(
@@ -458,10 +497,11 @@ async fn a_conflicting_status_write_is_read_again_and_retried() {
     let mut objects = basics("4");
     objects.push(job("pi", "1", 1, queue_label(), true));
     let mut env = Env::new(objects);
-    env.api.fail_next("PATCH", "/workloads/job-pi/status", 409);
+    env.api
+        .fail_next("PATCH", &format!("/workloads/{}/status", job_wl("pi")), 409);
     env.list_all();
     env.step().await;
-    let status = format!("{KUEUE}/namespaces/ns/workloads/job-pi");
+    let status = format!("{KUEUE}/namespaces/ns/workloads/{}", job_wl("pi"));
     assert_eq!(
         env.lines(),
         [
@@ -481,7 +521,8 @@ async fn a_failed_admission_write_is_released_in_memory_and_retried_later() {
     let mut objects = basics("4");
     objects.push(job("pi", "1", 1, queue_label(), true));
     let mut env = Env::new(objects);
-    env.api.fail_next("PATCH", "/workloads/job-pi/status", 500);
+    env.api
+        .fail_next("PATCH", &format!("/workloads/{}/status", job_wl("pi")), 500);
     env.list_all();
     env.step().await;
     let s = env.controller.scheduler().unwrap();
@@ -499,7 +540,10 @@ async fn a_failed_admission_write_is_released_in_memory_and_retried_later() {
     assert_eq!(
         env.lines(),
         [
-            format!("PATCH {KUEUE}/namespaces/ns/workloads/job-pi/status"),
+            format!(
+                "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
+                job_wl("pi")
+            ),
             "PATCH /apis/batch/v1/namespaces/ns/jobs/pi".to_string(),
         ]
     );
@@ -525,7 +569,10 @@ async fn a_restart_rebuilds_usage_from_admitted_workloads_before_the_first_cycle
         env.lines(),
         [
             format!("POST {KUEUE}/namespaces/ns/workloads"),
-            format!("PATCH {KUEUE}/namespaces/ns/workloads/job-next/status"),
+            format!(
+                "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
+                job_wl("next")
+            ),
         ]
     );
     let w = env.writes();
@@ -581,7 +628,10 @@ async fn borrowing_job_admitted_in(mut objects: Vec<(String, Value)>, fair_shari
     env.step().await;
     let admitted = env
         .api
-        .get(&format!("{KUEUE}/namespaces/ns/workloads/job-big"))
+        .get(&format!(
+            "{KUEUE}/namespaces/ns/workloads/{}",
+            job_wl("big")
+        ))
         .unwrap();
     assert_eq!(admitted["status"]["admission"]["clusterQueue"], "cq");
     env
@@ -757,7 +807,10 @@ async fn a_ray_job_is_admitted_as_one_gang_of_head_and_workers() {
         env.lines(),
         [
             format!("POST {KUEUE}/namespaces/ns/workloads"),
-            format!("PATCH {KUEUE}/namespaces/ns/workloads/rayjob-train/status"),
+            format!(
+                "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
+                rayjob_wl("train")
+            ),
             "PATCH /apis/ray.io/v1/namespaces/ns/rayjobs/train".to_string(),
         ]
     );
@@ -851,9 +904,9 @@ fn crds_are_generated_with_kueue_names_columns_and_status() {
 #[test]
 fn the_example_integration_is_configuration_only() {
     let text = std::fs::read_to_string("examples/deploy/integrations.yaml").unwrap();
-    let kinds = integration::parse(&text).unwrap();
-    let job = json!({"spec": {"pytorchReplicaSpecs": {
-        "Master": {"replicas": 1, "template": {"spec": {"containers": []}}},
+    let kinds = jobs::parse(&text).unwrap();
+    let job = json!({"spec": {"mxReplicaSpecs": {
+        "Scheduler": {"replicas": 1, "template": {"spec": {"containers": []}}},
         "Worker": {"replicas": 4, "template": {"spec": {"containers": []}}}}}});
     let sets: Vec<(String, i32)> = kinds[0]
         .pod_sets(&job)
@@ -861,7 +914,10 @@ fn the_example_integration_is_configuration_only() {
         .into_iter()
         .map(|p| (p.name, p.count))
         .collect();
-    assert_eq!(sets, [("master".to_string(), 1), ("worker".to_string(), 4)]);
+    assert_eq!(
+        sets,
+        [("scheduler".to_string(), 1), ("worker".to_string(), 4)]
+    );
 }
 
 /// Against a real cluster (kind, k3s, a cloud cluster) with wasq's CRDs applied

@@ -287,7 +287,7 @@ value: high
 #[test]
 fn unsupported_kinds_and_documents_are_errors() {
     let text = "apiVersion: apps/v1
-kind: Deployment
+kind: DaemonSet
 metadata: {name: web}
 ---
 apiVersion: kueue.x-k8s.io/v1alpha1
@@ -303,7 +303,15 @@ metadata: {name: f}
     assert_eq!(
         errors("misc.yaml", text),
         [
-            r#"misc.yaml doc 1: Deployment web: kind: unsupported kind "Deployment" (apiVersion "apps/v1")"#,
+            concat!(
+                r#"misc.yaml doc 1: DaemonSet web: kind: unsupported kind "DaemonSet" (apiVersion "apps/v1"); "#,
+                "wasq reads ResourceFlavor, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass, Workload, ",
+                "the Kueue Configuration, Job (batch/v1), JobSet (jobset.x-k8s.io/v1alpha2), RayJob (ray.io/v1), ",
+                "RayCluster (ray.io/v1), PyTorchJob (kubeflow.org/v1), TFJob (kubeflow.org/v1), XGBoostJob (kubeflow.org/v1), ",
+                "PaddleJob (kubeflow.org/v1), JAXJob (kubeflow.org/v1), MPIJob (kubeflow.org/v2beta1), ",
+                "LeaderWorkerSet (leaderworkerset.x-k8s.io/v1), StatefulSet (apps/v1), Deployment (apps/v1), ",
+                "Pod (v1), Namespace (v1) and sim.wasq.dev objects"
+            ),
             r#"misc.yaml doc 2: ClusterQueue cq: apiVersion: unsupported apiVersion "kueue.x-k8s.io/v1alpha1" for kind ClusterQueue (supported: kueue.x-k8s.io/v1beta2, kueue.x-k8s.io/v1beta1)"#,
             r#"misc.yaml doc 3: missing field "apiVersion""#,
             "misc.yaml doc 4: expected a Kubernetes object (a mapping with apiVersion and kind)",
@@ -603,7 +611,7 @@ fn job_becomes_a_workload() {
         1,
         "the Job without a queue label is not queued"
     );
-    let wl = workload(&m, "job-pi");
+    let wl = workload(&m, "job-pi-10c48");
     assert_eq!(wl.metadata.namespace.as_deref(), Some("team-a"));
     assert_eq!(wl.spec.queue_name.as_deref(), Some("user-queue"));
     assert_eq!(wl.spec.priority, Some(500));
@@ -651,7 +659,7 @@ spec:
     assert_eq!(
         errors("jobs.yaml", text),
         [
-            r#"jobs.yaml doc 1: Job ns/j: metadata.annotations.kueue.x-k8s.io/job-min-parallelism: "5" must be an integer between 1 and 1 (the Job's pod count minus one)"#
+            r#"jobs.yaml doc 1: Job ns/j: metadata.annotations.kueue.x-k8s.io/job-min-parallelism: "5" must be an integer between 1 and 1 (the pod count minus one)"#
         ]
     );
     let text = text.replace("\"5\"", "\"1\"");
@@ -702,7 +710,7 @@ fn pod_group_becomes_one_workload() {
         group.metadata.annotations.as_ref().unwrap()["kueue.x-k8s.io/is-group-workload"],
         "true"
     );
-    let solo = workload(&m, "pod-solo");
+    let solo = workload(&m, "pod-solo-8456e");
     assert_eq!(solo.spec.pod_sets[0].name, "main");
     assert_eq!(requests(solo, 0, 0), pairs(&[("cpu", "1")]));
 }
@@ -794,7 +802,7 @@ spec: {template: {spec: {containers: [{name: c}]}}}
     );
     assert_eq!(workload(&m, "elsewhere").spec.queue_name, None);
     assert_eq!(
-        workload(&m, "job-unlabelled").spec.queue_name.as_deref(),
+        workload(&m, "job-unlabelled-62a98").spec.queue_name.as_deref(),
         Some("default")
     );
 }
@@ -803,7 +811,7 @@ spec: {template: {spec: {containers: [{name: c}]}}}
 fn derived_workload_name_must_not_clash() {
     let text = "apiVersion: kueue.x-k8s.io/v1beta2
 kind: Workload
-metadata: {name: job-x, namespace: default}
+metadata: {name: job-x-27a87, namespace: default}
 spec:
   queueName: q
   podSets: [{name: main, count: 1, template: {spec: {containers: [{name: c}]}}}]
@@ -816,7 +824,7 @@ spec: {template: {spec: {containers: [{name: c}]}}}
     assert_eq!(
         errors("clash.yaml", text),
         [
-            "clash.yaml doc 2: Job default/x: duplicate Workload default/job-x: already defined in clash.yaml doc 1"
+            "clash.yaml doc 2: Job default/x: duplicate Workload default/job-x-27a87: already defined in clash.yaml doc 1"
         ]
     );
 }
