@@ -59,6 +59,10 @@ enum Command {
         /// `--compare ordering=builtin ordering=my-plugin,preemption=my-preemption`).
         #[arg(long, num_args = 2, value_names = ["A", "B"], conflicts_with_all = ["watch", "speed"])]
         compare: Option<Vec<String>>,
+        /// LocalQueue label keys (e.g. team,cost-center) copied onto each workload, as the
+        /// controller does: the report lists them per workload and sums usage per value.
+        #[arg(long, value_delimiter = ',', value_name = "KEYS")]
+        cost_attribution_labels: Vec<String>,
     },
     /// Kueue's performance-test shape simulated twice in one process — built-in native policies,
     /// then the three kueue-default WASM plugins — with the WASM/native ratio.
@@ -159,6 +163,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             speed,
             watch,
             compare,
+            cost_attribution_labels,
         } => {
             if speed.is_some_and(|s| !(s > 0.0 && s.is_finite())) {
                 anyhow::bail!("--speed must be a positive number");
@@ -177,7 +182,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let policies = policies.load(speed.is_some())?;
             let _watch = policies.watch()?;
-            let scenario = Scenario::load(&paths).context("loading manifests")?;
+            let scenario = Scenario::load_with(&paths, &cost_attribution_labels)
+                .context("loading manifests")?;
             let total = scenario.cluster.workloads.len();
             let mut sim = Simulation::new(scenario);
             sim.use_policies(policies.live_bindings())?;

@@ -47,7 +47,7 @@ pub struct UsageChange {
 }
 
 impl UsageChange {
-    fn sign(&self) -> i64 {
+    pub(crate) fn sign(&self) -> i64 {
         if self.reserved { 1 } else { -1 }
     }
 }

@@ -6,6 +6,7 @@
 //! reservation), so workloads admitted during the run are always newer than those that came
 //! admitted; times in reports are seconds since then.
 
+pub mod attribution;
 pub mod bench;
 pub mod compare;
 pub use crate::api::duration;
@@ -101,6 +102,8 @@ pub struct Simulation {
     pacer: Option<Pacer>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     pub(crate) cycles: u64,
+    /// Cost-attribution labels per workload.
+    pub(crate) labels: Vec<BTreeMap<String, String>>,
 }
 
 impl Simulation {
@@ -111,6 +114,7 @@ impl Simulation {
             t0,
             arrival,
             durations,
+            labels,
         } = scenario;
         let n = cluster.workloads.len();
         let mut sim = Simulation {
@@ -134,6 +138,7 @@ impl Simulation {
             pacer: None,
             stop: Default::default(),
             cycles: 0,
+            labels,
         };
         let cluster = &sim.scheduler.cluster;
         sim.usage_integral = vec![0; cluster.tree.len() * cluster.tree.n_fr()];

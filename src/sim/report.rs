@@ -66,6 +66,9 @@ pub struct WorkloadReport {
     /// `admitted`, `pending`, `inadmissible` or `finished`.
     pub state: &'static str,
     pub admission: Option<AdmissionReport>,
+    /// Cost-attribution labels (`--cost-attribution-labels`), when any.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -102,6 +105,9 @@ pub struct Summary {
     pub fallbacks: Vec<FallbackCount>,
     /// Every plugin the run could bind: calls made and failures per reason.
     pub plugins: Vec<PluginSummary>,
+    /// Per cost-attribution label key and value: workloads and resource-seconds held.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub cost_attribution: super::attribution::CostAttribution,
 }
 
 /// One plugin's activity during the run.
@@ -227,6 +233,7 @@ pub fn build(sim: &Simulation) -> Report {
             priority: wl.effective_priority(),
             state: state_of(sim, wl.id),
             admission: admission_report(cluster, wl.id),
+            labels: sim.labels[wl.id.index()].clone(),
         })
         .collect();
 
@@ -325,6 +332,7 @@ pub fn build(sim: &Simulation) -> Report {
                 )
                 .collect(),
             plugins: sim.plugin_summaries(),
+            cost_attribution: super::attribution::build(sim),
         },
         fairness: super::fairness::build(sim),
     }
@@ -467,6 +475,26 @@ impl Report {
         }
         for (k, v) in &self.summary.cluster_queue_classes {
             let _ = writeln!(out, "ClusterQueue class {k}: mean usage {v:.1}% of nominal");
+        }
+        for (key, values) in &self.summary.cost_attribution {
+            let _ = writeln!(
+                out,
+                "\nCost attribution by {key:<10} workloads  admitted  resource-seconds held"
+            );
+            for (value, u) in values {
+                let held: Vec<String> = u
+                    .resource_seconds
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v:.0}"))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "  {value:<28} {:>9} {:>9}  {}",
+                    u.workloads,
+                    u.admitted,
+                    held.join(", ")
+                );
+            }
         }
         self.fairness.write_table(&mut out);
         let _ = writeln!(

@@ -1,6 +1,7 @@
 //! A scenario: manifests (plus traces and generated shapes) turned into a cluster, with each
 //! workload's arrival and duration on the virtual clock.
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use crate::api::{self, Manifests};
@@ -32,16 +33,34 @@ pub struct Scenario {
     /// Arrival time per workload (absolute virtual ms).
     pub arrival: Vec<Millis>,
     pub durations: Vec<Option<Millis>>,
+    /// Cost-attribution labels per workload (see [`Scenario::attribute_costs`]).
+    pub labels: Vec<BTreeMap<String, String>>,
 }
 
 impl Scenario {
     /// Loads every manifest under `paths` (files, or directories of `*.yaml`).
     pub fn load(paths: &[PathBuf]) -> Result<Scenario, ScenarioError> {
-        let manifests = api::load::load_paths(paths)?;
-        Scenario::from_manifests(manifests)
+        Scenario::load_with(paths, &[])
     }
 
-    pub fn from_manifests(mut manifests: Manifests) -> Result<Scenario, ScenarioError> {
+    /// Loads as [`Scenario::load`], with the LocalQueue label keys `cost_labels` copied onto
+    /// each workload for cost attribution (`--cost-attribution-labels`).
+    pub fn load_with(paths: &[PathBuf], cost_labels: &[String]) -> Result<Scenario, ScenarioError> {
+        let manifests = api::load::load_paths(paths)?;
+        Scenario::from_manifests_with(manifests, cost_labels)
+    }
+
+    pub fn from_manifests(manifests: Manifests) -> Result<Scenario, ScenarioError> {
+        Scenario::from_manifests_with(manifests, &[])
+    }
+
+    /// A scenario whose workloads carry their LocalQueue's `cost_labels` (the controller's
+    /// cost attribution, written once in [`api::jobs::attribution`]).
+    pub fn from_manifests_with(
+        mut manifests: Manifests,
+        cost_labels: &[String],
+    ) -> Result<Scenario, ScenarioError> {
+        let labels_by_key = attribute_costs(&mut manifests, cost_labels);
         super::extensions::expand(&mut manifests).map_err(ScenarioError::Extension)?;
         let t0 = latest_timestamp(&manifests).unwrap_or(DEFAULT_T0);
         let mut errors = Vec::new();
@@ -81,13 +100,50 @@ impl Scenario {
                 (t0 + get(ARRIVAL).unwrap_or(0), get(DURATION))
             })
             .unzip();
+        let labels = cluster
+            .workloads
+            .iter()
+            .map(|wl| labels_by_key.get(&wl.key).cloned().unwrap_or_default())
+            .collect();
         Ok(Scenario {
             cluster,
             t0,
             arrival,
             durations,
+            labels,
         })
     }
+}
+
+/// Copies each LocalQueue's `keys` labels onto its Workloads; returns each Workload's
+/// attribution labels by `namespace/name`.
+fn attribute_costs(
+    m: &mut Manifests,
+    keys: &[String],
+) -> HashMap<String, BTreeMap<String, String>> {
+    let mut out = HashMap::new();
+    if keys.is_empty() {
+        return out;
+    }
+    let queues: HashMap<(String, String), &BTreeMap<String, String>> = m
+        .local_queues
+        .iter()
+        .filter_map(|lq| {
+            let ns = lq.metadata.namespace.clone().unwrap_or_default();
+            let name = lq.metadata.name.clone().unwrap_or_default();
+            Some(((ns, name), lq.metadata.labels.as_ref()?))
+        })
+        .collect();
+    for wl in &mut m.workloads {
+        let ns = wl.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let queue = wl.spec.queue_name.clone().unwrap_or_default();
+        let lq = queues.get(&(ns.clone(), queue)).copied();
+        api::jobs::attribution::copy_local_queue_labels(wl, lq, keys);
+        let labels = api::jobs::attribution::attribution_labels(wl, keys);
+        let name = wl.metadata.name.clone().unwrap_or_default();
+        out.insert(format!("{ns}/{name}"), labels);
+    }
+    out
 }
 
 /// The latest creation or quota-reservation timestamp in the manifests.

@@ -87,6 +87,9 @@ pub struct CountFactor {
     /// Capped by this field when set (Job `completions` below `parallelism`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_most: Option<String>,
+    /// A missing field is an error instead of `default` (a LeaderWorkerSet's `size`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub required: bool,
     /// One less when this field is set (a LeaderWorkerSet's `size` counts its leader).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub less_one_if: Option<String>,

@@ -173,6 +173,12 @@ fn join(base: &str, field: &str) -> String {
 /// one less with `lessOneIf`.
 fn factor(element: &Value, f: &CountFactor) -> Result<i64, FieldProblem> {
     let mut n = match element.pointer(&f.field) {
+        None | Some(Value::Null) if f.required => {
+            return Err(FieldProblem::at(
+                field_path(&f.field),
+                "required: the number of pods",
+            ));
+        }
         None | Some(Value::Null) => f.default,
         Some(v) => match v.as_i64() {
             Some(n) if n >= 0 => n,
