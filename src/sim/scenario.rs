@@ -135,7 +135,11 @@ fn attribute_costs(
         })
         .collect();
     for wl in &mut m.workloads {
-        let ns = wl.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let ns = wl
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
         let queue = wl.spec.queue_name.clone().unwrap_or_default();
         let lq = queues.get(&(ns.clone(), queue)).copied();
         api::jobs::attribution::copy_local_queue_labels(wl, lq, keys);

@@ -4,6 +4,7 @@ mod cli;
 mod fair_swap;
 mod fairness;
 mod invariants;
+mod job_kinds;
 mod k8s;
 mod manifests;
 mod plugin_scenarios;

@@ -802,7 +802,10 @@ spec: {template: {spec: {containers: [{name: c}]}}}
     );
     assert_eq!(workload(&m, "elsewhere").spec.queue_name, None);
     assert_eq!(
-        workload(&m, "job-unlabelled-62a98").spec.queue_name.as_deref(),
+        workload(&m, "job-unlabelled-62a98")
+            .spec
+            .queue_name
+            .as_deref(),
         Some("default")
     );
 }
