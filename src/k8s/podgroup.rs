@@ -3,6 +3,8 @@
 //! one Workload once all of them exist. Each pod is held by the `kueue.x-k8s.io/admission`
 //! scheduling gate until the Workload is admitted; admission removes the gate and adds the
 //! flavors' node labels and tolerations. Pods cannot be suspended, so eviction deletes them.
+//! A gated pod with a queue label and no group (a lone pod, a Deployment's replica) is a group
+//! of one.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -13,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::mirror::Mirror;
 use crate::api::catalog::Catalog;
+use crate::api::jobs::names::workload_name;
 use crate::api::jobs::patch::label_ops;
 use crate::api::jobs::{FlavorPlacement, inject_ops};
 use crate::api::pods::{PodDoc, role_hash, workloads_for_pods};
@@ -35,17 +38,37 @@ pub fn pod_resource() -> ApiResource {
     ApiResource::erase::<Pod>(&())
 }
 
-/// Every pod group in the mirror.
+/// Every pod group in the mirror. A gated pod that names a queue but no group (a lone pod, or
+/// a Deployment's replica) is a group of its own, named as Kueue names its Workload
+/// (`pod-<name>-<hash>`).
 pub fn groups(mirror: &Mirror) -> Vec<Group> {
     let mut out: BTreeMap<(String, String), Group> = BTreeMap::new();
     for pod in mirror.pods.values() {
         let meta = &pod.metadata;
-        let Some(group) = meta
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(labels::POD_GROUP_NAME))
-        else {
-            continue;
+        let label = |key: &str| meta.labels.as_ref().and_then(|l| l.get(key));
+        let group = match label(labels::POD_GROUP_NAME) {
+            Some(g) => g,
+            None if label(labels::QUEUE_NAME).is_some() && is_gated(pod) => {
+                let name = workload_name(
+                    "pod",
+                    "Pod",
+                    "",
+                    meta.name.as_deref().unwrap_or_default(),
+                    meta.uid.as_deref().unwrap_or_default(),
+                );
+                let namespace = meta.namespace.clone().unwrap_or_else(|| "default".into());
+                out.insert(
+                    (namespace.clone(), name.clone()),
+                    Group {
+                        namespace,
+                        name,
+                        pods: vec![pod.clone()],
+                        total: Some(1),
+                    },
+                );
+                continue;
+            }
+            None => continue,
         };
         let namespace = meta.namespace.clone().unwrap_or_else(|| "default".into());
         let total = meta

@@ -954,3 +954,89 @@ async fn the_controller_syncs_with_a_real_cluster() {
         controller.step().await;
     }
 }
+
+/// `basics` with the LocalQueue labelled `team: vision` and the controller copying `team`.
+fn attributed_env(mut objects: Vec<(String, Value)>) -> Env {
+    let lq = format!("{KUEUE}/namespaces/ns/localqueues/lq");
+    for (path, obj) in &mut objects {
+        if *path == lq {
+            obj["metadata"]["labels"] = json!({"team": "vision"});
+        }
+    }
+    let mut env = Env::new(objects);
+    env.controller
+        .set_attribution_labels(vec!["team".into(), "cost-center".into()]);
+    env
+}
+
+#[tokio::test]
+async fn a_lone_gated_pod_is_its_own_workload_and_carries_its_teams_label_when_released() {
+    let mut objects = basics("4");
+    // A Deployment's replica as wasq's webhook leaves it: queue label, gate, no group.
+    objects.push((
+        "/api/v1/namespaces/ns/pods/web-7d9f-x2".into(),
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "web-7d9f-x2", "namespace": "ns", "creationTimestamp": T,
+                            "labels": {"kueue.x-k8s.io/queue-name": "lq", "app": "web"},
+                            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                                 "name": "web-7d9f", "uid": "rs", "controller": true}]},
+               "spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+                        "containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "1"}}}]}}),
+    ));
+    let mut env = attributed_env(objects);
+    env.list_all();
+    env.step().await;
+    let name = jobs::names::workload_name("pod", "Pod", "", "web-7d9f-x2", "uid-web-7d9f-x2");
+    assert!(name.starts_with("pod-web-7d9f-x2-"));
+    assert_eq!(
+        env.lines(),
+        [
+            format!("POST {KUEUE}/namespaces/ns/workloads"),
+            format!("PATCH {KUEUE}/namespaces/ns/workloads/{name}/status"),
+            "PATCH /api/v1/namespaces/ns/pods/web-7d9f-x2".to_string(),
+        ]
+    );
+    let w = env.writes();
+    assert_eq!(w[0].body["metadata"]["name"], name);
+    assert_eq!(w[0].body["metadata"]["labels"]["team"], "vision");
+    assert_eq!(w[0].body["spec"]["podSets"][0]["count"], 1);
+    let ungate = w[2].body.as_array().unwrap();
+    assert_eq!(
+        ungate[1],
+        json!({"op": "remove", "path": "/spec/schedulingGates/0"})
+    );
+    assert_eq!(
+        ungate.last().unwrap(),
+        &json!({"op": "add", "path": "/metadata/labels",
+                "value": {"app": "web", "kueue.x-k8s.io/queue-name": "lq", "team": "vision"}})
+    );
+}
+
+#[tokio::test]
+async fn an_admitted_job_starts_with_its_teams_label_in_the_pod_template() {
+    let mut objects = basics("4");
+    objects.push(job("pi", "1", 2, queue_label(), true));
+    let mut env = attributed_env(objects);
+    env.list_all();
+    env.step().await;
+    let w = env.writes();
+    let created = &w[0].body;
+    assert_eq!(created["metadata"]["labels"]["team"], "vision");
+    assert!(created["metadata"]["labels"].get("cost-center").is_none());
+    let start = w
+        .iter()
+        .find(|r| r.line() == "PATCH /apis/batch/v1/namespaces/ns/jobs/pi")
+        .expect("the job is started");
+    let ops = start.body.as_array().unwrap();
+    assert!(
+        ops.contains(&json!({"op": "add", "path": "/spec/template/metadata", "value": {}})),
+        "{ops:?}"
+    );
+    assert!(ops.contains(
+        &json!({"op": "add", "path": "/spec/template/metadata/labels", "value": {"team": "vision"}})
+    ));
+    assert_eq!(
+        ops.last().unwrap(),
+        &json!({"op": "add", "path": "/spec/suspend", "value": false})
+    );
+}
