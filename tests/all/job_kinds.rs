@@ -389,7 +389,7 @@ fn timeline(r: &wasq::sim::report::Report) -> Vec<(f64, String, String)> {
     r.events
         .iter()
         .map(|e| {
-            let kind = serde_json::to_value(&e.kind).unwrap();
+            let kind = serde_json::to_value(e.kind).unwrap();
             (
                 e.time,
                 kind.as_str().unwrap().to_string(),
@@ -457,7 +457,7 @@ fn every_kind_shares_one_queue_and_costs_are_attributed_per_team() {
     let admitted: Vec<(f64, String)> = r
         .events
         .iter()
-        .filter(|e| serde_json::to_value(&e.kind).unwrap() == "Admitted")
+        .filter(|e| serde_json::to_value(e.kind).unwrap() == "Admitted")
         .map(|e| (e.time, e.workload.split('/').nth(1).unwrap().to_string()))
         .collect();
     let n = |api: &str, kind: &str, name: &str, g: Option<i32>| wl_name(api, kind, name, g);
