@@ -13,3 +13,4 @@ mod scenarios;
 mod sim_inputs;
 mod wasm_containment;
 mod wasm_parity;
+mod webhooks;

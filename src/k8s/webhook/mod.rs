@@ -202,7 +202,7 @@ impl Webhooks {
             Route::ValidateJob(k) => validate::job(k, req, &view),
             Route::MutatePod => mutate::pod(&self.kinds, req, &view),
             Route::ValidatePod => validate::pod(req, &view),
-            Route::MutateWorkload => mutate::workload(req, &view),
+            Route::MutateWorkload => mutate::workload(&self.schemas, req, &view),
             Route::ValidateKueue(k) => validate::kueue(*k, &self.schemas, req, &view),
         })
     }

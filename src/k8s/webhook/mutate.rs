@@ -7,12 +7,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 
 use super::review::{AdmissionRequest, Verdict, set_in_metadata_map};
+use super::validate::Schemas;
 use super::view::View;
 use crate::api::catalog::DEFAULT_LOCAL_QUEUE;
+use crate::api::decode::Object;
 use crate::api::defaults::default_workload;
-use crate::api::{Workload, labels};
+use crate::api::labels;
 use crate::k8s::integration::JobKind;
 use crate::k8s::podgroup::SCHEDULING_GATE;
+use crate::k8s::resources::KueueKind;
 
 /// Kueue's label on the pods it manages (`constants.ManagedByKueueLabelKey`).
 pub const MANAGED_LABEL: &str = "kueue.x-k8s.io/managed";
@@ -149,12 +152,12 @@ fn gate_ops(pod: &Value) -> Vec<Value> {
 
 /// A Workload on CREATE: each podSet's name (`main`) and count (1) when missing, and the
 /// defaults of [`default_workload`] for `spec.queueName` and `spec.priority`.
-pub fn workload(req: &AdmissionRequest, view: &View) -> Verdict {
+pub fn workload(schemas: &Schemas, req: &AdmissionRequest, view: &View) -> Verdict {
     let Some(object) = req.object.as_ref().filter(|_| req.is_create()) else {
         return Verdict::allow();
     };
     // An object that does not decode is left for the validating webhook to report.
-    let Ok(mut wl) = serde_json::from_value::<Workload>(object.clone()) else {
+    let Ok(Object::Workload(mut wl)) = schemas.decode(KueueKind::Workload, object) else {
         return Verdict::allow();
     };
     if wl.metadata.namespace.is_none() {

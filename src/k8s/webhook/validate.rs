@@ -40,7 +40,7 @@ impl Default for Schemas {
 
 impl Schemas {
     /// Decodes an object of `kind` strictly, as the loader does.
-    fn decode(&self, kind: KueueKind, value: &Value) -> Result<Object, Vec<FieldProblem>> {
+    pub fn decode(&self, kind: KueueKind, value: &Value) -> Result<Object, Vec<FieldProblem>> {
         let mut value = value.clone();
         if let Some(schema) = self.0.get(&kind) {
             prune(&mut value, schema);
