@@ -289,22 +289,30 @@ fn one_line(e: &dyn std::error::Error) -> String {
     parts.join(": ")
 }
 
-/// The client for the in-cluster environment or the kubeconfig, or one message saying which
-/// sources were tried.
+/// The client for the in-cluster environment or the kubeconfig, checked by asking the API server
+/// its version, or one message saying which sources were tried and what failed.
 async fn connect() -> anyhow::Result<kube::Client> {
     let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
     let kubeconfig = kubeconfig_path();
-    if !in_cluster && !kubeconfig.as_deref().is_some_and(std::path::Path::exists) {
+    let have_kubeconfig = kubeconfig.as_deref().is_some_and(std::path::Path::exists);
+    if !in_cluster && !have_kubeconfig {
         anyhow::bail!(no_cluster_message(kubeconfig.as_deref()));
     }
-    kube::Client::try_default().await.map_err(|e| {
-        let source = match (&kubeconfig, in_cluster) {
-            (Some(p), _) if p.exists() => format!("the kubeconfig {}", p.display()),
-            _ => "the in-cluster configuration".to_string(),
-        };
+    let source = match &kubeconfig {
+        Some(p) if have_kubeconfig => format!("the kubeconfig {}", p.display()),
+        _ => "the in-cluster configuration".to_string(),
+    };
+    let config = kube::Config::infer()
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot use {source}: {}", one_line(&e)))?;
+    let url = config.cluster_url.clone();
+    let client = kube::Client::try_from(config)
+        .map_err(|e| anyhow::anyhow!("cannot use {source}: {}", one_line(&e)))?;
+    client.apiserver_version().await.map_err(|e| {
         anyhow::anyhow!(
-            "cannot connect to the cluster through {source}: {}",
+            "cannot reach the cluster at {url} (from {source}): {}",
             one_line(&e)
         )
-    })
+    })?;
+    Ok(client)
 }

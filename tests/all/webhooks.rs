@@ -729,6 +729,46 @@ async fn an_expiring_certificate_is_rotated_and_the_new_ca_written() {
     assert_eq!(bundles(&api), vec![json!(b64(&new.ca_pem)); 4]);
 }
 
+#[tokio::test]
+async fn start_up_failures_name_the_address_or_the_secret_and_the_rbac_verb() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap();
+    let api = FakeApi::default();
+    let e = webhook::start(
+        api.client(),
+        Arc::new(webhooks_with(View::default())),
+        addr,
+        settings(),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.starts_with(&format!("cannot listen on {addr} for the webhooks (")),
+        "{e}"
+    );
+    assert!(
+        e.ends_with("choose another address with --webhook-listen, or run with --no-webhooks"),
+        "{e}"
+    );
+
+    api.fail_next("GET", "/secrets/wasq-webhook-server-cert", 403);
+    let e = webhook::start(
+        api.client(),
+        Arc::new(webhooks_with(View::default())),
+        "127.0.0.1:0".parse().unwrap(),
+        settings(),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        e,
+        "cannot get Secret wasq-system/wasq-webhook-server-cert: forbidden; wasq's ServiceAccount \
+         needs the RBAC verb \"get\" on it (see examples/deploy/wasq.yaml)"
+    );
+}
+
 #[test]
 fn readyz_waits_for_the_webhooks() {
     let shared = RwLock::new(Shared {
