@@ -589,6 +589,7 @@ fn stored_certs(api: &FakeApi) -> Certs {
     };
     Certs {
         ca_pem: field("ca.crt"),
+        ca_key_pem: field("ca.key"),
         cert_pem: field("tls.crt"),
         key_pem: field("tls.key"),
     }
@@ -668,12 +669,7 @@ async fn a_replica_that_loses_the_race_to_create_reads_the_winners_secret() {
     configurations(&api);
     let names = certs::dns_names(SERVICE, NS);
     let winner = certs::generate(&names, NOW - 60, now_secs() + VALIDITY_SECS).unwrap();
-    api.put(
-        SECRET_PATH,
-        json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-               "metadata": {"name": webhook::DEFAULT_SECRET, "namespace": NS},
-               "data": {"ca.crt": b64(&winner.ca_pem), "tls.crt": b64(&winner.cert_pem), "tls.key": b64(&winner.key_pem)}}),
-    );
+    put_secret(&api, &winner);
     // This replica's read came before the winner's create.
     api.fail_next("GET", "/secrets/wasq-webhook-server-cert", 404);
     let got = provision::obtain(&api.client(), &settings()).await.unwrap();
@@ -695,25 +691,28 @@ async fn a_replica_that_loses_the_race_to_create_reads_the_winners_secret() {
     assert_eq!(stored_certs(&api), winner);
 }
 
-#[tokio::test]
-async fn an_expiring_certificate_is_rotated_and_the_new_ca_written() {
-    let api = FakeApi::default();
-    configurations(&api);
-    let names = certs::dns_names(SERVICE, NS);
-    let now = now_secs();
-    let old = certs::generate(&names, now - 3600, now + LOOKAHEAD_SECS / 2).unwrap();
+fn put_secret(api: &FakeApi, c: &Certs) {
     api.put(
         SECRET_PATH,
         json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
                "metadata": {"name": webhook::DEFAULT_SECRET, "namespace": NS},
-               "data": {"ca.crt": b64(&old.ca_pem), "tls.crt": b64(&old.cert_pem), "tls.key": b64(&old.key_pem)}}),
+               "data": {"ca.crt": b64(&c.ca_pem), "ca.key": b64(&c.ca_key_pem),
+                        "tls.crt": b64(&c.cert_pem), "tls.key": b64(&c.key_pem)}}),
     );
+}
+
+/// Runs `obtain` over a Secret holding `old`; returns what it serves and checks the Secret was
+/// written only over the version read.
+async fn rotate(old: &Certs) -> (FakeApi, Certs) {
+    let api = FakeApi::default();
+    configurations(&api);
+    put_secret(&api, old);
     let rv = api.get(SECRET_PATH).unwrap()["metadata"]["resourceVersion"].clone();
     let new = provision::obtain(&api.client(), &settings()).await.unwrap();
+    let names = certs::dns_names(SERVICE, NS);
     assert_ne!(new.cert_pem, old.cert_pem);
-    assert_ne!(new.ca_pem, old.ca_pem);
     assert_eq!(
-        new.fitness(&names, now, LOOKAHEAD_SECS),
+        new.fitness(&names, now_secs(), LOOKAHEAD_SECS),
         certs::Fitness::Fit
     );
     assert_eq!(stored_certs(&api), new);
@@ -726,7 +725,39 @@ async fn an_expiring_certificate_is_rotated_and_the_new_ca_written() {
         patch.body["metadata"]["resourceVersion"], rv,
         "written only over the version read"
     );
+    (api, new)
+}
+
+#[tokio::test]
+async fn an_expiring_serving_certificate_is_signed_again_by_the_kept_ca() {
+    let names = certs::dns_names(SERVICE, NS);
+    let now = now_secs();
+    let old = certs::generate(&names, now - 3600, now + VALIDITY_SECS)
+        .unwrap()
+        .resigned(&names, now - 3600, now + LOOKAHEAD_SECS / 2)
+        .unwrap();
+    let (api, new) = rotate(&old).await;
+    assert_eq!(new.ca_pem, old.ca_pem, "the CA the API server trusts stays");
+    assert_eq!(bundles(&api), vec![json!(b64(&old.ca_pem)); 4]);
+}
+
+#[tokio::test]
+async fn an_expiring_ca_is_replaced_and_the_new_bundle_written() {
+    let names = certs::dns_names(SERVICE, NS);
+    let now = now_secs();
+    let old = certs::generate(&names, now - 3600, now + LOOKAHEAD_SECS / 2).unwrap();
+    let (api, new) = rotate(&old).await;
+    assert_ne!(new.ca_pem, old.ca_pem);
     assert_eq!(bundles(&api), vec![json!(b64(&new.ca_pem)); 4]);
+}
+
+#[tokio::test]
+async fn a_certificate_for_another_service_name_is_signed_again() {
+    let now = now_secs();
+    let other = certs::dns_names("old-name", NS);
+    let old = certs::generate(&other, now - 3600, now + VALIDITY_SECS).unwrap();
+    let (_, new) = rotate(&old).await;
+    assert_eq!(new.ca_pem, old.ca_pem);
 }
 
 #[tokio::test]

@@ -1,6 +1,9 @@
 //! The webhook's certificates, as Kueue's internal certificate management makes them: a CA and a
-//! serving certificate it signs for the Service's DNS names, ten years valid, replaced when less
-//! than [`LOOKAHEAD_SECS`] remain or the names differ. Pure: no IO, the time is an argument.
+//! serving certificate it signs for the Service's DNS names, ten years valid. A serving
+//! certificate with less than [`LOOKAHEAD_SECS`] left or other names is signed again by the same
+//! CA (so the `caBundle` the API server trusts does not change and replicas still serving the
+//! old one stay trusted); an expiring or unreadable CA means a new CA. Pure: no IO, the time is
+//! an argument.
 
 use std::sync::Arc;
 
@@ -23,11 +26,13 @@ pub const LOOKAHEAD_SECS: i64 = 90 * 24 * 3600;
 const CA_NAME: &str = "wasq-ca";
 const ORGANIZATION: &str = "wasq";
 
-/// A CA and the serving certificate and key it signed, PEM encoded — the `ca.crt`, `tls.crt` and
-/// `tls.key` of a `kubernetes.io/tls` Secret.
+/// A CA and the serving certificate and key it signed, PEM encoded — the `ca.crt`, `ca.key`,
+/// `tls.crt` and `tls.key` of a `kubernetes.io/tls` Secret (as cert-controller keeps them).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Certs {
     pub ca_pem: String,
+    /// Empty for mounted certificates (`--webhook-cert-dir`): nothing is signed then.
+    pub ca_key_pem: String,
     pub cert_pem: String,
     pub key_pem: String,
 }
@@ -37,6 +42,7 @@ impl std::fmt::Debug for Certs {
         f.debug_struct("Certs")
             .field("ca_pem", &self.ca_pem.len())
             .field("cert_pem", &self.cert_pem.len())
+            .field("ca_key_pem", &"<redacted>")
             .field("key_pem", &"<redacted>")
             .finish()
     }
@@ -77,31 +83,44 @@ pub fn generate(names: &[String], not_before: i64, not_after: i64) -> Result<Cer
     ca.not_before = time_at(not_before)?;
     ca.not_after = time_at(not_after)?;
     let ca_cert = ca.self_signed(&ca_key).map_err(generation)?;
-    let issuer = Issuer::new(ca, ca_key);
+    let ca_key_pem = ca_key.serialize_pem();
+    let (cert_pem, key_pem) = leaf(&Issuer::new(ca, ca_key), names, not_before, not_after)?;
+    Ok(Certs {
+        ca_pem: ca_cert.pem(),
+        ca_key_pem,
+        cert_pem,
+        key_pem,
+    })
+}
 
+/// A serving certificate for `names` signed by `issuer`: PEM certificate and key.
+fn leaf(
+    issuer: &Issuer<'_, KeyPair>,
+    names: &[String],
+    not_before: i64,
+    not_after: i64,
+) -> Result<(String, String), Error> {
     let key = KeyPair::generate().map_err(generation)?;
-    let mut leaf = CertificateParams::new(names.to_vec()).map_err(generation)?;
-    leaf.distinguished_name = rcgen::DistinguishedName::new();
+    let mut params = CertificateParams::new(names.to_vec()).map_err(generation)?;
+    params.distinguished_name = rcgen::DistinguishedName::new();
     if let Some(first) = names.first() {
-        leaf.distinguished_name
+        params
+            .distinguished_name
             .push(DnType::CommonName, first.as_str());
     }
-    leaf.distinguished_name
+    params
+        .distinguished_name
         .push(DnType::OrganizationName, ORGANIZATION);
-    leaf.key_usages = vec![
+    params.key_usages = vec![
         KeyUsagePurpose::DigitalSignature,
         KeyUsagePurpose::KeyEncipherment,
     ];
-    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    leaf.use_authority_key_identifier_extension = true;
-    leaf.not_before = time_at(not_before)?;
-    leaf.not_after = time_at(not_after)?;
-    let cert = leaf.signed_by(&key, &issuer).map_err(generation)?;
-    Ok(Certs {
-        ca_pem: ca_cert.pem(),
-        cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
-    })
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    params.use_authority_key_identifier_extension = true;
+    params.not_before = time_at(not_before)?;
+    params.not_after = time_at(not_after)?;
+    let cert = params.signed_by(&key, issuer).map_err(generation)?;
+    Ok((cert.pem(), key.serialize_pem()))
 }
 
 /// Whether kept certificates may still be served.
@@ -151,6 +170,36 @@ fn parse(pem: &str, what: &str) -> Result<Parsed, String> {
 }
 
 impl Certs {
+    /// Whether the CA may go on signing: readable with its key, and not expiring within
+    /// `lookahead` seconds of `now`.
+    pub fn ca_is_fit(&self, now: i64, lookahead: i64) -> bool {
+        self.issuer().is_ok()
+            && parse(&self.ca_pem, "ca.crt")
+                .is_ok_and(|ca| ca.not_after > now.saturating_add(lookahead))
+    }
+
+    fn issuer(&self) -> Result<Issuer<'static, KeyPair>, Error> {
+        let key = KeyPair::from_pem(&self.ca_key_pem)
+            .map_err(|e| Error::Certificate(format!("ca.key: {e}")))?;
+        Issuer::from_ca_cert_pem(&self.ca_pem, key)
+            .map_err(|e| Error::Certificate(format!("ca.crt: {e}")))
+    }
+
+    /// A new serving certificate for `names` signed by this CA, which is kept.
+    pub fn resigned(
+        &self,
+        names: &[String],
+        not_before: i64,
+        not_after: i64,
+    ) -> Result<Certs, Error> {
+        let (cert_pem, key_pem) = leaf(&self.issuer()?, names, not_before, not_after)?;
+        Ok(Certs {
+            cert_pem,
+            key_pem,
+            ..self.clone()
+        })
+    }
+
     /// Whether these may be served for `names` at `now` (Unix seconds), with `lookahead`
     /// seconds to spare.
     pub fn fitness(&self, names: &[String], now: i64, lookahead: i64) -> Fitness {
@@ -239,6 +288,44 @@ mod tests {
             c.fitness(&names(), NOW, LOOKAHEAD_SECS),
             Fitness::NamesMissing(names())
         );
+    }
+
+    #[test]
+    fn a_fit_ca_signs_a_new_serving_certificate_and_stays() {
+        use rustls::client::danger::ServerCertVerifier;
+        let c = generate(&names(), NOW - 60, NOW + 3600).unwrap();
+        let long = generate(&names(), NOW - 60, NOW + VALIDITY_SECS).unwrap();
+        assert!(!c.ca_is_fit(NOW, LOOKAHEAD_SECS));
+        assert!(long.ca_is_fit(NOW, LOOKAHEAD_SECS));
+        let again = long
+            .resigned(&names(), NOW - 60, NOW + VALIDITY_SECS)
+            .unwrap();
+        assert_eq!(again.ca_pem, long.ca_pem);
+        assert_eq!(again.ca_key_pem, long.ca_key_pem);
+        assert_ne!(again.cert_pem, long.cert_pem);
+        assert_eq!(again.fitness(&names(), NOW, LOOKAHEAD_SECS), Fitness::Fit);
+        // The new certificate chains to the kept CA: a TLS client trusting it accepts it.
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_slice(long.ca_pem.as_bytes()).unwrap())
+            .unwrap();
+        let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
+            Arc::new(roots),
+            Arc::new(rustls::crypto::ring::default_provider()),
+        )
+        .build()
+        .unwrap();
+        let leaf = CertificateDer::from_pem_slice(again.cert_pem.as_bytes()).unwrap();
+        let name = rustls::pki_types::ServerName::try_from(names()[0].clone()).unwrap();
+        let at = rustls::pki_types::UnixTime::since_unix_epoch(std::time::Duration::from_secs(
+            NOW as u64,
+        ));
+        verifier
+            .verify_server_cert(&leaf, &[], &name, &[], at)
+            .expect("signed by the kept CA");
+        let mut no_key = long.clone();
+        no_key.ca_key_pem.clear();
+        assert!(!no_key.ca_is_fit(NOW, LOOKAHEAD_SECS));
     }
 
     #[test]

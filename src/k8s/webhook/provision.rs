@@ -1,8 +1,9 @@
 //! Certificates kept where every replica finds them, as Kueue's cert-controller keeps them: the
-//! `kubernetes.io/tls` Secret is read first; absent, it is created (a 409 means another replica
-//! won: read again); unfit (expiring, other DNS names, unreadable), it is regenerated and
-//! written with a resourceVersion precondition (a 409 means another replica rotated: read
-//! again). The CA is then written as the `caBundle` of every webhook of the Mutating and
+//! `kubernetes.io/tls` Secret (`ca.crt`, `ca.key`, `tls.crt`, `tls.key`) is read first; absent,
+//! it is created (a 409 means another replica won: read again); unfit (expiring, other DNS
+//! names, unreadable), a new serving certificate is signed by the kept CA (or everything is new
+//! when the CA itself is unfit) and written with a resourceVersion precondition (a 409 means
+//! another replica rotated: read again). The CA is then written as the `caBundle` of every webhook of the Mutating and
 //! Validating configurations wasq owns. With `--webhook-cert-dir` the mounted files are served
 //! as they are and nothing is written.
 
@@ -84,6 +85,7 @@ fn certs_of(secret: &Secret) -> Certs {
     let data = secret.data.clone().unwrap_or_default();
     Certs {
         ca_pem: field(&data, "ca.crt"),
+        ca_key_pem: field(&data, "ca.key"),
         cert_pem: field(&data, "tls.crt"),
         key_pem: field(&data, "tls.key"),
     }
@@ -92,6 +94,7 @@ fn certs_of(secret: &Secret) -> Certs {
 fn data_of(c: &Certs) -> BTreeMap<String, ByteString> {
     [
         ("ca.crt", &c.ca_pem),
+        ("ca.key", &c.ca_key_pem),
         ("tls.crt", &c.cert_pem),
         ("tls.key", &c.key_pem),
     ]
@@ -157,8 +160,13 @@ pub async fn ensure_secret(
                     Fitness::Fit => return Ok(kept),
                     other => other,
                 };
-                tracing::info!(secret = %s.what(), reason = ?why, "rotating the webhook certificate");
-                let fresh = generate()?;
+                let fresh = if kept.ca_is_fit(now, LOOKAHEAD_SECS) {
+                    tracing::info!(secret = %s.what(), reason = ?why, "signing a new webhook certificate with the kept CA");
+                    kept.resigned(&names, now - 60, now + VALIDITY_SECS)?
+                } else {
+                    tracing::info!(secret = %s.what(), reason = ?why, "rotating the webhook CA and certificate");
+                    generate()?
+                };
                 let body = json!({
                     "metadata": {"resourceVersion": secret.metadata.resource_version},
                     "data": data_of(&fresh),
@@ -289,6 +297,7 @@ pub fn read_dir(dir: &Path) -> Result<Certs, Error> {
     };
     Ok(Certs {
         ca_pem: read("ca.crt", false)?,
+        ca_key_pem: String::new(),
         cert_pem: read("tls.crt", true)?,
         key_pem: read("tls.key", true)?,
     })
