@@ -469,6 +469,91 @@ async fn a_pod_disagreeing_with_its_group_on_the_total_count_is_denied() {
 }
 
 #[tokio::test]
+async fn a_workload_holding_quota_keeps_its_queue_and_pod_sets() {
+    let server = start(webhooks_with(View::default())).await;
+    let path = "/validate-kueue-x-k8s-io-v1beta2-workload";
+    let gvk = ("kueue.x-k8s.io", "v1beta2", "Workload");
+    let wl = |queue: &str, cpu: &str, reserved: bool| {
+        let mut w = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": "w", "namespace": "ns"},
+            "spec": {"queueName": queue, "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+                "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}}}]}});
+        if reserved {
+            w["status"] = json!({
+                "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}, "count": 1}]},
+                "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "", "lastTransitionTime": T}]});
+        }
+        w
+    };
+    let pending = server
+        .review(
+            path,
+            request(
+                "UPDATE",
+                gvk,
+                "workloads",
+                &wl("other", "2", false),
+                Some(&wl("lq", "1", false)),
+            ),
+        )
+        .await;
+    assert_eq!(pending["allowed"], true, "{pending}");
+    let r = server
+        .review(
+            path,
+            request(
+                "UPDATE",
+                gvk,
+                "workloads",
+                &wl("other", "2", true),
+                Some(&wl("lq", "1", true)),
+            ),
+        )
+        .await;
+    assert_eq!(r["allowed"], false);
+    assert_eq!(
+        r["status"]["message"],
+        r#"Workload.kueue.x-k8s.io "w" is invalid: [spec.queueName: Invalid value: "other": field is immutable, spec.podSets: field is immutable while the Workload holds quota (only counts may change)]"#
+    );
+}
+
+#[tokio::test]
+async fn mounted_certificates_are_served_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = now_secs();
+    let c = certs::generate(&certs::dns_names(SERVICE, NS), now - 60, now + 3600).unwrap();
+    for (file, text) in [
+        ("ca.crt", &c.ca_pem),
+        ("tls.crt", &c.cert_pem),
+        ("tls.key", &c.key_pem),
+    ] {
+        std::fs::write(dir.path().join(file), text).unwrap();
+    }
+    let api = FakeApi::default();
+    let addr = webhook::start(
+        api.client(),
+        Arc::new(webhooks_with(View::default())),
+        "127.0.0.1:0".parse().unwrap(),
+        CertSource::Dir(dir.path().to_path_buf()),
+    )
+    .await
+    .unwrap();
+    let server = Server {
+        addr,
+        ca_pem: c.ca_pem.clone(),
+    };
+    let obj = job("pi", json!({"kueue.x-k8s.io/queue-name": "lq"}), None);
+    let r = server
+        .review(
+            "/mutate-batch-v1-job",
+            request("CREATE", JOB, "jobs", &obj, None),
+        )
+        .await;
+    assert_eq!(admitted(&obj, &r)["spec"]["suspend"], true);
+    assert!(api.requests().is_empty(), "{:?}", api.requests());
+}
+
+#[tokio::test]
 async fn a_workload_gets_its_pod_set_defaults() {
     let server = start(webhooks_with(View::default())).await;
     let wl = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
