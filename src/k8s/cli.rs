@@ -1,5 +1,6 @@
 //! `wasq controller` and `wasq crds`: arguments and the process around the [`Controller`]
-//! (client, discovery of job kinds, leader election, watchers, the HTTP endpoints).
+//! (client, discovery of job kinds, admission webhooks, leader election, watchers, the HTTP
+//! endpoints).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

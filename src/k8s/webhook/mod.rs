@@ -229,7 +229,7 @@ impl Webhooks {
             return Err((404, format!("no webhook at {path}")));
         };
         match &verdict.denied {
-            Some(s) => tracing::info!(message = %s.message, "denied"),
+            Some(s) => tracing::info!(why = %s.message, "denied"),
             None => tracing::debug!(ops = verdict.patch.len(), "allowed"),
         }
         Ok(review_of(verdict.respond(&req.uid)))
