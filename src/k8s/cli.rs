@@ -1,5 +1,6 @@
 //! `wasq controller` and `wasq crds`: arguments and the process around the [`Controller`]
-//! (client, discovery of job kinds, leader election, watchers, the HTTP endpoints).
+//! (client, discovery of job kinds, admission webhooks, leader election, watchers, the HTTP
+//! endpoints).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -17,6 +18,8 @@ use super::leader::LeaseLock;
 use super::metrics::Metrics;
 use super::mirror::Source;
 use super::podgroup;
+use super::webhook::provision::{CertSource, SecretSettings};
+use super::webhook::{self, Webhooks};
 use super::writer::Writer;
 use super::{crds, server, watch};
 use crate::api::jobs::{self, JobKind};
@@ -54,6 +57,25 @@ pub struct ControllerArgs {
     /// admission, into its job's pod templates, for cost attribution (OpenCost, Kubecost).
     #[arg(long, value_delimiter = ',', value_name = "KEYS")]
     pub cost_attribution_labels: Vec<String>,
+    /// Serve no admission webhooks (for clusters whose API server cannot reach the controller):
+    /// queued jobs must then be created suspended and pods with the scheduling gate.
+    #[arg(long)]
+    pub no_webhooks: bool,
+    /// Address of the HTTPS admission webhooks (the Service's port 443 points here).
+    #[arg(long, default_value = "0.0.0.0:9443")]
+    pub webhook_listen: SocketAddr,
+    /// The Service the API server calls the webhooks through; the certificate names
+    /// `<service>.<namespace>.svc` and `<service>.<namespace>.svc.cluster.local`.
+    #[arg(long, default_value = webhook::DEFAULT_SERVICE)]
+    pub webhook_service: String,
+    /// The `kubernetes.io/tls` Secret in --namespace keeping the CA and serving certificate,
+    /// shared by the replicas (created and rotated by wasq).
+    #[arg(long, default_value = webhook::DEFAULT_SECRET)]
+    pub webhook_secret: String,
+    /// Serve tls.crt and tls.key mounted in DIR (e.g. by cert-manager) instead of managing a
+    /// certificate; wasq then writes no Secret and no caBundle.
+    #[arg(long, value_name = "DIR")]
+    pub webhook_cert_dir: Option<PathBuf>,
 }
 
 /// `wasq crds`.
@@ -92,9 +114,7 @@ async fn run_async(
     configure: Configure,
     plugins: Option<crate::wasm::PluginSource>,
 ) -> anyhow::Result<()> {
-    let client = kube::Client::try_default()
-        .await
-        .context("connecting to the cluster (in-cluster config or kubeconfig)")?;
+    let client = connect().await?;
     let mut kinds: Vec<JobKind> = jobs::builtin();
     if let Some(path) = &args.integrations {
         let text =
@@ -162,6 +182,32 @@ async fn run_async(
         }
     });
 
+    if !args.no_webhooks {
+        let source = match &args.webhook_cert_dir {
+            Some(dir) => CertSource::Dir(dir.clone()),
+            None => CertSource::Secret(SecretSettings::new(
+                &namespace,
+                &args.webhook_secret,
+                &args.webhook_service,
+            )),
+        };
+        if let Ok(mut s) = controller.shared.write() {
+            s.webhooks_pending = true;
+        }
+        let webhooks = Arc::new(Webhooks::new(
+            controller.kinds().to_vec(),
+            pod_groups,
+            controller.shared.clone(),
+        ));
+        let addr = webhook::start(client.clone(), webhooks, args.webhook_listen, source)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        tracing::info!(%addr, "admission webhooks ready");
+        if let Ok(mut s) = controller.shared.write() {
+            s.webhooks_pending = false;
+        }
+    }
+
     let mut lost = None;
     if !args.no_leader_elect {
         let lock = LeaseLock::new(
@@ -214,4 +260,68 @@ async fn run_async(
         }
         controller.step().await;
     }
+}
+
+/// Where kube looks for a kubeconfig: the first path of `$KUBECONFIG`, else `~/.kube/config`.
+fn kubeconfig_path() -> Option<PathBuf> {
+    match std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+        Some(v) => std::env::split_paths(&v).next(),
+        None => std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".kube").join("config")),
+    }
+}
+
+/// What to say when there is no cluster to reach: the sources tried and how to name one.
+pub fn no_cluster_message(kubeconfig: Option<&std::path::Path>) -> String {
+    let config = match kubeconfig {
+        Some(p) => format!("no kubeconfig at {}", p.display()),
+        None => "no kubeconfig ($KUBECONFIG and $HOME are unset)".to_string(),
+    };
+    format!(
+        "no cluster to reach: not running in a pod (KUBERNETES_SERVICE_HOST is unset) and {config}; \
+         set KUBECONFIG to a cluster's kubeconfig, or run wasq controller inside the cluster"
+    )
+}
+
+/// The error chain as one line, each distinct message once (kube's errors repeat their
+/// sources' text).
+fn one_line(e: &dyn std::error::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut current: Option<&dyn std::error::Error> = Some(e);
+    while let Some(err) = current {
+        let text = err.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.retain(|p| !text.contains(p.as_str()));
+            parts.push(text);
+        }
+        current = err.source();
+    }
+    parts.join(": ")
+}
+
+/// The client for the in-cluster environment or the kubeconfig, checked by asking the API server
+/// its version, or one message saying which sources were tried and what failed.
+async fn connect() -> anyhow::Result<kube::Client> {
+    let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
+    let kubeconfig = kubeconfig_path();
+    let have_kubeconfig = kubeconfig.as_deref().is_some_and(std::path::Path::exists);
+    if !in_cluster && !have_kubeconfig {
+        anyhow::bail!(no_cluster_message(kubeconfig.as_deref()));
+    }
+    let source = match &kubeconfig {
+        Some(p) if have_kubeconfig => format!("the kubeconfig {}", p.display()),
+        _ => "the in-cluster configuration".to_string(),
+    };
+    let config = kube::Config::infer()
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot use {source}: {}", one_line(&e)))?;
+    let url = config.cluster_url.clone();
+    let client = kube::Client::try_from(config)
+        .map_err(|e| anyhow::anyhow!("cannot use {source}: {}", one_line(&e)))?;
+    client.apiserver_version().await.map_err(|e| {
+        anyhow::anyhow!(
+            "cannot reach the cluster at {url} (from {source}): {}",
+            one_line(&e)
+        )
+    })?;
+    Ok(client)
 }

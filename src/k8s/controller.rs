@@ -44,6 +44,10 @@ pub struct Shared {
     /// Every watched source was listed and a pass ran.
     pub ready: bool,
     pub visibility: Snapshot,
+    /// The webhooks are starting (certificate, CA bundle): not ready yet.
+    pub webhooks_pending: bool,
+    /// What the admission webhooks read, refreshed after each pass.
+    pub webhook: Arc<super::webhook::View>,
 }
 
 pub struct Controller {
@@ -159,8 +163,10 @@ impl Controller {
         if let Some(s) = &self.scheduler {
             self.metrics.observe_state(s);
             let snapshot = Snapshot::of(s);
+            let view = Arc::new(super::webhook::View::of(&self.mirror));
             if let Ok(mut shared) = self.shared.write() {
                 shared.visibility = snapshot;
+                shared.webhook = view;
                 shared.ready = true;
             }
         }

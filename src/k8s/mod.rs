@@ -31,6 +31,7 @@ pub mod server;
 pub mod status;
 pub mod visibility;
 pub mod watch;
+pub mod webhook;
 pub mod writer;
 
 /// Errors of the Kubernetes driver.

@@ -1,5 +1,6 @@
-//! The HTTP endpoints: `/metrics` (Prometheus text), `/healthz`, `/readyz` (every source listed
-//! and a first pass done), and Kueue's pending-workloads visibility paths.
+//! The HTTP endpoints: `/metrics` (Prometheus text), `/healthz`, `/readyz` (every source listed,
+//! a first pass done, and the webhooks serving with their CA bundle written), and Kueue's
+//! pending-workloads visibility paths.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -26,7 +27,10 @@ pub type Reply = (StatusCode, &'static str, String);
 pub fn route(path: &str, query: &str, shared: &RwLock<Shared>, metrics: &Metrics) -> Reply {
     const TEXT: &str = "text/plain; charset=utf-8";
     const JSON: &str = "application/json";
-    let ready = shared.read().map(|s| s.ready).unwrap_or(false);
+    let (ready, webhooks_pending) = shared
+        .read()
+        .map(|s| (s.ready, s.webhooks_pending))
+        .unwrap_or((false, false));
     match path {
         "/metrics" => (
             StatusCode::OK,
@@ -34,6 +38,11 @@ pub fn route(path: &str, query: &str, shared: &RwLock<Shared>, metrics: &Metrics
             metrics.encode(),
         ),
         "/healthz" => (StatusCode::OK, TEXT, "ok".into()),
+        "/readyz" if webhooks_pending => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            TEXT,
+            "waiting for the webhook certificate".into(),
+        ),
         "/readyz" if ready => (StatusCode::OK, TEXT, "ok".into()),
         "/readyz" => (
             StatusCode::SERVICE_UNAVAILABLE,

@@ -115,3 +115,27 @@ fn simulate_names_an_unknown_plugin_and_lists_what_exists() {
     assert!(err.contains("no plugin named `least-lost-wrok`"), "{err}");
     assert!(err.contains("least-lost-work"), "{err}");
 }
+
+#[test]
+fn controller_without_a_cluster_says_so_once_and_how_to_name_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("no-such-kubeconfig");
+    let out = wasq()
+        .arg("controller")
+        .env("KUBECONFIG", &missing)
+        .env("HOME", dir.path())
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("KUBERNETES_SERVICE_PORT")
+        .env_remove("WASQ_LOG")
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let expected = format!(
+        "error: no cluster to reach: not running in a pod (KUBERNETES_SERVICE_HOST is unset) and \
+         no kubeconfig at {}; set KUBECONFIG to a cluster's kubeconfig, or run wasq controller \
+         inside the cluster\n",
+        missing.display()
+    );
+    assert_eq!(err, expected, "one message, said once");
+}

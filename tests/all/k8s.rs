@@ -2,7 +2,7 @@
 //! requests (paths, patch bodies, field managers) the controller makes for Kueue's job
 //! lifecycle. Everything above this layer is the simulator's code and is tested there.
 
-mod fake_api;
+pub mod fake_api;
 
 use std::sync::Arc;
 

@@ -14,3 +14,4 @@ mod scenarios;
 mod sim_inputs;
 mod wasm_containment;
 mod wasm_parity;
+mod webhooks;
