@@ -121,18 +121,26 @@ async fn run_async(
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         kinds.extend(jobs::parse(&text).with_context(|| format!("loading {}", path.display()))?);
     }
+    let pod_groups = wanted(&args.frameworks, "Pod");
     let mut enabled = Vec::new();
+    // Kinds without a suspend flag: their pods are gated by the webhooks and admitted as pod
+    // groups, so the job reconciler does not watch them.
+    let mut through_pods = Vec::new();
     for kind in kinds {
         if !wanted(&args.frameworks, &kind.spec.kind) {
             continue;
         }
-        if !reconciled(&kind) {
-            tracing::info!(kind = %kind.spec.kind, "managed through its pods (pod groups), not suspended");
+        if !reconciled(&kind) && !pod_groups {
+            tracing::info!(kind = %kind.spec.kind, "managed through its pods, and pods are not managed (--frameworks); integration off");
             continue;
         }
         if served(&client, &api_resource(&kind)).await {
             tracing::info!(kind = %kind.spec.kind, api_version = %kind.spec.api_version, "managing jobs of this kind");
-            enabled.push(kind);
+            if reconciled(&kind) {
+                enabled.push(kind);
+            } else {
+                through_pods.push(kind);
+            }
         } else {
             tracing::info!(kind = %kind.spec.kind, api_version = %kind.spec.api_version, "API not served; integration off");
         }
@@ -195,7 +203,12 @@ async fn run_async(
             s.webhooks_pending = true;
         }
         let webhooks = Arc::new(Webhooks::new(
-            controller.kinds().to_vec(),
+            controller
+                .kinds()
+                .iter()
+                .chain(&through_pods)
+                .cloned()
+                .collect(),
             pod_groups,
             controller.shared.clone(),
         ));

@@ -71,14 +71,7 @@ async fn start_with(webhooks: Webhooks, certs: &Certs) -> Server {
 fn webhooks_with(view: View) -> Webhooks {
     let shared = Arc::new(RwLock::new(Shared::default()));
     shared.write().unwrap().webhook = Arc::new(view);
-    Webhooks::new(
-        jobs::builtin()
-            .into_iter()
-            .filter(|k| k.has_suspend())
-            .collect(),
-        true,
-        shared,
-    )
+    Webhooks::new(jobs::builtin(), true, shared)
 }
 
 impl Server {
@@ -298,6 +291,172 @@ async fn a_pod_of_a_group_is_gated_and_labelled_managed() {
     assert!(
         out["metadata"].get("finalizers").is_none(),
         "wasq removes no pod finalizer, so it adds none"
+    );
+}
+
+/// The pod template at `pointer` of a mutated object: (labels, annotations).
+fn template_meta(object: &Value, pointer: &str) -> (Value, Value) {
+    let t = object.pointer(pointer).expect("template");
+    (
+        t["metadata"]["labels"].clone(),
+        t["metadata"]["annotations"].clone(),
+    )
+}
+
+fn container() -> Value {
+    json!({"spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}})
+}
+
+#[tokio::test]
+async fn a_lone_queued_pod_is_gated_as_a_group_of_one() {
+    let server = start(webhooks_with(View::default())).await;
+    let mut pod = group_pod("solo", "1");
+    pod["metadata"]["labels"] = json!({"kueue.x-k8s.io/queue-name": "lq"});
+    pod["metadata"]["annotations"] = json!({});
+    let r = server
+        .review(
+            "/mutate--v1-pod",
+            request("CREATE", POD, "pods", &pod, None),
+        )
+        .await;
+    let out = admitted(&pod, &r);
+    assert_eq!(
+        out["spec"]["schedulingGates"],
+        json!([{"name": "kueue.x-k8s.io/admission"}])
+    );
+    assert_eq!(
+        out["metadata"]["labels"],
+        json!({"kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/managed": "true"})
+    );
+}
+
+#[tokio::test]
+async fn deployments_and_stateful_sets_label_their_pod_templates_for_gating() {
+    let server = start(webhooks_with(View::default())).await;
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "ns", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": container()["spec"]}}});
+    let r = server
+        .review(
+            "/mutate-apps-v1-deployment",
+            request(
+                "CREATE",
+                ("apps", "v1", "Deployment"),
+                "deployments",
+                &deployment,
+                None,
+            ),
+        )
+        .await;
+    let out = admitted(&deployment, &r);
+    // Each replica is a Workload of its own: no group.
+    assert_eq!(
+        template_meta(&out, "/spec/template"),
+        (
+            json!({"app": "web", "kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/managed": "true"}),
+            Value::Null
+        )
+    );
+
+    let sts = json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": "db", "namespace": "ns", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {"replicas": 3, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+                 "template": container()}});
+    let r = server
+        .review(
+            "/mutate-apps-v1-statefulset",
+            request(
+                "CREATE",
+                ("apps", "v1", "StatefulSet"),
+                "statefulsets",
+                &sts,
+                None,
+            ),
+        )
+        .await;
+    let out = admitted(&sts, &r);
+    let group = jobs::builtin_kind("apps/v1", "StatefulSet")
+        .unwrap()
+        .workload_name("db", "", None);
+    assert!(group.starts_with("statefulset-db-"));
+    assert_eq!(
+        template_meta(&out, "/spec/template"),
+        (
+            json!({"kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/managed": "true",
+                   "kueue.x-k8s.io/pod-group-name": group}),
+            json!({"kueue.x-k8s.io/pod-group-total-count": "3"})
+        )
+    );
+    // A StatefulSet a LeaderWorkerSet made is left to the LeaderWorkerSet.
+    let mut owned = sts.clone();
+    owned["metadata"]["ownerReferences"] = json!([{"apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet", "name": "llm", "uid": "u", "controller": true}]);
+    let r = server
+        .review(
+            "/mutate-apps-v1-statefulset",
+            request(
+                "CREATE",
+                ("apps", "v1", "StatefulSet"),
+                "statefulsets",
+                &owned,
+                None,
+            ),
+        )
+        .await;
+    assert!(r.get("patch").is_none(), "{r}");
+}
+
+#[tokio::test]
+async fn a_leader_worker_sets_pods_are_gated_in_one_group_per_replica() {
+    let server = start(webhooks_with(View::default())).await;
+    let lws = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+        "metadata": {"name": "llm", "namespace": "ns", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 4,
+                 "leaderTemplate": container(), "workerTemplate": container()}}});
+    let gvk = ("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet");
+    let r = server
+        .review(
+            "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset",
+            request("CREATE", gvk, "leaderworkersets", &lws, None),
+        )
+        .await;
+    let out = admitted(&lws, &r);
+    let expected = (
+        json!({"kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/managed": "true"}),
+        json!({"kueue.x-k8s.io/pod-group-total-count": "4"}),
+    );
+    for t in ["leaderTemplate", "workerTemplate"] {
+        let pointer = format!("/spec/leaderWorkerTemplate/{t}");
+        assert_eq!(template_meta(&out, &pointer), expected, "{t}");
+    }
+    // A worker of group 1, as the LeaderWorkerSet controller creates it from that template.
+    let (labels, annotations) = expected;
+    let mut pod_labels = labels.clone();
+    pod_labels["leaderworkerset.sigs.k8s.io/name"] = json!("llm");
+    pod_labels["leaderworkerset.sigs.k8s.io/group-index"] = json!("1");
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "llm-1-2", "namespace": "ns", "labels": pod_labels, "annotations": annotations,
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "llm-1",
+                                          "uid": "s", "controller": true}]},
+        "spec": container()["spec"]});
+    let r = server
+        .review(
+            "/mutate--v1-pod",
+            request("CREATE", POD, "pods", &pod, None),
+        )
+        .await;
+    let out = admitted(&pod, &r);
+    let group = jobs::builtin_kind("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
+        .unwrap()
+        .workload_name("llm", "", Some(1));
+    assert_eq!(
+        out["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"],
+        group
+    );
+    assert_eq!(
+        out["spec"]["schedulingGates"],
+        json!([{"name": "kueue.x-k8s.io/admission"}])
     );
 }
 

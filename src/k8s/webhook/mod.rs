@@ -128,6 +128,7 @@ fn kind_paths(r: &ApiResource) -> (String, String) {
 /// What a path is for.
 enum Route<'a> {
     MutateJob(&'a JobKind),
+    MutateParent(&'a JobKind),
     ValidateJob(&'a JobKind),
     MutatePod,
     ValidatePod,
@@ -137,16 +138,24 @@ enum Route<'a> {
 
 /// The webhooks of one controller: its job kinds, whether it manages pod groups, and its state.
 pub struct Webhooks {
+    /// Kinds with a suspend flag: created suspended.
     kinds: Vec<JobKind>,
+    /// Kinds without one (Deployment, StatefulSet, LeaderWorkerSet): their pods are gated.
+    parents: Vec<JobKind>,
     pod_groups: bool,
     schemas: Schemas,
     shared: Arc<RwLock<Shared>>,
 }
 
 impl Webhooks {
+    /// `kinds`: every managed kind; those without a suspend flag are managed through their
+    /// pods, which needs `pod_groups`.
     pub fn new(kinds: Vec<JobKind>, pod_groups: bool, shared: Arc<RwLock<Shared>>) -> Webhooks {
+        let (kinds, parents): (Vec<JobKind>, Vec<JobKind>) =
+            kinds.into_iter().partition(JobKind::has_suspend);
         Webhooks {
             kinds,
+            parents: if pod_groups { parents } else { Vec::new() },
             pod_groups,
             schemas: Schemas::default(),
             shared,
@@ -159,6 +168,10 @@ impl Webhooks {
             let (m, v) = kind_paths(&api_resource(k));
             out.push((m, Route::MutateJob(k)));
             out.push((v, Route::ValidateJob(k)));
+        }
+        for k in &self.parents {
+            let (m, _) = kind_paths(&api_resource(k));
+            out.push((m, Route::MutateParent(k)));
         }
         if self.pod_groups {
             out.push((mutate_path("", "v1", "Pod"), Route::MutatePod));
@@ -200,6 +213,7 @@ impl Webhooks {
         };
         Some(match route {
             Route::MutateJob(k) => mutate::job(k, &self.kinds, req, &view),
+            Route::MutateParent(k) => mutate::parent(k, &self.parents, req, &view),
             Route::ValidateJob(k) => validate::job(k, req, &view),
             Route::MutatePod => mutate::pod(&self.kinds, req, &view),
             Route::ValidatePod => validate::pod(req, &view),

@@ -15,6 +15,7 @@ use crate::api::defaults::default_workload;
 use crate::api::jobs::JobKind;
 use crate::api::labels;
 use crate::k8s::podgroup::SCHEDULING_GATE;
+
 use crate::k8s::resources::KueueKind;
 
 /// Kueue's label on the pods it manages (`constants.ManagedByKueueLabelKey`).
@@ -104,8 +105,15 @@ pub fn job(kind: &JobKind, kinds: &[JobKind], req: &AdmissionRequest, view: &Vie
     Verdict::patch(ops)
 }
 
-/// A plain Pod: on CREATE, a queued pod of a group gets the `kueue.x-k8s.io/admission`
-/// scheduling gate and the managed label. No finalizer: wasq's pod groups never remove one.
+/// LeaderWorkerSet labels on the pods of a group: the set's name and the group's index.
+const LWS_NAME_LABEL: &str = "leaderworkerset.sigs.k8s.io/name";
+const LWS_GROUP_INDEX_LABEL: &str = "leaderworkerset.sigs.k8s.io/group-index";
+
+/// A plain Pod: on CREATE, a queued pod — alone, in a group, or made by a kind without a
+/// suspend flag (a Deployment's replica, a StatefulSet's or LeaderWorkerSet's pod, whose
+/// templates [`parent`] labelled) — gets the `kueue.x-k8s.io/admission` scheduling gate and
+/// the managed label; a LeaderWorkerSet's pod also gets its group's name (the group's Workload
+/// name, as the simulator names it). No finalizer: wasq's pod groups never remove one.
 pub fn pod(kinds: &[JobKind], req: &AdmissionRequest, view: &View) -> Verdict {
     let Some(object) = req.object.as_ref().filter(|_| req.is_create()) else {
         return Verdict::allow();
@@ -114,26 +122,113 @@ pub fn pod(kinds: &[JobKind], req: &AdmissionRequest, view: &View) -> Verdict {
     if owned_by_managed_kind(&meta, kinds) {
         return Verdict::allow();
     }
-    if label(&meta, labels::POD_GROUP_NAME).is_none() {
-        if label(&meta, labels::QUEUE_NAME).is_some() {
-            return Verdict::allow().with_warning(format!(
-                "wasq manages plain Pods in groups only (label {}); this Pod is not held for admission",
-                labels::POD_GROUP_NAME
-            ));
+    let (Some(queue), _) = queue_with_default(object, &meta, namespace_of(req, &meta), view) else {
+        return Verdict::allow();
+    };
+    let mut added = vec![
+        (labels::QUEUE_NAME.to_string(), queue),
+        (MANAGED_LABEL.to_string(), MANAGED_VALUE.to_string()),
+    ];
+    if label(&meta, labels::POD_GROUP_NAME).is_none()
+        && let Some(group) = lws_group(&meta)
+    {
+        added.push((labels::POD_GROUP_NAME.to_string(), group));
+    }
+    let mut ops = meta_ops(object, "", &added, &[]);
+    ops.extend(gate_ops(object));
+    Verdict::patch(ops)
+}
+
+/// The group of a LeaderWorkerSet's pod: its group's Workload name, from the set's name and
+/// the group index the LeaderWorkerSet controller labels its pods with.
+fn lws_group(meta: &ObjectMeta) -> Option<String> {
+    let set = label(meta, LWS_NAME_LABEL)?;
+    let index = label(meta, LWS_GROUP_INDEX_LABEL)?.parse::<i32>().ok()?;
+    let lws = crate::api::jobs::builtin_kind("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")?;
+    Some(lws.workload_name(set, "", Some(index)))
+}
+
+/// Ops setting `labels` and `annotations` in the metadata at `base` (`""` for the object, a
+/// pod template's pointer otherwise), keeping what is there: one op per map that changes
+/// (two ops adding entries to a missing map would overwrite each other), after one creating
+/// the metadata when it is missing.
+fn meta_ops(
+    object: &Value,
+    base: &str,
+    labels: &[(String, String)],
+    annotations: &[(String, String)],
+) -> Vec<Value> {
+    let mut ops = Vec::new();
+    for (map, entries) in [("labels", labels), ("annotations", annotations)] {
+        if entries.is_empty() {
+            continue;
         }
+        let path = format!("{base}/metadata/{map}");
+        let current = object.pointer(&path).and_then(Value::as_object);
+        let mut merged = current.cloned().unwrap_or_default();
+        for (k, v) in entries {
+            merged.insert(k.clone(), Value::String(v.clone()));
+        }
+        if current == Some(&merged) {
+            continue;
+        }
+        ops.push(json!({"op": "add", "path": path, "value": merged}));
+    }
+    if !ops.is_empty() && object.pointer(&format!("{base}/metadata")).is_none() {
+        ops.insert(
+            0,
+            json!({"op": "add", "path": format!("{base}/metadata"), "value": {}}),
+        );
+    }
+    ops
+}
+
+/// A kind without a suspend flag (Deployment, StatefulSet, LeaderWorkerSet), as Kueue's
+/// parent webhooks: on CREATE, a queued object's pod templates get the queue label and the
+/// managed label, so that the pod webhook gates every pod it makes. A kind whose pods form one
+/// gang (StatefulSet) also names the group (its Workload's name) and its total count; a kind
+/// with one gang per group of several pods (LeaderWorkerSet) gives each template the group's
+/// size, and the pod webhook names each pod's group; one pod per group (Deployment) makes each
+/// replica a Workload of its own. Objects owned by another such kind (a LeaderWorkerSet's
+/// StatefulSets) are left to their owner.
+pub fn parent(kind: &JobKind, parents: &[JobKind], req: &AdmissionRequest, view: &View) -> Verdict {
+    let Some(object) = req.object.as_ref().filter(|_| req.is_create()) else {
+        return Verdict::allow();
+    };
+    let meta = metadata_of(object);
+    if owned_by_managed_kind(&meta, parents) {
         return Verdict::allow();
     }
     let (queue, mut ops) = queue_with_default(object, &meta, namespace_of(req, &meta), view);
-    if queue.is_none() {
+    let Some(queue) = queue else {
         return Verdict::allow();
+    };
+    // A template that does not read is left for the API server's own validation.
+    let Ok(sets) = kind.pod_sets(object) else {
+        return Verdict::patch(ops);
+    };
+    let per_group: i32 = sets.iter().map(|p| p.count).sum();
+    for ps in &sets {
+        let mut labels_added = vec![
+            (labels::QUEUE_NAME.to_string(), queue.clone()),
+            (MANAGED_LABEL.to_string(), MANAGED_VALUE.to_string()),
+        ];
+        let mut annotations = Vec::new();
+        if kind.spec.groups.is_none() {
+            let name = meta.name.as_deref().unwrap_or_default();
+            labels_added.push((
+                labels::POD_GROUP_NAME.to_string(),
+                kind.workload_name(name, "", None),
+            ));
+        }
+        if kind.spec.groups.is_none() || per_group > 1 {
+            annotations.push((
+                labels::POD_GROUP_TOTAL_COUNT.to_string(),
+                per_group.to_string(),
+            ));
+        }
+        ops.extend(meta_ops(object, &ps.path, &labels_added, &annotations));
     }
-    ops.extend(set_in_metadata_map(
-        object,
-        "labels",
-        MANAGED_LABEL,
-        MANAGED_VALUE,
-    ));
-    ops.extend(gate_ops(object));
     Verdict::patch(ops)
 }
 
