@@ -1,20 +1,17 @@
 //! The controller's copy of the cluster: every object the watchers report, decoded into the
 //! `api` types the core understands, with stale events (older resourceVersions) ignored.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::PathBuf;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::core::DynamicObject;
-use serde_json::Value;
 
 use super::Error;
-use super::crds::object_schema;
-use super::prune::prune;
+use super::prune::Schemas;
 use super::resources::KueueKind;
-use crate::api::decode::{Object, decode_document};
+use crate::api::decode::Object;
 use crate::api::{
-    ClusterQueue, Cohort, LocalQueue, Origin, ResourceFlavor, Workload, WorkloadPriorityClass,
+    ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass,
 };
 
 /// Where an observed object comes from.
@@ -95,17 +92,13 @@ pub struct Mirror {
     /// sharing.
     pub configuration: Option<crate::api::config::Configuration>,
     listed: BTreeSet<Source>,
-    schemas: HashMap<KueueKind, Value>,
+    schemas: Schemas,
 }
 
 impl Mirror {
     pub fn new(job_kinds: usize) -> Mirror {
         Mirror {
             jobs: vec![BTreeMap::new(); job_kinds],
-            schemas: KueueKind::ALL
-                .into_iter()
-                .map(|k| (k, object_schema(k)))
-                .collect(),
             ..Mirror::default()
         }
     }
@@ -230,34 +223,28 @@ impl Mirror {
 
     /// Decodes an object of a Kueue kind (pruned to wasq's schema first) or a Namespace.
     pub fn decode(&self, src: Source, obj: &DynamicObject) -> Result<Object, Error> {
-        let mut value = serde_json::to_value(obj).map_err(|e| Error::Decode {
+        let value = serde_json::to_value(obj).map_err(|e| Error::Decode {
             object: dyn_key(obj),
             message: e.to_string(),
         })?;
-        if let Source::Kueue(kind) = src
-            && let Some(schema) = self.schemas.get(&kind)
-        {
-            prune(&mut value, schema);
-        }
-        if let Some(m) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.remove("managedFields");
-        }
-        let origin = Origin {
-            file: PathBuf::from("<api-server>"),
-            doc: 0,
+        let kind = match src {
+            Source::Kueue(kind) => Some(kind),
+            _ => None,
         };
-        decode_document(&origin, value).map_err(|e| Error::Decode {
-            object: e.object.unwrap_or_else(|| dyn_key(obj)),
-            message: e
-                .problems
-                .iter()
-                .map(|p| match &p.field {
-                    Some(f) => format!("{f}: {}", p.message),
-                    None => p.message.clone(),
-                })
-                .collect::<Vec<_>>()
-                .join("; "),
-        })
+        self.schemas
+            .decode(kind, value, "<api-server>")
+            .map_err(|e| Error::Decode {
+                object: e.object.unwrap_or_else(|| dyn_key(obj)),
+                message: e
+                    .problems
+                    .iter()
+                    .map(|p| match &p.field {
+                        Some(f) => format!("{f}: {}", p.message),
+                        None => p.message.clone(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            })
     }
 
     /// Stores a decoded object. `own_write`: the object is the API server's answer to a

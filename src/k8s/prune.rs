@@ -2,7 +2,55 @@
 //! CRD. Objects read from a cluster whose CRDs are Kueue's own (which know fields wasq does not
 //! model) still decode with wasq's strict types.
 
+use std::collections::HashMap;
+use std::path::PathBuf;
+
 use serde_json::Value;
+
+use super::crds::object_schema;
+use super::resources::KueueKind;
+use crate::api::Origin;
+use crate::api::decode::{DocumentError, Object, decode_document};
+
+/// The CRD schema of each Kueue kind: objects from the API server (watched, or under
+/// admission review) are pruned to it before they are decoded.
+#[derive(Debug, Clone)]
+pub struct Schemas(HashMap<KueueKind, Value>);
+
+impl Default for Schemas {
+    fn default() -> Self {
+        Schemas(
+            KueueKind::ALL
+                .into_iter()
+                .map(|k| (k, object_schema(k)))
+                .collect(),
+        )
+    }
+}
+
+impl Schemas {
+    /// Decodes an object as the manifest loader does, after pruning it to the schema of
+    /// `kind` (when it is a Kueue kind) and dropping `managedFields`; `source` names where it
+    /// came from in errors (`<api-server>`, `<admission>`).
+    pub fn decode(
+        &self,
+        kind: Option<KueueKind>,
+        mut value: Value,
+        source: &str,
+    ) -> Result<Object, DocumentError> {
+        if let Some(schema) = kind.and_then(|k| self.0.get(&k)) {
+            prune(&mut value, schema);
+        }
+        if let Some(m) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("managedFields");
+        }
+        let origin = Origin {
+            file: PathBuf::from(source),
+            doc: 0,
+        };
+        decode_document(&origin, value)
+    }
+}
 
 /// Removes from `value` every field `schema` does not declare (recursively), except under
 /// `x-kubernetes-preserve-unknown-fields` and `metadata`.

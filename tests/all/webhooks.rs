@@ -120,6 +120,18 @@ impl Server {
         assert_eq!(out["response"]["uid"], uid);
         out["response"].clone()
     }
+
+    /// Reviews the CREATE of `object` (of `gvk`, in `resource`) at `path`.
+    async fn create(
+        &self,
+        path: &str,
+        gvk: (&str, &str, &str),
+        resource: &str,
+        object: &Value,
+    ) -> Value {
+        self.review(path, request("CREATE", gvk, resource, object, None))
+            .await
+    }
 }
 
 /// An AdmissionReview request as the kube-apiserver builds it.
@@ -194,10 +206,7 @@ async fn a_queued_job_without_suspend_is_created_suspended() {
     let server = start(webhooks_with(View::default())).await;
     let obj = job("pi", json!({"kueue.x-k8s.io/queue-name": "lq"}), None);
     let r = server
-        .review(
-            "/mutate-batch-v1-job",
-            request("CREATE", JOB, "jobs", &obj, None),
-        )
+        .create("/mutate-batch-v1-job", JOB, "jobs", &obj)
         .await;
     assert_eq!(r["allowed"], true);
     assert_eq!(r["patchType"], "JSONPatch");
@@ -213,10 +222,7 @@ async fn a_queued_job_without_suspend_is_created_suspended() {
         Some(false),
     );
     let r = server
-        .review(
-            "/mutate-batch-v1-job",
-            request("CREATE", JOB, "jobs", &running, None),
-        )
+        .create("/mutate-batch-v1-job", JOB, "jobs", &running)
         .await;
     assert_eq!(admitted(&running, &r)["spec"]["suspend"], true);
 }
@@ -228,9 +234,11 @@ async fn a_queued_ray_job_is_created_suspended() {
         "metadata": {"name": "train", "namespace": "ns", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
         "spec": {"rayClusterSpec": {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "h", "image": "ray"}]}}}}}});
     let r = server
-        .review(
+        .create(
             "/mutate-ray-io-v1-rayjob",
-            request("CREATE", ("ray.io", "v1", "RayJob"), "rayjobs", &obj, None),
+            ("ray.io", "v1", "RayJob"),
+            "rayjobs",
+            &obj,
         )
         .await;
     assert_eq!(admitted(&obj, &r)["spec"]["suspend"], true);
@@ -241,10 +249,7 @@ async fn a_job_without_a_queue_is_left_alone_unless_its_namespace_has_a_default_
     let server = start(webhooks_with(View::default())).await;
     let obj = job("plain", json!({"app": "x"}), None);
     let r = server
-        .review(
-            "/mutate-batch-v1-job",
-            request("CREATE", JOB, "jobs", &obj, None),
-        )
+        .create("/mutate-batch-v1-job", JOB, "jobs", &obj)
         .await;
     assert_eq!(r["allowed"], true);
     assert!(
@@ -258,10 +263,7 @@ async fn a_job_without_a_queue_is_left_alone_unless_its_namespace_has_a_default_
         .insert("ns".into());
     let server = start(webhooks_with(view)).await;
     let r = server
-        .review(
-            "/mutate-batch-v1-job",
-            request("CREATE", JOB, "jobs", &obj, None),
-        )
+        .create("/mutate-batch-v1-job", JOB, "jobs", &obj)
         .await;
     let out = admitted(&obj, &r);
     assert_eq!(
@@ -276,12 +278,7 @@ async fn a_job_without_a_queue_is_left_alone_unless_its_namespace_has_a_default_
 async fn a_pod_of_a_group_is_gated_and_labelled_managed() {
     let server = start(webhooks_with(View::default())).await;
     let pod = group_pod("p0", "2");
-    let r = server
-        .review(
-            "/mutate--v1-pod",
-            request("CREATE", POD, "pods", &pod, None),
-        )
-        .await;
+    let r = server.create("/mutate--v1-pod", POD, "pods", &pod).await;
     let out = admitted(&pod, &r);
     assert_eq!(
         out["spec"]["schedulingGates"],
@@ -313,12 +310,7 @@ async fn a_lone_queued_pod_is_gated_as_a_group_of_one() {
     let mut pod = group_pod("solo", "1");
     pod["metadata"]["labels"] = json!({"kueue.x-k8s.io/queue-name": "lq"});
     pod["metadata"]["annotations"] = json!({});
-    let r = server
-        .review(
-            "/mutate--v1-pod",
-            request("CREATE", POD, "pods", &pod, None),
-        )
-        .await;
+    let r = server.create("/mutate--v1-pod", POD, "pods", &pod).await;
     let out = admitted(&pod, &r);
     assert_eq!(
         out["spec"]["schedulingGates"],
@@ -416,9 +408,11 @@ async fn a_leader_worker_sets_pods_are_gated_in_one_group_per_replica() {
                  "leaderTemplate": container(), "workerTemplate": container()}}});
     let gvk = ("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet");
     let r = server
-        .review(
+        .create(
             "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset",
-            request("CREATE", gvk, "leaderworkersets", &lws, None),
+            gvk,
+            "leaderworkersets",
+            &lws,
         )
         .await;
     let out = admitted(&lws, &r);
@@ -440,12 +434,7 @@ async fn a_leader_worker_sets_pods_are_gated_in_one_group_per_replica() {
                      "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "llm-1",
                                           "uid": "s", "controller": true}]},
         "spec": container()["spec"]});
-    let r = server
-        .review(
-            "/mutate--v1-pod",
-            request("CREATE", POD, "pods", &pod, None),
-        )
-        .await;
+    let r = server.create("/mutate--v1-pod", POD, "pods", &pod).await;
     let out = admitted(&pod, &r);
     let group = jobs::builtin_kind("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
         .unwrap()
@@ -466,12 +455,7 @@ async fn a_pod_owned_by_a_managed_job_is_left_alone() {
     let mut pod = group_pod("pi-abcde", "1");
     pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "Job",
         "name": "pi", "uid": "uid-pi", "controller": true, "blockOwnerDeletion": true}]);
-    let r = server
-        .review(
-            "/mutate--v1-pod",
-            request("CREATE", POD, "pods", &pod, None),
-        )
-        .await;
+    let r = server.create("/mutate--v1-pod", POD, "pods", &pod).await;
     assert_eq!(r["allowed"], true);
     assert!(r.get("patch").is_none(), "{r}");
 }

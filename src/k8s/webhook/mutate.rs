@@ -252,7 +252,9 @@ pub fn workload(schemas: &Schemas, req: &AdmissionRequest, view: &View) -> Verdi
         return Verdict::allow();
     };
     // An object that does not decode is left for the validating webhook to report.
-    let Ok(Object::Workload(mut wl)) = schemas.decode(KueueKind::Workload, object) else {
+    let Ok(Object::Workload(mut wl)) =
+        super::validate::decode(schemas, KueueKind::Workload, object)
+    else {
         return Verdict::allow();
     };
     if wl.metadata.namespace.is_none() {

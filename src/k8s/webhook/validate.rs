@@ -4,56 +4,32 @@
 //! `jobframework` and pod webhooks check them: a well-formed queue name, a queue label that
 //! does not change while the job runs, consistent pod group metadata.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-
 use serde_json::Value;
 
 use super::mutate::{MANAGED_LABEL, MANAGED_VALUE, annotation, label, metadata_of, namespace_of};
 use super::review::{AdmissionRequest, Verdict};
 use super::view::View;
-use crate::api::decode::{Object, decode_document};
+use crate::api::decode::Object;
 use crate::api::jobs::JobKind;
 use crate::api::strict::FieldProblem;
-use crate::api::{GROUP, Origin, PodSet, Workload, labels, names, validate};
+use crate::api::{GROUP, PodSet, Workload, labels, names, validate};
 use crate::k8s::core::has_quota_reservation;
-use crate::k8s::crds::object_schema;
-use crate::k8s::prune::prune;
 use crate::k8s::resources::KueueKind;
 
 /// apimachinery's `FieldImmutableErrorMsg`.
 pub const IMMUTABLE: &str = "field is immutable";
 
-/// The CRD schemas objects are pruned to before decoding, as the mirror does.
-pub struct Schemas(HashMap<KueueKind, Value>);
+pub use crate::k8s::prune::Schemas;
 
-impl Default for Schemas {
-    fn default() -> Self {
-        Schemas(
-            KueueKind::ALL
-                .into_iter()
-                .map(|k| (k, object_schema(k)))
-                .collect(),
-        )
-    }
-}
-
-impl Schemas {
-    /// Decodes an object of `kind` strictly, as the loader does.
-    pub fn decode(&self, kind: KueueKind, value: &Value) -> Result<Object, Vec<FieldProblem>> {
-        let mut value = value.clone();
-        if let Some(schema) = self.0.get(&kind) {
-            prune(&mut value, schema);
-        }
-        if let Some(m) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.remove("managedFields");
-        }
-        let origin = Origin {
-            file: PathBuf::from("<admission>"),
-            doc: 0,
-        };
-        decode_document(&origin, value).map_err(|e| e.problems)
-    }
+/// Decodes an object under review as the loader does: its problems, each at its field.
+pub fn decode(
+    schemas: &Schemas,
+    kind: KueueKind,
+    value: &Value,
+) -> Result<Object, Vec<FieldProblem>> {
+    schemas
+        .decode(Some(kind), value.clone(), "<admission>")
+        .map_err(|e| e.problems)
 }
 
 /// `Kind.group "name" is invalid: ...`, as the API server words an Invalid error, with each
@@ -107,7 +83,7 @@ pub fn kueue(kind: KueueKind, schemas: &Schemas, req: &AdmissionRequest, view: &
     let (Some(object), true) = (req.object.as_ref(), req.is_create() || req.is_update()) else {
         return Verdict::allow();
     };
-    let decoded = match schemas.decode(kind, object) {
+    let decoded = match decode(schemas, kind, object) {
         Ok(o) => o,
         Err(problems) => return verdict(kind.kind(), GROUP, req, problems),
     };
@@ -115,7 +91,7 @@ pub fn kueue(kind: KueueKind, schemas: &Schemas, req: &AdmissionRequest, view: &
         .old_object
         .as_ref()
         .filter(|_| req.is_update())
-        .and_then(|o| schemas.decode(kind, o).ok());
+        .and_then(|o| decode(schemas, kind, o).ok());
     let mut problems = match &decoded {
         Object::Flavor(o) => validate::resource_flavor(o),
         Object::Cohort(o) => validate::cohort(o),
