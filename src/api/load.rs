@@ -95,6 +95,7 @@ fn assemble(
         }),
     );
     let mut pod_workloads = pod_workloads(&objects, &catalog, &mut errors);
+    let job_kinds = super::jobs::builtin();
 
     let mut m = Manifests::default();
     let mut workloads: Vec<(Workload, Provenance)> = Vec::new();
@@ -133,6 +134,9 @@ fn assemble(
                 m.priority_classes.push(o);
             }
             Object::Workload(o) => workloads.push((o, Provenance::written(origin, label))),
+            // A child of another job (a RayJob's RayCluster) runs under its parent's Workload.
+            Object::Job(job)
+                if super::jobs::JobKind::controlled_by_any(&job.metadata, &job_kinds) => {}
             Object::Job(job) => match job.kind.workloads(&job.metadata, &job.value, &catalog) {
                 Ok(made) => {
                     if made.is_empty() {

@@ -96,6 +96,17 @@ pub fn workloads_for_pods(
     (out, errors)
 }
 
+/// Kueue's Workload name for a pod that is not in a group: `pod-<name>-<hash>`.
+pub fn single_pod_workload_name(meta: &ObjectMeta) -> String {
+    super::jobs::names::workload_name(
+        "pod",
+        "Pod",
+        "",
+        meta.name.as_deref().unwrap_or_default(),
+        meta.uid.as_deref().unwrap_or_default(),
+    )
+}
+
 fn single_pod(
     doc: &PodDoc<'_>,
     catalog: &Catalog,
@@ -107,16 +118,9 @@ fn single_pod(
     };
     let (priority_class_ref, priority) = priority(meta, catalog).map_err(|p| vec![p])?;
     let max_exec = max_exec_time(meta).map_err(|p| vec![p])?;
-    let name = meta.name.clone().unwrap_or_default();
     let workload = Workload {
         metadata: ObjectMeta {
-            name: Some(super::jobs::names::workload_name(
-                "pod",
-                "Pod",
-                "",
-                &name,
-                meta.uid.as_deref().unwrap_or_default(),
-            )),
+            name: Some(single_pod_workload_name(meta)),
             namespace: Some(namespace(doc.pod).to_string()),
             annotations: meta.annotations.clone(),
             creation_timestamp: meta.creation_timestamp.clone(),

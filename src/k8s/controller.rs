@@ -26,7 +26,9 @@ use super::resources::KueueKind;
 use super::status::{self, carry_transition_times};
 use super::visibility::Snapshot;
 use super::writer::{Writer, workload_ref};
-use crate::api::jobs::{FlavorPlacement, JOB_UID_LABEL, JobKind, attribution, problems_text};
+use crate::api::jobs::{
+    AdmittedPodSet, FlavorPlacement, JOB_UID_LABEL, JobKind, attribution, problems_text,
+};
 use crate::api::{self, Workload, WorkloadStatus};
 use crate::cluster::{Admission, Cluster, CqId, Millis, WorkloadId};
 use crate::scheduler::{Decision, Scheduler};
@@ -615,7 +617,11 @@ impl Controller {
         let Some(mut job) = self.mirror.jobs[i].get(key).cloned() else {
             return Ok(());
         };
-        if job.metadata.deletion_timestamp.is_some() {
+        // A child of another managed job (a RayJob's RayCluster, a JobSet's Jobs) runs under
+        // its parent's Workload, as Kueue's IsOwnerManagedByKueue.
+        if job.metadata.deletion_timestamp.is_some()
+            || JobKind::controlled_by_any(&job.metadata, &self.kinds)
+        {
             return Ok(());
         }
         let namespace = job.metadata.namespace.clone();
@@ -646,7 +652,7 @@ impl Controller {
                 }
             };
             if !kind.is_suspended(&value) {
-                self.patch_job(i, ns, &name, kind.suspend_ops(), false)
+                self.patch_job(i, ns, &name, kind.suspend_ops(&value), false)
                     .await?;
             }
             let new = self.attributed(new);
@@ -661,7 +667,7 @@ impl Controller {
         if reserved && is_evicted(&wl) {
             if !kind.is_suspended(&value) {
                 job = self
-                    .patch_job(i, ns, &name, kind.suspend_ops(), false)
+                    .patch_job(i, ns, &name, kind.suspend_ops(&value), false)
                     .await?;
             }
             let ops = kind.clear_status_ops(&to_value(&job));
@@ -679,16 +685,16 @@ impl Controller {
             }
         } else if reserved && is_admitted(&wl) {
             if kind.is_suspended(&value) {
-                let flavors = self.assigned_flavors(&wl);
+                let admitted = self.admitted_pod_sets(&wl);
                 let labels = attribution::attribution_labels(&wl, &self.attribution);
                 let ops = kind
-                    .start_ops(&value, &flavors, &labels)
+                    .start_ops(&value, &admitted, &labels)
                     .map_err(|m| integration_error(&kind, key, m))?;
                 self.patch_job(i, ns, &name, ops, false).await?;
             }
         } else if !reserved && !kind.is_suspended(&value) {
             job = self
-                .patch_job(i, ns, &name, kind.suspend_ops(), false)
+                .patch_job(i, ns, &name, kind.suspend_ops(&value), false)
                 .await?;
             let ops = kind
                 .restore_ops(&to_value(&job), &wl)
@@ -761,10 +767,10 @@ impl Controller {
                 self.complete_eviction(&wl, now).await?;
             }
         } else if reserved && is_admitted(&wl) {
-            let flavors = self.assigned_flavors(&wl);
+            let admitted = self.admitted_pod_sets(&wl);
             let labels = attribution::attribution_labels(&wl, &self.attribution);
             for pod in &group.pods {
-                let ops = Group::ungate_ops(pod, &flavors, &wl, &labels);
+                let ops = Group::ungate_ops(pod, &admitted, &wl, &labels);
                 if ops.is_empty() {
                     continue;
                 }
@@ -779,8 +785,8 @@ impl Controller {
         Ok(())
     }
 
-    /// The flavors assigned to each podSet of an admitted Workload.
-    fn assigned_flavors(&self, wl: &Workload) -> BTreeMap<String, Vec<FlavorPlacement>> {
+    /// The flavors and pod count admitted for each podSet of an admitted Workload.
+    fn admitted_pod_sets(&self, wl: &Workload) -> BTreeMap<String, AdmittedPodSet> {
         let mut out = BTreeMap::new();
         let Some(admission) = wl.status.as_ref().and_then(|s| s.admission.as_ref()) else {
             return out;
@@ -797,7 +803,20 @@ impl Controller {
                     tolerations: rf.spec.tolerations.clone(),
                 })
                 .collect();
-            out.insert(psa.name.clone(), infos);
+            let count = psa.count.or_else(|| {
+                wl.spec
+                    .pod_sets
+                    .iter()
+                    .find(|p| p.name == psa.name)
+                    .map(|p| p.count)
+            });
+            out.insert(
+                psa.name.clone(),
+                AdmittedPodSet {
+                    flavors: infos,
+                    count: count.unwrap_or_default(),
+                },
+            );
         }
         out
     }

@@ -13,12 +13,11 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::core::ApiResource;
 use serde_json::{Value, json};
 
-use super::mirror::Mirror;
+use super::mirror::{Mirror, key_of};
 use crate::api::catalog::Catalog;
-use crate::api::jobs::names::workload_name;
-use crate::api::jobs::patch::label_ops;
-use crate::api::jobs::{FlavorPlacement, inject_ops};
-use crate::api::pods::{PodDoc, role_hash, workloads_for_pods};
+use crate::api::jobs::patch::metadata_ops;
+use crate::api::jobs::{AdmittedPodSet, inject_ops};
+use crate::api::pods::{PodDoc, role_hash, single_pod_workload_name, workloads_for_pods};
 use crate::api::{Origin, Workload, labels};
 
 /// The scheduling gate Kueue puts on pods it manages.
@@ -38,9 +37,9 @@ pub fn pod_resource() -> ApiResource {
     ApiResource::erase::<Pod>(&())
 }
 
-/// Every pod group in the mirror. A gated pod that names a queue but no group (a lone pod, or
-/// a Deployment's replica) is a group of its own, named as Kueue names its Workload
-/// (`pod-<name>-<hash>`).
+/// Every pod group in the mirror. A pod that names a queue but no group (a lone pod, or a
+/// Deployment's replica) is a group of its own, named as Kueue names its Workload
+/// (`pod-<name>-<hash>`), while it is gated or once that Workload exists.
 pub fn groups(mirror: &Mirror) -> Vec<Group> {
     let mut out: BTreeMap<(String, String), Group> = BTreeMap::new();
     for pod in mirror.pods.values() {
@@ -48,15 +47,18 @@ pub fn groups(mirror: &Mirror) -> Vec<Group> {
         let label = |key: &str| meta.labels.as_ref().and_then(|l| l.get(key));
         let group = match label(labels::POD_GROUP_NAME) {
             Some(g) => g,
-            None if label(labels::QUEUE_NAME).is_some() && is_gated(pod) => {
-                let name = workload_name(
-                    "pod",
-                    "Pod",
-                    "",
-                    meta.name.as_deref().unwrap_or_default(),
-                    meta.uid.as_deref().unwrap_or_default(),
-                );
+            None if label(labels::QUEUE_NAME).is_some() => {
+                let name = single_pod_workload_name(meta);
                 let namespace = meta.namespace.clone().unwrap_or_else(|| "default".into());
+                // Gated and waiting, or released and owning its Workload: a pod that was
+                // never gated is not Kueue's.
+                if !is_gated(pod)
+                    && !mirror
+                        .workloads
+                        .contains_key(&key_of(Some(&namespace), &name))
+                {
+                    continue;
+                }
                 out.insert(
                     (namespace.clone(), name.clone()),
                     Group {
@@ -168,7 +170,7 @@ impl Group {
     /// JSON Patch ungating `pod` with its podSet's flavors; empty if it is not gated.
     pub fn ungate_ops(
         pod: &Pod,
-        flavors: &BTreeMap<String, Vec<FlavorPlacement>>,
+        admitted: &BTreeMap<String, AdmittedPodSet>,
         workload: &Workload,
         labels: &BTreeMap<String, String>,
     ) -> Vec<Value> {
@@ -180,7 +182,10 @@ impl Group {
         } else {
             role_hash(pod.spec.as_ref())
         };
-        let assigned = flavors.get(&pod_set).map(Vec::as_slice).unwrap_or_default();
+        let assigned = admitted
+            .get(&pod_set)
+            .map(|a| a.flavors.as_slice())
+            .unwrap_or_default();
         let template = k8s_openapi::api::core::v1::PodTemplateSpec {
             metadata: None,
             spec: pod.spec.clone(),
@@ -190,11 +195,10 @@ impl Group {
             json!({"op": "remove", "path": format!("/spec/schedulingGates/{i}")}),
         ];
         ops.extend(inject_ops("", &template, assigned));
-        let meta = k8s_openapi::api::core::v1::PodTemplateSpec {
-            metadata: Some(pod.metadata.clone()),
-            spec: None,
-        };
-        ops.extend(label_ops("", &meta, labels));
+        let labels: Vec<(String, String)> =
+            labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let value = serde_json::to_value(&pod.metadata).unwrap_or_default();
+        ops.extend(metadata_ops(&json!({"metadata": value}), "", &labels, &[]));
         ops
     }
 }

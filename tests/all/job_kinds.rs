@@ -214,14 +214,24 @@ spec:
             ),
         ]
     );
-    // Kueue's names: the kind in lower case, the job's name, a hash of kind, group, name, UID.
+    // Kueue's names: the kind in lower case, the job's name, the first 5 hex digits of SHA-1
+    // over kind, group, name and UID (here none), each computed independently with sha1sum.
     let names: Vec<&str> = m
         .workloads
         .iter()
         .map(|w| w.metadata.name.as_deref().unwrap())
         .collect();
-    assert!(names[0].starts_with("tfjob-tf-") && names[0].len() == "tfjob-tf-".len() + 5);
-    assert!(names[9].starts_with("leaderworkerset-llm-0-"));
+    assert_eq!(
+        [names[0], names[4], names[5], names[6], names[8], names[9]],
+        [
+            "tfjob-tf-a547e",
+            "mpijob-mpi-e7b1d",
+            "raycluster-rc-abc07",
+            "statefulset-db-ae577",
+            "deployment-web-1-dd793",
+            "leaderworkerset-llm-0-92414"
+        ]
+    );
     // Every Workload is owned by its job.
     let owner = &m.workloads[4].metadata.owner_references.as_ref().unwrap()[0];
     assert_eq!(

@@ -1010,6 +1010,81 @@ async fn a_lone_gated_pod_is_its_own_workload_and_carries_its_teams_label_when_r
         &json!({"op": "add", "path": "/metadata/labels",
                 "value": {"app": "web", "kueue.x-k8s.io/queue-name": "lq", "team": "vision"}})
     );
+
+    // Released, the pod is still the Workload's: when it succeeds, the Workload finishes and
+    // the quota is given back.
+    let path = "/api/v1/namespaces/ns/pods/web-7d9f-x2";
+    let mut pod = env.api.get(path).unwrap();
+    assert_eq!(pod["spec"]["schedulingGates"], json!([]));
+    pod["status"] = json!({"phase": "Succeeded"});
+    env.api.put(path, pod);
+    env.applied(Source::Pod, path);
+    let before = env.writes().len();
+    env.step().await;
+    assert_eq!(
+        env.lines()[before..],
+        [format!(
+            "PATCH {KUEUE}/namespaces/ns/workloads/{name}/status"
+        )]
+    );
+    let finished = &env.writes()[before].body["status"]["conditions"];
+    assert!(
+        finished
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Finished" && c["status"] == "True"),
+        "{finished}"
+    );
+    let s = env.controller.scheduler().unwrap();
+    assert!(s.cluster.admitted_in(s.cluster.cq_by_name["cq"]).is_empty());
+}
+
+#[tokio::test]
+async fn a_partially_admitted_job_runs_its_admitted_count_and_gets_it_back_when_stopped() {
+    // 4 pods of 1 cpu, at least 2, in a queue of 2 cpu: admitted with 2 pods.
+    let mut objects = basics("2");
+    let (path, mut obj) = job("wide", "1", 4, queue_label(), true);
+    obj["metadata"]["annotations"] = json!({"kueue.x-k8s.io/job-min-parallelism": "2"});
+    objects.push((path.clone(), obj));
+    let mut env = Env::new(objects);
+    env.list_all();
+    env.step().await;
+    let w = env.writes();
+    assert_eq!(
+        w[1].body["status"]["admission"]["podSetAssignments"][0]["count"],
+        2
+    );
+    let start = w
+        .iter()
+        .find(|r| r.line() == format!("PATCH {path}"))
+        .unwrap();
+    let ops = start.body.as_array().unwrap();
+    assert!(
+        ops.contains(&json!({"op": "add", "path": "/spec/parallelism", "value": 2})),
+        "{ops:?}"
+    );
+    assert_eq!(env.api.get(&path).unwrap()["spec"]["parallelism"], 2);
+}
+
+#[tokio::test]
+async fn a_child_of_a_managed_job_gets_no_workload_of_its_own() {
+    // KubeRay copies a RayJob's labels onto the RayCluster it creates.
+    let mut objects = basics("4");
+    objects.push((
+        "/apis/ray.io/v1/namespaces/ns/rayclusters/train-raycluster".into(),
+        json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+               "metadata": {"name": "train-raycluster", "namespace": "ns", "labels": queue_label(),
+                            "creationTimestamp": T,
+                            "ownerReferences": [{"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "train",
+                                                 "uid": "uid-train", "controller": true}]},
+               "spec": {"suspend": false, "headGroupSpec": {"template": {"spec": {"containers": [
+                   {"name": "head", "image": "ray", "resources": {"requests": {"cpu": "1"}}}]}}}}}),
+    ));
+    let mut env = Env::new(objects);
+    env.list_all();
+    env.step().await;
+    assert!(env.lines().is_empty(), "{:?}", env.lines());
 }
 
 #[tokio::test]

@@ -275,6 +275,30 @@ async fn a_job_without_a_queue_is_left_alone_unless_its_namespace_has_a_default_
 }
 
 #[tokio::test]
+async fn a_kubeflow_job_without_a_run_policy_is_created_suspended() {
+    let server = start(webhooks_with(View::default())).await;
+    let obj = json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "metadata": {"name": "bert", "namespace": "ns", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": container()}}}});
+    let r = server
+        .create(
+            "/mutate-kubeflow-org-v1-pytorchjob",
+            ("kubeflow.org", "v1", "PyTorchJob"),
+            "pytorchjobs",
+            &obj,
+        )
+        .await;
+    assert_eq!(
+        response_patch(&r),
+        Some(json!([
+            {"op": "add", "path": "/spec/runPolicy", "value": {}},
+            {"op": "add", "path": "/spec/runPolicy/suspend", "value": true}
+        ]))
+    );
+    assert_eq!(admitted(&obj, &r)["spec"]["runPolicy"]["suspend"], true);
+}
+
+#[tokio::test]
 async fn a_pod_of_a_group_is_gated_and_labelled_managed() {
     let server = start(webhooks_with(View::default())).await;
     let pod = group_pod("p0", "2");

@@ -16,7 +16,9 @@ pub mod podsets;
 pub mod workload;
 
 pub use kind::{JobKind, JobKindSpec, KindError, builtin, builtin_kind, field_path, parse};
-pub use patch::{FlavorPlacement, inject_ops, problems_text, restore_template_ops};
+pub use patch::{
+    AdmittedPodSet, FlavorPlacement, add_ops, inject_ops, problems_text, restore_template_ops,
+};
 pub use podsets::JobPodSet;
 pub use workload::JOB_UID_LABEL;
 

@@ -9,7 +9,10 @@ use sha1::{Digest, Sha1};
 /// Kueue's `hashLength`.
 const HASH_LENGTH: usize = 5;
 /// Kueue's maximum Workload name length (without the `ShortWorkloadNames` feature gate).
-const MAX_NAME_LENGTH: usize = 253;
+pub const MAX_NAME_LENGTH: usize = 253;
+/// The maximum with `ShortWorkloadNames`: a label value's limit, for names that are also the
+/// `kueue.x-k8s.io/pod-group-name` label of the pods (StatefulSet, LeaderWorkerSet groups).
+pub const LABEL_NAME_LENGTH: usize = 63;
 
 /// The Workload name Kueue gives the job `owner_name` (UID `owner_uid`) of `kind` in API group
 /// `group` (`""` for the core group). `prefix` is the kind in lower case unless configured.
@@ -20,8 +23,20 @@ pub fn workload_name(
     owner_name: &str,
     owner_uid: &str,
 ) -> String {
+    workload_name_within(MAX_NAME_LENGTH, prefix, kind, group, owner_name, owner_uid)
+}
+
+/// [`workload_name`] cut to at most `max` characters (the hash kept whole).
+pub fn workload_name_within(
+    max: usize,
+    prefix: &str,
+    kind: &str,
+    group: &str,
+    owner_name: &str,
+    owner_uid: &str,
+) -> String {
     let mut head = format!("{prefix}-{owner_name}");
-    let max_prefix = MAX_NAME_LENGTH - 1 - HASH_LENGTH;
+    let max_prefix = max - 1 - HASH_LENGTH;
     if head.len() > max_prefix {
         let mut cut = max_prefix;
         while !head.is_char_boundary(cut) {
@@ -64,6 +79,9 @@ mod tests {
         let name = workload_name("job", "Job", "batch", &long, "");
         assert_eq!(name.len(), 253);
         assert!(name.starts_with("job-xxx"));
+        let short = workload_name_within(LABEL_NAME_LENGTH, "job", "Job", "batch", &long, "");
+        assert_eq!(short.len(), 63);
+        assert_eq!(&short[58..], &name[248..], "the same hash");
     }
 
     const EXPECTED_PI: &str = "2b317";

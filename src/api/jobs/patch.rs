@@ -22,13 +22,13 @@ pub struct FlavorPlacement {
 
 impl JobKind {
     /// JSON Patch that suspends the job.
-    /// Empty for kinds without a suspend flag (their pods are gated instead).
-    pub fn suspend_ops(&self) -> Vec<Value> {
-        self.spec
-            .suspend
-            .iter()
-            .map(|p| json!({"op": "add", "path": p, "value": true}))
-            .collect()
+    /// Empty for kinds without a suspend flag (their pods are gated instead). Missing parents
+    /// of the flag (a Kubeflow job without `spec.runPolicy`) are added first.
+    pub fn suspend_ops(&self, job: &Value) -> Vec<Value> {
+        match &self.spec.suspend {
+            Some(p) => add_ops(job, p, json!(true)),
+            None => Vec::new(),
+        }
     }
 
     /// JSON Patch for the job's status subresource clearing `clearOnStop` fields that are set.
@@ -42,28 +42,39 @@ impl JobKind {
     }
 
     /// JSON Patch that injects each podSet's flavors into its template, adds `labels` to
-    /// every template (cost attribution) and unsuspends the job. `flavors` maps a podSet name
-    /// to the flavors assigned to it.
+    /// every template (cost attribution), writes a partially admitted podSet's admitted count
+    /// (Kueue's `RunWithPodSetsInfo`: a Job's `parallelism`) and unsuspends the job.
+    /// `admitted` maps a podSet name to its flavors and admitted pod count.
     pub fn start_ops(
         &self,
         job: &Value,
-        flavors: &BTreeMap<String, Vec<FlavorPlacement>>,
+        admitted: &BTreeMap<String, AdmittedPodSet>,
         labels: &BTreeMap<String, String>,
     ) -> Result<Vec<Value>, String> {
         let mut ops = Vec::new();
+        let label_list: Vec<(String, String)> =
+            labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         for ps in self.pod_sets(job).map_err(|p| problems_text(&p))? {
-            let assigned = flavors.get(&ps.name).map(Vec::as_slice).unwrap_or_default();
-            ops.extend(inject_ops(&ps.path, &ps.template, assigned));
-            ops.extend(label_ops(&ps.path, &ps.template, labels));
+            let Some(a) = admitted.get(&ps.name) else {
+                continue;
+            };
+            ops.extend(inject_ops(&ps.path, &ps.template, &a.flavors));
+            ops.extend(metadata_ops(job, &ps.path, &label_list, &[]));
+            if let Some(pointer) = &ps.partial_count_pointer
+                && a.count < ps.count
+            {
+                ops.push(json!({"op": "add", "path": pointer, "value": a.count}));
+            }
         }
         if let Some(p) = &self.spec.suspend {
-            ops.push(json!({"op": "add", "path": p, "value": false}));
+            ops.extend(add_ops(job, p, json!(false)));
         }
         Ok(ops)
     }
 
-    /// JSON Patch that puts back each podSet's nodeSelector and tolerations as the Workload
-    /// recorded them at creation. Empty when nothing differs.
+    /// JSON Patch that puts back each podSet's nodeSelector, tolerations and labels as the
+    /// Workload recorded them at creation, and a partially admitted podSet's full count
+    /// (Kueue's `RestorePodSetsInfo`). Empty when nothing differs.
     pub fn restore_ops(&self, job: &Value, workload: &Workload) -> Result<Vec<Value>, String> {
         let mut ops = Vec::new();
         for ps in self.pod_sets(job).map_err(|p| problems_text(&p))? {
@@ -75,9 +86,37 @@ impl JobKind {
                 &ps.template,
                 &original.template,
             ));
+            if let Some(pointer) = &ps.partial_count_pointer
+                && ps.count != original.count
+            {
+                ops.push(json!({"op": "add", "path": pointer, "value": original.count}));
+            }
         }
         Ok(ops)
     }
+}
+
+/// What admission gave one podSet: the flavors to place its pods on, and how many pods.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AdmittedPodSet {
+    pub flavors: Vec<FlavorPlacement>,
+    pub count: i32,
+}
+
+/// Ops setting the field at `pointer` to `value`, adding first each missing parent object.
+pub fn add_ops(object: &Value, pointer: &str, value: Value) -> Vec<Value> {
+    let mut ops = Vec::new();
+    let mut parent = String::new();
+    let segments: Vec<&str> = pointer.split('/').skip(1).collect();
+    for seg in &segments[..segments.len().saturating_sub(1)] {
+        parent.push('/');
+        parent.push_str(seg);
+        if object.pointer(&parent).is_none() {
+            ops.push(json!({"op": "add", "path": parent, "value": {}}));
+        }
+    }
+    ops.push(json!({"op": "add", "path": pointer, "value": value}));
+    ops
 }
 
 /// Problems as one line: `field: message; field: message`.
@@ -92,27 +131,38 @@ pub fn problems_text(problems: &[FieldProblem]) -> String {
         .join("; ")
 }
 
-/// Ops adding `labels` to the template at `path` (those it lacks or holds with another value).
-pub fn label_ops(
-    path: &str,
-    template: &PodTemplateSpec,
-    labels: &BTreeMap<String, String>,
+/// Ops setting `labels` and `annotations` in the metadata at `base` (`""` for the object, a
+/// pod template's pointer otherwise), keeping what is there: one op per map that changes
+/// (two ops adding entries to a missing map would overwrite each other), after one creating
+/// the metadata when it is missing.
+pub fn metadata_ops(
+    object: &Value,
+    base: &str,
+    labels: &[(String, String)],
+    annotations: &[(String, String)],
 ) -> Vec<Value> {
-    let current = template
-        .metadata
-        .as_ref()
-        .and_then(|m| m.labels.clone())
-        .unwrap_or_default();
-    let mut merged = current.clone();
-    merged.extend(labels.iter().map(|(k, v)| (k.clone(), v.clone())));
-    if merged == current {
-        return Vec::new();
-    }
     let mut ops = Vec::new();
-    if template.metadata.is_none() {
-        ops.push(json!({"op": "add", "path": format!("{path}/metadata"), "value": {}}));
+    for (map, entries) in [("labels", labels), ("annotations", annotations)] {
+        if entries.is_empty() {
+            continue;
+        }
+        let path = format!("{base}/metadata/{map}");
+        let current = object.pointer(&path).and_then(Value::as_object);
+        let mut merged = current.cloned().unwrap_or_default();
+        for (k, v) in entries {
+            merged.insert(k.clone(), Value::String(v.clone()));
+        }
+        if current == Some(&merged) {
+            continue;
+        }
+        ops.push(json!({"op": "add", "path": path, "value": merged}));
     }
-    ops.push(json!({"op": "add", "path": format!("{path}/metadata/labels"), "value": merged}));
+    if !ops.is_empty() && object.pointer(&format!("{base}/metadata")).is_none() {
+        ops.insert(
+            0,
+            json!({"op": "add", "path": format!("{base}/metadata"), "value": {}}),
+        );
+    }
     ops
 }
 
@@ -199,4 +249,49 @@ pub fn restore_template_ops(
         }
     }
     ops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn metadata_maps_are_merged_whole_and_created_with_their_parent() {
+        let with = json!({"metadata": {"labels": {"a": "b"}}});
+        assert_eq!(
+            metadata_ops(&with, "", &pairs(&[("k", "v")]), &pairs(&[("n", "1")])),
+            [
+                json!({"op": "add", "path": "/metadata/labels", "value": {"a": "b", "k": "v"}}),
+                json!({"op": "add", "path": "/metadata/annotations", "value": {"n": "1"}}),
+            ]
+        );
+        let template = json!({"spec": {"template": {"spec": {}}}});
+        assert_eq!(
+            metadata_ops(&template, "/spec/template", &pairs(&[("k", "v")]), &[]),
+            [
+                json!({"op": "add", "path": "/spec/template/metadata", "value": {}}),
+                json!({"op": "add", "path": "/spec/template/metadata/labels", "value": {"k": "v"}}),
+            ]
+        );
+        let same = json!({"metadata": {"labels": {"k": "v"}}});
+        assert!(metadata_ops(&same, "", &pairs(&[("k", "v")]), &[]).is_empty());
+    }
+
+    #[test]
+    fn a_flag_under_a_missing_object_gets_its_parents_first() {
+        let job = json!({"spec": {}});
+        assert_eq!(
+            add_ops(&job, "/spec/runPolicy/suspend", json!(true)),
+            [
+                json!({"op": "add", "path": "/spec/runPolicy", "value": {}}),
+                json!({"op": "add", "path": "/spec/runPolicy/suspend", "value": true}),
+            ]
+        );
+    }
 }

@@ -20,6 +20,9 @@ pub struct JobPodSet {
     pub min_count: Option<i32>,
     /// The field the count was read from (for errors about the count).
     pub count_field: Option<String>,
+    /// JSON pointer to that field, when the kind admits partially (`minCountAnnotation`): the
+    /// admitted count is written there when the job starts, the full count back when it stops.
+    pub partial_count_pointer: Option<String>,
 }
 
 impl JobKind {
@@ -137,6 +140,11 @@ impl JobKind {
                         .count
                         .first()
                         .map(|f| join(&base, &field_path(&f.field))),
+                    partial_count_pointer: src
+                        .min_count_annotation
+                        .as_ref()
+                        .and(src.count.first())
+                        .map(|f| format!("{base}{}", f.field)),
                 });
             }
         }

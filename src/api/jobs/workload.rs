@@ -35,7 +35,27 @@ impl JobKind {
             Some(i) => format!("{job_name}-{i}"),
             None => job_name.to_string(),
         };
-        names::workload_name(&prefix, &self.spec.kind, &self.group, &owner, job_uid)
+        // Kinds without a suspend flag are admitted as pod groups, whose name is a label.
+        let max = if self.has_suspend() {
+            names::MAX_NAME_LENGTH
+        } else {
+            names::LABEL_NAME_LENGTH
+        };
+        names::workload_name_within(max, &prefix, &self.spec.kind, &self.group, &owner, job_uid)
+    }
+
+    /// Whether an object with this metadata is controlled by a job of one of `kinds`: Kueue
+    /// leaves such children (a RayJob's RayCluster, a JobSet's Jobs) to their parent's Workload.
+    pub fn controlled_by_any(meta: &ObjectMeta, kinds: &[JobKind]) -> bool {
+        meta.owner_references
+            .iter()
+            .flatten()
+            .filter(|o| o.controller == Some(true))
+            .any(|o| {
+                kinds
+                    .iter()
+                    .any(|k| k.spec.api_version == o.api_version && k.spec.kind == o.kind)
+            })
     }
 
     /// The Workloads Kueue's job reconciler would create for the job `value` (whose metadata

@@ -1,18 +1,21 @@
 //! The mutating webhooks, as Kueue's defaulters (`jobframework.BaseWebhook.Default`,
-//! `PodWebhook.Default`, `WorkloadWebhook.Default`): a queued job is created suspended, a queued
-//! pod of a group is created gated and labelled managed, a Workload gets its defaults. Every
-//! change is a JSON Patch op; an object that needs none gets no patch.
+//! `PodWebhook.Default`, `WorkloadWebhook.Default` and the Deployment, StatefulSet and
+//! LeaderWorkerSet webhooks): a queued job is created suspended; the pod templates of a queued
+//! Deployment, StatefulSet or LeaderWorkerSet are labelled so that their pods are queued; a
+//! queued pod (alone or in a group) is created gated and labelled managed; a Workload gets its
+//! defaults. Every change is a JSON Patch op; an object that needs none gets no patch.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 
-use super::review::{AdmissionRequest, Verdict, set_in_metadata_map};
+use super::review::{AdmissionRequest, Verdict};
 use super::validate::Schemas;
 use super::view::View;
 use crate::api::catalog::DEFAULT_LOCAL_QUEUE;
 use crate::api::decode::Object;
 use crate::api::defaults::default_workload;
 use crate::api::jobs::JobKind;
+use crate::api::jobs::patch::metadata_ops;
 use crate::api::labels;
 use crate::k8s::podgroup::SCHEDULING_GATE;
 
@@ -56,18 +59,10 @@ pub fn namespace_of<'a>(req: &'a AdmissionRequest, meta: &'a ObjectMeta) -> &'a 
         .unwrap_or("default")
 }
 
-/// Whether the object's controller (ownerReference with `controller: true`) is a job kind wasq
-/// manages: Kueue leaves such children to their parent's Workload.
+/// Whether the object's controller is a job kind wasq manages: Kueue leaves such children to
+/// their parent's Workload.
 pub fn owned_by_managed_kind(meta: &ObjectMeta, kinds: &[JobKind]) -> bool {
-    meta.owner_references
-        .iter()
-        .flatten()
-        .filter(|o| o.controller == Some(true))
-        .any(|o| {
-            kinds
-                .iter()
-                .any(|k| k.spec.api_version == o.api_version && k.spec.kind == o.kind)
-        })
+    JobKind::controlled_by_any(meta, kinds)
 }
 
 /// The queue the object names, and the ops labelling it `default` when it names none and its
@@ -82,7 +77,11 @@ fn queue_with_default(
         return (Some(q.to_string()), Vec::new());
     }
     if view.catalog.has_default_queue(namespace) {
-        let ops = set_in_metadata_map(object, "labels", labels::QUEUE_NAME, DEFAULT_LOCAL_QUEUE);
+        let default = [(
+            labels::QUEUE_NAME.to_string(),
+            DEFAULT_LOCAL_QUEUE.to_string(),
+        )];
+        let ops = metadata_ops(object, "", &default, &[]);
         return (Some(DEFAULT_LOCAL_QUEUE.to_string()), ops);
     }
     (None, Vec::new())
@@ -100,7 +99,7 @@ pub fn job(kind: &JobKind, kinds: &[JobKind], req: &AdmissionRequest, view: &Vie
     }
     let (queue, mut ops) = queue_with_default(object, &meta, namespace_of(req, &meta), view);
     if queue.is_some() && !kind.is_suspended(object) {
-        ops.extend(kind.suspend_ops());
+        ops.extend(kind.suspend_ops(object));
     }
     Verdict::patch(ops)
 }
@@ -113,7 +112,8 @@ const LWS_GROUP_INDEX_LABEL: &str = "leaderworkerset.sigs.k8s.io/group-index";
 /// suspend flag (a Deployment's replica, a StatefulSet's or LeaderWorkerSet's pod, whose
 /// templates [`parent`] labelled) — gets the `kueue.x-k8s.io/admission` scheduling gate and
 /// the managed label; a LeaderWorkerSet's pod also gets its group's name (the group's Workload
-/// name, as the simulator names it). No finalizer: wasq's pod groups never remove one.
+/// name as the simulator gives it to a LeaderWorkerSet without a UID: the webhook never sees
+/// the set's UID). No finalizer: wasq's pod groups never remove one.
 pub fn pod(kinds: &[JobKind], req: &AdmissionRequest, view: &View) -> Verdict {
     let Some(object) = req.object.as_ref().filter(|_| req.is_create()) else {
         return Verdict::allow();
@@ -129,12 +129,14 @@ pub fn pod(kinds: &[JobKind], req: &AdmissionRequest, view: &View) -> Verdict {
         (labels::QUEUE_NAME.to_string(), queue),
         (MANAGED_LABEL.to_string(), MANAGED_VALUE.to_string()),
     ];
+    // A LeaderWorkerSet's group of one pod (size 1) carries no total: a lone pod.
     if label(&meta, labels::POD_GROUP_NAME).is_none()
+        && annotation(&meta, labels::POD_GROUP_TOTAL_COUNT).is_some()
         && let Some(group) = lws_group(&meta)
     {
         added.push((labels::POD_GROUP_NAME.to_string(), group));
     }
-    let mut ops = meta_ops(object, "", &added, &[]);
+    let mut ops = metadata_ops(object, "", &added, &[]);
     ops.extend(gate_ops(object));
     Verdict::patch(ops)
 }
@@ -146,41 +148,6 @@ fn lws_group(meta: &ObjectMeta) -> Option<String> {
     let index = label(meta, LWS_GROUP_INDEX_LABEL)?.parse::<i32>().ok()?;
     let lws = crate::api::jobs::builtin_kind("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")?;
     Some(lws.workload_name(set, "", Some(index)))
-}
-
-/// Ops setting `labels` and `annotations` in the metadata at `base` (`""` for the object, a
-/// pod template's pointer otherwise), keeping what is there: one op per map that changes
-/// (two ops adding entries to a missing map would overwrite each other), after one creating
-/// the metadata when it is missing.
-fn meta_ops(
-    object: &Value,
-    base: &str,
-    labels: &[(String, String)],
-    annotations: &[(String, String)],
-) -> Vec<Value> {
-    let mut ops = Vec::new();
-    for (map, entries) in [("labels", labels), ("annotations", annotations)] {
-        if entries.is_empty() {
-            continue;
-        }
-        let path = format!("{base}/metadata/{map}");
-        let current = object.pointer(&path).and_then(Value::as_object);
-        let mut merged = current.cloned().unwrap_or_default();
-        for (k, v) in entries {
-            merged.insert(k.clone(), Value::String(v.clone()));
-        }
-        if current == Some(&merged) {
-            continue;
-        }
-        ops.push(json!({"op": "add", "path": path, "value": merged}));
-    }
-    if !ops.is_empty() && object.pointer(&format!("{base}/metadata")).is_none() {
-        ops.insert(
-            0,
-            json!({"op": "add", "path": format!("{base}/metadata"), "value": {}}),
-        );
-    }
-    ops
 }
 
 /// A kind without a suspend flag (Deployment, StatefulSet, LeaderWorkerSet), as Kueue's
@@ -196,7 +163,9 @@ pub fn parent(kind: &JobKind, parents: &[JobKind], req: &AdmissionRequest, view:
         return Verdict::allow();
     };
     let meta = metadata_of(object);
-    if owned_by_managed_kind(&meta, parents) {
+    // A LeaderWorkerSet's StatefulSets (the leaders' is owned by the set, each group's workers'
+    // by its leader pod; both carry the set's name label) are left to the LeaderWorkerSet.
+    if owned_by_managed_kind(&meta, parents) || label(&meta, LWS_NAME_LABEL).is_some() {
         return Verdict::allow();
     }
     let (queue, mut ops) = queue_with_default(object, &meta, namespace_of(req, &meta), view);
@@ -227,7 +196,7 @@ pub fn parent(kind: &JobKind, parents: &[JobKind], req: &AdmissionRequest, view:
                 per_group.to_string(),
             ));
         }
-        ops.extend(meta_ops(object, &ps.path, &labels_added, &annotations));
+        ops.extend(metadata_ops(object, &ps.path, &labels_added, &annotations));
     }
     Verdict::patch(ops)
 }

@@ -4,7 +4,7 @@
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// `apiVersion` of every review wasq reads and writes.
 pub const API_VERSION: &str = "admission.k8s.io/v1";
@@ -169,28 +169,10 @@ pub fn decoded_patch(response: &AdmissionResponse) -> Option<Value> {
     serde_json::from_slice(&bytes).ok()
 }
 
-/// A JSON Pointer segment: `~` and `/` escaped (`kueue.x-k8s.io/queue-name` →
-/// `kueue.x-k8s.io~1queue-name`).
-pub fn pointer_segment(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
-}
-
-/// Ops setting `metadata.<map>[key] = value` on `object`, creating the map when absent.
-pub fn set_in_metadata_map(object: &Value, map: &str, key: &str, value: &str) -> Vec<Value> {
-    match object.pointer(&format!("/metadata/{map}")) {
-        Some(Value::Object(m)) if m.get(key).and_then(Value::as_str) == Some(value) => Vec::new(),
-        Some(Value::Object(_)) => vec![json!({
-            "op": "add",
-            "path": format!("/metadata/{map}/{}", pointer_segment(key)),
-            "value": value,
-        })],
-        _ => vec![json!({"op": "add", "path": format!("/metadata/{map}"), "value": {key: value}})],
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_response_echoes_the_uid_and_encodes_the_patch_as_base64_json_patch() {
@@ -229,23 +211,5 @@ mod tests {
     fn an_allowed_review_without_changes_has_no_patch_fields() {
         let r = serde_json::to_value(Verdict::allow().respond("u")).unwrap();
         assert_eq!(r, json!({"uid": "u", "allowed": true}));
-    }
-
-    #[test]
-    fn labels_are_added_to_an_existing_map_or_create_it() {
-        let with = json!({"metadata": {"labels": {"a": "b"}}});
-        assert_eq!(
-            set_in_metadata_map(&with, "labels", "kueue.x-k8s.io/managed", "true"),
-            [
-                json!({"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1managed", "value": "true"})
-            ]
-        );
-        let without = json!({"metadata": {}});
-        assert_eq!(
-            set_in_metadata_map(&without, "labels", "k", "v"),
-            [json!({"op": "add", "path": "/metadata/labels", "value": {"k": "v"}})]
-        );
-        let same = json!({"metadata": {"labels": {"k": "v"}}});
-        assert!(set_in_metadata_map(&same, "labels", "k", "v").is_empty());
     }
 }
