@@ -221,20 +221,8 @@ async fn run_async(
         }
     }
 
-    let mut lost = None;
-    if !args.no_leader_elect {
-        let lock = LeaseLock::new(
-            client.clone(),
-            &namespace,
-            &args.lease_name,
-            &identity,
-            args.lease_duration_seconds,
-        );
-        lock.acquire(Duration::from_secs(2)).await;
-        let period = Duration::from_secs((args.lease_duration_seconds.max(3) / 3) as u64);
-        lost = Some(tokio::spawn(async move { lock.keep(period).await }));
-    }
-
+    // Every replica watches, so that a standby's webhooks answer from a current view while
+    // the leader changes; only the leader schedules and writes.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     for source in controller.sources() {
         let resource = match source {
@@ -245,14 +233,35 @@ async fn run_async(
         };
         watch::spawn(client.clone(), source, resource, tx.clone());
     }
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    let lost_leadership = async {
-        match lost {
-            Some(handle) => handle.await.map_err(anyhow::Error::from),
-            None => std::future::pending().await,
+    let (acquired_tx, acquired) = tokio::sync::oneshot::channel::<()>();
+    let lease = (!args.no_leader_elect).then(|| {
+        LeaseLock::new(
+            client.clone(),
+            &namespace,
+            &args.lease_name,
+            &identity,
+            args.lease_duration_seconds,
+        )
+    });
+    let period = Duration::from_secs((args.lease_duration_seconds.max(3) / 3) as u64);
+    // Resolves (with the error) once leadership is lost; never without election.
+    let leadership = async move {
+        match lease {
+            Some(lock) => {
+                lock.acquire(Duration::from_secs(2)).await;
+                let _ = acquired_tx.send(());
+                lock.keep(period).await
+            }
+            None => {
+                let _ = acquired_tx.send(());
+                std::future::pending().await
+            }
         }
     };
-    tokio::pin!(lost_leadership);
+    tokio::pin!(leadership);
+    tokio::pin!(acquired);
+    let mut leading = false;
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tokio::select! {
             Some(ev) = rx.recv() => {
@@ -262,8 +271,11 @@ async fn run_async(
                 }
             }
             _ = tick.tick() => {}
-            err = &mut lost_leadership => {
-                let err = err?;
+            _ = &mut acquired, if !leading => {
+                tracing::info!("leading: scheduling from now on");
+                leading = true;
+            }
+            err = &mut leadership => {
                 return Err(anyhow::Error::from(err).context("stopping: leadership lost"));
             }
             _ = tokio::signal::ctrl_c() => {
@@ -271,7 +283,11 @@ async fn run_async(
                 return Ok(());
             }
         }
-        controller.step().await;
+        if leading {
+            controller.step().await;
+        } else {
+            controller.stand_by();
+        }
     }
 }
 

@@ -48,6 +48,10 @@ pub struct Shared {
     pub visibility: Snapshot,
     /// The webhooks are starting (certificate, CA bundle): not ready yet.
     pub webhooks_pending: bool,
+    /// This replica schedules (it holds the Lease, or runs without election). A standby
+    /// replica keeps its mirror and the webhooks' view current, and is ready once every source
+    /// is listed, so that the webhooks are answered while the leader changes.
+    pub leading: bool,
     /// What the admission webhooks read, refreshed after each pass.
     pub webhook: Arc<super::webhook::View>,
 }
@@ -142,6 +146,19 @@ impl Controller {
         }
     }
 
+    /// A standby replica's pass: once every source is listed, the webhooks' view is published
+    /// and the replica is ready; nothing is scheduled or written.
+    pub fn stand_by(&mut self) {
+        if !self.mirror.is_synced(&self.sources()) {
+            return;
+        }
+        let view = Arc::new(super::webhook::View::of(&self.mirror));
+        if let Ok(mut shared) = self.shared.write() {
+            shared.webhook = view;
+            shared.ready = true;
+        }
+    }
+
     /// One reconcile pass. Does nothing until every source has been listed: quota usage is
     /// always rebuilt from the cluster's admitted Workloads before the first cycle.
     pub async fn step(&mut self) {
@@ -170,6 +187,7 @@ impl Controller {
                 shared.visibility = snapshot;
                 shared.webhook = view;
                 shared.ready = true;
+                shared.leading = true;
             }
         }
     }

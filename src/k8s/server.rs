@@ -61,6 +61,14 @@ pub fn route(path: &str, query: &str, shared: &RwLock<Shared>, metrics: &Metrics
                     "state unavailable".into(),
                 );
             };
+            if !s.leading {
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    TEXT,
+                    "this replica is on standby: the leader answers pending-workload queries"
+                        .into(),
+                );
+            }
             let parts: Vec<&str> = rest.split('/').collect();
             let body = match parts.as_slice() {
                 ["clusterqueues", cq, "pendingworkloads"] => {

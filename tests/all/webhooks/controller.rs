@@ -61,6 +61,13 @@ struct Cluster {
 
 impl Cluster {
     async fn new(objects: Vec<(String, Value)>) -> Cluster {
+        let mut c = Cluster::standby(objects).await;
+        c.controller.step().await;
+        c
+    }
+
+    /// A replica that does not hold the Lease: every source listed, no pass run.
+    async fn standby(objects: Vec<(String, Value)>) -> Cluster {
         let api = FakeApi::default();
         for (path, obj) in objects {
             api.put(&path, obj);
@@ -84,7 +91,6 @@ impl Cluster {
             server,
         };
         c.list_all();
-        c.controller.step().await;
         c
     }
 
@@ -250,4 +256,55 @@ async fn anyscale_style_pods_are_gated_by_the_webhook_then_released_together() {
             "{p} released"
         );
     }
+}
+
+#[tokio::test]
+async fn a_standby_replica_answers_the_webhooks_from_a_current_view_and_writes_nothing() {
+    let mut objects = kueue_basics("4");
+    objects.push((
+        format!("{KUEUE}/namespaces/team/localqueues/default"),
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+               "metadata": {"name": "default", "namespace": "team"}, "spec": {"clusterQueue": "cq"}}),
+    ));
+    let mut cluster = Cluster::standby(objects).await;
+    let metrics = Metrics::new("leader");
+    let route = |c: &Cluster, path: &str| {
+        let (status, _, body) = wasq::k8s::server::route(path, "", &c.controller.shared, &metrics);
+        (status.as_u16(), body)
+    };
+    assert_eq!(
+        route(&cluster, "/readyz").0,
+        503,
+        "nothing listed yet is published"
+    );
+    cluster.controller.stand_by();
+    assert_eq!(route(&cluster, "/readyz"), (200, "ok".to_string()));
+    let pending = "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq/pendingworkloads";
+    assert_eq!(route(&cluster, pending).0, 503);
+
+    // The view knows the namespace's `default` LocalQueue: an unlabelled Job is queued there.
+    let mut obj = job("pi", json!({}), None);
+    obj["metadata"]["namespace"] = json!("team");
+    let r = cluster
+        .server
+        .review(
+            "/mutate-batch-v1-job",
+            request("CREATE", JOB, "jobs", &obj, None),
+        )
+        .await;
+    let out = admitted(&obj, &r);
+    assert_eq!(
+        out["metadata"]["labels"]["kueue.x-k8s.io/queue-name"],
+        "default"
+    );
+    assert_eq!(out["spec"]["suspend"], true);
+    assert!(
+        cluster.api.requests().is_empty(),
+        "a standby writes nothing: {:?}",
+        cluster.api.requests()
+    );
+
+    // Once it leads, it schedules and answers visibility queries.
+    cluster.controller.step().await;
+    assert_eq!(route(&cluster, pending).0, 200);
 }
