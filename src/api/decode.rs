@@ -24,13 +24,15 @@ use super::{Extension, Origin, v1beta1};
 /// The `apiVersion` prefix of objects passed on untyped to wasq's drivers.
 pub const EXTENSION_GROUP_PREFIX: &str = "sim.wasq.dev/";
 
-const KUEUE_KINDS: [&str; 6] = [
+const KUEUE_KINDS: [&str; 8] = [
     "ResourceFlavor",
     "Cohort",
     "ClusterQueue",
     "LocalQueue",
     "WorkloadPriorityClass",
     "Workload",
+    "AdmissionCheck",
+    "ProvisioningRequestConfig",
 ];
 const CORE_KINDS: [(&str, &str); 2] = [("v1", "Pod"), ("v1", "Namespace")];
 
@@ -58,6 +60,8 @@ pub enum Object {
     ClusterQueue(ClusterQueue),
     LocalQueue(LocalQueue),
     PriorityClass(WorkloadPriorityClass),
+    AdmissionCheck(super::checks::AdmissionCheck),
+    ProvisioningRequestConfig(super::checks::ProvisioningRequestConfig),
     Workload(Workload),
     Job(JobObject),
     Pod(Pod),
@@ -75,6 +79,8 @@ impl Object {
             Object::ClusterQueue(_) => "ClusterQueue",
             Object::LocalQueue(_) => "LocalQueue",
             Object::PriorityClass(_) => "WorkloadPriorityClass",
+            Object::AdmissionCheck(_) => "AdmissionCheck",
+            Object::ProvisioningRequestConfig(_) => "ProvisioningRequestConfig",
             Object::Workload(_) => "Workload",
             Object::Job(j) => &j.kind.spec.kind,
             Object::Pod(_) => "Pod",
@@ -92,6 +98,8 @@ impl Object {
             Object::ClusterQueue(o) => &o.metadata,
             Object::LocalQueue(o) => &o.metadata,
             Object::PriorityClass(o) => &o.metadata,
+            Object::AdmissionCheck(o) => &o.metadata,
+            Object::ProvisioningRequestConfig(o) => &o.metadata,
             Object::Workload(o) => &o.metadata,
             Object::Job(o) => &o.metadata,
             Object::Pod(o) => &o.metadata,
@@ -168,9 +176,13 @@ pub fn decode_document(origin: &Origin, value: Value) -> Result<Object, Document
         _ if builtin_kind(&api_version, &kind).is_some() => {
             namespace.or_else(|| Some("default".into()))
         }
-        "ResourceFlavor" | "Cohort" | "ClusterQueue" | "WorkloadPriorityClass" | "Namespace" => {
-            None
-        }
+        "ResourceFlavor"
+        | "Cohort"
+        | "ClusterQueue"
+        | "WorkloadPriorityClass"
+        | "Namespace"
+        | "AdmissionCheck"
+        | "ProvisioningRequestConfig" => None,
         _ => namespace,
     };
     let label = object_label(&kind, namespace.as_deref(), name.as_deref());
@@ -191,6 +203,18 @@ pub fn decode_document(origin: &Origin, value: Value) -> Result<Object, Document
         (V1BETA2 | V1BETA1, "ResourceFlavor") => typed(&value).map(Object::Flavor),
         (V1BETA2 | V1BETA1, "Cohort") => typed(&value).map(Object::Cohort),
         (V1BETA2 | V1BETA1, "WorkloadPriorityClass") => typed(&value).map(Object::PriorityClass),
+        (V1BETA2, "AdmissionCheck") => typed(&value).map(Object::AdmissionCheck),
+        (V1BETA1, "AdmissionCheck") => {
+            // v1beta1 also has the deprecated `retryDelayMinutes`, which v1beta2 dropped.
+            let mut v = value.clone();
+            if let Some(spec) = v.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.remove("retryDelayMinutes");
+            }
+            typed(&v).map(Object::AdmissionCheck)
+        }
+        (V1BETA2 | V1BETA1, "ProvisioningRequestConfig") => {
+            typed(&value).map(Object::ProvisioningRequestConfig)
+        }
         (V1BETA2, "ClusterQueue") => typed(&value).map(Object::ClusterQueue),
         (V1BETA1, "ClusterQueue") => {
             typed::<v1beta1::ClusterQueue>(&value).map(|cq| Object::ClusterQueue(cq.into()))
@@ -317,6 +341,8 @@ fn with_scope(mut object: Object) -> Object {
         Object::Cohort(o) => Some((&mut o.metadata, false)),
         Object::ClusterQueue(o) => Some((&mut o.metadata, false)),
         Object::PriorityClass(o) => Some((&mut o.metadata, false)),
+        Object::AdmissionCheck(o) => Some((&mut o.metadata, false)),
+        Object::ProvisioningRequestConfig(o) => Some((&mut o.metadata, false)),
         Object::Workload(o) => Some((&mut o.metadata, true)),
         Object::Job(o) => {
             if o.metadata.namespace.as_deref().is_none_or(str::is_empty) {

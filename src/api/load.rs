@@ -133,6 +133,14 @@ fn assemble(
                 report(validate::priority_class(&o));
                 m.priority_classes.push(o);
             }
+            Object::AdmissionCheck(o) => {
+                report(super::checks::validate_admission_check(&o));
+                m.admission_checks.push(o);
+            }
+            Object::ProvisioningRequestConfig(o) => {
+                report(super::checks::validate_provisioning_request_config(&o));
+                m.provisioning_request_configs.push(o);
+            }
             Object::Workload(o) => workloads.push((o, Provenance::written(origin, label))),
             // A child of another job (a RayJob's RayCluster) runs under its parent's Workload.
             Object::Job(job)

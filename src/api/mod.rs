@@ -5,6 +5,7 @@
 //! `v1beta2` objects. Nothing here does scheduling.
 
 pub mod catalog;
+pub mod checks;
 pub mod config;
 pub mod decode;
 pub mod defaults;
@@ -54,6 +55,8 @@ pub struct Manifests {
     pub cluster_queues: Vec<ClusterQueue>,
     pub local_queues: Vec<LocalQueue>,
     pub priority_classes: Vec<WorkloadPriorityClass>,
+    pub admission_checks: Vec<checks::AdmissionCheck>,
+    pub provisioning_request_configs: Vec<checks::ProvisioningRequestConfig>,
     /// Workloads as written, plus those made from Jobs and pod groups.
     pub workloads: Vec<Workload>,
     pub extensions: Vec<Extension>,

@@ -135,7 +135,7 @@ pub struct ClusterQueueSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preemption: Option<ClusterQueuePreemption>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub admission_checks_strategy: Option<serde_json::Value>,
+    pub admission_checks_strategy: Option<super::checks::AdmissionChecksStrategy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_policy: Option<StopPolicy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -47,11 +47,12 @@ pub struct ClusterQueueSpec {
     pub flavor_fungibility: Option<FlavorFungibility>,
     #[serde(default)]
     pub preemption: Option<ClusterQueuePreemption>,
-    /// Names of AdmissionChecks; accepted for compatibility, no effect in wasq.
+    /// Names of AdmissionChecks that apply to every flavor (converted into
+    /// `admissionChecksStrategy` rules without `onFlavors`).
     #[serde(default)]
     pub admission_checks: Vec<String>,
     #[serde(default)]
-    pub admission_checks_strategy: Option<Value>,
+    pub admission_checks_strategy: Option<crate::api::checks::AdmissionChecksStrategy>,
     #[serde(default)]
     pub stop_policy: Option<StopPolicy>,
     #[serde(default)]
@@ -129,7 +130,10 @@ impl From<ClusterQueue> for types::ClusterQueue {
                     preference: f.preference,
                 }),
                 preemption: s.preemption,
-                admission_checks_strategy: s.admission_checks_strategy,
+                admission_checks_strategy: convert_checks(
+                    s.admission_checks,
+                    s.admission_checks_strategy,
+                ),
                 stop_policy: s.stop_policy,
                 fair_sharing: s.fair_sharing,
                 admission_scope: s.admission_scope,
@@ -277,6 +281,25 @@ impl From<Workload> for types::Workload {
     }
 }
 
+/// v1beta1's `admissionChecks` (names) and `admissionChecksStrategy` as v1beta2's strategy:
+/// each name becomes a rule without `onFlavors` (Kueue's conversion).
+fn convert_checks(
+    names: Vec<String>,
+    strategy: Option<crate::api::checks::AdmissionChecksStrategy>,
+) -> Option<crate::api::checks::AdmissionChecksStrategy> {
+    if names.is_empty() {
+        return strategy;
+    }
+    let mut s = strategy.unwrap_or_default();
+    s.admission_checks.extend(names.into_iter().map(|name| {
+        crate::api::checks::AdmissionCheckStrategyRule {
+            name,
+            on_flavors: Vec::new(),
+        }
+    }));
+    Some(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,7 +319,15 @@ mod tests {
         assert_eq!(cq.spec.cohort_name.as_deref(), Some("team"));
         assert_eq!(cq.spec.when_can_borrow(), FungibilityPolicy::MayStopSearch);
         assert_eq!(cq.spec.when_can_preempt(), FungibilityPolicy::MayStopSearch);
-        assert_eq!(cq.spec.admission_checks_strategy, None);
+        // v1beta1's check names become rules that apply to every flavor.
+        let rules = cq.spec.admission_checks_strategy.unwrap().admission_checks;
+        assert_eq!(
+            rules,
+            [crate::api::checks::AdmissionCheckStrategyRule {
+                name: "prov".into(),
+                on_flavors: vec![]
+            }]
+        );
     }
 
     #[test]

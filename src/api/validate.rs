@@ -206,7 +206,14 @@ pub fn cluster_queue(cq: &ClusterQueue) -> Vec<FieldProblem> {
         );
     }
     fair_sharing(&mut p, "spec.fairSharing", spec.fair_sharing.as_ref());
-    p.into_vec()
+    let mut problems = p.into_vec();
+    if let Some(s) = &spec.admission_checks_strategy {
+        problems.extend(super::checks::validate_strategy(
+            s,
+            "spec.admissionChecksStrategy",
+        ));
+    }
+    problems
 }
 
 pub fn cohort(c: &Cohort) -> Vec<FieldProblem> {

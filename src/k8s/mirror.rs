@@ -317,9 +317,13 @@ impl Mirror {
                         && a.metadata.annotations == b.metadata.annotations
                 },
             ),
-            Object::Job(_) | Object::Pod(_) | Object::Extension(_) | Object::Configuration(_) => {
-                false
-            }
+            // Admission checks are not watched by the controller yet.
+            Object::Job(_)
+            | Object::Pod(_)
+            | Object::Extension(_)
+            | Object::Configuration(_)
+            | Object::AdmissionCheck(_)
+            | Object::ProvisioningRequestConfig(_) => false,
         };
         Change {
             core: changed && !own_write,

@@ -167,10 +167,15 @@ fn append(into: &mut Manifests, from: Manifests) {
         cluster_queues,
         local_queues,
         priority_classes,
+        admission_checks,
+        provisioning_request_configs,
         workloads,
         extensions,
         configuration,
     } = from;
+    into.admission_checks.extend(admission_checks);
+    into.provisioning_request_configs
+        .extend(provisioning_request_configs);
     into.namespaces.extend(namespaces);
     into.flavors.extend(flavors);
     into.cohorts.extend(cohorts);
