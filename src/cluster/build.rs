@@ -7,13 +7,14 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use k8s_openapi::api::core::v1::{PodSpec, ResourceRequirements};
 
 use super::{
+    checks,
     Admission, Cluster, ClusterQueueInfo, CqId, FlavorInfo, Fungibility, Holding, LocalQueueInfo,
     LqId, Millis, NodeMeta, PodSetAdmission, PodSetInfo, PreemptionConfig, ResourceGroupInfo,
     WorkloadId, WorkloadInfo,
 };
 use crate::api::{self, Manifests, Quantity, ResourceGroup, StopPolicy, labels};
 use crate::quota::{
-    FrIdx, Names, NodeId, NodeKind, NodeSpec, QuotaTree, ResourceId, ResourceQuota,
+    FlavorId, FrIdx, Names, NodeId, NodeKind, NodeSpec, QuotaTree, ResourceId, ResourceQuota,
 };
 
 /// A manifest set that validates on its own but cannot be assembled into a cluster.
@@ -33,6 +34,39 @@ const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 /// Assembles the cluster. `default_created` supplies the queue-order timestamp of workloads
 /// without `metadata.creationTimestamp`; `now` stamps admissions without a reservation time.
+/// Kueue's inactive reasons for a ClusterQueue's admission checks: checks that do not exist,
+/// then checks that are not active (`references missing AdmissionCheck(s): a,b`).
+fn checks_inactive_reason(
+    rules: &[checks::CheckRule],
+    defs: &BTreeMap<String, checks::CheckDef>,
+) -> Option<String> {
+    let mut missing: Vec<&str> = Vec::new();
+    let mut inactive: Vec<&str> = Vec::new();
+    for r in rules {
+        match defs.get(&r.name) {
+            None => missing.push(&r.name),
+            Some(d) if d.inactive.is_some() => inactive.push(&r.name),
+            Some(_) => {}
+        }
+    }
+    missing.sort_unstable();
+    inactive.sort_unstable();
+    let mut parts = Vec::new();
+    if !missing.is_empty() {
+        parts.push(format!(
+            "references missing AdmissionCheck(s): {}",
+            missing.join(",")
+        ));
+    }
+    if !inactive.is_empty() {
+        parts.push(format!(
+            "references inactive AdmissionCheck(s): {}",
+            inactive.join(",")
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
 pub fn build_cluster(
     m: &Manifests,
     default_created: &dyn Fn(&api::Workload) -> Millis,
@@ -57,6 +91,15 @@ pub fn build_cluster(
             },
         );
     }
+
+    let check_defs: BTreeMap<String, checks::CheckDef> = m
+        .admission_checks
+        .iter()
+        .map(|ac| {
+            let def = checks::CheckDef::of(ac, &m.provisioning_request_configs);
+            (def.name.clone(), def)
+        })
+        .collect();
 
     // ---- cohort nodes: explicit objects plus implicit ones named by a queue or a child cohort.
     let mut cohort_parent: BTreeMap<String, Option<String>> = BTreeMap::new();
@@ -158,6 +201,26 @@ pub fn build_cluster(
         if stop_policy != StopPolicy::None {
             inactive_reason = Some(format!("ClusterQueue is stopped ({stop_policy:?})"));
         }
+        let all_flavors: Vec<FlavorId> = resource_groups
+            .iter()
+            .flat_map(|g: &ResourceGroupInfo| g.flavors.iter().copied())
+            .collect();
+        let admission_checks: Vec<checks::CheckRule> = spec
+            .admission_checks_strategy
+            .iter()
+            .flat_map(|s| &s.admission_checks)
+            .map(|r| checks::CheckRule {
+                name: r.name.clone(),
+                flavors: if r.on_flavors.is_empty() {
+                    all_flavors.clone()
+                } else {
+                    r.on_flavors.iter().map(|f| names.flavor(f)).collect()
+                },
+            })
+            .collect();
+        if inactive_reason.is_none() {
+            inactive_reason = checks_inactive_reason(&admission_checks, &check_defs);
+        }
         let quotas = quotas_of(&spec.resource_groups, &mut names);
         let frs = quotas.iter().map(|&(fr, _)| fr).collect();
         node_meta.push(NodeMeta {
@@ -196,6 +259,7 @@ pub fn build_cluster(
             inactive_reason,
             annotations: cq.metadata.annotations.clone().unwrap_or_default(),
             frs,
+            admission_checks,
             admission_fair_sharing: m
                 .configuration
                 .as_ref()
@@ -354,6 +418,7 @@ pub fn build_cluster(
         local_queues,
         config_id: super::next_config_id(),
         settings,
+        admission_checks: check_defs,
         lq_usage: Default::default(),
         namespace_labels,
         holdings: vec![Holding::None; workloads.len()],

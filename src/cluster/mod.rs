@@ -9,6 +9,7 @@
 
 pub mod afs;
 mod build;
+pub mod checks;
 pub mod matching;
 mod settings;
 
@@ -134,6 +135,8 @@ pub struct ClusterQueueInfo {
     /// `admissionScope.admissionMode: UsageBasedAdmissionFairSharing` with admission fair
     /// sharing configured: its queue orders by LocalQueue usage first.
     pub admission_fair_sharing: bool,
+    /// Its admission checks (`admissionChecksStrategy`), each with the flavors it applies to.
+    pub admission_checks: Vec<checks::CheckRule>,
 }
 
 impl ClusterQueueInfo {
@@ -243,6 +246,8 @@ pub struct Cluster {
     pub config_id: u64,
     /// Kueue's controller configuration in effect (fair sharing, admission fair sharing).
     pub settings: SchedulingSettings,
+    /// The AdmissionChecks, by name.
+    pub admission_checks: BTreeMap<String, checks::CheckDef>,
     /// Admission fair sharing: decayed usage per LocalQueue.
     pub lq_usage: LqUsage,
     pub namespace_labels: HashMap<String, BTreeMap<String, String>>,

@@ -136,6 +136,10 @@ fn cluster_queue_active(cluster: &Cluster, cq: CqId, now: Millis) -> Condition {
         Some(why) => {
             let reason = if why.starts_with("flavor") {
                 "FlavorNotFound"
+            } else if why.starts_with("references missing AdmissionCheck") {
+                "AdmissionCheckNotFound"
+            } else if why.starts_with("references inactive AdmissionCheck") {
+                "AdmissionCheckInactive"
             } else if why.contains("stopped") {
                 "Stopped"
             } else {

@@ -315,6 +315,25 @@ impl Scheduler {
         let _ = self.submit(id);
     }
 
+    /// An admission check sent the workload back (Kueue's eviction with reason
+    /// `AdmissionCheck`): its quota is released now. The driver queues it again with
+    /// [`Scheduler::submit`] once the check's backoff has passed; it is then ordered by
+    /// `evicted_at`, as Kueue orders workloads evicted by an admission check.
+    pub fn release_for_retry(&mut self, id: WorkloadId, evicted_at: Millis) {
+        if let Ok(admission) = self.cluster.release(id) {
+            self.retry_inadmissible(admission.cluster_queue);
+        }
+        self.evicted.remove(&id);
+        self.cluster.workloads[id.index()].queued = evicted_at;
+    }
+
+    /// A rejected admission check deactivated the workload (`spec.active: false`): its quota
+    /// is released and it is never queued again.
+    pub fn deactivate(&mut self, id: WorkloadId) {
+        self.finish(id);
+        self.cluster.workloads[id.index()].active = false;
+    }
+
     /// Parked workloads of every ClusterQueue in the same cohort tree go back to active before
     /// the next cycle.
     fn retry_inadmissible(&mut self, cq: CqId) {

@@ -8,6 +8,7 @@
 
 pub mod attribution;
 pub mod bench;
+pub mod checks;
 pub mod compare;
 pub use crate::api::duration;
 pub mod extensions;
@@ -19,6 +20,7 @@ pub mod trace;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::cluster::checks::{Outcome, WorkloadChecks, applicable};
 use crate::cluster::{Cluster, Millis, WorkloadId};
 use crate::policy::PolicyRef;
 use crate::scheduler::{Decision, Scheduler};
@@ -104,6 +106,18 @@ pub struct Simulation {
     pub(crate) cycles: u64,
     /// Cost-attribution labels per workload.
     pub(crate) labels: Vec<BTreeMap<String, String>>,
+    /// When each workload first reserved quota (`QuotaReserved`).
+    pub(crate) first_reserved: Vec<Option<Millis>>,
+    /// Admission-check states per workload (the core's state machine).
+    pub(crate) wl_checks: Vec<WorkloadChecks>,
+    /// Workloads holding quota whose checks are all `Ready` (or that have none).
+    pub(crate) admitted_now: Vec<bool>,
+    /// Workloads a rejected admission check deactivated.
+    pub(crate) deactivated: Vec<bool>,
+    /// The simulated check controllers.
+    checks: checks::SimChecks,
+    /// The policies that placed a reservation still waiting for its checks.
+    reserved_by: BTreeMap<WorkloadId, (PolicyRef, PolicyRef)>,
 }
 
 impl Simulation {
@@ -139,6 +153,12 @@ impl Simulation {
             stop: Default::default(),
             cycles: 0,
             labels,
+            first_reserved: vec![None; n],
+            wl_checks: vec![WorkloadChecks::default(); n],
+            admitted_now: vec![false; n],
+            deactivated: vec![false; n],
+            checks: checks::SimChecks::default(),
+            reserved_by: BTreeMap::new(),
         };
         let cluster = &sim.scheduler.cluster;
         sim.usage_integral = vec![0; cluster.tree.len() * cluster.tree.n_fr()];
@@ -148,6 +168,8 @@ impl Simulation {
             if let Some(a) = sim.scheduler.cluster.admission(id) {
                 let start = a.reserved_at.max(t0);
                 sim.first_admitted[i] = Some(a.reserved_at);
+                sim.first_reserved[i] = Some(a.reserved_at);
+                sim.admitted_now[i] = true;
                 sim.log_usage(id, true);
                 if let Some(d) = sim.durations[i] {
                     sim.schedule_finish(id, start + d);
@@ -339,9 +361,12 @@ impl Simulation {
             self.finish_at[id.index()] = None;
             self.log_usage(id, false);
             self.scheduler.finish(id);
+            self.checks.released(id);
+            self.admitted_now[id.index()] = false;
             self.finished[id.index()] = true;
             self.push_event(EventType::Finished, id, None, None, None);
         }
+        self.settle_checks();
         while let Some(entry) = self.arrivals.first_entry() {
             if *entry.key() > self.now {
                 break;
@@ -355,27 +380,145 @@ impl Simulation {
         }
     }
 
+    /// Every applicable check is `Ready` (or there is none): the workload is admitted and starts.
+    fn admit(&mut self, workload: WorkloadId, policy: PolicyRef, ordered_by: PolicyRef) {
+        let i = workload.index();
+        self.admitted_now[i] = true;
+        self.first_admitted[i].get_or_insert(self.now);
+        if let Some(dur) = self.durations[i] {
+            self.schedule_finish(workload, self.now + dur);
+        }
+        self.push_event(EventType::Admitted, workload, None, None, Some(policy));
+        if let Some(e) = self.events.last_mut() {
+            e.ordered_by = Some(ordered_by);
+        }
+    }
+
+    /// Applies the check states the simulated controllers decided by now, and what they mean:
+    /// admission, eviction with a requeue after the backoff, or deactivation.
+    fn settle_checks(&mut self) {
+        let wl_checks = &self.wl_checks;
+        let admitted_now = &self.admitted_now;
+        let changes = self.checks.due(
+            &self.scheduler.cluster,
+            self.now,
+            &|w, c| {
+                wl_checks[w.index()]
+                    .get(c)
+                    .and_then(|s| s.retry_count)
+                    .unwrap_or(0)
+            },
+            &|w| admitted_now[w.index()],
+        );
+        for c in changes {
+            let w = c.workload;
+            let i = w.index();
+            let before = self.wl_checks[i].get(&c.check).map(|s| s.state);
+            self.wl_checks[i].set(
+                &c.check,
+                c.state,
+                &c.message,
+                c.requeue_after_seconds,
+                c.pod_set_updates,
+                self.now,
+            );
+            if before != Some(c.state) {
+                let reason = if c.message.is_empty() {
+                    format!("{}: {}", c.check, c.state.as_str())
+                } else {
+                    format!("{}: {} ({})", c.check, c.state.as_str(), c.message)
+                };
+                self.push_event(EventType::AdmissionCheck, w, Some(reason), None, None);
+            }
+            if self.admitted_now[i] {
+                continue;
+            }
+            match self.wl_checks[i].outcome() {
+                Outcome::Waiting => {}
+                Outcome::Admitted => {
+                    let (policy, ordered_by) = self
+                        .reserved_by
+                        .remove(&w)
+                        .unwrap_or_else(|| (PolicyRef::builtin(), PolicyRef::builtin()));
+                    self.admit(w, policy, ordered_by);
+                }
+                Outcome::Evict {
+                    message,
+                    requeue_at,
+                } => {
+                    self.push_event(
+                        EventType::Evicted,
+                        w,
+                        Some(format!("AdmissionCheck: {message}")),
+                        None,
+                        None,
+                    );
+                    self.log_usage(w, false);
+                    self.scheduler.release_for_retry(w, self.now);
+                    self.checks.released(w);
+                    self.reserved_by.remove(&w);
+                    self.wl_checks[i].reset_on_eviction(self.now);
+                    self.arrivals
+                        .entry(requeue_at.max(self.now))
+                        .or_default()
+                        .push(w);
+                }
+                Outcome::Deactivate { message } => {
+                    self.push_event(
+                        EventType::Deactivated,
+                        w,
+                        Some(format!("AdmissionCheckRejected: Deactivated due to {message}")),
+                        None,
+                        None,
+                    );
+                    self.log_usage(w, false);
+                    self.scheduler.deactivate(w);
+                    self.checks.released(w);
+                    self.reserved_by.remove(&w);
+                    self.wl_checks[i].reset_on_eviction(self.now);
+                    self.deactivated[i] = true;
+                }
+            }
+        }
+    }
+
     fn apply(&mut self, decisions: Vec<Decision>) -> bool {
         let mut progress = false;
         for d in decisions {
             match d {
                 Decision::Admitted {
                     workload,
+                    admission,
                     policy,
                     ordered_by,
-                    ..
                 } => {
                     progress = true;
                     let i = workload.index();
                     self.last_pending[i] = None;
-                    self.first_admitted[i].get_or_insert(self.now);
+                    self.first_reserved[i].get_or_insert(self.now);
                     self.log_usage(workload, true);
-                    if let Some(dur) = self.durations[i] {
-                        self.schedule_finish(workload, self.now + dur);
-                    }
-                    self.push_event(EventType::Admitted, workload, None, None, Some(policy));
-                    if let Some(e) = self.events.last_mut() {
-                        e.ordered_by = Some(ordered_by);
+                    self.push_event(
+                        EventType::QuotaReserved,
+                        workload,
+                        None,
+                        None,
+                        Some(policy.clone()),
+                    );
+                    let cluster = &self.scheduler.cluster;
+                    let assigned: Vec<_> = admission
+                        .pod_sets
+                        .iter()
+                        .flat_map(|ps| ps.flavors.iter().map(|(_, f)| *f))
+                        .collect();
+                    let names =
+                        applicable(&cluster.cq(admission.cluster_queue).admission_checks, &assigned);
+                    self.wl_checks[i].reserve(&names, self.now);
+                    if names.is_empty() {
+                        self.admit(workload, policy, ordered_by);
+                    } else {
+                        self.checks
+                            .reserved(&self.scheduler.cluster, workload, &names, self.now);
+                        self.reserved_by.insert(workload, (policy, ordered_by));
                     }
                 }
                 Decision::Preempted {
@@ -399,6 +542,10 @@ impl Simulation {
                     self.cancel_finish(workload);
                     self.log_usage(workload, false);
                     self.scheduler.complete_eviction(workload);
+                    self.checks.released(workload);
+                    self.reserved_by.remove(&workload);
+                    self.admitted_now[workload.index()] = false;
+                    self.wl_checks[workload.index()].reset_on_eviction(self.now);
                     self.push_event(
                         EventType::Requeued,
                         workload,
@@ -478,7 +625,12 @@ impl Simulation {
             cycles_at_instant = 0;
             let next_arrival = self.arrivals.keys().next().copied();
             let next_finish = self.finishes.first().map(|&(t, _)| t);
-            let Some(next) = [next_arrival, next_finish].into_iter().flatten().min() else {
+            let next_check = self.checks.next_time();
+            let Some(next) = [next_arrival, next_finish, next_check]
+                .into_iter()
+                .flatten()
+                .min()
+            else {
                 break;
             };
             if until.is_some_and(|u| next > u) {

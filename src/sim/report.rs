@@ -16,7 +16,15 @@ use super::{CLASS, Simulation};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum EventType {
+    /// Quota reserved; admitted once every admission check is Ready (at once without any).
+    QuotaReserved,
     Admitted,
+    /// An admission check changed state (reason: `check: State (message)`).
+    AdmissionCheck,
+    /// Evicted by an admission check in Retry (reason `AdmissionCheck: ...`).
+    Evicted,
+    /// A rejected admission check deactivated the workload.
+    Deactivated,
     Preempted,
     Requeued,
     Inadmissible,
@@ -147,6 +155,10 @@ pub(crate) fn state_of(sim: &Simulation, id: WorkloadId) -> &'static str {
     let cluster = sim.cluster();
     if sim.finished[id.index()] {
         "finished"
+    } else if sim.deactivated[id.index()] {
+        "deactivated"
+    } else if cluster.admission(id).is_some() && !sim.admitted_now[id.index()] {
+        "reserved"
     } else if cluster.admission(id).is_some() {
         "admitted"
     } else if sim.scheduler.queues.is_inadmissible(id)

@@ -394,10 +394,12 @@ fn run_example(name: &str, cost_labels: &[String]) -> wasq::sim::report::Report 
     sim.report()
 }
 
-/// `(time, type, workload)` of every event.
+/// `(time, type, workload)` of every event but reservations (each workload here has no
+/// admission check, so it is admitted at the instant it reserves quota).
 fn timeline(r: &wasq::sim::report::Report) -> Vec<(f64, String, String)> {
     r.events
         .iter()
+        .filter(|e| e.kind != wasq::sim::EventType::QuotaReserved)
         .map(|e| {
             let kind = serde_json::to_value(e.kind).unwrap();
             (

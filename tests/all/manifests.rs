@@ -91,7 +91,12 @@ fn v1beta1_objects_convert_to_v1beta2() {
     assert_eq!(cq.spec.cohort_name.as_deref(), Some("team"));
     assert_eq!(cq.spec.when_can_borrow(), FungibilityPolicy::MayStopSearch);
     assert_eq!(cq.spec.when_can_preempt(), FungibilityPolicy::MayStopSearch);
-    assert_eq!(cq.spec.admission_checks_strategy, None);
+    // v1beta1's `admissionChecks: [provisioning]` is a rule for every flavor in v1beta2.
+    let rules = &cq.spec.admission_checks_strategy.as_ref().unwrap().admission_checks;
+    assert_eq!(
+        (rules.len(), rules[0].name.as_str(), rules[0].on_flavors.len()),
+        (1, "provisioning", 0)
+    );
     assert_eq!(
         cq.status.as_ref().unwrap().get("pendingWorkloadsStatus"),
         None
@@ -306,7 +311,7 @@ metadata: {name: f}
             concat!(
                 r#"misc.yaml doc 1: DaemonSet web: kind: unsupported kind "DaemonSet" (apiVersion "apps/v1"); "#,
                 "wasq reads ResourceFlavor, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass, Workload, ",
-                "the Kueue Configuration, Job (batch/v1), JobSet (jobset.x-k8s.io/v1alpha2), RayJob (ray.io/v1), ",
+                "AdmissionCheck, ProvisioningRequestConfig, the Kueue Configuration, Job (batch/v1), JobSet (jobset.x-k8s.io/v1alpha2), RayJob (ray.io/v1), ",
                 "RayCluster (ray.io/v1), PyTorchJob (kubeflow.org/v1), TFJob (kubeflow.org/v1), XGBoostJob (kubeflow.org/v1), ",
                 "PaddleJob (kubeflow.org/v1), JAXJob (kubeflow.org/v1), MPIJob (kubeflow.org/v2beta1), ",
                 "LeaderWorkerSet (leaderworkerset.x-k8s.io/v1), StatefulSet (apps/v1), Deployment (apps/v1), ",

@@ -1,0 +1,325 @@
+//! The simulator's admission-check controllers: a simulated autoscaler playing Kueue's
+//! ProvisioningRequest check, and a stand-in for any other controller, so that a scenario
+//! shows what queued provisioning does to waits. The check states, and what they mean for a
+//! workload, are the core's ([`crate::cluster::checks`]); this module only decides when each
+//! check changes state, from annotations:
+//!
+//! - on a ProvisioningRequestConfig: `sim.wasq.dev/provisioning-delay: 90s` (a request is
+//!   answered that long after it is created; default at once), `sim.wasq.dev/provisioning-failures: 2`
+//!   (the first two attempts of each workload fail, then it provisions),
+//!   `sim.wasq.dev/booking-expires: 10m` (a provisioned booking expires if the workload is not
+//!   admitted by then, e.g. because another check is still pending);
+//! - on an AdmissionCheck of another controller: `sim.wasq.dev/check-delay: 2m` (Ready that long
+//!   after the reservation; default at once).
+//!
+//! As Kueue's ProvisioningRequest controller: attempt `n` of a workload creates the request
+//! `<workload>-<check>-<n>`; a failure within `retryStrategy.backoffLimitCount` retries is
+//! `Retry` ("Retrying after failure: …", `requeueAfterSeconds` from the backoff), past it
+//! `Rejected`; a provisioned request makes the check `Ready` with the podSet updates
+//! `autoscaling.x-k8s.io/consume-provisioning-request` and
+//! `autoscaling.x-k8s.io/provisioning-class-name`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::cluster::checks::{
+    CheckDef, CheckState, PodSetUpdate, ProvisioningConfig, backoff_seconds,
+};
+use crate::cluster::{Cluster, Millis, WorkloadId};
+
+use super::duration::parse_millis;
+
+pub const PROVISIONING_DELAY: &str = "sim.wasq.dev/provisioning-delay";
+pub const PROVISIONING_FAILURES: &str = "sim.wasq.dev/provisioning-failures";
+pub const BOOKING_EXPIRES: &str = "sim.wasq.dev/booking-expires";
+pub const CHECK_DELAY: &str = "sim.wasq.dev/check-delay";
+
+/// Pod annotation naming the ProvisioningRequest a pod consumes.
+pub const CONSUME_PROVISIONING_REQUEST: &str = "autoscaling.x-k8s.io/consume-provisioning-request";
+/// Pod annotation naming the provisioning class.
+pub const PROVISIONING_CLASS_NAME: &str = "autoscaling.x-k8s.io/provisioning-class-name";
+
+/// A check state change the simulated controllers make at a time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub workload: WorkloadId,
+    pub check: String,
+    pub state: CheckState,
+    pub message: String,
+    pub requeue_after_seconds: Option<i32>,
+    pub pod_set_updates: Vec<PodSetUpdate>,
+}
+
+/// What happens to one check of one reservation, and when.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Step {
+    /// The request is answered (provisioned or failed) or the other controller decides.
+    Answer,
+    /// A provisioned booking expires unless the workload was admitted.
+    BookingExpiry,
+}
+
+/// The timers of the simulated controllers.
+#[derive(Debug, Default)]
+pub struct SimChecks {
+    /// (time, workload, reservation, check, step).
+    timers: BTreeSet<(Millis, WorkloadId, u64, String, Step)>,
+    /// Reservation number per workload: timers of an older reservation are stale.
+    reservation: BTreeMap<WorkloadId, u64>,
+}
+
+fn annotation_millis(a: &BTreeMap<String, String>, key: &str) -> Option<Millis> {
+    a.get(key).and_then(|v| parse_millis(v).ok())
+}
+
+impl SimChecks {
+    /// The annotations of every AdmissionCheck and ProvisioningRequestConfig that the
+    /// simulator reads, with their problems (`AdmissionCheck x: metadata.annotations.k: why`).
+    pub fn validate(cluster: &Cluster) -> Vec<String> {
+        let mut out = Vec::new();
+        for def in cluster.admission_checks.values() {
+            let (what, annotations, keys): (String, &BTreeMap<String, String>, &[&str]) =
+                match &def.provisioning {
+                    Some(p) => (
+                        format!("ProvisioningRequestConfig {}", p.name),
+                        &p.annotations,
+                        &[PROVISIONING_DELAY, BOOKING_EXPIRES],
+                    ),
+                    None => (
+                        format!("AdmissionCheck {}", def.name),
+                        &def.annotations,
+                        &[CHECK_DELAY],
+                    ),
+                };
+            for key in keys {
+                if let Some(v) = annotations.get(*key)
+                    && let Err(e) = parse_millis(v)
+                {
+                    out.push(format!("{what}: metadata.annotations.{key}: {e}"));
+                }
+            }
+            if let Some(p) = &def.provisioning
+                && let Some(v) = p.annotations.get(PROVISIONING_FAILURES)
+                && v.trim().parse::<u32>().is_err()
+            {
+                out.push(format!(
+                    "{what}: metadata.annotations.{PROVISIONING_FAILURES}: {v:?} must be a \
+                     non-negative integer"
+                ));
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// A reservation of `wl` with the checks `names` pending: the controllers start working.
+    pub fn reserved(&mut self, cluster: &Cluster, wl: WorkloadId, names: &[String], now: Millis) {
+        let r = self.reservation.entry(wl).or_default();
+        *r += 1;
+        let r = *r;
+        for name in names {
+            let Some(def) = cluster.admission_checks.get(name) else {
+                continue;
+            };
+            let delay = match &def.provisioning {
+                Some(p) => annotation_millis(&p.annotations, PROVISIONING_DELAY),
+                None => annotation_millis(&def.annotations, CHECK_DELAY),
+            };
+            self.timers.insert((
+                now + delay.unwrap_or(0).max(0),
+                wl,
+                r,
+                name.clone(),
+                Step::Answer,
+            ));
+        }
+    }
+
+    /// The workload no longer holds quota: its pending timers are dropped.
+    pub fn released(&mut self, wl: WorkloadId) {
+        *self.reservation.entry(wl).or_default() += 1;
+    }
+
+    /// When the next timer fires.
+    pub fn next_time(&self) -> Option<Millis> {
+        self.timers.first().map(|t| t.0)
+    }
+
+    /// The changes due at or before `now`, in time order. `retry_count` and `admitted` tell
+    /// what the core knows of each workload (its check's retries; whether it is admitted).
+    pub fn due(
+        &mut self,
+        cluster: &Cluster,
+        now: Millis,
+        retry_count: &dyn Fn(WorkloadId, &str) -> i32,
+        admitted: &dyn Fn(WorkloadId) -> bool,
+    ) -> Vec<Change> {
+        let mut out = Vec::new();
+        while let Some(t) = self.timers.first().cloned() {
+            if t.0 > now {
+                break;
+            }
+            self.timers.pop_first();
+            let (at, wl, r, name, step) = t;
+            if self.reservation.get(&wl) != Some(&r) {
+                continue;
+            }
+            let Some(def) = cluster.admission_checks.get(&name) else {
+                continue;
+            };
+            let attempt = retry_count(wl, &name) + 1;
+            match (&def.provisioning, step) {
+                (None, _) => out.push(Change {
+                    workload: wl,
+                    check: name,
+                    state: CheckState::Ready,
+                    message: String::new(),
+                    requeue_after_seconds: None,
+                    pod_set_updates: Vec::new(),
+                }),
+                (Some(p), Step::Answer) => {
+                    let change = self.answer(cluster, def, p, wl, attempt, retry_count(wl, &name));
+                    if change.state == CheckState::Ready
+                        && let Some(b) = annotation_millis(&p.annotations, BOOKING_EXPIRES)
+                    {
+                        self.timers
+                            .insert((at + b.max(0), wl, r, name.clone(), Step::BookingExpiry));
+                    }
+                    out.push(change);
+                }
+                (Some(p), Step::BookingExpiry) => {
+                    // Kueue ignores an expired booking once the workload is admitted.
+                    if admitted(wl) {
+                        continue;
+                    }
+                    out.push(failure(
+                        wl,
+                        &name,
+                        p,
+                        attempt,
+                        retry_count(wl, &name),
+                        "Retrying after booking expired",
+                        "the booking expired before the workload was admitted (simulated)",
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    /// The simulated autoscaler's answer to attempt `attempt` of `wl`'s request.
+    fn answer(
+        &self,
+        cluster: &Cluster,
+        def: &CheckDef,
+        p: &ProvisioningConfig,
+        wl: WorkloadId,
+        attempt: i32,
+        retries: i32,
+    ) -> Change {
+        let failures: i32 = p
+            .annotations
+            .get(PROVISIONING_FAILURES)
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        if attempt <= failures {
+            return failure(
+                wl,
+                &def.name,
+                p,
+                attempt,
+                retries,
+                "Retrying after failure",
+                &format!("the simulated autoscaler failed attempt {attempt} of {failures}"),
+            );
+        }
+        let info = cluster.workload(wl);
+        let request = request_name(&info.name, &def.name, attempt);
+        let managed = |requests: &[(crate::quota::ResourceId, i64)]| {
+            p.managed_resources.is_empty()
+                || requests.iter().any(|(r, _)| {
+                    p.managed_resources
+                        .iter()
+                        .any(|m| cluster.names.resource_name(*r) == m)
+                })
+        };
+        let pod_set_updates: Vec<PodSetUpdate> = info
+            .pod_sets
+            .iter()
+            .filter(|ps| ps.count > 0 && managed(&ps.requests))
+            .map(|ps| PodSetUpdate {
+                name: ps.name.clone(),
+                annotations: BTreeMap::from([
+                    (CONSUME_PROVISIONING_REQUEST.to_string(), request.clone()),
+                    (PROVISIONING_CLASS_NAME.to_string(), p.class.clone()),
+                ]),
+                ..PodSetUpdate::default()
+            })
+            .collect();
+        let message = if pod_set_updates.is_empty() {
+            "the provisioning request is not needed".to_string()
+        } else {
+            format!("Provisioning Request {request:?} was provisioned (simulated)")
+        };
+        Change {
+            workload: wl,
+            check: def.name.clone(),
+            state: CheckState::Ready,
+            message,
+            requeue_after_seconds: None,
+            pod_set_updates,
+        }
+    }
+}
+
+/// A failed (or expired) request: `Retry` within the retry limit, `Rejected` past it, as
+/// Kueue's ProvisioningRequest controller.
+fn failure(
+    wl: WorkloadId,
+    check: &str,
+    p: &ProvisioningConfig,
+    attempt: i32,
+    retries: i32,
+    retrying: &str,
+    why: &str,
+) -> Change {
+    let limit = p.retry.backoff_limit_count();
+    let (state, message, requeue_after_seconds) = if attempt <= limit {
+        (
+            CheckState::Retry,
+            format!("{retrying}: {why}"),
+            Some(backoff_seconds(
+                p.retry.backoff_base_seconds(),
+                p.retry.backoff_max_seconds(),
+                retries + 1,
+            )),
+        )
+    } else {
+        (CheckState::Rejected, why.to_string(), None)
+    };
+    Change {
+        workload: wl,
+        check: check.to_string(),
+        state,
+        message,
+        requeue_after_seconds,
+        pod_set_updates: Vec::new(),
+    }
+}
+
+/// Kueue's ProvisioningRequest name: `<workload>-<check>-<attempt>`, cut to 253 characters
+/// with a hash when longer (`limitObjectName`).
+pub fn request_name(workload: &str, check: &str, attempt: i32) -> String {
+    let name = format!("{workload}-{check}-{attempt}");
+    if name.len() <= 253 {
+        return name;
+    }
+    use sha1::{Digest, Sha1};
+    let digest = Sha1::digest(name.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let mut cut = 247;
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}-{}", &name[..cut], &hex[..5])
+}
