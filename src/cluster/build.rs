@@ -7,10 +7,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use k8s_openapi::api::core::v1::{PodSpec, ResourceRequirements};
 
 use super::{
-    checks,
     Admission, Cluster, ClusterQueueInfo, CqId, FlavorInfo, Fungibility, Holding, LocalQueueInfo,
     LqId, Millis, NodeMeta, PodSetAdmission, PodSetInfo, PreemptionConfig, ResourceGroupInfo,
-    WorkloadId, WorkloadInfo,
+    WorkloadId, WorkloadInfo, checks,
 };
 use crate::api::{self, Manifests, Quantity, ResourceGroup, StopPolicy, labels};
 use crate::quota::{

@@ -342,7 +342,12 @@ fn provisioning_config(
             .pod_set_updates
             .iter()
             .flat_map(|u| &u.node_selector)
-            .map(|n| (n.key.clone(), n.value_from_provisioning_class_detail.clone()))
+            .map(|n| {
+                (
+                    n.key.clone(),
+                    n.value_from_provisioning_class_detail.clone(),
+                )
+            })
             .collect(),
         annotations: c.metadata.annotations.clone().unwrap_or_default(),
     })
@@ -440,7 +445,11 @@ mod tests {
     fn backoff_doubles_up_to_the_cap() {
         let waits: Vec<i32> = (1..=7).map(|n| backoff_seconds(60, 1800, n)).collect();
         assert_eq!(waits, [60, 120, 240, 480, 960, 1800, 1800]);
-        assert_eq!(backoff_seconds(100, 50, 1), 100, "a base above the cap waits once");
+        assert_eq!(
+            backoff_seconds(100, 50, 1),
+            100,
+            "a base above the cap waits once"
+        );
         assert_eq!(backoff_seconds(100, 50, 2), 50);
     }
 

@@ -182,8 +182,13 @@ impl SimChecks {
                     if change.state == CheckState::Ready
                         && let Some(b) = annotation_millis(&p.annotations, BOOKING_EXPIRES)
                     {
-                        self.timers
-                            .insert((at + b.max(0), wl, r, name.clone(), Step::BookingExpiry));
+                        self.timers.insert((
+                            at + b.max(0),
+                            wl,
+                            r,
+                            name.clone(),
+                            Step::BookingExpiry,
+                        ));
                     }
                     out.push(change);
                 }

@@ -467,7 +467,9 @@ impl Simulation {
                     self.push_event(
                         EventType::Deactivated,
                         w,
-                        Some(format!("AdmissionCheckRejected: Deactivated due to {message}")),
+                        Some(format!(
+                            "AdmissionCheckRejected: Deactivated due to {message}"
+                        )),
                         None,
                         None,
                     );
@@ -510,8 +512,10 @@ impl Simulation {
                         .iter()
                         .flat_map(|ps| ps.flavors.iter().map(|(_, f)| *f))
                         .collect();
-                    let names =
-                        applicable(&cluster.cq(admission.cluster_queue).admission_checks, &assigned);
+                    let names = applicable(
+                        &cluster.cq(admission.cluster_queue).admission_checks,
+                        &assigned,
+                    );
                     self.wl_checks[i].reserve(&names, self.now);
                     if names.is_empty() {
                         self.admit(workload, policy, ordered_by);

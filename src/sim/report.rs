@@ -77,6 +77,27 @@ pub struct WorkloadReport {
     /// Cost-attribution labels (`--cost-attribution-labels`), when any.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// Kueue's `status.admissionChecks` at the end of the run, when the workload has checks.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub admission_checks: Vec<CheckReport>,
+}
+
+/// One admission check's state on a workload (Kueue's `AdmissionCheckState`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckReport {
+    pub name: String,
+    pub state: &'static str,
+    pub message: String,
+    /// Seconds on the virtual clock.
+    pub last_transition_time: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_count: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requeue_after_seconds: Option<i32>,
+    /// podSet → annotations the check adds to its pods.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub pod_set_updates: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -85,6 +106,10 @@ pub struct QueueSummary {
     pub admitted: u64,
     pub mean_wait_seconds: Option<f64>,
     pub p95_wait_seconds: Option<f64>,
+    /// Of the mean wait: until quota was first reserved (`QuotaReserved`)...
+    pub mean_wait_for_quota_seconds: Option<f64>,
+    /// ...and from then until every admission check was Ready (0 without checks).
+    pub mean_wait_for_checks_seconds: Option<f64>,
     /// `flavor/resource` → average usage over the run as % of nominal quota.
     pub usage_percent: BTreeMap<String, f64>,
     pub preemptions: u64,
@@ -246,17 +271,41 @@ pub fn build(sim: &Simulation) -> Report {
             state: state_of(sim, wl.id),
             admission: admission_report(cluster, wl.id),
             labels: sim.labels[wl.id.index()].clone(),
+            admission_checks: sim.wl_checks[wl.id.index()]
+                .checks
+                .iter()
+                .map(|c| CheckReport {
+                    name: c.name.clone(),
+                    state: c.state.as_str(),
+                    message: c.message.clone(),
+                    last_transition_time: (c.last_transition - sim.t0()) as f64 / 1000.0,
+                    retry_count: c.retry_count,
+                    requeue_after_seconds: c.requeue_after_seconds,
+                    pod_set_updates: c
+                        .pod_set_updates
+                        .iter()
+                        .map(|u| (u.name.clone(), u.annotations.clone()))
+                        .collect(),
+                })
+                .collect(),
         })
         .collect();
 
     let elapsed = sim.now() - sim.t0();
     let mut waits: Vec<Vec<f64>> = vec![Vec::new(); cluster.cluster_queues.len()];
+    let mut quota_waits: Vec<Vec<f64>> = vec![Vec::new(); cluster.cluster_queues.len()];
+    let mut check_waits: Vec<Vec<f64>> = vec![Vec::new(); cluster.cluster_queues.len()];
     let mut classes: BTreeMap<String, (u64, Vec<f64>)> = BTreeMap::new();
     for wl in &cluster.workloads {
         let admitted = sim.first_admitted[wl.id.index()];
         let wait = admitted.map(|t| ((t - sim.arrival[wl.id.index()]).max(0)) as f64 / 1000.0);
         if let (Some(w), Some(cq)) = (wait, wl.cluster_queue) {
             waits[cq.index()].push(w);
+            if let (Some(r), Some(a)) = (sim.first_reserved[wl.id.index()], admitted) {
+                let arrived = sim.arrival[wl.id.index()];
+                quota_waits[cq.index()].push(((r - arrived).max(0)) as f64 / 1000.0);
+                check_waits[cq.index()].push(((a - r).max(0)) as f64 / 1000.0);
+            }
         }
         if let Some(class) = wl.annotations.get(CLASS) {
             let e = classes.entry(class.clone()).or_default();
@@ -300,6 +349,8 @@ pub fn build(sim: &Simulation) -> Report {
                 admitted: admissions.get(cq.name.as_str()).copied().unwrap_or(0),
                 mean_wait_seconds: mean(w).map(round3),
                 p95_wait_seconds: p95(w).map(round3),
+                mean_wait_for_quota_seconds: mean(&quota_waits[cq.id.index()]).map(round3),
+                mean_wait_for_checks_seconds: mean(&check_waits[cq.id.index()]).map(round3),
                 usage_percent,
                 preemptions: sim.preemptions[cq.id.index()],
             },
@@ -467,6 +518,17 @@ impl Report {
                 q.preemptions,
                 usage.join(", ")
             );
+            if let (Some(quota), Some(checks)) = (
+                q.mean_wait_for_quota_seconds,
+                q.mean_wait_for_checks_seconds,
+            ) && checks > 0.0
+            {
+                let _ = writeln!(
+                    out,
+                    "{:<24} mean wait {quota:.1}s for quota + {checks:.1}s for admission checks",
+                    ""
+                );
+            }
         }
         if !self.summary.workload_classes.is_empty() {
             let _ = writeln!(

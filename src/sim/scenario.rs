@@ -92,6 +92,10 @@ impl Scenario {
             t0,
         )
         .map_err(ScenarioError::Build)?;
+        let check_problems = super::checks::SimChecks::validate(&cluster);
+        if !check_problems.is_empty() {
+            return Err(ScenarioError::Annotations(check_problems));
+        }
         let (arrival, durations) = cluster
             .workloads
             .iter()

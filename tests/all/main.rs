@@ -1,5 +1,6 @@
 //! Integration tests: one binary sharing helpers.
 
+mod admission_checks;
 mod cli;
 mod fair_swap;
 mod fairness;

@@ -92,9 +92,18 @@ fn v1beta1_objects_convert_to_v1beta2() {
     assert_eq!(cq.spec.when_can_borrow(), FungibilityPolicy::MayStopSearch);
     assert_eq!(cq.spec.when_can_preempt(), FungibilityPolicy::MayStopSearch);
     // v1beta1's `admissionChecks: [provisioning]` is a rule for every flavor in v1beta2.
-    let rules = &cq.spec.admission_checks_strategy.as_ref().unwrap().admission_checks;
+    let rules = &cq
+        .spec
+        .admission_checks_strategy
+        .as_ref()
+        .unwrap()
+        .admission_checks;
     assert_eq!(
-        (rules.len(), rules[0].name.as_str(), rules[0].on_flavors.len()),
+        (
+            rules.len(),
+            rules[0].name.as_str(),
+            rules[0].on_flavors.len()
+        ),
         (1, "provisioning", 0)
     );
     assert_eq!(
