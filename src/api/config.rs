@@ -34,6 +34,9 @@ pub struct Configuration {
     pub fair_sharing: Option<FairSharingConfig>,
     #[serde(default)]
     pub admission_fair_sharing: Option<AdmissionFairSharingConfig>,
+    /// Absent = Kueue v1beta2's default: on, 30 minutes (see [`WaitForPodsReadyConfig`]).
+    #[serde(default)]
+    pub wait_for_pods_ready: Option<WaitForPodsReadyConfig>,
     /// Everything else Kueue's Configuration holds; wasq does not use it.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
@@ -90,6 +93,57 @@ pub struct AdmissionFairSharingConfig {
     pub resource_weights: BTreeMap<String, f64>,
 }
 
+/// `waitForPodsReady`: an admitted workload whose pods are not all ready within `timeout` is
+/// evicted (`PodsReadyTimeout`) and queued again after a backoff; past
+/// `requeuingStrategy.backoffLimitCount` requeues it is deactivated. Kueue v1beta2 turns it
+/// on by default (30 minutes); `enable: false` (Kueue v1beta1's switch) turns it off.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WaitForPodsReadyConfig {
+    #[serde(default)]
+    pub enable: Option<bool>,
+    /// Go duration; default `30m`.
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// Hold further admissions while an admitted workload is not ready (default false).
+    #[serde(default)]
+    pub block_admission: Option<bool>,
+    /// Default: the timeout.
+    #[serde(default)]
+    pub recovery_timeout: Option<String>,
+    #[serde(default)]
+    pub requeuing_strategy: Option<RequeuingStrategy>,
+}
+
+/// `waitForPodsReady.requeuingStrategy`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RequeuingStrategy {
+    /// `Eviction` (default): a requeued workload is ordered by its eviction time; `Creation`:
+    /// by its creation time.
+    #[serde(default)]
+    pub timestamp: Option<RequeuingTimestamp>,
+    /// Requeues before deactivation; unset = no limit.
+    #[serde(default)]
+    pub backoff_limit_count: Option<i32>,
+    /// Default 60.
+    #[serde(default)]
+    pub backoff_base_seconds: Option<i32>,
+    /// Default 3600.
+    #[serde(default)]
+    pub backoff_max_seconds: Option<i32>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub enum RequeuingTimestamp {
+    #[default]
+    Eviction,
+    Creation,
+}
+
+/// Kueue's default PodsReady timeout: 30 minutes.
+pub const DEFAULT_PODS_READY_TIMEOUT_MS: i64 = 30 * 60 * 1000;
+
 /// Kueue's default sampling interval: 5 minutes.
 pub const DEFAULT_SAMPLING_INTERVAL_MS: i64 = 5 * 60 * 1000;
 
@@ -129,6 +183,39 @@ pub fn validate(c: &Configuration) -> Vec<FieldProblem> {
                 "must be one of [LessThanOrEqualToFinalShare], [LessThanInitialShare] or \
                  [LessThanOrEqualToFinalShare, LessThanInitialShare]",
             ));
+        }
+    }
+    if let Some(w) = &c.wait_for_pods_ready {
+        for (field, value) in [
+            ("timeout", &w.timeout),
+            ("recoveryTimeout", &w.recovery_timeout),
+        ] {
+            if let Some(v) = value {
+                match super::duration::parse_millis(v) {
+                    Err(e) => {
+                        problems.push(FieldProblem::at(format!("waitForPodsReady.{field}"), e))
+                    }
+                    Ok(ms) if field == "timeout" && ms <= 0 => problems.push(FieldProblem::at(
+                        "waitForPodsReady.timeout",
+                        "must be greater than 0",
+                    )),
+                    Ok(_) => {}
+                }
+            }
+        }
+        if let Some(r) = &w.requeuing_strategy {
+            for (field, value) in [
+                ("backoffLimitCount", r.backoff_limit_count),
+                ("backoffBaseSeconds", r.backoff_base_seconds),
+                ("backoffMaxSeconds", r.backoff_max_seconds),
+            ] {
+                if value.is_some_and(|v| v < 0) {
+                    problems.push(FieldProblem::at(
+                        format!("waitForPodsReady.requeuingStrategy.{field}"),
+                        "must be greater than or equal to 0",
+                    ));
+                }
+            }
         }
     }
     if let Some(afs) = &c.admission_fair_sharing {

@@ -396,6 +396,8 @@ pub fn build_cluster(
             active: wl.spec.active(),
             // Decided below, once the cluster knows every namespace and ClusterQueue.
             namespace_matches: false,
+            requeue_count: 0,
+            requeue_reason: None,
         });
     }
 

@@ -26,7 +26,7 @@ use crate::quota::{FlavorId, FrIdx, Names, NodeId, QuotaTree, ResourceId, Usage}
 
 pub use afs::{Changed, LqUsage};
 pub use build::{BuildError, build_cluster, fair_weight};
-pub use settings::{AdmissionFairSharing, SchedulingSettings};
+pub use settings::{AdmissionFairSharing, SchedulingSettings, WaitForPodsReady};
 
 /// Milliseconds since the Unix epoch, on whatever clock drives the scheduler.
 pub type Millis = i64;
@@ -187,6 +187,11 @@ pub struct WorkloadInfo {
     /// and selectors change only with a new configuration, so it is decided when the cluster is
     /// built.
     pub namespace_matches: bool,
+    /// How often the workload was evicted and queued again (Kueue's `requeueState.count`,
+    /// here for every eviction: preemption, admission check, PodsReady timeout), and the last
+    /// reason (`Preempted`, `AdmissionCheck`, `PodsReadyTimeout`).
+    pub requeue_count: u32,
+    pub requeue_reason: Option<&'static str>,
 }
 
 impl WorkloadInfo {
@@ -379,6 +384,8 @@ impl Cluster {
         self.workloads.push(WorkloadInfo {
             id,
             namespace_matches,
+            requeue_count: 0,
+            requeue_reason: None,
             ..info
         });
         self.holdings.push(Holding::None);

@@ -310,21 +310,28 @@ impl Scheduler {
         if let Ok(admission) = self.cluster.release(id) {
             self.retry_inadmissible(admission.cluster_queue);
         }
+        let wl = &mut self.cluster.workloads[id.index()];
+        wl.requeue_count += 1;
+        wl.requeue_reason = Some("Preempted");
         self.evicted.insert(id);
         // A workload that can no longer be queued simply stays pending outside any queue.
         let _ = self.submit(id);
     }
 
-    /// An admission check sent the workload back (Kueue's eviction with reason
-    /// `AdmissionCheck`): its quota is released now. The driver queues it again with
-    /// [`Scheduler::submit`] once the check's backoff has passed; it is then ordered by
-    /// `evicted_at`, as Kueue orders workloads evicted by an admission check.
-    pub fn release_for_retry(&mut self, id: WorkloadId, evicted_at: Millis) {
+    /// An admission check or the PodsReady timeout sent the workload back (Kueue's eviction
+    /// with reason `AdmissionCheck` or `PodsReadyTimeout`): its quota is released now. The
+    /// driver queues it again with [`Scheduler::submit`] once the backoff has passed; it is
+    /// then ordered by `queued_at` (Kueue: the eviction time, or the creation time under
+    /// `requeuingStrategy.timestamp: Creation`).
+    pub fn release_for_retry(&mut self, id: WorkloadId, queued_at: Millis, reason: &'static str) {
         if let Ok(admission) = self.cluster.release(id) {
             self.retry_inadmissible(admission.cluster_queue);
         }
         self.evicted.remove(&id);
-        self.cluster.workloads[id.index()].queued = evicted_at;
+        let wl = &mut self.cluster.workloads[id.index()];
+        wl.queued = queued_at;
+        wl.requeue_count += 1;
+        wl.requeue_reason = Some(reason);
     }
 
     /// A rejected admission check deactivated the workload (`spec.active: false`): its quota

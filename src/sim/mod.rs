@@ -14,6 +14,7 @@ pub use crate::api::duration;
 pub mod extensions;
 pub mod fairness;
 pub mod generate;
+pub mod readiness;
 pub mod report;
 pub mod scenario;
 pub mod trace;
@@ -118,6 +119,8 @@ pub struct Simulation {
     checks: checks::SimChecks,
     /// The policies that placed a reservation still waiting for its checks.
     reserved_by: BTreeMap<WorkloadId, (PolicyRef, PolicyRef)>,
+    /// Pod readiness and the PodsReady timeouts (`waitForPodsReady`).
+    readiness: readiness::Readiness,
 }
 
 impl Simulation {
@@ -159,6 +162,7 @@ impl Simulation {
             deactivated: vec![false; n],
             checks: checks::SimChecks::default(),
             reserved_by: BTreeMap::new(),
+            readiness: readiness::Readiness::default(),
         };
         let cluster = &sim.scheduler.cluster;
         sim.usage_integral = vec![0; cluster.tree.len() * cluster.tree.n_fr()];
@@ -361,12 +365,12 @@ impl Simulation {
             self.finish_at[id.index()] = None;
             self.log_usage(id, false);
             self.scheduler.finish(id);
-            self.checks.released(id);
-            self.admitted_now[id.index()] = false;
+            self.stopped(id);
             self.finished[id.index()] = true;
             self.push_event(EventType::Finished, id, None, None, None);
         }
         self.settle_checks();
+        self.settle_readiness();
         while let Some(entry) = self.arrivals.first_entry() {
             if *entry.key() > self.now {
                 break;
@@ -391,6 +395,83 @@ impl Simulation {
         self.push_event(EventType::Admitted, workload, None, None, Some(policy));
         if let Some(e) = self.events.last_mut() {
             e.ordered_by = Some(ordered_by);
+        }
+        if let Some(w) = &self.scheduler.cluster.settings.wait_for_pods_ready {
+            let after =
+                readiness::ready_after(&self.scheduler.cluster.workload(workload).annotations);
+            self.readiness.admitted(workload, self.now, after, w);
+        }
+    }
+
+    /// The workload stops holding quota (finished, evicted, deactivated): every timer of its
+    /// admission is dropped.
+    fn stopped(&mut self, workload: WorkloadId) {
+        self.checks.released(workload);
+        self.readiness.released(workload);
+        self.reserved_by.remove(&workload);
+        self.admitted_now[workload.index()] = false;
+    }
+
+    /// Pods that became ready, and PodsReady timeouts: eviction with reason `PodsReadyTimeout`
+    /// and a requeue after Kueue's backoff, or deactivation past the requeue limit.
+    fn settle_readiness(&mut self) {
+        let Some(w) = self.scheduler.cluster.settings.wait_for_pods_ready.clone() else {
+            return;
+        };
+        for (wl, fired) in self.readiness.due(self.now) {
+            if fired == readiness::Fired::Ready {
+                self.push_event(EventType::PodsReady, wl, None, None, None);
+                continue;
+            }
+            let i = wl.index();
+            let count = self.readiness.timeouts.get(&wl).copied().unwrap_or(0);
+            self.cancel_finish(wl);
+            self.log_usage(wl, false);
+            self.stopped(wl);
+            self.wl_checks[i].reset_on_eviction(self.now);
+            if w.backoff_limit_count.is_some_and(|l| count + 1 > l) {
+                self.push_event(
+                    EventType::Deactivated,
+                    wl,
+                    Some(
+                        "DeactivatedDueToRequeuingLimitExceeded: The workload is deactivated due \
+                         to exceeding the maximum number of re-queuing retries"
+                            .into(),
+                    ),
+                    None,
+                    None,
+                );
+                self.scheduler.deactivate(wl);
+                self.deactivated[i] = true;
+                continue;
+            }
+            self.readiness.timeouts.insert(wl, count + 1);
+            let key = self.scheduler.cluster.workload(wl).key.clone();
+            self.push_event(
+                EventType::Evicted,
+                wl,
+                Some(format!(
+                    "PodsReadyTimeout: Exceeded the PodsReady timeout {key}"
+                )),
+                None,
+                None,
+            );
+            let queued_at = if w.by_eviction_time {
+                self.now
+            } else {
+                self.scheduler.cluster.workload(wl).created
+            };
+            self.scheduler
+                .release_for_retry(wl, queued_at, "PodsReadyTimeout");
+            let wait = crate::cluster::checks::backoff_seconds(
+                w.backoff_base_seconds,
+                w.backoff_max_seconds,
+                count + 1,
+            );
+            self.arrivals
+                .entry(self.now + Millis::from(wait) * 1000)
+                .or_default()
+                .push(wl);
         }
     }
 
@@ -454,9 +535,9 @@ impl Simulation {
                         None,
                     );
                     self.log_usage(w, false);
-                    self.scheduler.release_for_retry(w, self.now);
-                    self.checks.released(w);
-                    self.reserved_by.remove(&w);
+                    self.scheduler
+                        .release_for_retry(w, self.now, "AdmissionCheck");
+                    self.stopped(w);
                     self.wl_checks[i].reset_on_eviction(self.now);
                     self.arrivals
                         .entry(requeue_at.max(self.now))
@@ -475,8 +556,7 @@ impl Simulation {
                     );
                     self.log_usage(w, false);
                     self.scheduler.deactivate(w);
-                    self.checks.released(w);
-                    self.reserved_by.remove(&w);
+                    self.stopped(w);
                     self.wl_checks[i].reset_on_eviction(self.now);
                     self.deactivated[i] = true;
                 }
@@ -546,9 +626,7 @@ impl Simulation {
                     self.cancel_finish(workload);
                     self.log_usage(workload, false);
                     self.scheduler.complete_eviction(workload);
-                    self.checks.released(workload);
-                    self.reserved_by.remove(&workload);
-                    self.admitted_now[workload.index()] = false;
+                    self.stopped(workload);
                     self.wl_checks[workload.index()].reset_on_eviction(self.now);
                     self.push_event(
                         EventType::Requeued,
@@ -607,7 +685,21 @@ impl Simulation {
                 break;
             }
             self.refresh_policies();
-            let outcome = self.scheduler.schedule(self.now);
+            // waitForPodsReady.blockAdmission: nothing more is admitted while an admitted
+            // workload's pods are not all ready.
+            let blocked = self
+                .scheduler
+                .cluster
+                .settings
+                .wait_for_pods_ready
+                .as_ref()
+                .is_some_and(|w| w.block_admission)
+                && self.readiness.any_not_ready();
+            let outcome = if blocked {
+                crate::scheduler::CycleOutcome::default()
+            } else {
+                self.scheduler.schedule(self.now)
+            };
             self.cycles += 1;
             self.count_fallbacks();
             let made_progress = self.apply(outcome.decisions);
@@ -630,7 +722,8 @@ impl Simulation {
             let next_arrival = self.arrivals.keys().next().copied();
             let next_finish = self.finishes.first().map(|&(t, _)| t);
             let next_check = self.checks.next_time();
-            let Some(next) = [next_arrival, next_finish, next_check]
+            let next_ready = self.readiness.next_time();
+            let Some(next) = [next_arrival, next_finish, next_check, next_ready]
                 .into_iter()
                 .flatten()
                 .min()

@@ -23,8 +23,10 @@ pub enum EventType {
     AdmissionCheck,
     /// Evicted by an admission check in Retry (reason `AdmissionCheck: ...`).
     Evicted,
-    /// A rejected admission check deactivated the workload.
+    /// A rejected admission check, or too many PodsReady timeouts, deactivated the workload.
     Deactivated,
+    /// The admitted workload's pods are all ready (only when they were not at once).
+    PodsReady,
     Preempted,
     Requeued,
     Inadmissible,

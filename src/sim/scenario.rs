@@ -82,6 +82,15 @@ impl Scenario {
         for wl in &manifests.workloads {
             offset(wl, ARRIVAL, &mut errors);
             offset(wl, DURATION, &mut errors);
+            if let Some(a) = &wl.metadata.annotations {
+                for problem in super::readiness::validate(a) {
+                    errors.push(format!(
+                        "Workload {}/{}: {problem}",
+                        wl.metadata.namespace.as_deref().unwrap_or("default"),
+                        wl.metadata.name.as_deref().unwrap_or_default()
+                    ));
+                }
+            }
         }
         if !errors.is_empty() {
             return Err(ScenarioError::Annotations(errors));

@@ -10,6 +10,7 @@ mod k8s;
 mod manifests;
 mod plugin_scenarios;
 mod plugins;
+mod pods_ready;
 mod reload;
 mod scenarios;
 mod sim_inputs;
