@@ -110,6 +110,12 @@ enum Step {
     Delete(usize),
     /// Submit again a workload already submitted (a duplicate event): refused if it holds quota.
     Resubmit(usize),
+    /// An admission check in Retry (or a PodsReady timeout) evicts a workload holding quota:
+    /// released now, submitted again later (at a later Resubmit step).
+    RetryEviction(usize),
+    /// A rejected admission check deactivates a workload holding quota: released, never
+    /// queued again.
+    Deactivate(usize),
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -292,6 +298,8 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
             1 => (0..16usize).prop_map(Step::Finish),
             1 => (0..16usize).prop_map(Step::Delete),
             1 => (0..16usize).prop_map(Step::Resubmit),
+            1 => (0..16usize).prop_map(Step::RetryEviction),
+            1 => (0..16usize).prop_map(Step::Deactivate),
         ],
         1..=60,
     )
@@ -745,6 +753,8 @@ fn run(case: &Case, steps: &[Step]) -> Check {
     let ids = || (0..n).map(|i| WorkloadId(i as u32));
     let mut submitted = vec![false; n];
     let mut live = vec![false; n];
+    // Evicted by a check or a timeout, waiting out its backoff: neither pending nor holding.
+    let mut backoff = vec![false; n];
     let mut now = 0;
     check_state(&s, &live)?;
     // Every case ends with a few cycles so that queued work gets its chance.
@@ -760,9 +770,16 @@ fn run(case: &Case, steps: &[Step]) -> Check {
                 }
             }
             Step::Resubmit(i) => {
-                if let Some(id) = pick(ids().filter(|w| live[w.index()]).collect(), *i) {
+                let candidates = ids()
+                    .filter(|w| live[w.index()] || backoff[w.index()])
+                    .collect();
+                if let Some(id) = pick(candidates, *i) {
                     let holds = s.cluster.admission(id).is_some();
                     let r = s.submit(id);
+                    if backoff[id.index()] {
+                        backoff[id.index()] = false;
+                        live[id.index()] = true;
+                    }
                     prop_assert_eq!(
                         r.is_err(),
                         holds,
@@ -785,6 +802,37 @@ fn run(case: &Case, steps: &[Step]) -> Check {
                 if let Some(id) = pick(ids().filter(|&w| s.is_pending(w)).collect(), *i) {
                     s.finish(id);
                     live[id.index()] = false;
+                }
+            }
+            Step::RetryEviction(i) => {
+                let holding = ids()
+                    .filter(|&w| s.cluster.admission(w).is_some())
+                    .collect();
+                if let Some(id) = pick(holding, *i) {
+                    let count = s.cluster.workload(id).requeue_count;
+                    s.release_for_retry(id, now, "AdmissionCheck");
+                    prop_assert!(s.cluster.admission(id).is_none());
+                    prop_assert!(!s.is_pending(id), "queued only after its backoff");
+                    prop_assert_eq!(s.cluster.workload(id).requeue_count, count + 1);
+                    // A Resubmit step queues it again once its backoff is over.
+                    live[id.index()] = false;
+                    backoff[id.index()] = true;
+                }
+            }
+            Step::Deactivate(i) => {
+                let holding = ids()
+                    .filter(|&w| s.cluster.admission(w).is_some())
+                    .collect();
+                if let Some(id) = pick(holding, *i) {
+                    s.deactivate(id);
+                    prop_assert!(s.cluster.admission(id).is_none());
+                    prop_assert_eq!(
+                        s.submit(id),
+                        Err(wasq::scheduler::SubmitError::Inactive),
+                        "a deactivated workload is never queued again"
+                    );
+                    live[id.index()] = false;
+                    backoff[id.index()] = false;
                 }
             }
             Step::Schedule => {
