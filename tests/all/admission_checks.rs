@@ -417,3 +417,117 @@ fn bad_check_configurations_are_refused_or_make_the_queue_inactive() {
         "{err}"
     );
 }
+
+#[test]
+fn a_booking_that_expires_before_admission_is_retried() {
+    // Two checks: the request is provisioned at 10 s with a 20 s booking, but the other check
+    // is Ready only at 60 s: the booking expires at 30 s, before admission, so the request is
+    // retried (Kueue's "Retrying after booking expired").
+    let text = provisioning(
+        "sim.wasq.dev/provisioning-delay: 10s, sim.wasq.dev/booking-expires: 20s",
+        "retryStrategy: {backoffBaseSeconds: 5}",
+        &workload("train", 1, ""),
+    )
+    .replace(
+        "admissionChecks: [{name: prov}]",
+        "admissionChecks: [{name: prov}, {name: budget}]",
+    )
+    .replace(
+        "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue",
+        "---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata:
+  name: budget
+  annotations: {sim.wasq.dev/check-delay: 60s}
+spec: {controllerName: example.com/budget}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue",
+    );
+    let mut sim = simulation(&text);
+    sim.run(
+        &Limits {
+            until: Some(40_000),
+            ..Limits::default()
+        },
+        None,
+    );
+    let r = sim.report();
+    let checks: Vec<(f64, EventType, String)> = r
+        .events
+        .iter()
+        .map(|e| (e.time, e.kind, e.reason.clone().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        checks,
+        [
+            (0.0, EventType::QuotaReserved, String::new()),
+            (
+                10.0,
+                EventType::AdmissionCheck,
+                r#"prov: Ready (Provisioning Request "train-prov-1" was provisioned (simulated))"#
+                    .into()
+            ),
+            (
+                30.0,
+                EventType::AdmissionCheck,
+                "prov: Retry (Retrying after booking expired: the booking expired before the \
+                 workload was admitted (simulated))"
+                    .into()
+            ),
+            (
+                30.0,
+                EventType::Evicted,
+                "AdmissionCheck: Evicted due to AdmissionCheck in Retry state: \"prov\" \
+                 (Retrying after booking expired: the booking expired before the workload was \
+                 admitted (simulated))"
+                    .into()
+            ),
+            (35.0, EventType::QuotaReserved, String::new()),
+        ]
+    );
+}
+
+#[test]
+fn a_workload_preempted_while_waiting_for_its_checks_starts_them_again() {
+    // `low` reserves the only GPU and waits 60 s for its check; `high` (higher priority)
+    // arrives at 10 s and preempts it: low's check goes back to Pending and its timer is
+    // dropped, and high's own check runs from 10 s.
+    let low = workload("low", 1, "");
+    let high = workload("high", 1, "sim.wasq.dev/arrival: 10s")
+        .replace("  queueName: lq\n", "  queueName: lq\n  priority: 100\n");
+    let text = provisioning(
+        "sim.wasq.dev/provisioning-delay: 60s",
+        "",
+        &format!("{low}{high}"),
+    )
+    .replace(
+        "  admissionChecksStrategy:",
+        "  preemption: {withinClusterQueue: LowerPriority}\n  admissionChecksStrategy:",
+    );
+    let r = run(&text);
+    let got: Vec<(f64, EventType, String)> = r
+        .events
+        .iter()
+        .filter(|e| e.kind != EventType::Requeued && e.kind != EventType::Inadmissible)
+        .map(|e| (e.time, e.kind, e.workload.clone()))
+        .collect();
+    let e = |t: f64, k: EventType, w: &str| (t, k, w.to_string());
+    assert_eq!(
+        got,
+        [
+            e(0.0, EventType::QuotaReserved, "ns/low"),
+            e(10.0, EventType::Preempted, "ns/low"),
+            e(10.0, EventType::QuotaReserved, "ns/high"),
+            e(70.0, EventType::AdmissionCheck, "ns/high"),
+            e(70.0, EventType::Admitted, "ns/high"),
+        ]
+    );
+    let low = r.workloads.iter().find(|w| w.name == "low").unwrap();
+    // Waiting for the GPU again (high holds it), its check reset.
+    assert_eq!(
+        (low.state, low.admission_checks[0].state),
+        ("inadmissible", "Pending")
+    );
+}
