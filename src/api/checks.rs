@@ -229,8 +229,13 @@ pub fn validate_provisioning_request_config(c: &ProvisioningRequestConfig) -> Ve
     out
 }
 
-/// Problems in a ClusterQueue's `admissionChecksStrategy`: a check named twice.
-pub fn validate_strategy(strategy: &AdmissionChecksStrategy, field: &str) -> Vec<FieldProblem> {
+/// Problems in a ClusterQueue's `admissionChecksStrategy`: a check named twice, or `onFlavors`
+/// naming a flavor that is not among `flavors`, the ClusterQueue's (Kueue's webhook).
+pub fn validate_strategy(
+    strategy: &AdmissionChecksStrategy,
+    field: &str,
+    flavors: &[&str],
+) -> Vec<FieldProblem> {
     let mut out = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for (i, rule) in strategy.admission_checks.iter().enumerate() {
@@ -239,6 +244,18 @@ pub fn validate_strategy(strategy: &AdmissionChecksStrategy, field: &str) -> Vec
                 format!("{field}.admissionChecks[{i}].name"),
                 format!("Duplicate value: {:?}", rule.name),
             ));
+        }
+        for (j, f) in rule.on_flavors.iter().enumerate() {
+            if !flavors.contains(&f.as_str()) {
+                let supported: Vec<String> = flavors.iter().map(|f| format!("{f:?}")).collect();
+                out.push(FieldProblem::at(
+                    format!("{field}.admissionChecks[{i}].onFlavors[{j}]"),
+                    format!(
+                        "Unsupported value: {f:?}: supported values: {}",
+                        supported.join(", ")
+                    ),
+                ));
+            }
         }
     }
     out
@@ -295,11 +312,18 @@ mod tests {
             ],
         };
         assert_eq!(
-            validate_strategy(&s, "spec.admissionChecksStrategy"),
+            validate_strategy(&s, "spec.admissionChecksStrategy", &["cpu", "gpu"]),
             [FieldProblem::at(
                 "spec.admissionChecksStrategy.admissionChecks[1].name",
                 r#"Duplicate value: "prov""#
             )]
+        );
+        assert_eq!(
+            validate_strategy(&s, "spec.admissionChecksStrategy", &["cpu"])[1],
+            FieldProblem::at(
+                "spec.admissionChecksStrategy.admissionChecks[1].onFlavors[0]",
+                r#"Unsupported value: "gpu": supported values: "cpu""#
+            )
         );
     }
 }

@@ -1,5 +1,5 @@
 //! Kueue's controller configuration (`config.kueue.x-k8s.io/v1beta2` `Configuration`), the part
-//! that changes scheduling: `fairSharing` and `admissionFairSharing`. In `wasq simulate` it is a
+//! that changes scheduling: `fairSharing`, `admissionFairSharing` and `waitForPodsReady`. In `wasq simulate` it is a
 //! document among the manifests; `wasq controller` reads it with `--kueue-config`.
 //!
 //! ```yaml
@@ -13,8 +13,8 @@
 //!   resourceWeights: {cpu: 1, nvidia.com/gpu: 10}
 //! ```
 //!
-//! Other fields of Kueue's Configuration (namespace, integrations, waitForPodsReady, …) are
-//! accepted and ignored, so a real Kueue configuration file can be used as it is.
+//! Other fields of Kueue's Configuration (namespace, integrations, …) are accepted and ignored,
+//! so a real Kueue configuration file can be used as it is.
 
 use std::collections::BTreeMap;
 

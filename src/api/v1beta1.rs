@@ -282,7 +282,8 @@ impl From<Workload> for types::Workload {
 }
 
 /// v1beta1's `admissionChecks` (names) and `admissionChecksStrategy` as v1beta2's strategy:
-/// each name becomes a rule without `onFlavors` (Kueue's conversion).
+/// the names, when given, replace the strategy, each a rule without `onFlavors` (Kueue's
+/// conversion).
 fn convert_checks(
     names: Vec<String>,
     strategy: Option<crate::api::checks::AdmissionChecksStrategy>,
@@ -290,14 +291,15 @@ fn convert_checks(
     if names.is_empty() {
         return strategy;
     }
-    let mut s = strategy.unwrap_or_default();
-    s.admission_checks.extend(names.into_iter().map(|name| {
-        crate::api::checks::AdmissionCheckStrategyRule {
-            name,
-            on_flavors: Vec::new(),
-        }
-    }));
-    Some(s)
+    Some(crate::api::checks::AdmissionChecksStrategy {
+        admission_checks: names
+            .into_iter()
+            .map(|name| crate::api::checks::AdmissionCheckStrategyRule {
+                name,
+                on_flavors: Vec::new(),
+            })
+            .collect(),
+    })
 }
 
 #[cfg(test)]

@@ -208,9 +208,15 @@ pub fn cluster_queue(cq: &ClusterQueue) -> Vec<FieldProblem> {
     fair_sharing(&mut p, "spec.fairSharing", spec.fair_sharing.as_ref());
     let mut problems = p.into_vec();
     if let Some(s) = &spec.admission_checks_strategy {
+        let flavors: Vec<&str> = spec
+            .resource_groups
+            .iter()
+            .flat_map(|g| g.flavors.iter().map(|f| f.name.as_str()))
+            .collect();
         problems.extend(super::checks::validate_strategy(
             s,
             "spec.admissionChecksStrategy",
+            &flavors,
         ));
     }
     problems

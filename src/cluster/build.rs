@@ -31,8 +31,6 @@ pub fn fair_weight(fs: Option<&api::FairSharing>) -> i64 {
 
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
-/// Assembles the cluster. `default_created` supplies the queue-order timestamp of workloads
-/// without `metadata.creationTimestamp`; `now` stamps admissions without a reservation time.
 /// Kueue's inactive reasons for a ClusterQueue's admission checks: checks that do not exist,
 /// then checks that are not active (`references missing AdmissionCheck(s): a,b`).
 fn checks_inactive_reason(
@@ -66,6 +64,8 @@ fn checks_inactive_reason(
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
+/// Assembles the cluster. `default_created` supplies the queue-order timestamp of workloads
+/// without `metadata.creationTimestamp`; `now` stamps admissions without a reservation time.
 pub fn build_cluster(
     m: &Manifests,
     default_created: &dyn Fn(&api::Workload) -> Millis,

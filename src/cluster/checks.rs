@@ -151,8 +151,9 @@ impl WorkloadChecks {
             let requeue_at = retry
                 .iter()
                 .map(|c| {
-                    c.last_transition
-                        + Millis::from(c.requeue_after_seconds.unwrap_or(0).max(0)) * 1000
+                    c.last_transition.saturating_add(
+                        Millis::from(c.requeue_after_seconds.unwrap_or(0).max(0)) * 1000,
+                    )
                 })
                 .max()
                 .unwrap_or_default();
@@ -230,7 +231,7 @@ pub fn backoff_seconds(base: i32, max: i32, n: i32) -> i32 {
     };
     for _ in 1..n {
         if d >= cap {
-            return cap as i32;
+            break;
         }
         d = (d * 2).min(cap);
     }

@@ -187,9 +187,10 @@ pub struct WorkloadInfo {
     /// and selectors change only with a new configuration, so it is decided when the cluster is
     /// built.
     pub namespace_matches: bool,
-    /// How often the workload was evicted and queued again (Kueue's `requeueState.count`,
-    /// here for every eviction: preemption, admission check, PodsReady timeout), and the last
-    /// reason (`Preempted`, `AdmissionCheck`, `PodsReadyTimeout`).
+    /// How often the workload was evicted and queued again, for any reason (preemption,
+    /// admission check, PodsReady timeout; Kueue's `requeueState.count` counts only the last),
+    /// and the last reason (`Preempted`, `AdmissionCheck`, `PodsReadyTimeout`): what policies
+    /// see of a workload's history.
     pub requeue_count: u32,
     pub requeue_reason: Option<&'static str>,
 }

@@ -334,8 +334,8 @@ impl Scheduler {
         wl.requeue_reason = Some(reason);
     }
 
-    /// A rejected admission check deactivated the workload (`spec.active: false`): its quota
-    /// is released and it is never queued again.
+    /// A rejected admission check, or too many PodsReady timeouts, deactivated the workload
+    /// (`spec.active: false`): its quota is released and it is never queued again.
     pub fn deactivate(&mut self, id: WorkloadId) {
         self.finish(id);
         self.cluster.workloads[id.index()].active = false;

@@ -121,12 +121,15 @@ impl SimChecks {
             let Some(def) = cluster.admission_checks.get(name) else {
                 continue;
             };
+            // Kueue creates no request for a workload that uses no managed resource: the check
+            // is Ready at once.
             let delay = match &def.provisioning {
+                Some(p) if !request_needed(cluster, p, wl) => None,
                 Some(p) => annotation_millis(&p.annotations, PROVISIONING_DELAY),
                 None => annotation_millis(&def.annotations, CHECK_DELAY),
             };
             self.timers.insert((
-                now + delay.unwrap_or(0).max(0),
+                now.saturating_add(delay.unwrap_or(0).max(0)),
                 wl,
                 r,
                 name.clone(),
@@ -138,6 +141,13 @@ impl SimChecks {
     /// The workload no longer holds quota: its pending timers are dropped.
     pub fn released(&mut self, wl: WorkloadId) {
         *self.reservation.entry(wl).or_default() += 1;
+        self.timers.retain(|t| t.1 != wl);
+    }
+
+    /// The workload is admitted: nothing its checks' controllers do matters any more (an
+    /// expiring booking is ignored once admitted), so its timers are dropped.
+    pub fn admitted(&mut self, wl: WorkloadId) {
+        self.timers.retain(|t| t.1 != wl);
     }
 
     /// When the next timer fires.
@@ -155,12 +165,17 @@ impl SimChecks {
         admitted: &dyn Fn(WorkloadId) -> bool,
     ) -> Vec<Change> {
         let mut out = Vec::new();
-        while let Some(t) = self.timers.first().cloned() {
-            if t.0 > now {
-                break;
-            }
-            self.timers.pop_first();
-            let (at, wl, r, name, step) = t;
+        // The timers due now; those they start (an expiring booking) wait for the next call,
+        // when the workload may be admitted already.
+        let later = self.timers.split_off(&(
+            now.saturating_add(1),
+            WorkloadId(0),
+            0,
+            String::new(),
+            Step::Answer,
+        ));
+        let due_now = std::mem::replace(&mut self.timers, later);
+        for (at, wl, r, name, step) in due_now {
             if self.reservation.get(&wl) != Some(&r) {
                 continue;
             }
@@ -227,7 +242,7 @@ impl SimChecks {
             .get(PROVISIONING_FAILURES)
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0);
-        if attempt <= failures {
+        if attempt <= failures && request_needed(cluster, p, wl) {
             return failure(
                 wl,
                 &def.name,
@@ -240,18 +255,10 @@ impl SimChecks {
         }
         let info = cluster.workload(wl);
         let request = request_name(&info.name, &def.name, attempt);
-        let managed = |requests: &[(crate::quota::ResourceId, i64)]| {
-            p.managed_resources.is_empty()
-                || requests.iter().any(|(r, _)| {
-                    p.managed_resources
-                        .iter()
-                        .any(|m| cluster.names.resource_name(*r) == m)
-                })
-        };
         let pod_set_updates: Vec<PodSetUpdate> = info
             .pod_sets
             .iter()
-            .filter(|ps| ps.count > 0 && managed(&ps.requests))
+            .filter(|ps| ps.count > 0 && uses_managed(cluster, p, &ps.requests))
             .map(|ps| PodSetUpdate {
                 name: ps.name.clone(),
                 annotations: BTreeMap::from([
@@ -275,6 +282,29 @@ impl SimChecks {
             pod_set_updates,
         }
     }
+}
+
+/// Whether a podSet's requests use a resource the config manages (all do when it names none).
+fn uses_managed(
+    cluster: &Cluster,
+    p: &ProvisioningConfig,
+    requests: &[(crate::quota::ResourceId, i64)],
+) -> bool {
+    p.managed_resources.is_empty()
+        || requests.iter().any(|(r, _)| {
+            p.managed_resources
+                .iter()
+                .any(|m| cluster.names.resource_name(*r) == m)
+        })
+}
+
+/// Kueue's `reqIsNeeded`: some podSet with pods uses a managed resource.
+fn request_needed(cluster: &Cluster, p: &ProvisioningConfig, wl: WorkloadId) -> bool {
+    cluster
+        .workload(wl)
+        .pod_sets
+        .iter()
+        .any(|ps| ps.count > 0 && uses_managed(cluster, p, &ps.requests))
 }
 
 /// A failed (or expired) request: `Retry` within the retry limit, `Rejected` past it, as
@@ -312,11 +342,11 @@ fn failure(
     }
 }
 
-/// Kueue's ProvisioningRequest name: `<workload>-<check>-<attempt>`, cut to 253 characters
-/// with a hash when longer (`limitObjectName`).
+/// Kueue's ProvisioningRequest name: `<workload>-<check>-<attempt>`; past 247 characters, cut
+/// to 247 with `-` and 5 hex digits of its SHA-1 (`limitObjectName`).
 pub fn request_name(workload: &str, check: &str, attempt: i32) -> String {
     let name = format!("{workload}-{check}-{attempt}");
-    if name.len() <= 253 {
+    if name.len() <= 247 {
         return name;
     }
     use sha1::{Digest, Sha1};

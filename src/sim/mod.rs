@@ -389,8 +389,12 @@ impl Simulation {
         let i = workload.index();
         self.admitted_now[i] = true;
         self.first_admitted[i].get_or_insert(self.now);
-        if let Some(dur) = self.durations[i] {
-            self.schedule_finish(workload, self.now + dur);
+        self.checks.admitted(workload);
+        // The job runs its duration once its pods are ready; pods never ready never finish.
+        let ready_after =
+            readiness::ready_after(&self.scheduler.cluster.workload(workload).annotations);
+        if let (Some(dur), Some(after)) = (self.durations[i], ready_after) {
+            self.schedule_finish(workload, self.now.saturating_add(after).saturating_add(dur));
         }
         self.push_event(EventType::Admitted, workload, None, None, Some(policy));
         if let Some(e) = self.events.last_mut() {
@@ -469,7 +473,7 @@ impl Simulation {
                 count + 1,
             );
             self.arrivals
-                .entry(self.now + Millis::from(wait) * 1000)
+                .entry(self.now.saturating_add(Millis::from(wait) * 1000))
                 .or_default()
                 .push(wl);
         }
@@ -491,6 +495,9 @@ impl Simulation {
             },
             &|w| admitted_now[w.index()],
         );
+        // All of a workload's changes at this instant are applied before its outcome is
+        // decided, once (two checks failing together evict it once, Rejected wins).
+        let mut touched: Vec<WorkloadId> = Vec::new();
         for c in changes {
             let w = c.workload;
             let i = w.index();
@@ -511,7 +518,13 @@ impl Simulation {
                 };
                 self.push_event(EventType::AdmissionCheck, w, Some(reason), None, None);
             }
-            if self.admitted_now[i] {
+            if !touched.contains(&w) {
+                touched.push(w);
+            }
+        }
+        for w in touched {
+            let i = w.index();
+            if self.admitted_now[i] || self.scheduler.cluster.admission(w).is_none() {
                 continue;
             }
             match self.wl_checks[i].outcome() {
@@ -694,7 +707,9 @@ impl Simulation {
                 .wait_for_pods_ready
                 .as_ref()
                 .is_some_and(|w| w.block_admission)
-                && self.readiness.any_not_ready();
+                // Kueue counts every workload holding quota whose pods are not ready, those
+                // still waiting for their admission checks included.
+                && (self.readiness.any_not_ready() || !self.reserved_by.is_empty());
             let outcome = if blocked {
                 crate::scheduler::CycleOutcome::default()
             } else {

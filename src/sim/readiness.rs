@@ -102,6 +102,7 @@ impl Readiness {
     pub fn released(&mut self, wl: WorkloadId) {
         *self.admission.entry(wl).or_default() += 1;
         self.not_ready.remove(&wl);
+        self.timers.retain(|t| t.1 != wl);
     }
 
     /// Whether an admitted workload's pods are not all ready.

@@ -21,7 +21,8 @@ pub enum EventType {
     Admitted,
     /// An admission check changed state (reason: `check: State (message)`).
     AdmissionCheck,
-    /// Evicted by an admission check in Retry (reason `AdmissionCheck: ...`).
+    /// Evicted by an admission check in Retry (reason `AdmissionCheck: ...`) or by the PodsReady
+    /// timeout (`PodsReadyTimeout: ...`).
     Evicted,
     /// A rejected admission check, or too many PodsReady timeouts, deactivated the workload.
     Deactivated,

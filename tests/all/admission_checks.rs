@@ -111,12 +111,15 @@ fn ev(t: f64, kind: EventType, wl: &str, reason: &str) -> (f64, EventType, Strin
 
 #[test]
 fn a_check_ready_after_a_delay_admits_the_reserved_workload() {
+    // A booking that would expire after 20 minutes is moot once admitted: it neither evicts
+    // the workload nor keeps the clock running past its end.
     let text = provisioning(
-        "sim.wasq.dev/provisioning-delay: 90s",
+        "sim.wasq.dev/provisioning-delay: 90s, sim.wasq.dev/booking-expires: 20m",
         "",
         &workload("train", 1, "sim.wasq.dev/duration: 10m"),
     );
     let r = run(&text);
+    assert_eq!(r.summary.duration_seconds, 690.0);
     let ready = r#"prov: Ready (Provisioning Request "train-prov-1" was provisioned (simulated))"#;
     assert_eq!(
         events(&r),
@@ -530,4 +533,60 @@ fn a_workload_preempted_while_waiting_for_its_checks_starts_them_again() {
         (low.state, low.admission_checks[0].state),
         ("inadmissible", "Pending")
     );
+}
+
+#[test]
+fn two_checks_failing_together_evict_once_and_the_run_ends_with_the_last_event() {
+    // Two ProvisioningRequest checks whose requests both fail at 30 s: one eviction naming both
+    // (Kueue's "AdmissionChecks in Retry state: ..."), one requeue at the later of the delays.
+    let text = provisioning(
+        "sim.wasq.dev/provisioning-delay: 30s, sim.wasq.dev/provisioning-failures: \"1\"",
+        "retryStrategy: {backoffBaseSeconds: 10}",
+        &workload("train", 1, "sim.wasq.dev/duration: 1m"),
+    )
+    .replace(
+        "admissionChecks: [{name: prov}]",
+        "admissionChecks: [{name: prov}, {name: prov2}]",
+    )
+    .replace(
+        "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue",
+        "---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata: {name: prov2}
+spec:
+  controllerName: kueue.x-k8s.io/provisioning-request
+  parameters: {apiGroup: kueue.x-k8s.io, kind: ProvisioningRequestConfig, name: prov-config}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue",
+    );
+    let r = run(&text);
+    let evictions: Vec<(f64, String)> = r
+        .events
+        .iter()
+        .filter(|e| e.kind == EventType::Evicted)
+        .map(|e| (e.time, e.reason.clone().unwrap_or_default()))
+        .collect();
+    let why = "Retrying after failure: the simulated autoscaler failed attempt 1 of 1";
+    assert_eq!(
+        evictions,
+        [(
+            30.0,
+            format!(
+                "AdmissionCheck: Evicted due to AdmissionChecks in Retry state: \"prov\" ({why}); \"prov2\" ({why})"
+            )
+        )]
+    );
+    let reserved: Vec<f64> = r
+        .events
+        .iter()
+        .filter(|e| e.kind == EventType::QuotaReserved)
+        .map(|e| e.time)
+        .collect();
+    assert_eq!(reserved, [0.0, 40.0]);
+    // Admitted at 70 s, finished a minute later: the run ends there.
+    let last = r.events.last().unwrap();
+    assert_eq!((last.time, last.kind), (130.0, EventType::Finished));
+    assert_eq!(r.summary.duration_seconds, 130.0);
 }

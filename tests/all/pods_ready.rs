@@ -151,7 +151,8 @@ fn pods_ready_within_the_timeout_run_to_completion() {
         [
             ev(0.0, EventType::Admitted, ""),
             ev(120.0, EventType::PodsReady, ""),
-            ev(600.0, EventType::Finished, ""),
+            // Its 10 minutes run from the moment its pods are ready.
+            ev(720.0, EventType::Finished, ""),
         ]
     );
 }
@@ -190,6 +191,26 @@ fn block_admission_holds_admissions_until_admitted_pods_are_ready() {
         admitted_at("{timeout: 5m, blockAdmission: true}"),
         Some(120.0)
     );
+}
+
+#[test]
+fn a_workload_whose_pods_never_become_ready_does_not_finish() {
+    // With a duration shorter than the timeout: its pods never ran, so it is evicted, not
+    // finished; and no stale timer moves the clock past the last thing that happened.
+    let text = scenario(
+        Some("{timeout: 5m, requeuingStrategy: {backoffLimitCount: 0}}"),
+        &workload(
+            "w",
+            "00",
+            "sim.wasq.dev/never-ready: \"true\", sim.wasq.dev/duration: 1m",
+        ),
+    );
+    let r = run(&text, 7200);
+    assert_eq!(
+        events_of(&r, "ns/w").last().map(|e| (e.0, e.1)),
+        Some((300.0, EventType::Deactivated))
+    );
+    assert_eq!(r.summary.duration_seconds, 300.0);
 }
 
 #[test]
