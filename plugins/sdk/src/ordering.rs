@@ -424,7 +424,10 @@ mod tests {
             })
             .collect();
         keyed.sort();
-        assert_eq!(keyed.iter().map(|&(_, id)| id).collect::<Vec<_>>(), [2, 3, 1]);
+        assert_eq!(
+            keyed.iter().map(|&(_, id)| id).collect::<Vec<_>>(),
+            [2, 3, 1]
+        );
         // Head order: the flapping head after the others, a second pass still first.
         let mut flapping = head(1, 0, 100, 10);
         flapping.requeue_count = 4;

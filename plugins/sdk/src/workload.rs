@@ -22,6 +22,7 @@ impl Workload {
 }
 
 /// `no-requeue-reason` in `record heads`' `requeue-reasons`: never requeued.
+#[cfg(test)]
 pub(crate) const NO_REQUEUE_REASON: u8 = u8::MAX;
 
 /// A `requeue-reasons` entry (the position of a `requeue-reason` case) as the enum; `None` for
