@@ -205,6 +205,14 @@ fn candidates(
         priorities: list.iter().map(|c| c.priority).collect(),
         created: list.iter().map(|c| c.created).collect(),
         admitted: list.iter().map(|c| c.reserved_at).collect(),
+        requeue_counts: list
+            .iter()
+            .map(|c| cluster.workload(c.workload).requeue_count)
+            .collect(),
+        requeue_reasons: list
+            .iter()
+            .map(|c| convert::requeue_reason_byte(cluster.workload(c.workload).requeue_reason))
+            .collect(),
         evicting: indices(|c| c.evicted),
         usage_offsets,
         usage_frs,

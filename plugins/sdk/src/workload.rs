@@ -21,8 +21,8 @@ impl Workload {
     }
 }
 
-/// `no-requeue-reason` in `record heads`' `requeue-reasons`: never requeued.
-#[cfg(test)]
+/// `no-requeue-reason` in the `requeue-reasons` columns (`record heads`, `record candidates`):
+/// never requeued.
 pub(crate) const NO_REQUEUE_REASON: u8 = u8::MAX;
 
 /// A `requeue-reasons` entry (the position of a `requeue-reason` case) as the enum; `None` for
