@@ -410,3 +410,35 @@ pub fn local_queue_usage(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requeue_reasons_are_the_wit_cases() {
+        // The reasons the scheduler records (`complete_eviction`, `release_for_retry`).
+        assert_eq!(
+            requeue_reason("Preempted"),
+            Some(t::RequeueReason::Preempted)
+        );
+        assert_eq!(
+            requeue_reason("AdmissionCheck"),
+            Some(t::RequeueReason::AdmissionCheck)
+        );
+        assert_eq!(
+            requeue_reason("PodsReadyTimeout"),
+            Some(t::RequeueReason::PodsReadyTimeout)
+        );
+        // The columns' bytes are the case positions; 255 when never requeued.
+        assert_eq!(requeue_reason_byte(None), NO_REQUEUE_REASON);
+        assert_eq!(
+            [
+                requeue_reason_byte(Some("Preempted")),
+                requeue_reason_byte(Some("AdmissionCheck")),
+                requeue_reason_byte(Some("PodsReadyTimeout")),
+            ],
+            [0, 1, 2]
+        );
+    }
+}

@@ -97,7 +97,9 @@ impl OrderingPolicy for WasmOrdering {
                 .collect(),
             requeue_reasons: heads
                 .iter()
-                .map(|h| convert::requeue_reason_byte(cx.cluster.workload(h.workload).requeue_reason))
+                .map(|h| {
+                    convert::requeue_reason_byte(cx.cluster.workload(h.workload).requeue_reason)
+                })
                 .collect(),
             key_primary: heads.iter().map(|h| h.key.0[0]).collect(),
             key_secondary: heads.iter().map(|h| h.key.0[1]).collect(),
