@@ -300,7 +300,8 @@ pub fn requeue_reason(reason: &str) -> Option<t::RequeueReason> {
     }
 }
 
-/// `no-requeue-reason`: a workload never requeued (`record heads`, `requeue-reasons`).
+/// `no-requeue-reason`: a workload never requeued (the `requeue-reasons` columns of `record
+/// heads` and `record candidates`).
 pub const NO_REQUEUE_REASON: u8 = u8::MAX;
 
 /// A workload's `requeue-reasons` entry: the position of its `requeue-reason` case, or
