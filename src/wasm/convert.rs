@@ -264,6 +264,8 @@ pub fn workload(
         priority: wl.effective_priority(),
         created: wl.created,
         queued,
+        requeue_count: wl.requeue_count,
+        requeue_reason: wl.requeue_reason.and_then(requeue_reason),
         pod_sets: wl
             .pod_sets
             .iter()
@@ -282,6 +284,32 @@ pub fn workload(
             .collect(),
         annotations: catalog.annotations(&wl.annotations),
     }
+}
+
+/// The WIT case of a `WorkloadInfo::requeue_reason` (the reason of the eviction that requeued
+/// the workload, as the scheduler records it); `None` for a reason the WIT does not name.
+pub fn requeue_reason(reason: &str) -> Option<t::RequeueReason> {
+    match reason {
+        "Preempted" => Some(t::RequeueReason::Preempted),
+        "AdmissionCheck" => Some(t::RequeueReason::AdmissionCheck),
+        "PodsReadyTimeout" => Some(t::RequeueReason::PodsReadyTimeout),
+        _ => {
+            debug_assert!(false, "a requeue reason the WIT does not name: {reason}");
+            None
+        }
+    }
+}
+
+/// `no-requeue-reason`: a workload never requeued (the `requeue-reasons` columns of `record
+/// heads` and `record candidates`).
+pub const NO_REQUEUE_REASON: u8 = u8::MAX;
+
+/// A workload's `requeue-reasons` entry: the position of its `requeue-reason` case, or
+/// [`NO_REQUEUE_REASON`].
+pub fn requeue_reason_byte(reason: Option<&str>) -> u8 {
+    reason
+        .and_then(requeue_reason)
+        .map_or(NO_REQUEUE_REASON, |r| r as u8)
 }
 
 pub fn fr_amounts(v: &[(FrIdx, i64)]) -> Vec<t::FrAmount> {
@@ -382,4 +410,36 @@ pub fn local_queue_usage(
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requeue_reasons_are_the_wit_cases() {
+        // The reasons the scheduler records (`complete_eviction`, `release_for_retry`).
+        assert_eq!(
+            requeue_reason("Preempted"),
+            Some(t::RequeueReason::Preempted)
+        );
+        assert_eq!(
+            requeue_reason("AdmissionCheck"),
+            Some(t::RequeueReason::AdmissionCheck)
+        );
+        assert_eq!(
+            requeue_reason("PodsReadyTimeout"),
+            Some(t::RequeueReason::PodsReadyTimeout)
+        );
+        // The columns' bytes are the case positions; 255 when never requeued.
+        assert_eq!(requeue_reason_byte(None), NO_REQUEUE_REASON);
+        assert_eq!(
+            [
+                requeue_reason_byte(Some("Preempted")),
+                requeue_reason_byte(Some("AdmissionCheck")),
+                requeue_reason_byte(Some("PodsReadyTimeout")),
+            ],
+            [0, 1, 2]
+        );
+    }
 }

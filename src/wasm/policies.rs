@@ -91,6 +91,16 @@ impl OrderingPolicy for WasmOrdering {
             priorities: heads.iter().map(|h| h.priority).collect(),
             created: heads.iter().map(|h| h.created).collect(),
             queued: heads.iter().map(|h| h.queued).collect(),
+            requeue_counts: heads
+                .iter()
+                .map(|h| cx.cluster.workload(h.workload).requeue_count)
+                .collect(),
+            requeue_reasons: heads
+                .iter()
+                .map(|h| {
+                    convert::requeue_reason_byte(cx.cluster.workload(h.workload).requeue_reason)
+                })
+                .collect(),
             key_primary: heads.iter().map(|h| h.key.0[0]).collect(),
             key_secondary: heads.iter().map(|h| h.key.0[1]).collect(),
             key_tertiary: heads.iter().map(|h| h.key.0[2]).collect(),
@@ -197,6 +207,14 @@ fn candidates(
         priorities: list.iter().map(|c| c.priority).collect(),
         created: list.iter().map(|c| c.created).collect(),
         admitted: list.iter().map(|c| c.reserved_at).collect(),
+        requeue_counts: list
+            .iter()
+            .map(|c| cluster.workload(c.workload).requeue_count)
+            .collect(),
+        requeue_reasons: list
+            .iter()
+            .map(|c| convert::requeue_reason_byte(cluster.workload(c.workload).requeue_reason))
+            .collect(),
         evicting: indices(|c| c.evicted),
         usage_offsets,
         usage_frs,

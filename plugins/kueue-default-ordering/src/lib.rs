@@ -65,6 +65,8 @@ mod tests {
             priority,
             created,
             queued: created,
+            requeue_count: 0,
+            requeue_reason: None,
             key: kueue::sort_key_with_priority(priority, created),
             usage: Vec::new(),
         }

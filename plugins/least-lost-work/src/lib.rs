@@ -98,6 +98,8 @@ mod tests {
             priority,
             created: 0,
             admitted,
+            requeue_count: 0,
+            requeue_reason: None,
             evicting: false,
             usage: vec![FrAmount {
                 fr: 0,

@@ -556,6 +556,8 @@ mod tests {
             priority,
             created: 0,
             admitted,
+            requeue_count: 0,
+            requeue_reason: None,
             evicting: false,
             usage: Vec::new(),
             annotations: Vec::new(),

@@ -25,7 +25,7 @@
 //! wasq_policy_sdk::export_ordering!(OldestFirst);
 //! ```
 //!
-//! The SDK handles the WIT contract (`wasq:policy@0.3.0`, generated with wit-bindgen from the
+//! The SDK handles the WIT contract (`wasq:policy@0.4.0`, generated with wit-bindgen from the
 //! repository's `wit/` folder): it stores the [`Catalog`] the host sends and passes it to every
 //! policy method, batches calls, and installs a panic hook that logs the panic message to the
 //! host before the guest traps. It also offers:
@@ -33,6 +33,9 @@
 //!   and [`fair`]: fair sharing's dominant resource share over it;
 //! - [`kueue`]: Kueue's default decisions, to reuse or fall back to;
 //! - [`Catalog::annotation`], [`Catalog::setting`] and [`parse_duration`] for configuration;
+//! - [`Workload::requeue_count`](types::Workload::requeue_count) and
+//!   [`requeue_reason`](types::Workload::requeue_reason) (also on [`ordering::Head`]): how often
+//!   a workload was evicted and queued again, and why;
 //! - [`log`] functions and the [`info!`], [`warn!`], … macros over the host's `log` import;
 //! - [`testing`]: builders for native unit tests (`cargo test` on the build machine).
 //!
@@ -57,6 +60,7 @@ pub mod ordering;
 pub mod preemption;
 pub mod quota;
 pub mod testing;
+mod workload;
 
 pub use catalog::Catalog;
 pub use duration::{DurationError, parse_duration};
@@ -79,6 +83,6 @@ pub mod prelude {
     pub use crate::quota::QuotaView;
     pub use crate::types::{
         Annotation, ClusterQueueId, FrAmount, FrId, LocalQueueUsage, Millis, Needs, NodeId,
-        Quantity, Workload, WorkloadId,
+        Quantity, RequeueReason, Workload, WorkloadId,
     };
 }

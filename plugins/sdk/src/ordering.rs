@@ -6,9 +6,10 @@ use crate::columns::{normalize_usage, usage_of};
 use crate::kueue;
 use crate::quota::QuotaView;
 use crate::types::{
-    ClusterQueueId, FrAmount, LocalQueueId, LocalQueueUsage, Millis, Needs, UsageTable, Workload,
-    WorkloadId,
+    ClusterQueueId, FrAmount, LocalQueueId, LocalQueueUsage, Millis, Needs, RequeueReason,
+    UsageTable, Workload, WorkloadId,
 };
+use crate::workload::requeue_reason_of;
 
 use crate::bindings::ordering::exports::wasq::policy::ordering as wit;
 pub use wit::SortKey;
@@ -35,6 +36,10 @@ pub struct Head {
     pub created: Millis,
     /// When the workload last entered its queue.
     pub queued: Millis,
+    /// How often the workload was evicted and queued again (0 = never).
+    pub requeue_count: u32,
+    /// Why it was last evicted and queued again; `None` when it never was.
+    pub requeue_reason: Option<RequeueReason>,
     /// The sort key the workload was queued under (see `record heads`).
     pub key: SortKey,
     /// The quota its assignment takes, per flavor-resource.
@@ -71,6 +76,12 @@ pub fn heads_of(mut c: wit::Heads) -> Vec<Head> {
                 priority: at(&c.priorities),
                 created: at(&c.created),
                 queued: at(&c.queued),
+                requeue_count: c.requeue_counts.get(i).copied().unwrap_or_default(),
+                requeue_reason: c
+                    .requeue_reasons
+                    .get(i)
+                    .copied()
+                    .and_then(requeue_reason_of),
                 key: SortKey {
                     primary: at(&c.key_primary),
                     secondary: at(&c.key_secondary),
@@ -292,6 +303,8 @@ mod tests {
             priorities: vec![10, -1, 3],
             created: vec![100, 200, 300],
             queued: vec![101, 201, 301],
+            requeue_counts: vec![0, 3, 1],
+            requeue_reasons: vec![crate::workload::NO_REQUEUE_REASON, 2, 0],
             key_primary: vec![-10, 1, -3],
             key_secondary: vec![100, 200, 300],
             key_tertiary: vec![0, 0, 9],
@@ -315,6 +328,15 @@ mod tests {
         assert_eq!(a.usage, crate::testing::amounts(&[(0, 1000), (1, 2000)]));
         assert_eq!((b.local_queue, b.borrow_level, b.priority), (None, 1, -1));
         assert!(b.usage.is_empty());
+        assert_eq!((a.requeue_count, a.requeue_reason), (0, None));
+        assert_eq!(
+            (b.requeue_count, b.requeue_reason),
+            (3, Some(RequeueReason::PodsReadyTimeout))
+        );
+        assert_eq!(
+            (c.requeue_count, c.requeue_reason),
+            (1, Some(RequeueReason::Preempted))
+        );
         assert!(c.has_reservation);
         assert_eq!(
             (c.key.primary, c.key.secondary, c.key.tertiary, c.queued),
@@ -331,7 +353,14 @@ mod tests {
         c.has_reservation = vec![9, 1];
         c.usage_offsets = vec![0, 5];
         c.usage_amounts.truncate(1);
+        c.requeue_counts.clear();
+        c.requeue_reasons = vec![7];
         let heads = heads_of(c);
+        assert!(
+            heads
+                .iter()
+                .all(|h| h.requeue_count == 0 && h.requeue_reason.is_none())
+        );
         assert_eq!(heads.len(), 3);
         assert_eq!((heads[2].cluster_queue, heads[2].priority), (0, 0));
         assert!(heads[1].has_reservation);
@@ -344,5 +373,72 @@ mod tests {
             }]
         );
         assert!(heads[1].usage.is_empty() && heads[2].usage.is_empty());
+    }
+
+    /// The example of `plugins/README.md` ("Demoting flapping workloads"): Kueue's order, but a
+    /// workload requeued 3 times or more waits behind every other one of its ClusterQueue, and
+    /// its head behind every other first-pass head of the cycle.
+    #[derive(Default)]
+    struct DemoteFlapping;
+
+    const FLAPPING: u32 = 3;
+
+    impl OrderingPolicy for DemoteFlapping {
+        fn sort_key(&mut self, _: &Catalog, wl: &Workload, _: Millis) -> SortKey {
+            let kueue = kueue::sort_key(wl);
+            SortKey {
+                primary: i64::from(wl.requeued_at_least(FLAPPING)),
+                secondary: kueue.primary,
+                tertiary: kueue.secondary,
+            }
+        }
+
+        fn order_heads(&mut self, _: &Catalog, heads: &[Head], _: Millis) -> Vec<u32> {
+            let mut order = kueue::order_heads(heads);
+            // Stable: Kueue's order within each group; second passes stay first.
+            order.sort_by_key(|&i| {
+                let h = &heads[i as usize];
+                (!h.has_reservation, h.requeue_count >= FLAPPING)
+            });
+            order
+        }
+    }
+
+    #[test]
+    fn an_ordering_policy_demotes_workloads_requeued_three_times() {
+        use crate::testing::{CatalogBuilder, head, requeued, workload};
+        let cat = CatalogBuilder::new().build();
+        let mut p = DemoteFlapping;
+        // Queue order: the high-priority workload preempted three times goes last; twice is
+        // not enough.
+        let wls = [
+            requeued(workload(1, 0, 100, 10), 3, RequeueReason::Preempted),
+            workload(2, 0, 5, 20),
+            requeued(workload(3, 0, 1, 30), 2, RequeueReason::AdmissionCheck),
+        ];
+        let mut keyed: Vec<_> = wls
+            .iter()
+            .map(|w| {
+                let k = p.sort_key(&cat, w, 0);
+                ((k.primary, k.secondary, k.tertiary), w.id)
+            })
+            .collect();
+        keyed.sort();
+        assert_eq!(
+            keyed.iter().map(|&(_, id)| id).collect::<Vec<_>>(),
+            [2, 3, 1]
+        );
+        // Head order: the flapping head after the others, a second pass still first.
+        let mut flapping = head(1, 0, 100, 10);
+        flapping.requeue_count = 4;
+        flapping.requeue_reason = Some(RequeueReason::PodsReadyTimeout);
+        let mut reserved = head(4, 2, 0, 40);
+        reserved.requeue_count = 5;
+        reserved.has_reservation = true;
+        let heads = [flapping, head(2, 1, 5, 20), reserved];
+        assert_eq!(p.order_heads(&cat, &heads, 0), [2, 1, 0]);
+        // Without flapping heads it is Kueue's order.
+        let calm = [head(1, 0, 100, 10), head(2, 1, 5, 20)];
+        assert_eq!(p.order_heads(&cat, &calm, 0), kueue::order_heads(&calm));
     }
 }

@@ -9,8 +9,10 @@
 use crate::catalog::Catalog;
 use crate::columns::{normalize_usage, usage_of};
 use crate::types::{
-    Annotation, ClusterQueueId, FrAmount, Millis, Needs, NodeId, UsageTable, Workload,
+    Annotation, ClusterQueueId, FrAmount, Millis, Needs, NodeId, RequeueReason, UsageTable,
+    Workload,
 };
+use crate::workload::{NO_REQUEUE_REASON, requeue_reason_of};
 
 use crate::bindings::preemption::exports::wasq::policy::preemption as wit;
 pub use wit::{CandidateKind, Victims};
@@ -33,6 +35,10 @@ pub struct Candidate {
     pub created: Millis,
     /// When its quota was reserved (admission time).
     pub admitted: Millis,
+    /// How often the workload was evicted and queued again before (0 = never).
+    pub requeue_count: u32,
+    /// Why it was last evicted and queued again; `None` when it never was.
+    pub requeue_reason: Option<RequeueReason>,
     /// Already being evicted.
     pub evicting: bool,
     /// The quota it holds, per flavor-resource.
@@ -111,6 +117,10 @@ pub trait CandidateTable {
     fn created(&self, i: usize) -> Millis;
     /// When its quota was reserved.
     fn admitted(&self, i: usize) -> Millis;
+    /// How often it was evicted and queued again before (0 = never).
+    fn requeue_count(&self, i: usize) -> u32;
+    /// Why it was last evicted and queued again; `None` when it never was.
+    fn requeue_reason(&self, i: usize) -> Option<RequeueReason>;
     /// Already being evicted.
     fn evicting(&self, i: usize) -> bool;
     /// The quota it holds, per flavor-resource.
@@ -148,6 +158,12 @@ macro_rules! records_table {
             }
             fn admitted(&self, i: usize) -> Millis {
                 self[i].admitted
+            }
+            fn requeue_count(&self, i: usize) -> u32 {
+                self[i].requeue_count
+            }
+            fn requeue_reason(&self, i: usize) -> Option<RequeueReason> {
+                self[i].requeue_reason
             }
             fn evicting(&self, i: usize) -> bool {
                 self[i].evicting
@@ -192,6 +208,12 @@ impl CandidateTable for CandidateColumns {
     fn admitted(&self, i: usize) -> Millis {
         self.raw.admitted[i]
     }
+    fn requeue_count(&self, i: usize) -> u32 {
+        self.raw.requeue_counts[i]
+    }
+    fn requeue_reason(&self, i: usize) -> Option<RequeueReason> {
+        requeue_reason_of(self.raw.requeue_reasons[i])
+    }
     fn evicting(&self, i: usize) -> bool {
         self.evicting[i]
     }
@@ -211,6 +233,8 @@ impl CandidateTable for CandidateColumns {
             priority: self.priority(i),
             created: self.created(i),
             admitted: self.admitted(i),
+            requeue_count: self.requeue_count(i),
+            requeue_reason: self.requeue_reason(i),
             evicting: self.evicting(i),
             usage: self.usage(i).collect(),
             annotations: self
@@ -238,7 +262,8 @@ pub const KINDS: [CandidateKind; 5] = [
 pub const NO_NODE: NodeId = u32::MAX;
 
 /// Makes the host's columns safe to index: a column shorter than `workloads` is padded with
-/// defaults, a longer one truncated, an unknown kind reads as `same-queue`, usage offsets are
+/// defaults, a longer one truncated, an unknown kind reads as `same-queue` (an unknown requeue
+/// reason as none), usage offsets are
 /// clamped into range and made non-decreasing, and indices out of range are ignored (the host
 /// never sends such columns; a plugin must not trap if it did).
 impl From<wit::Candidates> for CandidateColumns {
@@ -255,6 +280,8 @@ impl From<wit::Candidates> for CandidateColumns {
         c.priorities.resize(n, 0);
         c.created.resize(n, 0);
         c.admitted.resize(n, 0);
+        c.requeue_counts.resize(n, 0);
+        c.requeue_reasons.resize(n, NO_REQUEUE_REASON);
         normalize_usage(
             &mut c.usage_offsets,
             &mut c.usage_frs,
@@ -358,6 +385,11 @@ impl Request {
             priorities: list.iter().map(|c| c.priority).collect(),
             created: list.iter().map(|c| c.created).collect(),
             admitted: list.iter().map(|c| c.admitted).collect(),
+            requeue_counts: list.iter().map(|c| c.requeue_count).collect(),
+            requeue_reasons: list
+                .iter()
+                .map(|c| c.requeue_reason.map_or(NO_REQUEUE_REASON, |r| r as u8))
+                .collect(),
             evicting: Vec::new(),
             usage_offsets: vec![0],
             usage_frs: Vec::new(),
@@ -521,6 +553,8 @@ mod tests {
             priorities: vec![-1, 3],
             created: vec![10, 20],
             admitted: vec![11, 21],
+            requeue_counts: vec![0, 2],
+            requeue_reasons: vec![NO_REQUEUE_REASON, 1],
             evicting: vec![1],
             usage_offsets: vec![0, 2, 3],
             usage_frs: vec![0, 1, 0],
@@ -558,6 +592,11 @@ mod tests {
         assert_eq!(a.usage, crate::testing::amounts(&[(0, 1000), (1, 2000)]));
         assert!(a.annotations.is_empty());
         assert_eq!(a.local_queue_usage, Some(0.5));
+        assert_eq!((a.requeue_count, a.requeue_reason), (0, None));
+        assert_eq!(
+            (b.requeue_count, b.requeue_reason),
+            (2, Some(RequeueReason::AdmissionCheck))
+        );
         assert_eq!(
             (b.cluster_queue, b.lca, b.evicting, b.admitted),
             (2, Some(4), true, 21)
@@ -585,6 +624,8 @@ mod tests {
             priorities: vec![5, 6, 7],
             created: Vec::new(),
             admitted: Vec::new(),
+            requeue_counts: vec![4],
+            requeue_reasons: vec![0, 200],
             evicting: vec![0, 7],
             // Decreasing, out of range, and one short.
             usage_offsets: vec![0, 2, 1],
@@ -612,6 +653,13 @@ mod tests {
         assert_eq!(t.kind(2), CandidateKind::SameQueue);
         assert_eq!((t.lca(0), t.lca(1), t.lca(2)), (None, Some(1), Some(2)));
         assert!(t.evicting(0) && !t.evicting(1) && !t.evicting(2));
+        // Missing counts read as 0, unknown or missing reasons as none.
+        assert_eq!(
+            (0..3)
+                .map(|i| (t.requeue_count(i), t.requeue_reason(i)))
+                .collect::<Vec<_>>(),
+            vec![(4, Some(RequeueReason::Preempted)), (0, None), (0, None)]
+        );
         let usage = |i| t.usage(i).map(|u| (u.fr, u.amount)).collect::<Vec<_>>();
         assert_eq!(usage(0), vec![(0, 10), (1, 20)]);
         assert_eq!(usage(1), Vec::new());

@@ -11,7 +11,7 @@ use crate::types::{
     self, AdmissionFairSharing, Annotation, ClusterQueue, ClusterQueueId, FairSharing,
     FairSharingStrategy, FlavorResource, FrAmount, FrId, Fungibility, LocalQueue, LocalQueueId,
     LocalQueueUsage, Millis, Node, NodeId, NodeKind, PreemptionConfig, Quantity, QueueingStrategy,
-    Quota, Setting, UsageTable, Workload,
+    Quota, RequeueReason, Setting, UsageTable, Workload,
 };
 
 /// Builds a [`Catalog`] node by node. Nodes get ids in the order they are added; every
@@ -342,6 +342,8 @@ pub fn workload(id: u32, cluster_queue: u32, priority: i64, created: i64) -> Wor
         priority,
         created,
         queued: created,
+        requeue_count: 0,
+        requeue_reason: None,
         pod_sets: vec![types::PodSet {
             count: 1,
             min_count: None,
@@ -364,9 +366,19 @@ pub fn head(workload: u32, cluster_queue: u32, priority: i64, created: i64) -> H
         priority,
         created,
         queued: created,
+        requeue_count: 0,
+        requeue_reason: None,
         key: kueue::sort_key_with_priority(priority, created),
         usage: Vec::new(),
     }
+}
+
+/// `workload` after `count` evictions, the last one for `reason` (`count` = 0: never requeued,
+/// no reason).
+pub fn requeued(mut workload: Workload, count: u32, reason: RequeueReason) -> Workload {
+    workload.requeue_count = count;
+    workload.requeue_reason = (count > 0).then_some(reason);
+    workload
 }
 
 /// The `usage-table` the host would send for the trees rooted at `roots` (each node of them,

@@ -512,6 +512,8 @@ mod tests {
                     priority: 0,
                     created: 0,
                     admitted: second * 1000,
+                    requeue_count: 0,
+                    requeue_reason: None,
                     evicting: false,
                     usage: amounts(&[(0, amount * 1000)]),
                     annotations: Vec::new(),

@@ -10,7 +10,9 @@ use wasq_policy_sdk::prelude::*;
 pub struct Policy;
 
 impl OrderingPolicy for Policy {
-    /// The key a workload is queued under; smallest first.
+    /// The key a workload is queued under; smallest first. Besides priority and times, a
+    /// workload says how often it was evicted and queued again (`workload.requeue_count()`) and
+    /// why (`workload.requeue_reason()`).
     fn sort_key(&mut self, _catalog: &Catalog, workload: &Workload, _now: Millis) -> SortKey {
         SortKey {
             primary: workload.priority.saturating_neg(),

@@ -43,6 +43,8 @@ mod tests {
             priority,
             created: 0,
             admitted: 0,
+            requeue_count: 0,
+            requeue_reason: None,
             evicting: false,
             usage: vec![FrAmount { fr: 0, amount: 5 }],
             annotations: Vec::new(),

@@ -1,0 +1,70 @@
+//! Typed accessors of [`Workload`]: what the record says about the workload's history.
+
+use crate::types::{RequeueReason, Workload};
+
+impl Workload {
+    /// How often the workload was evicted and queued again: preempted, sent back by an
+    /// admission check in `Retry`, or evicted by the PodsReady timeout (0 = never).
+    pub fn requeue_count(&self) -> u32 {
+        self.requeue_count
+    }
+
+    /// Why it was last evicted and queued again; `None` when it never was.
+    pub fn requeue_reason(&self) -> Option<RequeueReason> {
+        self.requeue_reason
+    }
+
+    /// Whether it was evicted and queued again at least `times` times (`times` = 0: always):
+    /// the test an ordering policy uses to demote workloads that keep failing.
+    pub fn requeued_at_least(&self, times: u32) -> bool {
+        self.requeue_count >= times
+    }
+}
+
+/// `no-requeue-reason` in the `requeue-reasons` columns (`record heads`, `record candidates`):
+/// never requeued.
+pub(crate) const NO_REQUEUE_REASON: u8 = u8::MAX;
+
+/// A `requeue-reasons` entry (the position of a `requeue-reason` case) as the enum; `None` for
+/// [`NO_REQUEUE_REASON`] and for any byte that names no case (the host never sends one; a
+/// plugin must not trap if it did).
+pub(crate) fn requeue_reason_of(byte: u8) -> Option<RequeueReason> {
+    match byte {
+        0 => Some(RequeueReason::Preempted),
+        1 => Some(RequeueReason::AdmissionCheck),
+        2 => Some(RequeueReason::PodsReadyTimeout),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{requeued, workload};
+
+    #[test]
+    fn accessors_read_the_record() {
+        let fresh = workload(1, 0, 5, 100);
+        assert_eq!((fresh.requeue_count(), fresh.requeue_reason()), (0, None));
+        assert!(fresh.requeued_at_least(0) && !fresh.requeued_at_least(1));
+        let flapping = requeued(workload(2, 0, 5, 100), 3, RequeueReason::PodsReadyTimeout);
+        assert_eq!(
+            (flapping.requeue_count(), flapping.requeue_reason()),
+            (3, Some(RequeueReason::PodsReadyTimeout))
+        );
+        assert!(flapping.requeued_at_least(3) && !flapping.requeued_at_least(4));
+    }
+
+    #[test]
+    fn reason_bytes_are_the_case_positions() {
+        for reason in [
+            RequeueReason::Preempted,
+            RequeueReason::AdmissionCheck,
+            RequeueReason::PodsReadyTimeout,
+        ] {
+            assert_eq!(requeue_reason_of(reason as u8), Some(reason));
+        }
+        assert_eq!(requeue_reason_of(NO_REQUEUE_REASON), None);
+        assert_eq!(requeue_reason_of(3), None);
+    }
+}
