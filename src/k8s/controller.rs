@@ -520,6 +520,10 @@ impl Controller {
                         &mut st.conditions,
                         cond::condition(PREEMPTED, true, &reason, &message, now),
                     );
+                    // Every eviction resets the admission checks (Kueue's evict.Evict).
+                    if !checks::states(wl).is_empty() {
+                        st.admission_checks = Some(checks::reset_states(checks::states(wl), now));
+                    }
                     Some(st)
                 })
                 .await;
