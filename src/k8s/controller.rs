@@ -784,8 +784,11 @@ impl Controller {
         } else if reserved && is_admitted(&wl) {
             if kind.is_suspended(&value) {
                 let mut admitted = self.admitted_pod_sets(&wl);
-                self.add_check_updates(&wl, &mut admitted)
-                    .map_err(|m| integration_error(&kind, key, m))?;
+                if let Err(m) = self.add_check_updates(&wl, &mut admitted) {
+                    // A permanent error in Kueue: the Workload finishes, `FailedToStart`.
+                    tracing::warn!(workload = %workload_key(&wl), error = %m, "cannot start the job");
+                    return self.finish_with(&wl, "FailedToStart", &m, now).await;
+                }
                 let labels = attribution::attribution_labels(&wl, &self.attribution);
                 let ops = kind
                     .start_ops(&value, &admitted, &labels)
@@ -988,12 +991,23 @@ impl Controller {
         message: &str,
         now: Millis,
     ) -> Result<(), Error> {
-        let key = workload_key(wl);
         let reason = if success {
             cond::FINISHED_SUCCEEDED
         } else {
             cond::FINISHED_FAILED
         };
+        self.finish_with(wl, reason, message, now).await
+    }
+
+    /// Declares the Workload finished with `reason` (also Kueue's `FailedToStart`).
+    async fn finish_with(
+        &mut self,
+        wl: &Workload,
+        reason: &str,
+        message: &str,
+        now: Millis,
+    ) -> Result<(), Error> {
+        let key = workload_key(wl);
         let written = self
             .write_status(&key, |wl| {
                 if is_finished(wl) {

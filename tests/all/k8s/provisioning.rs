@@ -546,3 +546,130 @@ fn crds_exist_for_admission_checks_and_their_configs() {
             .is_object()
     );
 }
+
+#[tokio::test]
+async fn without_the_provisioning_request_api_the_check_stays_pending_and_inactive() {
+    let api = FakeApi::default();
+    for (path, obj) in prov_objects("prc") {
+        api.put(&path, obj);
+    }
+    let controller = Controller::new(
+        Writer::new(api.client(), Some("test".into())),
+        wasq::api::jobs::builtin()
+            .into_iter()
+            .filter(|k| k.has_suspend())
+            .collect(),
+        false,
+        Arc::new(Metrics::new("standalone")),
+        Arc::new(|| NOW),
+        Arc::new(|_| {}),
+    );
+    let mut env = Env { api, controller };
+    env.list_all();
+    env.step().await;
+    env.step().await;
+    let wl = env
+        .api
+        .get(&format!(
+            "{KUEUE}/namespaces/ns/workloads/{}",
+            rayjob_wl("train")
+        ))
+        .unwrap();
+    assert_eq!(
+        wl["status"]["admissionChecks"][0],
+        json!({"name": "prov", "state": "Pending", "message": "the check is not active",
+               "lastTransitionTime": T})
+    );
+    assert!(
+        !env.api
+            .requests()
+            .iter()
+            .any(|r| r.uri.contains("provisioningrequests"))
+    );
+}
+
+/// A ClusterQueue whose only check belongs to another controller.
+fn budget_objects() -> Vec<(String, Value)> {
+    let mut objects = prov_objects("prc");
+    for (path, obj) in &mut objects {
+        if path.ends_with("/clusterqueues/cq") {
+            obj["spec"]["admissionChecksStrategy"] =
+                json!({"admissionChecks": [{"name": "budget"}]});
+        }
+    }
+    objects.push((
+        format!("{KUEUE}/admissionchecks/budget"),
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
+               "metadata": {"name": "budget"},
+               "spec": {"controllerName": "example.com/budget"},
+               "status": {"conditions": [{"type": "Active", "status": "True", "reason": "Active",
+                                          "message": "ok", "lastTransitionTime": T}]}}),
+    ));
+    objects
+}
+
+/// Another controller writes the check's state.
+fn write_check(p: &mut Prov, state: Value) {
+    let path = format!("{KUEUE}/namespaces/ns/workloads/{}", rayjob_wl("train"));
+    let mut wl = p.wl();
+    wl["status"]["admissionChecks"] = json!([state]);
+    p.env.api.put(&path, wl);
+    p.env.applied(
+        Source::Kueue(wasq::k8s::resources::KueueKind::Workload),
+        &path,
+    );
+}
+
+#[tokio::test]
+async fn a_check_of_another_controller_is_read_and_its_labels_reach_the_job() {
+    let mut p = Prov::new(budget_objects());
+    p.step().await;
+    assert_eq!(p.check()["state"], "Pending");
+    p.step().await;
+    assert_eq!(p.rayjob()["spec"]["suspend"], true);
+    // wasq writes nothing for it: no Active condition, no requests.
+    let ac = p
+        .env
+        .api
+        .get(&format!("{KUEUE}/admissionchecks/budget"))
+        .unwrap();
+    assert_eq!(ac["status"]["conditions"][0]["message"], "ok");
+    assert!(p.pr(1).is_none());
+    write_check(
+        &mut p,
+        json!({"name": "budget", "state": "Ready", "message": "within budget",
+               "lastTransitionTime": T,
+               "podSetUpdates": [{"name": "head", "labels": {"team": "ml"}}]}),
+    );
+    p.step().await;
+    assert_eq!(p.condition("Admitted")["status"], "True");
+    let head = &p.rayjob()["spec"]["rayClusterSpec"]["headGroupSpec"]["template"];
+    assert_eq!(head["metadata"]["labels"], json!({"team": "ml"}));
+    assert_eq!(p.rayjob()["spec"]["suspend"], false);
+}
+
+#[tokio::test]
+async fn conflicting_pod_set_updates_fail_the_start_naming_the_check() {
+    let mut objects = budget_objects();
+    for (path, obj) in &mut objects {
+        if path.ends_with("/rayjobs/train") {
+            obj["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["metadata"] =
+                json!({"labels": {"team": "infra"}});
+        }
+    }
+    let mut p = Prov::new(objects);
+    p.step().await;
+    write_check(
+        &mut p,
+        json!({"name": "budget", "state": "Ready", "message": "", "lastTransitionTime": T,
+               "podSetUpdates": [{"name": "head", "labels": {"team": "ml"}}]}),
+    );
+    p.step().await;
+    let finished = p.condition("Finished");
+    assert_eq!(finished["reason"], "FailedToStart");
+    assert_eq!(
+        finished["message"],
+        r#"in admission check "budget": invalid admission check PodSetUpdate: conflict for labels: conflict for key=team, value1=infra, value2=ml"#
+    );
+    assert_eq!(p.rayjob()["spec"]["suspend"], true);
+}
