@@ -25,8 +25,6 @@ use crate::k8s::provisioning;
 use crate::k8s::resources::KueueKind;
 use crate::k8s::writer::workload_ref;
 
-/// DeactivationTarget condition type and the reason a check gives it.
-const DEACTIVATION_TARGET: &str = "DeactivationTarget";
 const ACTIVE_MESSAGE: &str = "The admission check is active";
 
 impl Controller {
@@ -394,6 +392,7 @@ impl Controller {
             if requeue_at > now {
                 self.requeue_at.insert(key.to_string(), requeue_at);
             }
+            self.count_eviction(&wl, checks::EVICTED_BY_ADMISSION_CHECK);
             self.writer
                 .event(
                     &workload_ref(&wl),
@@ -421,13 +420,13 @@ impl Controller {
                     return None;
                 }
                 let mut st = wl.status.clone().unwrap_or_default();
-                if cond::is_true(&st.conditions, DEACTIVATION_TARGET) {
+                if cond::is_true(&st.conditions, checks::DEACTIVATION_TARGET) {
                     return None;
                 }
                 cond::set(
                     &mut st.conditions,
                     cond::condition(
-                        DEACTIVATION_TARGET,
+                        checks::DEACTIVATION_TARGET,
                         true,
                         checks::EVICTED_BY_ADMISSION_CHECK,
                         message,
@@ -466,7 +465,8 @@ impl Controller {
                     return None;
                 }
                 let mut st = wl.status.clone().unwrap_or_default();
-                st.conditions.retain(|c| c.type_ != DEACTIVATION_TARGET);
+                st.conditions
+                    .retain(|c| c.type_ != checks::DEACTIVATION_TARGET);
                 cond::set(
                     &mut st.conditions,
                     cond::condition(
@@ -483,6 +483,7 @@ impl Controller {
             })
             .await?;
         if let Some(wl) = written {
+            self.count_eviction(&wl, checks::DEACTIVATED_BY_ADMISSION_CHECK);
             self.writer
                 .event(
                     &workload_ref(&wl),
@@ -494,6 +495,25 @@ impl Controller {
                 .await;
         }
         Ok(())
+    }
+
+    /// `kueue_evicted_workloads_total` for an eviction decided by a check.
+    fn count_eviction(&self, wl: &Workload, reason: &str) {
+        let cq = wl
+            .status
+            .as_ref()
+            .and_then(|s| s.admission.as_ref())
+            .map(|a| a.cluster_queue.clone())
+            .unwrap_or_default();
+        self.metrics
+            .evicted_workloads
+            .get_or_create(&self.metrics.labels(vec![
+                ("cluster_queue", cq),
+                ("reason", reason.to_string()),
+                ("underlying_cause", String::new()),
+                ("priority_class", super::priority_class(wl)),
+            ]))
+            .inc();
     }
 
     /// The checks' podSet updates added to what admission gives each podSet (Kueue's

@@ -18,7 +18,8 @@ pub const UNSATISFIED_CHECKS: &str = "UnsatisfiedAdmissionChecks";
 pub const UNSATISFIED_CHECKS_MESSAGE: &str = "The workload has not all checks ready";
 /// Evicted reason of a check in `Retry`.
 pub const EVICTED_BY_ADMISSION_CHECK: &str = "AdmissionCheck";
-/// DeactivationTarget reason of a `Rejected` check, and the Evicted reason that follows.
+/// The condition a `Rejected` check sets (reason `AdmissionCheck`), and the Evicted reason of
+/// the deactivation that follows.
 pub const DEACTIVATION_TARGET: &str = "DeactivationTarget";
 pub const DEACTIVATED_BY_ADMISSION_CHECK: &str = "DeactivatedDueToAdmissionCheck";
 
