@@ -27,6 +27,14 @@ use crate::k8s::writer::workload_ref;
 
 const ACTIVE_MESSAGE: &str = "The admission check is active";
 
+/// What the API server said about a failed request (its Status message).
+fn api_message(e: &Error) -> String {
+    match e {
+        Error::Kube(kube::Error::Api(s)) => s.message.clone(),
+        e => e.to_string(),
+    }
+}
+
 impl Controller {
     /// Kueue's AdmissionCheck reconciler for `kueue.x-k8s.io/provisioning-request` checks:
     /// `Active=True` when its parameters resolve, else `False` / `BadParametersRef`; written
@@ -243,6 +251,11 @@ impl Controller {
         let template_ar =
             kube::core::ApiResource::erase::<k8s_openapi::api::core::v1::PodTemplate>(&());
         for new in &plan.creates {
+            let name = new.request["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let mut failure = None;
             for t in &new.templates {
                 match self
                     .writer
@@ -251,33 +264,67 @@ impl Controller {
                 {
                     Ok(_) => {}
                     Err(e) if e.is_already_exists() => {}
-                    Err(e) => return Err(e),
+                    Err(e) => {
+                        let t = t["metadata"]["name"].as_str().unwrap_or_default();
+                        failure = Some(format!(
+                            "Error creating PodTemplate {t:?}: {}",
+                            api_message(&e)
+                        ));
+                        break;
+                    }
                 }
             }
-            let name = new.request["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            match self
-                .writer
-                .create(&pr, &namespace, &new.request, provisioning::FIELD_MANAGER)
-                .await
-            {
-                Ok(obj) => {
-                    self.mirror
-                        .observe(Observed::Applied(Source::ProvisioningRequest, obj));
-                    self.writer
-                        .event(
-                            &workload_ref(wl),
-                            false,
-                            "ProvisioningRequestCreated",
-                            "Created",
-                            format!("Created ProvisioningRequest: {name:?}"),
-                        )
-                        .await;
+            if failure.is_none() {
+                match self
+                    .writer
+                    .create(&pr, &namespace, &new.request, provisioning::FIELD_MANAGER)
+                    .await
+                {
+                    Ok(obj) => {
+                        self.mirror
+                            .observe(Observed::Applied(Source::ProvisioningRequest, obj));
+                        self.writer
+                            .event(
+                                &workload_ref(wl),
+                                false,
+                                "ProvisioningRequestCreated",
+                                "Created",
+                                format!("Created ProvisioningRequest: {name:?}"),
+                            )
+                            .await;
+                    }
+                    Err(e) if e.is_already_exists() => {}
+                    Err(e) => {
+                        failure = Some(format!(
+                            "Error creating ProvisioningRequest {name:?}: {}",
+                            api_message(&e)
+                        ))
+                    }
                 }
-                Err(e) if e.is_already_exists() => {}
-                Err(e) => return Err(e),
+            }
+            if let Some(message) = failure {
+                // Kueue's handleError: a Warning Event and the check's message.
+                self.write_failed("provisioning-request");
+                self.writer
+                    .event(
+                        &workload_ref(wl),
+                        true,
+                        "FailedCreate",
+                        "FailedCreate",
+                        message.clone(),
+                    )
+                    .await;
+                let check = new.check.clone();
+                self.write_status_as(&workload_key(wl), provisioning::FIELD_MANAGER, |w| {
+                    let mut st = w.status.clone().unwrap_or_default();
+                    let states = st.admission_checks.as_mut()?;
+                    let s = states.iter_mut().find(|s| s.name == check)?;
+                    s.message = message.clone();
+                    s.last_transition_time = Some(cond::time(now));
+                    Some(st)
+                })
+                .await?;
+                return Ok(());
             }
         }
         if let Some(states) = plan.states {

@@ -870,7 +870,11 @@ impl Controller {
                 self.complete_eviction(&wl, now).await?;
             }
         } else if reserved && is_admitted(&wl) {
-            let admitted = self.admitted_pod_sets(&wl);
+            let mut admitted = self.admitted_pod_sets(&wl);
+            if let Err(m) = self.add_check_updates(&wl, &mut admitted) {
+                tracing::warn!(workload = %workload_key(&wl), error = %m, "cannot start the pod group");
+                return self.finish_with(&wl, "FailedToStart", &m, now).await;
+            }
             let labels = attribution::attribution_labels(&wl, &self.attribution);
             for pod in &group.pods {
                 let ops = Group::ungate_ops(pod, &admitted, &wl, &labels);

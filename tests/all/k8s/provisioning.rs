@@ -673,3 +673,28 @@ async fn conflicting_pod_set_updates_fail_the_start_naming_the_check() {
     );
     assert_eq!(p.rayjob()["spec"]["suspend"], true);
 }
+
+#[tokio::test]
+async fn a_failed_create_is_reported_on_the_check_then_retried() {
+    let mut p = Prov::new(prov_objects("prc"));
+    p.env
+        .api
+        .fail_next("POST", "/namespaces/ns/provisioningrequests", 500);
+    p.step().await;
+    let name = format!("{}-prov-1", rayjob_wl("train"));
+    assert_eq!(
+        p.check()["message"],
+        format!("Error creating ProvisioningRequest {name:?}: injected failure")
+    );
+    assert_eq!(p.check()["state"], "Pending");
+    assert!(p.events().iter().any(|(r, _)| r == "FailedCreate"));
+    assert!(p.pr(1).is_none());
+    p.step().await;
+    assert!(p.pr(1).is_some());
+    p.step().await;
+    assert_eq!(
+        p.check()["message"],
+        "",
+        "no condition yet: the error is cleared"
+    );
+}
