@@ -400,13 +400,47 @@ pub struct WorkloadStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reclaimable_pods: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub admission_checks: Option<serde_json::Value>,
+    pub admission_checks: Option<Vec<AdmissionCheckState>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_requests: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accumulated_past_execution_time_seconds: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduling_stats: Option<serde_json::Value>,
+}
+
+/// One admission check's state on a Workload (Kueue's `AdmissionCheckState`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AdmissionCheckState {
+    pub name: String,
+    /// `Pending`, `Ready`, `Retry` or `Rejected`.
+    pub state: String,
+    #[serde(default)]
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_count: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requeue_after_seconds: Option<i32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pod_set_updates: Vec<PodSetUpdate>,
+}
+
+/// What a check asks to add to a podSet's pods (Kueue's `PodSetUpdate`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodSetUpdate {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -226,7 +226,7 @@ pub struct WorkloadStatus {
     #[serde(default)]
     pub reclaimable_pods: Option<Value>,
     #[serde(default)]
-    pub admission_checks: Option<Value>,
+    pub admission_checks: Option<Vec<types::AdmissionCheckState>>,
     #[serde(default)]
     pub resource_requests: Option<Value>,
     /// Spelled this way in `v1beta1`.

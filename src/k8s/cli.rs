@@ -177,6 +177,16 @@ async fn run_async(
         configure,
     );
     controller.set_attribution_labels(args.cost_attribution_labels.clone());
+    if served(&client, &super::provisioning::resource()).await {
+        tracing::info!(
+            "ProvisioningRequest API served; running Kueue's ProvisioningRequest admission check"
+        );
+        controller.set_provisioning_requests(true);
+    } else {
+        tracing::warn!(
+            "autoscaling.x-k8s.io/v1 ProvisioningRequest not served; checks of kueue.x-k8s.io/provisioning-request stay Pending (the check is not active)"
+        );
+    }
     if let Some(path) = &args.kueue_config {
         controller.mirror.configuration = Some(crate::api::config::load_file(path)?);
     }
@@ -230,6 +240,7 @@ async fn run_async(
             Source::Namespace => ApiResource::erase::<Namespace>(&()),
             Source::Pod => podgroup::pod_resource(),
             Source::Job(i) => api_resource(&controller.kinds()[i]),
+            Source::ProvisioningRequest => super::provisioning::resource(),
         };
         watch::spawn(client.clone(), source, resource, tx.clone());
     }

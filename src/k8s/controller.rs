@@ -14,6 +14,7 @@ use std::sync::{Arc, RwLock};
 use serde_json::{Value, json};
 
 use super::Error;
+use super::checks;
 use super::conditions::{
     self as cond, ADMITTED, EVICTED, FINISHED, PREEMPTED, QUOTA_RESERVED, REQUEUED,
 };
@@ -32,6 +33,9 @@ use crate::api::jobs::{
 use crate::api::{self, Workload, WorkloadStatus};
 use crate::cluster::{Admission, Cluster, CqId, Millis, WorkloadId};
 use crate::scheduler::{Decision, Scheduler};
+
+#[path = "admission.rs"]
+mod admission;
 
 /// Attempts per status write when the API server reports conflicts.
 pub const MAX_ATTEMPTS: usize = 3;
@@ -73,6 +77,10 @@ pub struct Controller {
     /// LocalQueue label keys copied onto Workloads and, at admission, into pod templates.
     attribution: Vec<String>,
     pub shared: Arc<RwLock<Shared>>,
+    /// The cluster serves ProvisioningRequests: they are watched and Kueue's check runs.
+    provisioning: bool,
+    /// Workloads evicted by a check in `Retry`: queued again at this time.
+    requeue_at: BTreeMap<String, Millis>,
 }
 
 impl Controller {
@@ -98,7 +106,15 @@ impl Controller {
             write_failed: false,
             attribution: Vec::new(),
             shared: Arc::new(RwLock::new(Shared::default())),
+            provisioning: false,
+            requeue_at: BTreeMap::new(),
         }
+    }
+
+    /// The cluster serves `autoscaling.x-k8s.io/v1` ProvisioningRequests: watch them and run
+    /// Kueue's ProvisioningRequest admission check.
+    pub fn set_provisioning_requests(&mut self, served: bool) {
+        self.provisioning = served;
     }
 
     /// Every source that must be listed before the first cycle.
@@ -109,6 +125,9 @@ impl Controller {
             s.push(Source::Pod);
         }
         s.extend((0..self.kinds.len()).map(Source::Job));
+        if self.provisioning {
+            s.push(Source::ProvisioningRequest);
+        }
         s
     }
 
@@ -166,13 +185,16 @@ impl Controller {
             return;
         }
         let now = (self.clock)();
+        self.write_check_statuses(now).await;
         for _ in 0..2 {
             self.sync_jobs(now).await;
             if self.dirty || self.scheduler.is_none() {
                 self.rebuild(now);
             }
             self.retry_evictions(now).await;
+            self.requeue_due(now).await;
             self.run_cycles(now).await;
+            self.sync_checks(now).await;
             self.sync_jobs(now).await;
             if !self.dirty {
                 break;
@@ -205,6 +227,15 @@ impl Controller {
         );
         self.scheduler = Some(s);
         self.dirty = false;
+        // Backoffs of check evictions survive a restart in `status.requeueState`.
+        for (key, wl) in &self.mirror.workloads {
+            if let Some(t) = core::requeue_at(wl)
+                && t > now
+                && !has_quota_reservation(wl)
+            {
+                self.requeue_at.entry(key.clone()).or_insert(t);
+            }
+        }
     }
 
     fn id_of(&self, key: &str) -> Option<WorkloadId> {
@@ -285,6 +316,16 @@ impl Controller {
         let key = s.cluster.workload(id).key.clone();
         let api_admission = api_admission(&s.cluster, id, &admission);
         let cq = api_admission.cluster_queue.clone();
+        let assigned: Vec<crate::quota::FlavorId> = admission
+            .pod_sets
+            .iter()
+            .flat_map(|p| p.flavors.iter().map(|&(_, f)| f))
+            .collect();
+        let check_names = crate::cluster::checks::applicable(
+            &s.cluster.cq(admission.cluster_queue).admission_checks,
+            &assigned,
+        );
+        let two_phase = !check_names.is_empty();
         let result = self
             .write_status(&key, |wl| {
                 if has_quota_reservation(wl) || is_finished(wl) {
@@ -292,6 +333,14 @@ impl Controller {
                 }
                 let mut st = wl.status.clone().unwrap_or_default();
                 st.admission = Some(api_admission.clone());
+                if two_phase {
+                    st.admission_checks = Some(checks::reserved_states(
+                        &check_names,
+                        checks::states(wl),
+                        now,
+                    ));
+                    st.requeue_state = None;
+                }
                 let c = &mut st.conditions;
                 cond::set(
                     c,
@@ -305,10 +354,23 @@ impl Controller {
                 );
                 cond::reset_active(c, EVICTED, "QuotaReserved", now);
                 cond::reset_active(c, PREEMPTED, "QuotaReserved", now);
-                cond::set(
-                    c,
-                    cond::condition(ADMITTED, true, "Admitted", cond::ADMITTED_MESSAGE, now),
-                );
+                if two_phase {
+                    cond::set(
+                        c,
+                        cond::condition(
+                            ADMITTED,
+                            false,
+                            checks::UNSATISFIED_CHECKS,
+                            checks::UNSATISFIED_CHECKS_MESSAGE,
+                            now,
+                        ),
+                    );
+                } else {
+                    cond::set(
+                        c,
+                        cond::condition(ADMITTED, true, "Admitted", cond::ADMITTED_MESSAGE, now),
+                    );
+                }
                 Some(st)
             })
             .await;
@@ -323,13 +385,8 @@ impl Controller {
                     .quota_reserved_workloads
                     .get_or_create(&labels)
                     .inc();
-                self.metrics.admitted_workloads.get_or_create(&labels).inc();
                 self.metrics
                     .quota_reserved_wait_time
-                    .get_or_create(&labels)
-                    .observe(waited);
-                self.metrics
-                    .admission_wait_time
                     .get_or_create(&labels)
                     .observe(waited);
                 let r = workload_ref(&wl);
@@ -338,6 +395,14 @@ impl Controller {
                         "Quota reserved in ClusterQueue {cq}, wait time since queued was {waited:.0}s"
                     ))
                     .await;
+                if two_phase {
+                    return;
+                }
+                self.metrics.admitted_workloads.get_or_create(&labels).inc();
+                self.metrics
+                    .admission_wait_time
+                    .get_or_create(&labels)
+                    .observe(waited);
                 self.writer
                     .event(
                         &r,
@@ -455,6 +520,10 @@ impl Controller {
                         &mut st.conditions,
                         cond::condition(PREEMPTED, true, &reason, &message, now),
                     );
+                    // Every eviction resets the admission checks (Kueue's evict.Evict).
+                    if !checks::states(wl).is_empty() {
+                        st.admission_checks = Some(checks::reset_states(checks::states(wl), now));
+                    }
                     Some(st)
                 })
                 .await;
@@ -542,6 +611,17 @@ impl Controller {
         key: &str,
         build: impl Fn(&Workload) -> Option<WorkloadStatus>,
     ) -> Result<Option<Workload>, Error> {
+        self.write_status_as(key, super::writer::SCHEDULER_MANAGER, build)
+            .await
+    }
+
+    /// [`Controller::write_status`] as another field manager (a check controller).
+    async fn write_status_as(
+        &mut self,
+        key: &str,
+        manager: &str,
+        build: impl Fn(&Workload) -> Option<WorkloadStatus>,
+    ) -> Result<Option<Workload>, Error> {
         for attempt in 1..=MAX_ATTEMPTS {
             let Some(wl) = self.mirror.workloads.get(key).cloned() else {
                 return Ok(None);
@@ -553,7 +633,7 @@ impl Controller {
             let body = status_patch(&wl, &status);
             match self
                 .writer
-                .patch_workload_status(&namespace, &name, &body)
+                .patch_workload_status_as(&namespace, &name, &body, manager)
                 .await
             {
                 Ok(obj) => return Ok(self.put_own_workload(&obj)),
@@ -703,7 +783,12 @@ impl Controller {
             }
         } else if reserved && is_admitted(&wl) {
             if kind.is_suspended(&value) {
-                let admitted = self.admitted_pod_sets(&wl);
+                let mut admitted = self.admitted_pod_sets(&wl);
+                if let Err(m) = self.add_check_updates(&wl, &mut admitted) {
+                    // A permanent error in Kueue: the Workload finishes, `FailedToStart`.
+                    tracing::warn!(workload = %workload_key(&wl), error = %m, "cannot start the job");
+                    return self.finish_with(&wl, "FailedToStart", &m, now).await;
+                }
                 let labels = attribution::attribution_labels(&wl, &self.attribution);
                 let ops = kind
                     .start_ops(&value, &admitted, &labels)
@@ -785,7 +870,11 @@ impl Controller {
                 self.complete_eviction(&wl, now).await?;
             }
         } else if reserved && is_admitted(&wl) {
-            let admitted = self.admitted_pod_sets(&wl);
+            let mut admitted = self.admitted_pod_sets(&wl);
+            if let Err(m) = self.add_check_updates(&wl, &mut admitted) {
+                tracing::warn!(workload = %workload_key(&wl), error = %m, "cannot start the pod group");
+                return self.finish_with(&wl, "FailedToStart", &m, now).await;
+            }
             let labels = attribution::attribution_labels(&wl, &self.attribution);
             for pod in &group.pods {
                 let ops = Group::ungate_ops(pod, &admitted, &wl, &labels);
@@ -833,6 +922,7 @@ impl Controller {
                 AdmittedPodSet {
                     flavors: infos,
                     count: count.unwrap_or_default(),
+                    ..AdmittedPodSet::default()
                 },
             );
         }
@@ -879,8 +969,18 @@ impl Controller {
                 Some(st)
             })
             .await?;
-        if written.is_some() {
+        if let Some(written) = written {
+            let inactive = written.spec.active == Some(false);
+            let evicted_at = wl
+                .status
+                .as_ref()
+                .and_then(|s| cond::find(&s.conditions, EVICTED))
+                .and_then(|c| c.last_transition_time.as_ref())
+                .map_or(now, |t| t.0.as_millisecond());
+            let backoff = self.requeue_at.get(&key).is_some_and(|&t| t > now);
             match (self.id_of(&key), self.scheduler.as_mut()) {
+                (Some(id), Some(s)) if inactive => s.deactivate(id),
+                (Some(id), Some(s)) if backoff => s.release_for_retry(id, evicted_at),
                 (Some(id), Some(s)) => s.complete_eviction(id),
                 _ => self.dirty = true,
             }
@@ -895,12 +995,23 @@ impl Controller {
         message: &str,
         now: Millis,
     ) -> Result<(), Error> {
-        let key = workload_key(wl);
         let reason = if success {
             cond::FINISHED_SUCCEEDED
         } else {
             cond::FINISHED_FAILED
         };
+        self.finish_with(wl, reason, message, now).await
+    }
+
+    /// Declares the Workload finished with `reason` (also Kueue's `FailedToStart`).
+    async fn finish_with(
+        &mut self,
+        wl: &Workload,
+        reason: &str,
+        message: &str,
+        now: Millis,
+    ) -> Result<(), Error> {
+        let key = workload_key(wl);
         let written = self
             .write_status(&key, |wl| {
                 if is_finished(wl) {
@@ -1081,14 +1192,23 @@ fn queued_at(wl: &Workload) -> Millis {
 
 /// The merge patch of a Workload's status, preconditioned on the resourceVersion it was
 /// computed from. `admission: null` removes an admission.
+/// `admissionChecks` and `requeueState` are written when they change.
 pub fn status_patch(wl: &Workload, status: &WorkloadStatus) -> Value {
-    json!({
+    let mut body = json!({
         "metadata": {"resourceVersion": wl.metadata.resource_version},
         "status": {
             "admission": status.admission,
             "conditions": status.conditions,
         }
-    })
+    });
+    let old = wl.status.clone().unwrap_or_default();
+    if old.admission_checks != status.admission_checks {
+        body["status"]["admissionChecks"] = json!(status.admission_checks);
+    }
+    if old.requeue_state != status.requeue_state {
+        body["status"]["requeueState"] = json!(status.requeue_state);
+    }
+    body
 }
 
 /// Kueue's `/root/.../cq` path of a ClusterQueue in its cohort tree.

@@ -103,6 +103,8 @@ pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
         })
         .map(|(_, o)| o.clone())
         .collect();
+    m.admission_checks = mirror.admission_checks.values().cloned().collect();
+    m.provisioning_request_configs = mirror.provisioning_configs.values().cloned().collect();
     for (key, wl) in &mirror.workloads {
         if is_finished(wl) || wl.metadata.deletion_timestamp.is_some() && !has_quota_reservation(wl)
         {
@@ -165,11 +167,26 @@ pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
             if evicting {
                 let _ = scheduler.cluster.mark_evicting(id);
             }
+        } else if mirror
+            .workloads
+            .get(&key)
+            .and_then(requeue_at)
+            .is_some_and(|t| t > now)
+        {
+            tracing::debug!(workload = %key, "not queued before its admission check's backoff");
         } else if let Err(e) = scheduler.submit(id) {
             tracing::debug!(workload = %key, reason = %e, "not queued");
         }
     }
     scheduler
+}
+
+/// `status.requeueState.requeueAt`: a Workload evicted by an admission check in `Retry` is
+/// queued again no earlier.
+pub fn requeue_at(wl: &Workload) -> Option<Millis> {
+    let v = wl.status.as_ref()?.requeue_state.as_ref()?;
+    let t: jiff::Timestamp = v.get("requeueAt")?.as_str()?.parse().ok()?;
+    Some(t.as_millisecond())
 }
 
 /// Admission fair sharing: the LocalQueues' consumed resources as their status last recorded

@@ -47,6 +47,10 @@ pub fn object_schema(kind: KueueKind) -> Value {
         KueueKind::LocalQueue => structural_schema::<api::LocalQueue>(),
         KueueKind::WorkloadPriorityClass => structural_schema::<api::WorkloadPriorityClass>(),
         KueueKind::Workload => structural_schema::<api::Workload>(),
+        KueueKind::AdmissionCheck => structural_schema::<api::checks::AdmissionCheck>(),
+        KueueKind::ProvisioningRequestConfig => {
+            structural_schema::<api::checks::ProvisioningRequestConfig>()
+        }
     };
     let status = match kind {
         KueueKind::Cohort => Some(structural_schema::<CohortStatus>()),
@@ -159,7 +163,7 @@ struct Shape {
     status: bool,
 }
 
-const SHAPES: [Shape; 6] = [
+const SHAPES: [Shape; 8] = [
     Shape {
         kind: KueueKind::ResourceFlavor,
         singular: "resourceflavor",
@@ -294,6 +298,26 @@ const SHAPES: [Shape; 6] = [
             ),
         ],
         status: true,
+    },
+    Shape {
+        kind: KueueKind::AdmissionCheck,
+        singular: "admissioncheck",
+        short_names: &["ac"],
+        columns: &[(
+            "Age",
+            ".metadata.creationTimestamp",
+            "date",
+            "Time this AdmissionCheck was created",
+            0,
+        )],
+        status: true,
+    },
+    Shape {
+        kind: KueueKind::ProvisioningRequestConfig,
+        singular: "provisioningrequestconfig",
+        short_names: &["prc"],
+        columns: &[],
+        status: false,
     },
 ];
 

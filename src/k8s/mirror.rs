@@ -9,6 +9,7 @@ use kube::core::DynamicObject;
 use super::Error;
 use super::prune::Schemas;
 use super::resources::KueueKind;
+use crate::api::checks::{AdmissionCheck, ProvisioningRequestConfig};
 use crate::api::decode::Object;
 use crate::api::{
     ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass,
@@ -23,6 +24,8 @@ pub enum Source {
     Pod,
     /// Objects of the job integration with this index.
     Job(usize),
+    /// `autoscaling.x-k8s.io/v1` ProvisioningRequests (when the cluster serves them).
+    ProvisioningRequest,
 }
 
 /// What a watcher reports.
@@ -86,8 +89,11 @@ pub struct Mirror {
     pub priority_classes: BTreeMap<String, WorkloadPriorityClass>,
     pub namespaces: BTreeMap<String, Namespace>,
     pub workloads: BTreeMap<String, Workload>,
+    pub admission_checks: BTreeMap<String, AdmissionCheck>,
+    pub provisioning_configs: BTreeMap<String, ProvisioningRequestConfig>,
     pub jobs: Vec<BTreeMap<String, DynamicObject>>,
     pub pods: BTreeMap<String, Pod>,
+    pub provisioning_requests: BTreeMap<String, DynamicObject>,
     /// Kueue's controller configuration (`--kueue-config`): fair sharing and admission fair
     /// sharing.
     pub configuration: Option<crate::api::config::Configuration>,
@@ -140,9 +146,12 @@ impl Mirror {
             Source::Kueue(KueueKind::LocalQueue) => k(&self.local_queues),
             Source::Kueue(KueueKind::WorkloadPriorityClass) => k(&self.priority_classes),
             Source::Kueue(KueueKind::Workload) => k(&self.workloads),
+            Source::Kueue(KueueKind::AdmissionCheck) => k(&self.admission_checks),
+            Source::Kueue(KueueKind::ProvisioningRequestConfig) => k(&self.provisioning_configs),
             Source::Namespace => k(&self.namespaces),
             Source::Pod => k(&self.pods),
             Source::Job(i) => self.jobs.get(i).map(k).unwrap_or_default(),
+            Source::ProvisioningRequest => k(&self.provisioning_requests),
         }
     }
 
@@ -156,12 +165,17 @@ impl Mirror {
                 self.priority_classes.remove(key).is_some()
             }
             Source::Kueue(KueueKind::Workload) => self.workloads.remove(key).is_some(),
+            Source::Kueue(KueueKind::AdmissionCheck) => self.admission_checks.remove(key).is_some(),
+            Source::Kueue(KueueKind::ProvisioningRequestConfig) => {
+                self.provisioning_configs.remove(key).is_some()
+            }
             Source::Namespace => self.namespaces.remove(key).is_some(),
             Source::Pod => self.pods.remove(key).is_some(),
             Source::Job(i) => self.jobs.get_mut(i).and_then(|m| m.remove(key)).is_some(),
+            Source::ProvisioningRequest => self.provisioning_requests.remove(key).is_some(),
         };
         match src {
-            Source::Pod | Source::Job(_) => Change {
+            Source::Pod | Source::Job(_) | Source::ProvisioningRequest => Change {
                 core: false,
                 jobs: removed,
             },
@@ -181,6 +195,19 @@ impl Mirror {
                 };
                 let changed = upsert(
                     jobs,
+                    key,
+                    obj,
+                    |o| o.metadata.resource_version.clone(),
+                    |a, b| a == b,
+                );
+                Change {
+                    core: false,
+                    jobs: changed,
+                }
+            }
+            Source::ProvisioningRequest => {
+                let changed = upsert(
+                    &mut self.provisioning_requests,
                     key,
                     obj,
                     |o| o.metadata.resource_version.clone(),
@@ -317,13 +344,24 @@ impl Mirror {
                         && a.metadata.annotations == b.metadata.annotations
                 },
             ),
-            // Admission checks are not watched by the controller yet.
-            Object::Job(_)
-            | Object::Pod(_)
-            | Object::Extension(_)
-            | Object::Configuration(_)
-            | Object::AdmissionCheck(_)
-            | Object::ProvisioningRequestConfig(_) => false,
+            // The core reads an AdmissionCheck's spec and whether it is active.
+            Object::AdmissionCheck(o) => upsert(
+                &mut self.admission_checks,
+                key(&o.metadata),
+                o,
+                rv(|o: &AdmissionCheck| &o.metadata),
+                |a, b| a.spec == b.spec && a.status == b.status,
+            ),
+            Object::ProvisioningRequestConfig(o) => upsert(
+                &mut self.provisioning_configs,
+                key(&o.metadata),
+                o,
+                rv(|o: &ProvisioningRequestConfig| &o.metadata),
+                |a, b| a.spec == b.spec,
+            ),
+            Object::Job(_) | Object::Pod(_) | Object::Extension(_) | Object::Configuration(_) => {
+                false
+            }
         };
         Change {
             core: changed && !own_write,

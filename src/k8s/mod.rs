@@ -4,7 +4,9 @@
 //! [`controller::Controller`] turns the mirror into the same [`crate::scheduler::Scheduler`]
 //! the simulator drives ([`core`]), runs cycles, and writes decisions back ([`writer`]): Workload
 //! status with Kueue's conditions, job patches through the job integrations ([`integration`],
-//! [`podgroup`]), ClusterQueue and LocalQueue status ([`status`]) and Events.
+//! [`podgroup`]), ClusterQueue and LocalQueue status ([`status`]) and Events. Two-phase
+//! admission ([`checks`]) waits for the Workload's admission checks, among them Kueue's
+//! ProvisioningRequest check, which wasq runs itself ([`provisioning`]).
 //!
 //! Invariants:
 //! - the core is rebuilt from the mirror (configuration and every live Workload, with the
@@ -14,6 +16,7 @@
 //!   never ahead of the cluster except for quota still held by a victim being evicted;
 //! - only the leader (a `coordination.k8s.io` Lease) runs cycles and writes.
 
+pub mod checks;
 pub mod cli;
 pub mod conditions;
 pub mod controller;
@@ -25,6 +28,7 @@ pub mod metrics;
 pub mod mirror;
 pub mod plugin_metrics;
 pub mod podgroup;
+pub mod provisioning;
 pub mod prune;
 pub mod resources;
 pub mod server;
@@ -56,5 +60,10 @@ impl Error {
     /// Whether the object does not exist (any more).
     pub fn is_not_found(&self) -> bool {
         matches!(self, Error::Kube(kube::Error::Api(s)) if s.code == 404)
+    }
+
+    /// Whether a create found an object of that name already there.
+    pub fn is_already_exists(&self) -> bool {
+        matches!(self, Error::Kube(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists")
     }
 }

@@ -182,10 +182,8 @@ impl Group {
         } else {
             role_hash(pod.spec.as_ref())
         };
-        let assigned = admitted
-            .get(&pod_set)
-            .map(|a| a.flavors.as_slice())
-            .unwrap_or_default();
+        let admitted = admitted.get(&pod_set);
+        let assigned = admitted.map(|a| a.flavors.as_slice()).unwrap_or_default();
         let template = k8s_openapi::api::core::v1::PodTemplateSpec {
             metadata: None,
             spec: pod.spec.clone(),
@@ -195,10 +193,23 @@ impl Group {
             json!({"op": "remove", "path": format!("/spec/schedulingGates/{i}")}),
         ];
         ops.extend(inject_ops("", &template, assigned));
-        let labels: Vec<(String, String)> =
-            labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        // Attribution labels, then what the admission checks add (their podSet updates).
+        let pairs = |m: &BTreeMap<String, String>| -> Vec<(String, String)> {
+            m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        };
+        let mut labels = pairs(labels);
+        let mut annotations = Vec::new();
+        if let Some(a) = admitted {
+            labels.extend(pairs(&a.labels));
+            annotations = pairs(&a.annotations);
+        }
         let value = serde_json::to_value(&pod.metadata).unwrap_or_default();
-        ops.extend(metadata_ops(&json!({"metadata": value}), "", &labels, &[]));
+        ops.extend(metadata_ops(
+            &json!({"metadata": value}),
+            "",
+            &labels,
+            &annotations,
+        ));
         ops
     }
 }

@@ -1,4 +1,5 @@
-//! The API resources wasq reads and writes: Kueue's six kinds (served as `v1beta2`).
+//! The API resources wasq reads and writes: Kueue's kinds (served as `v1beta2`), among them the
+//! AdmissionCheck and ProvisioningRequestConfig of two-phase admission.
 
 use kube::core::ApiResource;
 
@@ -16,16 +17,20 @@ pub enum KueueKind {
     LocalQueue,
     WorkloadPriorityClass,
     Workload,
+    AdmissionCheck,
+    ProvisioningRequestConfig,
 }
 
 impl KueueKind {
-    pub const ALL: [KueueKind; 6] = [
+    pub const ALL: [KueueKind; 8] = [
         KueueKind::ResourceFlavor,
         KueueKind::Cohort,
         KueueKind::ClusterQueue,
         KueueKind::LocalQueue,
         KueueKind::WorkloadPriorityClass,
         KueueKind::Workload,
+        KueueKind::AdmissionCheck,
+        KueueKind::ProvisioningRequestConfig,
     ];
 
     pub fn kind(self) -> &'static str {
@@ -36,6 +41,8 @@ impl KueueKind {
             KueueKind::LocalQueue => "LocalQueue",
             KueueKind::WorkloadPriorityClass => "WorkloadPriorityClass",
             KueueKind::Workload => "Workload",
+            KueueKind::AdmissionCheck => "AdmissionCheck",
+            KueueKind::ProvisioningRequestConfig => "ProvisioningRequestConfig",
         }
     }
 
@@ -47,6 +54,8 @@ impl KueueKind {
             KueueKind::LocalQueue => "localqueues",
             KueueKind::WorkloadPriorityClass => "workloadpriorityclasses",
             KueueKind::Workload => "workloads",
+            KueueKind::AdmissionCheck => "admissionchecks",
+            KueueKind::ProvisioningRequestConfig => "provisioningrequestconfigs",
         }
     }
 

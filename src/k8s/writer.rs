@@ -73,10 +73,55 @@ impl Writer {
         name: &str,
         body: &Value,
     ) -> Result<DynamicObject, Error> {
+        self.patch_workload_status_as(namespace, name, body, SCHEDULER_MANAGER)
+            .await
+    }
+
+    /// Merge-patches a Workload's status subresource as `manager` (a check controller).
+    pub async fn patch_workload_status_as(
+        &self,
+        namespace: &str,
+        name: &str,
+        body: &Value,
+        manager: &str,
+    ) -> Result<DynamicObject, Error> {
         Ok(self
             .workloads(namespace)
-            .patch_status(name, &params(SCHEDULER_MANAGER), &Patch::Merge(body))
+            .patch_status(name, &params(manager), &Patch::Merge(body))
             .await?)
+    }
+
+    /// Merge-patches a Workload itself (`spec.active: false` when a check rejects it).
+    pub async fn patch_workload(
+        &self,
+        namespace: &str,
+        name: &str,
+        body: &Value,
+    ) -> Result<DynamicObject, Error> {
+        Ok(self
+            .workloads(namespace)
+            .patch(name, &params(SCHEDULER_MANAGER), &Patch::Merge(body))
+            .await?)
+    }
+
+    /// Creates an object (a ProvisioningRequest, a PodTemplate) as `manager`.
+    pub async fn create(
+        &self,
+        ar: &ApiResource,
+        namespace: &str,
+        object: &Value,
+        manager: &str,
+    ) -> Result<DynamicObject, Error> {
+        let obj: DynamicObject =
+            serde_json::from_value(object.clone()).map_err(|e| Error::Decode {
+                object: ar.kind.clone(),
+                message: e.to_string(),
+            })?;
+        let pp = PostParams {
+            field_manager: Some(manager.into()),
+            ..PostParams::default()
+        };
+        Ok(self.api(ar, Some(namespace)).create(&pp, &obj).await?)
     }
 
     pub async fn get_workload(&self, namespace: &str, name: &str) -> Result<DynamicObject, Error> {

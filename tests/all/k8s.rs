@@ -3,6 +3,7 @@
 //! lifecycle. Everything above this layer is the simulator's code and is tested there.
 
 pub mod fake_api;
+mod provisioning;
 
 use std::sync::Arc;
 
@@ -869,6 +870,8 @@ fn crds_are_generated_with_kueue_names_columns_and_status() {
             "localqueues.kueue.x-k8s.io",
             "workloadpriorityclasses.kueue.x-k8s.io",
             "workloads.kueue.x-k8s.io",
+            "admissionchecks.kueue.x-k8s.io",
+            "provisioningrequestconfigs.kueue.x-k8s.io",
         ]
     );
     let wl = serde_json::to_value(&crds[5]).unwrap();

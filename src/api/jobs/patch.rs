@@ -59,7 +59,14 @@ impl JobKind {
                 continue;
             };
             ops.extend(inject_ops(&ps.path, &ps.template, &a.flavors));
-            ops.extend(metadata_ops(job, &ps.path, &label_list, &[]));
+            let mut pod_labels = label_list.clone();
+            pod_labels.extend(a.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+            let annotations: Vec<(String, String)> = a
+                .annotations
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            ops.extend(metadata_ops(job, &ps.path, &pod_labels, &annotations));
             if let Some(pointer) = &ps.partial_count_pointer
                 && a.count < ps.count
             {
@@ -101,6 +108,10 @@ impl JobKind {
 pub struct AdmittedPodSet {
     pub flavors: Vec<FlavorPlacement>,
     pub count: i32,
+    /// Labels and annotations the admission checks add to the podSet's pods (their
+    /// `podSetUpdates`; their node selectors and tolerations come as one more placement).
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// Ops setting the field at `pointer` to `value`, adding first each missing parent object.
@@ -230,14 +241,26 @@ pub fn restore_template_ops(
             .filter(|m| !m.is_empty())
             .map(|m| json!(m))
     };
-    match (labels(current), labels(original)) {
-        (Some(n), Some(b)) if n != b => {
-            ops.push(json!({"op": "add", "path": format!("{path}/metadata/labels"), "value": b}))
+    let annotations = |t: &PodTemplateSpec| {
+        t.metadata
+            .as_ref()
+            .and_then(|m| m.annotations.clone())
+            .filter(|m| !m.is_empty())
+            .map(|m| json!(m))
+    };
+    // Labels and annotations added at admission (attribution, admission checks) go away.
+    for (field, now, before) in [
+        ("labels", labels(current), labels(original)),
+        ("annotations", annotations(current), annotations(original)),
+    ] {
+        match (now, before) {
+            (Some(n), Some(b)) if n != b => ops
+                .push(json!({"op": "add", "path": format!("{path}/metadata/{field}"), "value": b})),
+            (Some(_), None) => {
+                ops.push(json!({"op": "remove", "path": format!("{path}/metadata/{field}")}))
+            }
+            _ => {}
         }
-        (Some(_), None) => {
-            ops.push(json!({"op": "remove", "path": format!("{path}/metadata/labels")}))
-        }
-        _ => {}
     }
     for (field, now, before) in fields {
         let p = format!("{path}/spec/{field}");

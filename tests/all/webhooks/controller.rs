@@ -34,6 +34,10 @@ fn collection(kinds: &[JobKind], source: Source) -> (String, String) {
         Source::Kueue(k) => (KUEUE.into(), k.plural().into()),
         Source::Namespace => ("/api/v1".into(), "namespaces".into()),
         Source::Pod => ("/api/v1".into(), "pods".into()),
+        Source::ProvisioningRequest => (
+            "/apis/autoscaling.x-k8s.io/v1".into(),
+            "provisioningrequests".into(),
+        ),
         Source::Job(i) => {
             let r = api_resource(&kinds[i]);
             let prefix = if r.group.is_empty() {
