@@ -980,7 +980,9 @@ impl Controller {
             let backoff = self.requeue_at.get(&key).is_some_and(|&t| t > now);
             match (self.id_of(&key), self.scheduler.as_mut()) {
                 (Some(id), Some(s)) if inactive => s.deactivate(id),
-                (Some(id), Some(s)) if backoff => s.release_for_retry(id, evicted_at),
+                (Some(id), Some(s)) if backoff => {
+                    s.release_for_retry(id, evicted_at, "AdmissionCheck")
+                }
                 (Some(id), Some(s)) => s.complete_eviction(id),
                 _ => self.dirty = true,
             }
