@@ -231,11 +231,36 @@ pub fn backoff_seconds(base: i32, max: i32, n: i32) -> i32 {
     };
     for _ in 1..n {
         if d >= cap {
+            d = cap;
             break;
         }
         d = (d * 2).min(cap);
     }
     d.min(i64::from(i32::MAX)) as i32
+}
+
+/// Kueue's `limitObjectName`: names longer than 247 bytes are cut there and suffixed with `-`
+/// and five hex digits of their SHA-1.
+pub fn limit_object_name(name: &str) -> String {
+    const PREFIX: usize = 247;
+    if name.len() <= PREFIX {
+        return name.to_string();
+    }
+    use sha1::{Digest, Sha1};
+    let digest = Sha1::digest(name.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let mut cut = PREFIX;
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}-{}", &name[..cut], &hex[..5])
+}
+
+/// Kueue's ProvisioningRequest name for attempt `attempt` of `workload`'s check `check`:
+/// `<workload>-<check>-<attempt>`, limited as [`limit_object_name`]. The controller creates
+/// requests of this name; the simulator names its simulated ones the same.
+pub fn request_name(workload: &str, check: &str, attempt: i32) -> String {
+    limit_object_name(&format!("{workload}-{check}-{attempt}"))
 }
 
 /// An AdmissionCheck as the core sees it: its controller, whether it is active (and why not),

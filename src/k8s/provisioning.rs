@@ -43,26 +43,7 @@ pub fn resource() -> ApiResource {
     }
 }
 
-/// Kueue's `limitObjectName`: names longer than 247 bytes are cut and suffixed with five hex
-/// digits of their SHA-1.
-pub fn limit_object_name(name: &str) -> String {
-    const PREFIX: usize = 247;
-    if name.len() <= PREFIX {
-        return name.to_string();
-    }
-    use sha1::{Digest, Sha1};
-    let digest = Sha1::digest(name.as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    let mut cut = PREFIX;
-    while !name.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}-{}", &name[..cut], &hex[..5])
-}
-
-pub fn request_name(workload: &str, check: &str, attempt: i32) -> String {
-    limit_object_name(&format!("{workload}-{check}-{attempt}"))
-}
+pub use crate::cluster::checks::{limit_object_name, request_name};
 
 pub fn template_name(request: &str, pod_set: &str) -> String {
     limit_object_name(&format!("ppt-{request}-{pod_set}"))

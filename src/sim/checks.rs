@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cluster::checks::{
-    CheckDef, CheckState, PodSetUpdate, ProvisioningConfig, backoff_seconds,
+    CheckDef, CheckState, PodSetUpdate, ProvisioningConfig, backoff_seconds, request_name,
 };
 use crate::cluster::{Cluster, Millis, WorkloadId};
 
@@ -340,21 +340,4 @@ fn failure(
         requeue_after_seconds,
         pod_set_updates: Vec::new(),
     }
-}
-
-/// Kueue's ProvisioningRequest name: `<workload>-<check>-<attempt>`; past 247 characters, cut
-/// to 247 with `-` and 5 hex digits of its SHA-1 (`limitObjectName`).
-pub fn request_name(workload: &str, check: &str, attempt: i32) -> String {
-    let name = format!("{workload}-{check}-{attempt}");
-    if name.len() <= 247 {
-        return name;
-    }
-    use sha1::{Digest, Sha1};
-    let digest = Sha1::digest(name.as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    let mut cut = 247;
-    while !name.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}-{}", &name[..cut], &hex[..5])
 }
