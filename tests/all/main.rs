@@ -2,6 +2,7 @@
 
 mod admission_checks;
 mod cli;
+mod examples;
 mod fair_swap;
 mod fairness;
 mod invariants;

@@ -1,0 +1,71 @@
+//! Every example under `examples/` loads and runs: none rots as the manifests' shape evolves.
+//! (Kueue's performance shapes, `baseline` and `large-scale`, are only loaded here; their runs
+//! are checked in `sim_inputs.rs` and benchmarked.)
+
+use std::path::{Path, PathBuf};
+
+use wasq::sim::{EventType, Limits, Scenario, Simulation};
+
+#[test]
+fn every_example_loads_and_admits_something() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("examples/")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "{files:?}");
+    for file in files {
+        let scenario = Scenario::load(std::slice::from_ref(&file))
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let name = file.file_name().unwrap().to_string_lossy().to_string();
+        if name == "baseline.yaml" || name == "large-scale.yaml" {
+            continue;
+        }
+        let mut sim = Simulation::new(scenario);
+        sim.run(
+            &Limits {
+                until: Some(24 * 3600 * 1000),
+                ..Limits::default()
+            },
+            None,
+        );
+        let r = sim.report();
+        assert!(
+            r.events.iter().any(|e| e.kind == EventType::Admitted),
+            "{name} admits nothing"
+        );
+    }
+}
+
+#[test]
+fn the_provisioning_retries_example_runs_as_its_comment_says() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/provisioning-retries.yaml");
+    let mut sim = Simulation::new(Scenario::load(&[file]).unwrap());
+    sim.run(&Limits::default(), None);
+    let r = sim.report();
+    let key = |w: &str| {
+        r.workloads
+            .iter()
+            .find(|x| x.name.starts_with(w))
+            .map(|x| format!("{}/{}", x.namespace, x.name))
+            .unwrap()
+    };
+    let (finetune, eval) = (key("job-finetune-"), key("job-eval-"));
+    let at = |w: &str, kind: EventType| -> Vec<f64> {
+        r.events
+            .iter()
+            .filter(|e| e.workload == w && e.kind == kind)
+            .map(|e| e.time)
+            .collect()
+    };
+    assert_eq!(at(&finetune, EventType::QuotaReserved), [0.0, 240.0]);
+    assert_eq!(at(&finetune, EventType::Evicted), [120.0]);
+    assert_eq!(at(&finetune, EventType::Admitted), [360.0]);
+    assert_eq!(at(&finetune, EventType::PodsReady), [540.0]);
+    assert_eq!(at(&finetune, EventType::Finished), [4140.0]);
+    assert_eq!(at(&eval, EventType::QuotaReserved), [120.0, 540.0]);
+    assert_eq!(at(&eval, EventType::Admitted), [660.0]);
+    assert_eq!(at(&eval, EventType::Finished), [1260.0]);
+}
