@@ -540,7 +540,7 @@ fn benches(c: &mut Criterion) {
             expected
         );
         let set = expected.unwrap_or_else(|| panic!("p{n}: preemption cannot make room"));
-        verify::victims(&req, &set).unwrap_or_else(|e| panic!("p{n}: {e}"));
+        verify::victims(&req, &set, false).unwrap_or_else(|e| panic!("p{n}: {e}"));
         eprintln!(
             "preemption/select-victims/{n}: {} candidates, {} victims, allow_borrowing={}",
             req.candidates.len(),

@@ -244,6 +244,11 @@ pub trait PreemptionPolicy: Send + Sync {
     -> Result<Option<VictimSet>, PolicyError>;
     /// Told when the scheduler refused an answer (it counts against a plugin's health).
     fn refused(&self, _error: &PolicyError) {}
+    /// Whether answers may hold victims the preemptor does not need (a policy that evicts
+    /// whole groups on purpose). Off by default: the host refuses a non-minimal answer.
+    fn allows_extra_victims(&self) -> bool {
+        false
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -18,6 +18,11 @@ pub enum InvalidAnswer {
     WrongLength { got: usize, expected: usize },
     #[error("the victims do not make the preemptor fit")]
     VictimsInsufficient,
+    #[error(
+        "victim {0} is not needed: the preemptor fits without it (answers must be minimal \
+         unless the plugin's settings say allowExtraVictims: \"true\")"
+    )]
+    UnneededVictim(usize),
     #[error("victim {0} may only be reclaimed if the preemptor does not borrow")]
     BorrowingNotAllowed(usize),
     #[error("flavor option {0} does not fit")]
@@ -61,31 +66,66 @@ pub fn head_order(order: &[usize], len: usize) -> Result<(), InvalidAnswer> {
 }
 
 /// Victims must be distinct eligible candidates that really make the preemptor fit, without
-/// borrowing whenever a victim may only be reclaimed that way.
-pub fn victims(req: &PreemptionRequest<'_>, answer: &VictimSet) -> Result<(), InvalidAnswer> {
+/// borrowing whenever a victim may only be reclaimed that way; and, unless `allow_extra`, each
+/// of them must be needed: with any one of them left running the preemptor must not fit (the
+/// minimal set Kueue's fill-back gives).
+pub fn victims(
+    req: &PreemptionRequest<'_>,
+    answer: &VictimSet,
+    allow_extra: bool,
+) -> Result<(), InvalidAnswer> {
     check_indices(&answer.victims, req.candidates.len())?;
-    let mut allow_borrowing = answer.allow_borrowing;
-    if let Some(&i) = answer
-        .victims
+    let allow_borrowing = borrowing_allowed(req, answer, &answer.victims)?;
+    let fits_without = |victims: &[usize], allow_borrowing: bool| {
+        let mut usage = req.usage.clone();
+        for &i in victims {
+            let c = &req.candidates[i];
+            for &(fr, v) in &c.usage {
+                req.tree.add_usage(&mut usage, c.node, fr, -v);
+            }
+        }
+        fits_after(req, &usage, allow_borrowing)
+    };
+    if !fits_without(&answer.victims, allow_borrowing) {
+        return Err(InvalidAnswer::VictimsInsufficient);
+    }
+    if !allow_extra {
+        for (k, &j) in answer.victims.iter().enumerate() {
+            let others: Vec<usize> = answer
+                .victims
+                .iter()
+                .enumerate()
+                .filter(|&(m, _)| m != k)
+                .map(|(_, &i)| i)
+                .collect();
+            let allow = borrowing_allowed(req, answer, &others)?;
+            if fits_without(&others, allow) {
+                return Err(InvalidAnswer::UnneededVictim(j));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether the preemptor may borrow once `victims` are gone: not when one of them may only be
+/// reclaimed without borrowing (and an answer claiming borrowing then is refused).
+fn borrowing_allowed(
+    req: &PreemptionRequest<'_>,
+    answer: &VictimSet,
+    victims: &[usize],
+) -> Result<bool, InvalidAnswer> {
+    match victims
         .iter()
         .find(|&&i| req.candidates[i].kind == CandidateKind::ReclaimWithoutBorrowing)
     {
-        if answer.allow_borrowing && req.candidates[i].cluster_queue != req.cluster_queue {
-            return Err(InvalidAnswer::BorrowingNotAllowed(i));
+        Some(&i)
+            if answer.allow_borrowing && req.candidates[i].cluster_queue != req.cluster_queue =>
+        {
+            Err(InvalidAnswer::BorrowingNotAllowed(i))
         }
-        allow_borrowing = false;
+        Some(_) => Ok(false),
+        None => Ok(answer.allow_borrowing),
     }
-    let mut usage = req.usage.clone();
-    for &i in &answer.victims {
-        let c = &req.candidates[i];
-        for &(fr, v) in &c.usage {
-            req.tree.add_usage(&mut usage, c.node, fr, -v);
-        }
-    }
-    if !fits_after(req, &usage, allow_borrowing) {
-        return Err(InvalidAnswer::VictimsInsufficient);
-    }
-    Ok(())
 }
 
 /// A chosen flavor must be one offered and not `NoFit`.

@@ -383,7 +383,7 @@ fn find_targets(
     let answer = span
         .in_scope(|| policy.select_victims(&req))
         .and_then(|answer| match answer {
-            Some(set) => verify::victims(&req, &set)
+            Some(set) => verify::victims(&req, &set, policy.allows_extra_victims())
                 .map(|()| Some(set))
                 .map_err(|e| refused(policy.as_ref(), e)),
             None => Ok(None),

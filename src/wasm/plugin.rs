@@ -213,6 +213,14 @@ impl Plugin {
         self.limits
     }
 
+    /// One of the plugin's settings (`pluginSettings` in `--config`).
+    pub fn setting(&self, key: &str) -> Option<&str> {
+        self.settings
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
     pub fn id(&self) -> PolicyRef {
         PolicyRef {
             name: self.name.clone(),

@@ -154,6 +154,11 @@ fn usage_columns<'a>(
 /// A preemption plugin.
 pub struct WasmPreemption(pub Arc<Plugin>);
 
+/// Plugin setting (`pluginSettings.<plugin>.allowExtraVictims: "true"` in `--config`): the
+/// host accepts victims the preemptor does not need, for policies that evict whole groups on
+/// purpose. Without it a non-minimal answer is refused and the built-in decides.
+pub const ALLOW_EXTRA_VICTIMS: &str = "allowExtraVictims";
+
 /// A candidate's kind as its `candidate-kind` case number (`record candidates`, `kinds`).
 fn kind(k: CandidateKind) -> u8 {
     let case = match k {
@@ -228,6 +233,10 @@ fn candidates(
 impl PreemptionPolicy for WasmPreemption {
     fn id(&self) -> PolicyRef {
         self.0.id()
+    }
+
+    fn allows_extra_victims(&self) -> bool {
+        self.0.setting(ALLOW_EXTRA_VICTIMS) == Some("true")
     }
 
     fn select_victims(

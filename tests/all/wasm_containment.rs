@@ -324,3 +324,45 @@ fn answers_refused_every_time_quarantine_the_plugin_too() {
     let found = fallbacks_of(&report, "fixture-out-of-range");
     assert!(found.iter().any(|(r, ..)| r == "quarantined"), "{found:?}");
 }
+
+#[test]
+fn a_plugin_evicting_every_candidate_is_refused_unless_it_may_evict_extra_victims() {
+    // In this scenario the preemptor needs one victim of the two lower-priority workloads.
+    let path = scenario("preempt-lowest-priority.yaml");
+    let native = run(&path, None);
+    let preempted = |r: &Report| -> Vec<String> {
+        r.events
+            .iter()
+            .filter(|e| e.kind == EventType::Preempted)
+            .map(|e| e.workload.clone())
+            .collect()
+    };
+    assert_eq!(preempted(&native), ["default/low"]);
+    let b = bindings(&["preemption=fixture-all-candidates"]);
+
+    // Minimal victims are enforced: the answer is refused naming an unneeded victim, and the
+    // built-in's minimal set is evicted.
+    let registry = fixtures(&test_options());
+    let refused = run(&path, Some((&registry, &b)));
+    assert_eq!(outcome_lines(&native), outcome_lines(&refused));
+    let found = fallbacks_of(&refused, "fixture-all-candidates");
+    assert!(
+        found
+            .iter()
+            .any(|(r, _, e)| r == "invalid-answer" && e.contains("is not needed")),
+        "{found:?}"
+    );
+
+    // With `allowExtraVictims`, both are evicted by the plugin.
+    let mut options = test_options();
+    options.settings.insert(
+        "fixture-all-candidates".into(),
+        vec![("allowExtraVictims".into(), "true".into())],
+    );
+    let registry = fixtures(&options);
+    let greedy = run(&path, Some((&registry, &b)));
+    let mut evicted = preempted(&greedy);
+    evicted.sort();
+    assert_eq!(evicted, ["default/low", "default/mid"]);
+    assert!(fallbacks_of(&greedy, "fixture-all-candidates").is_empty());
+}
