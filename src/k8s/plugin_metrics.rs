@@ -64,6 +64,16 @@ impl Collector for PluginCollector {
             ConstCounter::new(s.calls).encode(e.encode_family(&labels)?)?;
         }
         let mut e = encoder.encode_descriptor(
+            "wasq_plugin_extra_victims",
+            "Victims evicted beyond what the preemptors needed (allowExtraVictims)",
+            None,
+            ConstCounter::new(0u64).metric_type(),
+        )?;
+        for (i, s) in &statuses {
+            let labels = self.labels(vec![("plugin", i.name.clone())]);
+            ConstCounter::new(s.extra_victims).encode(e.encode_family(&labels)?)?;
+        }
+        let mut e = encoder.encode_descriptor(
             "wasq_plugin_failures",
             "Failed plugin calls and refused answers, per reason",
             None,

@@ -249,6 +249,9 @@ pub trait PreemptionPolicy: Send + Sync {
     fn allows_extra_victims(&self) -> bool {
         false
     }
+    /// Told how many victims of an accepted answer the preemptor did not need (only when
+    /// [`PreemptionPolicy::allows_extra_victims`]): counted in reports and metrics.
+    fn extra_victims(&self, _n: usize) {}
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -107,6 +107,33 @@ pub fn victims(
     Ok(())
 }
 
+/// How many of an accepted answer's victims the preemptor does not need: those Kueue's
+/// fill-back would leave running (tried in reverse order, each left running if the preemptor
+/// still fits without it).
+pub fn extra_victims(req: &PreemptionRequest<'_>, answer: &VictimSet) -> usize {
+    let mut kept: Vec<usize> = answer.victims.clone();
+    let mut extra = 0;
+    for k in (0..kept.len()).rev() {
+        let mut others = kept.clone();
+        others.remove(k);
+        let Ok(allow) = borrowing_allowed(req, answer, &others) else {
+            continue;
+        };
+        let mut usage = req.usage.clone();
+        for &i in &others {
+            let c = &req.candidates[i];
+            for &(fr, v) in &c.usage {
+                req.tree.add_usage(&mut usage, c.node, fr, -v);
+            }
+        }
+        if fits_after(req, &usage, allow) {
+            kept = others;
+            extra += 1;
+        }
+    }
+    extra
+}
+
 /// Whether the preemptor may borrow once `victims` are gone: not when one of them may only be
 /// reclaimed without borrowing (and an answer claiming borrowing then is refused).
 fn borrowing_allowed(

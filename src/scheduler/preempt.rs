@@ -384,7 +384,15 @@ fn find_targets(
         .in_scope(|| policy.select_victims(&req))
         .and_then(|answer| match answer {
             Some(set) => verify::victims(&req, &set, policy.allows_extra_victims())
-                .map(|()| Some(set))
+                .map(|()| {
+                    if policy.allows_extra_victims() {
+                        let extra = verify::extra_victims(&req, &set);
+                        if extra > 0 {
+                            policy.extra_victims(extra);
+                        }
+                    }
+                    Some(set)
+                })
                 .map_err(|e| refused(policy.as_ref(), e)),
             None => Ok(None),
         });

@@ -265,6 +265,7 @@ impl Simulation {
                         .map(|(k, v)| (k.to_string(), *v))
                         .collect(),
                     quarantined: status.quarantined,
+                    extra_victims: status.extra_victims,
                 }
             })
             .collect()

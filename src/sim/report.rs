@@ -156,6 +156,8 @@ pub struct PluginSummary {
     pub calls: u64,
     pub failures: BTreeMap<String, u64>,
     pub quarantined: bool,
+    /// Victims evicted beyond what the preemptors needed (`allowExtraVictims`).
+    pub extra_victims: u64,
 }
 
 /// How often one plugin failed for one reason.

@@ -53,6 +53,8 @@ pub struct PluginStatus {
     pub consecutive_failures: u32,
     pub quarantined: bool,
     pub last_error: Option<String>,
+    /// Victims accepted beyond what the preemptors needed (`allowExtraVictims`).
+    pub extra_victims: u64,
 }
 
 enum Instance {
@@ -423,6 +425,11 @@ impl Plugin {
     }
 
     /// Records an answer the host refused (an invalid answer counts like a trap).
+    /// Counts victims an accepted answer evicts beyond what the preemptor needed.
+    pub fn count_extra_victims(&self, n: usize) {
+        self.lock().status.extra_victims += n as u64;
+    }
+
     pub fn refused(&self, error: &PolicyError) {
         let mut inner = self.lock();
         inner.last_returned = false;

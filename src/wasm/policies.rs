@@ -239,6 +239,10 @@ impl PreemptionPolicy for WasmPreemption {
         self.0.setting(ALLOW_EXTRA_VICTIMS) == Some("true")
     }
 
+    fn extra_victims(&self, n: usize) {
+        self.0.count_extra_victims(n);
+    }
+
     fn select_victims(
         &self,
         req: &PreemptionRequest<'_>,

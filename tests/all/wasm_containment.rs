@@ -365,4 +365,7 @@ fn a_plugin_evicting_every_candidate_is_refused_unless_it_may_evict_extra_victim
     evicted.sort();
     assert_eq!(evicted, ["default/low", "default/mid"]);
     assert!(fallbacks_of(&greedy, "fixture-all-candidates").is_empty());
+    // The one victim beyond the preemptor's need is counted (reports and metrics read it).
+    let plugin = registry.get("fixture-all-candidates").unwrap();
+    assert_eq!(plugin.status().extra_victims, 1);
 }
