@@ -14,11 +14,16 @@ use super::Output;
 #[derive(Subcommand)]
 pub enum PluginCommand {
     /// Load a component as the host would: report what it implements, its imports, size and
-    /// compile time, or why the host refuses it (exit status 1).
+    /// compile time, or why the host refuses it (exit status 1). With `--against SCENARIO`,
+    /// dry-run it there next to the built-in policy and list every decision where they differ,
+    /// every refused answer and every fallback, to vet a plugin before binding it.
     Check {
         file: PathBuf,
         #[arg(long, value_enum, default_value = "table")]
         output: Output,
+        /// Manifest files (or directories) of a scenario to run the plugin against.
+        #[arg(long, value_name = "SCENARIO", num_args = 1..)]
+        against: Vec<PathBuf>,
     },
     /// Every plugin of a directory: name, kind, digest, size, and whether it loads.
     List {
@@ -72,7 +77,12 @@ const TEMPLATES: [(PluginKind, &str, &str); 3] = [
 
 pub fn run(command: PluginCommand) -> anyhow::Result<()> {
     match command {
-        PluginCommand::Check { file, output } => check(&file, output),
+        PluginCommand::Check {
+            file,
+            output,
+            against,
+        } if !against.is_empty() => dry_run(&file, &against, output),
+        PluginCommand::Check { file, output, .. } => check(&file, output),
         PluginCommand::List { plugins, output } => list(&plugins, output),
         PluginCommand::New {
             name,
@@ -123,6 +133,82 @@ fn check(file: &Path, output: Output) -> anyhow::Result<()> {
             println!("compile     {:.1} ms", info.compile_ms);
             println!("exports     {}", info.exports.join(", "));
             println!("imports     {}", info.imports.join("\n            "));
+        }
+    }
+    Ok(())
+}
+
+/// `wasq plugin check FILE --against SCENARIO`: the scenario run natively and with the plugin
+/// bound to its extension point, and what differs.
+fn dry_run(file: &Path, scenario: &[PathBuf], output: Output) -> anyhow::Result<()> {
+    use wasq::sim::{Limits, Scenario, Simulation};
+    let engine = WasmEngine::new(false)?;
+    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let plugin = make_plugin(&engine, file, &bytes, &HostOptions::default())?;
+    let (name, kind) = (plugin.info().name.clone(), plugin.info().kind);
+    let mut registry = Registry::empty(engine);
+    registry.insert(plugin);
+    let mut bindings = wasq::wasm::Bindings::default();
+    bindings.set(&format!("{kind}={name}"))?;
+    let loaded = Scenario::load(scenario).context("loading the scenario")?;
+    let limits = Limits::default();
+    let mut native = Simulation::new(loaded.clone());
+    native.run(&limits, None);
+    let mut with_plugin = Simulation::new(loaded);
+    let (default, per_cq) = registry.bind(&with_plugin.scheduler.cluster, &bindings)?;
+    with_plugin.scheduler.set_default_policies(default);
+    for (cq, set) in per_cq {
+        with_plugin.scheduler.set_cq_policies(cq, set);
+    }
+    with_plugin.run(&limits, None);
+    let (a, b) = (native.report(), with_plugin.report());
+    let differences = wasq::sim::compare::decision_differences(&a, &b);
+    let status = registry.get(&name).map(|p| p.status()).unwrap_or_default();
+    match output {
+        Output::Json => {
+            let value = serde_json::json!({
+                "plugin": name,
+                "kind": kind,
+                "calls": status.calls,
+                "differences": differences
+                    .iter()
+                    .map(|(side, line)| serde_json::json!({
+                        "run": if *side == '-' { "builtin" } else { "plugin" },
+                        "decision": line,
+                    }))
+                    .collect::<Vec<_>>(),
+                "fallbacks": b.summary.fallbacks,
+                "extraVictims": status.extra_victims,
+            });
+            println!("{}", serde_json::to_string_pretty(&value)?);
+        }
+        Output::Table => {
+            println!("{name} ({kind}): {} calls", status.calls);
+            if differences.is_empty() {
+                println!("decisions: identical to the built-in policy's");
+            } else {
+                println!(
+                    "decisions that differ (- built-in only, + {name} only): {}",
+                    differences.len()
+                );
+                for (side, line) in &differences {
+                    println!("  {side} {}", line.trim());
+                }
+            }
+            if b.summary.fallbacks.is_empty() {
+                println!("refused answers and failures: none");
+            } else {
+                println!("refused answers and failures (the built-in decided instead):");
+                for f in &b.summary.fallbacks {
+                    println!(
+                        "  {:<15} x{:<5} {} (last: {})",
+                        f.reason, f.count, f.extension, f.last_error
+                    );
+                }
+            }
+            if status.extra_victims > 0 {
+                println!("victims beyond need: {}", status.extra_victims);
+            }
         }
     }
     Ok(())

@@ -140,6 +140,37 @@ pub fn compare(
     Ok(compare_runs((a.0, &sim_a), (b.0, &sim_b)))
 }
 
+/// The decisions of two reports of one scenario that differ: each decision line (an admission
+/// or preemption with its time, the workload, where and by whom; each workload's final state)
+/// found in only one of them, `-` for `a`, `+` for `b`, in `a`'s then `b`'s order. The deciding
+/// policy is left out, so that the built-in and a plugin deciding alike compare equal.
+pub fn decision_differences(a: &Report, b: &Report) -> Vec<(char, String)> {
+    let lines_a = a.decision_lines_without_policy();
+    let lines_b = b.decision_lines_without_policy();
+    fn count(lines: &[String]) -> BTreeMap<&str, usize> {
+        let mut m: BTreeMap<&str, usize> = BTreeMap::new();
+        for l in lines {
+            *m.entry(l.as_str()).or_default() += 1;
+        }
+        m
+    }
+    let (mut in_a, mut in_b) = (count(&lines_a), count(&lines_b));
+    let mut out = Vec::new();
+    for l in &lines_a {
+        match in_b.get_mut(l.as_str()) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => out.push(('-', l.clone())),
+        }
+    }
+    for l in &lines_b {
+        match in_a.get_mut(l.as_str()) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => out.push(('+', l.clone())),
+        }
+    }
+    out
+}
+
 /// Compares two finished runs of the same scenario.
 pub fn compare_runs(a: (&str, &Simulation), b: (&str, &Simulation)) -> Comparison {
     let report_a = a.1.report();

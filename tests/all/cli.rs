@@ -139,3 +139,41 @@ fn controller_without_a_cluster_says_so_once_and_how_to_name_one() {
     );
     assert_eq!(err, expected, "one message, said once");
 }
+
+#[test]
+fn plugin_check_against_a_scenario_lists_what_the_plugin_would_change() {
+    let built = built();
+    let scenario = "tests/scenarios/preempt-lowest-priority.yaml";
+    // A plugin deciding like the built-in: nothing differs, nothing refused.
+    let same = wasq()
+        .args(["plugin", "check"])
+        .arg(built.plugins.join("kueue-default-preemption.wasm"))
+        .args(["--against", scenario])
+        .output()
+        .expect("runs");
+    assert!(same.status.success(), "{same:?}");
+    let text = String::from_utf8_lossy(&same.stdout);
+    assert!(
+        text.contains("decisions: identical to the built-in policy's")
+            && text.contains("refused answers and failures: none"),
+        "{text}"
+    );
+    // A plugin whose answers are refused: each refusal is listed with its reason, as JSON too.
+    let greedy = wasq()
+        .args(["plugin", "check"])
+        .arg(built.fixtures.join("fixture-all-candidates.wasm"))
+        .args(["--against", scenario, "--output", "json"])
+        .output()
+        .expect("runs");
+    assert!(greedy.status.success(), "{greedy:?}");
+    let json: serde_json::Value = serde_json::from_slice(&greedy.stdout).expect("json");
+    assert_eq!(json["plugin"], "fixture-all-candidates");
+    assert_eq!(json["differences"], serde_json::json!([]));
+    assert_eq!(json["fallbacks"][0]["reason"], "invalid-answer");
+    assert!(
+        json["fallbacks"][0]["lastError"]
+            .as_str()
+            .unwrap()
+            .contains("is not needed")
+    );
+}
