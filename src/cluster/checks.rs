@@ -181,7 +181,7 @@ impl WorkloadChecks {
                 continue;
             }
             c.retry_count = match c.state {
-                CheckState::Retry => Some(c.retry_count.unwrap_or(0) + 1),
+                CheckState::Retry => Some(c.retry_count.unwrap_or(0).saturating_add(1)),
                 _ => None,
             };
             c.message = format!(

@@ -251,28 +251,26 @@ pub fn plan(wl: &Workload, status: &Status, inputs: &Inputs) -> Plan {
             keep.extend(p.metadata.name.clone());
         }
         let retry_count = state.retry_count.unwrap_or(0);
-        // A new attempt: none yet, or the last one failed and the check went back to Pending.
-        if state.state != "Ready" {
-            let attempt = match selected {
-                None => Some(retry_count + 1),
-                Some((n, p))
-                    if state.state == "Pending"
-                        && (true_condition(p, "Failed").is_some()
-                            || (!admitted && true_condition(p, "BookingExpired").is_some())) =>
-                {
-                    Some(n + 1)
-                }
-                _ => None,
-            };
-            if let Some(attempt) = attempt
-                && let Some(new) =
-                    new_request(wl, &state.name, attempt, config, &required, inputs.flavors)
+        let Some((attempt, pr)) = selected else {
+            // No request yet: the first (or, after a retry, the next) attempt. States are
+            // written once the request exists.
+            if state.state != "Ready"
+                && let Some(new) = new_request(
+                    wl,
+                    &state.name,
+                    retry_count.saturating_add(1),
+                    config,
+                    &required,
+                    inputs.flavors,
+                )
             {
-                keep.push(request_name(&wl_name, &state.name, attempt));
+                keep.push(request_name(
+                    &wl_name,
+                    &state.name,
+                    retry_count.saturating_add(1),
+                ));
                 plan.creates.push(new);
             }
-        }
-        let Some((attempt, pr)) = selected else {
             abort = true;
             continue;
         };
@@ -287,7 +285,8 @@ pub fn plan(wl: &Workload, status: &Status, inputs: &Inputs) -> Plan {
                 s.message = format!("Retrying after {what}: {message}");
                 if attempt > retry_count {
                     s.state = "Retry".into();
-                    s.requeue_after_seconds = Some(backoff_seconds(base, max, retry_count + 1));
+                    s.requeue_after_seconds =
+                        Some(backoff_seconds(base, max, retry_count.saturating_add(1)));
                 }
             } else {
                 s.state = "Rejected".into();
@@ -319,6 +318,26 @@ pub fn plan(wl: &Workload, status: &Status, inputs: &Inputs) -> Plan {
         } else {
             s.message = String::new();
             s.state = "Pending".into();
+        }
+        // Kueue's order: the states first, then a new request only for a check still Pending
+        // whose last request failed (or expired before admission) — an old attempt, from
+        // before the retry that reset it; a fresh failure turned the check to Retry above.
+        if s.state == "Pending"
+            && (true_condition(pr, "Failed").is_some()
+                || (!admitted && true_condition(pr, "BookingExpired").is_some()))
+        {
+            let next_attempt = attempt.saturating_add(1);
+            if let Some(new) = new_request(
+                wl,
+                &state.name,
+                next_attempt,
+                config,
+                &required,
+                inputs.flavors,
+            ) {
+                keep.push(request_name(&wl_name, &state.name, next_attempt));
+                plan.creates.push(new);
+            }
         }
         if s.state != state.state {
             let mut e = format!(

@@ -6,6 +6,7 @@
 //! reservation), so workloads admitted during the run are always newer than those that came
 //! admitted; times in reports are seconds since then.
 
+mod admission;
 pub mod attribution;
 pub mod bench;
 pub mod checks;
@@ -21,7 +22,7 @@ pub mod trace;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::cluster::checks::{Outcome, WorkloadChecks, applicable};
+use crate::cluster::checks::{WorkloadChecks, applicable};
 use crate::cluster::{Cluster, Millis, WorkloadId};
 use crate::policy::PolicyRef;
 use crate::scheduler::{Decision, Scheduler};
@@ -380,199 +381,6 @@ impl Simulation {
                 if let Err(e) = self.scheduler.submit(id) {
                     self.last_pending[id.index()] = Some((e.to_string(), true));
                     self.push_event(EventType::Inadmissible, id, Some(e.to_string()), None, None);
-                }
-            }
-        }
-    }
-
-    /// Every applicable check is `Ready` (or there is none): the workload is admitted and starts.
-    fn admit(&mut self, workload: WorkloadId, policy: PolicyRef, ordered_by: PolicyRef) {
-        let i = workload.index();
-        self.admitted_now[i] = true;
-        self.first_admitted[i].get_or_insert(self.now);
-        self.checks.admitted(workload);
-        // The job runs its duration once its pods are ready; pods never ready never finish.
-        let ready_after =
-            readiness::ready_after(&self.scheduler.cluster.workload(workload).annotations);
-        if let (Some(dur), Some(after)) = (self.durations[i], ready_after) {
-            self.schedule_finish(workload, self.now.saturating_add(after).saturating_add(dur));
-        }
-        self.push_event(EventType::Admitted, workload, None, None, Some(policy));
-        if let Some(e) = self.events.last_mut() {
-            e.ordered_by = Some(ordered_by);
-        }
-        if let Some(w) = &self.scheduler.cluster.settings.wait_for_pods_ready {
-            let after =
-                readiness::ready_after(&self.scheduler.cluster.workload(workload).annotations);
-            self.readiness.admitted(workload, self.now, after, w);
-        }
-    }
-
-    /// The workload stops holding quota (finished, evicted, deactivated): every timer of its
-    /// admission is dropped.
-    fn stopped(&mut self, workload: WorkloadId) {
-        self.checks.released(workload);
-        self.readiness.released(workload);
-        self.reserved_by.remove(&workload);
-        self.admitted_now[workload.index()] = false;
-    }
-
-    /// Pods that became ready, and PodsReady timeouts: eviction with reason `PodsReadyTimeout`
-    /// and a requeue after Kueue's backoff, or deactivation past the requeue limit.
-    fn settle_readiness(&mut self) {
-        let Some(w) = self.scheduler.cluster.settings.wait_for_pods_ready.clone() else {
-            return;
-        };
-        for (wl, fired) in self.readiness.due(self.now) {
-            if fired == readiness::Fired::Ready {
-                self.push_event(EventType::PodsReady, wl, None, None, None);
-                continue;
-            }
-            let i = wl.index();
-            let count = self.readiness.timeouts.get(&wl).copied().unwrap_or(0);
-            self.cancel_finish(wl);
-            self.log_usage(wl, false);
-            self.stopped(wl);
-            self.wl_checks[i].reset_on_eviction(self.now);
-            if w.backoff_limit_count.is_some_and(|l| count + 1 > l) {
-                self.push_event(
-                    EventType::Deactivated,
-                    wl,
-                    Some(
-                        "DeactivatedDueToRequeuingLimitExceeded: The workload is deactivated due \
-                         to exceeding the maximum number of re-queuing retries"
-                            .into(),
-                    ),
-                    None,
-                    None,
-                );
-                self.scheduler.deactivate(wl);
-                self.deactivated[i] = true;
-                continue;
-            }
-            self.readiness.timeouts.insert(wl, count + 1);
-            let key = self.scheduler.cluster.workload(wl).key.clone();
-            self.push_event(
-                EventType::Evicted,
-                wl,
-                Some(format!(
-                    "PodsReadyTimeout: Exceeded the PodsReady timeout {key}"
-                )),
-                None,
-                None,
-            );
-            let queued_at = if w.by_eviction_time {
-                self.now
-            } else {
-                self.scheduler.cluster.workload(wl).created
-            };
-            self.scheduler
-                .release_for_retry(wl, queued_at, "PodsReadyTimeout");
-            let wait = crate::cluster::checks::backoff_seconds(
-                w.backoff_base_seconds,
-                w.backoff_max_seconds,
-                count + 1,
-            );
-            self.arrivals
-                .entry(self.now.saturating_add(Millis::from(wait) * 1000))
-                .or_default()
-                .push(wl);
-        }
-    }
-
-    /// Applies the check states the simulated controllers decided by now, and what they mean:
-    /// admission, eviction with a requeue after the backoff, or deactivation.
-    fn settle_checks(&mut self) {
-        let wl_checks = &self.wl_checks;
-        let admitted_now = &self.admitted_now;
-        let changes = self.checks.due(
-            &self.scheduler.cluster,
-            self.now,
-            &|w, c| {
-                wl_checks[w.index()]
-                    .get(c)
-                    .and_then(|s| s.retry_count)
-                    .unwrap_or(0)
-            },
-            &|w| admitted_now[w.index()],
-        );
-        // All of a workload's changes at this instant are applied before its outcome is
-        // decided, once (two checks failing together evict it once, Rejected wins).
-        let mut touched: Vec<WorkloadId> = Vec::new();
-        for c in changes {
-            let w = c.workload;
-            let i = w.index();
-            let before = self.wl_checks[i].get(&c.check).map(|s| s.state);
-            self.wl_checks[i].set(
-                &c.check,
-                c.state,
-                &c.message,
-                c.requeue_after_seconds,
-                c.pod_set_updates,
-                self.now,
-            );
-            if before != Some(c.state) {
-                let reason = if c.message.is_empty() {
-                    format!("{}: {}", c.check, c.state.as_str())
-                } else {
-                    format!("{}: {} ({})", c.check, c.state.as_str(), c.message)
-                };
-                self.push_event(EventType::AdmissionCheck, w, Some(reason), None, None);
-            }
-            if !touched.contains(&w) {
-                touched.push(w);
-            }
-        }
-        for w in touched {
-            let i = w.index();
-            if self.admitted_now[i] || self.scheduler.cluster.admission(w).is_none() {
-                continue;
-            }
-            match self.wl_checks[i].outcome() {
-                Outcome::Waiting => {}
-                Outcome::Admitted => {
-                    let (policy, ordered_by) = self
-                        .reserved_by
-                        .remove(&w)
-                        .unwrap_or_else(|| (PolicyRef::builtin(), PolicyRef::builtin()));
-                    self.admit(w, policy, ordered_by);
-                }
-                Outcome::Evict {
-                    message,
-                    requeue_at,
-                } => {
-                    self.push_event(
-                        EventType::Evicted,
-                        w,
-                        Some(format!("AdmissionCheck: {message}")),
-                        None,
-                        None,
-                    );
-                    self.log_usage(w, false);
-                    self.scheduler
-                        .release_for_retry(w, self.now, "AdmissionCheck");
-                    self.stopped(w);
-                    self.wl_checks[i].reset_on_eviction(self.now);
-                    self.arrivals
-                        .entry(requeue_at.max(self.now))
-                        .or_default()
-                        .push(w);
-                }
-                Outcome::Deactivate { message } => {
-                    self.push_event(
-                        EventType::Deactivated,
-                        w,
-                        Some(format!(
-                            "AdmissionCheckRejected: Deactivated due to {message}"
-                        )),
-                        None,
-                        None,
-                    );
-                    self.log_usage(w, false);
-                    self.scheduler.deactivate(w);
-                    self.stopped(w);
-                    self.wl_checks[i].reset_on_eviction(self.now);
-                    self.deactivated[i] = true;
                 }
             }
         }

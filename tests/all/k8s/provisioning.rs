@@ -413,6 +413,22 @@ async fn a_failed_request_is_retried_after_the_backoff_then_rejected_past_the_li
     );
     assert_eq!(p.rayjob()["spec"]["suspend"], true);
     assert_eq!(p.condition("QuotaReserved")["status"], "False");
+    // Each attempt's request was created exactly once, and none after the rejection: no
+    // request is made while the check turns Retry or Rejected.
+    let posts = |n: u32| {
+        p.env
+            .api
+            .requests()
+            .iter()
+            .filter(|r| {
+                r.method == "POST"
+                    && r.body["metadata"]["name"]
+                        .as_str()
+                        .is_some_and(|x| x.ends_with(&format!("-prov-{n}")))
+            })
+            .count()
+    };
+    assert_eq!((posts(1), posts(2), posts(3)), (1, 1, 0));
     // Never started.
     assert!(!p.env.api.requests().iter().any(
         |r| r.uri.contains("/rayjobs/train") && r.body.to_string().contains("\"value\":false")
