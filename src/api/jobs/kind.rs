@@ -459,7 +459,10 @@ mod tests {
         assert!(!jobset.pods_ready(&js(1, 0), 12));
         assert!(jobset.pods_ready(&js(1, 1), 12));
         let ray = kind("RayJob");
-        assert!(ray.pods_ready(&json!({"status": {"rayClusterStatus": {"state": "ready"}}}), 3));
+        assert!(ray.pods_ready(
+            &json!({"status": {"rayClusterStatus": {"state": "ready"}}}),
+            3
+        ));
         assert!(!ray.pods_ready(&json!({"status": {"jobDeploymentStatus": "Running"}}), 3));
         let cluster = kind("RayCluster");
         assert!(cluster.pods_ready(&json!({"status": {"state": "ready"}}), 3));
