@@ -973,6 +973,20 @@ impl Controller {
                         now,
                     ),
                 );
+                // Kueue's job reconciler: a Workload not admitted is `WaitForStart`, so that
+                // its next admission waits for a start, not a recovery.
+                if c.iter().any(|c| c.type_ == cond::PODS_READY) {
+                    cond::set(
+                        c,
+                        cond::condition(
+                            cond::PODS_READY,
+                            false,
+                            pods_ready::WAIT_FOR_START,
+                            pods_ready::WAIT_FOR_START_MESSAGE,
+                            now,
+                        ),
+                    );
+                }
                 st.admission = None;
                 Some(st)
             })

@@ -341,3 +341,71 @@ async fn block_admission_holds_a_second_job_until_the_first_is_ready() {
     assert_eq!(r.cond(&a, "PodsReady"), c("True", "Started", READY));
     assert!(r.reserved(&b), "admitted once a is ready");
 }
+
+#[tokio::test]
+async fn a_ready_job_losing_a_pod_waits_for_recovery_then_is_evicted_and_starts_over() {
+    let mut objects = basics("4");
+    objects.push(job("pi", "1", 2, queue_label(), true));
+    let mut r = Ready::new(objects, json!({"timeout": "5m", "recoveryTimeout": "2m"}));
+    let wl = job_wl("pi");
+    r.step().await;
+    r.job_status("pi", json!({"active": 2, "ready": 2}));
+    r.at(10);
+    r.step().await;
+    assert_eq!(r.cond(&wl, "PodsReady"), c("True", "Started", READY));
+    r.job_status("pi", json!({"active": 2, "ready": 1}));
+    r.at(400);
+    r.step().await;
+    assert_eq!(
+        r.cond(&wl, "PodsReady"),
+        c(
+            "False",
+            "WaitForRecovery",
+            "At least one pod has failed, waiting for recovery"
+        )
+    );
+    assert!(
+        r.cond(&wl, "Evicted").is_none(),
+        "recoveryTimeout runs from 400 s"
+    );
+    r.job_status("pi", json!({"active": 2, "ready": 2}));
+    r.at(410);
+    r.step().await;
+    assert_eq!(r.cond(&wl, "PodsReady"), c("True", "Recovered", READY));
+    r.job_status("pi", json!({"active": 2, "ready": 1}));
+    r.at(420);
+    r.step().await;
+    r.at(539);
+    r.step().await;
+    assert!(r.cond(&wl, "Evicted").is_none());
+    r.at(540);
+    r.step().await;
+    assert_eq!(
+        r.cond(&wl, "Evicted"),
+        c(
+            "True",
+            "PodsReadyTimeout",
+            &format!("Exceeded the PodsReady timeout ns/{wl}")
+        )
+    );
+    // Stopped, the Workload is waiting for a start again; readmitted after the backoff, it is
+    // given the full timeout.
+    r.job_status("pi", json!({"active": 0}));
+    r.at(541);
+    r.step().await;
+    assert!(!r.reserved(&wl));
+    assert_eq!(
+        r.cond(&wl, "PodsReady"),
+        c("False", "WaitForStart", NOT_READY)
+    );
+    r.at(600);
+    r.step().await;
+    assert!(r.reserved(&wl));
+    r.at(601);
+    r.step().await;
+    assert!(r.cond(&wl, "Evicted").is_some_and(|e| e.0 == "False"));
+    assert_eq!(
+        r.cond(&wl, "PodsReady"),
+        c("False", "WaitForStart", NOT_READY)
+    );
+}
