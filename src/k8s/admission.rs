@@ -484,9 +484,9 @@ impl Controller {
             })
             .await?;
         if let Some(wl) = written {
-            if e.requeue_at > now {
-                self.requeue_at.insert(key.to_string(), e.requeue_at);
-            }
+            // Queued again by `requeue_due` (at once without a backoff), once the job stopped.
+            self.requeue_at
+                .insert(key.to_string(), e.requeue_at.max(now));
             self.count_eviction(&wl, e.reason, e.cause);
             let event = format!("EvictedDueTo{}", e.reason);
             self.writer

@@ -999,7 +999,9 @@ impl Controller {
                 .and_then(|s| cond::find(&s.conditions, EVICTED))
                 .and_then(|c| c.last_transition_time.as_ref())
                 .map_or(now, |t| t.0.as_millisecond());
-            let backoff = self.requeue_at.get(&key).is_some_and(|&t| t > now);
+            // Evicted to be retried (a check in Retry, a PodsReady timeout): `requeue_due`
+            // queues it again once its backoff has passed.
+            let backoff = self.requeue_at.contains_key(&key);
             let reason = wl
                 .status
                 .as_ref()

@@ -409,3 +409,42 @@ async fn a_ready_job_losing_a_pod_waits_for_recovery_then_is_evicted_and_starts_
         c("False", "WaitForStart", NOT_READY)
     );
 }
+
+/// Two Jobs for one Job's quota: `a` (older) admitted first, `b` waiting. `a` times out; with no
+/// backoff it is queued again at once and, under `timestamp: Creation`, ordered by its creation
+/// time: it goes first again.
+#[tokio::test]
+async fn without_a_backoff_a_timed_out_job_is_queued_again_at_once_at_its_creation_time() {
+    let mut objects = basics("2");
+    objects.push(job("a", "1", 2, queue_label(), true));
+    let (path, mut b) = job("b", "1", 2, queue_label(), true);
+    b["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:01Z");
+    objects.push((path, b));
+    let mut r = Ready::new(
+        objects,
+        json!({"timeout": "5m", "requeuingStrategy": {"timestamp": "Creation", "backoffBaseSeconds": 0}}),
+    );
+    let (a, b) = (job_wl("a"), job_wl("b"));
+    r.step().await;
+    assert!(r.reserved(&a) && !r.reserved(&b));
+    r.at(300);
+    r.step().await;
+    assert!(
+        r.cond(&a, "Evicted")
+            .is_some_and(|e| e.1 == "PodsReadyTimeout")
+    );
+    assert_eq!(r.wl(&a)["status"]["requeueState"], json!({"count": 1}));
+    r.job_status("a", json!({"active": 0}));
+    r.at(301);
+    r.step().await;
+    assert_eq!(
+        r.cond(&a, "Requeued"),
+        c(
+            "True",
+            "BackoffFinished",
+            "The workload backoff was finished"
+        )
+    );
+    assert!(r.reserved(&a), "a, older, goes first again");
+    assert!(!r.reserved(&b));
+}
