@@ -152,6 +152,36 @@ impl Controller {
         out
     }
 
+    /// `kueue_ready_wait_time_seconds` and `kueue_admitted_until_ready_wait_time_seconds` when
+    /// a Workload first becomes ready (not when it recovers), as Kueue.
+    fn observe_ready(&self, wl: &Workload, now: Millis) {
+        let cq = wl
+            .status
+            .as_ref()
+            .and_then(|s| s.admission.as_ref())
+            .map(|a| a.cluster_queue.clone())
+            .unwrap_or_default();
+        let admitted_at = wl
+            .status
+            .as_ref()
+            .and_then(|s| cond::find(&s.conditions, ADMITTED))
+            .and_then(|c| c.last_transition_time.as_ref())
+            .map_or(now, |t| t.0.as_millisecond());
+        let labels = self.metrics.labels(vec![
+            ("cluster_queue", cq),
+            ("priority_class", super::priority_class(wl)),
+        ]);
+        let seconds = |since: Millis| (now - since).max(0) as f64 / 1000.0;
+        self.metrics
+            .ready_wait_time
+            .get_or_create(&labels)
+            .observe(seconds(super::queued_at(wl)));
+        self.metrics
+            .admitted_until_ready_wait_time
+            .get_or_create(&labels)
+            .observe(seconds(admitted_at));
+    }
+
     /// `blockAdmission`: no cycle admits while a Workload holding quota is not PodsReady.
     pub(super) fn admission_blocked(&self) -> bool {
         let blocking = self
@@ -192,22 +222,32 @@ impl Controller {
         now: Millis,
     ) -> Result<(), crate::k8s::Error> {
         // Kueue's job reconciler writes it, as the job controller.
-        self.write_status_as(key, crate::k8s::writer::JOB_MANAGER, |wl| {
-            if !running(wl) {
-                return None;
-            }
-            let mut st = wl.status.clone().unwrap_or_default();
-            let previous = cond::find(&st.conditions, PODS_READY);
-            let (status, reason, message) = pods_ready_condition(previous, ready);
-            if previous.is_some_and(|c| (c.status == "True") == status && c.reason == reason) {
-                return None;
-            }
-            let mut c = cond::condition(PODS_READY, status, reason, message, now);
-            c.observed_generation = wl.metadata.generation;
-            cond::set(&mut st.conditions, c);
-            Some(st)
-        })
-        .await?;
+        let written = self
+            .write_status_as(key, crate::k8s::writer::JOB_MANAGER, |wl| {
+                if !running(wl) {
+                    return None;
+                }
+                let mut st = wl.status.clone().unwrap_or_default();
+                let previous = cond::find(&st.conditions, PODS_READY);
+                let (status, reason, message) = pods_ready_condition(previous, ready);
+                if previous.is_some_and(|c| (c.status == "True") == status && c.reason == reason) {
+                    return None;
+                }
+                let mut c = cond::condition(PODS_READY, status, reason, message, now);
+                c.observed_generation = wl.metadata.generation;
+                cond::set(&mut st.conditions, c);
+                Some(st)
+            })
+            .await?;
+        if let Some(wl) = &written
+            && wl
+                .status
+                .as_ref()
+                .and_then(|s| cond::find(&s.conditions, PODS_READY))
+                .is_some_and(|c| c.status == "True" && c.reason == STARTED)
+        {
+            self.observe_ready(wl, now);
+        }
         if ready {
             return Ok(());
         }

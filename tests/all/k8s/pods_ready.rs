@@ -215,6 +215,19 @@ async fn a_job_whose_pods_become_ready_is_started_and_never_evicted() {
         .cloned()
         .unwrap();
     assert_eq!(pods_ready["lastTransitionTime"], "2026-01-01T00:01:00Z");
+    // Kueue's readiness wait-time metrics: 60 s since creation, and since admission.
+    let text = r.env.controller.metrics.encode();
+    for name in [
+        "kueue_ready_wait_time_seconds",
+        "kueue_admitted_until_ready_wait_time_seconds",
+    ] {
+        let sum = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}_sum{{")))
+            .unwrap_or_else(|| panic!("{name} in {text}"));
+        assert!(sum.contains("cluster_queue=\"cq\""), "{sum}");
+        assert!(sum.ends_with(" 60.0"), "{sum}");
+    }
     r.env.api.clear_requests();
     r.at(3600);
     r.step().await;
