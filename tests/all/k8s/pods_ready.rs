@@ -144,6 +144,15 @@ async fn a_job_not_ready_within_the_timeout_is_evicted_requeued_after_the_backof
         json!({"count": 1, "requeueAt": "2026-01-01T00:06:00Z"})
     );
     assert!(r.suspended("pi"), "the job is stopped");
+    let text = r.env.controller.metrics.encode();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("kueue_evicted_workloads_total{")
+                && l.contains("reason=\"PodsReadyTimeout\"")
+                && l.contains("underlying_cause=\"WaitForStart\"")
+                && l.ends_with(" 1")),
+        "{text}"
+    );
     let events: Vec<Value> = r
         .env
         .api
