@@ -25,6 +25,19 @@ use crate::k8s::provisioning;
 use crate::k8s::resources::KueueKind;
 use crate::k8s::writer::workload_ref;
 
+/// An eviction whose Workload is queued again after a backoff.
+pub(super) struct RetryEviction<'a> {
+    /// The Evicted reason (`AdmissionCheck`, `PodsReadyTimeout`).
+    pub reason: &'a str,
+    pub message: String,
+    /// Queued again at this time (no backoff when not after the eviction).
+    pub requeue_at: Millis,
+    /// `requeueState.count` to write (PodsReady timeouts count their requeues).
+    pub count: Option<i32>,
+    /// The metric's underlying cause.
+    pub cause: &'a str,
+}
+
 const ACTIVE_MESSAGE: &str = "The admission check is active";
 
 /// What the API server said about a failed request (its Status message).
@@ -122,7 +135,9 @@ impl Controller {
                     }
                     let mut st = wl.status.clone().unwrap_or_default();
                     let requeued = cond::find(&st.conditions, REQUEUED);
-                    if requeued.is_none_or(|c| c.status == "True") && st.requeue_state.is_none() {
+                    if requeued.is_none_or(|c| c.status == "True")
+                        && crate::k8s::core::requeue_at(wl).is_none()
+                    {
                         return None;
                     }
                     cond::set(
@@ -135,7 +150,15 @@ impl Controller {
                             now,
                         ),
                     );
-                    st.requeue_state = None;
+                    // Kueue clears `requeueAt` and keeps the count (PodsReady timeouts').
+                    let count = st
+                        .requeue_state
+                        .as_ref()
+                        .and_then(|v| v.get("count"))
+                        .filter(|c| !c.is_null())
+                        .cloned();
+                    st.requeue_state =
+                        count.map(|count| json!({ "count": count, "requeueAt": null }));
                     Some(st)
                 })
                 .await;
@@ -185,7 +208,10 @@ impl Controller {
                 Outcome::Evict {
                     message,
                     requeue_at,
-                } => self.evict_for_retry(&key, &message, requeue_at, now).await,
+                } => {
+                    self.evict_for_check_retry(&key, &message, requeue_at, now)
+                        .await
+                }
                 Outcome::Deactivate { message } => {
                     self.deactivate_rejected(&key, &message, now).await
                 }
@@ -404,14 +430,33 @@ impl Controller {
 
     /// A check in Retry: evicted with reason `AdmissionCheck`, the checks reset, and the
     /// Workload held back until `requeue_at`.
-    async fn evict_for_retry(
+    async fn evict_for_check_retry(
         &mut self,
         key: &str,
         message: &str,
         requeue_at: Millis,
         now: Millis,
     ) -> Result<(), Error> {
-        let message = cond::truncate(message, 32768);
+        let eviction = RetryEviction {
+            reason: checks::EVICTED_BY_ADMISSION_CHECK,
+            message: message.to_string(),
+            requeue_at,
+            count: None,
+            cause: "",
+        };
+        self.evict_for_retry(key, &eviction, now).await
+    }
+
+    /// An eviction to be retried (a check in Retry, a PodsReady timeout): Evicted with the
+    /// reason, the checks reset, `requeueState` written, and the Workload held back until
+    /// `requeue_at` (then `Requeued=True BackoffFinished` in [`Controller::requeue_due`]).
+    pub(super) async fn evict_for_retry(
+        &mut self,
+        key: &str,
+        e: &RetryEviction<'_>,
+        now: Millis,
+    ) -> Result<(), Error> {
+        let message = cond::truncate(&e.message, 32768);
         let written = self
             .write_status(key, |wl| {
                 if !has_quota_reservation(wl) || is_evicted(wl) {
@@ -420,45 +465,67 @@ impl Controller {
                 let mut st = wl.status.clone().unwrap_or_default();
                 cond::set(
                     &mut st.conditions,
-                    cond::condition(
-                        EVICTED,
-                        true,
-                        checks::EVICTED_BY_ADMISSION_CHECK,
-                        &message,
-                        now,
-                    ),
+                    cond::condition(EVICTED, true, e.reason, &message, now),
                 );
-                st.admission_checks = Some(checks::reset_states(checks::states(wl), now));
-                if requeue_at > now {
-                    st.requeue_state = Some(json!({ "requeueAt": cond::time(requeue_at) }));
+                if !checks::states(wl).is_empty() {
+                    st.admission_checks = Some(checks::reset_states(checks::states(wl), now));
+                }
+                let mut state = serde_json::Map::new();
+                if let Some(n) = e.count {
+                    state.insert("count".into(), json!(n));
+                }
+                if e.requeue_at > now {
+                    state.insert("requeueAt".into(), json!(cond::time(e.requeue_at)));
+                }
+                if !state.is_empty() {
+                    st.requeue_state = Some(serde_json::Value::Object(state));
                 }
                 Some(st)
             })
             .await?;
         if let Some(wl) = written {
-            if requeue_at > now {
-                self.requeue_at.insert(key.to_string(), requeue_at);
-            }
-            self.count_eviction(&wl, checks::EVICTED_BY_ADMISSION_CHECK);
+            // Queued again by `requeue_due` (at once without a backoff), once the job stopped.
+            self.requeue_at
+                .insert(key.to_string(), e.requeue_at.max(now));
+            self.count_eviction(&wl, e.reason, e.cause);
+            let event = format!("EvictedDueTo{}", e.reason);
             self.writer
-                .event(
-                    &workload_ref(&wl),
-                    false,
-                    "EvictedDueToAdmissionCheck",
-                    "EvictedDueToAdmissionCheck",
-                    message.clone(),
-                )
+                .event(&workload_ref(&wl), false, &event, &event, message.clone())
                 .await;
         }
         Ok(())
     }
 
-    /// A check Rejected: Kueue's deactivation — DeactivationTarget, `spec.active: false`,
-    /// then Evicted `DeactivatedDueToAdmissionCheck` with the checks reset.
+    /// A check Rejected: Kueue's deactivation with reason `AdmissionCheck`.
     async fn deactivate_rejected(
         &mut self,
         key: &str,
         message: &str,
+        now: Millis,
+    ) -> Result<(), Error> {
+        let event = (
+            "AdmissionCheckRejected",
+            format!("Deactivated due to {message}"),
+        );
+        self.deactivate(
+            key,
+            checks::EVICTED_BY_ADMISSION_CHECK,
+            message,
+            Some(event),
+            now,
+        )
+        .await
+    }
+
+    /// Kueue's deactivation: `DeactivationTarget` (`reason`, `message`), `spec.active: false`,
+    /// then Evicted `DeactivatedDueTo<reason>` with the checks reset. `event`: a Warning Event
+    /// (reason, message) when the target is set.
+    pub(super) async fn deactivate(
+        &mut self,
+        key: &str,
+        reason: &str,
+        message: &str,
+        event: Option<(&str, String)>,
         now: Millis,
     ) -> Result<(), Error> {
         let target = self
@@ -472,25 +539,19 @@ impl Controller {
                 }
                 cond::set(
                     &mut st.conditions,
-                    cond::condition(
-                        checks::DEACTIVATION_TARGET,
-                        true,
-                        checks::EVICTED_BY_ADMISSION_CHECK,
-                        message,
-                        now,
-                    ),
+                    cond::condition(checks::DEACTIVATION_TARGET, true, reason, message, now),
                 );
                 Some(st)
             })
             .await?;
-        if let Some(wl) = &target {
+        if let (Some(wl), Some((event_reason, event_message))) = (&target, event) {
             self.writer
                 .event(
                     &workload_ref(wl),
                     true,
-                    "AdmissionCheckRejected",
-                    "AdmissionCheckRejected",
-                    format!("Deactivated due to {message}"),
+                    event_reason,
+                    event_reason,
+                    event_message,
                 )
                 .await;
         }
@@ -505,6 +566,7 @@ impl Controller {
                 .await?;
             self.put_own_workload(&obj);
         }
+        let evicted_reason = format!("DeactivatedDueTo{reason}");
         let evicted_message = format!("The workload is deactivated due to {message}");
         let written = self
             .write_status(key, |wl| {
@@ -516,27 +578,24 @@ impl Controller {
                     .retain(|c| c.type_ != checks::DEACTIVATION_TARGET);
                 cond::set(
                     &mut st.conditions,
-                    cond::condition(
-                        EVICTED,
-                        true,
-                        checks::DEACTIVATED_BY_ADMISSION_CHECK,
-                        &evicted_message,
-                        now,
-                    ),
+                    cond::condition(EVICTED, true, &evicted_reason, &evicted_message, now),
                 );
-                st.admission_checks = Some(checks::reset_states(checks::states(wl), now));
+                if !checks::states(wl).is_empty() {
+                    st.admission_checks = Some(checks::reset_states(checks::states(wl), now));
+                }
                 st.requeue_state = None;
                 Some(st)
             })
             .await?;
         if let Some(wl) = written {
-            self.count_eviction(&wl, checks::DEACTIVATED_BY_ADMISSION_CHECK);
+            self.count_eviction(&wl, &evicted_reason, "");
+            let event = format!("EvictedDueTo{evicted_reason}");
             self.writer
                 .event(
                     &workload_ref(&wl),
                     false,
-                    "EvictedDueToDeactivatedDueToAdmissionCheck",
-                    "EvictedDueToDeactivatedDueToAdmissionCheck",
+                    &event,
+                    &event,
                     evicted_message.clone(),
                 )
                 .await;
@@ -544,8 +603,9 @@ impl Controller {
         Ok(())
     }
 
-    /// `kueue_evicted_workloads_total` for an eviction decided by a check.
-    fn count_eviction(&self, wl: &Workload, reason: &str) {
+    /// `kueue_evicted_workloads_total` for an eviction decided by a check or a PodsReady
+    /// timeout (`cause`: Kueue's underlying cause, `WaitForStart` or `WaitForRecovery`).
+    fn count_eviction(&self, wl: &Workload, reason: &str, cause: &str) {
         let cq = wl
             .status
             .as_ref()
@@ -557,7 +617,7 @@ impl Controller {
             .get_or_create(&self.metrics.labels(vec![
                 ("cluster_queue", cq),
                 ("reason", reason.to_string()),
-                ("underlying_cause", String::new()),
+                ("underlying_cause", cause.to_string()),
                 ("priority_class", super::priority_class(wl)),
             ]))
             .inc();

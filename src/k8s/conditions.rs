@@ -12,6 +12,7 @@ pub const EVICTED: &str = "Evicted";
 pub const PREEMPTED: &str = "Preempted";
 pub const REQUEUED: &str = "Requeued";
 pub const FINISHED: &str = "Finished";
+pub const PODS_READY: &str = "PodsReady";
 
 /// `Evicted` reason for preemption (`kueue.WorkloadEvictedByPreemption`).
 pub const EVICTED_BY_PREEMPTION: &str = "Preempted";

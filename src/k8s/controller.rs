@@ -36,6 +36,8 @@ use crate::scheduler::{Decision, Scheduler};
 
 #[path = "admission.rs"]
 mod admission;
+#[path = "pods_ready.rs"]
+pub mod pods_ready;
 
 /// Attempts per status write when the API server reports conflicts.
 pub const MAX_ATTEMPTS: usize = 3;
@@ -195,6 +197,7 @@ impl Controller {
             self.requeue_due(now).await;
             self.run_cycles(now).await;
             self.sync_checks(now).await;
+            self.sync_pods_ready(now).await;
             self.sync_jobs(now).await;
             if !self.dirty {
                 break;
@@ -245,6 +248,11 @@ impl Controller {
     async fn run_cycles(&mut self, now: Millis) {
         self.write_failed = false;
         for _ in 0..MAX_CYCLES_PER_PASS {
+            // waitForPodsReady.blockAdmission: nothing is admitted while a Workload holding
+            // quota is not PodsReady (as the simulator, the cycles are skipped).
+            if self.admission_blocked() {
+                break;
+            }
             let Some(s) = self.scheduler.as_mut() else {
                 return;
             };
@@ -965,6 +973,20 @@ impl Controller {
                         now,
                     ),
                 );
+                // Kueue's job reconciler: a Workload not admitted is `WaitForStart`, so that
+                // its next admission waits for a start, not a recovery.
+                if c.iter().any(|c| c.type_ == cond::PODS_READY) {
+                    cond::set(
+                        c,
+                        cond::condition(
+                            cond::PODS_READY,
+                            false,
+                            pods_ready::WAIT_FOR_START,
+                            pods_ready::WAIT_FOR_START_MESSAGE,
+                            now,
+                        ),
+                    );
+                }
                 st.admission = None;
                 Some(st)
             })
@@ -977,12 +999,34 @@ impl Controller {
                 .and_then(|s| cond::find(&s.conditions, EVICTED))
                 .and_then(|c| c.last_transition_time.as_ref())
                 .map_or(now, |t| t.0.as_millisecond());
-            let backoff = self.requeue_at.get(&key).is_some_and(|&t| t > now);
+            // Evicted to be retried (a check in Retry, a PodsReady timeout): `requeue_due`
+            // queues it again once its backoff has passed.
+            let backoff = self.requeue_at.contains_key(&key);
+            let reason = wl
+                .status
+                .as_ref()
+                .and_then(|s| cond::find(&s.conditions, EVICTED))
+                .map(|c| c.reason.clone())
+                .unwrap_or_default();
+            let by_creation = reason == pods_ready::EVICTED_BY_PODS_READY_TIMEOUT
+                && self
+                    .scheduler
+                    .as_ref()
+                    .and_then(|s| s.cluster.settings.wait_for_pods_ready.as_ref())
+                    .is_some_and(|w| !w.by_eviction_time);
+            // `requeuingStrategy.timestamp: Creation`: back in the queue at its creation time.
+            let queued_at = match wl.metadata.creation_timestamp.as_ref() {
+                Some(t) if by_creation => t.0.as_millisecond(),
+                _ => evicted_at,
+            };
+            let reason = if reason == pods_ready::EVICTED_BY_PODS_READY_TIMEOUT {
+                pods_ready::EVICTED_BY_PODS_READY_TIMEOUT
+            } else {
+                checks::EVICTED_BY_ADMISSION_CHECK
+            };
             match (self.id_of(&key), self.scheduler.as_mut()) {
                 (Some(id), Some(s)) if inactive => s.deactivate(id),
-                (Some(id), Some(s)) if backoff => {
-                    s.release_for_retry(id, evicted_at, "AdmissionCheck")
-                }
+                (Some(id), Some(s)) if backoff => s.release_for_retry(id, queued_at, reason),
                 (Some(id), Some(s)) => s.complete_eviction(id),
                 _ => self.dirty = true,
             }

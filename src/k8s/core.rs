@@ -159,9 +159,24 @@ pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
     let mut scheduler = Scheduler::new(cluster);
     configure(&mut scheduler);
     let n = scheduler.cluster.workloads.len();
+    let by_eviction_time = scheduler
+        .cluster
+        .settings
+        .wait_for_pods_ready
+        .as_ref()
+        .is_none_or(|w| w.by_eviction_time);
     for i in 0..n {
         let id = WorkloadId(i as u32);
         let key = scheduler.cluster.workload(id).key.clone();
+        if scheduler.cluster.admission(id).is_none()
+            && let Some(wl) = mirror.workloads.get(&key)
+            && let Some((queued, reason)) = requeued(wl, by_eviction_time)
+        {
+            let info = &mut scheduler.cluster.workloads[i];
+            info.queued = queued.unwrap_or(info.created);
+            info.requeue_reason = Some(reason);
+            info.requeue_count = requeue_count(wl);
+        }
         let evicting = mirror.workloads.get(&key).is_some_and(is_evicted);
         if scheduler.cluster.admission(id).is_some() {
             if evicting {
@@ -183,6 +198,33 @@ pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
 
 /// `status.requeueState.requeueAt`: a Workload evicted by an admission check in `Retry` is
 /// queued again no earlier.
+/// A Workload back in its queue after an eviction to be retried: its queue position (Kueue's
+/// §5.5: the eviction time for a check in Retry and for a PodsReady timeout, unless
+/// `requeuingStrategy.timestamp: Creation` — `None`: its creation time) and the reason.
+fn requeued(wl: &Workload, by_eviction_time: bool) -> Option<(Option<Millis>, &'static str)> {
+    let st = wl.status.as_ref()?;
+    let ev = conditions::find(&st.conditions, EVICTED).filter(|c| c.status == "True")?;
+    let at = ev
+        .last_transition_time
+        .as_ref()
+        .map(|t| t.0.as_millisecond());
+    match ev.reason.as_str() {
+        "PodsReadyTimeout" => Some((at.filter(|_| by_eviction_time), "PodsReadyTimeout")),
+        "AdmissionCheck" => Some((at, "AdmissionCheck")),
+        _ => None,
+    }
+}
+
+/// `status.requeueState.count` (0 when absent).
+fn requeue_count(wl: &Workload) -> u32 {
+    wl.status
+        .as_ref()
+        .and_then(|s| s.requeue_state.as_ref())
+        .and_then(|v| v.get("count"))
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0) as u32
+}
+
 pub fn requeue_at(wl: &Workload) -> Option<Millis> {
     let v = wl.status.as_ref()?.requeue_state.as_ref()?;
     let t: jiff::Timestamp = v.get("requeueAt")?.as_str()?.parse().ok()?;
@@ -248,6 +290,34 @@ mod tests {
         };
         let value: serde_json::Value = serde_saphyr::from_str(yaml).unwrap();
         mirror.put(decode_document(&origin, value).unwrap(), false);
+    }
+
+    #[test]
+    fn a_requeued_workload_keeps_its_queue_position_across_rebuilds() {
+        let wl = |reason: &str| -> Workload {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "w", "namespace": "ns"},
+                "spec": {"queueName": "lq", "podSets": []},
+                "status": {"requeueState": {"count": 2}, "conditions": [
+                    {"type": "Evicted", "status": "True", "reason": reason, "message": "",
+                     "lastTransitionTime": "2026-01-01T00:05:00Z"}]}}))
+            .unwrap()
+        };
+        let evicted_at = Some(1_767_225_900_000);
+        assert_eq!(
+            requeued(&wl("PodsReadyTimeout"), true),
+            Some((evicted_at, "PodsReadyTimeout"))
+        );
+        assert_eq!(
+            requeued(&wl("PodsReadyTimeout"), false),
+            Some((None, "PodsReadyTimeout"))
+        );
+        assert_eq!(
+            requeued(&wl("AdmissionCheck"), false),
+            Some((evicted_at, "AdmissionCheck"))
+        );
+        assert_eq!(requeued(&wl("Preempted"), true), None);
+        assert_eq!(requeue_count(&wl("PodsReadyTimeout")), 2);
     }
 
     #[test]

@@ -43,6 +43,10 @@ pub struct Metrics {
     pub finished_workloads: Family<Labels, Counter>,
     pub quota_reserved_wait_time: Family<Labels, Histogram, Buckets>,
     pub admission_wait_time: Family<Labels, Histogram, Buckets>,
+    /// waitForPodsReady: creation or requeue → PodsReady `Started`.
+    pub ready_wait_time: Family<Labels, Histogram, Buckets>,
+    /// waitForPodsReady: admission → PodsReady `Started`.
+    pub admitted_until_ready_wait_time: Family<Labels, Histogram, Buckets>,
     pub evicted_workloads: Family<Labels, Counter>,
     pub preempted_workloads: Family<Labels, Counter>,
     pub cluster_queue_status: Family<Labels, Gauge>,
@@ -73,6 +77,8 @@ impl Metrics {
             finished_workloads: Family::default(),
             quota_reserved_wait_time: Family::new_with_constructor(Buckets),
             admission_wait_time: Family::new_with_constructor(Buckets),
+            ready_wait_time: Family::new_with_constructor(Buckets),
+            admitted_until_ready_wait_time: Family::new_with_constructor(Buckets),
             evicted_workloads: Family::default(),
             preempted_workloads: Family::default(),
             cluster_queue_status: Family::default(),
@@ -140,6 +146,16 @@ impl Metrics {
             "admission_wait_time_seconds",
             "Time from creation or requeue until admission",
             m.admission_wait_time.clone(),
+        );
+        kueue.register(
+            "ready_wait_time_seconds",
+            "The time between a workload was created or requeued until ready, per 'cluster_queue'",
+            m.ready_wait_time.clone(),
+        );
+        kueue.register(
+            "admitted_until_ready_wait_time_seconds",
+            "The time between a workload was admitted until ready, per 'cluster_queue'",
+            m.admitted_until_ready_wait_time.clone(),
         );
         kueue.register(
             "evicted_workloads",

@@ -125,6 +125,23 @@ impl Group {
             .filter(|p| !is_terminal(p) && p.metadata.deletion_timestamp.is_none())
     }
 
+    /// Whether every pod of the complete group is Ready (condition `Ready` True) or Succeeded,
+    /// as Kueue's pod group `PodsReady()`.
+    pub fn pods_ready(&self) -> bool {
+        self.is_complete()
+            && self.pods.iter().all(|p| {
+                let Some(st) = p.status.as_ref() else {
+                    return false;
+                };
+                st.phase.as_deref() == Some("Succeeded")
+                    || st
+                        .conditions
+                        .iter()
+                        .flatten()
+                        .any(|c| c.type_ == "Ready" && c.status == "True")
+            })
+    }
+
     pub fn is_active(&self) -> bool {
         self.pods.iter().any(|p| !is_terminal(p))
     }

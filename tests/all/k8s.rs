@@ -3,6 +3,7 @@
 //! lifecycle. Everything above this layer is the simulator's code and is tested there.
 
 pub mod fake_api;
+mod pods_ready;
 mod provisioning;
 
 use std::sync::Arc;
@@ -228,6 +229,10 @@ async fn a_queued_job_gets_a_workload_that_is_admitted_and_the_job_started_on_it
                 "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
                 job_wl("pi")
             ),
+            format!(
+                "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
+                job_wl("pi")
+            ),
             "PATCH /apis/batch/v1/namespaces/ns/jobs/pi".to_string(),
         ]
     );
@@ -267,10 +272,21 @@ async fn a_queued_job_gets_a_workload_that_is_admitted_and_the_job_started_on_it
         ])
     );
     // The Job: the flavor's node labels and tolerations, then unsuspended.
-    assert_eq!(w[2].content_type, "application/json-patch+json");
+    // waitForPodsReady is on by default (Kueue v1beta2): the job controller's PodsReady.
     assert_eq!(query(&w[2]), "&fieldManager=wasq-job-controller");
     assert_eq!(
-        w[2].body,
+        w[2].body["status"]["conditions"][2],
+        condition(
+            "PodsReady",
+            "False",
+            "WaitForStart",
+            "Not all pods are ready or succeeded"
+        )
+    );
+    assert_eq!(w[3].content_type, "application/json-patch+json");
+    assert_eq!(query(&w[3]), "&fieldManager=wasq-job-controller");
+    assert_eq!(
+        w[3].body,
         json!([
             {"op": "add", "path": "/spec/template/spec/nodeSelector", "value": {"gpu": "a"}},
             {"op": "add", "path": "/spec/template/spec/tolerations",
@@ -421,6 +437,11 @@ async fn preemption_evicts_suspends_restores_and_requeues_then_admits_the_preemp
                 "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
                 job_wl("low")
             ),
+            // waitForPodsReady (on by default): PodsReady False while the pods start.
+            format!(
+                "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
+                job_wl("high")
+            ),
             "PATCH /apis/batch/v1/namespaces/ns/jobs/high".to_string(),
         ]
     );
@@ -450,7 +471,7 @@ async fn preemption_evicts_suspends_restores_and_requeues_then_admits_the_preemp
         "WaitingForQuota"
     );
     assert_eq!(
-        w[3].body.as_array().unwrap().last().unwrap()["value"],
+        w[4].body.as_array().unwrap().last().unwrap()["value"],
         false
     );
 }
@@ -462,7 +483,15 @@ async fn a_finished_job_finishes_its_workload_and_releases_quota() {
     let mut env = Env::new(objects);
     env.list_all();
     env.step().await;
-    assert!(env.lines().is_empty(), "{:?}", env.lines());
+    // Only waitForPodsReady's PodsReady condition (on by default) is written.
+    assert_eq!(
+        env.lines(),
+        [format!(
+            "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
+            job_wl("low")
+        )]
+    );
+    env.api.clear_requests();
 
     let path = "/apis/batch/v1/namespaces/ns/jobs/low";
     let mut low = env.api.get(path).unwrap();
@@ -480,7 +509,7 @@ async fn a_finished_job_finishes_its_workload_and_releases_quota() {
         )]
     );
     assert_eq!(
-        w[0].body["status"]["conditions"][2],
+        w[0].body["status"]["conditions"][3],
         condition(
             "Finished",
             "True",
@@ -509,6 +538,7 @@ async fn a_conflicting_status_write_is_read_again_and_retried() {
             format!("POST {KUEUE}/namespaces/ns/workloads"),
             format!("PATCH {status}/status"),
             format!("GET {status}"),
+            format!("PATCH {status}/status"),
             format!("PATCH {status}/status"),
             "PATCH /apis/batch/v1/namespaces/ns/jobs/pi".to_string(),
         ]
@@ -545,6 +575,10 @@ async fn a_failed_admission_write_is_released_in_memory_and_retried_later() {
                 "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
                 job_wl("pi")
             ),
+            format!(
+                "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
+                job_wl("pi")
+            ),
             "PATCH /apis/batch/v1/namespaces/ns/jobs/pi".to_string(),
         ]
     );
@@ -573,6 +607,11 @@ async fn a_restart_rebuilds_usage_from_admitted_workloads_before_the_first_cycle
             format!(
                 "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
                 job_wl("next")
+            ),
+            // waitForPodsReady (on by default): the running Job's PodsReady condition.
+            format!(
+                "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
+                job_wl("low")
             ),
         ]
     );
@@ -768,6 +807,7 @@ async fn a_pod_group_is_held_until_admitted_then_released_together() {
         [
             format!("POST {KUEUE}/namespaces/ns/workloads"),
             format!("PATCH {KUEUE}/namespaces/ns/workloads/g/status"),
+            format!("PATCH {KUEUE}/namespaces/ns/workloads/g/status"),
             "PATCH /api/v1/namespaces/ns/pods/p0".to_string(),
             "PATCH /api/v1/namespaces/ns/pods/p1".to_string(),
         ]
@@ -775,7 +815,7 @@ async fn a_pod_group_is_held_until_admitted_then_released_together() {
     let w = env.writes();
     assert_eq!(w[0].body["spec"]["podSets"][0]["count"], 2);
     assert_eq!(
-        w[2].body,
+        w[3].body,
         json!([
             {"op": "test", "path": "/spec/schedulingGates/0/name", "value": "kueue.x-k8s.io/admission"},
             {"op": "remove", "path": "/spec/schedulingGates/0"},
@@ -812,6 +852,10 @@ async fn a_ray_job_is_admitted_as_one_gang_of_head_and_workers() {
                 "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
                 rayjob_wl("train")
             ),
+            format!(
+                "PATCH {KUEUE}/namespaces/ns/workloads/{}/status",
+                rayjob_wl("train")
+            ),
             "PATCH /apis/ray.io/v1/namespaces/ns/rayjobs/train".to_string(),
         ]
     );
@@ -835,7 +879,7 @@ async fn a_ray_job_is_admitted_as_one_gang_of_head_and_workers() {
         .map(|p| p["name"].as_str().unwrap())
         .collect();
     assert_eq!(assigned, ["head", "workers"]);
-    let paths: Vec<&str> = w[2]
+    let paths: Vec<&str> = w[3]
         .body
         .as_array()
         .unwrap()
@@ -996,6 +1040,7 @@ async fn a_lone_gated_pod_is_its_own_workload_and_carries_its_teams_label_when_r
         [
             format!("POST {KUEUE}/namespaces/ns/workloads"),
             format!("PATCH {KUEUE}/namespaces/ns/workloads/{name}/status"),
+            format!("PATCH {KUEUE}/namespaces/ns/workloads/{name}/status"),
             "PATCH /api/v1/namespaces/ns/pods/web-7d9f-x2".to_string(),
         ]
     );
@@ -1003,7 +1048,7 @@ async fn a_lone_gated_pod_is_its_own_workload_and_carries_its_teams_label_when_r
     assert_eq!(w[0].body["metadata"]["name"], name);
     assert_eq!(w[0].body["metadata"]["labels"]["team"], "vision");
     assert_eq!(w[0].body["spec"]["podSets"][0]["count"], 1);
-    let ungate = w[2].body.as_array().unwrap();
+    let ungate = w[3].body.as_array().unwrap();
     assert_eq!(
         ungate[1],
         json!({"op": "remove", "path": "/spec/schedulingGates/0"})

@@ -43,6 +43,34 @@ pub struct JobKindSpec {
     pub clear_on_stop: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finished: Vec<FinishRule>,
+    /// When a started job's pods are ready, for `waitForPodsReady` (Kueue's `PodsReady()`).
+    /// Absent: ready as soon as it is started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods_ready: Option<PodsReadyRule>,
+}
+
+/// When a job's pods are ready (Kueue's `PodsReady()` of the kind), one of:
+///
+/// - `{condition: Running}`: a `True` condition of this type in `/status/conditions`
+///   (Kubeflow jobs, MPIJob);
+/// - `{field: /status/state, equals: ready}`: a field equal to a value (RayCluster, RayJob);
+/// - `{readyCount: [/status/ready, /status/succeeded]}`: these counts summed (`*` matches
+///   every array element; an array counts its elements) reach `expected` summed, or, without
+///   `expected`, the Workload's admitted pod count (Job: `ready + succeeded >= parallelism`;
+///   JobSet: ready + succeeded jobs = the replicated jobs' replicas).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodsReadyRule {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equals: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ready_count: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expected: Vec<String>,
 }
 
 /// Where podSets come from: one template, or one per element of an array or entry of a map.
@@ -174,7 +202,13 @@ impl JobKind {
             }))
             .chain(counts)
             .chain(spec.active.iter())
-            .chain(spec.clear_on_stop.iter());
+            .chain(spec.clear_on_stop.iter())
+            .chain(spec.pods_ready.iter().flat_map(|r| {
+                r.field
+                    .iter()
+                    .chain(r.ready_count.iter())
+                    .chain(r.expected.iter())
+            }));
         for p in pointers {
             if !p.starts_with('/') {
                 return Err(bad(format!(
@@ -190,6 +224,20 @@ impl JobKind {
                 return Err(bad(
                     "a finished rule needs exactly one of condition and field".into(),
                 ));
+            }
+        }
+        if let Some(r) = &spec.pods_ready {
+            let ways = usize::from(r.condition.is_some())
+                + usize::from(r.field.is_some())
+                + usize::from(!r.ready_count.is_empty());
+            if ways != 1 || r.field.is_some() != r.equals.is_some() {
+                return Err(bad(
+                    "podsReady needs exactly one of condition, field (with equals) and readyCount"
+                        .into(),
+                ));
+            }
+            if !r.expected.is_empty() && r.ready_count.is_empty() {
+                return Err(bad("podsReady.expected needs readyCount".into()));
             }
         }
         let (group, version) = match spec.api_version.split_once('/') {
@@ -256,6 +304,47 @@ impl JobKind {
             }
         }
         None
+    }
+}
+
+impl JobKind {
+    /// Whether a started job's pods are ready (its `podsReady` rule; none: ready once started).
+    /// `admitted` is the Workload's admitted pod count, what a `readyCount` reaches by default.
+    pub fn pods_ready(&self, job: &Value, admitted: i64) -> bool {
+        let Some(rule) = &self.spec.pods_ready else {
+            return true;
+        };
+        if let Some(type_) = &rule.condition {
+            return job
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .any(|c| {
+                    c.get("type").and_then(Value::as_str) == Some(type_)
+                        && c.get("status").and_then(Value::as_str) == Some("True")
+                });
+        }
+        if let Some(field) = &rule.field {
+            let value = job.pointer(field).and_then(Value::as_str);
+            return value.is_some() && value == rule.equals.as_deref();
+        }
+        let sum = |pointers: &[String]| -> i64 {
+            pointers
+                .iter()
+                .flat_map(|p| lookup_all(job, p))
+                .map(|v| match v {
+                    Value::Array(items) => items.len() as i64,
+                    v => v.as_i64().unwrap_or(0),
+                })
+                .sum()
+        };
+        let expected = if rule.expected.is_empty() {
+            admitted
+        } else {
+            sum(&rule.expected)
+        };
+        sum(&rule.ready_count) >= expected
     }
 }
 
@@ -350,6 +439,55 @@ mod tests {
         let pytorch = kind("PyTorchJob");
         assert!(pytorch.is_suspended(&json!({"spec": {"runPolicy": {"suspend": true}}})));
         assert!(!kind("LeaderWorkerSet").has_suspend());
+    }
+
+    #[test]
+    fn pods_ready_follows_each_kinds_rule() {
+        let job = kind("Job");
+        assert!(!job.pods_ready(&json!({"status": {"ready": 1}}), 2));
+        assert!(job.pods_ready(&json!({"status": {"ready": 1, "succeeded": 1}}), 2));
+        assert!(job.pods_ready(
+            &json!({"status": {"ready": 1, "uncountedTerminatedPods": {"succeeded": ["u"]}}}),
+            2
+        ));
+        let jobset = kind("JobSet");
+        let js = |ready: i64, succeeded: i64| {
+            json!({"spec": {"replicatedJobs": [{"name": "a", "replicas": 2}, {"name": "b", "replicas": 1}]},
+                   "status": {"replicatedJobsStatus": [{"name": "a", "ready": ready, "succeeded": succeeded},
+                                                       {"name": "b", "ready": 1}]}})
+        };
+        assert!(!jobset.pods_ready(&js(1, 0), 12));
+        assert!(jobset.pods_ready(&js(1, 1), 12));
+        let ray = kind("RayJob");
+        assert!(ray.pods_ready(
+            &json!({"status": {"rayClusterStatus": {"state": "ready"}}}),
+            3
+        ));
+        assert!(!ray.pods_ready(&json!({"status": {"jobDeploymentStatus": "Running"}}), 3));
+        let cluster = kind("RayCluster");
+        assert!(cluster.pods_ready(&json!({"status": {"state": "ready"}}), 3));
+        assert!(!cluster.pods_ready(&json!({"status": {"state": "suspended"}}), 3));
+        let running = json!({"status": {"conditions": [{"type": "Running", "status": "True"}]}});
+        let created = json!({"status": {"conditions": [{"type": "Created", "status": "True"}]}});
+        for k in [
+            "PyTorchJob",
+            "TFJob",
+            "XGBoostJob",
+            "PaddleJob",
+            "JAXJob",
+            "MPIJob",
+        ] {
+            assert!(kind(k).pods_ready(&running, 2), "{k}");
+            assert!(!kind(k).pods_ready(&created, 2), "{k}");
+        }
+        for k in builtin().into_iter().filter(|k| k.has_suspend()) {
+            assert!(k.spec.pods_ready.is_some(), "{}", k.spec.kind);
+        }
+        let err = parse("- {apiVersion: x/v1, kind: X, plural: xs, podSets: [{template: /t}], podsReady: {field: /status/state}}").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "job integration X: podsReady needs exactly one of condition, field (with equals) and readyCount"
+        );
     }
 
     #[test]
