@@ -175,7 +175,9 @@ pub struct WorkloadInfo {
     pub priority_class: Option<String>,
     /// From the `kueue.x-k8s.io/priority-boost` annotation.
     pub priority_boost: i32,
-    /// The queue-order timestamp (creation).
+    /// The queue-order timestamp (Kueue's `GetQueueOrderTimestamp`): the creation time, or
+    /// the eviction time once evicted by an admission check or a PodsReady timeout
+    /// (`requeuingStrategy.timestamp: Eviction`).
     pub created: Millis,
     /// When it last entered its queue (set by the scheduler; `created` until then).
     pub queued: Millis,

@@ -174,6 +174,9 @@ pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
         {
             let info = &mut scheduler.cluster.workloads[i];
             info.queued = queued.unwrap_or(info.created);
+            // Kueue's queue-order timestamp: the eviction time after a PodsReady timeout
+            // (timestamp: Eviction) or an admission check's Retry.
+            info.created = info.queued;
             info.requeue_reason = Some(reason);
             info.requeue_count = requeue_count(wl);
         }

@@ -321,8 +321,9 @@ impl Scheduler {
     /// An admission check or the PodsReady timeout sent the workload back (Kueue's eviction
     /// with reason `AdmissionCheck` or `PodsReadyTimeout`): its quota is released now. The
     /// driver queues it again with [`Scheduler::submit`] once the backoff has passed; it is
-    /// then ordered by `queued_at` (Kueue: the eviction time, or the creation time under
-    /// `requeuingStrategy.timestamp: Creation`).
+    /// then ordered by `queued_at` (Kueue's `GetQueueOrderTimestamp`: the eviction time, or the
+    /// creation time under `requeuingStrategy.timestamp: Creation`), which becomes its
+    /// queue-order timestamp (`created`) for every ordering policy, built-in and plugins alike.
     pub fn release_for_retry(&mut self, id: WorkloadId, queued_at: Millis, reason: &'static str) {
         if let Ok(admission) = self.cluster.release(id) {
             self.retry_inadmissible(admission.cluster_queue);
@@ -330,6 +331,7 @@ impl Scheduler {
         self.evicted.remove(&id);
         let wl = &mut self.cluster.workloads[id.index()];
         wl.queued = queued_at;
+        wl.created = queued_at;
         wl.requeue_count += 1;
         wl.requeue_reason = Some(reason);
     }

@@ -239,3 +239,32 @@ fn bad_settings_name_their_fields() {
         r#"Workload ns/w: metadata.annotations.sim.wasq.dev/never-ready: "maybe" must be "true" or "false""#
     );
 }
+
+#[test]
+fn an_evicted_workload_queues_behind_younger_ones_by_its_eviction_time() {
+    // One cpu, taken by "old" (never ready); "young" waits. At the timeout old is evicted and,
+    // with no backoff, queued at once: ordered by its eviction time it goes behind young
+    // (Kueue's timestamp: Eviction), ordered by its creation time ahead of it.
+    let workloads = format!(
+        "{}{}",
+        workload("old", "00", "sim.wasq.dev/never-ready: \"true\"").replace("cpu: 1}", "cpu: 2}"),
+        workload("young", "01", "").replace("cpu: 1}", "cpu: 2}")
+    );
+    let first_after_eviction = |config: &str| {
+        let r = run(&scenario(Some(config), &workloads), 400);
+        r.events
+            .iter()
+            .find(|e| e.time >= 300.0 && e.kind == EventType::Admitted)
+            .map(|e| e.workload.clone())
+    };
+    assert_eq!(
+        first_after_eviction("{timeout: 5m, requeuingStrategy: {backoffBaseSeconds: 0}}"),
+        Some("ns/young".to_string())
+    );
+    assert_eq!(
+        first_after_eviction(
+            "{timeout: 5m, requeuingStrategy: {timestamp: Creation, backoffBaseSeconds: 0}}"
+        ),
+        Some("ns/old".to_string())
+    );
+}
