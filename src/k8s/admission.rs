@@ -51,8 +51,13 @@ fn api_message(e: &Error) -> String {
 impl Controller {
     /// Kueue's AdmissionCheck reconciler for `kueue.x-k8s.io/provisioning-request` checks:
     /// `Active=True` when its parameters resolve, else `False` / `BadParametersRef`; written
-    /// only when the status differs.
+    /// only when the status differs, and only when the cluster serves ProvisioningRequests.
     pub(super) async fn write_check_statuses(&mut self, now: Millis) {
+        // Without the ProvisioningRequest API no such controller runs (Kueue does not start
+        // it): nothing is written, and the core treats the checks as inactive.
+        if !self.provisioning {
+            return;
+        }
         let configs: Vec<_> = self.mirror.provisioning_configs.values().cloned().collect();
         let mut writes = Vec::new();
         for (name, ac) in &self.mirror.admission_checks {
@@ -268,14 +273,23 @@ impl Controller {
             .clone()
             .unwrap_or_else(|| "default".into());
         let pr = provisioning::resource();
+        let template_ar =
+            kube::core::ApiResource::erase::<k8s_openapi::api::core::v1::PodTemplate>(&());
         for name in &plan.deletes {
             self.writer.delete(&pr, Some(&namespace), name).await?;
             self.mirror
                 .provisioning_requests
                 .remove(&key_of(Some(&namespace), name));
+            // Its PodTemplates go with it (they are owned by the Workload, so nothing else
+            // would remove them before the Workload is gone, and a later request of the same
+            // name must not find a stale one).
+            for ps in &wl.spec.pod_sets {
+                let t = provisioning::template_name(name, &ps.name);
+                self.writer
+                    .delete(&template_ar, Some(&namespace), &t)
+                    .await?;
+            }
         }
-        let template_ar =
-            kube::core::ApiResource::erase::<k8s_openapi::api::core::v1::PodTemplate>(&());
         for new in &plan.creates {
             let name = new.request["metadata"]["name"]
                 .as_str()
@@ -289,7 +303,25 @@ impl Controller {
                     .await
                 {
                     Ok(_) => {}
-                    Err(e) if e.is_already_exists() => {}
+                    Err(e) if e.is_already_exists() => {
+                        // A template left from an earlier request of this name (another
+                        // flavor, another count): replaced, never reused.
+                        let t_name = t["metadata"]["name"].as_str().unwrap_or_default();
+                        self.writer
+                            .delete(&template_ar, Some(&namespace), t_name)
+                            .await?;
+                        if let Err(e) = self
+                            .writer
+                            .create(&template_ar, &namespace, t, provisioning::FIELD_MANAGER)
+                            .await
+                        {
+                            failure = Some(format!(
+                                "Error creating PodTemplate {t_name:?}: {}",
+                                api_message(&e)
+                            ));
+                            break;
+                        }
+                    }
                     Err(e) => {
                         let t = t["metadata"]["name"].as_str().unwrap_or_default();
                         failure = Some(format!(
@@ -341,16 +373,22 @@ impl Controller {
                     )
                     .await;
                 let check = new.check.clone();
+                // Written only when the message changes: a create failing pass after pass
+                // does not rewrite the Workload every pass.
                 self.write_status_as(&workload_key(wl), provisioning::FIELD_MANAGER, |w| {
                     let mut st = w.status.clone().unwrap_or_default();
                     let states = st.admission_checks.as_mut()?;
                     let s = states.iter_mut().find(|s| s.name == check)?;
+                    if s.message == message {
+                        return None;
+                    }
                     s.message = message.clone();
                     s.last_transition_time = Some(cond::time(now));
                     Some(st)
                 })
                 .await?;
-                return Ok(());
+                // The other checks' states are still written below.
+                continue;
             }
         }
         if let Some(states) = plan.states {

@@ -117,6 +117,7 @@ impl Controller {
     /// Kueue's ProvisioningRequest admission check.
     pub fn set_provisioning_requests(&mut self, served: bool) {
         self.provisioning = served;
+        self.mirror.provisioning_served = served;
     }
 
     /// Every source that must be listed before the first cycle.
@@ -348,6 +349,10 @@ impl Controller {
                         now,
                     ));
                     st.requeue_state = None;
+                } else if st.admission_checks.is_some() {
+                    // No check applies to this assignment: states of an earlier one go, as
+                    // Kueue's syncAdmissionCheckConditions leaves none.
+                    st.admission_checks = None;
                 }
                 let c = &mut st.conditions;
                 cond::set(

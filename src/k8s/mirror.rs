@@ -82,6 +82,9 @@ pub fn not_older(old: Option<&str>, new: Option<&str>) -> bool {
 
 #[derive(Debug, Clone, Default)]
 pub struct Mirror {
+    /// The cluster serves `autoscaling.x-k8s.io/v1` ProvisioningRequests (Kueue's
+    /// ProvisioningRequest check can run).
+    pub provisioning_served: bool,
     pub flavors: BTreeMap<String, ResourceFlavor>,
     pub cohorts: BTreeMap<String, Cohort>,
     pub cluster_queues: BTreeMap<String, ClusterQueue>,

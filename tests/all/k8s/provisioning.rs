@@ -564,7 +564,7 @@ fn crds_exist_for_admission_checks_and_their_configs() {
 }
 
 #[tokio::test]
-async fn without_the_provisioning_request_api_the_check_stays_pending_and_inactive() {
+async fn without_the_provisioning_request_api_the_check_is_inactive_and_its_queue_too() {
     let api = FakeApi::default();
     for (path, obj) in prov_objects("prc") {
         api.put(&path, obj);
@@ -584,6 +584,8 @@ async fn without_the_provisioning_request_api_the_check_stays_pending_and_inacti
     env.list_all();
     env.step().await;
     env.step().await;
+    // As in Kueue, whose ProvisioningRequest controller does not start then: nobody marks
+    // the check active, so its ClusterQueue is inactive and nothing reserves quota.
     let wl = env
         .api
         .get(&format!(
@@ -591,10 +593,30 @@ async fn without_the_provisioning_request_api_the_check_stays_pending_and_inacti
             rayjob_wl("train")
         ))
         .unwrap();
+    assert!(wl["status"]["admission"].is_null(), "{wl}");
+    let cq = env.api.get(&format!("{KUEUE}/clusterqueues/cq")).unwrap();
+    let active = cq["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Active")
+        .unwrap()
+        .clone();
     assert_eq!(
-        wl["status"]["admissionChecks"][0],
-        json!({"name": "prov", "state": "Pending", "message": "the check is not active",
-               "lastTransitionTime": T})
+        (&active["status"], &active["reason"], &active["message"]),
+        (
+            &json!("False"),
+            &json!("AdmissionCheckInactive"),
+            &json!("Can't admit new workloads: references inactive AdmissionCheck(s): prov.")
+        )
+    );
+    let ac = env
+        .api
+        .get(&format!("{KUEUE}/admissionchecks/prov"))
+        .unwrap();
+    assert!(
+        ac["status"].is_null(),
+        "wasq writes no Active condition: {ac}"
     );
     assert!(
         !env.api
