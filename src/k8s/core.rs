@@ -285,6 +285,49 @@ fn seed_lq_usage(cluster: &mut crate::cluster::Cluster, mirror: &Mirror) {
     }
 }
 
+/// An AdmissionCheck as Kueue's cache sees it: active only with an `Active=True` condition.
+/// wasq writes that condition for its own ProvisioningRequest checks (when their parameters
+/// resolve); without the ProvisioningRequest API no controller can, so such a check is
+/// inactive, as it is in Kueue (which does not start the controller then). Other
+/// controllers' checks are inactive until their controller marks them active.
+fn as_the_core_sees(ac: &AdmissionCheck, provisioning_served: bool) -> AdmissionCheck {
+    use crate::api::checks::{ADMISSION_CHECK_ACTIVE, PROVISIONING_REQUEST_CONTROLLER};
+    let mut ac = ac.clone();
+    let ours = ac.spec.controller_name == PROVISIONING_REQUEST_CONTROLLER;
+    let inactive = |message: &str| k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+        type_: ADMISSION_CHECK_ACTIVE.into(),
+        status: "False".into(),
+        reason: "Inactive".into(),
+        message: message.into(),
+        last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            jiff::Timestamp::UNIX_EPOCH,
+        ),
+        observed_generation: None,
+    };
+    let has_active = ac.status.as_ref().is_some_and(|s| {
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == ADMISSION_CHECK_ACTIVE)
+    });
+    let verdict = if ours && !provisioning_served {
+        Some("the ProvisioningRequest API (autoscaling.x-k8s.io/v1) is not served")
+    } else if ours {
+        // Its parameters are resolved by the core itself (Kueue's BadParametersRef).
+        ac.status = None;
+        None
+    } else if !has_active {
+        Some("no Active condition: the check's controller has not marked it active")
+    } else {
+        None
+    };
+    if let Some(message) = verdict {
+        ac.status = Some(crate::api::checks::AdmissionCheckStatus {
+            conditions: vec![inactive(message)],
+        });
+    }
+    ac
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,47 +405,4 @@ mod tests {
         );
         assert_eq!(s.cluster.lq_usage.last_sample(), Some(1_767_225_600_000));
     }
-}
-
-/// An AdmissionCheck as Kueue's cache sees it: active only with an `Active=True` condition.
-/// wasq writes that condition for its own ProvisioningRequest checks (when their parameters
-/// resolve); without the ProvisioningRequest API no controller can, so such a check is
-/// inactive, as it is in Kueue (which does not start the controller then). Other
-/// controllers' checks are inactive until their controller marks them active.
-fn as_the_core_sees(ac: &AdmissionCheck, provisioning_served: bool) -> AdmissionCheck {
-    use crate::api::checks::{ADMISSION_CHECK_ACTIVE, PROVISIONING_REQUEST_CONTROLLER};
-    let mut ac = ac.clone();
-    let ours = ac.spec.controller_name == PROVISIONING_REQUEST_CONTROLLER;
-    let inactive = |message: &str| k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
-        type_: ADMISSION_CHECK_ACTIVE.into(),
-        status: "False".into(),
-        reason: "Inactive".into(),
-        message: message.into(),
-        last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-            jiff::Timestamp::UNIX_EPOCH,
-        ),
-        observed_generation: None,
-    };
-    let has_active = ac.status.as_ref().is_some_and(|s| {
-        s.conditions
-            .iter()
-            .any(|c| c.type_ == ADMISSION_CHECK_ACTIVE)
-    });
-    let verdict = if ours && !provisioning_served {
-        Some("the ProvisioningRequest API (autoscaling.x-k8s.io/v1) is not served")
-    } else if ours {
-        // Its parameters are resolved by the core itself (Kueue's BadParametersRef).
-        ac.status = None;
-        None
-    } else if !has_active {
-        Some("no Active condition: the check's controller has not marked it active")
-    } else {
-        None
-    };
-    if let Some(message) = verdict {
-        ac.status = Some(crate::api::checks::AdmissionCheckStatus {
-            conditions: vec![inactive(message)],
-        });
-    }
-    ac
 }
