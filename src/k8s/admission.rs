@@ -644,12 +644,7 @@ impl Controller {
     /// `kueue_evicted_workloads_total` for an eviction decided by a check or a PodsReady
     /// timeout (`cause`: Kueue's underlying cause, `WaitForStart` or `WaitForRecovery`).
     fn count_eviction(&self, wl: &Workload, reason: &str, cause: &str) {
-        let cq = wl
-            .status
-            .as_ref()
-            .and_then(|s| s.admission.as_ref())
-            .map(|a| a.cluster_queue.clone())
-            .unwrap_or_default();
+        let cq = super::admitted_cluster_queue(wl);
         self.metrics
             .evicted_workloads
             .get_or_create(&self.metrics.labels(vec![

@@ -1077,12 +1077,7 @@ impl Controller {
             })
             .await?;
         if let Some(wl) = written {
-            let cq = wl
-                .status
-                .as_ref()
-                .and_then(|s| s.admission.as_ref())
-                .map(|a| a.cluster_queue.clone())
-                .unwrap_or_default();
+            let cq = admitted_cluster_queue(&wl);
             self.metrics
                 .finished_workloads
                 .get_or_create(&self.metrics.labels(vec![
@@ -1220,6 +1215,15 @@ fn is_admitted(wl: &Workload) -> bool {
     wl.status
         .as_ref()
         .is_some_and(|s| cond::is_true(&s.conditions, ADMITTED))
+}
+
+/// The ClusterQueue of a Workload's admission (empty without one), for metric labels.
+pub(super) fn admitted_cluster_queue(wl: &Workload) -> String {
+    wl.status
+        .as_ref()
+        .and_then(|s| s.admission.as_ref())
+        .map(|a| a.cluster_queue.clone())
+        .unwrap_or_default()
 }
 
 fn priority_class(wl: &Workload) -> String {

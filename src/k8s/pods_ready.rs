@@ -155,12 +155,7 @@ impl Controller {
     /// `kueue_ready_wait_time_seconds` and `kueue_admitted_until_ready_wait_time_seconds` when
     /// a Workload first becomes ready (not when it recovers), as Kueue.
     fn observe_ready(&self, wl: &Workload, now: Millis) {
-        let cq = wl
-            .status
-            .as_ref()
-            .and_then(|s| s.admission.as_ref())
-            .map(|a| a.cluster_queue.clone())
-            .unwrap_or_default();
+        let cq = super::admitted_cluster_queue(wl);
         let admitted_at = wl
             .status
             .as_ref()
