@@ -124,6 +124,7 @@ impl Simulation {
         // All of a workload's changes at this instant are applied before its outcome is
         // decided, once (two checks failing together evict it once, Rejected wins).
         let mut touched: Vec<WorkloadId> = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
         for c in changes {
             let w = c.workload;
             let i = w.index();
@@ -144,7 +145,7 @@ impl Simulation {
                 };
                 self.push_event(EventType::AdmissionCheck, w, Some(reason), None, None);
             }
-            if !touched.contains(&w) {
+            if seen.insert(w) {
                 touched.push(w);
             }
         }
