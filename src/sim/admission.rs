@@ -13,7 +13,6 @@ impl Simulation {
     /// Every applicable check is `Ready` (or there is none): the workload is admitted and starts.
     pub(super) fn admit(&mut self, workload: WorkloadId, policy: PolicyRef, ordered_by: PolicyRef) {
         let i = workload.index();
-        self.admitted_now[i] = true;
         self.first_admitted[i].get_or_insert(self.now);
         self.checks.admitted(workload);
         // The job runs its duration once its pods are ready; pods never ready never finish.
@@ -39,7 +38,6 @@ impl Simulation {
         self.checks.released(workload);
         self.readiness.released(workload);
         self.reserved_by.remove(&workload);
-        self.admitted_now[workload.index()] = false;
     }
 
     /// Pods that became ready, and PodsReady timeouts: eviction with reason `PodsReadyTimeout`
@@ -109,7 +107,7 @@ impl Simulation {
     /// admission, eviction with a requeue after the backoff, or deactivation.
     pub(super) fn settle_checks(&mut self) {
         let wl_checks = &self.wl_checks;
-        let admitted_now = &self.admitted_now;
+        let (cluster, reserved_by) = (&self.scheduler.cluster, &self.reserved_by);
         let changes = self.checks.due(
             &self.scheduler.cluster,
             self.now,
@@ -119,7 +117,7 @@ impl Simulation {
                     .and_then(|s| s.retry_count)
                     .unwrap_or(0)
             },
-            &|w| admitted_now[w.index()],
+            &|w| cluster.admission(w).is_some() && !reserved_by.contains_key(&w),
         );
         // All of a workload's changes at this instant are applied before its outcome is
         // decided, once (two checks failing together evict it once, Rejected wins).
@@ -151,7 +149,7 @@ impl Simulation {
         }
         for w in touched {
             let i = w.index();
-            if self.admitted_now[i] || self.scheduler.cluster.admission(w).is_none() {
+            if !self.reserved_by.contains_key(&w) || self.scheduler.cluster.admission(w).is_none() {
                 continue;
             }
             match self.wl_checks[i].outcome() {

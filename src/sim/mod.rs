@@ -112,8 +112,6 @@ pub struct Simulation {
     pub(crate) first_reserved: Vec<Option<Millis>>,
     /// Admission-check states per workload (the core's state machine).
     pub(crate) wl_checks: Vec<WorkloadChecks>,
-    /// Workloads holding quota whose checks are all `Ready` (or that have none).
-    pub(crate) admitted_now: Vec<bool>,
     /// Workloads a rejected admission check deactivated.
     pub(crate) deactivated: Vec<bool>,
     /// The simulated check controllers.
@@ -159,7 +157,6 @@ impl Simulation {
             labels,
             first_reserved: vec![None; n],
             wl_checks: vec![WorkloadChecks::default(); n],
-            admitted_now: vec![false; n],
             deactivated: vec![false; n],
             checks: checks::SimChecks::default(),
             reserved_by: BTreeMap::new(),
@@ -174,7 +171,6 @@ impl Simulation {
                 let start = a.reserved_at.max(t0);
                 sim.first_admitted[i] = Some(a.reserved_at);
                 sim.first_reserved[i] = Some(a.reserved_at);
-                sim.admitted_now[i] = true;
                 sim.log_usage(id, true);
                 if let Some(d) = sim.durations[i] {
                     sim.schedule_finish(id, start + d);
@@ -184,6 +180,11 @@ impl Simulation {
             }
         }
         sim
+    }
+
+    /// Whether the workload is admitted: it holds quota and is not waiting for its checks.
+    pub(crate) fn is_admitted(&self, id: WorkloadId) -> bool {
+        self.scheduler.cluster.admission(id).is_some() && !self.reserved_by.contains_key(&id)
     }
 
     pub fn cluster(&self) -> &Cluster {

@@ -187,7 +187,7 @@ pub(crate) fn state_of(sim: &Simulation, id: WorkloadId) -> &'static str {
         "finished"
     } else if sim.deactivated[id.index()] {
         "deactivated"
-    } else if cluster.admission(id).is_some() && !sim.admitted_now[id.index()] {
+    } else if cluster.admission(id).is_some() && !sim.is_admitted(id) {
         "reserved"
     } else if cluster.admission(id).is_some() {
         "admitted"

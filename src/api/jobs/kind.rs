@@ -280,27 +280,14 @@ impl JobKind {
     pub fn finished(&self, job: &Value) -> Option<(bool, String)> {
         for rule in &self.spec.finished {
             if let Some(type_) = &rule.condition {
-                let found = job
-                    .pointer("/status/conditions")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .find(|c| {
-                        c.get("type").and_then(Value::as_str) == Some(type_)
-                            && c.get("status").and_then(Value::as_str) == Some("True")
-                    });
-                if let Some(c) = found {
+                if let Some(c) = true_condition(job, type_) {
                     let message = c.get("message").and_then(Value::as_str).unwrap_or_default();
                     return Some((rule.success, message.to_string()));
                 }
-            } else if let Some(field) = &rule.field {
-                let value = job.pointer(field).and_then(Value::as_str);
-                if value.is_some() && value == rule.equals.as_deref() {
-                    return Some((
-                        rule.success,
-                        format!("{field} is {}", value.unwrap_or_default()),
-                    ));
-                }
+            } else if let Some(field) = &rule.field
+                && let Some(value) = field_equal(job, field, rule.equals.as_deref())
+            {
+                return Some((rule.success, format!("{field} is {value}")));
             }
         }
         None
@@ -315,19 +302,10 @@ impl JobKind {
             return true;
         };
         if let Some(type_) = &rule.condition {
-            return job
-                .pointer("/status/conditions")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .any(|c| {
-                    c.get("type").and_then(Value::as_str) == Some(type_)
-                        && c.get("status").and_then(Value::as_str) == Some("True")
-                });
+            return true_condition(job, type_).is_some();
         }
         if let Some(field) = &rule.field {
-            let value = job.pointer(field).and_then(Value::as_str);
-            return value.is_some() && value == rule.equals.as_deref();
+            return field_equal(job, field, rule.equals.as_deref()).is_some();
         }
         let sum = |pointers: &[String]| -> i64 {
             pointers
@@ -346,6 +324,24 @@ impl JobKind {
         };
         sum(&rule.ready_count) >= expected
     }
+}
+
+/// The job's `True` condition of this type in `/status/conditions`.
+fn true_condition<'a>(job: &'a Value, type_: &str) -> Option<&'a Value> {
+    job.pointer("/status/conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| {
+            c.get("type").and_then(Value::as_str) == Some(type_)
+                && c.get("status").and_then(Value::as_str) == Some("True")
+        })
+}
+
+/// The string at `field` when it equals `equals`.
+fn field_equal<'a>(job: &'a Value, field: &str, equals: Option<&str>) -> Option<&'a str> {
+    job.pointer(field)
+        .and_then(Value::as_str)
+        .filter(|v| Some(*v) == equals)
 }
 
 /// Every value matching `pointer`, where a `*` segment matches each array element or map value.
