@@ -1,6 +1,14 @@
-//! The reconcile pass: jobs → Workloads, the core rebuilt when the cluster changed, scheduling
-//! cycles, decisions written back, then jobs started or stopped to match their Workloads, and
-//! queue status and metrics refreshed.
+//! The reconcile pass: jobs → Workloads, changes taken into the live core, scheduling cycles,
+//! decisions written back, then jobs started or stopped to match their Workloads, and queue
+//! status and metrics refreshed.
+//!
+//! A pass costs what changed: the mirror records which Workloads, jobs and pod groups changed
+//! ([`super::mirror::Dirty`]); a Workload changed by someone else is taken into the live core
+//! alone ([`core::sync_workload`]), so parking, sticky preemptors, requeue history and
+//! admission fair sharing's ledger survive. Only a configuration change (queues, cohorts,
+//! flavors, namespaces, priority classes, checks) rebuilds the core, through the restart
+//! path ([`core::build`]). Passes over running Workloads (checks, readiness) iterate the
+//! Workloads holding quota, not every Workload.
 //!
 //! Writes happen in decision order and each answer from the API server updates the mirror. A
 //! status write carries the resourceVersion it was computed from; on a conflict the Workload is
@@ -8,7 +16,7 @@
 //! cannot be written is released and requeued in memory, so memory never holds quota the
 //! cluster does not show.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 
 use serde_json::{Value, json};
@@ -62,10 +70,30 @@ pub struct Shared {
     pub webhook: Arc<super::webhook::View>,
 }
 
+/// What the next pass must look at, drained from the mirror's [`super::mirror::Dirty`] and
+/// consumed part by part.
+#[derive(Debug, Default)]
+struct Work {
+    /// Workloads the core must take in.
+    core: BTreeSet<String>,
+    /// Jobs per integration.
+    jobs: BTreeMap<usize, BTreeSet<String>>,
+    /// Owners of changed Workloads (apiVersion, kind, key).
+    owners: BTreeSet<(String, String, String)>,
+    /// Pod groups, and Workloads that may be a pod group's.
+    pod_groups: BTreeSet<String>,
+    /// Workloads whose admission checks (and ProvisioningRequests) must be looked at.
+    checks: BTreeSet<String>,
+}
+
 pub struct Controller {
     pub mirror: Mirror,
     scheduler: Option<Scheduler>,
+    /// The configuration changed: the core is rebuilt at the next pass.
     dirty: bool,
+    /// Priority classes and LocalQueues, as of the last rebuild.
+    catalog: crate::api::catalog::Catalog,
+    work: Work,
     kinds: Vec<JobKind>,
     pod_groups: bool,
     writer: Writer,
@@ -98,6 +126,8 @@ impl Controller {
             mirror: Mirror::new(kinds.len()),
             scheduler: None,
             dirty: true,
+            catalog: Default::default(),
+            work: Work::default(),
             kinds,
             pod_groups,
             writer,
@@ -163,8 +193,58 @@ impl Controller {
     }
 
     pub fn observe(&mut self, ev: Observed) {
-        if self.mirror.observe(ev).core {
-            self.dirty = true;
+        self.mirror.observe(ev);
+    }
+
+    /// Moves what the mirror recorded as changed into the pass's work lists.
+    fn absorb(&mut self) {
+        let d = self.mirror.take_dirty();
+        self.dirty |= d.config;
+        self.work.core.extend(d.workloads);
+        for (i, keys) in d.jobs {
+            self.work.jobs.entry(i).or_default().extend(keys);
+        }
+        self.work.owners.extend(d.owners);
+        self.work.pod_groups.extend(d.pod_groups);
+        if self.pod_groups {
+            self.work.pod_groups.extend(d.touched.iter().cloned());
+        }
+        self.work.checks.extend(d.touched);
+    }
+
+    /// Brings the core up to date: rebuilt after a configuration change (or at start), else
+    /// every changed Workload taken in alone.
+    fn update_core(&mut self, now: Millis) {
+        self.absorb();
+        if self.dirty || self.scheduler.is_none() {
+            let reason = if self.scheduler.is_none() {
+                "start"
+            } else {
+                "configuration"
+            };
+            self.rebuild(now, reason);
+            self.work.core.clear();
+            return;
+        }
+        let keys = std::mem::take(&mut self.work.core);
+        let Some(s) = self.scheduler.as_mut() else {
+            return;
+        };
+        for key in keys {
+            let synced = core::sync_workload(s, &self.mirror, &self.catalog, &key, now);
+            let (outcome, backoff) = match synced {
+                core::Synced::Unchanged => ("unchanged", None),
+                core::Synced::Added(b) => ("added", b),
+                core::Synced::Updated(b) => ("updated", b),
+                core::Synced::Removed => ("removed", None),
+            };
+            if let Some(t) = backoff {
+                self.requeue_at.entry(key).or_insert(t);
+            }
+            self.metrics
+                .core_workload_deltas
+                .get_or_create(&self.metrics.labels(vec![("outcome", outcome.into())]))
+                .inc();
         }
     }
 
@@ -190,17 +270,20 @@ impl Controller {
         let now = (self.clock)();
         self.write_check_statuses(now).await;
         for _ in 0..2 {
+            self.update_core(now);
             self.sync_jobs(now).await;
-            if self.dirty || self.scheduler.is_none() {
-                self.rebuild(now);
-            }
+            // Workloads the jobs made are in the core before the cycles.
+            self.update_core(now);
             self.retry_evictions(now).await;
             self.requeue_due(now).await;
             self.run_cycles(now).await;
             self.sync_checks(now).await;
             self.sync_pods_ready(now).await;
             self.sync_jobs(now).await;
-            if !self.dirty {
+            // Again only when someone else changed what the core holds meanwhile; what wasq's
+            // own writes touched waits for the next pass.
+            self.absorb();
+            if !self.dirty && self.work.core.is_empty() {
                 break;
             }
         }
@@ -218,7 +301,9 @@ impl Controller {
         }
     }
 
-    fn rebuild(&mut self, now: Millis) {
+    /// The restart path: the core built from every object of the mirror.
+    fn rebuild(&mut self, now: Millis, reason: &str) {
+        self.catalog = core::catalog(&self.mirror);
         let mut s = core::build(&self.mirror, now, &self.configure);
         // Admission fair sharing's history lives in the scheduler: keep it across rebuilds.
         if let Some(old) = &self.scheduler {
@@ -227,8 +312,13 @@ impl Controller {
         tracing::info!(
             workloads = s.cluster.workloads.len(),
             cluster_queues = s.cluster.cluster_queues.len(),
+            reason,
             "core rebuilt from the cluster"
         );
+        self.metrics
+            .core_rebuilds
+            .get_or_create(&self.metrics.labels(vec![("reason", reason.into())]))
+            .inc();
         self.scheduler = Some(s);
         self.dirty = false;
         // Backoffs of check evictions survive a restart in `status.requeueState`.
@@ -238,6 +328,22 @@ impl Controller {
                 && !has_quota_reservation(wl)
             {
                 self.requeue_at.entry(key.clone()).or_insert(t);
+            }
+        }
+        // A new configuration may change what a job's Workload looks like (a priority class,
+        // a LocalQueue): every job and pod group is looked at again.
+        for (i, jobs) in self.mirror.jobs.iter().enumerate() {
+            self.work
+                .jobs
+                .entry(i)
+                .or_default()
+                .extend(jobs.keys().cloned());
+        }
+        if self.pod_groups {
+            for g in podgroup::groups(&self.mirror) {
+                self.work
+                    .pod_groups
+                    .insert(key_of(Some(&g.namespace), &g.name));
             }
         }
     }
@@ -431,7 +537,7 @@ impl Controller {
             Ok(None) => {
                 tracing::info!(workload = %key, "admission no longer applies; releasing it");
                 self.undo_admission(id);
-                self.dirty = true;
+                self.mirror.resync(&key);
             }
             Err(e) => {
                 tracing::warn!(workload = %key, error = %e, "cannot write the admission; releasing it");
@@ -656,8 +762,7 @@ impl Controller {
                     self.observe(Observed::Applied(Source::Kueue(KueueKind::Workload), fresh));
                 }
                 Err(e) if e.is_not_found() => {
-                    self.mirror.workloads.remove(key);
-                    self.dirty = true;
+                    self.mirror.forget_workload(key);
                     return Ok(None);
                 }
                 Err(e) => return Err(e),
@@ -686,21 +791,39 @@ impl Controller {
 
     // ---- Job side --------------------------------------------------------------------------
 
+    /// Syncs the jobs and pod groups that changed, and those of Workloads that changed.
     async fn sync_jobs(&mut self, now: Millis) {
-        for i in 0..self.kinds.len() {
-            let keys: Vec<String> = self.mirror.jobs[i].keys().cloned().collect();
+        self.absorb();
+        let mut jobs = std::mem::take(&mut self.work.jobs);
+        for (api_version, kind, key) in std::mem::take(&mut self.work.owners) {
+            if let Some(i) = self
+                .kinds
+                .iter()
+                .position(|k| k.spec.api_version == api_version && k.spec.kind == kind)
+            {
+                jobs.entry(i).or_default().insert(key);
+            }
+        }
+        for (i, keys) in jobs {
             for key in keys {
                 if let Err(e) = self.sync_job(i, &key, now).await {
                     tracing::warn!(kind = %self.kinds[i].spec.kind, job = %key, error = %e, "job sync failed; will retry");
                     self.write_failed("job");
+                    self.mirror.touch_job(i, &key);
                 }
             }
         }
-        if self.pod_groups {
+        let groups = std::mem::take(&mut self.work.pod_groups);
+        if self.pod_groups && !groups.is_empty() {
             for group in podgroup::groups(&self.mirror) {
+                let key = key_of(Some(&group.namespace), &group.name);
+                if !groups.contains(&key) {
+                    continue;
+                }
                 if let Err(e) = self.sync_pod_group(&group, now).await {
-                    tracing::warn!(group = %format!("{}/{}", group.namespace, group.name), error = %e, "pod group sync failed; will retry");
+                    tracing::warn!(group = %key, error = %e, "pod group sync failed; will retry");
                     self.write_failed("pod-group");
+                    self.mirror.touch_pod_group(&key);
                 }
             }
         }
@@ -1033,7 +1156,7 @@ impl Controller {
                 (Some(id), Some(s)) if inactive => s.deactivate(id),
                 (Some(id), Some(s)) if backoff => s.release_for_retry(id, queued_at, reason),
                 (Some(id), Some(s)) => s.complete_eviction(id),
-                _ => self.dirty = true,
+                _ => self.mirror.resync(&key),
             }
         }
         Ok(())
@@ -1095,8 +1218,8 @@ impl Controller {
                 )
                 .await;
             match (self.id_of(&key), self.scheduler.as_mut()) {
-                (Some(id), Some(s)) => s.finish(id),
-                _ => self.dirty = true,
+                (Some(id), Some(s)) => s.remove(id),
+                _ => self.mirror.resync(&key),
             }
         }
         Ok(())

@@ -294,15 +294,54 @@ impl Scheduler {
     /// A workload finished (or was deleted): its quota is released and parked workloads that
     /// share its cohort tree get another chance.
     pub fn finish(&mut self, id: WorkloadId) {
+        self.dequeue(id);
+        self.release(id);
+    }
+
+    /// Takes a workload out of its queue (or the batch waiting for sort keys), if it is there.
+    pub fn dequeue(&mut self, id: WorkloadId) {
         self.queues.remove(id);
         self.keys.remove(&id);
         if self.unkeyed_set.remove(&id) {
             self.unkeyed.retain(|&w| w != id);
         }
         self.evicted.remove(&id);
+    }
+
+    /// Releases what a workload holds (the cluster no longer shows its admission); parked
+    /// workloads that share its cohort tree get another chance. Not counted as a requeue.
+    pub fn release(&mut self, id: WorkloadId) {
         if let Ok(admission) = self.cluster.release(id) {
             self.retry_inadmissible(admission.cluster_queue);
         }
+    }
+
+    /// A workload left the cluster (deleted, finished, no longer valid): dequeued, its quota
+    /// released, its record removed from the cluster (its handle is never reused).
+    pub fn remove(&mut self, id: WorkloadId) {
+        self.finish(id);
+        let _ = self.cluster.remove_workload(id);
+    }
+
+    /// Replaces what the scheduler knows of a workload that holds no quota (its spec changed):
+    /// its queue history (`created`, `queued`, requeue count and reason) is kept; the caller
+    /// queues it again.
+    pub fn replace(&mut self, id: WorkloadId, info: crate::cluster::WorkloadInfo) {
+        self.dequeue(id);
+        let old = &self.cluster.workloads[id.index()];
+        let namespace_matches = self
+            .cluster
+            .namespace_matches(info.cluster_queue, &info.namespace);
+        let info = crate::cluster::WorkloadInfo {
+            id,
+            created: old.created,
+            queued: old.queued,
+            requeue_count: old.requeue_count,
+            requeue_reason: old.requeue_reason,
+            namespace_matches,
+            ..info
+        };
+        self.cluster.workloads[id.index()] = info;
     }
 
     /// A preempted workload is gone: release its quota and queue it again.
