@@ -60,9 +60,11 @@ fn valid(what: String, problems: Vec<crate::api::strict::FieldProblem>) -> bool 
 /// Builds the scheduler for the mirror's current state.
 pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
     let catalog = catalog(mirror);
-    let mut m = Manifests::default();
-    m.configuration = mirror.configuration.clone();
-    m.namespaces = mirror.namespaces.values().cloned().collect();
+    let mut m = Manifests {
+        configuration: mirror.configuration.clone(),
+        namespaces: mirror.namespaces.values().cloned().collect(),
+        ..Manifests::default()
+    };
     m.flavors = mirror
         .flavors
         .iter()

@@ -285,10 +285,10 @@ impl Mirror {
     }
 
     fn delete(&mut self, src: Source, obj: Option<&DynamicObject>, key: &str) -> Change {
-        if let (Source::Pod, Some(pod)) = (src, obj) {
-            if let Some(g) = super::podgroup::group_key(&pod.metadata) {
-                self.dirty.pod_groups.insert(g);
-            }
+        if let (Source::Pod, Some(pod)) = (src, obj)
+            && let Some(g) = super::podgroup::group_key(&pod.metadata)
+        {
+            self.dirty.pod_groups.insert(g);
         }
         if let (Source::ProvisioningRequest, Some(pr)) = (src, obj) {
             self.note_owner_workload(pr);
