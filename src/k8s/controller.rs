@@ -23,9 +23,7 @@ use serde_json::{Value, json};
 
 use super::Error;
 use super::checks;
-use super::conditions::{
-    self as cond, ADMITTED, EVICTED, FINISHED, PREEMPTED, QUOTA_RESERVED, REQUEUED,
-};
+use super::conditions::{self as cond, ADMITTED, EVICTED, FINISHED, QUOTA_RESERVED, REQUEUED};
 use super::core::{self, Configure, has_quota_reservation, is_evicted, is_finished};
 use super::integration::api_resource;
 use super::metrics::Metrics;
@@ -35,15 +33,15 @@ use super::resources::KueueKind;
 use super::status::{self, carry_transition_times};
 use super::visibility::Snapshot;
 use super::writer::{Writer, workload_ref};
-use crate::api::jobs::{
-    AdmittedPodSet, FlavorPlacement, JOB_UID_LABEL, JobKind, attribution, problems_text,
-};
+use crate::api::jobs::{AdmittedPodSet, FlavorPlacement, JobKind, attribution, problems_text};
 use crate::api::{self, Workload, WorkloadStatus};
 use crate::cluster::{Admission, Cluster, CqId, Millis, WorkloadId};
 use crate::scheduler::{Decision, Scheduler};
 
 #[path = "admission.rs"]
 mod admission;
+#[path = "decisions.rs"]
+mod decisions;
 #[path = "pods_ready.rs"]
 pub mod pods_ready;
 
@@ -288,6 +286,7 @@ impl Controller {
             }
         }
         self.write_queue_statuses(now).await;
+        self.writer.flush_events().await;
         if let Some(s) = &self.scheduler {
             self.metrics.observe_state(s);
             let snapshot = Snapshot::of(s);
@@ -392,324 +391,10 @@ impl Controller {
                     .get_or_create(&labels)
                     .observe(elapsed);
             }
-            for d in outcome.decisions {
-                self.apply(d, now).await;
-            }
+            self.apply(outcome.decisions, now).await;
             // After a failed write, wait for the next pass rather than spin on the API server.
             if !progress || self.write_failed {
                 break;
-            }
-        }
-    }
-
-    async fn apply(&mut self, d: Decision, now: Millis) {
-        match d {
-            Decision::Admitted {
-                workload,
-                admission,
-                ..
-            } => self.admit(workload, admission, now).await,
-            Decision::Preempted {
-                workload,
-                preemptor,
-                reason,
-                ..
-            } => self.preempt(workload, preemptor, reason, now).await,
-            Decision::NotAdmitted {
-                workload,
-                reason,
-                message,
-                ..
-            } => self.pending(workload, &reason, &message, now).await,
-        }
-    }
-
-    // ---- Decisions -------------------------------------------------------------------------
-
-    async fn admit(&mut self, id: WorkloadId, admission: Admission, now: Millis) {
-        let Some(s) = &self.scheduler else { return };
-        let key = s.cluster.workload(id).key.clone();
-        let api_admission = api_admission(&s.cluster, id, &admission);
-        let cq = api_admission.cluster_queue.clone();
-        let assigned: Vec<crate::quota::FlavorId> = admission
-            .pod_sets
-            .iter()
-            .flat_map(|p| p.flavors.iter().map(|&(_, f)| f))
-            .collect();
-        let check_names = crate::cluster::checks::applicable(
-            &s.cluster.cq(admission.cluster_queue).admission_checks,
-            &assigned,
-        );
-        let two_phase = !check_names.is_empty();
-        let result = self
-            .write_status(&key, |wl| {
-                if has_quota_reservation(wl) || is_finished(wl) {
-                    return None;
-                }
-                let mut st = wl.status.clone().unwrap_or_default();
-                st.admission = Some(api_admission.clone());
-                if two_phase {
-                    st.admission_checks = Some(checks::reserved_states(
-                        &check_names,
-                        checks::states(wl),
-                        now,
-                    ));
-                    st.requeue_state = None;
-                } else if st.admission_checks.is_some() {
-                    // No check applies to this assignment: states of an earlier one go, as
-                    // Kueue's syncAdmissionCheckConditions leaves none.
-                    st.admission_checks = None;
-                }
-                let c = &mut st.conditions;
-                cond::set(
-                    c,
-                    cond::condition(
-                        QUOTA_RESERVED,
-                        true,
-                        "QuotaReserved",
-                        &cond::quota_reserved_message(&cq),
-                        now,
-                    ),
-                );
-                cond::reset_active(c, EVICTED, "QuotaReserved", now);
-                cond::reset_active(c, PREEMPTED, "QuotaReserved", now);
-                if two_phase {
-                    cond::set(
-                        c,
-                        cond::condition(
-                            ADMITTED,
-                            false,
-                            checks::UNSATISFIED_CHECKS,
-                            checks::UNSATISFIED_CHECKS_MESSAGE,
-                            now,
-                        ),
-                    );
-                } else {
-                    cond::set(
-                        c,
-                        cond::condition(ADMITTED, true, "Admitted", cond::ADMITTED_MESSAGE, now),
-                    );
-                }
-                Some(st)
-            })
-            .await;
-        match result {
-            Ok(Some(wl)) => {
-                let waited = (now - queued_at(&wl)).max(0) as f64 / 1000.0;
-                let labels = self.metrics.labels(vec![
-                    ("cluster_queue", cq.clone()),
-                    ("priority_class", priority_class(&wl)),
-                ]);
-                self.metrics
-                    .quota_reserved_workloads
-                    .get_or_create(&labels)
-                    .inc();
-                self.metrics
-                    .quota_reserved_wait_time
-                    .get_or_create(&labels)
-                    .observe(waited);
-                let r = workload_ref(&wl);
-                self.writer
-                    .event(&r, false, "QuotaReserved", "QuotaReserved", format!(
-                        "Quota reserved in ClusterQueue {cq}, wait time since queued was {waited:.0}s"
-                    ))
-                    .await;
-                if two_phase {
-                    return;
-                }
-                self.metrics.admitted_workloads.get_or_create(&labels).inc();
-                self.metrics
-                    .admission_wait_time
-                    .get_or_create(&labels)
-                    .observe(waited);
-                self.writer
-                    .event(
-                        &r,
-                        false,
-                        "Admitted",
-                        "Admitted",
-                        format!(
-                            "Admitted by ClusterQueue {cq}, wait time since reservation was 0s"
-                        ),
-                    )
-                    .await;
-            }
-            Ok(None) => {
-                tracing::info!(workload = %key, "admission no longer applies; releasing it");
-                self.undo_admission(id);
-                self.mirror.resync(&key);
-            }
-            Err(e) => {
-                tracing::warn!(workload = %key, error = %e, "cannot write the admission; releasing it");
-                self.write_failed("admission");
-                self.undo_admission(id);
-            }
-        }
-    }
-
-    fn undo_admission(&mut self, id: WorkloadId) {
-        if let Some(s) = self.scheduler.as_mut() {
-            s.complete_eviction(id);
-        }
-    }
-
-    async fn preempt(
-        &mut self,
-        id: WorkloadId,
-        preemptor: WorkloadId,
-        reason: &'static str,
-        _now: Millis,
-    ) {
-        let Some(s) = &self.scheduler else { return };
-        let c = &s.cluster;
-        let key = c.workload(id).key.clone();
-        let preemptor_info = c.workload(preemptor);
-        let preemptor_wl = self.mirror.workloads.get(&preemptor_info.key);
-        let uid = preemptor_wl
-            .and_then(|w| w.metadata.uid.clone())
-            .unwrap_or_default();
-        let job_uid = preemptor_wl
-            .and_then(|w| w.metadata.labels.as_ref())
-            .and_then(|l| l.get(JOB_UID_LABEL).cloned())
-            .unwrap_or_default();
-        let preemptor_path = preemptor_info
-            .cluster_queue
-            .map(|q| cq_path(c, q))
-            .unwrap_or_default();
-        let victim_path = c
-            .admission(id)
-            .map(|a| cq_path(c, a.cluster_queue))
-            .unwrap_or_default();
-        let message =
-            cond::preemption_message(&uid, &job_uid, reason, &preemptor_path, &victim_path);
-        let victim_cq = c
-            .admission(id)
-            .map(|a| c.cq(a.cluster_queue).name.clone())
-            .unwrap_or_default();
-        let preempting_cq = preemptor_path
-            .rsplit('/')
-            .next()
-            .unwrap_or_default()
-            .to_string();
-        self.metrics
-            .preempted_workloads
-            .get_or_create(&self.metrics.labels(vec![
-                ("preempting_cluster_queue", preempting_cq),
-                ("reason", reason.into()),
-            ]))
-            .inc();
-        let pc = self
-            .mirror
-            .workloads
-            .get(&key)
-            .map(priority_class)
-            .unwrap_or_default();
-        self.metrics
-            .evicted_workloads
-            .get_or_create(&self.metrics.labels(vec![
-                ("cluster_queue", victim_cq),
-                ("reason", cond::EVICTED_BY_PREEMPTION.into()),
-                ("underlying_cause", String::new()),
-                ("priority_class", pc),
-            ]))
-            .inc();
-        self.evictions.insert(key, (reason.to_string(), message));
-        self.retry_evictions(_now).await;
-    }
-
-    /// Writes the evictions decided but not yet recorded in the cluster.
-    async fn retry_evictions(&mut self, now: Millis) {
-        let pending: Vec<(String, (String, String))> = self
-            .evictions
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        for (key, (reason, message)) in pending {
-            let result = self
-                .write_status(&key, |wl| {
-                    if !has_quota_reservation(wl) || is_evicted(wl) || is_finished(wl) {
-                        return None;
-                    }
-                    let mut st = wl.status.clone().unwrap_or_default();
-                    cond::set(
-                        &mut st.conditions,
-                        cond::condition(EVICTED, true, cond::EVICTED_BY_PREEMPTION, &message, now),
-                    );
-                    cond::set(
-                        &mut st.conditions,
-                        cond::condition(PREEMPTED, true, &reason, &message, now),
-                    );
-                    // Every eviction resets the admission checks (Kueue's evict.Evict).
-                    if !checks::states(wl).is_empty() {
-                        st.admission_checks = Some(checks::reset_states(checks::states(wl), now));
-                    }
-                    Some(st)
-                })
-                .await;
-            match result {
-                Ok(written) => {
-                    self.evictions.remove(&key);
-                    if let Some(wl) = written {
-                        self.writer
-                            .event(
-                                &workload_ref(&wl),
-                                false,
-                                "Preempted",
-                                "Preempted",
-                                message.clone(),
-                            )
-                            .await;
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(workload = %key, error = %e, "cannot write the eviction; will retry");
-                    self.write_failed("eviction");
-                }
-            }
-        }
-    }
-
-    async fn pending(&mut self, id: WorkloadId, reason: &str, message: &str, now: Millis) {
-        let Some(s) = &self.scheduler else { return };
-        let key = s.cluster.workload(id).key.clone();
-        let unchanged = self.mirror.workloads.get(&key).is_some_and(|wl| {
-            wl.status
-                .as_ref()
-                .and_then(|st| cond::find(&st.conditions, QUOTA_RESERVED))
-                .is_some_and(|c| c.status == "False" && c.reason == reason && c.message == message)
-        });
-        if unchanged {
-            return;
-        }
-        let result = self
-            .write_status(&key, |wl| {
-                if has_quota_reservation(wl) || is_finished(wl) {
-                    return None;
-                }
-                let mut st = wl.status.clone().unwrap_or_default();
-                cond::set(
-                    &mut st.conditions,
-                    cond::condition(QUOTA_RESERVED, false, reason, message, now),
-                );
-                Some(st)
-            })
-            .await;
-        match result {
-            Ok(Some(wl)) => {
-                self.writer
-                    .event(
-                        &workload_ref(&wl),
-                        true,
-                        reason,
-                        reason,
-                        message.to_string(),
-                    )
-                    .await;
-            }
-            Ok(None) => {}
-            Err(e) => {
-                tracing::debug!(workload = %key, error = %e, "cannot record why the workload is pending");
-                self.write_failed("pending");
             }
         }
     }
@@ -720,55 +405,6 @@ impl Controller {
             .write_failures
             .get_or_create(&self.metrics.labels(vec![("write", what.into())]))
             .inc();
-    }
-
-    /// Writes a Workload status computed by `build` from the latest known object, with
-    /// `metadata.resourceVersion` as a precondition. On a conflict the Workload is read again
-    /// and `build` runs again. `Ok(None)`: `build` found the write no longer applies.
-    async fn write_status(
-        &mut self,
-        key: &str,
-        build: impl Fn(&Workload) -> Option<WorkloadStatus>,
-    ) -> Result<Option<Workload>, Error> {
-        self.write_status_as(key, super::writer::SCHEDULER_MANAGER, build)
-            .await
-    }
-
-    /// [`Controller::write_status`] as another field manager (a check controller).
-    async fn write_status_as(
-        &mut self,
-        key: &str,
-        manager: &str,
-        build: impl Fn(&Workload) -> Option<WorkloadStatus>,
-    ) -> Result<Option<Workload>, Error> {
-        for attempt in 1..=MAX_ATTEMPTS {
-            let Some(wl) = self.mirror.workloads.get(key).cloned() else {
-                return Ok(None);
-            };
-            let Some(status) = build(&wl) else {
-                return Ok(None);
-            };
-            let (namespace, name) = ns_name(&wl);
-            let body = status_patch(&wl, &status);
-            match self
-                .writer
-                .patch_workload_status_as(&namespace, &name, &body, manager)
-                .await
-            {
-                Ok(obj) => return Ok(self.put_own_workload(&obj)),
-                Err(e) if e.is_conflict() && attempt < MAX_ATTEMPTS => {
-                    tracing::info!(workload = %key, attempt, "conflict writing status; reading the workload again");
-                    let fresh = self.writer.get_workload(&namespace, &name).await?;
-                    self.observe(Observed::Applied(Source::Kueue(KueueKind::Workload), fresh));
-                }
-                Err(e) if e.is_not_found() => {
-                    self.mirror.forget_workload(key);
-                    return Ok(None);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        unreachable!("the last attempt returns")
     }
 
     fn put_own_workload(&mut self, obj: &kube::core::DynamicObject) -> Option<Workload> {

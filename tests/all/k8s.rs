@@ -3,6 +3,7 @@
 //! lifecycle. Everything above this layer is the simulator's code and is tested there.
 
 pub mod fake_api;
+mod incremental;
 mod pods_ready;
 mod provisioning;
 
