@@ -184,6 +184,7 @@ async fn run_async(
         clock,
         configure,
     );
+    controller.set_refresh_interval(Duration::from_secs(1));
     controller.set_attribution_labels(args.cost_attribution_labels.clone());
     if served(&client, &super::provisioning::resource()).await {
         tracing::info!(

@@ -109,6 +109,9 @@ pub struct Controller {
     provisioning: bool,
     /// Workloads evicted by a check in `Retry`: queued again at this time.
     requeue_at: BTreeMap<String, Millis>,
+    /// Queue statuses, gauges and published views: refreshed at most this often.
+    refresh_interval: std::time::Duration,
+    refreshed: Option<std::time::Instant>,
 }
 
 impl Controller {
@@ -138,7 +141,16 @@ impl Controller {
             shared: Arc::new(RwLock::new(Shared::default())),
             provisioning: false,
             requeue_at: BTreeMap::new(),
+            refresh_interval: std::time::Duration::ZERO,
+            refreshed: None,
         }
+    }
+
+    /// Refreshes queue statuses, gauges, the visibility snapshot and the webhooks' view at
+    /// most this often (default: every pass). They cost O(pending workloads); `wasq
+    /// controller` refreshes them once per second.
+    pub fn set_refresh_interval(&mut self, every: std::time::Duration) {
+        self.refresh_interval = every;
     }
 
     /// The cluster serves `autoscaling.x-k8s.io/v1` ProvisioningRequests: watch them and run
@@ -285,8 +297,19 @@ impl Controller {
                 break;
             }
         }
-        self.write_queue_statuses(now).await;
+        // What costs O(pending) — queue statuses, gauges, the visibility snapshot and the
+        // webhooks' view — is refreshed at most once per refresh interval.
+        let due = self
+            .refreshed
+            .is_none_or(|t| t.elapsed() >= self.refresh_interval);
+        if due {
+            self.write_queue_statuses(now).await;
+        }
         self.writer.flush_events().await;
+        if !due {
+            return;
+        }
+        self.refreshed = Some(std::time::Instant::now());
         if let Some(s) = &self.scheduler {
             self.metrics.observe_state(s);
             let snapshot = Snapshot::of(s);
