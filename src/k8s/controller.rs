@@ -19,6 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 
+use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::Error;
@@ -463,13 +464,24 @@ impl Controller {
                 jobs.entry(i).or_default().insert(key);
             }
         }
+        // Admitted jobs to start: their patches go out together (the common case at scale);
+        // every other job is synced one by one.
+        let mut starts = Vec::new();
+        let mut rest = Vec::new();
         for (i, keys) in jobs {
             for key in keys {
-                if let Err(e) = self.sync_job(i, &key, now).await {
-                    tracing::warn!(kind = %self.kinds[i].spec.kind, job = %key, error = %e, "job sync failed; will retry");
-                    self.write_failed("job");
-                    self.mirror.touch_job(i, &key);
+                match self.start_patch(i, &key) {
+                    Some(ops) => starts.push((i, key, ops)),
+                    None => rest.push((i, key)),
                 }
+            }
+        }
+        self.start_jobs(starts).await;
+        for (i, key) in rest {
+            if let Err(e) = self.sync_job(i, &key, now).await {
+                tracing::warn!(kind = %self.kinds[i].spec.kind, job = %key, error = %e, "job sync failed; will retry");
+                self.write_failed("job");
+                self.mirror.touch_job(i, &key);
             }
         }
         let groups = std::mem::take(&mut self.work.pod_groups);
@@ -503,6 +515,71 @@ impl Controller {
                 .any(|o| o.uid == uid)
         });
         owned.then(|| wl.clone())
+    }
+
+    /// The JSON Patch that starts job `key` of kind `i`, when it is suspended, not a managed
+    /// job's child, and its Workload admitted (not evicted, not finished, checks' podSet
+    /// updates applicable). `None` otherwise: [`Controller::sync_job`] decides.
+    fn start_patch(&self, i: usize, key: &str) -> Option<Vec<Value>> {
+        let kind = &self.kinds[i];
+        let job = self.mirror.jobs[i].get(key)?;
+        if job.metadata.deletion_timestamp.is_some()
+            || JobKind::controlled_by_any(&job.metadata, &self.kinds)
+        {
+            return None;
+        }
+        let value = to_value(job);
+        if !kind.is_suspended(&value) || kind.finished(&value).is_some() {
+            return None;
+        }
+        let name = job.metadata.name.as_deref().unwrap_or_default();
+        let uid = job.metadata.uid.as_deref();
+        let wl = self.owned_workload(
+            job.metadata.namespace.as_deref().unwrap_or("default"),
+            &kind.workload_name(name, uid.unwrap_or_default(), None),
+            uid,
+        )?;
+        if !has_quota_reservation(&wl) || is_evicted(&wl) || !is_admitted(&wl) || is_finished(&wl) {
+            return None;
+        }
+        let mut admitted = self.admitted_pod_sets(&wl);
+        self.add_check_updates(&wl, &mut admitted).ok()?;
+        let labels = attribution::attribution_labels(&wl, &self.attribution);
+        kind.start_ops(&value, &admitted, &labels).ok()
+    }
+
+    /// Sends the start patches of admitted jobs, at most [`super::writer::MAX_IN_FLIGHT`] at
+    /// once; a failed one is synced again by the next pass.
+    async fn start_jobs(&mut self, starts: Vec<(usize, String, Vec<Value>)>) {
+        if starts.is_empty() {
+            return;
+        }
+        let writer = &self.writer;
+        let kinds = &self.kinds;
+        let answers: Vec<_> = futures::stream::iter(starts)
+            .map(|(i, key, ops)| async move {
+                let (ns, name) = match key.split_once('/') {
+                    Some((ns, name)) => (Some(ns.to_string()), name.to_string()),
+                    None => (None, key.clone()),
+                };
+                let r = writer
+                    .json_patch(&api_resource(&kinds[i]), ns.as_deref(), &name, ops, false)
+                    .await;
+                (i, key, r)
+            })
+            .buffer_unordered(super::writer::MAX_IN_FLIGHT)
+            .collect()
+            .await;
+        for (i, key, answer) in answers {
+            match answer {
+                Ok(obj) => self.observe(Observed::Applied(Source::Job(i), obj)),
+                Err(e) => {
+                    tracing::warn!(kind = %self.kinds[i].spec.kind, job = %key, error = %e, "cannot start the job; will retry");
+                    self.write_failed("job");
+                    self.mirror.touch_job(i, &key);
+                }
+            }
+        }
     }
 
     async fn sync_job(&mut self, i: usize, key: &str, now: Millis) -> Result<(), Error> {
