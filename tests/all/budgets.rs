@@ -294,3 +294,47 @@ fn a_malformed_budget_annotation_is_a_load_error_naming_the_object_and_field() {
         );
     }
 }
+
+#[test]
+fn the_controller_ignores_a_malformed_annotation_and_keeps_the_rest() {
+    // The controller builds its cluster with `build_cluster` (no scenario checks): a malformed
+    // value is logged and left out, the other limit still applies.
+    let text = std::fs::read_to_string(scenario("budget-max-victims-2-of-3")).expect("reads");
+    let text = text.replace(
+        "policy.wasq.dev/max-victims-per-preemptor: '2'",
+        "policy.wasq.dev/max-victims-per-preemptor: 'many', policy.wasq.dev/max-evictions-per-minute: '5'",
+    );
+    let m = wasq::api::load::load_str(Path::new("controller.yaml"), &text).expect("loads");
+    let cluster = wasq::cluster::build_cluster(&m, &|_| 0, 0).expect("builds");
+    let cq = &cluster.cluster_queues[cluster.cq_by_name["cq-a"].index()];
+    assert_eq!(
+        cq.budget,
+        PreemptionBudget {
+            max_victims_per_preemptor: None,
+            max_evictions_per_minute: Some(5),
+        }
+    );
+}
+
+#[test]
+fn a_rebuilt_scheduler_keeps_the_minute_s_evictions() {
+    let mut sim = Simulation::new(
+        Scenario::load(&[scenario("budget-evictions-per-minute")]).expect("scenario"),
+    );
+    sim.run(
+        &Limits {
+            until: Some(15_000),
+            ..Limits::default()
+        },
+        None,
+    );
+    let cq = sim.cluster().cq_by_name["cq-a"];
+    let now = sim.now();
+    assert_eq!(sim.scheduler.budgets().recent(cq, now), 1);
+    // The controller's rebuild: a new scheduler over the same objects takes the history over.
+    let mut rebuilt = wasq::scheduler::Scheduler::new(sim.cluster().clone());
+    assert_eq!(rebuilt.budgets().recent(cq, now), 0);
+    rebuilt.carry_budgets_from(&sim.scheduler);
+    assert_eq!(rebuilt.budgets().recent(cq, now), 1);
+    assert_eq!(rebuilt.budgets().recent(cq, now + 60_000), 0);
+}
