@@ -338,3 +338,37 @@ fn a_rebuilt_scheduler_keeps_the_minute_s_evictions() {
     assert_eq!(rebuilt.budgets().recent(cq, now), 1);
     assert_eq!(rebuilt.budgets().recent(cq, now + 60_000), 0);
 }
+
+#[test]
+fn simulate_reads_budgets_from_the_config_file_and_refuses_malformed_ones() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("wasq.yaml");
+    let run = |config_text: &str| {
+        std::fs::write(&config, config_text).expect("write");
+        std::process::Command::new(env!("CARGO_BIN_EXE_wasq"))
+            .args(["simulate", "--output", "json", "--config"])
+            .arg(&config)
+            .arg(scenario("life-priority-preemption-readmit"))
+            .output()
+            .expect("runs")
+    };
+    let out = run("budgets:\n  clusterQueues: {team: {maxVictimsPerPreemptor: 0}}\n");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report["summary"]["clusterQueues"]["team"]["preemptions"], 0);
+    assert_eq!(report["summary"]["clusterQueues"]["team"]["budgetWaits"], 1);
+
+    let out = run("budgets:\n  default: {maxEvictionsPerMinute: -1}\n");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("budgets.default.maxEvictionsPerMinute")
+            && err.contains("policy.wasq.dev/max-evictions-per-minute")
+            && err.contains("`-1` is not a non-negative integer"),
+        "{err}"
+    );
+}
