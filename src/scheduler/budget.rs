@@ -7,7 +7,7 @@
 //! What counts: a victim the preemptor's decision evicts, at the time of that cycle. A victim
 //! already being evicted (chosen by an earlier preemptor) costs nothing more.
 //!
-//! Where it applies: inside the victim search ([`super::preempt`]), so a victim set over the
+//! Where it applies: inside the victim search (`preempt.rs`), so a victim set over the
 //! budget is "no victims" for the preemption oracle too. Flavor assignment then treats that
 //! flavor as it treats one without preemption candidates and tries the next flavor (Kueue's
 //! fungibility), partial admission tries fewer pods, and a preemptor left with nothing waits:
