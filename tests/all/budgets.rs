@@ -372,3 +372,20 @@ fn simulate_reads_budgets_from_the_config_file_and_refuses_malformed_ones() {
         "{err}"
     );
 }
+
+#[test]
+fn a_strict_fifo_queue_waits_for_the_refill_the_same_way() {
+    let text = std::fs::read_to_string(scenario("budget-evictions-per-minute")).expect("reads");
+    let text = text.replace(
+        "  preemption: {withinClusterQueue: LowerPriority}",
+        "  queueingStrategy: StrictFIFO\n  preemption: {withinClusterQueue: LowerPriority}",
+    );
+    assert!(text.contains("StrictFIFO"));
+    let m = wasq::api::load::load_str(Path::new("strict.yaml"), &text).expect("loads");
+    let mut sim = Simulation::new(Scenario::from_manifests(m).expect("scenario"));
+    sim.run(&Limits::default(), None);
+    let r = sim.report();
+    let times: Vec<f64> = preemptions(&r).into_iter().map(|p| p.0).collect();
+    assert_eq!(times, vec![10.0, 70.0]);
+    assert_eq!(state(&r, "high-2"), "admitted");
+}
