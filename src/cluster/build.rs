@@ -234,6 +234,12 @@ pub fn build_cluster(
             quotas,
         });
         let bwc = spec.borrow_within_cohort();
+        let annotations = cq.metadata.annotations.clone().unwrap_or_default();
+        // The simulator refuses such values at load (`sim::scenario`); the controller warns.
+        let (budget, problems) = super::PreemptionBudget::from_annotations(&annotations);
+        for problem in problems {
+            tracing::warn!(cluster_queue = %name, "{problem}; the value is ignored");
+        }
         cluster_queues.push(ClusterQueueInfo {
             id,
             name: name.clone(),
@@ -256,8 +262,10 @@ pub fn build_cluster(
             },
             stop_policy,
             inactive_reason,
-            annotations: cq.metadata.annotations.clone().unwrap_or_default(),
+            annotations,
             frs,
+            budget_annotations: budget,
+            budget,
             admission_checks,
             admission_fair_sharing: m
                 .configuration

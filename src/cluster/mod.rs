@@ -8,6 +8,7 @@
 //!   usage always equals the sum of the admitted workloads' usage.
 
 pub mod afs;
+pub mod budget;
 mod build;
 pub mod checks;
 pub mod matching;
@@ -25,6 +26,7 @@ use crate::api::{
 use crate::quota::{FlavorId, FrIdx, Names, NodeId, QuotaTree, ResourceId, Usage};
 
 pub use afs::{Changed, LqUsage};
+pub use budget::{BudgetDefaults, PreemptionBudget};
 pub use build::{BuildError, build_cluster, fair_weight};
 pub use settings::{AdmissionFairSharing, SchedulingSettings, WaitForPodsReady};
 
@@ -137,6 +139,11 @@ pub struct ClusterQueueInfo {
     pub admission_fair_sharing: bool,
     /// Its admission checks (`admissionChecksStrategy`), each with the flavors it applies to.
     pub admission_checks: Vec<checks::CheckRule>,
+    /// The preemption budget its annotations set (malformed values left out).
+    pub budget_annotations: PreemptionBudget,
+    /// The preemption budget in effect: its annotations over the `--config` file's
+    /// ([`Cluster::apply_budget_defaults`]).
+    pub budget: PreemptionBudget,
 }
 
 impl ClusterQueueInfo {
@@ -361,6 +368,16 @@ impl Cluster {
 
     pub fn cq(&self, id: CqId) -> &ClusterQueueInfo {
         &self.cluster_queues[id.index()]
+    }
+
+    /// Sets every ClusterQueue's preemption budget from its annotations over the `--config`
+    /// file's `defaults` (idempotent: the annotations are kept apart).
+    pub fn apply_budget_defaults(&mut self, defaults: &BudgetDefaults) {
+        for cq in &mut self.cluster_queues {
+            cq.budget = cq
+                .budget_annotations
+                .or(defaults.for_cluster_queue(&cq.name));
+        }
     }
 
     pub fn workload(&self, id: WorkloadId) -> &WorkloadInfo {

@@ -331,6 +331,8 @@ impl Controller {
         // Admission fair sharing's history lives in the scheduler: keep it across rebuilds.
         if let Some(old) = &self.scheduler {
             s.cluster.carry_lq_usage_from(&old.cluster);
+            // So do the preemption budgets' recent evictions.
+            s.carry_budgets_from(old);
         }
         tracing::info!(
             workloads = s.cluster.workloads.len(),

@@ -10,6 +10,7 @@
 //! when it fails verification; a workload is admitted at most once at a time.
 
 mod assign;
+pub mod budget;
 mod cycle;
 mod preempt;
 
@@ -95,6 +96,8 @@ pub struct Scheduler {
     /// changed). Like Kueue's batched inadmissible requeue, this happens before the next cycle,
     /// not at once.
     retry: std::collections::BTreeSet<CqId>,
+    /// Preemption budgets: recent evictions per ClusterQueue, held preemptors' wake-ups.
+    budgets: budget::Budgets,
 }
 
 /// Why a workload could not be submitted to a queue.
@@ -124,7 +127,26 @@ impl Scheduler {
             evicted: Default::default(),
             fallbacks: Vec::new(),
             retry: std::collections::BTreeSet::new(),
+            budgets: budget::Budgets::default(),
         }
+    }
+
+    /// The earliest time a preemptor held by its ClusterQueue's per-minute preemption budget
+    /// may preempt: drivers run a cycle then (the simulator's clock stops there; the
+    /// controller's passes run every second).
+    pub fn next_wake_up(&self) -> Option<Millis> {
+        self.budgets.next_wake_up()
+    }
+
+    /// Preemption budgets: the evictions of the last minute per ClusterQueue.
+    pub fn budgets(&self) -> &budget::Budgets {
+        &self.budgets
+    }
+
+    /// Keeps the preemption budgets' history of the scheduler this one replaces (a rebuild).
+    pub fn carry_budgets_from(&mut self, old: &Scheduler) {
+        self.budgets
+            .carry_from(&old.budgets, &old.cluster, &self.cluster);
     }
 
     /// Replaces the default policies (for ClusterQueues without their own binding).
@@ -397,7 +419,9 @@ impl Scheduler {
     /// Runs one scheduling cycle at time `now`.
     pub fn schedule(&mut self, now: Millis) -> CycleOutcome {
         self.cycle += 1;
-        let retry = std::mem::take(&mut self.retry);
+        let mut retry = std::mem::take(&mut self.retry);
+        // Preemptors held by a per-minute budget that has refilled get another chance.
+        retry.extend(self.budgets.take_due(now));
         self.queues.requeue_inadmissible(retry);
         self.sample_local_queue_usage(now);
         self.flush_submissions(now);
