@@ -262,6 +262,9 @@ impl Controller {
     /// A standby replica's pass: once every source is listed, the webhooks' view is published
     /// and the replica is ready; nothing is scheduled or written.
     pub fn stand_by(&mut self) {
+        // A standby has no core to bring up to date; its first pass as leader builds it from
+        // the mirror.
+        let _ = self.mirror.take_dirty();
         if !self.mirror.is_synced(&self.sources()) {
             return;
         }
