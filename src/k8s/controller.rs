@@ -265,14 +265,21 @@ impl Controller {
         // A standby has no core to bring up to date; its first pass as leader builds it from
         // the mirror.
         let _ = self.mirror.take_dirty();
-        if !self.mirror.is_synced(&self.sources()) {
+        if !self.mirror.is_synced(&self.sources()) || !self.refresh_due() {
             return;
         }
+        self.refreshed = Some(std::time::Instant::now());
         let view = Arc::new(super::webhook::View::of(&self.mirror));
         if let Ok(mut shared) = self.shared.write() {
             shared.webhook = view;
             shared.ready = true;
         }
+    }
+
+    /// Whether the refresh interval has passed since the last refresh (or none happened).
+    fn refresh_due(&self) -> bool {
+        self.refreshed
+            .is_none_or(|t| t.elapsed() >= self.refresh_interval)
     }
 
     /// One reconcile pass. Does nothing until every source has been listed: quota usage is
@@ -303,9 +310,7 @@ impl Controller {
         }
         // What costs O(pending) — queue statuses, gauges, the visibility snapshot and the
         // webhooks' view — is refreshed at most once per refresh interval.
-        let due = self
-            .refreshed
-            .is_none_or(|t| t.elapsed() >= self.refresh_interval);
+        let due = self.refresh_due();
         if due {
             self.write_queue_statuses(now).await;
         }
