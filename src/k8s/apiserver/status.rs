@@ -110,7 +110,7 @@ impl ApiError {
             503 => "ServiceUnavailable",
             _ => "InternalError",
         };
-        ApiError::new(code, reason, format!("injected failure ({code})"))
+        ApiError::new(code, reason, "injected failure")
     }
 
     /// The `Status` object.

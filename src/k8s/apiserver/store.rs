@@ -273,8 +273,11 @@ impl Store {
                 "generation",
                 json!(generation + i64::from(bumped)),
             );
-        } else if let Some(uid) = meta(&obj, "uid") {
-            self.uids.insert(uid);
+        } else {
+            // Seeding names its objects' uids `uid-<name>` (as a test expects), unique or not.
+            let uid = meta(&obj, "uid").unwrap_or_else(|| format!("uid-{name}"));
+            self.uids.insert(uid.clone());
+            set_meta(&mut obj, "uid", json!(uid));
         }
         self.stamp_new(res, ns, &mut obj, &name);
         let kind = if prev.is_some() {
