@@ -5,6 +5,7 @@
 
 mod pods_ready;
 mod provisioning;
+mod watch;
 
 use std::sync::Arc;
 

@@ -50,7 +50,7 @@ use serde_json::Value;
 
 pub use faults::Recorded;
 pub use resources::Resource;
-pub use store::Clock;
+pub use store::{Change, ChangeType, Clock};
 
 use faults::Faults;
 use store::Store;
@@ -62,8 +62,8 @@ pub struct Config {
     pub history: usize,
     /// How often a watch that asked for bookmarks gets one.
     pub bookmark_interval: Duration,
-    /// Whether every request is logged with its body ([`ApiServer::requests`]); counters are
-    /// kept either way.
+    /// Whether every request is logged with its body ([`ApiServer::requests`]) and every
+    /// change kept ([`ApiServer::changes`]); counters are kept either way.
     pub record: bool,
 }
 
@@ -111,13 +111,11 @@ impl ApiServer {
     pub fn new(config: Config) -> ApiServer {
         let mut faults = Faults::new();
         faults.record = config.record;
+        let mut store = Store::new(resources::builtin(), config.history, store::system_clock());
+        store.set_audit(config.record);
         ApiServer {
             inner: Arc::new(Inner {
-                store: Mutex::new(Store::new(
-                    resources::builtin(),
-                    config.history,
-                    store::system_clock(),
-                )),
+                store: Mutex::new(store),
                 faults: Mutex::new(faults),
                 head: tokio::sync::watch::channel(0).0,
                 epoch: tokio::sync::watch::channel(0).0,
@@ -178,6 +176,26 @@ impl ApiServer {
     /// Whether requests are logged with their bodies (counters are kept either way).
     pub fn record_requests(&self, on: bool) {
         self.faults().record = on;
+        self.store().set_audit(on);
+    }
+
+    /// Every change to objects of one resource (`api_version` as in `apiVersion`) since the
+    /// start (or since recording was turned on), oldest first; compaction does not drop them.
+    pub fn changes(&self, api_version: &str, plural: &str) -> Vec<store::Change> {
+        let store = self.store();
+        let Some(i) = store
+            .resources
+            .iter()
+            .position(|r| r.api_version() == api_version && r.plural == plural)
+        else {
+            return Vec::new();
+        };
+        store
+            .audit()
+            .iter()
+            .filter(|c| c.resource == i)
+            .cloned()
+            .collect()
     }
 
     /// The next `times` requests of `method` whose path (without query) ends with `suffix`

@@ -12,10 +12,16 @@ pub struct ApiError {
     pub code: u16,
     pub reason: String,
     pub message: String,
-    /// `details.name` and `details.kind` (the resource's plural), when an object is named.
-    pub name: Option<String>,
-    pub group: Option<String>,
-    pub kind: Option<String>,
+    /// `details`, when an object is named.
+    pub details: Option<Box<Details>>,
+}
+
+/// A `Status`'s `details`: the object's name, its resource's group and plural (`kind`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Details {
+    pub name: String,
+    pub group: String,
+    pub kind: String,
 }
 
 impl ApiError {
@@ -24,16 +30,16 @@ impl ApiError {
             code,
             reason: reason.into(),
             message: message.into(),
-            name: None,
-            group: None,
-            kind: None,
+            details: None,
         }
     }
 
     fn about(mut self, r: &Resource, name: &str) -> Self {
-        self.name = Some(name.into());
-        self.group = Some(r.group.clone());
-        self.kind = Some(r.plural.clone());
+        self.details = Some(Box::new(Details {
+            name: name.into(),
+            group: r.group.clone(),
+            kind: r.plural.clone(),
+        }));
         self
     }
 
@@ -119,8 +125,8 @@ impl ApiError {
             "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
             "message": self.message, "reason": self.reason, "code": self.code,
         });
-        if let Some(name) = &self.name {
-            status["details"] = json!({"name": name, "group": self.group, "kind": self.kind});
+        if let Some(d) = &self.details {
+            status["details"] = json!({"name": d.name, "group": d.group, "kind": d.kind});
         }
         status
     }

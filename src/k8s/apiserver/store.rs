@@ -82,6 +82,8 @@ pub struct Store {
     floor: u64,
     uids: HashSet<String>,
     clock: Clock,
+    /// Every change since the start, when auditing (tests); never compacted.
+    audit: Option<Vec<Change>>,
 }
 
 fn meta(obj: &Value, field: &str) -> Option<String> {
@@ -133,6 +135,7 @@ impl Store {
             floor: 0,
             uids: HashSet::new(),
             clock,
+            audit: None,
         }
     }
 
@@ -153,6 +156,20 @@ impl Store {
     pub fn set_capacity(&mut self, capacity: usize) {
         self.capacity = capacity.max(1);
         self.trim();
+    }
+
+    /// Keeps (or stops keeping) every change for [`Store::audit`].
+    pub fn set_audit(&mut self, on: bool) {
+        match (on, &self.audit) {
+            (true, None) => self.audit = Some(Vec::new()),
+            (false, _) => self.audit = None,
+            _ => {}
+        }
+    }
+
+    /// Every change since auditing started.
+    pub fn audit(&self) -> &[Change] {
+        self.audit.as_deref().unwrap_or_default()
     }
 
     /// Registers a resource (again: the same index), returning its index.
@@ -201,7 +218,7 @@ impl Store {
         } else {
             self.objects.insert(key.clone(), obj.clone());
         }
-        self.history.push_back(Change {
+        let change = Change {
             rv: self.rv,
             resource: key.0,
             namespace: key.1,
@@ -209,7 +226,11 @@ impl Store {
             kind,
             object: obj.clone(),
             prev,
-        });
+        };
+        if let Some(audit) = &mut self.audit {
+            audit.push(change.clone());
+        }
+        self.history.push_back(change);
         self.trim();
         obj
     }
