@@ -298,6 +298,47 @@ impl ApiServer {
         stored
     }
 
+    /// Changes `path`'s object in place, atomically (no conflict is possible), as another
+    /// actor's write — `status` included, whatever the subresource rules: how a harness marks
+    /// a Workload finished. Returns the stored object, or `None` when there is none.
+    pub fn modify(&self, path: &str, f: impl FnOnce(&mut Value)) -> Option<Value> {
+        let (resource, namespace, name) = self.locate(path, None)?;
+        let stored = {
+            let mut store = self.store();
+            let mut obj = store.get(resource, namespace.as_deref(), &name).ok()?;
+            f(&mut obj);
+            store.put(resource, namespace.as_deref(), obj)
+        };
+        self.published();
+        Some(stored)
+    }
+
+    /// Waits until something is written after `rv`.
+    pub async fn written_after(&self, rv: u64) {
+        let mut head = self.inner.head.subscribe();
+        let _ = head.wait_for(|&h| h > rv).await;
+    }
+
+    /// The changes to one resource after `cursor` (from the bounded history) and the latest
+    /// resourceVersion, or `Err(oldest)` once the history no longer reaches back to `cursor`.
+    pub fn changes_after(
+        &self,
+        api_version: &str,
+        plural: &str,
+        cursor: u64,
+    ) -> Result<(Vec<store::Change>, u64), u64> {
+        let store = self.store();
+        let Some(i) = store
+            .resources
+            .iter()
+            .position(|r| r.api_version() == api_version && r.plural == plural)
+        else {
+            return Ok((Vec::new(), store.rv()));
+        };
+        let changes = store.changes_after(i, cursor)?;
+        Ok((changes, store.rv()))
+    }
+
     /// The object at `path`, if any.
     pub fn get(&self, path: &str) -> Option<Value> {
         let (resource, namespace, name) = self.locate(path, None)?;
