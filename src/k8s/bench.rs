@@ -196,7 +196,8 @@ async fn run_async(
     );
     let mut rx = spawn_watchers(&client, &controller);
     let start = Instant::now();
-    let harness = tokio::spawn(harness(api.clone(), arrivals, start));
+    let admitted = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let harness = tokio::spawn(harness(api.clone(), arrivals, start, admitted.clone()));
     tokio::pin!(harness);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let deadline = tokio::time::sleep(limit);
@@ -210,14 +211,14 @@ async fn run_async(
                 }
             }
             _ = tick.tick() => {}
-            done = &mut harness => break Some(done.context("the bench harness")?),
-            _ = &mut deadline => break None,
+            done = &mut harness => break done.context("the bench harness")?,
+            _ = &mut deadline => break false,
         }
         controller.step().await;
     };
     let wall = start.elapsed().as_secs_f64();
-    let completed = outcome.is_some();
-    let admitted: Vec<(String, Duration)> = outcome.unwrap_or_default();
+    let completed = outcome;
+    let admitted: Vec<(String, Duration)> = admitted.lock().expect("harness").clone();
     let admissions = admitted.len() as u64;
     let mut ttas: BTreeMap<String, (f64, u64)> = BTreeMap::new();
     for (class, tta) in &admitted {
@@ -252,18 +253,20 @@ async fn run_async(
     })
 }
 
-/// Creates each Workload at its time, watches the double for admissions, finishes each
-/// admitted Workload after its duration; returns (class, time to admit) per Workload once all
-/// have finished.
+/// (class, time to admit) per admitted Workload.
+type Admitted = Arc<std::sync::Mutex<Vec<(String, Duration)>>>;
+
+/// Creates each Workload at its time, watches the double for admissions (recorded in
+/// `admitted`), finishes each admitted Workload after its duration; true once all finished.
 async fn harness(
     api: ApiServer,
     arrivals: Vec<Arrival>,
     start: Instant,
-) -> Vec<(String, Duration)> {
+    admitted: Admitted,
+) -> bool {
     let total = arrivals.len();
     let mut created: HashMap<String, (Instant, String, Duration)> = HashMap::new();
     let mut finishes: BinaryHeap<Reverse<(Instant, String)>> = BinaryHeap::new();
-    let mut admitted: Vec<(String, Duration)> = Vec::new();
     let mut finished = 0usize;
     let mut next = arrivals.into_iter().peekable();
     let mut cursor = api.resource_version();
@@ -316,7 +319,10 @@ async fn harness(
                     }
                     if let Some((at, class, duration)) = created.get(&c.name) {
                         let now = Instant::now();
-                        admitted.push((class.clone(), now - *at));
+                        admitted
+                            .lock()
+                            .expect("harness")
+                            .push((class.clone(), now - *at));
                         let path = format!(
                             "/apis/kueue.x-k8s.io/v1beta2/namespaces/{}/workloads/{}",
                             c.namespace, c.name
@@ -327,7 +333,7 @@ async fn harness(
             }
             Err(_) => {
                 tracing::error!("the bench harness fell behind the double's history");
-                return admitted;
+                return false;
             }
         }
         let wake = [
@@ -343,7 +349,7 @@ async fn harness(
             _ = tokio::time::sleep_until(wake.into()) => {}
         }
     }
-    admitted
+    true
 }
 
 impl ControllerBench {
