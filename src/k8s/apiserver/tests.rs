@@ -442,3 +442,47 @@ async fn kube_runtime_watcher_lists_watches_and_relists_after_410() {
     }
     assert_eq!(names, ["a", "b", "c", "d"]);
 }
+
+#[tokio::test]
+async fn kube_runtime_streaming_lists_end_with_the_initial_events_bookmark() {
+    let (_s, client) = server();
+    let ar = ApiResource::erase::<ConfigMap>(&());
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    let cms: Api<ConfigMap> = Api::namespaced(client, "ns");
+    for name in ["a", "b"] {
+        cms.create(&PostParams::default(), &cm(name, json!({"app": "x"})))
+            .await
+            .unwrap();
+    }
+    cms.create(&PostParams::default(), &cm("other", json!({})))
+        .await
+        .unwrap();
+    let config = watcher::Config::default().streaming_lists().labels("app=x");
+    let mut events = watcher::watcher(api, config).boxed();
+    let mut names = Vec::new();
+    loop {
+        let ev = tokio::time::timeout(Duration::from_secs(5), events.try_next())
+            .await
+            .expect("in time")
+            .expect("no error")
+            .expect("open");
+        match ev {
+            watcher::Event::Init => {}
+            watcher::Event::InitApply(o) => names.push(o.metadata.name.unwrap()),
+            watcher::Event::InitDone => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(names, ["a", "b"]);
+    // A change that makes an object match is an ADDED event for this selector.
+    let body = json!({"metadata": {"labels": {"app": "x"}}});
+    cms.patch("other", &PatchParams::default(), &Patch::Merge(&body))
+        .await
+        .unwrap();
+    let ev = tokio::time::timeout(Duration::from_secs(5), events.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(matches!(ev, watcher::Event::Apply(o) if o.metadata.name.as_deref() == Some("other")));
+}
