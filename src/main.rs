@@ -77,6 +77,20 @@ enum Command {
         /// Runs per side, alternating; the fastest of each is reported.
         #[arg(long, default_value_t = 1)]
         repeat: usize,
+        /// `simulator`: the shape on the virtual clock, native vs WASM policies. `controller`:
+        /// the shape in real time through the controller against an in-process API server.
+        #[arg(long, value_enum, default_value = "simulator")]
+        driver: BenchDriver,
+        /// Controller driver: server-side latency of every API request (e.g. 2ms).
+        #[arg(long, default_value = "0ms", value_parser = parse_duration)]
+        api_latency: std::time::Duration,
+        /// Controller driver: multiplies arrival times and durations (0.1 = ten times faster);
+        /// times to admit are reported in the shape's seconds.
+        #[arg(long, default_value_t = 1.0)]
+        time_scale: f64,
+        /// Controller driver: wall time after which the run stops, finished or not.
+        #[arg(long, default_value = "30m", value_parser = parse_duration)]
+        time_limit: std::time::Duration,
     },
     /// Inspect, list, scaffold and build policy plugins.
     #[command(subcommand)]
@@ -91,6 +105,20 @@ enum Command {
     },
     /// Print Kueue's CustomResourceDefinitions (kueue.x-k8s.io), generated from wasq's types.
     Crds,
+}
+
+/// Which driver `wasq bench` runs the shape through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum BenchDriver {
+    Simulator,
+    Controller,
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let ms = wasq::api::duration::parse_millis(s)?;
+    u64::try_from(ms)
+        .map(std::time::Duration::from_millis)
+        .map_err(|_| format!("{s}: a duration cannot be negative"))
 }
 
 fn main() -> ExitCode {
@@ -119,9 +147,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Plugin(command) => cli::plugin::run(command),
         Command::Bench {
             shape,
+            driver: BenchDriver::Controller,
+            output,
+            api_latency,
+            time_scale,
+            time_limit,
+            ..
+        } => {
+            let report = wasq::k8s::bench::run(shape, api_latency, time_scale, time_limit)?;
+            match output {
+                Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+                Output::Table => print!("{}", report.to_table()),
+            }
+            Ok(())
+        }
+        Command::Bench {
+            shape,
             output,
             plugins,
             repeat,
+            ..
         } => {
             let args = PolicyArgs {
                 plugins: Some(plugins),

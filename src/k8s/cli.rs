@@ -16,7 +16,7 @@ use super::core::Configure;
 use super::integration::{api_resource, reconciled};
 use super::leader::LeaseLock;
 use super::metrics::Metrics;
-use super::mirror::Source;
+use super::mirror::{Observed, Source};
 use super::podgroup;
 use super::webhook::provision::{CertSource, SecretSettings};
 use super::webhook::{self, Webhooks};
@@ -242,17 +242,7 @@ async fn run_async(
 
     // Every replica watches, so that a standby's webhooks answer from a current view while
     // the leader changes; only the leader schedules and writes.
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    for source in controller.sources() {
-        let resource = match source {
-            Source::Kueue(k) => k.api_resource(),
-            Source::Namespace => ApiResource::erase::<Namespace>(&()),
-            Source::Pod => podgroup::pod_resource(),
-            Source::Job(i) => api_resource(&controller.kinds()[i]),
-            Source::ProvisioningRequest => super::provisioning::resource(),
-        };
-        watch::spawn(client.clone(), source, resource, tx.clone());
-    }
+    let mut rx = spawn_watchers(&client, &controller);
     let (acquired_tx, acquired) = tokio::sync::oneshot::channel::<()>();
     let lease = (!args.no_leader_elect).then(|| {
         LeaseLock::new(
@@ -309,6 +299,26 @@ async fn run_async(
             controller.stand_by();
         }
     }
+}
+
+/// Starts one kube-runtime watcher per source the controller reads, on `client`; their
+/// events arrive on the receiver, to be given to [`Controller::observe`].
+pub fn spawn_watchers(
+    client: &kube::Client,
+    controller: &Controller,
+) -> tokio::sync::mpsc::UnboundedReceiver<Observed> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    for source in controller.sources() {
+        let resource = match source {
+            Source::Kueue(k) => k.api_resource(),
+            Source::Namespace => ApiResource::erase::<Namespace>(&()),
+            Source::Pod => podgroup::pod_resource(),
+            Source::Job(i) => api_resource(&controller.kinds()[i]),
+            Source::ProvisioningRequest => super::provisioning::resource(),
+        };
+        watch::spawn(client.clone(), source, resource, tx.clone());
+    }
+    rx
 }
 
 /// Where kube looks for a kubeconfig: the first path of `$KUBECONFIG`, else `~/.kube/config`.

@@ -16,6 +16,8 @@
 //!   never ahead of the cluster except for quota still held by a victim being evicted;
 //! - only the leader (a `coordination.k8s.io` Lease) runs cycles and writes.
 
+pub mod apiserver;
+pub mod bench;
 pub mod checks;
 pub mod cli;
 pub mod conditions;

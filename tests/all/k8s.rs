@@ -1,18 +1,19 @@
-//! The Kubernetes layer against an in-process API server double ([`fake_api`]): the exact
+//! The Kubernetes layer against the in-process API server double
+//! ([`wasq::k8s::apiserver`]): the exact
 //! requests (paths, patch bodies, field managers) the controller makes for Kueue's job
 //! lifecycle. Everything above this layer is the simulator's code and is tested there.
 
-pub mod fake_api;
 mod incremental;
 mod pods_ready;
 mod provisioning;
+mod watch;
 
 use std::sync::Arc;
 
-use fake_api::{FakeApi, Recorded};
 use kube::core::DynamicObject;
 use serde_json::{Value, json};
 use wasq::api::jobs;
+use wasq::k8s::apiserver::{ApiServer, Recorded};
 use wasq::k8s::controller::Controller;
 use wasq::k8s::metrics::Metrics;
 use wasq::k8s::mirror::{Observed, Source};
@@ -24,7 +25,7 @@ const NOW: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
 const T: &str = "2026-01-01T00:00:00Z";
 
 struct Env {
-    api: FakeApi,
+    api: ApiServer,
     controller: Controller,
 }
 
@@ -48,7 +49,7 @@ fn collections(kinds: &[jobs::JobKind]) -> Vec<(Source, String, String)> {
 
 impl Env {
     fn new(objects: Vec<(String, Value)>) -> Env {
-        let api = FakeApi::default();
+        let api = double();
         for (path, obj) in objects {
             api.put(&path, obj);
         }
@@ -70,7 +71,7 @@ impl Env {
     /// Every source listed from the double's store, as the watchers' first lists.
     fn list_all(&mut self) {
         for (source, prefix, plural) in collections(self.controller.kinds()) {
-            let objs = self.api.list_kind(&prefix, &plural);
+            let objs = list_kind(&self.api, &prefix, &plural);
             self.controller.observe(Observed::Listed(source, objs));
         }
     }
@@ -120,19 +121,25 @@ impl Env {
     }
 }
 
-impl FakeApi {
-    fn list_kind(&self, prefix: &str, plural: &str) -> Vec<DynamicObject> {
-        self.all()
-            .into_iter()
-            .filter(|(path, _)| {
-                path.starts_with(prefix)
-                    && path
-                        .split_once(&format!("/{plural}/"))
-                        .is_some_and(|(_, rest)| !rest.contains('/'))
-            })
-            .map(|(_, v)| serde_json::from_value(v).unwrap())
-            .collect()
-    }
+/// The API server double the tests use: its clock at [`T`].
+pub fn double() -> ApiServer {
+    let api = ApiServer::default();
+    api.set_clock(Arc::new(|| T.to_string()));
+    api
+}
+
+/// The objects of one resource collection (`prefix` as `/api/v1` or `/apis/group/version`).
+pub fn list_kind(api: &ApiServer, prefix: &str, plural: &str) -> Vec<DynamicObject> {
+    api.all()
+        .into_iter()
+        .filter(|(path, _)| {
+            path.starts_with(prefix)
+                && path
+                    .split_once(&format!("/{plural}/"))
+                    .is_some_and(|(_, rest)| !rest.contains('/'))
+        })
+        .map(|(_, v)| serde_json::from_value(v).unwrap())
+        .collect()
 }
 
 fn flavor(name: &str, labels: Value) -> (String, Value) {
@@ -275,15 +282,15 @@ async fn a_queued_job_gets_a_workload_that_is_admitted_and_the_job_started_on_it
     // The Job: the flavor's node labels and tolerations, then unsuspended.
     // waitForPodsReady is on by default (Kueue v1beta2): the job controller's PodsReady.
     assert_eq!(query(&w[2]), "&fieldManager=wasq-job-controller");
-    assert_eq!(
-        w[2].body["status"]["conditions"][2],
-        condition(
-            "PodsReady",
-            "False",
-            "WaitForStart",
-            "Not all pods are ready or succeeded"
-        )
+    // The Workload's generation (1: set by the API server at create) is the condition's.
+    let mut pods_ready = condition(
+        "PodsReady",
+        "False",
+        "WaitForStart",
+        "Not all pods are ready or succeeded",
     );
+    pods_ready["observedGeneration"] = json!(1);
+    assert_eq!(w[2].body["status"]["conditions"][2], pods_ready);
     assert_eq!(w[3].content_type, "application/json-patch+json");
     assert_eq!(query(&w[3]), "&fieldManager=wasq-job-controller");
     assert_eq!(

@@ -28,7 +28,8 @@ use wasq::k8s::webhook::view::{GroupPod, View};
 use wasq::k8s::webhook::{self, Webhooks};
 use wasq::k8s::writer::Writer;
 
-use super::k8s::fake_api::FakeApi;
+use super::k8s::double;
+use wasq::k8s::apiserver::ApiServer;
 
 mod certificates;
 mod controller;

@@ -11,7 +11,7 @@ use wasq::k8s::metrics::Metrics;
 use wasq::k8s::mirror::Source;
 use wasq::k8s::writer::Writer;
 
-use super::fake_api::FakeApi;
+use super::double;
 use super::{Env, KUEUE, NOW, basics, group_pod, job, job_wl, queue_label};
 
 const NOT_READY: &str = "Not all pods are ready or succeeded";
@@ -25,7 +25,7 @@ struct Ready {
 impl Ready {
     /// The controller with Kueue's configuration `waitForPodsReady` (as `--kueue-config`).
     fn new(objects: Vec<(String, Value)>, wait_for_pods_ready: Value) -> Ready {
-        let api = FakeApi::default();
+        let api = double();
         for (path, obj) in objects {
             api.put(&path, obj);
         }

@@ -10,8 +10,10 @@ use wasq::k8s::metrics::Metrics;
 use wasq::k8s::mirror::{Observed, Source};
 use wasq::k8s::writer::Writer;
 
-use super::fake_api::FakeApi;
 use super::{Env, KUEUE, NOW, T, queue_label, rayjob_wl};
+use super::{double, list_kind};
+use wasq::k8s::apiserver::Resource;
+use wasq::k8s::provisioning;
 
 const PR_API: &str = "/apis/autoscaling.x-k8s.io/v1";
 const CLASS: &str = "queued-provisioning.gke.io";
@@ -87,7 +89,9 @@ struct Prov {
 
 impl Prov {
     fn new(objects: Vec<(String, Value)>) -> Prov {
-        let api = FakeApi::default();
+        let api = double();
+        // The ProvisioningRequest API is served.
+        api.register(Resource::from_api_resource(&provisioning::resource(), true).with_status());
         for (path, obj) in objects {
             api.put(&path, obj);
         }
@@ -107,7 +111,7 @@ impl Prov {
         controller.set_provisioning_requests(true);
         let mut env = Env { api, controller };
         env.list_all();
-        let prs = env.api.list_kind(PR_API, "provisioningrequests");
+        let prs = list_kind(&env.api, PR_API, "provisioningrequests");
         env.controller
             .observe(Observed::Listed(Source::ProvisioningRequest, prs));
         Prov { env, clock }
@@ -565,7 +569,7 @@ fn crds_exist_for_admission_checks_and_their_configs() {
 
 #[tokio::test]
 async fn without_the_provisioning_request_api_the_check_is_inactive_and_its_queue_too() {
-    let api = FakeApi::default();
+    let api = double();
     for (path, obj) in prov_objects("prc") {
         api.put(&path, obj);
     }

@@ -7,7 +7,7 @@ const SECRET_PATH: &str = "/api/v1/namespaces/wasq-system/secrets/wasq-webhook-s
 const MUTATING_PATH: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/wasq-mutating-webhook-configuration";
 const VALIDATING_PATH: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/wasq-validating-webhook-configuration";
 
-fn configurations(api: &FakeApi) {
+fn configurations(api: &ApiServer) {
     for (path, kind, name) in [
         (
             MUTATING_PATH,
@@ -40,7 +40,7 @@ fn b64(s: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(s)
 }
 
-fn stored_certs(api: &FakeApi) -> Certs {
+fn stored_certs(api: &ApiServer) -> Certs {
     let secret = api.get(SECRET_PATH).expect("the Secret exists");
     assert_eq!(secret["type"], "kubernetes.io/tls");
     let field = |k: &str| {
@@ -57,7 +57,7 @@ fn stored_certs(api: &FakeApi) -> Certs {
     }
 }
 
-fn bundles(api: &FakeApi) -> Vec<Value> {
+fn bundles(api: &ApiServer) -> Vec<Value> {
     [MUTATING_PATH, VALIDATING_PATH]
         .into_iter()
         .flat_map(|p| {
@@ -71,7 +71,7 @@ fn bundles(api: &FakeApi) -> Vec<Value> {
         .collect()
 }
 
-fn secret_writes(api: &FakeApi) -> Vec<String> {
+fn secret_writes(api: &ApiServer) -> Vec<String> {
     api.requests()
         .iter()
         .filter(|r| r.uri.contains("/secrets") && r.method != "GET")
@@ -82,7 +82,7 @@ fn secret_writes(api: &FakeApi) -> Vec<String> {
 #[tokio::test]
 async fn the_first_replica_creates_the_secret_and_writes_both_ca_bundles_and_the_second_serves_the_same()
  {
-    let api = FakeApi::default();
+    let api = double();
     configurations(&api);
     let client = api.client();
     let first = provision::obtain(&client, &settings()).await.unwrap();
@@ -127,7 +127,7 @@ async fn the_first_replica_creates_the_secret_and_writes_both_ca_bundles_and_the
 
 #[tokio::test]
 async fn a_replica_that_loses_the_race_to_create_reads_the_winners_secret() {
-    let api = FakeApi::default();
+    let api = double();
     configurations(&api);
     let names = certs::dns_names(SERVICE, NS);
     let winner = certs::generate(&names, NOW - 60, now_secs() + VALIDITY_SECS).unwrap();
@@ -153,7 +153,7 @@ async fn a_replica_that_loses_the_race_to_create_reads_the_winners_secret() {
     assert_eq!(stored_certs(&api), winner);
 }
 
-fn put_secret(api: &FakeApi, c: &Certs) {
+fn put_secret(api: &ApiServer, c: &Certs) {
     api.put(
         SECRET_PATH,
         json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
@@ -165,8 +165,8 @@ fn put_secret(api: &FakeApi, c: &Certs) {
 
 /// Runs `obtain` over a Secret holding `old`; returns what it serves and checks the Secret was
 /// written only over the version read.
-async fn rotate(old: &Certs) -> (FakeApi, Certs) {
-    let api = FakeApi::default();
+async fn rotate(old: &Certs) -> (ApiServer, Certs) {
+    let api = double();
     configurations(&api);
     put_secret(&api, old);
     let rv = api.get(SECRET_PATH).unwrap()["metadata"]["resourceVersion"].clone();
@@ -226,7 +226,7 @@ async fn a_certificate_for_another_service_name_is_signed_again() {
 async fn start_up_failures_name_the_address_or_the_secret_and_the_rbac_verb() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap();
-    let api = FakeApi::default();
+    let api = double();
     let e = webhook::start(
         api.client(),
         Arc::new(webhooks_with(View::default())),
@@ -292,7 +292,7 @@ async fn mounted_certificates_are_served_and_nothing_is_written() {
     ] {
         std::fs::write(dir.path().join(file), text).unwrap();
     }
-    let api = FakeApi::default();
+    let api = double();
     let addr = webhook::start(
         api.client(),
         Arc::new(webhooks_with(View::default())),

@@ -58,7 +58,7 @@ fn pi_workload() -> String {
 }
 
 struct Cluster {
-    api: FakeApi,
+    api: ApiServer,
     controller: Controller,
     server: Server,
 }
@@ -72,7 +72,7 @@ impl Cluster {
 
     /// A replica that does not hold the Lease: every source listed, no pass run.
     async fn standby(objects: Vec<(String, Value)>) -> Cluster {
-        let api = FakeApi::default();
+        let api = double();
         for (path, obj) in objects {
             api.put(&path, obj);
         }

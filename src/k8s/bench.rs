@@ -1,0 +1,398 @@
+//! `wasq bench --driver controller`: Kueue's performance-test shape run through the real
+//! controller (kube-runtime watchers, the mirror, cycles, writes) against the in-process API
+//! server double ([`super::apiserver`]) in real time, as Kueue's harness runs Kueue: each
+//! Workload is created at its arrival time and marked `Finished` when its duration has passed
+//! after its admission. `time_scale` multiplies every arrival and duration (0.1: ten times
+//! faster); times to admit are reported divided by it, in the shape's seconds.
+//!
+//! The harness reads and writes the double directly (not over HTTP), so that the request
+//! counters are the controller's alone.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::apiserver::{ApiServer, ChangeType, Config};
+use super::cli::spawn_watchers;
+use super::controller::Controller;
+use super::metrics::Metrics;
+use super::writer::Writer;
+use crate::sim::generate::{GeneratorSpec, Shape, generate};
+use crate::sim::{ARRIVAL, CLASS, DURATION};
+
+const KUEUE: &str = "kueue.x-k8s.io/v1beta2";
+
+/// What `wasq bench --driver controller` measures.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ControllerBench {
+    pub shape: &'static str,
+    pub driver: &'static str,
+    pub api_latency_ms: f64,
+    pub time_scale: f64,
+    pub workloads: usize,
+    pub admissions: u64,
+    /// Whether every workload was admitted and finished before the time limit.
+    pub completed: bool,
+    pub wall_seconds: f64,
+    pub admissions_per_second: f64,
+    /// Mean time from creation to admission per workload class, in the shape's seconds
+    /// (measured wall time divided by `timeScale`).
+    pub mean_time_to_admit_seconds: BTreeMap<String, f64>,
+    /// The same, in wall seconds as measured (the figure to read when the controller does not
+    /// keep up with the scaled arrivals).
+    pub mean_time_to_admit_wall_seconds: BTreeMap<String, f64>,
+    /// The controller's API requests (watches and Events included) per admission.
+    pub requests_per_admission: f64,
+    /// Requests per `verb resource`.
+    pub requests: BTreeMap<String, u64>,
+    /// Peak resident memory of the process (Linux `VmHWM`), the double's store included.
+    pub peak_memory_bytes: Option<u64>,
+    /// User + system CPU time of the process (Linux `/proc/self/stat`).
+    pub cpu_seconds: Option<f64>,
+}
+
+/// Kueue's published figures for a shape: (wall seconds of its run, mean time-to-admit
+/// thresholds per class).
+pub fn kueue_reference(shape: Shape) -> (f64, [(&'static str, f64); 3]) {
+    let t = crate::sim::bench::thresholds(shape);
+    let wall = match shape {
+        Shape::Baseline => 351.0,
+        Shape::LargeScale => f64::NAN,
+    };
+    (wall, t.max_mean_time_to_admit_seconds)
+}
+
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command (which may hold spaces) end at ") ".
+    let rest = stat.rsplit_once(") ")?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let (utime, stime): (f64, f64) = (fields.get(11)?.parse().ok()?, fields.get(12)?.parse().ok()?);
+    // USER_HZ is 100 on every Linux platform Rust supports.
+    Some((utime + stime) / 100.0)
+}
+
+fn with_type(mut v: Value, kind: &str) -> Value {
+    v["apiVersion"] = json!(KUEUE);
+    v["kind"] = json!(kind);
+    v
+}
+
+fn millis(annotations: &BTreeMap<String, String>, key: &str) -> i64 {
+    annotations
+        .get(key)
+        .and_then(|v| crate::api::duration::parse_millis(v).ok())
+        .unwrap_or(0)
+}
+
+/// One workload of the shape, as the harness creates it.
+struct Arrival {
+    at: Duration,
+    duration: Duration,
+    class: String,
+    path: String,
+    object: Value,
+}
+
+/// Runs `shape` through the controller; gives up after `limit` of wall time.
+pub fn run(
+    shape: Shape,
+    api_latency: Duration,
+    time_scale: f64,
+    limit: Duration,
+) -> anyhow::Result<ControllerBench> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(run_async(shape, api_latency, time_scale, limit))
+}
+
+async fn run_async(
+    shape: Shape,
+    api_latency: Duration,
+    time_scale: f64,
+    limit: Duration,
+) -> anyhow::Result<ControllerBench> {
+    let m = generate(&GeneratorSpec { shape, seed: None });
+    let api = ApiServer::new(Config {
+        history: 20_000,
+        record: false,
+        ..Config::default()
+    });
+    let k = "/apis/kueue.x-k8s.io/v1beta2";
+    for f in &m.flavors {
+        let name = f.metadata.name.clone().unwrap_or_default();
+        api.put(
+            &format!("{k}/resourceflavors/{name}"),
+            with_type(serde_json::to_value(f)?, "ResourceFlavor"),
+        );
+    }
+    for ns in &m.namespaces {
+        let name = ns.metadata.name.clone().unwrap_or_default();
+        api.put(
+            &format!("/api/v1/namespaces/{name}"),
+            serde_json::to_value(ns)?,
+        );
+    }
+    for cq in &m.cluster_queues {
+        let name = cq.metadata.name.clone().unwrap_or_default();
+        api.put(
+            &format!("{k}/clusterqueues/{name}"),
+            with_type(serde_json::to_value(cq)?, "ClusterQueue"),
+        );
+    }
+    for lq in &m.local_queues {
+        let name = lq.metadata.name.clone().unwrap_or_default();
+        let ns = lq.metadata.namespace.clone().unwrap_or_default();
+        api.put(
+            &format!("{k}/namespaces/{ns}/localqueues/{name}"),
+            with_type(serde_json::to_value(lq)?, "LocalQueue"),
+        );
+    }
+    let scale = |ms: i64| Duration::from_secs_f64(ms.max(0) as f64 / 1000.0 * time_scale);
+    let mut arrivals: Vec<Arrival> = m
+        .workloads
+        .iter()
+        .map(|wl| {
+            let annotations = wl.metadata.annotations.clone().unwrap_or_default();
+            let name = wl.metadata.name.clone().unwrap_or_default();
+            let ns = wl.metadata.namespace.clone().unwrap_or_default();
+            let mut object = with_type(serde_json::to_value(wl)?, "Workload");
+            object["metadata"]["annotations"] = json!({CLASS: annotations.get(CLASS)});
+            Ok(Arrival {
+                at: scale(millis(&annotations, ARRIVAL)),
+                duration: scale(millis(&annotations, DURATION)),
+                class: annotations.get(CLASS).cloned().unwrap_or_default(),
+                path: format!("{k}/namespaces/{ns}/workloads/{name}"),
+                object,
+            })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    arrivals.sort_by_key(|a| a.at);
+    let total = arrivals.len();
+    let requests_before = api.request_total();
+
+    api.set_latency(api_latency);
+    let client = api.client();
+    let mut controller = Controller::new(
+        Writer::new(client.clone(), Some("wasq-bench".into())),
+        Vec::new(),
+        false,
+        Arc::new(Metrics::new("standalone")),
+        Arc::new(|| jiff::Timestamp::now().as_millisecond()),
+        Arc::new(|_| {}),
+    );
+    let mut rx = spawn_watchers(&client, &controller);
+    let start = Instant::now();
+    let admitted = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let harness = tokio::spawn(harness(api.clone(), arrivals, start, admitted.clone()));
+    tokio::pin!(harness);
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let deadline = tokio::time::sleep(limit);
+    tokio::pin!(deadline);
+    let outcome = loop {
+        tokio::select! {
+            Some(ev) = rx.recv() => {
+                controller.observe(ev);
+                while let Ok(ev) = rx.try_recv() {
+                    controller.observe(ev);
+                }
+            }
+            _ = tick.tick() => {}
+            done = &mut harness => break done.context("the bench harness")?,
+            _ = &mut deadline => break false,
+        }
+        controller.step().await;
+    };
+    let wall = start.elapsed().as_secs_f64();
+    let completed = outcome;
+    let admitted: Vec<(String, Duration)> = admitted.lock().expect("harness").clone();
+    let admissions = admitted.len() as u64;
+    let mut ttas: BTreeMap<String, (f64, u64)> = BTreeMap::new();
+    for (class, tta) in &admitted {
+        let e = ttas.entry(class.clone()).or_default();
+        e.0 += tta.as_secs_f64() / time_scale;
+        e.1 += 1;
+    }
+    let requests: BTreeMap<String, u64> = api
+        .counts()
+        .into_iter()
+        .map(|((verb, resource), n)| (format!("{verb} {resource}"), n))
+        .collect();
+    let controller_requests = api.request_total() - requests_before;
+    Ok(ControllerBench {
+        shape: crate::sim::bench::shape_name(shape),
+        driver: "controller",
+        api_latency_ms: api_latency.as_secs_f64() * 1000.0,
+        time_scale,
+        workloads: total,
+        admissions,
+        completed,
+        wall_seconds: wall,
+        admissions_per_second: admissions as f64 / wall,
+        mean_time_to_admit_wall_seconds: ttas
+            .iter()
+            .map(|(c, (sum, n))| (c.clone(), sum * time_scale / *n as f64))
+            .collect(),
+        mean_time_to_admit_seconds: ttas
+            .into_iter()
+            .map(|(c, (sum, n))| (c, sum / n as f64))
+            .collect(),
+        requests_per_admission: controller_requests as f64 / (admissions.max(1)) as f64,
+        requests,
+        peak_memory_bytes: peak_rss(),
+        cpu_seconds: cpu_seconds(),
+    })
+}
+
+/// (class, time to admit) per admitted Workload.
+type Admitted = Arc<std::sync::Mutex<Vec<(String, Duration)>>>;
+
+/// Creates each Workload at its time, watches the double for admissions (recorded in
+/// `admitted`), finishes each admitted Workload after its duration; true once all finished.
+async fn harness(
+    api: ApiServer,
+    arrivals: Vec<Arrival>,
+    start: Instant,
+    admitted: Admitted,
+) -> bool {
+    let total = arrivals.len();
+    let mut created: HashMap<String, (Instant, String, Duration)> = HashMap::new();
+    let mut finishes: BinaryHeap<Reverse<(Instant, String)>> = BinaryHeap::new();
+    let mut finished = 0usize;
+    let mut next = arrivals.into_iter().peekable();
+    let mut cursor = api.resource_version();
+    let finish_time = "2026-01-01T00:00:00Z";
+    while finished < total {
+        let now = Instant::now();
+        while let Some(a) = next.next_if(|a| start + a.at <= now) {
+            let name = a.object["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            created.insert(name, (Instant::now(), a.class, a.duration));
+            api.put(&a.path, a.object);
+        }
+        while let Some(Reverse((at, path))) = finishes.peek().cloned() {
+            if at > now {
+                break;
+            }
+            finishes.pop();
+            api.modify(&path, |wl| {
+                let conditions = wl["status"]["conditions"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                let mut conditions: Vec<Value> = conditions
+                    .into_iter()
+                    .filter(|c| c["type"] != "Finished")
+                    .collect();
+                conditions.push(
+                    json!({"type": "Finished", "status": "True", "reason": "Succeeded",
+                    "message": "Job finished successfully", "lastTransitionTime": finish_time}),
+                );
+                wl["status"]["conditions"] = json!(conditions);
+            });
+            finished += 1;
+        }
+        match api.changes_after(KUEUE, "workloads", cursor) {
+            Ok((changes, head)) => {
+                cursor = head;
+                for c in changes {
+                    let had = c
+                        .prev
+                        .as_ref()
+                        .is_some_and(|p| p["status"]["admission"].is_object());
+                    if c.kind == ChangeType::Deleted
+                        || had
+                        || !c.object["status"]["admission"].is_object()
+                    {
+                        continue;
+                    }
+                    if let Some((at, class, duration)) = created.get(&c.name) {
+                        let now = Instant::now();
+                        admitted
+                            .lock()
+                            .expect("harness")
+                            .push((class.clone(), now - *at));
+                        let path = format!(
+                            "/apis/kueue.x-k8s.io/v1beta2/namespaces/{}/workloads/{}",
+                            c.namespace, c.name
+                        );
+                        finishes.push(Reverse((now + *duration, path)));
+                    }
+                }
+            }
+            Err(_) => {
+                tracing::error!("the bench harness fell behind the double's history");
+                return false;
+            }
+        }
+        let wake = [
+            next.peek().map(|a| start + a.at),
+            finishes.peek().map(|Reverse((at, _))| *at),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or_else(|| Instant::now() + Duration::from_millis(50));
+        tokio::select! {
+            _ = api.written_after(cursor) => {}
+            _ = tokio::time::sleep_until(wake.into()) => {}
+        }
+    }
+    true
+}
+
+impl ControllerBench {
+    pub fn to_table(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "wasq bench --driver controller: {} ({} workloads), API latency {} ms, time scale {}",
+            self.shape, self.workloads, self.api_latency_ms, self.time_scale
+        );
+        let _ = writeln!(out, "  completed            {}", self.completed);
+        let _ = writeln!(out, "  wall                 {:.1} s", self.wall_seconds);
+        let _ = writeln!(
+            out,
+            "  admissions           {} ({:.1}/s)",
+            self.admissions, self.admissions_per_second
+        );
+        for (class, s) in &self.mean_time_to_admit_seconds {
+            let _ = writeln!(out, "  mean time-to-admit   {class}: {s:.1} s (shape time)");
+        }
+        let _ = writeln!(
+            out,
+            "  requests/admission   {:.2}",
+            self.requests_per_admission
+        );
+        if let Some(p) = self.peak_memory_bytes {
+            let _ = writeln!(
+                out,
+                "  peak memory          {:.1} MiB",
+                p as f64 / 1048576.0
+            );
+        }
+        if let Some(c) = self.cpu_seconds {
+            let _ = writeln!(out, "  CPU                  {c:.1} s");
+        }
+        out
+    }
+}
