@@ -227,8 +227,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let policies = policies.load(speed.is_some())?;
             let _watch = policies.watch()?;
-            let scenario = Scenario::load_with(&paths, &cost_attribution_labels)
+            let mut scenario = Scenario::load_with(&paths, &cost_attribution_labels)
                 .context("loading manifests")?;
+            scenario.cluster.apply_budget_defaults(&policies.budgets);
             let total = scenario.cluster.workloads.len();
             let mut sim = Simulation::new(scenario);
             sim.use_policies(policies.live_bindings())?;
@@ -280,7 +281,8 @@ fn compare_policies(
     };
     let policies = policies.load(false)?;
     let (bindings_a, bindings_b) = (policies.bindings_with(a)?, policies.bindings_with(b)?);
-    let scenario = Scenario::load(paths).context("loading manifests")?;
+    let mut scenario = Scenario::load(paths).context("loading manifests")?;
+    scenario.cluster.apply_budget_defaults(&policies.budgets);
     let comparison = wasq::sim::compare::compare(
         &scenario,
         &limits,

@@ -32,6 +32,8 @@ pub struct PolicyArgs {
 pub struct Policies {
     pub source: PluginSource,
     pub bindings: Bindings,
+    /// The file's preemption budgets, under each ClusterQueue's own annotations.
+    pub budgets: wasq::cluster::BudgetDefaults,
 }
 
 impl PolicyArgs {
@@ -46,6 +48,7 @@ impl PolicyArgs {
         for spec in &self.policies {
             bindings.set(spec)?;
         }
+        let budgets = config.budget_defaults()?;
         let options = config.host_options();
         let fuel = options.limits.fuel.is_some()
             || options.plugin_limits.values().any(|l| l.fuel.is_some());
@@ -62,7 +65,11 @@ impl PolicyArgs {
             )),
             None => PluginSource::Fixed(std::sync::Arc::new(Registry::empty(engine))),
         };
-        Ok(Policies { source, bindings })
+        Ok(Policies {
+            source,
+            bindings,
+            budgets,
+        })
     }
 }
 
@@ -103,7 +110,9 @@ impl Policies {
     /// plugins change (it runs before every cycle and does nothing when nothing changed).
     pub fn configure_hook(&self) -> wasq::k8s::core::Configure {
         let live = std::sync::Mutex::new(self.live_bindings());
+        let budgets = self.budgets.clone();
         std::sync::Arc::new(move |scheduler: &mut wasq::scheduler::Scheduler| {
+            scheduler.cluster.apply_budget_defaults(&budgets);
             let mut live = live.lock().unwrap_or_else(|e| e.into_inner());
             match live.refresh(&scheduler.cluster) {
                 None => {}

@@ -99,7 +99,8 @@ fn simulate(
     policies: &super::policies::Policies,
     limits: &Limits,
 ) -> anyhow::Result<Vec<String>> {
-    let scenario = Scenario::load(paths).context("loading manifests")?;
+    let mut scenario = Scenario::load(paths).context("loading manifests")?;
+    scenario.cluster.apply_budget_defaults(&policies.budgets);
     let mut sim = Simulation::new(scenario);
     // Every run starts from fresh plugin instances and health: a plugin quarantined in one run
     // is not quarantined in the next, and guest state does not leak between runs.

@@ -7,9 +7,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use k8s_openapi::api::core::v1::{PodSpec, ResourceRequirements};
 
 use super::{
-    Admission, Cluster, ClusterQueueInfo, CqId, FlavorInfo, Fungibility, Holding, LocalQueueInfo,
-    LqId, Millis, NodeMeta, PodSetAdmission, PodSetInfo, PreemptionConfig, ResourceGroupInfo,
-    WorkloadId, WorkloadInfo, checks,
+    Admission, Cluster, ClusterQueueInfo, CqId, FlavorInfo, Fungibility, LocalQueueInfo, LqId,
+    Millis, NodeMeta, PodSetAdmission, PodSetInfo, PreemptionConfig, ResourceGroupInfo, WorkloadId,
+    WorkloadInfo, checks,
 };
 use crate::api::{self, Manifests, Quantity, ResourceGroup, StopPolicy, labels};
 use crate::quota::{
@@ -234,6 +234,12 @@ pub fn build_cluster(
             quotas,
         });
         let bwc = spec.borrow_within_cohort();
+        let annotations = cq.metadata.annotations.clone().unwrap_or_default();
+        // The simulator refuses such values at load (`sim::scenario`); the controller warns.
+        let (budget, problems) = super::PreemptionBudget::from_annotations(&annotations);
+        for problem in problems {
+            tracing::warn!(cluster_queue = %name, "{problem}; the value is ignored");
+        }
         cluster_queues.push(ClusterQueueInfo {
             id,
             name: name.clone(),
@@ -256,8 +262,10 @@ pub fn build_cluster(
             },
             stop_policy,
             inactive_reason,
-            annotations: cq.metadata.annotations.clone().unwrap_or_default(),
+            annotations,
             frs,
+            budget_annotations: budget,
+            budget,
             admission_checks,
             admission_fair_sharing: m
                 .configuration
@@ -315,92 +323,6 @@ pub fn build_cluster(
         .map(|pc| (pc.metadata.name.clone().unwrap_or_default(), pc.value))
         .collect();
 
-    // ---- workloads, in namespace/name order so that ids are a stable tie-break.
-    let mut sorted: Vec<&api::Workload> = m.workloads.iter().collect();
-    sorted.sort_by(|a, b| {
-        (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
-    });
-    let mut workloads = Vec::with_capacity(sorted.len());
-    let mut by_key = HashMap::new();
-    for (i, wl) in sorted.iter().enumerate() {
-        let id = WorkloadId(i as u32);
-        let namespace = wl
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        namespace_labels
-            .entry(namespace.clone())
-            .or_insert_with(|| BTreeMap::from([(NAMESPACE_NAME_LABEL.into(), namespace.clone())]));
-        let name = wl.metadata.name.clone().unwrap_or_default();
-        let key = format!("{namespace}/{name}");
-        let local_queue = wl.spec.queue_name.clone();
-        let lq = local_queue
-            .as_ref()
-            .and_then(|lq| lq_ids.get(&(namespace.clone(), lq.clone())))
-            .copied();
-        let (cluster_queue, unqueueable) = match &local_queue {
-            None => (None, Some("the workload names no LocalQueue".to_string())),
-            Some(lq) => match lq_target.get(&(namespace.clone(), lq.clone())) {
-                None => (None, Some(format!("LocalQueue {lq} doesn't exist"))),
-                Some(cq) => match cq_by_name.get(cq) {
-                    None => (None, Some(format!("ClusterQueue {cq} doesn't exist"))),
-                    Some(&id) => (Some(id), None),
-                },
-            },
-        };
-        let priority_class = wl.spec.priority_class_ref.as_ref().map(|r| r.name.clone());
-        let priority = wl
-            .spec
-            .priority
-            .or_else(|| {
-                priority_class
-                    .as_ref()
-                    .and_then(|c| priority_classes.get(c).copied())
-            })
-            .unwrap_or(0);
-        let annotations = wl.metadata.annotations.clone().unwrap_or_default();
-        let priority_boost = annotations
-            .get(labels::PRIORITY_BOOST)
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
-        let created = wl
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map(|t| t.0.as_millisecond())
-            .unwrap_or_else(|| default_created(wl));
-        let pod_sets = wl
-            .spec
-            .pod_sets
-            .iter()
-            .map(|ps| pod_set_info(ps, &mut names))
-            .collect();
-        by_key.insert(key.clone(), id);
-        workloads.push(WorkloadInfo {
-            id,
-            namespace,
-            name,
-            key,
-            local_queue,
-            lq,
-            cluster_queue,
-            unqueueable,
-            priority,
-            priority_class,
-            priority_boost,
-            created,
-            queued: created,
-            pod_sets,
-            annotations,
-            active: wl.spec.active(),
-            // Decided below, once the cluster knows every namespace and ClusterQueue.
-            namespace_matches: false,
-            requeue_count: 0,
-            requeue_reason: None,
-        });
-    }
-
     let n_cq = cluster_queues.len();
     let settings = super::SchedulingSettings::from_configuration(m.configuration.as_ref(), &names);
     let mut node_cq = vec![None; tree.len()];
@@ -422,17 +344,31 @@ pub fn build_cluster(
         admission_checks: check_defs,
         lq_usage: Default::default(),
         namespace_labels,
-        holdings: vec![Holding::None; workloads.len()],
-        workloads,
-        by_key,
+        lookup: super::WorkloadLookup {
+            lq_ids,
+            lq_target,
+            priority_classes,
+        },
+        holdings: Vec::new(),
+        workloads: Vec::new(),
+        by_key: HashMap::new(),
         admitted: vec![BTreeSet::new(); n_cq],
+        removed: 0,
     };
 
-    for i in 0..cluster.workloads.len() {
-        let wl = &cluster.workloads[i];
-        cluster.workloads[i].namespace_matches =
-            cluster.namespace_matches(wl.cluster_queue, &wl.namespace);
+    // ---- workloads, in namespace/name order so that ids are a stable tie-break.
+    let mut sorted: Vec<&api::Workload> = m.workloads.iter().collect();
+    sorted.sort_by(|a, b| {
+        (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
+    });
+    cluster.workloads.reserve(sorted.len());
+    for wl in &sorted {
+        let info = cluster.workload_info(wl, default_created(wl));
+        cluster.add_workload(info);
     }
+    // Resources only workloads request are interned now: resolve the settings' resource names.
+    cluster.settings =
+        super::SchedulingSettings::from_configuration(m.configuration.as_ref(), &cluster.names);
 
     // ---- admissions the manifests already carry.
     for wl in sorted {
@@ -593,7 +529,7 @@ fn pod_set_info(ps: &api::PodSet, names: &mut Names) -> PodSetInfo {
     }
 }
 
-fn restore_admission(
+pub(super) fn restore_admission(
     cluster: &mut Cluster,
     id: WorkloadId,
     admission: &api::Admission,
@@ -659,4 +595,102 @@ fn restore_admission(
         usage: usage.into_iter().collect(),
         reserved_at,
     })
+}
+
+impl Cluster {
+    /// The core's view of one Workload (validated and defaulted): its LocalQueue and
+    /// ClusterQueue resolved, its priority, per-pod requests. The same for the initial build
+    /// and for a Workload that arrives later (the controller's incremental path). Interns the
+    /// resources it requests and registers its namespace if unknown.
+    pub fn workload_info(&mut self, wl: &api::Workload, default_created: Millis) -> WorkloadInfo {
+        let namespace = wl
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        self.namespace_labels
+            .entry(namespace.clone())
+            .or_insert_with(|| BTreeMap::from([(NAMESPACE_NAME_LABEL.into(), namespace.clone())]));
+        let name = wl.metadata.name.clone().unwrap_or_default();
+        let key = format!("{namespace}/{name}");
+        let local_queue = wl.spec.queue_name.clone();
+        let lq_key = local_queue
+            .as_ref()
+            .map(|lq| (namespace.clone(), lq.clone()));
+        let lq = lq_key
+            .as_ref()
+            .and_then(|k| self.lookup.lq_ids.get(k))
+            .copied();
+        let (cluster_queue, unqueueable) = match (&local_queue, &lq_key) {
+            (Some(lq), Some(k)) => match self.lookup.lq_target.get(k) {
+                None => (None, Some(format!("LocalQueue {lq} doesn't exist"))),
+                Some(cq) => match self.cq_by_name.get(cq) {
+                    None => (None, Some(format!("ClusterQueue {cq} doesn't exist"))),
+                    Some(&id) => (Some(id), None),
+                },
+            },
+            _ => (None, Some("the workload names no LocalQueue".to_string())),
+        };
+        let priority_class = wl.spec.priority_class_ref.as_ref().map(|r| r.name.clone());
+        let priority = wl
+            .spec
+            .priority
+            .or_else(|| {
+                priority_class
+                    .as_ref()
+                    .and_then(|c| self.lookup.priority_classes.get(c).copied())
+            })
+            .unwrap_or(0);
+        let annotations = wl.metadata.annotations.clone().unwrap_or_default();
+        let priority_boost = annotations
+            .get(labels::PRIORITY_BOOST)
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        let created = wl
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.as_millisecond())
+            .unwrap_or(default_created);
+        let pod_sets = wl
+            .spec
+            .pod_sets
+            .iter()
+            .map(|ps| pod_set_info(ps, &mut self.names))
+            .collect();
+        WorkloadInfo {
+            id: WorkloadId(u32::MAX),
+            namespace,
+            name,
+            key,
+            local_queue,
+            lq,
+            cluster_queue,
+            unqueueable,
+            priority,
+            priority_class,
+            priority_boost,
+            created,
+            queued: created,
+            pod_sets,
+            annotations,
+            active: wl.spec.active(),
+            // Decided by `add_workload`, against the namespace's labels.
+            namespace_matches: false,
+            requeue_count: 0,
+            requeue_reason: None,
+        }
+    }
+
+    /// The core's admission for a Workload's `status.admission` (a restart, or an admission
+    /// written by someone else): flavors and counts as recorded, usage from
+    /// `resourceUsage` or the podSets' requests.
+    pub fn admission_of(
+        &mut self,
+        id: WorkloadId,
+        admission: &api::Admission,
+        reserved_at: Millis,
+    ) -> Result<Admission, String> {
+        restore_admission(self, id, admission, reserved_at)
+    }
 }

@@ -8,6 +8,7 @@
 //!   usage always equals the sum of the admitted workloads' usage.
 
 pub mod afs;
+pub mod budget;
 mod build;
 pub mod checks;
 pub mod matching;
@@ -25,6 +26,7 @@ use crate::api::{
 use crate::quota::{FlavorId, FrIdx, Names, NodeId, QuotaTree, ResourceId, Usage};
 
 pub use afs::{Changed, LqUsage};
+pub use budget::{BudgetDefaults, PreemptionBudget};
 pub use build::{BuildError, build_cluster, fair_weight};
 pub use settings::{AdmissionFairSharing, SchedulingSettings, WaitForPodsReady};
 
@@ -137,6 +139,11 @@ pub struct ClusterQueueInfo {
     pub admission_fair_sharing: bool,
     /// Its admission checks (`admissionChecksStrategy`), each with the flavors it applies to.
     pub admission_checks: Vec<checks::CheckRule>,
+    /// The preemption budget its annotations set (malformed values left out).
+    pub budget_annotations: PreemptionBudget,
+    /// The preemption budget in effect: its annotations over the `--config` file's
+    /// ([`Cluster::apply_budget_defaults`]).
+    pub budget: PreemptionBudget,
 }
 
 impl ClusterQueueInfo {
@@ -146,7 +153,7 @@ impl ClusterQueueInfo {
 }
 
 /// One podSet, with per-pod requests resolved to interned resources.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PodSetInfo {
     pub name: String,
     pub count: i32,
@@ -198,6 +205,45 @@ pub struct WorkloadInfo {
 }
 
 impl WorkloadInfo {
+    /// The empty record left in a removed workload's slot.
+    fn removed(id: WorkloadId) -> WorkloadInfo {
+        WorkloadInfo {
+            id,
+            namespace: String::new(),
+            name: String::new(),
+            key: String::new(),
+            local_queue: None,
+            lq: None,
+            cluster_queue: None,
+            unqueueable: None,
+            priority: 0,
+            priority_class: None,
+            priority_boost: 0,
+            created: 0,
+            queued: 0,
+            pod_sets: Vec::new(),
+            annotations: BTreeMap::new(),
+            active: false,
+            namespace_matches: false,
+            requeue_count: 0,
+            requeue_reason: None,
+        }
+    }
+
+    /// Whether `other` (the same Workload read again) differs in anything the scheduler
+    /// decides on: podSets, queue, priority, exposed annotations, activity.
+    pub fn same_spec(&self, other: &WorkloadInfo) -> bool {
+        self.local_queue == other.local_queue
+            && self.cluster_queue == other.cluster_queue
+            && self.unqueueable == other.unqueueable
+            && self.priority == other.priority
+            && self.priority_class == other.priority_class
+            && self.priority_boost == other.priority_boost
+            && self.pod_sets == other.pod_sets
+            && self.annotations == other.annotations
+            && self.active == other.active
+    }
+
     /// Priority plus boost, as Kueue's `priority.EffectivePriority`.
     pub fn effective_priority(&self) -> i64 {
         i64::from(self.priority) + i64::from(self.priority_boost)
@@ -261,9 +307,22 @@ pub struct Cluster {
     pub namespace_labels: HashMap<String, BTreeMap<String, String>>,
     pub workloads: Vec<WorkloadInfo>,
     pub by_key: HashMap<String, WorkloadId>,
+    /// What resolves a Workload's LocalQueue, ClusterQueue and priority class.
+    pub(crate) lookup: WorkloadLookup,
     holdings: Vec<Holding>,
     /// Workloads holding quota, per ClusterQueue.
     admitted: Vec<BTreeSet<WorkloadId>>,
+    /// Slots of removed workloads (handles are never reused; the next build compacts them).
+    removed: usize,
+}
+
+/// The configuration's tables that resolve a Workload: LocalQueues by namespace and name
+/// (and the ClusterQueue each names, existing or not), priority classes by name.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct WorkloadLookup {
+    pub lq_ids: HashMap<(String, String), LqId>,
+    pub lq_target: HashMap<(String, String), String>,
+    pub priority_classes: HashMap<String, i32>,
 }
 
 /// Errors from quota operations that would break an invariant.
@@ -309,6 +368,16 @@ impl Cluster {
 
     pub fn cq(&self, id: CqId) -> &ClusterQueueInfo {
         &self.cluster_queues[id.index()]
+    }
+
+    /// Sets every ClusterQueue's preemption budget from its annotations over the `--config`
+    /// file's `defaults` (idempotent: the annotations are kept apart).
+    pub fn apply_budget_defaults(&mut self, defaults: &BudgetDefaults) {
+        for cq in &mut self.cluster_queues {
+            cq.budget = cq
+                .budget_annotations
+                .or(defaults.for_cluster_queue(&cq.name));
+        }
     }
 
     pub fn workload(&self, id: WorkloadId) -> &WorkloadInfo {
@@ -378,8 +447,29 @@ impl Cluster {
         Ok(admission)
     }
 
-    /// Registers a workload that arrives after the cluster was built (controller use). Its
-    /// `namespace_matches` is decided here, as the build decides it.
+    /// Removes a workload that holds no quota (finished or deleted; the scheduler has
+    /// dequeued it). Its handle is not reused: the slot keeps an empty record until the next
+    /// build, and the key may be added again under a new handle.
+    pub fn remove_workload(&mut self, id: WorkloadId) -> Result<(), QuotaError> {
+        if self.admission(id).is_some() {
+            return Err(QuotaError::AlreadyAdmitted(self.workload(id).key.clone()));
+        }
+        let slot = &mut self.workloads[id.index()];
+        if self.by_key.get(&slot.key) == Some(&id) {
+            self.by_key.remove(&slot.key);
+        }
+        *slot = WorkloadInfo::removed(id);
+        self.removed += 1;
+        Ok(())
+    }
+
+    /// Workloads registered, removed ones excluded.
+    pub fn live_workloads(&self) -> usize {
+        self.workloads.len() - self.removed
+    }
+
+    /// Registers a workload (at build, or later from the controller). Its
+    /// `namespace_matches` is decided here.
     pub fn add_workload(&mut self, info: WorkloadInfo) -> WorkloadId {
         let id = WorkloadId(self.workloads.len() as u32);
         self.by_key.insert(info.key.clone(), id);

@@ -187,7 +187,10 @@ impl Controller {
     pub(super) async fn sync_checks(&mut self, now: Millis) {
         let Some(s) = &self.scheduler else { return };
         let defs = s.cluster.admission_checks.clone();
-        let keys: Vec<String> = self.mirror.workloads.keys().cloned().collect();
+        // Workloads holding quota, and those that changed (a stale ProvisioningRequest of a
+        // Workload that lost its reservation is deleted).
+        let mut keys = std::mem::take(&mut self.work.checks);
+        keys.extend(self.mirror.reserved.iter().cloned());
         for key in keys {
             let Some(wl) = self.mirror.workloads.get(&key).cloned() else {
                 continue;

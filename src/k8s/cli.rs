@@ -76,6 +76,13 @@ pub struct ControllerArgs {
     /// certificate; wasq then writes no Secret and no caBundle.
     #[arg(long, value_name = "DIR")]
     pub webhook_cert_dir: Option<PathBuf>,
+    /// Requests per second to the API server at most (Kueue's `clientConnection.qps`); 0 or
+    /// less: unpaced.
+    #[arg(long, default_value_t = super::writer::DEFAULT_QPS)]
+    pub kube_api_qps: f64,
+    /// Requests at once above the pace (Kueue's `clientConnection.burst`).
+    #[arg(long, default_value_t = super::writer::DEFAULT_BURST)]
+    pub kube_api_burst: u32,
 }
 
 /// `wasq crds`.
@@ -167,7 +174,8 @@ async fn run_async(
     }
     let metrics = Arc::new(metrics);
     let clock: Clock = Arc::new(|| jiff::Timestamp::now().as_millisecond());
-    let writer = Writer::new(client.clone(), Some(identity.clone()));
+    let writer = Writer::new(client.clone(), Some(identity.clone()))
+        .with_rate_limit(args.kube_api_qps, args.kube_api_burst);
     let mut controller = Controller::new(
         writer,
         enabled,
@@ -176,6 +184,7 @@ async fn run_async(
         clock,
         configure,
     );
+    controller.set_refresh_interval(Duration::from_secs(1));
     controller.set_attribution_labels(args.cost_attribution_labels.clone());
     if served(&client, &super::provisioning::resource()).await {
         tracing::info!(

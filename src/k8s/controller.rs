@@ -1,6 +1,14 @@
-//! The reconcile pass: jobs → Workloads, the core rebuilt when the cluster changed, scheduling
-//! cycles, decisions written back, then jobs started or stopped to match their Workloads, and
-//! queue status and metrics refreshed.
+//! The reconcile pass: jobs → Workloads, changes taken into the live core, scheduling cycles,
+//! decisions written back, then jobs started or stopped to match their Workloads, and queue
+//! status and metrics refreshed.
+//!
+//! A pass costs what changed: the mirror records which Workloads, jobs and pod groups changed
+//! ([`super::mirror::Dirty`]); a Workload changed by someone else is taken into the live core
+//! alone ([`core::sync_workload`]), so parking, sticky preemptors, requeue history and
+//! admission fair sharing's ledger survive. Only a configuration change (queues, cohorts,
+//! flavors, namespaces, priority classes, checks) rebuilds the core, through the restart
+//! path ([`core::build`]). Passes over running Workloads (checks, readiness) iterate the
+//! Workloads holding quota, not every Workload.
 //!
 //! Writes happen in decision order and each answer from the API server updates the mirror. A
 //! status write carries the resourceVersion it was computed from; on a conflict the Workload is
@@ -8,16 +16,15 @@
 //! cannot be written is released and requeued in memory, so memory never holds quota the
 //! cluster does not show.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 
+use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::Error;
 use super::checks;
-use super::conditions::{
-    self as cond, ADMITTED, EVICTED, FINISHED, PREEMPTED, QUOTA_RESERVED, REQUEUED,
-};
+use super::conditions::{self as cond, ADMITTED, EVICTED, FINISHED, QUOTA_RESERVED, REQUEUED};
 use super::core::{self, Configure, has_quota_reservation, is_evicted, is_finished};
 use super::integration::api_resource;
 use super::metrics::Metrics;
@@ -27,15 +34,15 @@ use super::resources::KueueKind;
 use super::status::{self, carry_transition_times};
 use super::visibility::Snapshot;
 use super::writer::{Writer, workload_ref};
-use crate::api::jobs::{
-    AdmittedPodSet, FlavorPlacement, JOB_UID_LABEL, JobKind, attribution, problems_text,
-};
+use crate::api::jobs::{AdmittedPodSet, FlavorPlacement, JobKind, attribution, problems_text};
 use crate::api::{self, Workload, WorkloadStatus};
 use crate::cluster::{Admission, Cluster, CqId, Millis, WorkloadId};
 use crate::scheduler::{Decision, Scheduler};
 
 #[path = "admission.rs"]
 mod admission;
+#[path = "decisions.rs"]
+mod decisions;
 #[path = "pods_ready.rs"]
 pub mod pods_ready;
 
@@ -62,10 +69,30 @@ pub struct Shared {
     pub webhook: Arc<super::webhook::View>,
 }
 
+/// What the next pass must look at, drained from the mirror's [`super::mirror::Dirty`] and
+/// consumed part by part.
+#[derive(Debug, Default)]
+struct Work {
+    /// Workloads the core must take in.
+    core: BTreeSet<String>,
+    /// Jobs per integration.
+    jobs: BTreeMap<usize, BTreeSet<String>>,
+    /// Owners of changed Workloads (apiVersion, kind, key).
+    owners: BTreeSet<(String, String, String)>,
+    /// Pod groups, and Workloads that may be a pod group's.
+    pod_groups: BTreeSet<String>,
+    /// Workloads whose admission checks (and ProvisioningRequests) must be looked at.
+    checks: BTreeSet<String>,
+}
+
 pub struct Controller {
     pub mirror: Mirror,
     scheduler: Option<Scheduler>,
+    /// The configuration changed: the core is rebuilt at the next pass.
     dirty: bool,
+    /// Priority classes and LocalQueues, as of the last rebuild.
+    catalog: crate::api::catalog::Catalog,
+    work: Work,
     kinds: Vec<JobKind>,
     pod_groups: bool,
     writer: Writer,
@@ -83,6 +110,9 @@ pub struct Controller {
     provisioning: bool,
     /// Workloads evicted by a check in `Retry`: queued again at this time.
     requeue_at: BTreeMap<String, Millis>,
+    /// Queue statuses, gauges and published views: refreshed at most this often.
+    refresh_interval: std::time::Duration,
+    refreshed: Option<std::time::Instant>,
 }
 
 impl Controller {
@@ -98,6 +128,8 @@ impl Controller {
             mirror: Mirror::new(kinds.len()),
             scheduler: None,
             dirty: true,
+            catalog: Default::default(),
+            work: Work::default(),
             kinds,
             pod_groups,
             writer,
@@ -110,7 +142,16 @@ impl Controller {
             shared: Arc::new(RwLock::new(Shared::default())),
             provisioning: false,
             requeue_at: BTreeMap::new(),
+            refresh_interval: std::time::Duration::ZERO,
+            refreshed: None,
         }
+    }
+
+    /// Refreshes queue statuses, gauges, the visibility snapshot and the webhooks' view at
+    /// most this often (default: every pass). They cost O(pending workloads); `wasq
+    /// controller` refreshes them once per second.
+    pub fn set_refresh_interval(&mut self, every: std::time::Duration) {
+        self.refresh_interval = every;
     }
 
     /// The cluster serves `autoscaling.x-k8s.io/v1` ProvisioningRequests: watch them and run
@@ -163,22 +204,82 @@ impl Controller {
     }
 
     pub fn observe(&mut self, ev: Observed) {
-        if self.mirror.observe(ev).core {
-            self.dirty = true;
+        self.mirror.observe(ev);
+    }
+
+    /// Moves what the mirror recorded as changed into the pass's work lists.
+    fn absorb(&mut self) {
+        let d = self.mirror.take_dirty();
+        self.dirty |= d.config;
+        self.work.core.extend(d.workloads);
+        for (i, keys) in d.jobs {
+            self.work.jobs.entry(i).or_default().extend(keys);
+        }
+        self.work.owners.extend(d.owners);
+        self.work.pod_groups.extend(d.pod_groups);
+        if self.pod_groups {
+            self.work.pod_groups.extend(d.touched.iter().cloned());
+        }
+        self.work.checks.extend(d.touched);
+    }
+
+    /// Brings the core up to date: rebuilt after a configuration change (or at start), else
+    /// every changed Workload taken in alone.
+    fn update_core(&mut self, now: Millis) {
+        self.absorb();
+        if self.dirty || self.scheduler.is_none() {
+            let reason = if self.scheduler.is_none() {
+                "start"
+            } else {
+                "configuration"
+            };
+            self.rebuild(now, reason);
+            self.work.core.clear();
+            return;
+        }
+        let keys = std::mem::take(&mut self.work.core);
+        let Some(s) = self.scheduler.as_mut() else {
+            return;
+        };
+        for key in keys {
+            let synced = core::sync_workload(s, &self.mirror, &self.catalog, &key, now);
+            let (outcome, backoff) = match synced {
+                core::Synced::Unchanged => ("unchanged", None),
+                core::Synced::Added(b) => ("added", b),
+                core::Synced::Updated(b) => ("updated", b),
+                core::Synced::Removed => ("removed", None),
+            };
+            if let Some(t) = backoff {
+                self.requeue_at.entry(key).or_insert(t);
+            }
+            self.metrics
+                .core_workload_deltas
+                .get_or_create(&self.metrics.labels(vec![("outcome", outcome.into())]))
+                .inc();
         }
     }
 
     /// A standby replica's pass: once every source is listed, the webhooks' view is published
     /// and the replica is ready; nothing is scheduled or written.
     pub fn stand_by(&mut self) {
-        if !self.mirror.is_synced(&self.sources()) {
+        // A standby has no core to bring up to date; its first pass as leader builds it from
+        // the mirror.
+        let _ = self.mirror.take_dirty();
+        if !self.mirror.is_synced(&self.sources()) || !self.refresh_due() {
             return;
         }
+        self.refreshed = Some(std::time::Instant::now());
         let view = Arc::new(super::webhook::View::of(&self.mirror));
         if let Ok(mut shared) = self.shared.write() {
             shared.webhook = view;
             shared.ready = true;
         }
+    }
+
+    /// Whether the refresh interval has passed since the last refresh (or none happened).
+    fn refresh_due(&self) -> bool {
+        self.refreshed
+            .is_none_or(|t| t.elapsed() >= self.refresh_interval)
     }
 
     /// One reconcile pass. Does nothing until every source has been listed: quota usage is
@@ -190,21 +291,34 @@ impl Controller {
         let now = (self.clock)();
         self.write_check_statuses(now).await;
         for _ in 0..2 {
+            self.update_core(now);
             self.sync_jobs(now).await;
-            if self.dirty || self.scheduler.is_none() {
-                self.rebuild(now);
-            }
+            // Workloads the jobs made are in the core before the cycles.
+            self.update_core(now);
             self.retry_evictions(now).await;
             self.requeue_due(now).await;
             self.run_cycles(now).await;
             self.sync_checks(now).await;
             self.sync_pods_ready(now).await;
             self.sync_jobs(now).await;
-            if !self.dirty {
+            // Again only when someone else changed what the core holds meanwhile; what wasq's
+            // own writes touched waits for the next pass.
+            self.absorb();
+            if !self.dirty && self.work.core.is_empty() {
                 break;
             }
         }
-        self.write_queue_statuses(now).await;
+        // What costs O(pending) — queue statuses, gauges, the visibility snapshot and the
+        // webhooks' view — is refreshed at most once per refresh interval.
+        let due = self.refresh_due();
+        if due {
+            self.write_queue_statuses(now).await;
+        }
+        self.writer.flush_events().await;
+        if !due {
+            return;
+        }
+        self.refreshed = Some(std::time::Instant::now());
         if let Some(s) = &self.scheduler {
             self.metrics.observe_state(s);
             let snapshot = Snapshot::of(s);
@@ -218,17 +332,26 @@ impl Controller {
         }
     }
 
-    fn rebuild(&mut self, now: Millis) {
+    /// The restart path: the core built from every object of the mirror.
+    fn rebuild(&mut self, now: Millis, reason: &str) {
+        self.catalog = core::catalog(&self.mirror);
         let mut s = core::build(&self.mirror, now, &self.configure);
         // Admission fair sharing's history lives in the scheduler: keep it across rebuilds.
         if let Some(old) = &self.scheduler {
             s.cluster.carry_lq_usage_from(&old.cluster);
+            // So do the preemption budgets' recent evictions.
+            s.carry_budgets_from(old);
         }
         tracing::info!(
             workloads = s.cluster.workloads.len(),
             cluster_queues = s.cluster.cluster_queues.len(),
+            reason,
             "core rebuilt from the cluster"
         );
+        self.metrics
+            .core_rebuilds
+            .get_or_create(&self.metrics.labels(vec![("reason", reason.into())]))
+            .inc();
         self.scheduler = Some(s);
         self.dirty = false;
         // Backoffs of check evictions survive a restart in `status.requeueState`.
@@ -238,6 +361,22 @@ impl Controller {
                 && !has_quota_reservation(wl)
             {
                 self.requeue_at.entry(key.clone()).or_insert(t);
+            }
+        }
+        // A new configuration may change what a job's Workload looks like (a priority class,
+        // a LocalQueue): every job and pod group is looked at again.
+        for (i, jobs) in self.mirror.jobs.iter().enumerate() {
+            self.work
+                .jobs
+                .entry(i)
+                .or_default()
+                .extend(jobs.keys().cloned());
+        }
+        if self.pod_groups {
+            for g in podgroup::groups(&self.mirror) {
+                self.work
+                    .pod_groups
+                    .insert(key_of(Some(&g.namespace), &g.name));
             }
         }
     }
@@ -286,324 +425,10 @@ impl Controller {
                     .get_or_create(&labels)
                     .observe(elapsed);
             }
-            for d in outcome.decisions {
-                self.apply(d, now).await;
-            }
+            self.apply(outcome.decisions, now).await;
             // After a failed write, wait for the next pass rather than spin on the API server.
             if !progress || self.write_failed {
                 break;
-            }
-        }
-    }
-
-    async fn apply(&mut self, d: Decision, now: Millis) {
-        match d {
-            Decision::Admitted {
-                workload,
-                admission,
-                ..
-            } => self.admit(workload, admission, now).await,
-            Decision::Preempted {
-                workload,
-                preemptor,
-                reason,
-                ..
-            } => self.preempt(workload, preemptor, reason, now).await,
-            Decision::NotAdmitted {
-                workload,
-                reason,
-                message,
-                ..
-            } => self.pending(workload, &reason, &message, now).await,
-        }
-    }
-
-    // ---- Decisions -------------------------------------------------------------------------
-
-    async fn admit(&mut self, id: WorkloadId, admission: Admission, now: Millis) {
-        let Some(s) = &self.scheduler else { return };
-        let key = s.cluster.workload(id).key.clone();
-        let api_admission = api_admission(&s.cluster, id, &admission);
-        let cq = api_admission.cluster_queue.clone();
-        let assigned: Vec<crate::quota::FlavorId> = admission
-            .pod_sets
-            .iter()
-            .flat_map(|p| p.flavors.iter().map(|&(_, f)| f))
-            .collect();
-        let check_names = crate::cluster::checks::applicable(
-            &s.cluster.cq(admission.cluster_queue).admission_checks,
-            &assigned,
-        );
-        let two_phase = !check_names.is_empty();
-        let result = self
-            .write_status(&key, |wl| {
-                if has_quota_reservation(wl) || is_finished(wl) {
-                    return None;
-                }
-                let mut st = wl.status.clone().unwrap_or_default();
-                st.admission = Some(api_admission.clone());
-                if two_phase {
-                    st.admission_checks = Some(checks::reserved_states(
-                        &check_names,
-                        checks::states(wl),
-                        now,
-                    ));
-                    st.requeue_state = None;
-                } else if st.admission_checks.is_some() {
-                    // No check applies to this assignment: states of an earlier one go, as
-                    // Kueue's syncAdmissionCheckConditions leaves none.
-                    st.admission_checks = None;
-                }
-                let c = &mut st.conditions;
-                cond::set(
-                    c,
-                    cond::condition(
-                        QUOTA_RESERVED,
-                        true,
-                        "QuotaReserved",
-                        &cond::quota_reserved_message(&cq),
-                        now,
-                    ),
-                );
-                cond::reset_active(c, EVICTED, "QuotaReserved", now);
-                cond::reset_active(c, PREEMPTED, "QuotaReserved", now);
-                if two_phase {
-                    cond::set(
-                        c,
-                        cond::condition(
-                            ADMITTED,
-                            false,
-                            checks::UNSATISFIED_CHECKS,
-                            checks::UNSATISFIED_CHECKS_MESSAGE,
-                            now,
-                        ),
-                    );
-                } else {
-                    cond::set(
-                        c,
-                        cond::condition(ADMITTED, true, "Admitted", cond::ADMITTED_MESSAGE, now),
-                    );
-                }
-                Some(st)
-            })
-            .await;
-        match result {
-            Ok(Some(wl)) => {
-                let waited = (now - queued_at(&wl)).max(0) as f64 / 1000.0;
-                let labels = self.metrics.labels(vec![
-                    ("cluster_queue", cq.clone()),
-                    ("priority_class", priority_class(&wl)),
-                ]);
-                self.metrics
-                    .quota_reserved_workloads
-                    .get_or_create(&labels)
-                    .inc();
-                self.metrics
-                    .quota_reserved_wait_time
-                    .get_or_create(&labels)
-                    .observe(waited);
-                let r = workload_ref(&wl);
-                self.writer
-                    .event(&r, false, "QuotaReserved", "QuotaReserved", format!(
-                        "Quota reserved in ClusterQueue {cq}, wait time since queued was {waited:.0}s"
-                    ))
-                    .await;
-                if two_phase {
-                    return;
-                }
-                self.metrics.admitted_workloads.get_or_create(&labels).inc();
-                self.metrics
-                    .admission_wait_time
-                    .get_or_create(&labels)
-                    .observe(waited);
-                self.writer
-                    .event(
-                        &r,
-                        false,
-                        "Admitted",
-                        "Admitted",
-                        format!(
-                            "Admitted by ClusterQueue {cq}, wait time since reservation was 0s"
-                        ),
-                    )
-                    .await;
-            }
-            Ok(None) => {
-                tracing::info!(workload = %key, "admission no longer applies; releasing it");
-                self.undo_admission(id);
-                self.dirty = true;
-            }
-            Err(e) => {
-                tracing::warn!(workload = %key, error = %e, "cannot write the admission; releasing it");
-                self.write_failed("admission");
-                self.undo_admission(id);
-            }
-        }
-    }
-
-    fn undo_admission(&mut self, id: WorkloadId) {
-        if let Some(s) = self.scheduler.as_mut() {
-            s.complete_eviction(id);
-        }
-    }
-
-    async fn preempt(
-        &mut self,
-        id: WorkloadId,
-        preemptor: WorkloadId,
-        reason: &'static str,
-        _now: Millis,
-    ) {
-        let Some(s) = &self.scheduler else { return };
-        let c = &s.cluster;
-        let key = c.workload(id).key.clone();
-        let preemptor_info = c.workload(preemptor);
-        let preemptor_wl = self.mirror.workloads.get(&preemptor_info.key);
-        let uid = preemptor_wl
-            .and_then(|w| w.metadata.uid.clone())
-            .unwrap_or_default();
-        let job_uid = preemptor_wl
-            .and_then(|w| w.metadata.labels.as_ref())
-            .and_then(|l| l.get(JOB_UID_LABEL).cloned())
-            .unwrap_or_default();
-        let preemptor_path = preemptor_info
-            .cluster_queue
-            .map(|q| cq_path(c, q))
-            .unwrap_or_default();
-        let victim_path = c
-            .admission(id)
-            .map(|a| cq_path(c, a.cluster_queue))
-            .unwrap_or_default();
-        let message =
-            cond::preemption_message(&uid, &job_uid, reason, &preemptor_path, &victim_path);
-        let victim_cq = c
-            .admission(id)
-            .map(|a| c.cq(a.cluster_queue).name.clone())
-            .unwrap_or_default();
-        let preempting_cq = preemptor_path
-            .rsplit('/')
-            .next()
-            .unwrap_or_default()
-            .to_string();
-        self.metrics
-            .preempted_workloads
-            .get_or_create(&self.metrics.labels(vec![
-                ("preempting_cluster_queue", preempting_cq),
-                ("reason", reason.into()),
-            ]))
-            .inc();
-        let pc = self
-            .mirror
-            .workloads
-            .get(&key)
-            .map(priority_class)
-            .unwrap_or_default();
-        self.metrics
-            .evicted_workloads
-            .get_or_create(&self.metrics.labels(vec![
-                ("cluster_queue", victim_cq),
-                ("reason", cond::EVICTED_BY_PREEMPTION.into()),
-                ("underlying_cause", String::new()),
-                ("priority_class", pc),
-            ]))
-            .inc();
-        self.evictions.insert(key, (reason.to_string(), message));
-        self.retry_evictions(_now).await;
-    }
-
-    /// Writes the evictions decided but not yet recorded in the cluster.
-    async fn retry_evictions(&mut self, now: Millis) {
-        let pending: Vec<(String, (String, String))> = self
-            .evictions
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        for (key, (reason, message)) in pending {
-            let result = self
-                .write_status(&key, |wl| {
-                    if !has_quota_reservation(wl) || is_evicted(wl) || is_finished(wl) {
-                        return None;
-                    }
-                    let mut st = wl.status.clone().unwrap_or_default();
-                    cond::set(
-                        &mut st.conditions,
-                        cond::condition(EVICTED, true, cond::EVICTED_BY_PREEMPTION, &message, now),
-                    );
-                    cond::set(
-                        &mut st.conditions,
-                        cond::condition(PREEMPTED, true, &reason, &message, now),
-                    );
-                    // Every eviction resets the admission checks (Kueue's evict.Evict).
-                    if !checks::states(wl).is_empty() {
-                        st.admission_checks = Some(checks::reset_states(checks::states(wl), now));
-                    }
-                    Some(st)
-                })
-                .await;
-            match result {
-                Ok(written) => {
-                    self.evictions.remove(&key);
-                    if let Some(wl) = written {
-                        self.writer
-                            .event(
-                                &workload_ref(&wl),
-                                false,
-                                "Preempted",
-                                "Preempted",
-                                message.clone(),
-                            )
-                            .await;
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(workload = %key, error = %e, "cannot write the eviction; will retry");
-                    self.write_failed("eviction");
-                }
-            }
-        }
-    }
-
-    async fn pending(&mut self, id: WorkloadId, reason: &str, message: &str, now: Millis) {
-        let Some(s) = &self.scheduler else { return };
-        let key = s.cluster.workload(id).key.clone();
-        let unchanged = self.mirror.workloads.get(&key).is_some_and(|wl| {
-            wl.status
-                .as_ref()
-                .and_then(|st| cond::find(&st.conditions, QUOTA_RESERVED))
-                .is_some_and(|c| c.status == "False" && c.reason == reason && c.message == message)
-        });
-        if unchanged {
-            return;
-        }
-        let result = self
-            .write_status(&key, |wl| {
-                if has_quota_reservation(wl) || is_finished(wl) {
-                    return None;
-                }
-                let mut st = wl.status.clone().unwrap_or_default();
-                cond::set(
-                    &mut st.conditions,
-                    cond::condition(QUOTA_RESERVED, false, reason, message, now),
-                );
-                Some(st)
-            })
-            .await;
-        match result {
-            Ok(Some(wl)) => {
-                self.writer
-                    .event(
-                        &workload_ref(&wl),
-                        true,
-                        reason,
-                        reason,
-                        message.to_string(),
-                    )
-                    .await;
-            }
-            Ok(None) => {}
-            Err(e) => {
-                tracing::debug!(workload = %key, error = %e, "cannot record why the workload is pending");
-                self.write_failed("pending");
             }
         }
     }
@@ -614,56 +439,6 @@ impl Controller {
             .write_failures
             .get_or_create(&self.metrics.labels(vec![("write", what.into())]))
             .inc();
-    }
-
-    /// Writes a Workload status computed by `build` from the latest known object, with
-    /// `metadata.resourceVersion` as a precondition. On a conflict the Workload is read again
-    /// and `build` runs again. `Ok(None)`: `build` found the write no longer applies.
-    async fn write_status(
-        &mut self,
-        key: &str,
-        build: impl Fn(&Workload) -> Option<WorkloadStatus>,
-    ) -> Result<Option<Workload>, Error> {
-        self.write_status_as(key, super::writer::SCHEDULER_MANAGER, build)
-            .await
-    }
-
-    /// [`Controller::write_status`] as another field manager (a check controller).
-    async fn write_status_as(
-        &mut self,
-        key: &str,
-        manager: &str,
-        build: impl Fn(&Workload) -> Option<WorkloadStatus>,
-    ) -> Result<Option<Workload>, Error> {
-        for attempt in 1..=MAX_ATTEMPTS {
-            let Some(wl) = self.mirror.workloads.get(key).cloned() else {
-                return Ok(None);
-            };
-            let Some(status) = build(&wl) else {
-                return Ok(None);
-            };
-            let (namespace, name) = ns_name(&wl);
-            let body = status_patch(&wl, &status);
-            match self
-                .writer
-                .patch_workload_status_as(&namespace, &name, &body, manager)
-                .await
-            {
-                Ok(obj) => return Ok(self.put_own_workload(&obj)),
-                Err(e) if e.is_conflict() && attempt < MAX_ATTEMPTS => {
-                    tracing::info!(workload = %key, attempt, "conflict writing status; reading the workload again");
-                    let fresh = self.writer.get_workload(&namespace, &name).await?;
-                    self.observe(Observed::Applied(Source::Kueue(KueueKind::Workload), fresh));
-                }
-                Err(e) if e.is_not_found() => {
-                    self.mirror.workloads.remove(key);
-                    self.dirty = true;
-                    return Ok(None);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        unreachable!("the last attempt returns")
     }
 
     fn put_own_workload(&mut self, obj: &kube::core::DynamicObject) -> Option<Workload> {
@@ -686,21 +461,50 @@ impl Controller {
 
     // ---- Job side --------------------------------------------------------------------------
 
+    /// Syncs the jobs and pod groups that changed, and those of Workloads that changed.
     async fn sync_jobs(&mut self, now: Millis) {
-        for i in 0..self.kinds.len() {
-            let keys: Vec<String> = self.mirror.jobs[i].keys().cloned().collect();
+        self.absorb();
+        let mut jobs = std::mem::take(&mut self.work.jobs);
+        for (api_version, kind, key) in std::mem::take(&mut self.work.owners) {
+            if let Some(i) = self
+                .kinds
+                .iter()
+                .position(|k| k.spec.api_version == api_version && k.spec.kind == kind)
+            {
+                jobs.entry(i).or_default().insert(key);
+            }
+        }
+        // Admitted jobs to start: their patches go out together (the common case at scale);
+        // every other job is synced one by one.
+        let mut starts = Vec::new();
+        let mut rest = Vec::new();
+        for (i, keys) in jobs {
             for key in keys {
-                if let Err(e) = self.sync_job(i, &key, now).await {
-                    tracing::warn!(kind = %self.kinds[i].spec.kind, job = %key, error = %e, "job sync failed; will retry");
-                    self.write_failed("job");
+                match self.start_patch(i, &key) {
+                    Some(ops) => starts.push((i, key, ops)),
+                    None => rest.push((i, key)),
                 }
             }
         }
-        if self.pod_groups {
+        self.start_jobs(starts).await;
+        for (i, key) in rest {
+            if let Err(e) = self.sync_job(i, &key, now).await {
+                tracing::warn!(kind = %self.kinds[i].spec.kind, job = %key, error = %e, "job sync failed; will retry");
+                self.write_failed("job");
+                self.mirror.touch_job(i, &key);
+            }
+        }
+        let groups = std::mem::take(&mut self.work.pod_groups);
+        if self.pod_groups && !groups.is_empty() {
             for group in podgroup::groups(&self.mirror) {
+                let key = key_of(Some(&group.namespace), &group.name);
+                if !groups.contains(&key) {
+                    continue;
+                }
                 if let Err(e) = self.sync_pod_group(&group, now).await {
-                    tracing::warn!(group = %format!("{}/{}", group.namespace, group.name), error = %e, "pod group sync failed; will retry");
+                    tracing::warn!(group = %key, error = %e, "pod group sync failed; will retry");
                     self.write_failed("pod-group");
+                    self.mirror.touch_pod_group(&key);
                 }
             }
         }
@@ -721,6 +525,71 @@ impl Controller {
                 .any(|o| o.uid == uid)
         });
         owned.then(|| wl.clone())
+    }
+
+    /// The JSON Patch that starts job `key` of kind `i`, when it is suspended, not a managed
+    /// job's child, and its Workload admitted (not evicted, not finished, checks' podSet
+    /// updates applicable). `None` otherwise: [`Controller::sync_job`] decides.
+    fn start_patch(&self, i: usize, key: &str) -> Option<Vec<Value>> {
+        let kind = &self.kinds[i];
+        let job = self.mirror.jobs[i].get(key)?;
+        if job.metadata.deletion_timestamp.is_some()
+            || JobKind::controlled_by_any(&job.metadata, &self.kinds)
+        {
+            return None;
+        }
+        let value = to_value(job);
+        if !kind.is_suspended(&value) || kind.finished(&value).is_some() {
+            return None;
+        }
+        let name = job.metadata.name.as_deref().unwrap_or_default();
+        let uid = job.metadata.uid.as_deref();
+        let wl = self.owned_workload(
+            job.metadata.namespace.as_deref().unwrap_or("default"),
+            &kind.workload_name(name, uid.unwrap_or_default(), None),
+            uid,
+        )?;
+        if !has_quota_reservation(&wl) || is_evicted(&wl) || !is_admitted(&wl) || is_finished(&wl) {
+            return None;
+        }
+        let mut admitted = self.admitted_pod_sets(&wl);
+        self.add_check_updates(&wl, &mut admitted).ok()?;
+        let labels = attribution::attribution_labels(&wl, &self.attribution);
+        kind.start_ops(&value, &admitted, &labels).ok()
+    }
+
+    /// Sends the start patches of admitted jobs, at most [`super::writer::MAX_IN_FLIGHT`] at
+    /// once; a failed one is synced again by the next pass.
+    async fn start_jobs(&mut self, starts: Vec<(usize, String, Vec<Value>)>) {
+        if starts.is_empty() {
+            return;
+        }
+        let writer = &self.writer;
+        let kinds = &self.kinds;
+        let answers: Vec<_> = futures::stream::iter(starts)
+            .map(|(i, key, ops)| async move {
+                let (ns, name) = match key.split_once('/') {
+                    Some((ns, name)) => (Some(ns.to_string()), name.to_string()),
+                    None => (None, key.clone()),
+                };
+                let r = writer
+                    .json_patch(&api_resource(&kinds[i]), ns.as_deref(), &name, ops, false)
+                    .await;
+                (i, key, r)
+            })
+            .buffer_unordered(super::writer::MAX_IN_FLIGHT)
+            .collect()
+            .await;
+        for (i, key, answer) in answers {
+            match answer {
+                Ok(obj) => self.observe(Observed::Applied(Source::Job(i), obj)),
+                Err(e) => {
+                    tracing::warn!(kind = %self.kinds[i].spec.kind, job = %key, error = %e, "cannot start the job; will retry");
+                    self.write_failed("job");
+                    self.mirror.touch_job(i, &key);
+                }
+            }
+        }
     }
 
     async fn sync_job(&mut self, i: usize, key: &str, now: Millis) -> Result<(), Error> {
@@ -1033,7 +902,7 @@ impl Controller {
                 (Some(id), Some(s)) if inactive => s.deactivate(id),
                 (Some(id), Some(s)) if backoff => s.release_for_retry(id, queued_at, reason),
                 (Some(id), Some(s)) => s.complete_eviction(id),
-                _ => self.dirty = true,
+                _ => self.mirror.resync(&key),
             }
         }
         Ok(())
@@ -1095,8 +964,8 @@ impl Controller {
                 )
                 .await;
             match (self.id_of(&key), self.scheduler.as_mut()) {
-                (Some(id), Some(s)) => s.finish(id),
-                _ => self.dirty = true,
+                (Some(id), Some(s)) => s.remove(id),
+                _ => self.mirror.resync(&key),
             }
         }
         Ok(())

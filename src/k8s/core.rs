@@ -44,23 +44,27 @@ pub fn catalog(mirror: &Mirror) -> Catalog {
     )
 }
 
+/// Whether an object passed validation; logs its problems when not.
+fn valid(what: String, problems: Vec<crate::api::strict::FieldProblem>) -> bool {
+    if problems.is_empty() {
+        return true;
+    }
+    let text: Vec<String> = problems
+        .iter()
+        .map(|p| format!("{}: {}", p.field.as_deref().unwrap_or("-"), p.message))
+        .collect();
+    tracing::warn!(object = %what, problems = %text.join("; "), "ignoring an invalid object");
+    false
+}
+
 /// Builds the scheduler for the mirror's current state.
 pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
     let catalog = catalog(mirror);
-    let mut m = Manifests::default();
-    let valid = |what: String, problems: Vec<crate::api::strict::FieldProblem>| {
-        if problems.is_empty() {
-            return true;
-        }
-        let text: Vec<String> = problems
-            .iter()
-            .map(|p| format!("{}: {}", p.field.as_deref().unwrap_or("-"), p.message))
-            .collect();
-        tracing::warn!(object = %what, problems = %text.join("; "), "ignoring an invalid object");
-        false
+    let mut m = Manifests {
+        configuration: mirror.configuration.clone(),
+        namespaces: mirror.namespaces.values().cloned().collect(),
+        ..Manifests::default()
     };
-    m.configuration = mirror.configuration.clone();
-    m.namespaces = mirror.namespaces.values().cloned().collect();
     m.flavors = mirror
         .flavors
         .iter()
@@ -111,24 +115,9 @@ pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
         .collect();
     m.provisioning_request_configs = mirror.provisioning_configs.values().cloned().collect();
     for (key, wl) in &mirror.workloads {
-        if is_finished(wl) || wl.metadata.deletion_timestamp.is_some() && !has_quota_reservation(wl)
-        {
-            continue;
+        if let Some(wl) = core_view(key, wl, &catalog) {
+            m.workloads.push(wl);
         }
-        let mut wl = wl.clone();
-        defaults::default_workload(&mut wl, &catalog);
-        if !valid(
-            format!("Workload {key}"),
-            validate_workload::workload(&wl, &catalog),
-        ) {
-            continue;
-        }
-        if !has_quota_reservation(&wl)
-            && let Some(s) = &mut wl.status
-        {
-            s.admission = None;
-        }
-        m.workloads.push(wl);
     }
     let cluster = match build_cluster(&m, &|_| now, now) {
         Ok(c) => c,
@@ -164,44 +153,182 @@ pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
     let mut scheduler = Scheduler::new(cluster);
     configure(&mut scheduler);
     let n = scheduler.cluster.workloads.len();
-    let by_eviction_time = scheduler
+    for i in 0..n {
+        let id = WorkloadId(i as u32);
+        let key = scheduler.cluster.workload(id).key.clone();
+        if let Some(wl) = mirror.workloads.get(&key) {
+            place(&mut scheduler, id, wl, now);
+        }
+    }
+    scheduler
+}
+
+/// The Workload as the core takes it in: defaulted and validated, its `status.admission`
+/// kept only with a quota reservation. `None` for Workloads the core does not hold: finished,
+/// being deleted without a reservation, or invalid (logged).
+fn core_view(key: &str, wl: &Workload, catalog: &Catalog) -> Option<Workload> {
+    if is_finished(wl) || wl.metadata.deletion_timestamp.is_some() && !has_quota_reservation(wl) {
+        return None;
+    }
+    let mut wl = wl.clone();
+    defaults::default_workload(&mut wl, catalog);
+    if !valid(
+        format!("Workload {key}"),
+        validate_workload::workload(&wl, catalog),
+    ) {
+        return None;
+    }
+    if !has_quota_reservation(&wl)
+        && let Some(s) = &mut wl.status
+    {
+        s.admission = None;
+    }
+    Some(wl)
+}
+
+/// Puts a Workload the core has registered where the cluster shows it: holding quota (marked
+/// evicting when the cluster says so), waiting for an admission check's backoff, or queued
+/// with its requeue history (queue position and reason after a retry eviction). The restart
+/// path and the incremental path share it. Returns the end of a backoff it waits for.
+fn place(s: &mut Scheduler, id: WorkloadId, wl: &Workload, now: Millis) -> Option<Millis> {
+    let key = s.cluster.workload(id).key.clone();
+    let by_eviction_time = s
         .cluster
         .settings
         .wait_for_pods_ready
         .as_ref()
         .is_none_or(|w| w.by_eviction_time);
-    for i in 0..n {
-        let id = WorkloadId(i as u32);
-        let key = scheduler.cluster.workload(id).key.clone();
-        if scheduler.cluster.admission(id).is_none()
-            && let Some(wl) = mirror.workloads.get(&key)
-            && let Some((queued, reason)) = requeued(wl, by_eviction_time)
-        {
-            let info = &mut scheduler.cluster.workloads[i];
-            info.queued = queued.unwrap_or(info.created);
-            // Kueue's queue-order timestamp: the eviction time after a PodsReady timeout
-            // (timestamp: Eviction) or an admission check's Retry.
-            info.created = info.queued;
-            info.requeue_reason = Some(reason);
-            info.requeue_count = requeue_count(wl);
+    if s.cluster.admission(id).is_some() {
+        if is_evicted(wl) {
+            let _ = s.cluster.mark_evicting(id);
         }
-        let evicting = mirror.workloads.get(&key).is_some_and(is_evicted);
-        if scheduler.cluster.admission(id).is_some() {
-            if evicting {
-                let _ = scheduler.cluster.mark_evicting(id);
+        return None;
+    }
+    if let Some((queued, reason)) = requeued(wl, by_eviction_time) {
+        let info = &mut s.cluster.workloads[id.index()];
+        info.queued = queued.unwrap_or(info.created);
+        // Kueue's queue-order timestamp: the eviction time after a PodsReady timeout
+        // (timestamp: Eviction) or an admission check's Retry.
+        info.created = info.queued;
+        info.requeue_reason = Some(reason);
+        info.requeue_count = requeue_count(wl);
+    }
+    if let Some(t) = requeue_at(wl).filter(|&t| t > now) {
+        tracing::debug!(workload = %key, "not queued before its admission check's backoff");
+        return Some(t);
+    }
+    if let Err(e) = s.submit(id) {
+        tracing::debug!(workload = %key, reason = %e, "not queued");
+    }
+    None
+}
+
+/// What taking one Workload into a live core did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Synced {
+    /// Nothing the core decides on changed.
+    Unchanged,
+    /// A new Workload: registered, and queued or holding quota as the cluster shows. `Some`:
+    /// it waits for an admission check's backoff until then.
+    Added(Option<Millis>),
+    /// Its spec or its reservation changed: the core follows the cluster.
+    Updated(Option<Millis>),
+    /// Deleted or finished: its quota released and its record removed.
+    Removed,
+}
+
+/// Takes one Workload of the mirror into a live core, as the restart path would have built
+/// it — the controller's incremental path: O(this Workload), parking, sticky preemptors and
+/// history of every other Workload untouched.
+pub fn sync_workload(
+    s: &mut Scheduler,
+    mirror: &Mirror,
+    catalog: &Catalog,
+    key: &str,
+    now: Millis,
+) -> Synced {
+    let want = mirror
+        .workloads
+        .get(key)
+        .and_then(|wl| core_view(key, wl, catalog));
+    let id = s.cluster.by_key.get(key).copied();
+    match (want, id) {
+        (None, None) => Synced::Unchanged,
+        (None, Some(id)) => {
+            s.remove(id);
+            Synced::Removed
+        }
+        (Some(wl), None) => {
+            let resources = s.cluster.names.n_resources();
+            let info = s.cluster.workload_info(&wl, now);
+            if s.cluster.names.n_resources() != resources {
+                // A resource no ClusterQueue names: policies get the new names.
+                s.cluster.config_changed();
             }
-        } else if mirror
-            .workloads
-            .get(&key)
-            .and_then(requeue_at)
-            .is_some_and(|t| t > now)
-        {
-            tracing::debug!(workload = %key, "not queued before its admission check's backoff");
-        } else if let Err(e) = scheduler.submit(id) {
-            tracing::debug!(workload = %key, reason = %e, "not queued");
+            let id = s.cluster.add_workload(info);
+            if !restore(s, id, &wl, now) {
+                s.remove(id);
+                return Synced::Unchanged;
+            }
+            Synced::Added(place(s, id, &wl, now))
+        }
+        (Some(wl), Some(id)) => {
+            let holds = s.cluster.admission(id).is_some();
+            let shown = wl.status.as_ref().is_some_and(|st| st.admission.is_some());
+            match (holds, shown) {
+                (true, true) => {
+                    if is_evicted(&wl) && !s.cluster.is_evicting(id) {
+                        let _ = s.cluster.mark_evicting(id);
+                    }
+                    Synced::Unchanged
+                }
+                (true, false) => {
+                    // Its admission was removed by someone else: follow the cluster.
+                    s.release(id);
+                    Synced::Updated(place(s, id, &wl, now))
+                }
+                (false, true) => {
+                    // Admitted by someone else (or before a restart of this replica).
+                    s.dequeue(id);
+                    if !restore(s, id, &wl, now) {
+                        s.remove(id);
+                        return Synced::Removed;
+                    }
+                    Synced::Updated(place(s, id, &wl, now))
+                }
+                (false, false) => {
+                    let info = s.cluster.workload_info(&wl, now);
+                    let old = s.cluster.workload(id);
+                    if old.same_spec(&info) && (s.is_pending(id) || !info.active) {
+                        return Synced::Unchanged;
+                    }
+                    s.replace(id, info);
+                    Synced::Updated(place(s, id, &wl, now))
+                }
+            }
         }
     }
-    scheduler
+}
+
+/// Restores the quota a Workload's `status.admission` shows. `false` (logged) when it cannot
+/// be restored (a flavor or ClusterQueue that no longer exists), as the restart path drops it.
+fn restore(s: &mut Scheduler, id: WorkloadId, wl: &Workload, now: Millis) -> bool {
+    let Some(st) = &wl.status else { return true };
+    let Some(admission) = &st.admission else {
+        return true;
+    };
+    let reserved_at = conditions::find(&st.conditions, QUOTA_RESERVED)
+        .filter(|c| c.status == "True")
+        .and_then(|c| c.last_transition_time.as_ref())
+        .map_or(now, |t| t.0.as_millisecond());
+    let result = s
+        .cluster
+        .admission_of(id, admission, reserved_at)
+        .and_then(|a| s.cluster.reserve(id, a).map_err(|e| e.to_string()));
+    if let Err(message) = &result {
+        tracing::warn!(workload = %s.cluster.workload(id).key, %message, "ignoring a Workload whose admission cannot be restored");
+    }
+    result.is_ok()
 }
 
 /// `status.requeueState.requeueAt`: a Workload evicted by an admission check in `Retry` is

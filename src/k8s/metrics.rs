@@ -58,6 +58,11 @@ pub struct Metrics {
     pub build_info: Family<Labels, Gauge>,
     pub plugin_fallbacks: Family<Labels, Counter>,
     pub write_failures: Family<Labels, Counter>,
+    /// Core rebuilds from the mirror, per reason (`start`, `configuration`).
+    pub core_rebuilds: Family<Labels, Counter>,
+    /// Workloads taken into the live core one by one, per outcome (`added`, `updated`,
+    /// `removed`, `unchanged`).
+    pub core_workload_deltas: Family<Labels, Counter>,
 }
 
 impl Metrics {
@@ -90,6 +95,8 @@ impl Metrics {
             build_info: Family::default(),
             plugin_fallbacks: Family::default(),
             write_failures: Family::default(),
+            core_rebuilds: Family::default(),
+            core_workload_deltas: Family::default(),
         };
         let kueue = m.registry.sub_registry_with_prefix("kueue");
         kueue.register(
@@ -208,6 +215,16 @@ impl Metrics {
             "api_write_failures",
             "Writes to the API server that failed, per kind of write",
             m.write_failures.clone(),
+        );
+        wasq.register(
+            "core_rebuilds",
+            "Rebuilds of the scheduling core from every watched object, per reason",
+            m.core_rebuilds.clone(),
+        );
+        wasq.register(
+            "core_workload_deltas",
+            "Workload changes taken into the live core one by one, per outcome",
+            m.core_workload_deltas.clone(),
         );
         m.build_info
             .get_or_create(&m.labels(vec![("git_version", env!("CARGO_PKG_VERSION").into())]))

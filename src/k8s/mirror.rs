@@ -1,5 +1,10 @@
 //! The controller's copy of the cluster: every object the watchers report, decoded into the
 //! `api` types the core understands, with stale events (older resourceVersions) ignored.
+//!
+//! It also records what changed since the controller last looked ([`Dirty`]): the
+//! configuration (the core is rebuilt), Workloads changed by others (the core takes them in
+//! one by one), and the Workloads, jobs and pod groups the reconcile pass must look at again.
+//! A pass costs what changed, not what exists.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -80,6 +85,37 @@ pub fn not_older(old: Option<&str>, new: Option<&str>) -> bool {
     }
 }
 
+/// What changed since the controller last drained it ([`Mirror::take_dirty`]).
+#[derive(Debug, Clone, Default)]
+pub struct Dirty {
+    /// Configuration the core is built from (flavors, cohorts, queues, priority classes,
+    /// namespaces, admission checks): the core is rebuilt.
+    pub config: bool,
+    /// Workloads changed by someone else (or deleted): the core reads them again.
+    pub workloads: BTreeSet<String>,
+    /// Workloads changed in any way, wasq's own writes included: their job or pod group,
+    /// admission checks and readiness are looked at again.
+    pub touched: BTreeSet<String>,
+    /// Jobs per integration (index as in [`Source::Job`]).
+    pub jobs: BTreeMap<usize, BTreeSet<String>>,
+    /// Pod groups (`namespace/name`) whose pods changed.
+    pub pod_groups: BTreeSet<String>,
+    /// Owners (apiVersion, kind, `namespace/name`) of Workloads that changed or went away:
+    /// their jobs are synced again (a deleted Workload is made again).
+    pub owners: BTreeSet<(String, String, String)>,
+}
+
+impl Dirty {
+    pub fn is_empty(&self) -> bool {
+        !self.config
+            && self.workloads.is_empty()
+            && self.touched.is_empty()
+            && self.jobs.is_empty()
+            && self.pod_groups.is_empty()
+            && self.owners.is_empty()
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Mirror {
     /// The cluster serves `autoscaling.x-k8s.io/v1` ProvisioningRequests (Kueue's
@@ -100,6 +136,10 @@ pub struct Mirror {
     /// Kueue's controller configuration (`--kueue-config`): fair sharing and admission fair
     /// sharing.
     pub configuration: Option<crate::api::config::Configuration>,
+    /// Keys of the Workloads holding quota (`status.admission` set), kept with every change:
+    /// what the passes over running Workloads iterate, instead of every Workload.
+    pub reserved: BTreeSet<String>,
+    dirty: Dirty,
     listed: BTreeSet<Source>,
     schemas: Schemas,
 }
@@ -112,6 +152,92 @@ impl Mirror {
         }
     }
 
+    /// What changed since the last call.
+    pub fn take_dirty(&mut self) -> Dirty {
+        std::mem::take(&mut self.dirty)
+    }
+
+    /// Whether anything changed since the last [`Mirror::take_dirty`].
+    pub fn has_changes(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
+    /// Marks Workloads to be looked at again by the next pass (a write that failed and will
+    /// be retried, a time that came).
+    pub fn touch(&mut self, key: &str) {
+        self.dirty.touched.insert(key.to_string());
+    }
+
+    /// Makes the core read a Workload again at the next pass (memory and cluster may differ).
+    pub fn resync(&mut self, key: &str) {
+        self.dirty.workloads.insert(key.to_string());
+        self.dirty.touched.insert(key.to_string());
+    }
+
+    /// Forgets a Workload the API server no longer has (a write answered 404).
+    pub fn forget_workload(&mut self, key: &str) {
+        self.delete(Source::Kueue(KueueKind::Workload), None, key);
+    }
+
+    /// Marks a job to be synced again by the next pass (its sync failed).
+    pub fn touch_job(&mut self, kind: usize, key: &str) {
+        self.dirty
+            .jobs
+            .entry(kind)
+            .or_default()
+            .insert(key.to_string());
+    }
+
+    /// Marks a pod group to be synced again by the next pass.
+    pub fn touch_pod_group(&mut self, key: &str) {
+        self.dirty.pod_groups.insert(key.to_string());
+    }
+
+    /// Records the owners of a stored Workload as changed.
+    fn note_owners(&mut self, key: &str) {
+        let Some(wl) = self.workloads.get(key) else {
+            return;
+        };
+        let ns = wl.metadata.namespace.as_deref();
+        for o in wl.metadata.owner_references.iter().flatten() {
+            self.dirty
+                .owners
+                .insert((o.api_version.clone(), o.kind.clone(), key_of(ns, &o.name)));
+        }
+    }
+
+    fn note_workload(&mut self, key: &str, own_write: bool) {
+        self.note_owners(key);
+        let reserved = self
+            .workloads
+            .get(key)
+            .and_then(|w| w.status.as_ref())
+            .is_some_and(|s| s.admission.is_some());
+        if reserved {
+            self.reserved.insert(key.to_string());
+        } else {
+            self.reserved.remove(key);
+        }
+        self.dirty.touched.insert(key.to_string());
+        if !own_write {
+            self.dirty.workloads.insert(key.to_string());
+        }
+    }
+
+    /// The Workload a ProvisioningRequest belongs to (its owner of kind Workload).
+    fn note_owner_workload(&mut self, obj: &DynamicObject) {
+        let ns = obj.metadata.namespace.as_deref();
+        if let Some(o) = obj
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.kind == "Workload")
+        {
+            self.dirty.touched.insert(key_of(ns, &o.name));
+        }
+    }
+
     /// Whether every source has been listed once.
     pub fn is_synced(&self, sources: &[Source]) -> bool {
         sources.iter().all(|s| self.listed.contains(s))
@@ -120,14 +246,14 @@ impl Mirror {
     pub fn observe(&mut self, ev: Observed) -> Change {
         match ev {
             Observed::Applied(src, obj) => self.apply(src, obj),
-            Observed::Deleted(src, obj) => self.delete(src, &dyn_key(&obj)),
+            Observed::Deleted(src, obj) => self.delete(src, Some(&obj), &dyn_key(&obj)),
             Observed::Listed(src, objs) => {
                 self.listed.insert(src);
                 let fresh: BTreeSet<String> = objs.iter().map(dyn_key).collect();
                 let mut change = Change::default();
                 for key in self.keys(src) {
                     if !fresh.contains(&key) {
-                        change |= self.delete(src, &key);
+                        change |= self.delete(src, None, &key);
                     }
                 }
                 for o in objs {
@@ -158,7 +284,31 @@ impl Mirror {
         }
     }
 
-    fn delete(&mut self, src: Source, key: &str) -> Change {
+    fn delete(&mut self, src: Source, obj: Option<&DynamicObject>, key: &str) -> Change {
+        if let (Source::Pod, Some(pod)) = (src, obj)
+            && let Some(g) = super::podgroup::group_key(&pod.metadata)
+        {
+            self.dirty.pod_groups.insert(g);
+        }
+        if let (Source::ProvisioningRequest, Some(pr)) = (src, obj) {
+            self.note_owner_workload(pr);
+        }
+        if let (Source::Pod, None) = (src, obj)
+            && let Some(g) = self
+                .pods
+                .get(key)
+                .and_then(|p| super::podgroup::group_key(&p.metadata))
+        {
+            self.dirty.pod_groups.insert(g);
+        }
+        if let (Source::ProvisioningRequest, None) = (src, obj)
+            && let Some(pr) = self.provisioning_requests.get(key).cloned()
+        {
+            self.note_owner_workload(&pr);
+        }
+        if src == Source::Kueue(KueueKind::Workload) {
+            self.note_owners(key);
+        }
         let removed = match src {
             Source::Kueue(KueueKind::ResourceFlavor) => self.flavors.remove(key).is_some(),
             Source::Kueue(KueueKind::Cohort) => self.cohorts.remove(key).is_some(),
@@ -177,6 +327,14 @@ impl Mirror {
             Source::Job(i) => self.jobs.get_mut(i).and_then(|m| m.remove(key)).is_some(),
             Source::ProvisioningRequest => self.provisioning_requests.remove(key).is_some(),
         };
+        if removed {
+            match src {
+                Source::Kueue(KueueKind::Workload) => self.note_workload(key, false),
+                Source::Job(i) => self.touch_job(i, key),
+                Source::Pod | Source::ProvisioningRequest => {}
+                _ => self.dirty.config = true,
+            }
+        }
         match src {
             Source::Pod | Source::Job(_) | Source::ProvisioningRequest => Change {
                 core: false,
@@ -198,17 +356,21 @@ impl Mirror {
                 };
                 let changed = upsert(
                     jobs,
-                    key,
+                    key.clone(),
                     obj,
                     |o| o.metadata.resource_version.clone(),
                     |a, b| a == b,
                 );
+                if changed {
+                    self.touch_job(i, &key);
+                }
                 Change {
                     core: false,
                     jobs: changed,
                 }
             }
             Source::ProvisioningRequest => {
+                self.note_owner_workload(&obj);
                 let changed = upsert(
                     &mut self.provisioning_requests,
                     key,
@@ -224,6 +386,9 @@ impl Mirror {
             Source::Pod => match serde_json::to_value(&obj).and_then(serde_json::from_value::<Pod>)
             {
                 Ok(pod) => {
+                    if let Some(g) = super::podgroup::group_key(&pod.metadata) {
+                        self.dirty.pod_groups.insert(g);
+                    }
                     let changed = upsert(
                         &mut self.pods,
                         key,
@@ -292,6 +457,10 @@ impl Mirror {
             )
         };
         // Configuration changes matter to the core only through spec, labels or value.
+        let workload_key = match &object {
+            Object::Workload(o) => Some(key(&o.metadata)),
+            _ => None,
+        };
         let changed = match object {
             Object::Flavor(o) => upsert(
                 &mut self.flavors,
@@ -366,6 +535,13 @@ impl Mirror {
                 false
             }
         };
+        if changed {
+            match &workload_key {
+                Some(k) => self.note_workload(k, own_write),
+                None if !own_write => self.dirty.config = true,
+                None => {}
+            }
+        }
         Change {
             core: changed && !own_write,
             jobs: changed,

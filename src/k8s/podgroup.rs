@@ -99,6 +99,22 @@ pub fn is_terminal(pod: &Pod) -> bool {
     )
 }
 
+/// The group (`namespace/name`) a pod belongs to: its pod-group label, or the Workload name
+/// of a lone queued pod. `None` for pods that are not Kueue's.
+pub fn group_key(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Option<String> {
+    let label = |key: &str| meta.labels.as_ref().and_then(|l| l.get(key));
+    let namespace = meta.namespace.as_deref().unwrap_or("default");
+    match label(labels::POD_GROUP_NAME) {
+        Some(g) => Some(key_of(Some(namespace), g)),
+        None if label(labels::QUEUE_NAME).is_some() => {
+            Some(key_of(Some(namespace), &single_pod_workload_name(meta)))
+        }
+        None => None,
+    }
+}
+
 pub fn is_gated(pod: &Pod) -> bool {
     gate_index(pod).is_some()
 }

@@ -9,13 +9,14 @@
 use std::collections::BTreeMap;
 
 use super::admission::RetryEviction;
-use super::{Controller, is_admitted, to_value, workload_key};
+use super::{Controller, is_admitted, to_value};
 use crate::api::Workload;
 use crate::api::jobs::JobKind;
 use crate::cluster::checks::backoff_seconds;
 use crate::cluster::{Millis, WaitForPodsReady};
 use crate::k8s::conditions::{self as cond, ADMITTED, PODS_READY};
 use crate::k8s::core::{has_quota_reservation, is_evicted, is_finished, requeue_at};
+use crate::k8s::mirror::key_of;
 use crate::k8s::podgroup;
 
 pub const STARTED: &str = "Started";
@@ -109,47 +110,64 @@ fn running(wl: &Workload) -> bool {
 
 impl Controller {
     /// Readiness of every running Workload whose job or pod group is known, by Workload key.
+    /// Only Workloads holding quota can run: those are the ones looked at.
     fn readiness(&self) -> BTreeMap<String, bool> {
         let mut out = BTreeMap::new();
-        for (i, kind) in self.kinds.iter().enumerate() {
-            if !kind.has_suspend() {
-                // Pod-based kinds: their pods are groups.
+        let mut groups: Option<BTreeMap<String, podgroup::Group>> = None;
+        for key in &self.mirror.reserved {
+            let Some(wl) = self.mirror.workloads.get(key) else {
+                continue;
+            };
+            if !running(wl) {
                 continue;
             }
-            for job in self.mirror.jobs[i].values() {
+            // Pod-based kinds (no suspend flag): their pods are groups.
+            let job = self
+                .job_of(wl)
+                .filter(|&(i, _)| self.kinds[i].has_suspend());
+            if let Some((i, job)) = job {
+                let kind = &self.kinds[i];
                 if job.metadata.deletion_timestamp.is_some()
                     || JobKind::controlled_by_any(&job.metadata, &self.kinds)
                 {
                     continue;
                 }
-                let name = job.metadata.name.as_deref().unwrap_or_default();
-                let uid = job.metadata.uid.as_deref();
-                let Some(wl) = self.owned_workload(
-                    job.metadata.namespace.as_deref().unwrap_or("default"),
-                    &kind.workload_name(name, uid.unwrap_or_default(), None),
-                    uid,
-                ) else {
-                    continue;
-                };
-                if !running(&wl) {
-                    continue;
-                }
                 let value = to_value(job);
                 let ready =
-                    !kind.is_suspended(&value) && kind.pods_ready(&value, admitted_pods(&wl));
-                out.insert(workload_key(&wl), ready);
-            }
-        }
-        if self.pod_groups {
-            for group in podgroup::groups(&self.mirror) {
-                if let Some(wl) = self.owned_workload(&group.namespace, &group.name, None)
-                    && running(&wl)
-                {
-                    out.insert(workload_key(&wl), group.pods_ready());
+                    !kind.is_suspended(&value) && kind.pods_ready(&value, admitted_pods(wl));
+                out.insert(key.clone(), ready);
+            } else if self.pod_groups {
+                // Pod groups are computed once per pass, and only when a running Workload
+                // has no job.
+                let groups = groups.get_or_insert_with(|| {
+                    podgroup::groups(&self.mirror)
+                        .into_iter()
+                        .map(|g| (key_of(Some(&g.namespace), &g.name), g))
+                        .collect()
+                });
+                if let Some(g) = groups.get(key) {
+                    out.insert(key.clone(), g.pods_ready());
                 }
             }
         }
         out
+    }
+
+    /// The job that owns a Workload (its owner of a managed kind, with the Workload name that
+    /// job would make), if the mirror has it.
+    pub(super) fn job_of(&self, wl: &Workload) -> Option<(usize, &kube::core::DynamicObject)> {
+        let ns = wl.metadata.namespace.as_deref().unwrap_or("default");
+        wl.metadata.owner_references.iter().flatten().find_map(|o| {
+            let i = self
+                .kinds
+                .iter()
+                .position(|k| k.spec.api_version == o.api_version && k.spec.kind == o.kind)?;
+            let job = self.mirror.jobs[i].get(&key_of(Some(ns), &o.name))?;
+            let uid = job.metadata.uid.as_deref();
+            let made = self.kinds[i].workload_name(&o.name, uid.unwrap_or_default(), None);
+            (uid.is_none_or(|u| u == o.uid) && Some(&made) == wl.metadata.name.as_ref())
+                .then_some((i, job))
+        })
     }
 
     /// `kueue_ready_wait_time_seconds` and `kueue_admitted_until_ready_wait_time_seconds` when
@@ -187,8 +205,9 @@ impl Controller {
         blocking
             && self
                 .mirror
-                .workloads
-                .values()
+                .reserved
+                .iter()
+                .filter_map(|k| self.mirror.workloads.get(k))
                 .any(|wl| has_quota_reservation(wl) && !is_finished(wl) && !is_pods_ready(wl))
     }
 

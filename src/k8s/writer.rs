@@ -2,6 +2,12 @@
 //! status as JSON merge patches carrying `metadata.resourceVersion` (so a write based on a stale
 //! read is refused with a conflict), job and pod changes as JSON Patches, Workload creation,
 //! deletions, and Events.
+//!
+//! Requests are paced by a token bucket (`--kube-api-qps` / `--kube-api-burst`, Kueue's
+//! `clientConnection` defaults 300 / 500), as client-go's rate limiter paces Kueue's. Events
+//! are collected during a pass and published at its end ([`Writer::flush_events`]): objects
+//! concurrently, each object's Events in order, repeated Events folded into a series by
+//! kube's recorder (as client-go's correlator does) — never between two decisions.
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -20,9 +26,21 @@ pub const JOB_MANAGER: &str = "wasq-job-controller";
 /// Field manager of ClusterQueue and LocalQueue status.
 pub const QUEUE_STATUS_MANAGER: &str = "wasq-queue-status";
 
+/// Kueue's `clientConnection.qps` default.
+pub const DEFAULT_QPS: f64 = 300.0;
+/// Kueue's `clientConnection.burst` default.
+pub const DEFAULT_BURST: u32 = 500;
+/// Requests in flight at most when a batch of writes goes out at once.
+pub const MAX_IN_FLIGHT: usize = 32;
+
+type Limiter = governor::DefaultDirectRateLimiter;
+
 pub struct Writer {
     client: kube::Client,
     recorder: Recorder,
+    limiter: Option<std::sync::Arc<Limiter>>,
+    /// Events of this pass, in the order they were recorded.
+    events: std::sync::Mutex<Vec<(ObjectReference, Event)>>,
 }
 
 fn params(manager: &str) -> PatchParams {
@@ -48,6 +66,22 @@ impl Writer {
         Writer {
             recorder: Recorder::new(client.clone(), reporter),
             client,
+            limiter: None,
+            events: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Paces requests at `qps` per second with bursts of `burst` (no pacing when `qps` is not
+    /// positive, as client-go with a negative QPS).
+    pub fn with_rate_limit(mut self, qps: f64, burst: u32) -> Writer {
+        self.limiter = rate_limiter(qps, burst).map(std::sync::Arc::new);
+        self
+    }
+
+    /// Waits for the rate limiter's permission to send one request.
+    async fn paced(&self) {
+        if let Some(l) = &self.limiter {
+            l.until_ready().await;
         }
     }
 
@@ -85,6 +119,7 @@ impl Writer {
         body: &Value,
         manager: &str,
     ) -> Result<DynamicObject, Error> {
+        self.paced().await;
         Ok(self
             .workloads(namespace)
             .patch_status(name, &params(manager), &Patch::Merge(body))
@@ -98,6 +133,7 @@ impl Writer {
         name: &str,
         body: &Value,
     ) -> Result<DynamicObject, Error> {
+        self.paced().await;
         Ok(self
             .workloads(namespace)
             .patch(name, &params(SCHEDULER_MANAGER), &Patch::Merge(body))
@@ -121,10 +157,12 @@ impl Writer {
             field_manager: Some(manager.into()),
             ..PostParams::default()
         };
+        self.paced().await;
         Ok(self.api(ar, Some(namespace)).create(&pp, &obj).await?)
     }
 
     pub async fn get_workload(&self, namespace: &str, name: &str) -> Result<DynamicObject, Error> {
+        self.paced().await;
         Ok(self.workloads(namespace).get(name).await?)
     }
 
@@ -146,6 +184,7 @@ impl Writer {
             ..PostParams::default()
         };
         let namespace = wl.metadata.namespace.as_deref().unwrap_or("default");
+        self.paced().await;
         Ok(self.workloads(namespace).create(&pp, &obj).await?)
     }
 
@@ -161,6 +200,7 @@ impl Writer {
         let api = self.api(ar, namespace);
         let patch = Patch::Json::<()>(json_patch(ops)?);
         let pp = params(JOB_MANAGER);
+        self.paced().await;
         Ok(if status {
             api.patch_status(name, &pp, &patch).await?
         } else {
@@ -175,6 +215,7 @@ impl Writer {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<(), Error> {
+        self.paced().await;
         match self
             .api(ar, namespace)
             .delete(name, &DeleteParams::background())
@@ -195,13 +236,14 @@ impl Writer {
         status: &Value,
     ) -> Result<DynamicObject, Error> {
         let body = serde_json::json!({ "status": status });
+        self.paced().await;
         Ok(self
             .api(&kind.api_resource(), namespace)
             .patch_status(name, &params(QUEUE_STATUS_MANAGER), &Patch::Merge(&body))
             .await?)
     }
 
-    /// Publishes an Event; failures are logged, never fatal.
+    /// Records an Event, published by the next [`Writer::flush_events`].
     pub async fn event(
         &self,
         reference: &ObjectReference,
@@ -221,10 +263,62 @@ impl Writer {
             action: action.into(),
             secondary: None,
         };
-        if let Err(e) = self.recorder.publish(&event, reference).await {
-            tracing::warn!(reason, object = ?reference.name, error = %e, "cannot publish an event");
+        if let Ok(mut events) = self.events.lock() {
+            events.push((reference.clone(), event));
         }
     }
+
+    /// Publishes the Events recorded since the last flush: objects concurrently (at most
+    /// [`MAX_IN_FLIGHT`]), each object's Events in the order they were recorded. Failures are
+    /// logged, never fatal.
+    pub async fn flush_events(&self) {
+        let events = match self.events.lock() {
+            Ok(mut e) => std::mem::take(&mut *e),
+            Err(_) => return,
+        };
+        if events.is_empty() {
+            return;
+        }
+        let mut per_object: Vec<(String, Vec<(ObjectReference, Event)>)> = Vec::new();
+        let mut index: std::collections::HashMap<String, usize> = Default::default();
+        for (r, e) in events {
+            let key = format!(
+                "{}/{}/{}/{}",
+                r.kind.as_deref().unwrap_or_default(),
+                r.namespace.as_deref().unwrap_or_default(),
+                r.name.as_deref().unwrap_or_default(),
+                r.uid.as_deref().unwrap_or_default()
+            );
+            let i = *index.entry(key.clone()).or_insert_with(|| {
+                per_object.push((key, Vec::new()));
+                per_object.len() - 1
+            });
+            per_object[i].1.push((r, e));
+        }
+        use futures::StreamExt;
+        futures::stream::iter(per_object)
+            .for_each_concurrent(MAX_IN_FLIGHT, |(_, events)| async move {
+                for (reference, event) in events {
+                    self.paced().await;
+                    if let Err(e) = self.recorder.publish(&event, &reference).await {
+                        tracing::warn!(reason = %event.reason, object = ?reference.name, error = %e, "cannot publish an event");
+                    }
+                }
+            })
+            .await;
+    }
+}
+
+/// A token bucket of `qps` requests per second and `burst` at once; `None` when `qps` is not
+/// positive.
+fn rate_limiter(qps: f64, burst: u32) -> Option<Limiter> {
+    if !(qps.is_finite() && qps > 0.0) {
+        return None;
+    }
+    let period = std::time::Duration::from_secs_f64(1.0 / qps);
+    let quota =
+        governor::Quota::with_period(period)?.allow_burst(std::num::NonZeroU32::new(burst.max(1))?);
+    Some(governor::RateLimiter::direct(quota))
 }
 
 /// The reference Events use for a Workload.

@@ -68,6 +68,11 @@ impl Names {
         id
     }
 
+    /// Resources interned so far.
+    pub fn n_resources(&self) -> usize {
+        self.resources.len()
+    }
+
     pub fn find_resource(&self, name: &str) -> Option<ResourceId> {
         self.resource_ids.get(name).copied()
     }

@@ -20,6 +20,8 @@ struct Entry {
     assignment: Assignment,
     targets: Vec<Target>,
     preemption_policy: PolicyRef,
+    /// No targets because the ones found exceed the preemption budget.
+    held: Option<super::budget::Hold>,
 }
 
 /// How an entry left the cycle.
@@ -30,6 +32,8 @@ enum Outcome {
         reason: RequeueReason,
         label: &'static str,
         message: String,
+        /// Held by the per-minute preemption budget until then.
+        wake: Option<Millis>,
     },
 }
 
@@ -78,6 +82,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
             policies: s.policies_for(cq),
             now,
             fallbacks: &fallbacks,
+            budgets: &s.budgets,
             targets_memo: Default::default(),
         };
         let (assignment, targets) = get_assignments(&ctx, &snapshot, wl, cq);
@@ -87,6 +92,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
             assignment,
             targets: targets.targets,
             preemption_policy: targets.policy,
+            held: targets.held,
         });
     }
 
@@ -123,6 +129,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
             policies: s.policies_for(e.cq),
             now,
             fallbacks: &fallbacks,
+            budgets: &s.budgets,
             targets_memo: Default::default(),
         };
         let (result, recomputed, took) = process(&ctx, &mut snapshot, &mut preempted, e);
@@ -180,8 +187,10 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
                 });
             }
             Outcome::Preempting => {
+                let mut evicted = 0;
                 for t in &e.targets {
                     if s.cluster.mark_evicting(t.workload).is_ok() {
+                        evicted += 1;
                         outcome.decisions.push(Decision::Preempted {
                             workload: t.workload,
                             preemptor: e.workload,
@@ -190,6 +199,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
                         });
                     }
                 }
+                s.budgets.record(e.cq, now, evicted);
                 requeues.push((
                     e.workload,
                     e.cq,
@@ -202,7 +212,13 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
                 reason,
                 label,
                 message,
-            } => requeues.push((e.workload, e.cq, reason, label, message)),
+                wake,
+            } => {
+                if let Some(at) = wake {
+                    s.budgets.wake_at(e.cq, at);
+                }
+                requeues.push((e.workload, e.cq, reason, label, message));
+            }
         }
     }
 
@@ -234,20 +250,38 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
 }
 
 /// Flavor assignment, then preemption targets, then partial admission (Kueue's
-/// `getInitialAssignments`).
+/// `getInitialAssignments`). A preemptor left without victims is `held` when a preemption
+/// budget refused victims for it during the search (for the chosen flavors or another).
 fn get_assignments(
     ctx: &Ctx<'_>,
     usage: &Usage,
     wl: WorkloadId,
     cq: CqId,
 ) -> (Assignment, super::preempt::Targets) {
-    let no_targets = || super::preempt::Targets {
-        targets: Vec::new(),
-        policy: ctx.policies.preemption.id(),
-    };
     // Usage is fixed for this call: victims found for one question can answer the same
     // question again (the preemption oracle and the targets of a single-resource assignment).
     ctx.targets_memo.borrow_mut().clear();
+    let (assignment, mut targets) = assign_and_find_targets(ctx, usage, wl, cq);
+    if assignment.mode() == AssignmentMode::Preempt
+        && targets.targets.is_empty()
+        && targets.held.is_none()
+    {
+        targets.held = ctx
+            .targets_memo
+            .borrow()
+            .iter()
+            .find_map(|(_, _, t)| t.held);
+    }
+    (assignment, targets)
+}
+
+fn assign_and_find_targets(
+    ctx: &Ctx<'_>,
+    usage: &Usage,
+    wl: WorkloadId,
+    cq: CqId,
+) -> (Assignment, super::preempt::Targets) {
+    let no_targets = || super::preempt::Targets::none(ctx.policies.preemption.id());
     let full = assign_flavors(ctx, usage, wl, cq, None);
     match full.mode() {
         AssignmentMode::Fit => return (full, no_targets()),
@@ -381,6 +415,7 @@ fn process(
     let node = ctx.cluster.cq(e.cq).node;
     let mut assignment = e.assignment.clone();
     let mut targets = e.targets.clone();
+    let mut held = e.held;
     let mut recomputed = None;
     let mut deferred = false;
 
@@ -391,6 +426,7 @@ fn process(
         deferred = a.mode() == AssignmentMode::Fit;
         assignment = a;
         targets = t.targets;
+        held = t.held;
         recomputed = Some((assignment.clone(), targets.clone()));
     }
     let usage = assignment.usage_vec();
@@ -427,6 +463,7 @@ fn process(
                 reason: retry(RequeueReason::NoFit),
                 label: "NoFit",
                 message: assignment.message(),
+                wake: None,
             },
             recomputed,
             None,
@@ -434,11 +471,22 @@ fn process(
     }
     if mode == AssignmentMode::Preempt && targets.is_empty() && !deferred {
         reserve_for_unreclaimable(ctx, snapshot, e.cq, &assignment);
+        // Held by a preemption budget: parked like a preemptor without candidates, with the
+        // budget's reason, and retried when the per-minute budget has refilled enough.
+        let (label, message, wake) = match held {
+            Some(h) => (
+                super::budget::WAIT_REASON,
+                h.message(ctx.cluster),
+                h.refill_at(),
+            ),
+            None => ("WaitingForQuota", assignment.message(), None),
+        };
         return (
             Outcome::Requeue {
                 reason: retry(RequeueReason::PreemptionNoCandidates),
-                label: "WaitingForQuota",
-                message: assignment.message(),
+                label,
+                message,
+                wake,
             },
             recomputed,
             None,
@@ -453,6 +501,7 @@ fn process(
                 reason: RequeueReason::PendingPreemption,
                 label: "WaitingForPreemptedWorkloads",
                 message: "Workload has overlapping preemption targets with another workload, but will fit after these preemptions complete".into(),
+                wake: None,
             },
             recomputed,
             Some(usage),
@@ -464,6 +513,7 @@ fn process(
                 reason: RequeueReason::FailedAfterNomination,
                 label: "WaitingForQuota",
                 message: "Workload has overlapping preemption targets with another workload".into(),
+                wake: None,
             },
             recomputed,
             None,
@@ -475,6 +525,7 @@ fn process(
                 reason: RequeueReason::FailedAfterNomination,
                 label: "WaitingForQuota",
                 message: "Workload no longer fits after processing another workload".into(),
+                wake: None,
             },
             recomputed,
             None,

@@ -10,6 +10,7 @@
 //! when it fails verification; a workload is admitted at most once at a time.
 
 mod assign;
+pub mod budget;
 mod cycle;
 mod preempt;
 
@@ -95,6 +96,8 @@ pub struct Scheduler {
     /// changed). Like Kueue's batched inadmissible requeue, this happens before the next cycle,
     /// not at once.
     retry: std::collections::BTreeSet<CqId>,
+    /// Preemption budgets: recent evictions per ClusterQueue, held preemptors' wake-ups.
+    budgets: budget::Budgets,
 }
 
 /// Why a workload could not be submitted to a queue.
@@ -124,7 +127,26 @@ impl Scheduler {
             evicted: Default::default(),
             fallbacks: Vec::new(),
             retry: std::collections::BTreeSet::new(),
+            budgets: budget::Budgets::default(),
         }
+    }
+
+    /// The earliest time a preemptor held by its ClusterQueue's per-minute preemption budget
+    /// may preempt: drivers run a cycle then (the simulator's clock stops there; the
+    /// controller's passes run every second).
+    pub fn next_wake_up(&self) -> Option<Millis> {
+        self.budgets.next_wake_up()
+    }
+
+    /// Preemption budgets: the evictions of the last minute per ClusterQueue.
+    pub fn budgets(&self) -> &budget::Budgets {
+        &self.budgets
+    }
+
+    /// Keeps the preemption budgets' history of the scheduler this one replaces (a rebuild).
+    pub fn carry_budgets_from(&mut self, old: &Scheduler) {
+        self.budgets
+            .carry_from(&old.budgets, &old.cluster, &self.cluster);
     }
 
     /// Replaces the default policies (for ClusterQueues without their own binding).
@@ -294,15 +316,54 @@ impl Scheduler {
     /// A workload finished (or was deleted): its quota is released and parked workloads that
     /// share its cohort tree get another chance.
     pub fn finish(&mut self, id: WorkloadId) {
+        self.dequeue(id);
+        self.release(id);
+    }
+
+    /// Takes a workload out of its queue (or the batch waiting for sort keys), if it is there.
+    pub fn dequeue(&mut self, id: WorkloadId) {
         self.queues.remove(id);
         self.keys.remove(&id);
         if self.unkeyed_set.remove(&id) {
             self.unkeyed.retain(|&w| w != id);
         }
         self.evicted.remove(&id);
+    }
+
+    /// Releases what a workload holds (the cluster no longer shows its admission); parked
+    /// workloads that share its cohort tree get another chance. Not counted as a requeue.
+    pub fn release(&mut self, id: WorkloadId) {
         if let Ok(admission) = self.cluster.release(id) {
             self.retry_inadmissible(admission.cluster_queue);
         }
+    }
+
+    /// A workload left the cluster (deleted, finished, no longer valid): dequeued, its quota
+    /// released, its record removed from the cluster (its handle is never reused).
+    pub fn remove(&mut self, id: WorkloadId) {
+        self.finish(id);
+        let _ = self.cluster.remove_workload(id);
+    }
+
+    /// Replaces what the scheduler knows of a workload that holds no quota (its spec changed):
+    /// its queue history (`created`, `queued`, requeue count and reason) is kept; the caller
+    /// queues it again.
+    pub fn replace(&mut self, id: WorkloadId, info: crate::cluster::WorkloadInfo) {
+        self.dequeue(id);
+        let old = &self.cluster.workloads[id.index()];
+        let namespace_matches = self
+            .cluster
+            .namespace_matches(info.cluster_queue, &info.namespace);
+        let info = crate::cluster::WorkloadInfo {
+            id,
+            created: old.created,
+            queued: old.queued,
+            requeue_count: old.requeue_count,
+            requeue_reason: old.requeue_reason,
+            namespace_matches,
+            ..info
+        };
+        self.cluster.workloads[id.index()] = info;
     }
 
     /// A preempted workload is gone: release its quota and queue it again.
@@ -358,7 +419,9 @@ impl Scheduler {
     /// Runs one scheduling cycle at time `now`.
     pub fn schedule(&mut self, now: Millis) -> CycleOutcome {
         self.cycle += 1;
-        let retry = std::mem::take(&mut self.retry);
+        let mut retry = std::mem::take(&mut self.retry);
+        // Preemptors held by a per-minute budget that has refilled get another chance.
+        retry.extend(self.budgets.take_due(now));
         self.queues.requeue_inadmissible(retry);
         self.sample_local_queue_usage(now);
         self.flush_submissions(now);

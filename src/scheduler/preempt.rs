@@ -1,6 +1,7 @@
 //! Preemption on the host side: which admitted workloads are eligible victims under the
 //! ClusterQueue's settings (Kueue's candidate classes), the call to the preemption policy, the
-//! check of its answer, and the oracle flavor assignment uses to ask "could preemption help?".
+//! check of its answer, the ClusterQueue's preemption budget ([`super::budget`]) on the victims
+//! chosen, and the oracle flavor assignment uses to ask "could preemption help?".
 
 use std::cell::RefCell;
 
@@ -13,6 +14,7 @@ use crate::policy::{
 use crate::quota::{FrIdx, NodeId, Usage};
 
 use super::Fallback;
+use super::budget::{Budgets, Hold};
 
 /// What one cycle's computations share.
 pub(super) struct Ctx<'a> {
@@ -20,6 +22,8 @@ pub(super) struct Ctx<'a> {
     pub policies: &'a PolicySet,
     pub now: Millis,
     pub fallbacks: &'a RefCell<Vec<Fallback>>,
+    /// Evictions within each ClusterQueue's budget window.
+    pub budgets: &'a Budgets,
     /// Victims already chosen during one `get_assignments` call (one preemptor, one usage),
     /// by (needs, requests).
     pub targets_memo: RefCell<Vec<TargetsMemo>>,
@@ -49,6 +53,19 @@ pub struct Target {
 pub struct Targets {
     pub targets: Vec<Target>,
     pub policy: PolicyRef,
+    /// The victims the policy chose exceed the ClusterQueue's preemption budget: `targets` is
+    /// empty, as when there are none.
+    pub held: Option<Hold>,
+}
+
+impl Targets {
+    pub fn none(policy: PolicyRef) -> Targets {
+        Targets {
+            targets: Vec::new(),
+            policy,
+            held: None,
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -356,10 +373,7 @@ fn find_targets(
     let policy = &ctx.policies.preemption;
     let candidates = collect_candidates(ctx, usage, preemptor, cq, needs, requests);
     if candidates.is_empty() {
-        return Targets {
-            targets: Vec::new(),
-            policy: policy.id(),
-        };
+        return Targets::none(policy.id());
     }
     let wl = ctx.cluster.workload(preemptor);
     let info = ctx.cluster.cq(cq);
@@ -403,7 +417,7 @@ fn find_targets(
             (builtin::select_victims(&req), PolicyRef::builtin())
         }
     };
-    let targets = answer
+    let targets: Vec<Target> = answer
         .map(|set| {
             set.victims
                 .iter()
@@ -414,14 +428,30 @@ fn find_targets(
                 .collect()
         })
         .unwrap_or_default();
+    // The budget judges the verified answer, whoever gave it; over budget, nobody is evicted.
+    let needed = targets
+        .iter()
+        .filter(|t| !ctx.cluster.is_evicting(t.workload))
+        .count();
+    let needed = u32::try_from(needed).unwrap_or(u32::MAX);
+    if let Some(hold) = ctx.budgets.check(ctx.cluster, cq, ctx.now, needed) {
+        tracing::debug!(workload = %wl.key, needed, "victims over the preemption budget");
+        return Targets {
+            held: Some(hold),
+            ..Targets::none(used)
+        };
+    }
     Targets {
         targets,
         policy: used,
+        held: None,
     }
 }
 
 /// Kueue's `PreemptionOracle.SimulatePreemption` for one flavor-resource: whether preemption
-/// could make room, and the borrowing level afterwards.
+/// could make room, and the borrowing level afterwards. Victims over the preemption budget
+/// are no victims: the flavor is `NoPreemptionCandidates`, and flavor assignment may try the
+/// next one.
 pub(super) fn simulate(
     ctx: &Ctx<'_>,
     usage: &Usage,

@@ -98,6 +98,10 @@ pub struct Simulation {
     /// replays it for per-LocalQueue usage and the share over time.
     pub(crate) usage_log: Vec<fairness::UsageChange>,
     pub(crate) preemptions: Vec<u64>,
+    /// Per ClusterQueue: how often one of its preemptors started waiting for a preemption
+    /// budget, and which preemptors did.
+    pub(crate) budget_waits: Vec<u64>,
+    pub(crate) budget_held: BTreeSet<(crate::cluster::CqId, WorkloadId)>,
     /// Fallbacks to the built-in policy: (plugin, digest, extension, reason) → (count, last
     /// error).
     pub(crate) fallbacks: BTreeMap<FallbackKey, (u64, String)>,
@@ -149,6 +153,8 @@ impl Simulation {
             usage_integral: Vec::new(),
             usage_log: Vec::new(),
             preemptions: Vec::new(),
+            budget_waits: Vec::new(),
+            budget_held: BTreeSet::new(),
             fallbacks: BTreeMap::new(),
             policies: None,
             pacer: None,
@@ -165,6 +171,7 @@ impl Simulation {
         let cluster = &sim.scheduler.cluster;
         sim.usage_integral = vec![0; cluster.tree.len() * cluster.tree.n_fr()];
         sim.preemptions = vec![0; cluster.cluster_queues.len()];
+        sim.budget_waits = vec![0; cluster.cluster_queues.len()];
         for i in 0..n {
             let id = WorkloadId(i as u32);
             if let Some(a) = sim.scheduler.cluster.admission(id) {
@@ -473,6 +480,12 @@ impl Simulation {
                         continue;
                     }
                     self.last_pending[i] = state;
+                    if reason == crate::scheduler::budget::WAIT_REASON
+                        && let Some(cq) = self.scheduler.cluster.workload(workload).cluster_queue
+                    {
+                        self.budget_waits[cq.index()] += 1;
+                        self.budget_held.insert((cq, workload));
+                    }
                     let kind = if parked {
                         EventType::Inadmissible
                     } else {
@@ -548,11 +561,18 @@ impl Simulation {
             let next_finish = self.finishes.first().map(|&(t, _)| t);
             let next_check = self.checks.next_time();
             let next_ready = self.readiness.next_time();
-            let Some(next) = [next_arrival, next_finish, next_check, next_ready]
-                .into_iter()
-                .flatten()
-                .min()
-            else {
+            // A preemptor held by a per-minute preemption budget is retried once it refills.
+            let next_budget = self.scheduler.next_wake_up();
+            let Some(next) = [
+                next_arrival,
+                next_finish,
+                next_check,
+                next_ready,
+                next_budget,
+            ]
+            .into_iter()
+            .flatten()
+            .min() else {
                 break;
             };
             if until.is_some_and(|u| next > u) {

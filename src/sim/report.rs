@@ -116,6 +116,17 @@ pub struct QueueSummary {
     /// `flavor/resource` → average usage over the run as % of nominal quota.
     pub usage_percent: BTreeMap<String, f64>,
     pub preemptions: u64,
+    /// Preemption budgets: how often one of its preemptors started waiting for one (the
+    /// victims it needed exceeded `max-victims-per-preemptor` or `max-evictions-per-minute`),
+    /// and how many distinct preemptors did.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub budget_waits: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub preemptors_held_by_budget: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -358,6 +369,12 @@ pub fn build(sim: &Simulation) -> Report {
                 mean_wait_for_checks_seconds: mean(&check_waits[cq.id.index()]).map(round3),
                 usage_percent,
                 preemptions: sim.preemptions[cq.id.index()],
+                budget_waits: sim.budget_waits[cq.id.index()],
+                preemptors_held_by_budget: sim
+                    .budget_held
+                    .iter()
+                    .filter(|(held, _)| *held == cq.id)
+                    .count() as u64,
             },
         );
     }
@@ -523,6 +540,13 @@ impl Report {
                 q.preemptions,
                 usage.join(", ")
             );
+            if q.budget_waits > 0 {
+                let _ = writeln!(
+                    out,
+                    "{:<24} {} preemptor(s) waited {} time(s) for a preemption budget",
+                    "", q.preemptors_held_by_budget, q.budget_waits
+                );
+            }
             if let (Some(quota), Some(checks)) = (
                 q.mean_wait_for_quota_seconds,
                 q.mean_wait_for_checks_seconds,

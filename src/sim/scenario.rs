@@ -92,6 +92,18 @@ impl Scenario {
                 }
             }
         }
+        // Preemption budgets: a malformed value is an error here (the controller warns).
+        for cq in &manifests.cluster_queues {
+            let Some(a) = &cq.metadata.annotations else {
+                continue;
+            };
+            for problem in crate::cluster::PreemptionBudget::from_annotations(a).1 {
+                errors.push(format!(
+                    "ClusterQueue {}: {problem}",
+                    cq.metadata.name.as_deref().unwrap_or_default()
+                ));
+            }
+        }
         if !errors.is_empty() {
             return Err(ScenarioError::Annotations(errors));
         }

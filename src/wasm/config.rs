@@ -12,6 +12,10 @@
 //! exposeAnnotations: ["wasq.dev/", "example.com/cost"]
 //! pluginSettings:
 //!   min-runtime: {min-runtime: 10m}
+//! budgets:                           # preemption budgets (annotations on a ClusterQueue win)
+//!   default: {maxVictimsPerPreemptor: 4}
+//!   clusterQueues:
+//!     cq-a: {maxVictimsPerPreemptor: 2, maxEvictionsPerMinute: 10}
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
@@ -44,6 +48,10 @@ pub struct PolicyConfig {
     /// Settings passed to each plugin in its catalog.
     #[serde(default)]
     pub plugin_settings: BTreeMap<String, BTreeMap<String, String>>,
+    /// Preemption budgets (`crate::cluster::budget`): a default and per-ClusterQueue
+    /// entries, each under the ClusterQueue's own annotations.
+    #[serde(default)]
+    pub budgets: Option<crate::cluster::budget::BudgetsFile>,
 }
 
 impl PolicyConfig {
@@ -60,6 +68,9 @@ impl PolicyConfig {
                 anyhow::anyhow!("{}: field `{}`: {}", path.display(), e.path(), e.inner())
             })?
         };
+        config
+            .budget_defaults()
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         if let Some(dir) = &config.plugins
             && dir.is_relative()
         {
@@ -75,6 +86,17 @@ impl PolicyConfig {
             b.set(&format!("{ext}={name}"))?;
         }
         Ok(b)
+    }
+
+    /// The preemption budgets this file sets, or every malformed value (field, ClusterQueue
+    /// and annotation named).
+    pub fn budget_defaults(&self) -> anyhow::Result<crate::cluster::BudgetDefaults> {
+        match &self.budgets {
+            None => Ok(Default::default()),
+            Some(b) => b
+                .resolve()
+                .map_err(|problems| anyhow::anyhow!(problems.join("; "))),
+        }
     }
 
     /// Limits, exposure and settings for the host.
@@ -138,6 +160,42 @@ mod tests {
             o.settings["min-runtime"],
             vec![("min-runtime".to_string(), "10m".to_string())]
         );
+    }
+
+    #[test]
+    fn budgets_are_read_and_malformed_ones_refused_with_the_queue_and_annotation() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("wasq.yaml");
+        std::fs::write(
+            &path,
+            "budgets:\n  default: {maxEvictionsPerMinute: 10}\n  clusterQueues:\n    cq-a: {maxVictimsPerPreemptor: '2'}\n",
+        )
+        .expect("write");
+        let d = PolicyConfig::load(&path)
+            .expect("loads")
+            .budget_defaults()
+            .expect("valid");
+        let a = d.for_cluster_queue("cq-a");
+        assert_eq!(a.max_victims_per_preemptor, Some(2));
+        assert_eq!(a.max_evictions_per_minute, Some(10));
+        std::fs::write(
+            &path,
+            "budgets:\n  clusterQueues:\n    cq-a: {maxVictimsPerPreemptor: two}\n",
+        )
+        .expect("write");
+        let e = PolicyConfig::load(&path).expect_err("refused").to_string();
+        for part in [
+            "wasq.yaml",
+            "budgets.clusterQueues.cq-a.maxVictimsPerPreemptor",
+            "ClusterQueue cq-a",
+            "policy.wasq.dev/max-victims-per-preemptor",
+            "`two` is not a non-negative integer",
+        ] {
+            assert!(e.contains(part), "{part}: {e}");
+        }
+        std::fs::write(&path, "budgets: {default: {maxVictims: 1}}\n").expect("write");
+        let e = PolicyConfig::load(&path).expect_err("refused").to_string();
+        assert!(e.contains("budgets.default"), "{e}");
     }
 
     #[test]

@@ -10,7 +10,11 @@
 //! - (c) one admission at a time: never pending and holding quota, never admitted twice;
 //! - (d) preemption: a victim held quota before the cycle, its preemptor did not;
 //! - (e) admissions cover every podSet with `minCount ≤ count ≤ podSet.count`, and their usage is
-//!   what the assigned flavors and counts add up to.
+//!   what the assigned flavors and counts add up to;
+//! - (f) preemption budgets (random `policy.wasq.dev/max-victims-per-preemptor` and
+//!   `max-evictions-per-minute` annotations): no preemptor evicts more victims than its
+//!   ClusterQueue's cap, and no ClusterQueue's preemptors evict more than its per-minute budget
+//!   in any 60 s of the scheduler's clock.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -72,6 +76,8 @@ struct QueueCase {
     reclaim: ReclaimWithinCohort,
     borrow: BorrowWithinCohort,
     fungibility: Option<FlavorFungibility>,
+    /// Preemption budget annotations: (max victims per preemptor, max evictions per minute).
+    budget: (Option<u32>, Option<u32>),
 }
 
 #[derive(Debug, Clone)]
@@ -104,6 +110,8 @@ enum Step {
     Submit(usize),
     /// Run one cycle, then complete its evictions (as the simulator does).
     Schedule,
+    /// The clock moves on by this many seconds (preemption budgets refill).
+    Wait(i64),
     /// Finish a workload that holds quota.
     Finish(usize),
     /// Delete a pending workload.
@@ -203,10 +211,15 @@ fn queue_case(n_cohorts: usize) -> impl Strategy<Value = QueueCase> {
         any::<bool>(),
         preemption(),
         fungibility(),
+        (
+            option::weighted(0.3, 0..=3u32),
+            option::weighted(0.3, 0..=3u32),
+        ),
     )
         .prop_map(
-            move |(cohort, quotas, strict_fifo, (within, reclaim, borrow), fungibility)| {
+            move |(cohort, quotas, strict_fifo, (within, reclaim, borrow), fungibility, budget)| {
                 QueueCase {
+                    budget,
                     cohort: cohort.filter(|_| n_cohorts > 0).map(|i| i.index(n_cohorts)),
                     quotas,
                     strict_fifo,
@@ -295,6 +308,7 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
         prop_oneof![
             5 => (0..16usize).prop_map(Step::Submit),
             5 => Just(Step::Schedule),
+            1 => (1..=90i64).prop_map(Step::Wait),
             1 => (0..16usize).prop_map(Step::Finish),
             1 => (0..16usize).prop_map(Step::Delete),
             1 => (0..16usize).prop_map(Step::Resubmit),
@@ -368,8 +382,17 @@ fn cohort(i: usize, c: &CohortCase) -> api::Cohort {
 }
 
 fn cluster_queue(i: usize, q: &QueueCase) -> api::ClusterQueue {
+    let mut metadata = meta(&queue_name(i));
+    let annotations: BTreeMap<String, String> = [
+        (wasq::cluster::budget::MAX_VICTIMS_PER_PREEMPTOR, q.budget.0),
+        (wasq::cluster::budget::MAX_EVICTIONS_PER_MINUTE, q.budget.1),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| Some((k.to_string(), v?.to_string())))
+    .collect();
+    metadata.annotations = (!annotations.is_empty()).then_some(annotations);
     api::ClusterQueue {
-        metadata: meta(&queue_name(i)),
+        metadata,
         spec: api::ClusterQueueSpec {
             resource_groups: cpu_group(&q.quotas),
             cohort_name: q.cohort.map(cohort_name),
@@ -737,6 +760,47 @@ fn check_decisions(s: &Scheduler, held_before: &[bool], decisions: &[Decision]) 
     Ok(())
 }
 
+/// (f) on one cycle's preemptions at `now`, given every earlier eviction per ClusterQueue.
+fn check_budgets(
+    s: &Scheduler,
+    evictions: &mut [Vec<i64>],
+    now: i64,
+    decisions: &[Decision],
+) -> Check {
+    let cluster = &s.cluster;
+    let mut per_preemptor: BTreeMap<WorkloadId, u32> = BTreeMap::new();
+    for d in decisions {
+        if let Decision::Preempted { preemptor, .. } = d {
+            *per_preemptor.entry(*preemptor).or_default() += 1;
+        }
+    }
+    for (p, n) in per_preemptor {
+        let cq = cluster
+            .workload(p)
+            .cluster_queue
+            .expect("a preemptor is queued");
+        let budget = cluster.cq(cq).budget;
+        let key = &cluster.workload(p).key;
+        if let Some(max) = budget.max_victims_per_preemptor {
+            prop_assert!(n <= max, "{key} evicted {n} victims, cap {max}");
+        }
+        evictions[cq.index()].extend(std::iter::repeat_n(now, n as usize));
+        if let Some(max) = budget.max_evictions_per_minute {
+            let recent = evictions[cq.index()]
+                .iter()
+                .filter(|&&t| t > now - 60_000)
+                .count();
+            prop_assert!(
+                recent <= max as usize,
+                "{} evictions by {}'s preemptors within 60 s, budget {max}",
+                recent,
+                &cluster.cq(cq).name
+            );
+        }
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------------
 // The driver.
 
@@ -756,6 +820,8 @@ fn run(case: &Case, steps: &[Step]) -> Check {
     // Evicted by a check or a timeout, waiting out its backoff: neither pending nor holding.
     let mut backoff = vec![false; n];
     let mut now = 0;
+    // Per ClusterQueue: the time of every eviction its preemptors caused.
+    let mut evictions: Vec<Vec<i64>> = vec![Vec::new(); s.cluster.cluster_queues.len()];
     check_state(&s, &live)?;
     // Every case ends with a few cycles so that queued work gets its chance.
     let tail = [Step::Schedule, Step::Schedule, Step::Schedule];
@@ -835,12 +901,14 @@ fn run(case: &Case, steps: &[Step]) -> Check {
                     backoff[id.index()] = false;
                 }
             }
+            Step::Wait(seconds) => now += seconds * 1000,
             Step::Schedule => {
                 now += 1000;
                 let held_before: Vec<bool> =
                     ids().map(|w| s.cluster.admission(w).is_some()).collect();
                 let outcome = s.schedule(now);
                 check_decisions(&s, &held_before, &outcome.decisions)?;
+                check_budgets(&s, &mut evictions, now, &outcome.decisions)?;
                 // Victims still hold quota until their eviction completes: check that state too.
                 check_quota(&s.cluster)?;
                 check_usage_recomputes(&s.cluster)?;
@@ -894,6 +962,7 @@ fn preempt_then_two_fits() -> Case {
         reclaim: ReclaimWithinCohort::Never,
         borrow: BorrowWithinCohort::default(),
         fungibility: None,
+        budget: (None, None),
     };
     let one = |queue, priority, count| WorkloadCase {
         queue,

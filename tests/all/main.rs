@@ -1,6 +1,7 @@
 //! Integration tests: one binary sharing helpers.
 
 mod admission_checks;
+mod budgets;
 mod cli;
 mod examples;
 mod fair_swap;
