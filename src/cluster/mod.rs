@@ -183,6 +183,11 @@ pub struct WorkloadInfo {
     pub queued: Millis,
     pub pod_sets: Vec<PodSetInfo>,
     pub annotations: BTreeMap<String, String>,
+    /// The Workload's labels (policies see those their allow-list passes).
+    pub labels: BTreeMap<String, String>,
+    /// The job that owns it: the Workload's controller ownerReference; `None` for a bare
+    /// Workload (boxed: most of a pending workload's size is inline).
+    pub owner: Option<Box<JobOwner>>,
     pub active: bool,
     /// Whether its ClusterQueue's `namespaceSelector` matches its namespace's labels (false
     /// without a ClusterQueue or a selector). Kueue checks this at every nomination; labels
@@ -195,6 +200,14 @@ pub struct WorkloadInfo {
     /// see of a workload's history.
     pub requeue_count: u32,
     pub requeue_reason: Option<&'static str>,
+}
+
+/// The owning job of a workload, as its controller ownerReference names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobOwner {
+    pub kind: String,
+    pub api_version: String,
+    pub name: String,
 }
 
 impl WorkloadInfo {

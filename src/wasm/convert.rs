@@ -1,35 +1,47 @@
 //! Host data → WIT records: the catalog (names, quota tree, queues; built once per cluster
 //! configuration) and the per-call records (workloads, candidates, flavor options, usage).
-//! Only integers and interned indices cross per call; strings only in the catalog and in the
-//! values of exposed annotations.
+//! Only integers and interned indices cross per call; strings only in the catalog and, once per
+//! plugin instance, in its string table (`new-strings`: workloads' namespaces, owners, labels
+//! and annotations).
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::bindings::types as t;
 use super::plugin::{Exposure, exposed_keys};
+use super::strings::StringTable;
 use crate::api::config::PreemptionStrategy;
 use crate::api::{
     BorrowWithinCohortPolicy, FungibilityPolicy, FungibilityPreference, QueueingStrategy,
     ReclaimWithinCohort, WithinClusterQueue,
 };
-use crate::cluster::{Cluster, CqId, LqId, Millis, WorkloadId};
+use crate::cluster::{Cluster, CqId, LqId, Millis, WorkloadId, WorkloadInfo};
 use crate::quota::{FrIdx, NodeId, NodeKind};
 
-/// The WIT catalog plus the host-side index of its annotation keys.
+/// The WIT catalog plus the host-side index of its annotation keys and the plugin's
+/// allow-list.
 pub struct Catalog {
     pub wit: t::Catalog,
     keys: HashMap<String, u32>,
+    exposure: Exposure,
 }
 
 impl Catalog {
-    /// Whether any annotation key is exposed (else every workload's exposed annotations are
-    /// empty).
-    pub fn has_annotation_keys(&self) -> bool {
-        !self.keys.is_empty()
+    /// The labels of a workload the plugin's allow-list passes, interned.
+    pub fn labels(&self, strings: &mut StringTable, wl: &WorkloadInfo) -> Vec<t::Entry> {
+        entries(strings, &wl.labels, |k| self.exposure.exposes_label(k))
     }
 
-    /// Exposed annotations of `map`, keys interned. Keys the catalog does not know (an
-    /// annotation first seen after the catalog was built) are left out.
+    /// The annotations of a workload the plugin's allow-list passes, interned.
+    pub fn workload_annotations(
+        &self,
+        strings: &mut StringTable,
+        wl: &WorkloadInfo,
+    ) -> Vec<t::Entry> {
+        entries(strings, &wl.annotations, |k| self.exposure.exposes(k))
+    }
+
+    /// Exposed annotations of a catalog object's `map`, keys interned in the catalog. Keys the
+    /// catalog does not know are left out.
     pub fn annotations(&self, map: &BTreeMap<String, String>) -> Vec<t::Annotation> {
         if self.keys.is_empty() {
             return Vec::new();
@@ -98,6 +110,7 @@ pub fn catalog(cluster: &Cluster, exposure: &Exposure, settings: &[(String, Stri
                 ),
             },
             keys: index,
+            exposure: exposure.clone(),
         };
     let names = &cluster.names;
     catalog.wit.resources = names.resources().map(|(_, n)| n.to_string()).collect();
@@ -248,10 +261,103 @@ fn policy(p: FungibilityPolicy) -> t::FungibilityPolicy {
     }
 }
 
-/// A workload as plugins see it.
+/// The entries of `map` whose keys pass, interned (in key order).
+fn entries(
+    strings: &mut StringTable,
+    map: &BTreeMap<String, String>,
+    pass: impl Fn(&str) -> bool,
+) -> Vec<t::Entry> {
+    map.iter()
+        .filter(|(k, _)| pass(k))
+        .map(|(k, v)| t::Entry {
+            key: strings.intern(k),
+            value: strings.intern(v),
+        })
+        .collect()
+}
+
+/// The job that owns a workload, interned; `None` for a bare Workload.
+pub fn owner(strings: &mut StringTable, wl: &WorkloadInfo) -> Option<t::Owner> {
+    wl.owner.as_ref().map(|o| t::Owner {
+        kind: strings.intern(&o.kind),
+        api_version: strings.intern(&o.api_version),
+        name: strings.intern(&o.name),
+    })
+}
+
+/// `no-string`: a `string-id` that names no string (the job columns of a workload without an
+/// owner).
+pub const NO_STRING: u32 = u32::MAX;
+
+/// The identity columns of `record heads` and `record candidates` for `workloads`, in order.
+#[derive(Debug, Default)]
+pub struct IdentityColumns {
+    pub namespaces: Vec<u32>,
+    pub job_kinds: Vec<u32>,
+    pub job_api_versions: Vec<u32>,
+    pub job_names: Vec<u32>,
+    pub label_offsets: Vec<u32>,
+    pub label_keys: Vec<u32>,
+    pub label_values: Vec<u32>,
+    pub annotation_offsets: Vec<u32>,
+    pub annotation_keys: Vec<u32>,
+    pub annotation_values: Vec<u32>,
+}
+
+impl IdentityColumns {
+    pub fn of(
+        cluster: &Cluster,
+        catalog: &Catalog,
+        strings: &mut StringTable,
+        workloads: impl ExactSizeIterator<Item = WorkloadId>,
+    ) -> IdentityColumns {
+        let n = workloads.len();
+        let mut c = IdentityColumns {
+            namespaces: Vec::with_capacity(n),
+            job_kinds: Vec::with_capacity(n),
+            job_api_versions: Vec::with_capacity(n),
+            job_names: Vec::with_capacity(n),
+            label_offsets: Vec::with_capacity(n + 1),
+            annotation_offsets: Vec::with_capacity(n + 1),
+            ..IdentityColumns::default()
+        };
+        c.label_offsets.push(0);
+        c.annotation_offsets.push(0);
+        for id in workloads {
+            let wl = cluster.workload(id);
+            c.namespaces.push(strings.intern(&wl.namespace));
+            let o = owner(strings, wl);
+            c.job_kinds.push(o.as_ref().map_or(NO_STRING, |o| o.kind));
+            c.job_api_versions
+                .push(o.as_ref().map_or(NO_STRING, |o| o.api_version));
+            c.job_names.push(o.as_ref().map_or(NO_STRING, |o| o.name));
+            for e in catalog.labels(strings, wl) {
+                c.label_keys.push(e.key);
+                c.label_values.push(e.value);
+            }
+            c.label_offsets.push(c.label_keys.len() as u32);
+            for e in catalog.workload_annotations(strings, wl) {
+                c.annotation_keys.push(e.key);
+                c.annotation_values.push(e.value);
+            }
+            c.annotation_offsets.push(c.annotation_keys.len() as u32);
+        }
+        // No entry at all: no offsets either (the WIT allows it; one list fewer to copy).
+        if c.label_keys.is_empty() {
+            c.label_offsets.clear();
+        }
+        if c.annotation_keys.is_empty() {
+            c.annotation_offsets.clear();
+        }
+        c
+    }
+}
+
+/// A workload as plugins see it, its strings interned in `strings`.
 pub fn workload(
     cluster: &Cluster,
     catalog: &Catalog,
+    strings: &mut StringTable,
     id: WorkloadId,
     cq: CqId,
     queued: Millis,
@@ -259,6 +365,8 @@ pub fn workload(
     let wl = cluster.workload(id);
     t::Workload {
         id: id.0,
+        namespace: strings.intern(&wl.namespace),
+        owner: owner(strings, wl),
         cluster_queue: cq.0,
         local_queue: wl.lq.map(|l| l.0),
         priority: wl.effective_priority(),
@@ -282,7 +390,8 @@ pub fn workload(
                     .collect(),
             })
             .collect(),
-        annotations: catalog.annotations(&wl.annotations),
+        labels: catalog.labels(strings, wl),
+        annotations: catalog.workload_annotations(strings, wl),
     }
 }
 
