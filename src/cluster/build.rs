@@ -478,7 +478,9 @@ pub fn build_cluster(
 
 /// The job that owns a Workload: its controller ownerReference (Kueue's
 /// `metav1.GetControllerOf`); `None` for a Workload created by hand.
-fn job_owner(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Option<Box<super::JobOwner>> {
+fn job_owner(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Option<Box<super::JobOwner>> {
     let owner = meta
         .owner_references
         .as_ref()?

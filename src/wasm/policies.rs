@@ -225,7 +225,12 @@ fn candidates(
         cluster_queues: list.iter().map(|c| c.cluster_queue.0).collect(),
         local_queues: list
             .iter()
-            .map(|c| cluster.workload(c.workload).lq.map_or(NO_LOCAL_QUEUE, |l| l.0))
+            .map(|c| {
+                cluster
+                    .workload(c.workload)
+                    .lq
+                    .map_or(NO_LOCAL_QUEUE, |l| l.0)
+            })
             .collect(),
         kinds: list.iter().map(|c| kind(c.kind)).collect(),
         lcas: list

@@ -68,9 +68,15 @@ mod tests {
     fn each_string_is_sent_once_with_the_call_that_first_uses_it() {
         let mut t = StringTable::default();
         t.begin();
-        assert_eq!((t.intern("prod"), t.intern("Job"), t.intern("prod")), (0, 1, 0));
+        assert_eq!(
+            (t.intern("prod"), t.intern("Job"), t.intern("prod")),
+            (0, 1, 0)
+        );
         let sent = t.take();
-        assert_eq!((sent.first, sent.values), (0, vec!["prod".into(), "Job".into()]));
+        assert_eq!(
+            (sent.first, sent.values),
+            (0, vec!["prod".into(), "Job".into()])
+        );
         t.begin();
         assert_eq!((t.intern("Job"), t.intern("dev")), (1, 2));
         let sent = t.take();

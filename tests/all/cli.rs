@@ -77,7 +77,10 @@ fn plugin_new_scaffolds_a_crate_for_each_kind() {
         if kind == "preemption" {
             // The protect-namespace example, named after the new plugin.
             assert!(lib.contains("namespace(catalog"), "{lib}");
-            assert!(lib.contains(&format!("pluginSettings.{name}.namespaces")), "{lib}");
+            assert!(
+                lib.contains(&format!("pluginSettings.{name}.namespaces")),
+                "{lib}"
+            );
         }
     }
     // Refuses to overwrite, and refuses names cargo would refuse.

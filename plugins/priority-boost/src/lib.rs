@@ -91,7 +91,12 @@ mod tests {
     }
 
     fn boosted(id: u32, priority: i64, created: i64, boost: &str) -> Workload {
-        with_annotation(&mut catalog(), workload(id, 0, priority, created), ANNOTATION, boost)
+        with_annotation(
+            &mut catalog(),
+            workload(id, 0, priority, created),
+            ANNOTATION,
+            boost,
+        )
     }
 
     /// The head of a workload, queued under this plugin's key.

@@ -44,8 +44,7 @@ impl ProtectNamespace {
 
 impl PreemptionPolicy for ProtectNamespace {
     fn catalog_changed(&mut self, catalog: &Catalog) {
-        self.protected =
-            parse_namespaces(catalog.setting(SETTING).unwrap_or(DEFAULT_NAMESPACES));
+        self.protected = parse_namespaces(catalog.setting(SETTING).unwrap_or(DEFAULT_NAMESPACES));
     }
 
     fn needs(&self, catalog: &Catalog) -> Needs {
@@ -65,7 +64,11 @@ impl PreemptionPolicy for ProtectNamespace {
             None => kueue::select_victims(catalog, &narrowed),
         }?;
         Some(Victims {
-            victims: answer.victims.iter().map(|&k| kept[k as usize] as u32).collect(),
+            victims: answer
+                .victims
+                .iter()
+                .map(|&k| kept[k as usize] as u32)
+                .collect(),
             allow_borrowing: answer.allow_borrowing,
         })
     }
@@ -76,11 +79,16 @@ wasq_policy_sdk::export_preemption!(ProtectNamespace);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasq_policy_sdk::testing::{CatalogBuilder, candidate, no_usage_table, with_identity, workload};
+    use wasq_policy_sdk::testing::{
+        CatalogBuilder, candidate, no_usage_table, with_identity, workload,
+    };
 
     #[test]
     fn reads_the_setting() {
-        assert_eq!(parse_namespaces(" prod, ,payments "), vec!["prod", "payments"]);
+        assert_eq!(
+            parse_namespaces(" prod, ,payments "),
+            vec!["prod", "payments"]
+        );
         let mut p = ProtectNamespace::default();
         p.catalog_changed(&CatalogBuilder::new().build());
         assert_eq!(p.protected, vec!["prod"]);
@@ -113,7 +121,10 @@ mod tests {
             now: 0,
         };
         // Kueue takes the lower-priority candidate 0; it is in `prod`.
-        assert_eq!(kueue::select_victims(&catalog, &req).unwrap().victims, vec![0]);
+        assert_eq!(
+            kueue::select_victims(&catalog, &req).unwrap().victims,
+            vec![0]
+        );
         let mut p = ProtectNamespace::default();
         p.catalog_changed(&catalog);
         assert_eq!(p.select_victims(&catalog, &req).unwrap().victims, vec![1]);

@@ -57,7 +57,10 @@ pub trait Identity {
     /// The name of its LocalQueue (in its namespace), when it has one the host knows.
     fn local_queue<'c>(&self, catalog: &'c Catalog) -> Option<&'c str> {
         let lq = self.local_queue_id()?;
-        catalog.local_queues.get(lq as usize).map(|l| l.name.as_str())
+        catalog
+            .local_queues
+            .get(lq as usize)
+            .map(|l| l.name.as_str())
     }
     /// The value of the label `key`, when the allow-list passes it and the workload has it.
     fn label<'c>(&self, catalog: &'c Catalog, key: &str) -> Option<&'c str> {

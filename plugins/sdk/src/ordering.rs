@@ -3,9 +3,9 @@
 
 use crate::catalog::Catalog;
 use crate::columns::{normalize_usage, usage_of};
+use crate::identity::{Identity, NO_STRING, entries_of, normalize_entries, owner_of};
 use crate::kueue;
 use crate::quota::QuotaView;
-use crate::identity::{Identity, NO_STRING, entries_of, normalize_entries, owner_of};
 use crate::types::{
     ClusterQueueId, Entry, FrAmount, LocalQueueId, LocalQueueUsage, Millis, Needs, NewStrings,
     Owner, RequeueReason, StringId, UsageTable, Workload, WorkloadId,
@@ -424,9 +424,15 @@ mod tests {
             cat.intern(s);
         }
         assert_eq!((a.namespace(&cat), a.job_kind(&cat)), ("prod", Some("Job")));
-        assert_eq!((b.namespace(&cat), b.job_kind(&cat), b.job_name(&cat)), ("dev", None, None));
+        assert_eq!(
+            (b.namespace(&cat), b.job_kind(&cat), b.job_name(&cat)),
+            ("dev", None, None)
+        );
         assert_eq!(b.label(&cat, "team"), Some("ml"));
-        assert_eq!((a.label(&cat, "team"), c.job_name(&cat)), (None, Some("nb")));
+        assert_eq!(
+            (a.label(&cat, "team"), c.job_name(&cat)),
+            (None, Some("nb"))
+        );
         assert!(c.annotations.is_empty());
     }
 

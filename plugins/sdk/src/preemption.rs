@@ -183,7 +183,10 @@ pub trait CandidateTable {
     /// The name of its LocalQueue.
     fn local_queue<'c>(&self, catalog: &'c Catalog, i: usize) -> Option<&'c str> {
         let lq = self.local_queue_id(i)?;
-        catalog.local_queues.get(lq as usize).map(|l| l.name.as_str())
+        catalog
+            .local_queues
+            .get(lq as usize)
+            .map(|l| l.name.as_str())
     }
     /// The value of its label `key`, when the allow-list passes it.
     fn label<'c>(&self, catalog: &'c Catalog, i: usize, key: &str) -> Option<&'c str> {
@@ -540,7 +543,8 @@ impl Request {
             c.label_keys.extend(cand.labels.iter().map(|e| e.key));
             c.label_values.extend(cand.labels.iter().map(|e| e.value));
             c.label_offsets.push(c.label_keys.len() as u32);
-            c.annotation_keys.extend(cand.annotations.iter().map(|e| e.key));
+            c.annotation_keys
+                .extend(cand.annotations.iter().map(|e| e.key));
             c.annotation_values
                 .extend(cand.annotations.iter().map(|e| e.value));
             c.annotation_offsets.push(c.annotation_keys.len() as u32);
@@ -749,20 +753,37 @@ mod tests {
             }]
         );
         let mut cat = crate::testing::CatalogBuilder::new().build();
-        for s in ["prod", "dev", "Job", "batch/v1", "train", "wasq.dev/ckpt", "x"] {
+        for s in [
+            "prod",
+            "dev",
+            "Job",
+            "batch/v1",
+            "train",
+            "wasq.dev/ckpt",
+            "x",
+        ] {
             cat.intern(s);
         }
         assert_eq!(
             (a.namespace(&cat), a.job_kind(&cat), a.job_api_version(&cat)),
             ("prod", Some("Job"), Some("batch/v1"))
         );
-        assert_eq!((a.job_name(&cat), a.local_queue_id()), (Some("train"), Some(3)));
-        assert_eq!((b.namespace(&cat), b.job_kind(&cat), b.local_queue), ("dev", None, None));
+        assert_eq!(
+            (a.job_name(&cat), a.local_queue_id()),
+            (Some("train"), Some(3))
+        );
+        assert_eq!(
+            (b.namespace(&cat), b.job_kind(&cat), b.local_queue),
+            ("dev", None, None)
+        );
         assert_eq!(b.annotation(&cat, "wasq.dev/ckpt"), Some("x"));
         assert!(a.labels.is_empty() && b.labels.is_empty());
         // The table reads the same in place.
         let t = req.to_columns().candidates;
-        assert_eq!((t.namespace(&cat, 1), t.job_name(&cat, 0)), ("dev", Some("train")));
+        assert_eq!(
+            (t.namespace(&cat, 1), t.job_name(&cat, 0)),
+            ("dev", Some("train"))
+        );
         assert_eq!(t.annotation(&cat, 1, "wasq.dev/ckpt"), Some("x"));
         assert_eq!(t.annotation(&cat, 0, "wasq.dev/ckpt"), None);
         // And back: the columns of the records are the columns sent.
@@ -830,7 +851,10 @@ mod tests {
         assert_eq!(t.candidate(2).priority, 7);
         // Missing identity columns read as none; entries are cut to what pairs up.
         assert_eq!((t.local_queue_id(0), t.local_queue_id(1)), (Some(1), None));
-        assert_eq!((t.namespace_id(2), t.owner(2).map(|o| o.kind)), (NO_STRING, Some(3)));
+        assert_eq!(
+            (t.namespace_id(2), t.owner(2).map(|o| o.kind)),
+            (NO_STRING, Some(3))
+        );
         assert_eq!(
             (0..3).map(|i| t.labels(i).count()).collect::<Vec<_>>(),
             vec![1, 0, 0]

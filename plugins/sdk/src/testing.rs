@@ -382,7 +382,12 @@ pub fn with_identity(
 }
 
 /// Adds the label `key=value` to `workload`, interned in `catalog`.
-pub fn with_label(catalog: &mut Catalog, mut workload: Workload, key: &str, value: &str) -> Workload {
+pub fn with_label(
+    catalog: &mut Catalog,
+    mut workload: Workload,
+    key: &str,
+    value: &str,
+) -> Workload {
     workload.labels.push(Entry {
         key: catalog.intern(key),
         value: catalog.intern(value),
