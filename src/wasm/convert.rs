@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::bindings::types as t;
 use super::plugin::{Exposure, exposed_keys};
-use super::strings::StringTable;
+use super::strings::{Ident, StringTable};
 use crate::api::config::PreemptionStrategy;
 use crate::api::{
     BorrowWithinCohortPolicy, FungibilityPolicy, FungibilityPreference, QueueingStrategy,
@@ -26,18 +26,23 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// The labels of a workload the plugin's allow-list passes, interned.
-    pub fn labels(&self, strings: &mut StringTable, wl: &WorkloadInfo) -> Vec<t::Entry> {
-        entries(strings, &wl.labels, |k| self.exposure.exposes_label(k))
-    }
-
-    /// The annotations of a workload the plugin's allow-list passes, interned.
-    pub fn workload_annotations(
+    /// A workload's identity as ids of the instance's string table (interned the first time;
+    /// cached per instance and cluster configuration).
+    pub fn ident<'s>(
         &self,
-        strings: &mut StringTable,
-        wl: &WorkloadInfo,
-    ) -> Vec<t::Entry> {
-        entries(strings, &wl.annotations, |k| self.exposure.exposes(k))
+        strings: &'s mut StringTable,
+        cluster: &Cluster,
+        id: WorkloadId,
+    ) -> &'s Ident {
+        strings.ident(cluster.config_id, id.index(), |strings| {
+            let wl = cluster.workload(id);
+            Ident {
+                namespace: strings.intern(&wl.namespace),
+                owner: owner(strings, wl).map(|o| [o.kind, o.api_version, o.name]),
+                labels: entries(strings, &wl.labels, |k| self.exposure.exposes_label(k)),
+                annotations: entries(strings, &wl.annotations, |k| self.exposure.exposes(k)),
+            }
+        })
     }
 
     /// Exposed annotations of a catalog object's `map`, keys interned in the catalog. Keys the
@@ -266,13 +271,18 @@ fn entries(
     strings: &mut StringTable,
     map: &BTreeMap<String, String>,
     pass: impl Fn(&str) -> bool,
-) -> Vec<t::Entry> {
+) -> Box<[(u32, u32)]> {
     map.iter()
         .filter(|(k, _)| pass(k))
-        .map(|(k, v)| t::Entry {
-            key: strings.intern(k),
-            value: strings.intern(v),
-        })
+        .map(|(k, v)| (strings.intern(k), strings.intern(v)))
+        .collect()
+}
+
+/// Interned pairs as WIT entries.
+fn wit_entries(pairs: &[(u32, u32)]) -> Vec<t::Entry> {
+    pairs
+        .iter()
+        .map(|&(key, value)| t::Entry { key, value })
         .collect()
 }
 
@@ -324,21 +334,20 @@ impl IdentityColumns {
         c.label_offsets.push(0);
         c.annotation_offsets.push(0);
         for id in workloads {
-            let wl = cluster.workload(id);
-            c.namespaces.push(strings.intern(&wl.namespace));
-            let o = owner(strings, wl);
-            c.job_kinds.push(o.as_ref().map_or(NO_STRING, |o| o.kind));
-            c.job_api_versions
-                .push(o.as_ref().map_or(NO_STRING, |o| o.api_version));
-            c.job_names.push(o.as_ref().map_or(NO_STRING, |o| o.name));
-            for e in catalog.labels(strings, wl) {
-                c.label_keys.push(e.key);
-                c.label_values.push(e.value);
+            let ident = catalog.ident(strings, cluster, id);
+            c.namespaces.push(ident.namespace);
+            let [kind, api_version, name] = ident.owner.unwrap_or([NO_STRING; 3]);
+            c.job_kinds.push(kind);
+            c.job_api_versions.push(api_version);
+            c.job_names.push(name);
+            for &(key, value) in &ident.labels {
+                c.label_keys.push(key);
+                c.label_values.push(value);
             }
             c.label_offsets.push(c.label_keys.len() as u32);
-            for e in catalog.workload_annotations(strings, wl) {
-                c.annotation_keys.push(e.key);
-                c.annotation_values.push(e.value);
+            for &(key, value) in &ident.annotations {
+                c.annotation_keys.push(key);
+                c.annotation_values.push(value);
             }
             c.annotation_offsets.push(c.annotation_keys.len() as u32);
         }
@@ -362,11 +371,21 @@ pub fn workload(
     cq: CqId,
     queued: Millis,
 ) -> t::Workload {
+    let ident = catalog.ident(strings, cluster, id);
+    let (namespace, owner) = (
+        ident.namespace,
+        ident.owner.map(|[kind, api_version, name]| t::Owner {
+            kind,
+            api_version,
+            name,
+        }),
+    );
+    let (labels, annotations) = (wit_entries(&ident.labels), wit_entries(&ident.annotations));
     let wl = cluster.workload(id);
     t::Workload {
         id: id.0,
-        namespace: strings.intern(&wl.namespace),
-        owner: owner(strings, wl),
+        namespace,
+        owner,
         cluster_queue: cq.0,
         local_queue: wl.lq.map(|l| l.0),
         priority: wl.effective_priority(),
@@ -390,8 +409,8 @@ pub fn workload(
                     .collect(),
             })
             .collect(),
-        labels: catalog.labels(strings, wl),
-        annotations: catalog.workload_annotations(strings, wl),
+        labels,
+        annotations,
     }
 }
 

@@ -26,6 +26,23 @@ pub struct StringTable {
     first: u32,
     /// The strings added since then, in id order.
     added: Vec<String>,
+    /// Each workload's identity as ids of this table, by workload handle, for the cluster
+    /// configuration `idents_of` (a workload's identity never changes within one: a new
+    /// Workload object means a rebuilt cluster). Heads and candidates are sent again and
+    /// again; this makes each one an array read instead of hashing its strings.
+    idents: Vec<Option<Ident>>,
+    idents_of: u64,
+}
+
+/// A workload's identity as string ids: what `record workload` and the identity columns carry.
+#[derive(Debug, Clone, Default)]
+pub struct Ident {
+    pub namespace: u32,
+    /// Kind, apiVersion and name of the owning job.
+    pub owner: Option<[u32; 3]>,
+    /// Labels and annotations the plugin's allow-list passes, (key, value).
+    pub labels: Box<[(u32, u32)]>,
+    pub annotations: Box<[(u32, u32)]>,
 }
 
 impl StringTable {
@@ -34,6 +51,7 @@ impl StringTable {
         if self.ids.len() as u32 >= MAX_STRINGS || self.bytes >= MAX_BYTES {
             self.ids.clear();
             self.bytes = 0;
+            self.idents.clear();
         }
         self.first = self.ids.len() as u32;
         self.added.clear();
@@ -49,6 +67,28 @@ impl StringTable {
         self.bytes += s.len();
         self.added.push(s.to_string());
         id
+    }
+
+    /// The identity of workload `index` in cluster configuration `config`, computed with
+    /// `make` (which interns into this table) the first time it is asked for.
+    pub fn ident(
+        &mut self,
+        config: u64,
+        index: usize,
+        make: impl FnOnce(&mut StringTable) -> Ident,
+    ) -> &Ident {
+        if self.idents_of != config {
+            self.idents.clear();
+            self.idents_of = config;
+        }
+        if self.idents.get(index).is_none_or(Option::is_none) {
+            let ident = make(self);
+            if self.idents.len() <= index {
+                self.idents.resize(index + 1, None);
+            }
+            self.idents[index] = Some(ident);
+        }
+        self.idents[index].as_ref().expect("set above")
     }
 
     /// The strings this call adds, for the guest to append before it decides.
@@ -83,6 +123,26 @@ mod tests {
         assert_eq!((sent.first, sent.values), (2, vec!["dev".to_string()]));
         t.begin();
         assert_eq!(t.take().values, Vec::<String>::new());
+    }
+
+    #[test]
+    fn identities_are_made_once_per_configuration_and_table() {
+        let mut t = StringTable::default();
+        t.begin();
+        let make = |t: &mut StringTable| Ident {
+            namespace: t.intern("prod"),
+            ..Ident::default()
+        };
+        assert_eq!(t.ident(1, 3, make).namespace, 0);
+        // Cached: `make` is not called again.
+        assert_eq!(t.ident(1, 3, |_| unreachable!()).namespace, 0);
+        // Another configuration: made again.
+        let mut made = false;
+        t.ident(2, 3, |t| {
+            made = true;
+            make(t)
+        });
+        assert!(made);
     }
 
     #[test]
