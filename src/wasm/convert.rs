@@ -544,6 +544,109 @@ pub fn local_queue_usage(
 mod tests {
     use super::*;
 
+    const MANIFESTS: &str = "
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default
+      resources:
+      - {name: cpu, nominalQuota: 4}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {namespace: prod, name: main}
+spec: {clusterQueue: cq}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata:
+  namespace: prod
+  name: nb
+  labels: {team: ml, kueue.x-k8s.io/tier: gold}
+  annotations: {example.com/ckpt: 5m, wasq.dev/cost: '3'}
+  ownerReferences:
+  - {apiVersion: kubeflow.org/v1, kind: Notebook, name: explore, uid: u1, controller: true}
+  - {apiVersion: v1, kind: ConfigMap, name: other, uid: u2}
+spec:
+  queueName: main
+  podSets:
+  - name: main
+    count: 1
+    template:
+      spec:
+        containers:
+        - {name: c, image: pause, resources: {requests: {cpu: '1'}}}
+";
+
+    fn cluster() -> Cluster {
+        let m = crate::api::load::load_str(std::path::Path::new("t.yaml"), MANIFESTS)
+            .expect("valid manifests");
+        crate::cluster::build_cluster(&m, &|_| 0, 0).expect("builds")
+    }
+
+    #[test]
+    fn a_workload_carries_its_identity_filtered_by_the_allow_list() {
+        let cluster = cluster();
+        let id = WorkloadId(0);
+        let owner = cluster
+            .workload(id)
+            .owner
+            .as_deref()
+            .expect("controller owner");
+        assert_eq!(
+            (
+                owner.kind.as_str(),
+                owner.api_version.as_str(),
+                owner.name.as_str()
+            ),
+            ("Notebook", "kubeflow.org/v1", "explore")
+        );
+        let strings_of = |exposure: &Exposure| {
+            let catalog = catalog(&cluster, exposure, &[]);
+            let mut table = StringTable::default();
+            table.begin();
+            let wl = workload(&cluster, &catalog, &mut table, id, CqId(0), 0);
+            let sent = table.take();
+            assert_eq!(sent.first, 0);
+            let s = |i: u32| sent.values[i as usize].clone();
+            let pairs = |e: &[t::Entry]| {
+                e.iter()
+                    .map(|e| format!("{}={}", s(e.key), s(e.value)))
+                    .collect::<Vec<_>>()
+            };
+            let o = wl.owner.expect("owner");
+            (
+                s(wl.namespace),
+                [s(o.kind), s(o.api_version), s(o.name)],
+                pairs(&wl.labels),
+                pairs(&wl.annotations),
+            )
+        };
+        // The default allow-list: Kueue's and wasq's keys only.
+        let (ns, owner, labels, annotations) = strings_of(&Exposure::default());
+        assert_eq!(ns, "prod");
+        assert_eq!(owner, ["Notebook", "kubeflow.org/v1", "explore"]);
+        assert_eq!(labels, ["kueue.x-k8s.io/tier=gold"]);
+        assert_eq!(annotations, ["wasq.dev/cost=3"]);
+        // A plugin's own keys on top.
+        let own = Exposure::default().with(Some(&Exposure {
+            annotations: vec!["example.com/".into()],
+            labels: vec!["team".into()],
+        }));
+        let (_, _, labels, annotations) = strings_of(&own);
+        assert_eq!(labels, ["kueue.x-k8s.io/tier=gold", "team=ml"]);
+        assert_eq!(annotations, ["example.com/ckpt=5m", "wasq.dev/cost=3"]);
+    }
+
     #[test]
     fn requeue_reasons_are_the_wit_cases() {
         // The reasons the scheduler records (`complete_eviction`, `release_for_retry`).
