@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::bindings::types as t;
 use super::plugin::{Exposure, exposed_keys};
-use super::strings::{Ident, StringTable};
+use super::strings::{Ident, Pairs, StringTable};
 use crate::api::config::PreemptionStrategy;
 use crate::api::{
     BorrowWithinCohortPolicy, FungibilityPolicy, FungibilityPreference, QueueingStrategy,
@@ -28,20 +28,16 @@ pub struct Catalog {
 impl Catalog {
     /// A workload's identity as ids of the instance's string table (interned the first time;
     /// cached per instance and cluster configuration).
-    pub fn ident<'s>(
-        &self,
-        strings: &'s mut StringTable,
-        cluster: &Cluster,
-        id: WorkloadId,
-    ) -> &'s Ident {
+    pub fn ident(&self, strings: &mut StringTable, cluster: &Cluster, id: WorkloadId) -> Ident {
         strings.ident(cluster.config_id, id.index(), |strings| {
             let wl = cluster.workload(id);
-            Ident {
-                namespace: strings.intern(&wl.namespace),
-                owner: owner(strings, wl).map(|o| [o.kind, o.api_version, o.name]),
-                labels: entries(strings, &wl.labels, |k| self.exposure.exposes_label(k)),
-                annotations: entries(strings, &wl.annotations, |k| self.exposure.exposes(k)),
-            }
+            (
+                strings.intern(&wl.namespace),
+                owner(strings, wl).map(|o| [o.kind, o.api_version, o.name]),
+                wl.lq.map_or(NO_STRING, |l| l.0),
+                entries(strings, &wl.labels, |k| self.exposure.exposes_label(k)),
+                entries(strings, &wl.annotations, |k| self.exposure.exposes(k)),
+            )
         })
     }
 
@@ -271,7 +267,7 @@ fn entries(
     strings: &mut StringTable,
     map: &BTreeMap<String, String>,
     pass: impl Fn(&str) -> bool,
-) -> Box<[(u32, u32)]> {
+) -> Pairs {
     map.iter()
         .filter(|(k, _)| pass(k))
         .map(|(k, v)| (strings.intern(k), strings.intern(v)))
@@ -312,6 +308,8 @@ pub struct IdentityColumns {
     pub annotation_offsets: Vec<u32>,
     pub annotation_keys: Vec<u32>,
     pub annotation_values: Vec<u32>,
+    /// Each workload's LocalQueue (`no-local-queue` for none): `record candidates` sends it.
+    pub local_queues: Vec<u32>,
 }
 
 impl IdentityColumns {
@@ -327,36 +325,41 @@ impl IdentityColumns {
             job_kinds: Vec::with_capacity(n),
             job_api_versions: Vec::with_capacity(n),
             job_names: Vec::with_capacity(n),
-            label_offsets: Vec::with_capacity(n + 1),
-            annotation_offsets: Vec::with_capacity(n + 1),
+            local_queues: Vec::with_capacity(n),
             ..IdentityColumns::default()
         };
-        c.label_offsets.push(0);
-        c.annotation_offsets.push(0);
-        for id in workloads {
+        for (i, id) in workloads.enumerate() {
             let ident = catalog.ident(strings, cluster, id);
             c.namespaces.push(ident.namespace);
-            let [kind, api_version, name] = ident.owner.unwrap_or([NO_STRING; 3]);
+            let [kind, api_version, name] = ident.owner;
             c.job_kinds.push(kind);
             c.job_api_versions.push(api_version);
             c.job_names.push(name);
-            for &(key, value) in &ident.labels {
+            c.local_queues.push(ident.local_queue);
+            // Offsets only once some entry has any (none at all: the WIT allows no offsets,
+            // one list fewer to fill and copy).
+            let labels = strings.labels(ident);
+            if !labels.is_empty() && c.label_offsets.is_empty() {
+                c.label_offsets.resize(i + 1, 0);
+            }
+            for &(key, value) in labels {
                 c.label_keys.push(key);
                 c.label_values.push(value);
             }
-            c.label_offsets.push(c.label_keys.len() as u32);
-            for &(key, value) in &ident.annotations {
+            if !c.label_offsets.is_empty() {
+                c.label_offsets.push(c.label_keys.len() as u32);
+            }
+            let annotations = strings.annotations(ident);
+            if !annotations.is_empty() && c.annotation_offsets.is_empty() {
+                c.annotation_offsets.resize(i + 1, 0);
+            }
+            for &(key, value) in annotations {
                 c.annotation_keys.push(key);
                 c.annotation_values.push(value);
             }
-            c.annotation_offsets.push(c.annotation_keys.len() as u32);
-        }
-        // No entry at all: no offsets either (the WIT allows it; one list fewer to copy).
-        if c.label_keys.is_empty() {
-            c.label_offsets.clear();
-        }
-        if c.annotation_keys.is_empty() {
-            c.annotation_offsets.clear();
+            if !c.annotation_offsets.is_empty() {
+                c.annotation_offsets.push(c.annotation_keys.len() as u32);
+            }
         }
         c
     }
@@ -372,15 +375,19 @@ pub fn workload(
     queued: Millis,
 ) -> t::Workload {
     let ident = catalog.ident(strings, cluster, id);
+    let [kind, api_version, name] = ident.owner;
     let (namespace, owner) = (
         ident.namespace,
-        ident.owner.map(|[kind, api_version, name]| t::Owner {
+        (kind != NO_STRING).then_some(t::Owner {
             kind,
             api_version,
             name,
         }),
     );
-    let (labels, annotations) = (wit_entries(&ident.labels), wit_entries(&ident.annotations));
+    let (labels, annotations) = (
+        wit_entries(strings.labels(ident)),
+        wit_entries(strings.annotations(ident)),
+    );
     let wl = cluster.workload(id);
     t::Workload {
         id: id.0,

@@ -223,15 +223,7 @@ fn candidates(
     pre::Candidates {
         workloads: list.iter().map(|c| c.workload.0).collect(),
         cluster_queues: list.iter().map(|c| c.cluster_queue.0).collect(),
-        local_queues: list
-            .iter()
-            .map(|c| {
-                cluster
-                    .workload(c.workload)
-                    .lq
-                    .map_or(NO_LOCAL_QUEUE, |l| l.0)
-            })
-            .collect(),
+        local_queues: ids.local_queues,
         kinds: list.iter().map(|c| kind(c.kind)).collect(),
         lcas: list
             .iter()

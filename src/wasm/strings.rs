@@ -29,21 +29,43 @@ pub struct StringTable {
     /// Each workload's identity as ids of this table, by workload handle, for the cluster
     /// configuration `idents_of` (a workload's identity never changes within one: a new
     /// Workload object means a rebuilt cluster). Heads and candidates are sent again and
-    /// again; this makes each one an array read instead of hashing its strings.
-    idents: Vec<Option<Ident>>,
+    /// again; this makes each one an array read instead of hashing its strings. Dense (20
+    /// bytes a workload); the few labels and annotations live in `extras`.
+    idents: Vec<Ident>,
+    extras: Vec<Extras>,
     idents_of: u64,
 }
 
 /// A workload's identity as string ids: what `record workload` and the identity columns carry.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ident {
     pub namespace: u32,
-    /// Kind, apiVersion and name of the owning job.
-    pub owner: Option<[u32; 3]>,
-    /// Labels and annotations the plugin's allow-list passes, (key, value).
-    pub labels: Box<[(u32, u32)]>,
-    pub annotations: Box<[(u32, u32)]>,
+    /// Kind, apiVersion and name of the owning job; [`NONE`] each for none.
+    pub owner: [u32; 3],
+    /// Its labels and annotations: an index into the table's extras, or [`NONE`] for none.
+    extras: u32,
+    /// Its LocalQueue's id, or [`NONE`] (kept here so that a candidate's columns read one
+    /// dense entry, not the workload's whole record).
+    pub local_queue: u32,
 }
+
+/// No string, no extras (the WIT's `no-string`); also marks an identity not computed yet.
+pub const NONE: u32 = u32::MAX;
+
+const UNSET: Ident = Ident {
+    namespace: NONE,
+    owner: [NONE; 3],
+    extras: NONE,
+    local_queue: NONE,
+};
+
+/// What [`StringTable::ident`]'s `make` returns: namespace, owner, LocalQueue, labels and
+/// annotations.
+pub type Made = (u32, Option<[u32; 3]>, u32, Pairs, Pairs);
+
+/// Labels and annotations the plugin's allow-list passes, (key, value).
+pub type Pairs = Box<[(u32, u32)]>;
+type Extras = (Pairs, Pairs);
 
 impl StringTable {
     /// Starts a call: a table past its bounds starts again (the call then sends `first` = 0).
@@ -52,6 +74,7 @@ impl StringTable {
             self.ids.clear();
             self.bytes = 0;
             self.idents.clear();
+            self.extras.clear();
         }
         self.first = self.ids.len() as u32;
         self.added.clear();
@@ -69,26 +92,53 @@ impl StringTable {
         id
     }
 
-    /// The identity of workload `index` in cluster configuration `config`, computed with
-    /// `make` (which interns into this table) the first time it is asked for.
+    /// The identity of workload `index` in cluster configuration `config`: `make` (which
+    /// interns into this table) gives its namespace, owner, labels and annotations the first
+    /// time it is asked for.
     pub fn ident(
         &mut self,
         config: u64,
         index: usize,
-        make: impl FnOnce(&mut StringTable) -> Ident,
-    ) -> &Ident {
+        make: impl FnOnce(&mut StringTable) -> Made,
+    ) -> Ident {
         if self.idents_of != config {
             self.idents.clear();
+            self.extras.clear();
             self.idents_of = config;
         }
-        if self.idents.get(index).is_none_or(Option::is_none) {
-            let ident = make(self);
-            if self.idents.len() <= index {
-                self.idents.resize(index + 1, None);
-            }
-            self.idents[index] = Some(ident);
+        if let Some(&ident) = self.idents.get(index)
+            && ident.namespace != NONE
+        {
+            return ident;
         }
-        self.idents[index].as_ref().expect("set above")
+        let (namespace, owner, local_queue, labels, annotations) = make(self);
+        let extras = if labels.is_empty() && annotations.is_empty() {
+            NONE
+        } else {
+            self.extras.push((labels, annotations));
+            (self.extras.len() - 1) as u32
+        };
+        let ident = Ident {
+            namespace,
+            owner: owner.unwrap_or([NONE; 3]),
+            extras,
+            local_queue,
+        };
+        if self.idents.len() <= index {
+            self.idents.resize(index + 1, UNSET);
+        }
+        self.idents[index] = ident;
+        ident
+    }
+
+    /// The labels of an identity this table made.
+    pub fn labels(&self, ident: Ident) -> &[(u32, u32)] {
+        self.extras.get(ident.extras as usize).map_or(&[], |e| &e.0)
+    }
+
+    /// The annotations of an identity this table made.
+    pub fn annotations(&self, ident: Ident) -> &[(u32, u32)] {
+        self.extras.get(ident.extras as usize).map_or(&[], |e| &e.1)
     }
 
     /// The strings this call adds, for the guest to append before it decides.
@@ -129,13 +179,24 @@ mod tests {
     fn identities_are_made_once_per_configuration_and_table() {
         let mut t = StringTable::default();
         t.begin();
-        let make = |t: &mut StringTable| Ident {
-            namespace: t.intern("prod"),
-            ..Ident::default()
+        let make = |t: &mut StringTable| {
+            let label = (t.intern("team"), t.intern("ml"));
+            (
+                t.intern("prod"),
+                None,
+                NONE,
+                Box::from([label]),
+                Box::from([]),
+            )
         };
-        assert_eq!(t.ident(1, 3, make).namespace, 0);
+        let ident = t.ident(1, 3, make);
+        assert_eq!((ident.namespace, ident.owner), (2, [NONE; 3]));
+        assert_eq!(
+            (t.labels(ident), t.annotations(ident)),
+            (&[(0, 1)][..], &[][..])
+        );
         // Cached: `make` is not called again.
-        assert_eq!(t.ident(1, 3, |_| unreachable!()).namespace, 0);
+        assert_eq!(t.ident(1, 3, |_| unreachable!()), ident);
         // Another configuration: made again.
         let mut made = false;
         t.ident(2, 3, |t| {
