@@ -29,7 +29,7 @@ pub struct StringTable {
     /// Each workload's identity as ids of this table, by workload handle, for the cluster
     /// configuration `idents_of` (a workload's identity never changes within one: a new
     /// Workload object means a rebuilt cluster). Heads and candidates are sent again and
-    /// again; this makes each one an array read instead of hashing its strings. Dense (20
+    /// again; this makes each one an array read instead of hashing its strings. Dense (24
     /// bytes a workload); the few labels and annotations live in `extras`.
     idents: Vec<Ident>,
     extras: Vec<Extras>,
