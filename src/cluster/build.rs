@@ -410,6 +410,23 @@ pub fn build_cluster(
     }
 }
 
+/// The job that owns a Workload: its controller ownerReference (Kueue's
+/// `metav1.GetControllerOf`); `None` for a Workload created by hand.
+fn job_owner(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Option<Box<super::JobOwner>> {
+    let owner = meta
+        .owner_references
+        .as_ref()?
+        .iter()
+        .find(|o| o.controller == Some(true))?;
+    Some(Box::new(super::JobOwner {
+        kind: owner.kind.clone(),
+        api_version: owner.api_version.clone(),
+        name: owner.name.clone(),
+    }))
+}
+
 fn quotas_of(groups: &[ResourceGroup], names: &mut Names) -> Vec<(FrIdx, ResourceQuota)> {
     let mut out = Vec::new();
     for g in groups {
@@ -674,6 +691,8 @@ impl Cluster {
             queued: created,
             pod_sets,
             annotations,
+            labels: wl.metadata.labels.clone().unwrap_or_default(),
+            owner: job_owner(&wl.metadata),
             active: wl.spec.active(),
             // Decided by `add_workload`, against the namespace's labels.
             namespace_matches: false,

@@ -190,6 +190,11 @@ pub struct WorkloadInfo {
     pub queued: Millis,
     pub pod_sets: Vec<PodSetInfo>,
     pub annotations: BTreeMap<String, String>,
+    /// The Workload's labels (policies see those their allow-list passes).
+    pub labels: BTreeMap<String, String>,
+    /// The job that owns it: the Workload's controller ownerReference; `None` for a bare
+    /// Workload (boxed: most of a pending workload's size is inline).
+    pub owner: Option<Box<JobOwner>>,
     pub active: bool,
     /// Whether its ClusterQueue's `namespaceSelector` matches its namespace's labels (false
     /// without a ClusterQueue or a selector). Kueue checks this at every nomination; labels
@@ -202,6 +207,14 @@ pub struct WorkloadInfo {
     /// see of a workload's history.
     pub requeue_count: u32,
     pub requeue_reason: Option<&'static str>,
+}
+
+/// The owning job of a workload, as its controller ownerReference names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobOwner {
+    pub kind: String,
+    pub api_version: String,
+    pub name: String,
 }
 
 impl WorkloadInfo {
@@ -223,6 +236,8 @@ impl WorkloadInfo {
             queued: 0,
             pod_sets: Vec::new(),
             annotations: BTreeMap::new(),
+            labels: BTreeMap::new(),
+            owner: None,
             active: false,
             namespace_matches: false,
             requeue_count: 0,
@@ -242,6 +257,15 @@ impl WorkloadInfo {
             && self.pod_sets == other.pod_sets
             && self.annotations == other.annotations
             && self.active == other.active
+            && self.same_identity(other)
+    }
+
+    /// Whether what plugins see of who the workload is (labels, owning job) is the same.
+    pub fn same_identity(&self, other: &WorkloadInfo) -> bool {
+        self.labels == other.labels
+            && self.owner == other.owner
+            && self.annotations == other.annotations
+            && self.local_queue == other.local_queue
     }
 
     /// Priority plus boost, as Kueue's `priority.EffectivePriority`.

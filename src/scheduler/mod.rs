@@ -351,6 +351,8 @@ impl Scheduler {
     pub fn replace(&mut self, id: WorkloadId, info: crate::cluster::WorkloadInfo) {
         self.dequeue(id);
         let old = &self.cluster.workloads[id.index()];
+        // Plugin hosts cache a workload's identity per configuration: a new one is seen anew.
+        let identity_changed = !old.same_identity(&info);
         let namespace_matches = self
             .cluster
             .namespace_matches(info.cluster_queue, &info.namespace);
@@ -364,6 +366,9 @@ impl Scheduler {
             ..info
         };
         self.cluster.workloads[id.index()] = info;
+        if identity_changed {
+            self.cluster.config_changed();
+        }
     }
 
     /// A preempted workload is gone: release its quota and queue it again.

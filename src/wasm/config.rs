@@ -10,6 +10,8 @@
 //! pluginLimits:
 //!   min-runtime: {deadlineMs: 20}
 //! exposeAnnotations: ["wasq.dev/", "example.com/cost"]
+//! pluginMetadata:                    # per plugin: more Workload label/annotation keys it sees
+//!   protect-namespace: {labels: [team], annotations: ["example.com/checkpoint"]}
 //! pluginSettings:
 //!   min-runtime: {min-runtime: 10m}
 //! budgets:                           # preemption budgets (annotations on a ClusterQueue win)
@@ -43,8 +45,13 @@ pub struct PolicyConfig {
     /// Limits of individual plugins, replacing `limits` for them.
     #[serde(default)]
     pub plugin_limits: BTreeMap<String, Limits>,
-    /// Annotation keys (exact, or prefixes ending in `/`) plugins may see. Default `wasq.dev/`.
+    /// Annotation keys (exact, or prefixes ending in `/`) plugins may see, besides those under
+    /// `kueue.x-k8s.io/` and `wasq.dev/` which every plugin sees.
     pub expose_annotations: Option<Vec<String>>,
+    /// Per plugin, Workload label and annotation keys it sees besides the global ones (its
+    /// allow-list; labels under `kueue.x-k8s.io/` and `wasq.dev/` are always sent).
+    #[serde(default)]
+    pub plugin_metadata: BTreeMap<String, MetadataKeys>,
     /// Settings passed to each plugin in its catalog.
     #[serde(default)]
     pub plugin_settings: BTreeMap<String, BTreeMap<String, String>>,
@@ -52,6 +59,17 @@ pub struct PolicyConfig {
     /// entries, each under the ClusterQueue's own annotations.
     #[serde(default)]
     pub budgets: Option<crate::cluster::budget::BudgetsFile>,
+}
+
+/// One plugin's extra label and annotation keys (`pluginMetadata.<name>`): exact keys, or
+/// prefixes ending in `/`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MetadataKeys {
+    #[serde(default)]
+    pub labels: Vec<String>,
+    #[serde(default)]
+    pub annotations: Vec<String>,
 }
 
 impl PolicyConfig {
@@ -111,8 +129,24 @@ impl PolicyConfig {
             exposure: self
                 .expose_annotations
                 .clone()
-                .map(|annotations| Exposure { annotations })
+                .map(|annotations| Exposure {
+                    annotations,
+                    labels: Vec::new(),
+                })
                 .unwrap_or_default(),
+            plugin_exposure: self
+                .plugin_metadata
+                .iter()
+                .map(|(name, keys)| {
+                    (
+                        name.clone(),
+                        Exposure {
+                            annotations: keys.annotations.clone(),
+                            labels: keys.labels.clone(),
+                        },
+                    )
+                })
+                .collect(),
             settings: self
                 .plugin_settings
                 .iter()
@@ -139,7 +173,8 @@ mod tests {
             &path,
             "plugins: plugins\npolicies: {preemption: min-runtime}\nlimits: {deadlineMs: 20}\n\
              pluginLimits: {min-runtime: {memoryBytes: 1048576}}\nexposeAnnotations: [example.com/cost]\n\
-             pluginSettings: {min-runtime: {min-runtime: 10m}}\n",
+             pluginSettings: {min-runtime: {min-runtime: 10m}}\n\
+             pluginMetadata: {min-runtime: {labels: [team]}}\n",
         )
         .expect("write");
         let c = PolicyConfig::load(&path).expect("loads");
@@ -155,7 +190,14 @@ mod tests {
         assert_eq!(o.limits.memory_bytes, 64 << 20);
         assert_eq!(o.plugin_limits["min-runtime"].memory_bytes, 1 << 20);
         assert!(o.exposure.exposes("example.com/cost"));
-        assert!(!o.exposure.exposes("wasq.dev/cost"));
+        assert!(!o.exposure.exposes("example.com/other"));
+        // Kueue's and wasq's keys are always exposed.
+        assert!(o.exposure.exposes("wasq.dev/cost"));
+        assert!(o.exposure.exposes_label("kueue.x-k8s.io/job-uid"));
+        assert!(!o.exposure.exposes_label("team"));
+        let own = o.exposure.with(o.plugin_exposure.get("min-runtime"));
+        assert!(own.exposes_label("team") && own.exposes("example.com/cost"));
+        assert!(!own.exposes_label("example.com/cost"));
         assert_eq!(
             o.settings["min-runtime"],
             vec![("min-runtime".to_string(), "10m".to_string())]

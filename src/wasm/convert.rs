@@ -1,35 +1,48 @@
 //! Host data → WIT records: the catalog (names, quota tree, queues; built once per cluster
 //! configuration) and the per-call records (workloads, candidates, flavor options, usage).
-//! Only integers and interned indices cross per call; strings only in the catalog and in the
-//! values of exposed annotations.
+//! Only integers and interned indices cross per call; strings only in the catalog and, once per
+//! plugin instance, in its string table (`new-strings`: workloads' namespaces, owners, labels
+//! and annotations).
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::bindings::types as t;
 use super::plugin::{Exposure, exposed_keys};
+use super::strings::{Ident, Pairs, StringTable};
 use crate::api::config::PreemptionStrategy;
 use crate::api::{
     BorrowWithinCohortPolicy, FungibilityPolicy, FungibilityPreference, QueueingStrategy,
     ReclaimWithinCohort, WithinClusterQueue,
 };
-use crate::cluster::{Cluster, CqId, LqId, Millis, WorkloadId};
+use crate::cluster::{Cluster, CqId, LqId, Millis, WorkloadId, WorkloadInfo};
 use crate::quota::{FrIdx, NodeId, NodeKind};
 
-/// The WIT catalog plus the host-side index of its annotation keys.
+/// The WIT catalog plus the host-side index of its annotation keys and the plugin's
+/// allow-list.
 pub struct Catalog {
     pub wit: t::Catalog,
     keys: HashMap<String, u32>,
+    exposure: Exposure,
 }
 
 impl Catalog {
-    /// Whether any annotation key is exposed (else every workload's exposed annotations are
-    /// empty).
-    pub fn has_annotation_keys(&self) -> bool {
-        !self.keys.is_empty()
+    /// A workload's identity as ids of the instance's string table (interned the first time;
+    /// cached per instance and cluster configuration).
+    pub fn ident(&self, strings: &mut StringTable, cluster: &Cluster, id: WorkloadId) -> Ident {
+        strings.ident(cluster.config_id, id.index(), |strings| {
+            let wl = cluster.workload(id);
+            (
+                strings.intern(&wl.namespace),
+                owner(strings, wl).map(|o| [o.kind, o.api_version, o.name]),
+                wl.lq.map_or(NO_STRING, |l| l.0),
+                entries(strings, &wl.labels, |k| self.exposure.exposes_label(k)),
+                entries(strings, &wl.annotations, |k| self.exposure.exposes(k)),
+            )
+        })
     }
 
-    /// Exposed annotations of `map`, keys interned. Keys the catalog does not know (an
-    /// annotation first seen after the catalog was built) are left out.
+    /// Exposed annotations of a catalog object's `map`, keys interned in the catalog. Keys the
+    /// catalog does not know are left out.
     pub fn annotations(&self, map: &BTreeMap<String, String>) -> Vec<t::Annotation> {
         if self.keys.is_empty() {
             return Vec::new();
@@ -98,6 +111,7 @@ pub fn catalog(cluster: &Cluster, exposure: &Exposure, settings: &[(String, Stri
                 ),
             },
             keys: index,
+            exposure: exposure.clone(),
         };
     let names = &cluster.names;
     catalog.wit.resources = names.resources().map(|(_, n)| n.to_string()).collect();
@@ -248,17 +262,137 @@ fn policy(p: FungibilityPolicy) -> t::FungibilityPolicy {
     }
 }
 
-/// A workload as plugins see it.
+/// The entries of `map` whose keys pass, interned (in key order).
+fn entries(
+    strings: &mut StringTable,
+    map: &BTreeMap<String, String>,
+    pass: impl Fn(&str) -> bool,
+) -> Pairs {
+    map.iter()
+        .filter(|(k, _)| pass(k))
+        .map(|(k, v)| (strings.intern(k), strings.intern(v)))
+        .collect()
+}
+
+/// Interned pairs as WIT entries.
+fn wit_entries(pairs: &[(u32, u32)]) -> Vec<t::Entry> {
+    pairs
+        .iter()
+        .map(|&(key, value)| t::Entry { key, value })
+        .collect()
+}
+
+/// The job that owns a workload, interned; `None` for a bare Workload.
+pub fn owner(strings: &mut StringTable, wl: &WorkloadInfo) -> Option<t::Owner> {
+    wl.owner.as_ref().map(|o| t::Owner {
+        kind: strings.intern(&o.kind),
+        api_version: strings.intern(&o.api_version),
+        name: strings.intern(&o.name),
+    })
+}
+
+/// `no-string`: a `string-id` that names no string (the job columns of a workload without an
+/// owner).
+pub const NO_STRING: u32 = u32::MAX;
+
+/// The identity columns of `record heads` and `record candidates` for `workloads`, in order.
+#[derive(Debug, Default)]
+pub struct IdentityColumns {
+    pub namespaces: Vec<u32>,
+    pub job_kinds: Vec<u32>,
+    pub job_api_versions: Vec<u32>,
+    pub job_names: Vec<u32>,
+    pub label_offsets: Vec<u32>,
+    pub label_keys: Vec<u32>,
+    pub label_values: Vec<u32>,
+    pub annotation_offsets: Vec<u32>,
+    pub annotation_keys: Vec<u32>,
+    pub annotation_values: Vec<u32>,
+    /// Each workload's LocalQueue (`no-local-queue` for none): `record candidates` sends it.
+    pub local_queues: Vec<u32>,
+}
+
+impl IdentityColumns {
+    pub fn of(
+        cluster: &Cluster,
+        catalog: &Catalog,
+        strings: &mut StringTable,
+        workloads: impl ExactSizeIterator<Item = WorkloadId>,
+    ) -> IdentityColumns {
+        let n = workloads.len();
+        let mut c = IdentityColumns {
+            namespaces: Vec::with_capacity(n),
+            job_kinds: Vec::with_capacity(n),
+            job_api_versions: Vec::with_capacity(n),
+            job_names: Vec::with_capacity(n),
+            local_queues: Vec::with_capacity(n),
+            ..IdentityColumns::default()
+        };
+        for (i, id) in workloads.enumerate() {
+            let ident = catalog.ident(strings, cluster, id);
+            c.namespaces.push(ident.namespace);
+            let [kind, api_version, name] = ident.owner;
+            c.job_kinds.push(kind);
+            c.job_api_versions.push(api_version);
+            c.job_names.push(name);
+            c.local_queues.push(ident.local_queue);
+            // Offsets only once some entry has any (none at all: the WIT allows no offsets,
+            // one list fewer to fill and copy).
+            let labels = strings.labels(ident);
+            if !labels.is_empty() && c.label_offsets.is_empty() {
+                c.label_offsets.resize(i + 1, 0);
+            }
+            for &(key, value) in labels {
+                c.label_keys.push(key);
+                c.label_values.push(value);
+            }
+            if !c.label_offsets.is_empty() {
+                c.label_offsets.push(c.label_keys.len() as u32);
+            }
+            let annotations = strings.annotations(ident);
+            if !annotations.is_empty() && c.annotation_offsets.is_empty() {
+                c.annotation_offsets.resize(i + 1, 0);
+            }
+            for &(key, value) in annotations {
+                c.annotation_keys.push(key);
+                c.annotation_values.push(value);
+            }
+            if !c.annotation_offsets.is_empty() {
+                c.annotation_offsets.push(c.annotation_keys.len() as u32);
+            }
+        }
+        c
+    }
+}
+
+/// A workload as plugins see it, its strings interned in `strings`.
 pub fn workload(
     cluster: &Cluster,
     catalog: &Catalog,
+    strings: &mut StringTable,
     id: WorkloadId,
     cq: CqId,
     queued: Millis,
 ) -> t::Workload {
+    let ident = catalog.ident(strings, cluster, id);
+    let [kind, api_version, name] = ident.owner;
+    let (namespace, owner) = (
+        ident.namespace,
+        (kind != NO_STRING).then_some(t::Owner {
+            kind,
+            api_version,
+            name,
+        }),
+    );
+    let (labels, annotations) = (
+        wit_entries(strings.labels(ident)),
+        wit_entries(strings.annotations(ident)),
+    );
     let wl = cluster.workload(id);
     t::Workload {
         id: id.0,
+        namespace,
+        owner,
         cluster_queue: cq.0,
         local_queue: wl.lq.map(|l| l.0),
         priority: wl.effective_priority(),
@@ -282,7 +416,8 @@ pub fn workload(
                     .collect(),
             })
             .collect(),
-        annotations: catalog.annotations(&wl.annotations),
+        labels,
+        annotations,
     }
 }
 
@@ -415,6 +550,109 @@ pub fn local_queue_usage(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const MANIFESTS: &str = "
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default
+      resources:
+      - {name: cpu, nominalQuota: 4}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {namespace: prod, name: main}
+spec: {clusterQueue: cq}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata:
+  namespace: prod
+  name: nb
+  labels: {team: ml, kueue.x-k8s.io/tier: gold}
+  annotations: {example.com/ckpt: 5m, wasq.dev/cost: '3'}
+  ownerReferences:
+  - {apiVersion: kubeflow.org/v1, kind: Notebook, name: explore, uid: u1, controller: true}
+  - {apiVersion: v1, kind: ConfigMap, name: other, uid: u2}
+spec:
+  queueName: main
+  podSets:
+  - name: main
+    count: 1
+    template:
+      spec:
+        containers:
+        - {name: c, image: pause, resources: {requests: {cpu: '1'}}}
+";
+
+    fn cluster() -> Cluster {
+        let m = crate::api::load::load_str(std::path::Path::new("t.yaml"), MANIFESTS)
+            .expect("valid manifests");
+        crate::cluster::build_cluster(&m, &|_| 0, 0).expect("builds")
+    }
+
+    #[test]
+    fn a_workload_carries_its_identity_filtered_by_the_allow_list() {
+        let cluster = cluster();
+        let id = WorkloadId(0);
+        let owner = cluster
+            .workload(id)
+            .owner
+            .as_deref()
+            .expect("controller owner");
+        assert_eq!(
+            (
+                owner.kind.as_str(),
+                owner.api_version.as_str(),
+                owner.name.as_str()
+            ),
+            ("Notebook", "kubeflow.org/v1", "explore")
+        );
+        let strings_of = |exposure: &Exposure| {
+            let catalog = catalog(&cluster, exposure, &[]);
+            let mut table = StringTable::default();
+            table.begin();
+            let wl = workload(&cluster, &catalog, &mut table, id, CqId(0), 0);
+            let sent = table.take();
+            assert_eq!(sent.first, 0);
+            let s = |i: u32| sent.values[i as usize].clone();
+            let pairs = |e: &[t::Entry]| {
+                e.iter()
+                    .map(|e| format!("{}={}", s(e.key), s(e.value)))
+                    .collect::<Vec<_>>()
+            };
+            let o = wl.owner.expect("owner");
+            (
+                s(wl.namespace),
+                [s(o.kind), s(o.api_version), s(o.name)],
+                pairs(&wl.labels),
+                pairs(&wl.annotations),
+            )
+        };
+        // The default allow-list: Kueue's and wasq's keys only.
+        let (ns, owner, labels, annotations) = strings_of(&Exposure::default());
+        assert_eq!(ns, "prod");
+        assert_eq!(owner, ["Notebook", "kubeflow.org/v1", "explore"]);
+        assert_eq!(labels, ["kueue.x-k8s.io/tier=gold"]);
+        assert_eq!(annotations, ["wasq.dev/cost=3"]);
+        // A plugin's own keys on top.
+        let own = Exposure::default().with(Some(&Exposure {
+            annotations: vec!["example.com/".into()],
+            labels: vec!["team".into()],
+        }));
+        let (_, _, labels, annotations) = strings_of(&own);
+        assert_eq!(labels, ["kueue.x-k8s.io/tier=gold", "team=ml"]);
+        assert_eq!(annotations, ["example.com/ckpt=5m", "wasq.dev/cost=3"]);
+    }
 
     #[test]
     fn requeue_reasons_are_the_wit_cases() {

@@ -13,33 +13,66 @@ use super::engine::WasmEngine;
 use super::limits::Limits;
 use super::load::{Loaded, PluginInfo, PluginKind, Pre};
 use super::state::State;
+use super::strings::StringTable;
 use crate::cluster::Cluster;
 use crate::policy::{PolicyError, PolicyRef};
 
-/// Which annotations plugins see, and each plugin's settings.
+/// Which annotations and labels a plugin sees (its allow-list): every key under
+/// [`ALWAYS_EXPOSED`], plus the keys listed here.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exposure {
-    /// Exact keys, or prefixes ending in `/` (`wasq.dev/` exposes every key under it).
+    /// Annotation keys: exact keys, or prefixes ending in `/` (`example.com/` exposes every key
+    /// under it). `exposeAnnotations` in the configuration, plus the plugin's own
+    /// `pluginMetadata.<name>.annotations`.
     pub annotations: Vec<String>,
+    /// Label keys of Workloads, written the same way (`pluginMetadata.<name>.labels`).
+    pub labels: Vec<String>,
 }
+
+/// Key prefixes every plugin sees, labels and annotations alike: Kueue's and wasq's own.
+pub const ALWAYS_EXPOSED: [&str; 2] = ["kueue.x-k8s.io/", "wasq.dev/"];
 
 impl Default for Exposure {
     fn default() -> Exposure {
         Exposure {
             annotations: vec!["wasq.dev/".into()],
+            labels: Vec::new(),
         }
     }
 }
 
+/// Whether `key` is one of `keys` (exact) or under one of them (those ending in `/`).
+fn listed<'a>(mut keys: impl Iterator<Item = &'a str>, key: &str) -> bool {
+    keys.any(|a| {
+        if a.ends_with('/') {
+            key.starts_with(a)
+        } else {
+            key == a
+        }
+    })
+}
+
 impl Exposure {
+    /// Whether plugins see the annotation `key`.
     pub fn exposes(&self, key: &str) -> bool {
-        self.annotations.iter().any(|a| {
-            if a.ends_with('/') {
-                key.starts_with(a.as_str())
-            } else {
-                key == a
-            }
-        })
+        listed(ALWAYS_EXPOSED.into_iter(), key)
+            || listed(self.annotations.iter().map(String::as_str), key)
+    }
+
+    /// Whether plugins see the Workload label `key`.
+    pub fn exposes_label(&self, key: &str) -> bool {
+        listed(ALWAYS_EXPOSED.into_iter(), key)
+            || listed(self.labels.iter().map(String::as_str), key)
+    }
+
+    /// This allow-list with `extra`'s keys added (a plugin's own list on top of the global one).
+    pub fn with(&self, extra: Option<&Exposure>) -> Exposure {
+        let mut out = self.clone();
+        if let Some(extra) = extra {
+            out.annotations.extend(extra.annotations.iter().cloned());
+            out.labels.extend(extra.labels.iter().cloned());
+        }
+        out
     }
 }
 
@@ -70,6 +103,8 @@ struct Live {
     catalog_of: Option<u64>,
     /// What the instance answered to that catalog.
     needs: crate::policy::Needs,
+    /// The instance's string table (`new-strings`).
+    strings: StringTable,
 }
 
 struct Inner {
@@ -114,6 +149,9 @@ pub struct Plugin {
 pub(super) struct CallCx<'a> {
     pub store: &'a mut Store<State>,
     pub catalog: &'a convert::Catalog,
+    /// The instance's string table: intern what the call sends, then send
+    /// [`StringTable::take`] as its `strings`.
+    pub strings: &'a mut StringTable,
     instance: &'a Instance,
     /// What the instance reads beyond its requests (its answer to the catalog).
     pub needs: crate::policy::Needs,
@@ -260,6 +298,7 @@ impl Plugin {
             instance,
             catalog_of: None,
             needs: crate::policy::Needs::default(),
+            strings: StringTable::default(),
         })
     }
 
@@ -375,9 +414,11 @@ impl Plugin {
             inner.needs = Some((cluster.config_id, live.needs));
         }
         self.arm(&mut live.store)?;
+        live.strings.begin();
         let mut cx = CallCx {
             store: &mut live.store,
             catalog: &catalog,
+            strings: &mut live.strings,
             instance: &live.instance,
             needs: live.needs,
         };
@@ -396,19 +437,19 @@ impl Plugin {
             Instance::Ordering(p) => {
                 let g = p.wasq_policy_ordering();
                 g.call_set_catalog(&mut *store, &empty)
-                    .and_then(|_| g.call_sort_keys(&mut *store, &[], &[], 0))
+                    .and_then(|_| g.call_sort_keys(&mut *store, &no_strings(), &[], &[], 0))
                     .map(|a| a.len())
             }
             Instance::Preemption(p) => {
                 let g = p.wasq_policy_preemption();
                 g.call_set_catalog(&mut *store, &empty)
-                    .and_then(|_| g.call_select_victims(&mut *store, &[]))
+                    .and_then(|_| g.call_select_victims(&mut *store, &no_strings(), &[]))
                     .map(|a| a.len())
             }
             Instance::FlavorAssignment(p) => {
                 let g = p.wasq_policy_flavor_assignment();
                 g.call_set_catalog(&mut *store, &empty)
-                    .and_then(|()| g.call_choose_flavors(&mut *store, &[]))
+                    .and_then(|()| g.call_choose_flavors(&mut *store, &no_strings(), &[]))
                     .map(|a| a.len())
             }
         }
@@ -454,6 +495,14 @@ impl Plugin {
     }
 }
 
+/// A fresh instance's first `new-strings` with nothing in it (the smoke test).
+fn no_strings() -> super::bindings::types::NewStrings {
+    super::bindings::types::NewStrings {
+        first: 0,
+        values: Vec::new(),
+    }
+}
+
 /// Turns a wasmtime error into the reason reported for the fallback.
 fn classify(error: wasmtime::Error, store: &Store<State>, limits: &Limits) -> PolicyError {
     if store.data().limiter.refused {
@@ -482,13 +531,13 @@ fn root_message(error: &wasmtime::Error) -> String {
         .unwrap_or_default()
 }
 
-/// Annotation keys a catalog may intern: every exposed key found in the cluster.
+/// Annotation keys a catalog interns: every exposed key of a catalog object (flavor,
+/// ClusterQueue, Cohort). Workloads' annotations go through the string table instead.
 pub(super) fn exposed_keys(cluster: &Cluster, exposure: &Exposure) -> BTreeSet<String> {
     let all = cluster
-        .workloads
+        .node_meta
         .iter()
-        .map(|w| &w.annotations)
-        .chain(cluster.node_meta.iter().map(|n| &n.annotations))
+        .map(|n| &n.annotations)
         .chain(cluster.flavors.values().map(|f| &f.annotations));
     let mut keys = BTreeSet::new();
     for map in all {

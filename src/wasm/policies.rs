@@ -50,6 +50,7 @@ impl OrderingPolicy for WasmOrdering {
                     convert::workload(
                         cx.cluster,
                         call.catalog,
+                        call.strings,
                         q.workload,
                         q.cluster_queue,
                         q.queued,
@@ -61,8 +62,9 @@ impl OrderingPolicy for WasmOrdering {
             } else {
                 Vec::new()
             };
+            let strings = call.strings.take();
             let (guest, store) = call.ordering();
-            guest.call_sort_keys(store, &workloads, &lq_usage, cx.now)
+            guest.call_sort_keys(store, &strings, &workloads, &lq_usage, cx.now)
         })?;
         Ok(keys
             .into_iter()
@@ -77,7 +79,7 @@ impl OrderingPolicy for WasmOrdering {
     ) -> Result<Vec<usize>, PolicyError> {
         let (usage_offsets, usage_frs, usage_amounts) =
             usage_columns(heads.iter().map(|h| h.usage.as_slice()));
-        let columns = ord::Heads {
+        let mut columns = ord::Heads {
             workloads: heads.iter().map(|h| h.workload.0).collect(),
             cluster_queues: heads.iter().map(|h| h.cluster_queue.0).collect(),
             local_queues: heads
@@ -107,8 +109,35 @@ impl OrderingPolicy for WasmOrdering {
             usage_offsets,
             usage_frs,
             usage_amounts,
+            // Filled in the call, from the instance's string table.
+            namespaces: Vec::new(),
+            job_kinds: Vec::new(),
+            job_api_versions: Vec::new(),
+            job_names: Vec::new(),
+            label_offsets: Vec::new(),
+            label_keys: Vec::new(),
+            label_values: Vec::new(),
+            annotation_offsets: Vec::new(),
+            annotation_keys: Vec::new(),
+            annotation_values: Vec::new(),
         };
         let order = self.0.call(cx.cluster, "order-heads", |call| {
+            let ids = convert::IdentityColumns::of(
+                cx.cluster,
+                call.catalog,
+                call.strings,
+                heads.iter().map(|h| h.workload),
+            );
+            columns.namespaces = ids.namespaces;
+            columns.job_kinds = ids.job_kinds;
+            columns.job_api_versions = ids.job_api_versions;
+            columns.job_names = ids.job_names;
+            columns.label_offsets = ids.label_offsets;
+            columns.label_keys = ids.label_keys;
+            columns.label_values = ids.label_values;
+            columns.annotation_offsets = ids.annotation_offsets;
+            columns.annotation_keys = ids.annotation_keys;
+            columns.annotation_values = ids.annotation_values;
             let usage = if call.needs.tree_usage {
                 let tree = &cx.cluster.tree;
                 convert::usage_table(
@@ -121,8 +150,9 @@ impl OrderingPolicy for WasmOrdering {
             } else {
                 convert::no_usage()
             };
+            let strings = call.strings.take();
             let (guest, store) = call.ordering();
-            guest.call_order_heads(store, &columns, &usage, cx.now)
+            guest.call_order_heads(store, &strings, &columns, &usage, cx.now)
         })?;
         Ok(order.into_iter().map(|i| i as usize).collect())
     }
@@ -178,6 +208,7 @@ const NO_NODE: u32 = u32::MAX;
 fn candidates(
     cluster: &crate::cluster::Cluster,
     catalog: &convert::Catalog,
+    strings: &mut super::strings::StringTable,
     list: &[crate::policy::Candidate],
 ) -> pre::Candidates {
     let indices = |f: fn(&crate::policy::Candidate) -> bool| -> Vec<u32> {
@@ -187,23 +218,12 @@ fn candidates(
     };
     let (usage_offsets, usage_frs, usage_amounts) =
         usage_columns(list.iter().map(|c| c.usage.as_slice()));
-    let annotations = if catalog.has_annotation_keys() {
-        list.iter()
-            .enumerate()
-            .filter_map(|(i, cand)| {
-                let annotations = catalog.annotations(&cluster.workload(cand.workload).annotations);
-                (!annotations.is_empty()).then_some(pre::CandidateAnnotations {
-                    candidate: i as u32,
-                    annotations,
-                })
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let ids =
+        convert::IdentityColumns::of(cluster, catalog, strings, list.iter().map(|c| c.workload));
     pre::Candidates {
         workloads: list.iter().map(|c| c.workload.0).collect(),
         cluster_queues: list.iter().map(|c| c.cluster_queue.0).collect(),
+        local_queues: ids.local_queues,
         kinds: list.iter().map(|c| kind(c.kind)).collect(),
         lcas: list
             .iter()
@@ -224,7 +244,16 @@ fn candidates(
         usage_offsets,
         usage_frs,
         usage_amounts,
-        annotations,
+        namespaces: ids.namespaces,
+        job_kinds: ids.job_kinds,
+        job_api_versions: ids.job_api_versions,
+        job_names: ids.job_names,
+        label_offsets: ids.label_offsets,
+        label_keys: ids.label_keys,
+        label_values: ids.label_values,
+        annotation_offsets: ids.annotation_offsets,
+        annotation_keys: ids.annotation_keys,
+        annotation_values: ids.annotation_values,
         local_queue_usage_of: indices(|c| c.local_queue_usage.is_some()),
         local_queue_usage: list.iter().filter_map(|c| c.local_queue_usage).collect(),
     }
@@ -261,13 +290,14 @@ impl PreemptionPolicy for WasmPreemption {
                 preemptor: convert::workload(
                     cluster,
                     call.catalog,
+                    call.strings,
                     req.preemptor,
                     req.cluster_queue,
                     preemptor.queued,
                 ),
                 requests: convert::fr_amounts(&req.requests),
                 needs_preemption: req.needs_preemption.iter().map(|f| f.0).collect(),
-                candidates: candidates(cluster, call.catalog, &req.candidates),
+                candidates: candidates(cluster, call.catalog, call.strings, &req.candidates),
                 usage_nodes,
                 usage,
                 tree_usage: if call.needs.tree_usage {
@@ -277,8 +307,9 @@ impl PreemptionPolicy for WasmPreemption {
                 },
                 now: req.now,
             };
+            let strings = call.strings.take();
             let (guest, store) = call.preemption();
-            guest.call_select_victims(store, std::slice::from_ref(&request))
+            guest.call_select_victims(store, &strings, std::slice::from_ref(&request))
         })?;
         let [answer] = <[_; 1]>::try_from(answers).map_err(|a: Vec<_>| {
             let e = wrong_length(a.len(), 1);
@@ -321,6 +352,7 @@ impl FlavorAssignmentPolicy for WasmFlavors {
                 workload: convert::workload(
                     cluster,
                     call.catalog,
+                    call.strings,
                     req.workload,
                     req.cluster_queue,
                     cluster.workload(req.workload).queued,
@@ -347,8 +379,9 @@ impl FlavorAssignmentPolicy for WasmFlavors {
                     .collect(),
                 now: req.now,
             };
+            let strings = call.strings.take();
             let (guest, store) = call.flavors();
-            guest.call_choose_flavors(store, std::slice::from_ref(&request))
+            guest.call_choose_flavors(store, &strings, std::slice::from_ref(&request))
         })?;
         let [answer] = <[_; 1]>::try_from(answers).map_err(|a: Vec<_>| {
             let e = wrong_length(a.len(), 1);

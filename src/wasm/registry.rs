@@ -98,6 +98,9 @@ pub struct HostOptions {
     /// Per-plugin limit overrides, by plugin name.
     pub plugin_limits: HashMap<String, Limits>,
     pub exposure: Exposure,
+    /// Per-plugin label and annotation keys, added to `exposure` for that plugin, by plugin
+    /// name (`pluginMetadata` in the configuration).
+    pub plugin_exposure: HashMap<String, Exposure>,
     /// Per-plugin settings, by plugin name.
     pub settings: HashMap<String, Vec<(String, String)>>,
 }
@@ -133,7 +136,7 @@ pub fn make_plugin(
         loaded,
         engine.clone(),
         limits,
-        options.exposure.clone(),
+        options.exposure.with(options.plugin_exposure.get(&name)),
         settings,
     );
     plugin.smoke_test().map_err(|e| LoadError::SmokeTest {

@@ -31,7 +31,7 @@ fn plugin_check_reports_what_the_host_sees_and_refuses_what_it_would_refuse() {
     assert!(
         info["imports"]
             .as_array()
-            .is_some_and(|i| i.iter().any(|i| i == "wasq:policy/host@0.4.0"))
+            .is_some_and(|i| i.iter().any(|i| i == "wasq:policy/host@0.5.0"))
     );
     let refused = wasq()
         .args(["plugin", "check"])
@@ -74,6 +74,14 @@ fn plugin_new_scaffolds_a_crate_for_each_kind() {
             lib.contains("#[test]") || lib.contains("#[cfg(test)]"),
             "has its own test"
         );
+        if kind == "preemption" {
+            // The protect-namespace example, named after the new plugin.
+            assert!(lib.contains("namespace(catalog"), "{lib}");
+            assert!(
+                lib.contains(&format!("pluginSettings.{name}.namespaces")),
+                "{lib}"
+            );
+        }
     }
     // Refuses to overwrite, and refuses names cargo would refuse.
     let again = wasq()

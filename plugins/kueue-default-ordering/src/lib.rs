@@ -69,6 +69,10 @@ mod tests {
             requeue_reason: None,
             key: kueue::sort_key_with_priority(priority, created),
             usage: Vec::new(),
+            namespace: wasq_policy_sdk::identity::NO_STRING,
+            owner: None,
+            labels: Vec::new(),
+            annotations: Vec::new(),
         }
     }
 

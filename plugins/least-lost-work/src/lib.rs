@@ -106,6 +106,10 @@ mod tests {
                 amount: used,
             }],
             annotations: Vec::new(),
+            local_queue: None,
+            namespace: wasq_policy_sdk::identity::NO_STRING,
+            owner: None,
+            labels: Vec::new(),
             local_queue_usage: None,
         }
     }

@@ -133,6 +133,10 @@ mod tests {
             evicting: false,
             usage: vec![FrAmount { fr: 0, amount: 5 }],
             annotations: Vec::new(),
+            local_queue: None,
+            namespace: wasq_policy_sdk::identity::NO_STRING,
+            owner: None,
+            labels: Vec::new(),
             local_queue_usage: None,
         }
     }

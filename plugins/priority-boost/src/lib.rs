@@ -6,9 +6,9 @@
 //! cycle's heads by (second pass first, lower borrowing level, higher effective priority,
 //! older), stable.
 //!
-//! Heads carry no annotations; each carries the key its workload was queued under (`head.key`,
-//! computed by this plugin's `sort_key`), so a head's effective priority is `-key.primary` and
-//! the plugin keeps no state. (Where the host had to use its built-in key because a `sort-keys`
+//! Heads carry the same annotations (WIT 0.5.0), but also the key their workload was queued
+//! under (`head.key`, computed by this plugin's `sort_key`), so a head's effective priority is
+//! `-key.primary`: no annotation is parsed twice and the plugin keeps no state. (Where the host had to use its built-in key because a `sort-keys`
 //! call failed, that key holds the plain priority, so head order still agrees with queue order.)
 //!
 //! Differences from Kueue's default: the boost above. The priority the host uses for preemption
@@ -51,8 +51,8 @@ fn is_integer(value: &str) -> bool {
 impl PriorityBoost {
     /// A workload's boost, from its annotations.
     pub fn boost(catalog: &Catalog, workload: &Workload) -> i64 {
-        catalog
-            .annotation(&workload.annotations, ANNOTATION)
+        workload
+            .annotation(catalog, ANNOTATION)
             .map_or(0, parse_boost)
     }
 
@@ -79,16 +79,24 @@ wasq_policy_sdk::export_ordering!(PriorityBoost);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasq_policy_sdk::testing::{self, CatalogBuilder, workload};
-    use wasq_policy_sdk::types::Annotation;
+    use wasq_policy_sdk::testing::{self, CatalogBuilder, with_annotation, workload};
+
+    /// The catalog whose string table the boosted workloads' annotations index.
+    fn catalog() -> Catalog {
+        let mut cat = CatalogBuilder::new().build();
+        for boost in ["20", "lots", "5", "100"] {
+            with_annotation(&mut cat, workload(0, 0, 0, 0), ANNOTATION, boost);
+        }
+        cat
+    }
 
     fn boosted(id: u32, priority: i64, created: i64, boost: &str) -> Workload {
-        let mut w = workload(id, 0, priority, created);
-        w.annotations.push(Annotation {
-            key: 0,
-            value: boost.into(),
-        });
-        w
+        with_annotation(
+            &mut catalog(),
+            workload(id, 0, priority, created),
+            ANNOTATION,
+            boost,
+        )
     }
 
     /// The head of a workload, queued under this plugin's key.
@@ -112,7 +120,7 @@ mod tests {
 
     #[test]
     fn boost_changes_queue_order() {
-        let cat = CatalogBuilder::new().annotation_key(ANNOTATION).build();
+        let cat = catalog();
         let mut p = PriorityBoost;
         let k = p.sort_key(&cat, &boosted(1, 10, 5, "20"), 0);
         assert_eq!((k.primary, k.secondary, k.tertiary), (-30, 5, 0));
@@ -126,7 +134,7 @@ mod tests {
 
     #[test]
     fn heads_are_ordered_by_their_keys() {
-        let cat = CatalogBuilder::new().annotation_key(ANNOTATION).build();
+        let cat = catalog();
         let mut p = PriorityBoost;
         let heads = [
             head(&mut p, &cat, &workload(2, 0, 50, 1)),

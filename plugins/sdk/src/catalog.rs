@@ -3,8 +3,8 @@
 use std::ops::Deref;
 
 use crate::types::{
-    self, Annotation, AnnotationKey, ClusterQueue, ClusterQueueId, FairSharingStrategy, FrId,
-    LocalQueue, LocalQueueId, Node, NodeId, Quantity, Quota,
+    self, Annotation, AnnotationKey, ClusterQueue, ClusterQueueId, Entry, FairSharingStrategy,
+    FrId, LocalQueue, LocalQueueId, NewStrings, Node, NodeId, Quantity, Quota, StringId,
 };
 
 /// The host's catalog (see `wasq:policy/types.catalog`) with the lookups plugins need.
@@ -33,6 +33,9 @@ pub struct Catalog {
     /// `quotas[quota_start[n]..quota_start[n + 1]]`.
     quota_start: Vec<u32>,
     quotas: Vec<Quota>,
+    /// The instance's string table (`new-strings`): what workloads' identities index. It
+    /// outlives catalogs: a new catalog keeps it.
+    strings: Vec<String>,
 }
 
 /// The figures of a flavor-resource a node does not list: all zero, no limits.
@@ -89,7 +92,57 @@ impl Catalog {
             cohorts,
             quota_start,
             quotas,
+            strings: Vec::new(),
         }
+    }
+
+    /// Installs a new catalog from the host, keeping the string table.
+    pub(crate) fn replace(&mut self, raw: types::Catalog) {
+        let strings = std::mem::take(&mut self.strings);
+        *self = Catalog::new(raw);
+        self.strings = strings;
+    }
+
+    /// Adds the strings the host sent with a call (`new-strings`): `first` = 0 starts a new
+    /// table; otherwise the values go at `first` (the host always sends the table's length; a
+    /// gap would read as empty strings rather than trap).
+    pub(crate) fn add_strings(&mut self, new: NewStrings) {
+        if new.first == 0 {
+            self.strings.clear();
+        }
+        self.strings.resize(new.first as usize, String::new());
+        self.strings.extend(new.values);
+    }
+
+    /// A string of the instance's table (a namespace, job kind or name, label or annotation
+    /// key or value); `""` for an id the host never sent.
+    pub fn string(&self, id: StringId) -> &str {
+        self.strings.get(id as usize).map_or("", String::as_str)
+    }
+
+    /// How many strings the instance's table holds.
+    pub fn strings_len(&self) -> usize {
+        self.strings.len()
+    }
+
+    /// The id of `value` in the string table, adding it if new: for tests that build
+    /// workloads by hand (the host does the interning in a plugin).
+    pub fn intern(&mut self, value: &str) -> StringId {
+        match self.strings.iter().position(|s| s == value) {
+            Some(i) => i as StringId,
+            None => {
+                self.strings.push(value.to_string());
+                (self.strings.len() - 1) as StringId
+            }
+        }
+    }
+
+    /// The value of `key` among interned `entries` (labels or annotations).
+    pub fn entry(&self, entries: impl IntoIterator<Item = Entry>, key: &str) -> Option<&str> {
+        entries
+            .into_iter()
+            .find(|e| self.string(e.key) == key)
+            .map(|e| self.string(e.value))
     }
 
     /// The catalog before the host sent one: generation 0, everything empty.

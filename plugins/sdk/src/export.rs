@@ -32,8 +32,14 @@ impl<P> Plugin<P> {
     /// Stores a new catalog and tells the policy (`changed` is the policy's
     /// `catalog_changed`).
     pub fn set_catalog(&mut self, raw: types::Catalog, changed: impl FnOnce(&mut P, &Catalog)) {
-        self.catalog = Catalog::new(raw);
+        self.catalog.replace(raw);
         changed(&mut self.policy, &self.catalog);
+    }
+
+    /// The policy and the catalog, after adding the strings a decision call sent.
+    pub fn parts_with(&mut self, strings: types::NewStrings) -> (&mut P, &Catalog) {
+        self.catalog.add_strings(strings);
+        (&mut self.policy, &self.catalog)
     }
 
     /// The policy and the catalog, borrowed together.

@@ -33,9 +33,10 @@ pub mod glue {
 
     pub fn choose_flavors<P: FlavorAssignmentPolicy>(
         plugin: &mut Plugin<P>,
+        strings: crate::types::NewStrings,
         requests: Vec<Request>,
     ) -> Vec<Option<u32>> {
-        let (policy, catalog) = plugin.parts();
+        let (policy, catalog) = plugin.parts_with(strings);
         requests
             .iter()
             .map(|r| policy.choose_flavor(catalog, r))
@@ -74,10 +75,11 @@ macro_rules! export_flavor_assignment {
                     })
                 }
                 fn choose_flavors(
+                    strings: $crate::types::NewStrings,
                     requests: ::std::vec::Vec<$crate::flavor_assignment::Request>,
                 ) -> ::std::vec::Vec<::core::option::Option<u32>> {
                     __WASQ_PLUGIN.with_borrow_mut(|p| {
-                        $crate::flavor_assignment::glue::choose_flavors(p, requests)
+                        $crate::flavor_assignment::glue::choose_flavors(p, strings, requests)
                     })
                 }
             }

@@ -561,6 +561,10 @@ mod tests {
             evicting: false,
             usage: Vec::new(),
             annotations: Vec::new(),
+            local_queue: None,
+            namespace: crate::identity::NO_STRING,
+            owner: None,
+            labels: Vec::new(),
             local_queue_usage: None,
         }
     }

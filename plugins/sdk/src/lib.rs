@@ -25,7 +25,7 @@
 //! wasq_policy_sdk::export_ordering!(OldestFirst);
 //! ```
 //!
-//! The SDK handles the WIT contract (`wasq:policy@0.4.0`, generated with wit-bindgen from the
+//! The SDK handles the WIT contract (`wasq:policy@0.5.0`, generated with wit-bindgen from the
 //! repository's `wit/` folder): it stores the [`Catalog`] the host sends and passes it to every
 //! policy method, batches calls, and installs a panic hook that logs the panic message to the
 //! host before the guest traps. It also offers:
@@ -36,6 +36,10 @@
 //! - [`Workload::requeue_count`](types::Workload::requeue_count) and
 //!   [`requeue_reason`](types::Workload::requeue_reason) (also on [`ordering::Head`]): how often
 //!   a workload was evicted and queued again, and why;
+//! - [`Identity`](identity::Identity) on workloads, heads and candidates (and the same on a
+//!   [`CandidateTable`](preemption::CandidateTable)'s rows): `namespace`, `job_kind`,
+//!   `job_api_version`, `job_name`, `local_queue`, `label`, `annotation` — who a workload is,
+//!   its strings resolved through the catalog's string table;
 //! - [`log`] functions and the [`info!`], [`warn!`], … macros over the host's `log` import;
 //! - [`testing`]: builders for native unit tests (`cargo test` on the build machine).
 //!
@@ -54,6 +58,7 @@ pub mod duration;
 pub mod export;
 pub mod fair;
 pub mod flavor_assignment;
+pub mod identity;
 pub mod kueue;
 pub mod log;
 pub mod ordering;
@@ -77,12 +82,15 @@ pub mod prelude {
     pub use crate::catalog::Catalog;
     pub use crate::duration::parse_duration;
     pub use crate::flavor_assignment::{FitMode, FlavorAssignmentPolicy, FlavorOption};
+    pub use crate::identity::Identity;
     pub use crate::kueue;
     pub use crate::ordering::{Head, OrderingPolicy, SortKey};
-    pub use crate::preemption::{Candidate, CandidateKind, PreemptionPolicy, Victims};
+    pub use crate::preemption::{
+        Candidate, CandidateKind, CandidateTable, PreemptionPolicy, Victims,
+    };
     pub use crate::quota::QuotaView;
     pub use crate::types::{
-        Annotation, ClusterQueueId, FrAmount, FrId, LocalQueueUsage, Millis, Needs, NodeId,
-        Quantity, RequeueReason, Workload, WorkloadId,
+        Annotation, ClusterQueueId, Entry, FrAmount, FrId, LocalQueueUsage, Millis, Needs, NodeId,
+        Owner, Quantity, RequeueReason, StringId, Workload, WorkloadId,
     };
 }

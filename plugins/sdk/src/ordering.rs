@@ -3,11 +3,12 @@
 
 use crate::catalog::Catalog;
 use crate::columns::{normalize_usage, usage_of};
+use crate::identity::{Identity, NO_STRING, entries_of, normalize_entries, owner_of};
 use crate::kueue;
 use crate::quota::QuotaView;
 use crate::types::{
-    ClusterQueueId, FrAmount, LocalQueueId, LocalQueueUsage, Millis, Needs, RequeueReason,
-    UsageTable, Workload, WorkloadId,
+    ClusterQueueId, Entry, FrAmount, LocalQueueId, LocalQueueUsage, Millis, Needs, NewStrings,
+    Owner, RequeueReason, StringId, UsageTable, Workload, WorkloadId,
 };
 use crate::workload::requeue_reason_of;
 
@@ -44,6 +45,32 @@ pub struct Head {
     pub key: SortKey,
     /// The quota its assignment takes, per flavor-resource.
     pub usage: Vec<FrAmount>,
+    /// Its namespace (read it with [`Identity::namespace`]).
+    pub namespace: StringId,
+    /// The job that owns it ([`Identity::job_kind`], [`Identity::job_name`], …).
+    pub owner: Option<Owner>,
+    /// The labels the allow-list passes ([`Identity::label`]).
+    pub labels: Vec<Entry>,
+    /// The annotations the allow-list passes ([`Identity::annotation`]).
+    pub annotations: Vec<Entry>,
+}
+
+impl Identity for Head {
+    fn namespace_id(&self) -> StringId {
+        self.namespace
+    }
+    fn owner(&self) -> Option<Owner> {
+        self.owner
+    }
+    fn local_queue_id(&self) -> Option<LocalQueueId> {
+        self.local_queue
+    }
+    fn label_entries(&self) -> &[Entry] {
+        &self.labels
+    }
+    fn annotation_entries(&self) -> &[Entry] {
+        &self.annotations
+    }
 }
 
 /// `no-local-queue` in `record heads`' `local-queues`.
@@ -60,9 +87,22 @@ pub fn heads_of(mut c: wit::Heads) -> Vec<Head> {
         &mut c.usage_amounts,
         n,
     );
+    normalize_entries(
+        &mut c.label_offsets,
+        &mut c.label_keys,
+        &mut c.label_values,
+        n,
+    );
+    normalize_entries(
+        &mut c.annotation_offsets,
+        &mut c.annotation_keys,
+        &mut c.annotation_values,
+        n,
+    );
     let mut heads: Vec<Head> = (0..n)
         .map(|i| {
             let at = |v: &Vec<i64>| v.get(i).copied().unwrap_or_default();
+            let string = |v: &Vec<StringId>| v.get(i).copied().unwrap_or(NO_STRING);
             Head {
                 workload: c.workloads[i],
                 cluster_queue: c.cluster_queues.get(i).copied().unwrap_or_default(),
@@ -88,6 +128,20 @@ pub fn heads_of(mut c: wit::Heads) -> Vec<Head> {
                     tertiary: at(&c.key_tertiary),
                 },
                 usage: usage_of(&c.usage_offsets, &c.usage_frs, &c.usage_amounts, i).collect(),
+                namespace: string(&c.namespaces),
+                owner: owner_of(
+                    string(&c.job_kinds),
+                    string(&c.job_api_versions),
+                    string(&c.job_names),
+                ),
+                labels: entries_of(&c.label_offsets, &c.label_keys, &c.label_values, i).collect(),
+                annotations: entries_of(
+                    &c.annotation_offsets,
+                    &c.annotation_keys,
+                    &c.annotation_values,
+                    i,
+                )
+                .collect(),
             }
         })
         .collect();
@@ -199,11 +253,12 @@ pub mod glue {
 
     pub fn sort_keys<P: OrderingPolicy>(
         plugin: &mut Plugin<P>,
+        strings: NewStrings,
         workloads: Vec<Workload>,
         local_queue_usage: Vec<LocalQueueUsage>,
         now: Millis,
     ) -> Vec<SortKey> {
-        let (policy, catalog) = plugin.parts();
+        let (policy, catalog) = plugin.parts_with(strings);
         let mut by_lq: Vec<(u32, usize)> = local_queue_usage
             .iter()
             .enumerate()
@@ -228,11 +283,12 @@ pub mod glue {
 
     pub fn order_heads<P: OrderingPolicy>(
         plugin: &mut Plugin<P>,
+        strings: NewStrings,
         heads: wit::Heads,
         usage: UsageTable,
         now: Millis,
     ) -> Vec<u32> {
-        let (policy, catalog) = plugin.parts();
+        let (policy, catalog) = plugin.parts_with(strings);
         let view = QuotaView::from_usage_table(catalog, &usage);
         policy.order_heads_with_usage(catalog, &heads_of(heads), &view, now)
     }
@@ -264,21 +320,29 @@ macro_rules! export_ordering {
                         .with_borrow_mut(|p| $crate::ordering::glue::set_catalog(p, catalog))
                 }
                 fn sort_keys(
+                    strings: $crate::types::NewStrings,
                     workloads: ::std::vec::Vec<$crate::types::Workload>,
                     local_queue_usage: ::std::vec::Vec<$crate::types::LocalQueueUsage>,
                     now: $crate::types::Millis,
                 ) -> ::std::vec::Vec<$crate::ordering::SortKey> {
                     __WASQ_PLUGIN.with_borrow_mut(|p| {
-                        $crate::ordering::glue::sort_keys(p, workloads, local_queue_usage, now)
+                        $crate::ordering::glue::sort_keys(
+                            p,
+                            strings,
+                            workloads,
+                            local_queue_usage,
+                            now,
+                        )
                     })
                 }
                 fn order_heads(
+                    strings: $crate::types::NewStrings,
                     heads: $crate::bindings::ordering::exports::wasq::policy::ordering::Heads,
                     usage: $crate::types::UsageTable,
                     now: $crate::types::Millis,
                 ) -> ::std::vec::Vec<u32> {
                     __WASQ_PLUGIN.with_borrow_mut(|p| {
-                        $crate::ordering::glue::order_heads(p, heads, usage, now)
+                        $crate::ordering::glue::order_heads(p, strings, heads, usage, now)
                     })
                 }
             }
@@ -311,6 +375,16 @@ mod tests {
             usage_offsets: vec![0, 2, 2, 3],
             usage_frs: vec![0, 1, 0],
             usage_amounts: vec![1000, 2000, 500],
+            namespaces: vec![0, 1, 0],
+            job_kinds: vec![2, NO_STRING, 3],
+            job_api_versions: vec![4, NO_STRING, 4],
+            job_names: vec![5, NO_STRING, 6],
+            label_offsets: vec![0, 0, 1, 1],
+            label_keys: vec![7],
+            label_values: vec![8],
+            annotation_offsets: Vec::new(),
+            annotation_keys: Vec::new(),
+            annotation_values: Vec::new(),
         }
     }
 
@@ -343,6 +417,23 @@ mod tests {
             (-3, 300, 9, 301)
         );
         assert_eq!(c.usage, vec![FrAmount { fr: 0, amount: 500 }]);
+        let mut cat = crate::testing::CatalogBuilder::new().build();
+        for s in [
+            "prod", "dev", "Job", "Notebook", "v1", "a", "nb", "team", "ml",
+        ] {
+            cat.intern(s);
+        }
+        assert_eq!((a.namespace(&cat), a.job_kind(&cat)), ("prod", Some("Job")));
+        assert_eq!(
+            (b.namespace(&cat), b.job_kind(&cat), b.job_name(&cat)),
+            ("dev", None, None)
+        );
+        assert_eq!(b.label(&cat, "team"), Some("ml"));
+        assert_eq!(
+            (a.label(&cat, "team"), c.job_name(&cat)),
+            (None, Some("nb"))
+        );
+        assert!(c.annotations.is_empty());
     }
 
     #[test]

@@ -8,9 +8,10 @@
 
 use crate::catalog::Catalog;
 use crate::columns::{normalize_usage, usage_of};
+use crate::identity::{Identity, NO_STRING, entries_of, normalize_entries, owner_of};
 use crate::types::{
-    Annotation, ClusterQueueId, FrAmount, Millis, Needs, NodeId, RequeueReason, UsageTable,
-    Workload,
+    ClusterQueueId, Entry, FrAmount, LocalQueueId, Millis, Needs, NewStrings, NodeId, Owner,
+    RequeueReason, StringId, UsageTable, Workload,
 };
 use crate::workload::{NO_REQUEUE_REASON, requeue_reason_of};
 
@@ -25,6 +26,14 @@ pub struct Candidate {
     pub workload: u32,
     /// Its ClusterQueue.
     pub cluster_queue: u32,
+    /// Its LocalQueue, when it has one the host knows.
+    pub local_queue: Option<LocalQueueId>,
+    /// Its namespace (read it with [`Identity::namespace`]).
+    pub namespace: StringId,
+    /// The job that owns it ([`Identity::job_kind`], [`Identity::job_name`], …).
+    pub owner: Option<Owner>,
+    /// The labels the allow-list passes ([`Identity::label`]).
+    pub labels: Vec<Entry>,
     /// How it relates to the preemptor (decides the `Preempted` reason).
     pub kind: CandidateKind,
     /// For reclaim: the cohort under which the candidate was found.
@@ -43,10 +52,28 @@ pub struct Candidate {
     pub evicting: bool,
     /// The quota it holds, per flavor-resource.
     pub usage: Vec<FrAmount>,
-    /// Exposed annotations of the Workload.
-    pub annotations: Vec<Annotation>,
+    /// The annotations the allow-list passes ([`Identity::annotation`]).
+    pub annotations: Vec<Entry>,
     /// Its LocalQueue's admission-fair-sharing usage, when its ClusterQueue uses it.
     pub local_queue_usage: Option<f64>,
+}
+
+impl Identity for Candidate {
+    fn namespace_id(&self) -> StringId {
+        self.namespace
+    }
+    fn owner(&self) -> Option<Owner> {
+        self.owner
+    }
+    fn local_queue_id(&self) -> Option<LocalQueueId> {
+        self.local_queue
+    }
+    fn label_entries(&self) -> &[Entry] {
+        &self.labels
+    }
+    fn annotation_entries(&self) -> &[Entry] {
+        &self.annotations
+    }
 }
 
 /// The candidates as the host sends them (`wit/preemption.wit`, `record candidates`): one
@@ -60,9 +87,6 @@ pub struct CandidateColumns {
     /// Per candidate, when any has admission-fair-sharing usage (the host lists those that
     /// do); empty otherwise.
     local_queue_usage: Vec<Option<f64>>,
-    /// Per candidate, when any has exposed annotations: its entry in `raw.annotations` (the
-    /// last one listed for it); empty otherwise.
-    annotations_at: Vec<Option<u32>>,
 }
 
 /// One preemptor and everything needed to choose its victims (`wit/preemption.wit`,
@@ -129,6 +153,49 @@ pub trait CandidateTable {
     fn local_queue_usage(&self, i: usize) -> Option<f64>;
     /// Candidate `i` as a record.
     fn candidate(&self, i: usize) -> Candidate;
+    /// Its LocalQueue, when it has one the host knows.
+    fn local_queue_id(&self, i: usize) -> Option<LocalQueueId>;
+    /// Its namespace, as a string id.
+    fn namespace_id(&self, i: usize) -> StringId;
+    /// The job that owns it, as string ids.
+    fn owner(&self, i: usize) -> Option<Owner>;
+    /// The labels the allow-list passes.
+    fn labels(&self, i: usize) -> impl Iterator<Item = Entry> + '_;
+    /// The annotations the allow-list passes.
+    fn annotations(&self, i: usize) -> impl Iterator<Item = Entry> + '_;
+
+    /// Its namespace (see [`Identity::namespace`]).
+    fn namespace<'c>(&self, catalog: &'c Catalog, i: usize) -> &'c str {
+        catalog.string(self.namespace_id(i))
+    }
+    /// The owning job's kind; `None` for a bare Workload.
+    fn job_kind<'c>(&self, catalog: &'c Catalog, i: usize) -> Option<&'c str> {
+        self.owner(i).map(|o| catalog.string(o.kind))
+    }
+    /// The owning job's apiVersion.
+    fn job_api_version<'c>(&self, catalog: &'c Catalog, i: usize) -> Option<&'c str> {
+        self.owner(i).map(|o| catalog.string(o.api_version))
+    }
+    /// The owning job's name.
+    fn job_name<'c>(&self, catalog: &'c Catalog, i: usize) -> Option<&'c str> {
+        self.owner(i).map(|o| catalog.string(o.name))
+    }
+    /// The name of its LocalQueue.
+    fn local_queue<'c>(&self, catalog: &'c Catalog, i: usize) -> Option<&'c str> {
+        let lq = self.local_queue_id(i)?;
+        catalog
+            .local_queues
+            .get(lq as usize)
+            .map(|l| l.name.as_str())
+    }
+    /// The value of its label `key`, when the allow-list passes it.
+    fn label<'c>(&self, catalog: &'c Catalog, i: usize, key: &str) -> Option<&'c str> {
+        catalog.entry(self.labels(i), key)
+    }
+    /// The value of its annotation `key`, when the allow-list passes it.
+    fn annotation<'c>(&self, catalog: &'c Catalog, i: usize, key: &str) -> Option<&'c str> {
+        catalog.entry(self.annotations(i), key)
+    }
 }
 
 /// Records read as a table: a slice of them, and the `Vec` a [`Request`] holds.
@@ -176,6 +243,21 @@ macro_rules! records_table {
             }
             fn candidate(&self, i: usize) -> Candidate {
                 self[i].clone()
+            }
+            fn local_queue_id(&self, i: usize) -> Option<LocalQueueId> {
+                self[i].local_queue
+            }
+            fn namespace_id(&self, i: usize) -> StringId {
+                self[i].namespace
+            }
+            fn owner(&self, i: usize) -> Option<Owner> {
+                self[i].owner
+            }
+            fn labels(&self, i: usize) -> impl Iterator<Item = Entry> + '_ {
+                self[i].labels.iter().copied()
+            }
+            fn annotations(&self, i: usize) -> impl Iterator<Item = Entry> + '_ {
+                self[i].annotations.iter().copied()
             }
         }
     )*};
@@ -237,17 +319,41 @@ impl CandidateTable for CandidateColumns {
             requeue_reason: self.requeue_reason(i),
             evicting: self.evicting(i),
             usage: self.usage(i).collect(),
-            annotations: self
-                .annotations_at
-                .get(i)
-                .copied()
-                .flatten()
-                .map(|k| self.raw.annotations[k as usize].annotations.clone())
-                .unwrap_or_default(),
+            local_queue: self.local_queue_id(i),
+            namespace: self.namespace_id(i),
+            owner: self.owner(i),
+            labels: self.labels(i).collect(),
+            annotations: self.annotations(i).collect(),
             local_queue_usage: self.local_queue_usage(i),
         }
     }
+    fn local_queue_id(&self, i: usize) -> Option<LocalQueueId> {
+        Some(self.raw.local_queues[i]).filter(|&l| l != NO_LOCAL_QUEUE)
+    }
+    fn namespace_id(&self, i: usize) -> StringId {
+        self.raw.namespaces[i]
+    }
+    fn owner(&self, i: usize) -> Option<Owner> {
+        let c = &self.raw;
+        owner_of(c.job_kinds[i], c.job_api_versions[i], c.job_names[i])
+    }
+    fn labels(&self, i: usize) -> impl Iterator<Item = Entry> + '_ {
+        let c = &self.raw;
+        entries_of(&c.label_offsets, &c.label_keys, &c.label_values, i)
+    }
+    fn annotations(&self, i: usize) -> impl Iterator<Item = Entry> + '_ {
+        let c = &self.raw;
+        entries_of(
+            &c.annotation_offsets,
+            &c.annotation_keys,
+            &c.annotation_values,
+            i,
+        )
+    }
 }
+
+/// `no-local-queue` in `record candidates`' `local-queues`.
+pub const NO_LOCAL_QUEUE: LocalQueueId = u32::MAX;
 
 /// `candidate-kind` by case number, as `record candidates` sends kinds.
 pub const KINDS: [CandidateKind; 5] = [
@@ -282,6 +388,23 @@ impl From<wit::Candidates> for CandidateColumns {
         c.admitted.resize(n, 0);
         c.requeue_counts.resize(n, 0);
         c.requeue_reasons.resize(n, NO_REQUEUE_REASON);
+        c.local_queues.resize(n, NO_LOCAL_QUEUE);
+        c.namespaces.resize(n, NO_STRING);
+        c.job_kinds.resize(n, NO_STRING);
+        c.job_api_versions.resize(n, NO_STRING);
+        c.job_names.resize(n, NO_STRING);
+        normalize_entries(
+            &mut c.label_offsets,
+            &mut c.label_keys,
+            &mut c.label_values,
+            n,
+        );
+        normalize_entries(
+            &mut c.annotation_offsets,
+            &mut c.annotation_keys,
+            &mut c.annotation_values,
+            n,
+        );
         normalize_usage(
             &mut c.usage_offsets,
             &mut c.usage_frs,
@@ -303,20 +426,10 @@ impl From<wit::Candidates> for CandidateColumns {
                 }
             }
         }
-        let mut annotations_at = Vec::new();
-        if !c.annotations.is_empty() {
-            annotations_at.resize(n, None);
-            for (k, a) in c.annotations.iter().enumerate() {
-                if let Some(slot) = annotations_at.get_mut(a.candidate as usize) {
-                    *slot = Some(k as u32);
-                }
-            }
-        }
         CandidateColumns {
             raw: c,
             evicting,
             local_queue_usage,
-            annotations_at,
         }
     }
 }
@@ -324,7 +437,7 @@ impl From<wit::Candidates> for CandidateColumns {
 impl CandidateColumns {
     /// The columns as the host sent them, with the per-candidate lists padded or truncated to
     /// `workloads`, unknown kinds set to 0 and the usage offsets clamped; the lists by index
-    /// (`evicting`, `local-queue-usage-of`, `annotations`) are as sent, out-of-range indices
+    /// (`evicting`, `local-queue-usage-of`) are as sent, out-of-range indices
     /// included. Decode `kinds` with [`KINDS`] and `lcas` with [`NO_NODE`].
     pub fn raw(&self) -> &wit::Candidates {
         &self.raw
@@ -394,7 +507,29 @@ impl Request {
             usage_offsets: vec![0],
             usage_frs: Vec::new(),
             usage_amounts: Vec::new(),
-            annotations: Vec::new(),
+            local_queues: list
+                .iter()
+                .map(|c| c.local_queue.unwrap_or(NO_LOCAL_QUEUE))
+                .collect(),
+            namespaces: list.iter().map(|c| c.namespace).collect(),
+            job_kinds: list
+                .iter()
+                .map(|c| c.owner.map_or(NO_STRING, |o| o.kind))
+                .collect(),
+            job_api_versions: list
+                .iter()
+                .map(|c| c.owner.map_or(NO_STRING, |o| o.api_version))
+                .collect(),
+            job_names: list
+                .iter()
+                .map(|c| c.owner.map_or(NO_STRING, |o| o.name))
+                .collect(),
+            label_offsets: vec![0],
+            label_keys: Vec::new(),
+            label_values: Vec::new(),
+            annotation_offsets: vec![0],
+            annotation_keys: Vec::new(),
+            annotation_values: Vec::new(),
             local_queue_usage_of: Vec::new(),
             local_queue_usage: Vec::new(),
         };
@@ -405,12 +540,14 @@ impl Request {
             c.usage_frs.extend(cand.usage.iter().map(|u| u.fr));
             c.usage_amounts.extend(cand.usage.iter().map(|u| u.amount));
             c.usage_offsets.push(c.usage_frs.len() as u32);
-            if !cand.annotations.is_empty() {
-                c.annotations.push(wit::CandidateAnnotations {
-                    candidate: i as u32,
-                    annotations: cand.annotations.clone(),
-                });
-            }
+            c.label_keys.extend(cand.labels.iter().map(|e| e.key));
+            c.label_values.extend(cand.labels.iter().map(|e| e.value));
+            c.label_offsets.push(c.label_keys.len() as u32);
+            c.annotation_keys
+                .extend(cand.annotations.iter().map(|e| e.key));
+            c.annotation_values
+                .extend(cand.annotations.iter().map(|e| e.value));
+            c.annotation_offsets.push(c.annotation_keys.len() as u32);
             if let Some(usage) = cand.local_queue_usage {
                 c.local_queue_usage_of.push(i as u32);
                 c.local_queue_usage.push(usage);
@@ -488,9 +625,10 @@ pub mod glue {
 
     pub fn select_victims<P: PreemptionPolicy>(
         plugin: &mut Plugin<P>,
+        strings: NewStrings,
         requests: Vec<wit::Request>,
     ) -> Vec<Option<Victims>> {
-        let (policy, catalog) = plugin.parts();
+        let (policy, catalog) = plugin.parts_with(strings);
         requests
             .into_iter()
             .map(|r| policy.select_victims_columns(catalog, &Request::from(r)))
@@ -524,12 +662,14 @@ macro_rules! export_preemption {
                         .with_borrow_mut(|p| $crate::preemption::glue::set_catalog(p, catalog))
                 }
                 fn select_victims(
+                    strings: $crate::types::NewStrings,
                     requests: ::std::vec::Vec<
                         $crate::bindings::preemption::exports::wasq::policy::preemption::Request,
                     >,
                 ) -> ::std::vec::Vec<::core::option::Option<$crate::preemption::Victims>> {
-                    __WASQ_PLUGIN
-                        .with_borrow_mut(|p| $crate::preemption::glue::select_victims(p, requests))
+                    __WASQ_PLUGIN.with_borrow_mut(|p| {
+                        $crate::preemption::glue::select_victims(p, strings, requests)
+                    })
                 }
             }
             $crate::bindings::preemption::__export_preemption_plugin!(
@@ -559,13 +699,17 @@ mod tests {
             usage_offsets: vec![0, 2, 3],
             usage_frs: vec![0, 1, 0],
             usage_amounts: vec![1000, 2000, 3000],
-            annotations: vec![wit::CandidateAnnotations {
-                candidate: 1,
-                annotations: vec![Annotation {
-                    key: 0,
-                    value: "x".into(),
-                }],
-            }],
+            local_queues: vec![3, NO_LOCAL_QUEUE],
+            namespaces: vec![0, 1],
+            job_kinds: vec![2, NO_STRING],
+            job_api_versions: vec![3, NO_STRING],
+            job_names: vec![4, NO_STRING],
+            label_offsets: Vec::new(),
+            label_keys: Vec::new(),
+            label_values: Vec::new(),
+            annotation_offsets: vec![0, 0, 1],
+            annotation_keys: vec![5],
+            annotation_values: vec![6],
             local_queue_usage_of: vec![0],
             local_queue_usage: vec![0.5],
         };
@@ -608,7 +752,40 @@ mod tests {
                 amount: 3000
             }]
         );
-        assert_eq!(b.annotations[0].value, "x");
+        let mut cat = crate::testing::CatalogBuilder::new().build();
+        for s in [
+            "prod",
+            "dev",
+            "Job",
+            "batch/v1",
+            "train",
+            "wasq.dev/ckpt",
+            "x",
+        ] {
+            cat.intern(s);
+        }
+        assert_eq!(
+            (a.namespace(&cat), a.job_kind(&cat), a.job_api_version(&cat)),
+            ("prod", Some("Job"), Some("batch/v1"))
+        );
+        assert_eq!(
+            (a.job_name(&cat), a.local_queue_id()),
+            (Some("train"), Some(3))
+        );
+        assert_eq!(
+            (b.namespace(&cat), b.job_kind(&cat), b.local_queue),
+            ("dev", None, None)
+        );
+        assert_eq!(b.annotation(&cat, "wasq.dev/ckpt"), Some("x"));
+        assert!(a.labels.is_empty() && b.labels.is_empty());
+        // The table reads the same in place.
+        let t = req.to_columns().candidates;
+        assert_eq!(
+            (t.namespace(&cat, 1), t.job_name(&cat, 0)),
+            ("dev", Some("train"))
+        );
+        assert_eq!(t.annotation(&cat, 1, "wasq.dev/ckpt"), Some("x"));
+        assert_eq!(t.annotation(&cat, 0, "wasq.dev/ckpt"), None);
         // And back: the columns of the records are the columns sent.
         let again = req.to_columns().to_records();
         assert_eq!(again.candidates, req.candidates);
@@ -631,16 +808,18 @@ mod tests {
             usage_offsets: vec![0, 2, 1],
             usage_frs: vec![0, 1, 0],
             usage_amounts: vec![10, 20],
-            annotations: [(0, "first"), (5, "out of range"), (0, "last")]
-                .into_iter()
-                .map(|(candidate, value)| wit::CandidateAnnotations {
-                    candidate,
-                    annotations: vec![Annotation {
-                        key: 0,
-                        value: value.into(),
-                    }],
-                })
-                .collect(),
+            local_queues: vec![1],
+            namespaces: Vec::new(),
+            job_kinds: vec![1, 2, 3, 4],
+            job_api_versions: Vec::new(),
+            job_names: Vec::new(),
+            // Decreasing and out of range.
+            label_offsets: vec![0, 3, 1],
+            label_keys: vec![1, 2],
+            label_values: vec![3],
+            annotation_offsets: Vec::new(),
+            annotation_keys: vec![1],
+            annotation_values: Vec::new(),
             local_queue_usage_of: vec![2, 5, 1],
             local_queue_usage: vec![0.25, 1.0],
         };
@@ -670,8 +849,16 @@ mod tests {
             vec![None, None, Some(0.25)]
         );
         assert_eq!(t.candidate(2).priority, 7);
-        // The last entry for a candidate wins; one out of range is ignored.
-        assert_eq!(t.candidate(0).annotations[0].value, "last");
-        assert!(t.candidate(1).annotations.is_empty());
+        // Missing identity columns read as none; entries are cut to what pairs up.
+        assert_eq!((t.local_queue_id(0), t.local_queue_id(1)), (Some(1), None));
+        assert_eq!(
+            (t.namespace_id(2), t.owner(2).map(|o| o.kind)),
+            (NO_STRING, Some(3))
+        );
+        assert_eq!(
+            (0..3).map(|i| t.labels(i).count()).collect::<Vec<_>>(),
+            vec![1, 0, 0]
+        );
+        assert!((0..3).all(|i| t.annotations(i).count() == 0));
     }
 }

@@ -4,14 +4,16 @@
 //! Nothing here calls the host, so it works in `cargo test` on the build machine.
 
 use crate::catalog::Catalog;
+use crate::identity::NO_STRING;
 use crate::kueue::{self, default_fungibility, default_preemption};
 use crate::ordering::Head;
+use crate::preemption::{Candidate, CandidateKind};
 use crate::quota::QuotaView;
 use crate::types::{
-    self, AdmissionFairSharing, Annotation, ClusterQueue, ClusterQueueId, FairSharing,
+    self, AdmissionFairSharing, Annotation, ClusterQueue, ClusterQueueId, Entry, FairSharing,
     FairSharingStrategy, FlavorResource, FrAmount, FrId, Fungibility, LocalQueue, LocalQueueId,
-    LocalQueueUsage, Millis, Node, NodeId, NodeKind, PreemptionConfig, Quantity, QueueingStrategy,
-    Quota, RequeueReason, Setting, UsageTable, Workload,
+    LocalQueueUsage, Millis, Node, NodeId, NodeKind, Owner, PreemptionConfig, Quantity,
+    QueueingStrategy, Quota, RequeueReason, Setting, StringId, UsageTable, Workload,
 };
 
 /// Builds a [`Catalog`] node by node. Nodes get ids in the order they are added; every
@@ -349,7 +351,86 @@ pub fn workload(id: u32, cluster_queue: u32, priority: i64, created: i64) -> Wor
             min_count: None,
             per_pod: Vec::new(),
         }],
+        namespace: NO_STRING,
+        owner: None,
+        labels: Vec::new(),
         annotations: Vec::new(),
+    }
+}
+
+/// The id of `value` in the catalog's string table, adding it if new (the host interns a
+/// plugin's strings; tests build them with this).
+pub fn intern(catalog: &mut Catalog, value: &str) -> StringId {
+    catalog.intern(value)
+}
+
+/// `workload` in `namespace`, owned by the job `(kind, api_version, name)` (`None`: a bare
+/// Workload), its strings interned in `catalog`.
+pub fn with_identity(
+    catalog: &mut Catalog,
+    mut workload: Workload,
+    namespace: &str,
+    owner: Option<(&str, &str, &str)>,
+) -> Workload {
+    workload.namespace = catalog.intern(namespace);
+    workload.owner = owner.map(|(kind, api_version, name)| Owner {
+        kind: catalog.intern(kind),
+        api_version: catalog.intern(api_version),
+        name: catalog.intern(name),
+    });
+    workload
+}
+
+/// Adds the label `key=value` to `workload`, interned in `catalog`.
+pub fn with_label(
+    catalog: &mut Catalog,
+    mut workload: Workload,
+    key: &str,
+    value: &str,
+) -> Workload {
+    workload.labels.push(Entry {
+        key: catalog.intern(key),
+        value: catalog.intern(value),
+    });
+    workload
+}
+
+/// Adds the annotation `key=value` to `workload`, interned in `catalog`.
+pub fn with_annotation(
+    catalog: &mut Catalog,
+    mut workload: Workload,
+    key: &str,
+    value: &str,
+) -> Workload {
+    workload.annotations.push(Entry {
+        key: catalog.intern(key),
+        value: catalog.intern(value),
+    });
+    workload
+}
+
+/// A candidate of `cluster_queue` as Kueue lists its own queue's (`same-queue`), admitted at
+/// `admitted`, holding nothing; identity as [`with_identity`] gives a workload (a namespace
+/// and job of `workload`'s). Set the fields a test needs.
+pub fn candidate(workload: &Workload, priority: i64, admitted: Millis) -> Candidate {
+    Candidate {
+        workload: workload.id,
+        cluster_queue: workload.cluster_queue,
+        local_queue: workload.local_queue,
+        namespace: workload.namespace,
+        owner: workload.owner,
+        labels: workload.labels.clone(),
+        kind: CandidateKind::SameQueue,
+        lca: None,
+        priority,
+        created: workload.created,
+        admitted,
+        requeue_count: workload.requeue_count,
+        requeue_reason: workload.requeue_reason,
+        evicting: false,
+        usage: Vec::new(),
+        annotations: workload.annotations.clone(),
+        local_queue_usage: None,
     }
 }
 
@@ -370,7 +451,21 @@ pub fn head(workload: u32, cluster_queue: u32, priority: i64, created: i64) -> H
         requeue_reason: None,
         key: kueue::sort_key_with_priority(priority, created),
         usage: Vec::new(),
+        namespace: NO_STRING,
+        owner: None,
+        labels: Vec::new(),
+        annotations: Vec::new(),
     }
+}
+
+/// `head` with the identity of `workload` (namespace, owner, labels, annotations, LocalQueue).
+pub fn head_of(mut head: Head, workload: &Workload) -> Head {
+    head.local_queue = workload.local_queue;
+    head.namespace = workload.namespace;
+    head.owner = workload.owner;
+    head.labels = workload.labels.clone();
+    head.annotations = workload.annotations.clone();
+    head
 }
 
 /// `workload` after `count` evictions, the last one for `reason` (`count` = 0: never requeued,

@@ -517,6 +517,10 @@ mod tests {
                     evicting: false,
                     usage: amounts(&[(0, amount * 1000)]),
                     annotations: Vec::new(),
+                    local_queue: None,
+                    namespace: crate::identity::NO_STRING,
+                    owner: None,
+                    labels: Vec::new(),
                     local_queue_usage: None,
                 });
             }

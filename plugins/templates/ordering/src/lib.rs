@@ -12,7 +12,9 @@ pub struct Policy;
 impl OrderingPolicy for Policy {
     /// The key a workload is queued under; smallest first. Besides priority and times, a
     /// workload says how often it was evicted and queued again (`workload.requeue_count()`) and
-    /// why (`workload.requeue_reason()`).
+    /// why (`workload.requeue_reason()`), and who it is (`Identity`): `workload.namespace(catalog)`,
+    /// `.job_kind(catalog)` (`Some("Notebook")`, …), `.job_name(catalog)`, `.local_queue(catalog)`,
+    /// `.label(catalog, key)`, `.annotation(catalog, key)`; heads the same.
     fn sort_key(&mut self, _catalog: &Catalog, workload: &Workload, _now: Millis) -> SortKey {
         SortKey {
             primary: workload.priority.saturating_neg(),

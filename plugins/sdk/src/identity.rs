@@ -1,0 +1,186 @@
+//! Who a workload is (WIT 0.5.0): its namespace, the job that owns it, its LocalQueue, and the
+//! labels and annotations the plugin's allow-list passes — read the same way on a
+//! [`Workload`], an [`ordering::Head`](crate::ordering::Head), a
+//! [`preemption::Candidate`](crate::preemption::Candidate) ([`Identity`]) and on the columns of
+//! a [`CandidateTable`](crate::preemption::CandidateTable).
+//!
+//! The host sends these strings once per plugin instance, into a string table the SDK keeps in
+//! the [`Catalog`] (`new-strings` in `wit/types.wit`); records and columns carry
+//! [`StringId`]s. The accessors take the catalog to resolve them:
+//!
+//! ```
+//! # use wasq_policy_sdk::prelude::*;
+//! # use wasq_policy_sdk::testing::{CatalogBuilder, workload, with_identity};
+//! let mut catalog = CatalogBuilder::new().build();
+//! let wl = with_identity(&mut catalog, workload(1, 0, 0, 0), "prod", Some(("Notebook", "kubeflow.org/v1", "nb")));
+//! assert_eq!(wl.namespace(&catalog), "prod");
+//! assert_eq!(wl.job_kind(&catalog), Some("Notebook"));
+//! assert_eq!(wl.label(&catalog, "team"), None);
+//! ```
+
+use crate::catalog::Catalog;
+use crate::types::{Entry, LocalQueueId, Owner, StringId, Workload};
+
+/// `no-string` in the identity columns: none (a workload without an owning job).
+pub const NO_STRING: StringId = u32::MAX;
+
+/// What identifies a workload, wherever it comes from. The provided methods resolve the
+/// interned strings through the catalog; an id the host never sent reads as `""`.
+pub trait Identity {
+    /// Its namespace, as a string id.
+    fn namespace_id(&self) -> StringId;
+    /// The job that owns it (the Workload's controller ownerReference), as string ids.
+    fn owner(&self) -> Option<Owner>;
+    /// Its LocalQueue, as an index into the catalog's `local_queues`.
+    fn local_queue_id(&self) -> Option<LocalQueueId>;
+    /// The labels the allow-list passes.
+    fn label_entries(&self) -> &[Entry];
+    /// The annotations the allow-list passes.
+    fn annotation_entries(&self) -> &[Entry];
+
+    /// The Workload's namespace.
+    fn namespace<'c>(&self, catalog: &'c Catalog) -> &'c str {
+        catalog.string(self.namespace_id())
+    }
+    /// The owning job's kind (`Job`, `RayJob`, `Notebook`, …); `None` for a bare Workload.
+    fn job_kind<'c>(&self, catalog: &'c Catalog) -> Option<&'c str> {
+        self.owner().map(|o| catalog.string(o.kind))
+    }
+    /// The owning job's apiVersion (`batch/v1`, …).
+    fn job_api_version<'c>(&self, catalog: &'c Catalog) -> Option<&'c str> {
+        self.owner().map(|o| catalog.string(o.api_version))
+    }
+    /// The owning job's name (in the same namespace).
+    fn job_name<'c>(&self, catalog: &'c Catalog) -> Option<&'c str> {
+        self.owner().map(|o| catalog.string(o.name))
+    }
+    /// The name of its LocalQueue (in its namespace), when it has one the host knows.
+    fn local_queue<'c>(&self, catalog: &'c Catalog) -> Option<&'c str> {
+        let lq = self.local_queue_id()?;
+        catalog
+            .local_queues
+            .get(lq as usize)
+            .map(|l| l.name.as_str())
+    }
+    /// The value of the label `key`, when the allow-list passes it and the workload has it.
+    fn label<'c>(&self, catalog: &'c Catalog, key: &str) -> Option<&'c str> {
+        catalog.entry(self.label_entries().iter().copied(), key)
+    }
+    /// The value of the annotation `key`, when the allow-list passes it and the workload has
+    /// it.
+    fn annotation<'c>(&self, catalog: &'c Catalog, key: &str) -> Option<&'c str> {
+        catalog.entry(self.annotation_entries().iter().copied(), key)
+    }
+}
+
+impl Identity for Workload {
+    fn namespace_id(&self) -> StringId {
+        self.namespace
+    }
+    fn owner(&self) -> Option<Owner> {
+        self.owner
+    }
+    fn local_queue_id(&self) -> Option<LocalQueueId> {
+        self.local_queue
+    }
+    fn label_entries(&self) -> &[Entry] {
+        &self.labels
+    }
+    fn annotation_entries(&self) -> &[Entry] {
+        &self.annotations
+    }
+}
+
+/// An owner from the three job columns (`no-string` in `kind` = none).
+pub(crate) fn owner_of(kind: StringId, api_version: StringId, name: StringId) -> Option<Owner> {
+    (kind != NO_STRING).then_some(Owner {
+        kind,
+        api_version,
+        name,
+    })
+}
+
+/// Entry columns (`label-offsets`/`-keys`/`-values`, or the annotation ones) made safe to
+/// index for `n` entries: keys and values cut to the same length, `n + 1` offsets,
+/// non-decreasing and in range (an empty offsets column, what the host sends when no entry has
+/// any, becomes all zeros).
+pub(crate) fn normalize_entries(
+    offsets: &mut Vec<u32>,
+    keys: &mut Vec<StringId>,
+    values: &mut Vec<StringId>,
+    n: usize,
+) {
+    let len = keys.len().min(values.len());
+    keys.truncate(len);
+    values.truncate(len);
+    if offsets.is_empty() {
+        offsets.push(0);
+    }
+    offsets.resize(n + 1, len as u32);
+    let mut floor = 0;
+    for o in offsets.iter_mut() {
+        *o = (*o).clamp(floor, len as u32);
+        floor = *o;
+    }
+}
+
+/// Entry `i` of columns made safe by [`normalize_entries`].
+pub(crate) fn entries_of<'a>(
+    offsets: &[u32],
+    keys: &'a [StringId],
+    values: &'a [StringId],
+    i: usize,
+) -> impl Iterator<Item = Entry> + 'a {
+    let range = offsets[i] as usize..offsets[i + 1] as usize;
+    keys[range.clone()]
+        .iter()
+        .zip(&values[range])
+        .map(|(&key, &value)| Entry { key, value })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{CatalogBuilder, intern, workload};
+
+    #[test]
+    fn a_workload_resolves_its_identity_through_the_string_table() {
+        let mut cat = CatalogBuilder::new()
+            .local_queue("team-a", "main", Some(0), 1000)
+            .build();
+        let mut wl = workload(1, 0, 0, 0);
+        wl.local_queue = Some(0);
+        wl.namespace = intern(&mut cat, "team-a");
+        wl.owner = Some(Owner {
+            kind: intern(&mut cat, "RayJob"),
+            api_version: intern(&mut cat, "ray.io/v1"),
+            name: intern(&mut cat, "train"),
+        });
+        wl.labels.push(Entry {
+            key: intern(&mut cat, "kueue.x-k8s.io/tier"),
+            value: intern(&mut cat, "gold"),
+        });
+        assert_eq!(wl.namespace(&cat), "team-a");
+        assert_eq!(wl.job_kind(&cat), Some("RayJob"));
+        assert_eq!(wl.job_api_version(&cat), Some("ray.io/v1"));
+        assert_eq!(wl.job_name(&cat), Some("train"));
+        assert_eq!(wl.local_queue(&cat), Some("main"));
+        assert_eq!(wl.label(&cat, "kueue.x-k8s.io/tier"), Some("gold"));
+        assert_eq!(wl.label(&cat, "other"), None);
+        assert_eq!(wl.annotation(&cat, "kueue.x-k8s.io/tier"), None);
+        let bare = workload(2, 0, 0, 0);
+        assert_eq!((bare.job_kind(&cat), bare.local_queue(&cat)), (None, None));
+    }
+
+    #[test]
+    fn malformed_entry_columns_do_not_trap() {
+        let (mut offsets, mut keys, mut values) = (vec![], vec![1, 2, 3], vec![4, 5]);
+        normalize_entries(&mut offsets, &mut keys, &mut values, 2);
+        assert_eq!(offsets, vec![0, 2, 2]);
+        assert_eq!(entries_of(&offsets, &keys, &values, 0).count(), 2);
+        let (mut offsets, mut keys, mut values) = (vec![5, 1], vec![1], vec![4]);
+        normalize_entries(&mut offsets, &mut keys, &mut values, 2);
+        assert_eq!(offsets, vec![1, 1, 1]);
+        assert_eq!(entries_of(&offsets, &keys, &values, 1).count(), 0);
+    }
+}
