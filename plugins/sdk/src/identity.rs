@@ -73,23 +73,32 @@ pub trait Identity {
     }
 }
 
-impl Identity for Workload {
-    fn namespace_id(&self) -> StringId {
-        self.namespace
-    }
-    fn owner(&self) -> Option<Owner> {
-        self.owner
-    }
-    fn local_queue_id(&self) -> Option<LocalQueueId> {
-        self.local_queue
-    }
-    fn label_entries(&self) -> &[Entry] {
-        &self.labels
-    }
-    fn annotation_entries(&self) -> &[Entry] {
-        &self.annotations
-    }
+/// Implements [`Identity`] for a type with the fields `namespace`, `owner`, `local_queue`,
+/// `labels` and `annotations` (a workload record, a head, a candidate).
+macro_rules! identity_from_fields {
+    ($t:ty) => {
+        impl $crate::identity::Identity for $t {
+            fn namespace_id(&self) -> $crate::types::StringId {
+                self.namespace
+            }
+            fn owner(&self) -> Option<$crate::types::Owner> {
+                self.owner
+            }
+            fn local_queue_id(&self) -> Option<$crate::types::LocalQueueId> {
+                self.local_queue
+            }
+            fn label_entries(&self) -> &[$crate::types::Entry] {
+                &self.labels
+            }
+            fn annotation_entries(&self) -> &[$crate::types::Entry] {
+                &self.annotations
+            }
+        }
+    };
 }
+pub(crate) use identity_from_fields;
+
+identity_from_fields!(Workload);
 
 /// An owner from the three job columns (`no-string` in `kind` = none).
 pub(crate) fn owner_of(kind: StringId, api_version: StringId, name: StringId) -> Option<Owner> {

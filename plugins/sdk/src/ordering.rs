@@ -3,7 +3,7 @@
 
 use crate::catalog::Catalog;
 use crate::columns::{normalize_usage, usage_of};
-use crate::identity::{Identity, NO_STRING, entries_of, normalize_entries, owner_of};
+use crate::identity::{NO_STRING, entries_of, normalize_entries, owner_of};
 use crate::kueue;
 use crate::quota::QuotaView;
 use crate::types::{
@@ -55,23 +55,7 @@ pub struct Head {
     pub annotations: Vec<Entry>,
 }
 
-impl Identity for Head {
-    fn namespace_id(&self) -> StringId {
-        self.namespace
-    }
-    fn owner(&self) -> Option<Owner> {
-        self.owner
-    }
-    fn local_queue_id(&self) -> Option<LocalQueueId> {
-        self.local_queue
-    }
-    fn label_entries(&self) -> &[Entry] {
-        &self.labels
-    }
-    fn annotation_entries(&self) -> &[Entry] {
-        &self.annotations
-    }
-}
+crate::identity::identity_from_fields!(Head);
 
 /// `no-local-queue` in `record heads`' `local-queues`.
 const NO_LOCAL_QUEUE: LocalQueueId = u32::MAX;
@@ -356,6 +340,7 @@ macro_rules! export_ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::identity::Identity;
 
     fn columns() -> wit::Heads {
         wit::Heads {

@@ -8,7 +8,7 @@
 
 use crate::catalog::Catalog;
 use crate::columns::{normalize_usage, usage_of};
-use crate::identity::{Identity, NO_STRING, entries_of, normalize_entries, owner_of};
+use crate::identity::{NO_STRING, entries_of, normalize_entries, owner_of};
 use crate::types::{
     ClusterQueueId, Entry, FrAmount, LocalQueueId, Millis, Needs, NewStrings, NodeId, Owner,
     RequeueReason, StringId, UsageTable, Workload,
@@ -58,23 +58,7 @@ pub struct Candidate {
     pub local_queue_usage: Option<f64>,
 }
 
-impl Identity for Candidate {
-    fn namespace_id(&self) -> StringId {
-        self.namespace
-    }
-    fn owner(&self) -> Option<Owner> {
-        self.owner
-    }
-    fn local_queue_id(&self) -> Option<LocalQueueId> {
-        self.local_queue
-    }
-    fn label_entries(&self) -> &[Entry] {
-        &self.labels
-    }
-    fn annotation_entries(&self) -> &[Entry] {
-        &self.annotations
-    }
-}
+crate::identity::identity_from_fields!(Candidate);
 
 /// The candidates as the host sends them (`wit/preemption.wit`, `record candidates`): one
 /// column per field, no record per candidate, made safe to index when received. Read them
@@ -682,6 +666,7 @@ macro_rules! export_preemption {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::identity::Identity;
 
     #[test]
     fn columns_become_one_record_per_candidate() {
