@@ -217,7 +217,8 @@ impl Controller {
         }
         self.work.owners.extend(d.owners);
         self.work.pod_groups.extend(d.pod_groups);
-        if self.pod_groups {
+        // A pod group's Workload is named after the group: a changed Workload may be one.
+        if self.pod_groups && !self.mirror.pods.is_empty() {
             self.work.pod_groups.extend(d.touched.iter().cloned());
         }
         self.work.checks.extend(d.touched);

@@ -379,9 +379,12 @@ impl Controller {
             .await;
     }
 
+    /// Releases an admission the cluster never recorded and queues the workload again where
+    /// it was (not an eviction: no requeue is counted).
     pub(super) fn undo_admission(&mut self, id: WorkloadId) {
         if let Some(s) = self.scheduler.as_mut() {
-            s.complete_eviction(id);
+            s.release(id);
+            let _ = s.submit(id);
         }
     }
 
