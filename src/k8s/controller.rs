@@ -1035,12 +1035,20 @@ impl Controller {
                 writes.push((KueueKind::LocalQueue, Some(namespace), name, json!(st)));
             }
         }
-        for (kind, namespace, name, st) in writes {
-            match self
-                .writer
-                .patch_queue_status(kind, namespace.as_deref(), &name, &st)
-                .await
-            {
+        // Different objects: written concurrently.
+        let writer = &self.writer;
+        let answers: Vec<_> = futures::stream::iter(writes)
+            .map(|(kind, namespace, name, st)| async move {
+                let r = writer
+                    .patch_queue_status(kind, namespace.as_deref(), &name, &st)
+                    .await;
+                (kind, name, r)
+            })
+            .buffer_unordered(super::writer::MAX_IN_FLIGHT)
+            .collect()
+            .await;
+        for (kind, name, answer) in answers {
+            match answer {
                 Ok(obj) => {
                     if let Ok(object) = self.mirror.decode(Source::Kueue(kind), &obj) {
                         self.mirror.put(object, true);
