@@ -1,7 +1,9 @@
-//! The mirror turned into the simulator's core: validated [`Manifests`] → [`build_cluster`] →
-//! [`Scheduler`], with the quota of every admitted (and not finished) Workload restored before
-//! the first cycle, victims still being evicted marked as such, and every other live Workload
-//! queued.
+//! The mirror turned into the simulator's core. The restart path ([`build`]): validated
+//! [`Manifests`] → [`build_cluster`] → [`Scheduler`], with the quota of every admitted (and not
+//! finished) Workload restored before the first cycle, victims still being evicted marked as
+//! such, and every other live Workload queued. The incremental path ([`sync_workload`]): one
+//! Workload taken into a live core as the restart path would have built it — the same
+//! `core_view` and `place` — so that a watch event costs O(that Workload).
 
 use std::sync::Arc;
 
