@@ -543,20 +543,38 @@ impl Controller {
         if !kind.is_suspended(&value) || kind.finished(&value).is_some() {
             return None;
         }
-        let name = job.metadata.name.as_deref().unwrap_or_default();
-        let uid = job.metadata.uid.as_deref();
-        let wl = self.owned_workload(
-            job.metadata.namespace.as_deref().unwrap_or("default"),
-            &kind.workload_name(name, uid.unwrap_or_default(), None),
-            uid,
-        )?;
+        let wl = self.job_workload(kind, job)?;
         if !has_quota_reservation(&wl) || is_evicted(&wl) || !is_admitted(&wl) || is_finished(&wl) {
             return None;
         }
-        let mut admitted = self.admitted_pod_sets(&wl);
-        self.add_check_updates(&wl, &mut admitted).ok()?;
-        let labels = attribution::attribution_labels(&wl, &self.attribution);
-        kind.start_ops(&value, &admitted, &labels).ok()
+        self.start_ops(kind, &value, &wl).ok()
+    }
+
+    /// The Workload a job owns (the name its kind gives it, owned by the job's UID).
+    fn job_workload(&self, kind: &JobKind, job: &kube::core::DynamicObject) -> Option<Workload> {
+        let name = job.metadata.name.as_deref().unwrap_or_default();
+        let uid = job.metadata.uid.as_deref();
+        self.owned_workload(
+            job.metadata.namespace.as_deref().unwrap_or("default"),
+            &kind.workload_name(name, uid.unwrap_or_default(), None),
+            uid,
+        )
+    }
+
+    /// The JSON Patch that starts a job on its admitted Workload: flavors, counts, the checks'
+    /// podSet updates and the attribution labels.
+    fn start_ops(
+        &self,
+        kind: &JobKind,
+        value: &Value,
+        wl: &Workload,
+    ) -> Result<Vec<Value>, StartError> {
+        let mut admitted = self.admitted_pod_sets(wl);
+        self.add_check_updates(wl, &mut admitted)
+            .map_err(StartError::CheckUpdates)?;
+        let labels = attribution::attribution_labels(wl, &self.attribution);
+        kind.start_ops(value, &admitted, &labels)
+            .map_err(StartError::Template)
     }
 
     /// Sends the start patches of admitted jobs, at most [`super::writer::MAX_IN_FLIGHT`] at
@@ -609,11 +627,7 @@ impl Controller {
         let ns = namespace.as_deref();
         let name = job.metadata.name.clone().unwrap_or_default();
         let value = to_value(&job);
-        let wl = self.owned_workload(
-            ns.unwrap_or("default"),
-            &kind.workload_name(&name, job.metadata.uid.as_deref().unwrap_or_default(), None),
-            job.metadata.uid.as_deref(),
-        );
+        let wl = self.job_workload(&kind, &job);
         if let Some((success, message)) = kind.finished(&value) {
             if let Some(wl) = wl.filter(|w| !is_finished(w)) {
                 self.finish(&wl, success, &message, now).await?;
@@ -666,16 +680,15 @@ impl Controller {
             }
         } else if reserved && is_admitted(&wl) {
             if kind.is_suspended(&value) {
-                let mut admitted = self.admitted_pod_sets(&wl);
-                if let Err(m) = self.add_check_updates(&wl, &mut admitted) {
-                    // A permanent error in Kueue: the Workload finishes, `FailedToStart`.
-                    tracing::warn!(workload = %workload_key(&wl), error = %m, "cannot start the job");
-                    return self.finish_with(&wl, "FailedToStart", &m, now).await;
-                }
-                let labels = attribution::attribution_labels(&wl, &self.attribution);
-                let ops = kind
-                    .start_ops(&value, &admitted, &labels)
-                    .map_err(|m| integration_error(&kind, key, m))?;
+                let ops = match self.start_ops(&kind, &value, &wl) {
+                    Ok(ops) => ops,
+                    Err(StartError::CheckUpdates(m)) => {
+                        // A permanent error in Kueue: the Workload finishes, `FailedToStart`.
+                        tracing::warn!(workload = %workload_key(&wl), error = %m, "cannot start the job");
+                        return self.finish_with(&wl, "FailedToStart", &m, now).await;
+                    }
+                    Err(StartError::Template(m)) => return Err(integration_error(&kind, key, m)),
+                };
                 self.patch_job(i, ns, &name, ops, false).await?;
             }
         } else if !reserved && !kind.is_suspended(&value) {
@@ -1061,6 +1074,14 @@ impl Controller {
             }
         }
     }
+}
+
+/// Why an admitted job cannot be started.
+enum StartError {
+    /// The admission checks' podSet updates conflict (Kueue: `FailedToStart`).
+    CheckUpdates(String),
+    /// The job's templates cannot take the admission.
+    Template(String),
 }
 
 fn integration_error(kind: &JobKind, key: &str, message: String) -> Error {

@@ -261,12 +261,7 @@ pub fn sync_workload(
             Synced::Removed
         }
         (Some(wl), None) => {
-            let resources = s.cluster.names.n_resources();
-            let info = s.cluster.workload_info(&wl, now);
-            if s.cluster.names.n_resources() != resources {
-                // A resource no ClusterQueue names: policies get the new names.
-                s.cluster.config_changed();
-            }
+            let info = info_of(s, &wl, now);
             let id = s.cluster.add_workload(info);
             if !restore(s, id, &wl, now) {
                 s.remove(id);
@@ -299,7 +294,7 @@ pub fn sync_workload(
                     Synced::Updated(place(s, id, &wl, now))
                 }
                 (false, false) => {
-                    let info = s.cluster.workload_info(&wl, now);
+                    let info = info_of(s, &wl, now);
                     let old = s.cluster.workload(id);
                     if old.same_spec(&info) && (s.is_pending(id) || !info.active) {
                         return Synced::Unchanged;
@@ -310,6 +305,17 @@ pub fn sync_workload(
             }
         }
     }
+}
+
+/// The core's record of a Workload for a live core. A resource no ClusterQueue names is
+/// interned on the way: the configuration id changes so that policies get the new names.
+fn info_of(s: &mut Scheduler, wl: &Workload, now: Millis) -> crate::cluster::WorkloadInfo {
+    let resources = s.cluster.names.n_resources();
+    let info = s.cluster.workload_info(wl, now);
+    if s.cluster.names.n_resources() != resources {
+        s.cluster.config_changed();
+    }
+    info
 }
 
 /// Restores the quota a Workload's `status.admission` shows. `false` (logged) when it cannot

@@ -225,10 +225,12 @@ impl Mirror {
     }
 
     /// The Workload a ProvisioningRequest belongs to (its owner of kind Workload).
-    fn note_owner_workload(&mut self, obj: &DynamicObject) {
-        let ns = obj.metadata.namespace.as_deref();
-        if let Some(o) = obj
-            .metadata
+    fn note_owner_workload(
+        &mut self,
+        meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    ) {
+        let ns = meta.namespace.as_deref();
+        if let Some(o) = meta
             .owner_references
             .iter()
             .flatten()
@@ -285,29 +287,30 @@ impl Mirror {
     }
 
     fn delete(&mut self, src: Source, obj: Option<&DynamicObject>, key: &str) -> Change {
-        if let (Source::Pod, Some(pod)) = (src, obj)
-            && let Some(g) = super::podgroup::group_key(&pod.metadata)
-        {
-            self.dirty.pod_groups.insert(g);
-        }
-        if let (Source::ProvisioningRequest, Some(pr)) = (src, obj) {
-            self.note_owner_workload(pr);
-        }
-        if let (Source::Pod, None) = (src, obj)
-            && let Some(g) = self
-                .pods
-                .get(key)
-                .and_then(|p| super::podgroup::group_key(&p.metadata))
-        {
-            self.dirty.pod_groups.insert(g);
-        }
-        if let (Source::ProvisioningRequest, None) = (src, obj)
-            && let Some(pr) = self.provisioning_requests.get(key).cloned()
-        {
-            self.note_owner_workload(&pr);
-        }
-        if src == Source::Kueue(KueueKind::Workload) {
-            self.note_owners(key);
+        // Whom the object's going concerns: a pod's group, a ProvisioningRequest's Workload, a
+        // Workload's job. The stored object says, else the event's.
+        match src {
+            Source::Pod => {
+                let meta = self.pods.get(key).map(|p| &p.metadata);
+                if let Some(g) = meta
+                    .or(obj.map(|o| &o.metadata))
+                    .and_then(super::podgroup::group_key)
+                {
+                    self.dirty.pod_groups.insert(g);
+                }
+            }
+            Source::ProvisioningRequest => {
+                if let Some(meta) = self
+                    .provisioning_requests
+                    .get(key)
+                    .or(obj)
+                    .map(|o| o.metadata.clone())
+                {
+                    self.note_owner_workload(&meta);
+                }
+            }
+            Source::Kueue(KueueKind::Workload) => self.note_owners(key),
+            _ => {}
         }
         let removed = match src {
             Source::Kueue(KueueKind::ResourceFlavor) => self.flavors.remove(key).is_some(),
@@ -370,7 +373,7 @@ impl Mirror {
                 }
             }
             Source::ProvisioningRequest => {
-                self.note_owner_workload(&obj);
+                self.note_owner_workload(&obj.metadata);
                 let changed = upsert(
                     &mut self.provisioning_requests,
                     key,
