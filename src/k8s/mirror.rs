@@ -42,22 +42,6 @@ pub enum Observed {
     Listed(Source, Vec<DynamicObject>),
 }
 
-/// What an observation changed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Change {
-    /// Configuration or Workloads: the core must be rebuilt.
-    pub core: bool,
-    /// Jobs or pods: the job integrations must look again.
-    pub jobs: bool,
-}
-
-impl std::ops::BitOrAssign for Change {
-    fn bitor_assign(&mut self, o: Change) {
-        self.core |= o.core;
-        self.jobs |= o.jobs;
-    }
-}
-
 /// `namespace/name`, or `name` for cluster-scoped objects.
 pub fn key_of(namespace: Option<&str>, name: &str) -> String {
     match namespace {
@@ -245,23 +229,22 @@ impl Mirror {
         sources.iter().all(|s| self.listed.contains(s))
     }
 
-    pub fn observe(&mut self, ev: Observed) -> Change {
+    /// Takes in what a watcher reports; what changed is recorded in [`Dirty`].
+    pub fn observe(&mut self, ev: Observed) {
         match ev {
             Observed::Applied(src, obj) => self.apply(src, obj),
             Observed::Deleted(src, obj) => self.delete(src, Some(&obj), &dyn_key(&obj)),
             Observed::Listed(src, objs) => {
                 self.listed.insert(src);
                 let fresh: BTreeSet<String> = objs.iter().map(dyn_key).collect();
-                let mut change = Change::default();
                 for key in self.keys(src) {
                     if !fresh.contains(&key) {
-                        change |= self.delete(src, None, &key);
+                        self.delete(src, None, &key);
                     }
                 }
                 for o in objs {
-                    change |= self.apply(src, o);
+                    self.apply(src, o);
                 }
-                change
             }
         }
     }
@@ -286,7 +269,7 @@ impl Mirror {
         }
     }
 
-    fn delete(&mut self, src: Source, obj: Option<&DynamicObject>, key: &str) -> Change {
+    fn delete(&mut self, src: Source, obj: Option<&DynamicObject>, key: &str) {
         // Whom the object's going concerns: a pod's group, a ProvisioningRequest's Workload, a
         // Workload's job. The stored object says, else the event's.
         match src {
@@ -338,24 +321,14 @@ impl Mirror {
                 _ => self.dirty.config = true,
             }
         }
-        match src {
-            Source::Pod | Source::Job(_) | Source::ProvisioningRequest => Change {
-                core: false,
-                jobs: removed,
-            },
-            _ => Change {
-                core: removed,
-                jobs: removed,
-            },
-        }
     }
 
-    fn apply(&mut self, src: Source, obj: DynamicObject) -> Change {
+    fn apply(&mut self, src: Source, obj: DynamicObject) {
         let key = dyn_key(&obj);
         match src {
             Source::Job(i) => {
                 let Some(jobs) = self.jobs.get_mut(i) else {
-                    return Change::default();
+                    return;
                 };
                 let changed = upsert(
                     jobs,
@@ -367,24 +340,16 @@ impl Mirror {
                 if changed {
                     self.touch_job(i, &key);
                 }
-                Change {
-                    core: false,
-                    jobs: changed,
-                }
             }
             Source::ProvisioningRequest => {
                 self.note_owner_workload(&obj.metadata);
-                let changed = upsert(
+                upsert(
                     &mut self.provisioning_requests,
                     key,
                     obj,
                     |o| o.metadata.resource_version.clone(),
                     |a, b| a == b,
                 );
-                Change {
-                    core: false,
-                    jobs: changed,
-                }
             }
             Source::Pod => match serde_json::to_value(&obj).and_then(serde_json::from_value::<Pod>)
             {
@@ -392,28 +357,22 @@ impl Mirror {
                     if let Some(g) = super::podgroup::group_key(&pod.metadata) {
                         self.dirty.pod_groups.insert(g);
                     }
-                    let changed = upsert(
+                    upsert(
                         &mut self.pods,
                         key,
                         pod,
                         |p| p.metadata.resource_version.clone(),
                         |a, b| a == b,
                     );
-                    Change {
-                        core: false,
-                        jobs: changed,
-                    }
                 }
                 Err(e) => {
                     tracing::warn!(pod = %key, error = %e, "ignoring a Pod that does not decode");
-                    Change::default()
                 }
             },
             Source::Namespace | Source::Kueue(_) => match self.decode(src, &obj) {
                 Ok(object) => self.put(object, false),
                 Err(e) => {
                     tracing::warn!(error = %e, "ignoring an object that does not decode");
-                    Change::default()
                 }
             },
         }
@@ -447,7 +406,7 @@ impl Mirror {
 
     /// Stores a decoded object. `own_write`: the object is the API server's answer to a
     /// write of wasq's, which the core already reflects.
-    pub fn put(&mut self, object: Object, own_write: bool) -> Change {
+    pub fn put(&mut self, object: Object, own_write: bool) {
         fn rv<T>(
             meta: impl Fn(&T) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
         ) -> impl Fn(&T) -> Option<String> {
@@ -545,10 +504,6 @@ impl Mirror {
                 None => {}
             }
         }
-        Change {
-            core: changed && !own_write,
-            jobs: changed,
-        }
     }
 }
 
@@ -586,6 +541,14 @@ fn upsert<T>(
 mod tests {
     use super::*;
 
+    /// Observes `ev` and says whether the core must take something in (a configuration change
+    /// or a Workload changed by someone else).
+    fn reaches_core(m: &mut Mirror, ev: Observed) -> bool {
+        m.observe(ev);
+        let d = m.take_dirty();
+        d.config || !d.workloads.is_empty()
+    }
+
     fn wl(rv: &str, queue: &str) -> DynamicObject {
         serde_json::from_value(serde_json::json!({
             "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
@@ -616,25 +579,22 @@ mod tests {
         let mut m = Mirror::new(0);
         let src = Source::Kueue(KueueKind::Cohort);
         let none = serde_json::json!({});
-        assert!(
-            m.observe(Observed::Applied(
-                src,
-                cohort("1", none.clone(), none.clone())
-            ))
-            .core
-        );
+        assert!(reaches_core(
+            &mut m,
+            Observed::Applied(src, cohort("1", none.clone(), none.clone()))
+        ));
         // Policies may read a Cohort's exposed annotations.
         let team = serde_json::json!({"example.com/team": "ml"});
-        assert!(
-            m.observe(Observed::Applied(src, cohort("2", team.clone(), none)))
-                .core
-        );
+        assert!(reaches_core(
+            &mut m,
+            Observed::Applied(src, cohort("2", team.clone(), none))
+        ));
         // The status the controller writes is kept (the schema has it) but changes nothing.
         let share = serde_json::json!({"fairSharing": {"weightedShare": 167}});
-        assert!(
-            !m.observe(Observed::Applied(src, cohort("3", team, share.clone())))
-                .core
-        );
+        assert!(!reaches_core(
+            &mut m,
+            Observed::Applied(src, cohort("3", team, share.clone()))
+        ));
         assert_eq!(m.cohorts["team"].status, Some(share));
     }
 
@@ -642,11 +602,11 @@ mod tests {
     fn stale_events_are_ignored_and_unknown_fields_pruned() {
         let mut m = Mirror::new(0);
         let src = Source::Kueue(KueueKind::Workload);
-        assert!(m.observe(Observed::Applied(src, wl("10", "a"))).core);
-        assert!(!m.observe(Observed::Applied(src, wl("9", "b"))).core);
+        assert!(reaches_core(&mut m, Observed::Applied(src, wl("10", "a"))));
+        assert!(!reaches_core(&mut m, Observed::Applied(src, wl("9", "b"))));
         assert_eq!(m.workloads["ns/w"].spec.queue_name.as_deref(), Some("a"));
-        assert!(m.observe(Observed::Applied(src, wl("11", "b"))).core);
-        assert!(m.observe(Observed::Listed(src, vec![])).core);
+        assert!(reaches_core(&mut m, Observed::Applied(src, wl("11", "b"))));
+        assert!(reaches_core(&mut m, Observed::Listed(src, vec![])));
         assert!(m.workloads.is_empty());
         assert!(m.is_synced(&[src]));
     }
