@@ -68,13 +68,6 @@ pub fn kueue_reference(shape: Shape) -> (f64, [(&'static str, f64); 3]) {
     (wall, t.max_mean_time_to_admit_seconds)
 }
 
-fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
 fn cpu_seconds() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // Fields after the command (which may hold spaces) end at ") ".
@@ -255,7 +248,7 @@ async fn run_async(
             .collect(),
         requests_per_admission: controller_requests as f64 / (admissions.max(1)) as f64,
         requests,
-        peak_memory_bytes: peak_rss(),
+        peak_memory_bytes: crate::sim::bench::peak_rss(),
         cpu_seconds: cpu_seconds(),
     })
 }

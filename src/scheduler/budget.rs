@@ -113,15 +113,15 @@ impl Budgets {
             return hold(Limit::PerPreemptor { max });
         }
         let max = budget.max_evictions_per_minute?;
-        let window = self.window(cq, now);
-        let recent = window.len() as u32;
+        let (times, start) = self.window(cq, now);
+        let recent = (times.len() - start) as u32;
         if recent.saturating_add(needed) <= max {
             return None;
         }
         // The oldest `recent + needed - max` evictions must leave the window first.
         let refill_at = (needed <= max).then(|| {
             let leave = (recent + needed - max) as usize;
-            window[leave - 1] + WINDOW_MS
+            times[start + leave - 1] + WINDOW_MS
         });
         hold(Limit::PerMinute {
             max,
@@ -130,17 +130,18 @@ impl Budgets {
         })
     }
 
-    /// The eviction times of the ClusterQueue within the window ending at `now`, oldest first.
-    fn window(&self, cq: CqId, now: Millis) -> Vec<Millis> {
-        self.evictions
-            .get(cq.index())
-            .map(|q| q.iter().copied().filter(|&t| t > now - WINDOW_MS).collect())
-            .unwrap_or_default()
+    /// The ClusterQueue's eviction times (oldest first) and the index of the first one within
+    /// the window ending at `now` (no copy: this runs in every victim search).
+    fn window(&self, cq: CqId, now: Millis) -> (&VecDeque<Millis>, usize) {
+        static NONE: VecDeque<Millis> = VecDeque::new();
+        let times = self.evictions.get(cq.index()).unwrap_or(&NONE);
+        (times, times.partition_point(|&t| t <= now - WINDOW_MS))
     }
 
     /// Evictions the ClusterQueue's preemptors caused within the window ending at `now`.
     pub fn recent(&self, cq: CqId, now: Millis) -> u32 {
-        self.window(cq, now).len() as u32
+        let (times, start) = self.window(cq, now);
+        (times.len() - start) as u32
     }
 
     /// `n` evictions caused by a preemptor of `cq` at `now`.

@@ -429,12 +429,19 @@ fn find_targets(
         })
         .unwrap_or_default();
     // The budget judges the verified answer, whoever gave it; over budget, nobody is evicted.
-    let needed = targets
-        .iter()
-        .filter(|t| !ctx.cluster.is_evicting(t.workload))
-        .count();
-    let needed = u32::try_from(needed).unwrap_or(u32::MAX);
-    if let Some(hold) = ctx.budgets.check(ctx.cluster, cq, ctx.now, needed) {
+    let held = (!ctx.cluster.cq(cq).budget.is_unlimited())
+        .then(|| {
+            let needed = targets
+                .iter()
+                .filter(|t| !ctx.cluster.is_evicting(t.workload))
+                .count();
+            let needed = u32::try_from(needed).unwrap_or(u32::MAX);
+            ctx.budgets
+                .check(ctx.cluster, cq, ctx.now, needed)
+                .map(|hold| (needed, hold))
+        })
+        .flatten();
+    if let Some((needed, hold)) = held {
         tracing::debug!(workload = %wl.key, needed, "victims over the preemption budget");
         return Targets {
             held: Some(hold),

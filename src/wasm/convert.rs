@@ -14,7 +14,7 @@ use crate::api::{
     BorrowWithinCohortPolicy, FungibilityPolicy, FungibilityPreference, QueueingStrategy,
     ReclaimWithinCohort, WithinClusterQueue,
 };
-use crate::cluster::{Cluster, CqId, LqId, Millis, WorkloadId, WorkloadInfo};
+use crate::cluster::{Cluster, CqId, LqId, Millis, WorkloadId};
 use crate::quota::{FrIdx, NodeId, NodeKind};
 
 /// The WIT catalog plus the host-side index of its annotation keys and the plugin's
@@ -33,7 +33,13 @@ impl Catalog {
             let wl = cluster.workload(id);
             (
                 strings.intern(&wl.namespace),
-                owner(strings, wl).map(|o| [o.kind, o.api_version, o.name]),
+                wl.owner.as_ref().map(|o| {
+                    [
+                        strings.intern(&o.kind),
+                        strings.intern(&o.api_version),
+                        strings.intern(&o.name),
+                    ]
+                }),
                 wl.lq.map_or(NO_STRING, |l| l.0),
                 entries(strings, &wl.labels, |k| self.exposure.exposes_label(k)),
                 entries(strings, &wl.annotations, |k| self.exposure.exposes(k)),
@@ -282,18 +288,9 @@ fn wit_entries(pairs: &[(u32, u32)]) -> Vec<t::Entry> {
         .collect()
 }
 
-/// The job that owns a workload, interned; `None` for a bare Workload.
-pub fn owner(strings: &mut StringTable, wl: &WorkloadInfo) -> Option<t::Owner> {
-    wl.owner.as_ref().map(|o| t::Owner {
-        kind: strings.intern(&o.kind),
-        api_version: strings.intern(&o.api_version),
-        name: strings.intern(&o.name),
-    })
-}
-
 /// `no-string`: a `string-id` that names no string (the job columns of a workload without an
 /// owner).
-pub const NO_STRING: u32 = u32::MAX;
+pub use super::strings::NONE as NO_STRING;
 
 /// The identity columns of `record heads` and `record candidates` for `workloads`, in order.
 #[derive(Debug, Default)]
@@ -336,32 +333,42 @@ impl IdentityColumns {
             c.job_api_versions.push(api_version);
             c.job_names.push(name);
             c.local_queues.push(ident.local_queue);
-            // Offsets only once some entry has any (none at all: the WIT allows no offsets,
-            // one list fewer to fill and copy).
-            let labels = strings.labels(ident);
-            if !labels.is_empty() && c.label_offsets.is_empty() {
-                c.label_offsets.resize(i + 1, 0);
-            }
-            for &(key, value) in labels {
-                c.label_keys.push(key);
-                c.label_values.push(value);
-            }
-            if !c.label_offsets.is_empty() {
-                c.label_offsets.push(c.label_keys.len() as u32);
-            }
-            let annotations = strings.annotations(ident);
-            if !annotations.is_empty() && c.annotation_offsets.is_empty() {
-                c.annotation_offsets.resize(i + 1, 0);
-            }
-            for &(key, value) in annotations {
-                c.annotation_keys.push(key);
-                c.annotation_values.push(value);
-            }
-            if !c.annotation_offsets.is_empty() {
-                c.annotation_offsets.push(c.annotation_keys.len() as u32);
-            }
+            push_entries(
+                (&mut c.label_offsets, &mut c.label_keys, &mut c.label_values),
+                i,
+                strings.labels(ident),
+            );
+            push_entries(
+                (
+                    &mut c.annotation_offsets,
+                    &mut c.annotation_keys,
+                    &mut c.annotation_values,
+                ),
+                i,
+                strings.annotations(ident),
+            );
         }
         c
+    }
+}
+
+/// Appends workload `i`'s entries to entry columns (offsets, keys, values). Offsets are
+/// written only once some entry has any (none at all: the WIT allows no offsets, one list
+/// fewer to fill and copy).
+fn push_entries(
+    (offsets, keys, values): (&mut Vec<u32>, &mut Vec<u32>, &mut Vec<u32>),
+    i: usize,
+    entries: &[(u32, u32)],
+) {
+    if !entries.is_empty() && offsets.is_empty() {
+        offsets.resize(i + 1, 0);
+    }
+    for &(key, value) in entries {
+        keys.push(key);
+        values.push(value);
+    }
+    if !offsets.is_empty() {
+        offsets.push(keys.len() as u32);
     }
 }
 
@@ -375,15 +382,7 @@ pub fn workload(
     queued: Millis,
 ) -> t::Workload {
     let ident = catalog.ident(strings, cluster, id);
-    let [kind, api_version, name] = ident.owner;
-    let (namespace, owner) = (
-        ident.namespace,
-        (kind != NO_STRING).then_some(t::Owner {
-            kind,
-            api_version,
-            name,
-        }),
-    );
+    let (namespace, owner) = (ident.namespace, ident.owner());
     let (labels, annotations) = (
         wit_entries(strings.labels(ident)),
         wit_entries(strings.annotations(ident)),

@@ -52,6 +52,18 @@ pub struct Ident {
 /// No string, no extras (the WIT's `no-string`); also marks an identity not computed yet.
 pub const NONE: u32 = u32::MAX;
 
+impl Ident {
+    /// The owning job as the WIT's `owner` record; `None` for a bare Workload.
+    pub fn owner(&self) -> Option<crate::wasm::bindings::types::Owner> {
+        let [kind, api_version, name] = self.owner;
+        (kind != NONE).then_some(crate::wasm::bindings::types::Owner {
+            kind,
+            api_version,
+            name,
+        })
+    }
+}
+
 const UNSET: Ident = Ident {
     namespace: NONE,
     owner: [NONE; 3],

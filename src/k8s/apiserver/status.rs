@@ -92,9 +92,15 @@ impl ApiError {
         ApiError::new(400, "BadRequest", message)
     }
 
-    /// A resourceVersion (of a list or a continue token) older than the history kept.
+    /// 410 `Expired` (a continue token older than the history kept).
     pub fn expired(message: impl Into<String>) -> Self {
         ApiError::new(410, "Expired", message)
+    }
+
+    /// A resourceVersion (of a list or a watch) older than the history kept, which starts at
+    /// `floor`.
+    pub fn too_old(requested: u64, floor: u64) -> Self {
+        ApiError::expired(format!("too old resource version: {requested} ({floor})"))
     }
 
     pub fn internal(message: impl Into<String>) -> Self {

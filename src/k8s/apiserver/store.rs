@@ -334,10 +334,7 @@ impl Store {
         at: u64,
     ) -> Result<BTreeMap<(String, String), Value>, ApiError> {
         if at < self.floor {
-            return Err(ApiError::expired(format!(
-                "too old resource version: {at} ({})",
-                self.floor
-            )));
+            return Err(ApiError::too_old(at, self.floor));
         }
         let mut out: BTreeMap<(String, String), Value> = self
             .objects

@@ -92,7 +92,7 @@ fn bookmark(kind: &str, api_version: &str, rv: u64, initial_end: bool) -> Value 
 }
 
 fn expired(requested: u64, floor: u64) -> Value {
-    let status = ApiError::expired(format!("too old resource version: {requested} ({floor})"));
+    let status = ApiError::too_old(requested, floor);
     json!({"type": "ERROR", "object": status.to_status()})
 }
 
