@@ -290,6 +290,8 @@ async fn run_async(
             }
             _ = tokio::signal::ctrl_c() => {
                 tracing::info!("interrupted; stopping");
+                // Events already recorded go out, if the API server answers in time.
+                let _ = tokio::time::timeout(Duration::from_secs(5), controller.settled()).await;
                 return Ok(());
             }
         }

@@ -315,7 +315,7 @@ impl Controller {
         if due {
             self.write_queue_statuses(now).await;
         }
-        self.writer.flush_events().await;
+        self.writer.flush_events();
         if !due {
             return;
         }
@@ -331,6 +331,11 @@ impl Controller {
                 shared.leading = true;
             }
         }
+    }
+
+    /// Waits until the Events of past passes are published (they go out in the background).
+    pub async fn settled(&self) {
+        self.writer.events_settled().await;
     }
 
     /// The restart path: the core built from every object of the mirror.

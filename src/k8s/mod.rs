@@ -24,6 +24,7 @@ pub mod conditions;
 pub mod controller;
 pub mod core;
 pub mod crds;
+pub mod events;
 pub mod integration;
 pub mod leader;
 pub mod metrics;

@@ -5,14 +5,13 @@
 //!
 //! Requests are paced by a token bucket (`--kube-api-qps` / `--kube-api-burst`, Kueue's
 //! `clientConnection` defaults 300 / 500), as client-go's rate limiter paces Kueue's. Events
-//! are collected during a pass and published at its end ([`Writer::flush_events`]): objects
-//! concurrently, each object's Events in order, repeated Events folded into a series by
-//! kube's recorder (as client-go's correlator does) — never between two decisions.
+//! are recorded during a pass and published in the background from its end
+//! ([`Writer::flush_events`], [`super::events`]): repeated Events folded into series as
+//! client-go's `tools/events` broadcaster folds Kueue's — never between two decisions.
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, DynamicObject};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::Value;
 
 use super::Error;
@@ -37,10 +36,8 @@ type Limiter = governor::DefaultDirectRateLimiter;
 
 pub struct Writer {
     client: kube::Client,
-    recorder: Recorder,
     limiter: Option<std::sync::Arc<Limiter>>,
-    /// Events of this pass, in the order they were recorded.
-    events: std::sync::Mutex<Vec<(ObjectReference, Event)>>,
+    events: super::events::Publisher,
 }
 
 fn params(manager: &str) -> PatchParams {
@@ -59,15 +56,11 @@ fn json_patch(ops: Vec<Value>) -> Result<json_patch::Patch, Error> {
 
 impl Writer {
     pub fn new(client: kube::Client, instance: Option<String>) -> Writer {
-        let reporter = Reporter {
-            controller: "wasq".into(),
-            instance,
-        };
+        let instance = instance.unwrap_or_else(|| "wasq".into());
         Writer {
-            recorder: Recorder::new(client.clone(), reporter),
+            events: super::events::Publisher::new(client.clone(), "wasq", &instance),
             client,
             limiter: None,
-            events: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -75,6 +68,7 @@ impl Writer {
     /// positive, as client-go with a negative QPS).
     pub fn with_rate_limit(mut self, qps: f64, burst: u32) -> Writer {
         self.limiter = rate_limiter(qps, burst).map(std::sync::Arc::new);
+        self.events.set_limiter(self.limiter.clone());
         self
     }
 
@@ -243,7 +237,7 @@ impl Writer {
             .await?)
     }
 
-    /// Records an Event, published by the next [`Writer::flush_events`].
+    /// Records an Event, published from the next [`Writer::flush_events`].
     pub async fn event(
         &self,
         reference: &ObjectReference,
@@ -252,60 +246,20 @@ impl Writer {
         action: &str,
         note: String,
     ) {
-        let event = Event {
-            type_: if warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: reason.into(),
-            note: Some(super::conditions::truncate(&note, 1024)),
-            action: action.into(),
-            secondary: None,
-        };
-        if let Ok(mut events) = self.events.lock() {
-            events.push((reference.clone(), event));
-        }
+        let note = super::conditions::truncate(&note, 1024);
+        self.events
+            .record(reference, warning, reason, action, note);
     }
 
-    /// Publishes the Events recorded since the last flush: objects concurrently (at most
-    /// [`MAX_IN_FLIGHT`]), each object's Events in the order they were recorded. Failures are
-    /// logged, never fatal.
-    pub async fn flush_events(&self) {
-        let events = match self.events.lock() {
-            Ok(mut e) => std::mem::take(&mut *e),
-            Err(_) => return,
-        };
-        if events.is_empty() {
-            return;
-        }
-        let mut per_object: Vec<(String, Vec<(ObjectReference, Event)>)> = Vec::new();
-        let mut index: std::collections::HashMap<String, usize> = Default::default();
-        for (r, e) in events {
-            let key = format!(
-                "{}/{}/{}/{}",
-                r.kind.as_deref().unwrap_or_default(),
-                r.namespace.as_deref().unwrap_or_default(),
-                r.name.as_deref().unwrap_or_default(),
-                r.uid.as_deref().unwrap_or_default()
-            );
-            let i = *index.entry(key.clone()).or_insert_with(|| {
-                per_object.push((key, Vec::new()));
-                per_object.len() - 1
-            });
-            per_object[i].1.push((r, e));
-        }
-        use futures::StreamExt;
-        futures::stream::iter(per_object)
-            .for_each_concurrent(MAX_IN_FLIGHT, |(_, events)| async move {
-                for (reference, event) in events {
-                    self.paced().await;
-                    if let Err(e) = self.recorder.publish(&event, &reference).await {
-                        tracing::warn!(reason = %event.reason, object = ?reference.name, error = %e, "cannot publish an event");
-                    }
-                }
-            })
-            .await;
+    /// Starts publishing the Events recorded since the last flush, in the background after
+    /// the previous flush's; returns at once. Failures are logged, never fatal.
+    pub fn flush_events(&self) {
+        self.events.flush();
+    }
+
+    /// Waits until every flushed Event has been published.
+    pub async fn events_settled(&self) {
+        self.events.settled().await;
     }
 }
 

@@ -3,6 +3,7 @@
 //! requests (paths, patch bodies, field managers) the controller makes for Kueue's job
 //! lifecycle. Everything above this layer is the simulator's code and is tested there.
 
+mod events;
 mod incremental;
 mod pods_ready;
 mod provisioning;
@@ -85,8 +86,10 @@ impl Env {
         ));
     }
 
+    /// One pass, and its Events published.
     async fn step(&mut self) {
         self.controller.step().await;
+        self.controller.settled().await;
     }
 
     /// Requests other than Events and queue and cohort status.
