@@ -91,6 +91,16 @@ enum Command {
         /// Controller driver: wall time after which the run stops, finished or not.
         #[arg(long, default_value = "30m", value_parser = parse_duration)]
         time_limit: std::time::Duration,
+        /// Controller driver: client-side requests per second (Kueue's default; 0: unpaced).
+        #[arg(long, default_value_t = wasq::k8s::writer::DEFAULT_QPS)]
+        kube_api_qps: f64,
+        /// Controller driver: client-side burst (Kueue's default).
+        #[arg(long, default_value_t = wasq::k8s::writer::DEFAULT_BURST)]
+        kube_api_burst: u32,
+        /// Controller driver: every workload pending when the controller starts, with quota for
+        /// all of them (how fast a backlog is admitted).
+        #[arg(long)]
+        backlog: bool,
     },
     /// Inspect, list, scaffold and build policy plugins.
     #[command(subcommand)]
@@ -152,9 +162,20 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             api_latency,
             time_scale,
             time_limit,
+            kube_api_qps,
+            kube_api_burst,
+            backlog,
             ..
         } => {
-            let report = wasq::k8s::bench::run(shape, api_latency, time_scale, time_limit)?;
+            let report = wasq::k8s::bench::run(&wasq::k8s::bench::Options {
+                shape,
+                api_latency,
+                time_scale,
+                limit: time_limit,
+                qps: kube_api_qps,
+                burst: kube_api_burst,
+                backlog,
+            })?;
             match output {
                 Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
                 Output::Table => print!("{}", report.to_table()),

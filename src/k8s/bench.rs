@@ -5,6 +5,12 @@
 //! after its admission. `time_scale` multiplies every arrival and duration (0.1: ten times
 //! faster); times to admit are reported divided by it, in the shape's seconds.
 //!
+//! The controller runs as `wasq controller` runs it: requests paced by a token bucket (Kueue's
+//! `clientConnection` defaults unless [`Options`] say otherwise) and queue statuses refreshed
+//! once a second. With `backlog`, every workload is pending before the controller starts and
+//! the ClusterQueues' quota covers them all: what is measured is how fast a backlog released
+//! at once is admitted.
+//!
 //! The harness reads and writes the double directly (not over HTTP), so that the request
 //! counters are the controller's alone.
 
@@ -27,6 +33,23 @@ use crate::sim::{ARRIVAL, CLASS, DURATION};
 
 const KUEUE: &str = "kueue.x-k8s.io/v1beta2";
 
+/// How `wasq bench --driver controller` runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub shape: Shape,
+    /// Server-side latency of every request.
+    pub api_latency: Duration,
+    /// Multiplies every arrival and duration.
+    pub time_scale: f64,
+    /// Wall time after which the run stops, finished or not.
+    pub limit: Duration,
+    /// The controller's client-side pacing (`--kube-api-qps`; not positive: none).
+    pub qps: f64,
+    pub burst: u32,
+    /// Every workload pending at start, with quota for all of them.
+    pub backlog: bool,
+}
+
 /// What `wasq bench --driver controller` measures.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -35,18 +58,28 @@ pub struct ControllerBench {
     pub driver: &'static str,
     pub api_latency_ms: f64,
     pub time_scale: f64,
+    /// The controller's client-side pacing (0: none).
+    pub kube_api_qps: f64,
+    pub kube_api_burst: u32,
+    /// Whether every workload was pending at start, with quota for all of them.
+    pub backlog: bool,
     pub workloads: usize,
     pub admissions: u64,
     /// Whether every workload was admitted and finished before the time limit.
     pub completed: bool,
     pub wall_seconds: f64,
     pub admissions_per_second: f64,
+    /// Admissions per second from the start to the last admission (with `backlog`: how fast
+    /// the backlog was admitted).
+    pub admission_rate_while_admitting: f64,
     /// Mean time from creation to admission per workload class, in the shape's seconds
     /// (measured wall time divided by `timeScale`).
     pub mean_time_to_admit_seconds: BTreeMap<String, f64>,
     /// The same, in wall seconds as measured (the figure to read when the controller does not
     /// keep up with the scaled arrivals).
     pub mean_time_to_admit_wall_seconds: BTreeMap<String, f64>,
+    /// Wall seconds the Events published in the background took after the run ended.
+    pub events_lag_seconds: f64,
     /// The controller's API requests (watches and Events included) per admission.
     pub requests_per_admission: f64,
     /// Requests per `verb resource`.
@@ -100,28 +133,47 @@ struct Arrival {
     object: Value,
 }
 
-/// Runs `shape` through the controller; gives up after `limit` of wall time.
-pub fn run(
-    shape: Shape,
-    api_latency: Duration,
-    time_scale: f64,
-    limit: Duration,
-) -> anyhow::Result<ControllerBench> {
+/// Runs the shape through the controller as `options` say.
+pub fn run(options: &Options) -> anyhow::Result<ControllerBench> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(run_async(shape, api_latency, time_scale, limit))
+    runtime.block_on(run_async(options))
 }
 
-async fn run_async(
-    shape: Shape,
-    api_latency: Duration,
-    time_scale: f64,
-    limit: Duration,
-) -> anyhow::Result<ControllerBench> {
-    let m = generate(&GeneratorSpec { shape, seed: None });
+/// Each ClusterQueue's nominal cpu quota raised to what its workloads request together.
+fn quota_for_all(m: &mut crate::api::Manifests, shape: Shape) {
+    let per_cq: i64 = shape
+        .config()
+        .sets
+        .iter()
+        .map(|s| i64::from(s.count) * s.cpu * 1000)
+        .sum();
+    for cq in &mut m.cluster_queues {
+        for rg in &mut cq.spec.resource_groups {
+            for f in &mut rg.flavors {
+                for r in f.resources.iter_mut().filter(|r| r.name == "cpu") {
+                    r.nominal_quota = crate::api::Quantity(per_cq);
+                }
+            }
+        }
+    }
+}
+
+async fn run_async(options: &Options) -> anyhow::Result<ControllerBench> {
+    let Options {
+        shape,
+        api_latency,
+        time_scale,
+        limit,
+        ..
+    } = options.clone();
+    let mut m = generate(&GeneratorSpec { shape, seed: None });
+    if options.backlog {
+        quota_for_all(&mut m, shape);
+    }
     let api = ApiServer::new(Config {
         history: 20_000,
         record: false,
@@ -168,7 +220,11 @@ async fn run_async(
             let mut object = with_type(serde_json::to_value(wl)?, "Workload");
             object["metadata"]["annotations"] = json!({CLASS: annotations.get(CLASS)});
             Ok(Arrival {
-                at: scale(millis(&annotations, ARRIVAL)),
+                at: if options.backlog {
+                    Duration::ZERO
+                } else {
+                    scale(millis(&annotations, ARRIVAL))
+                },
                 duration: scale(millis(&annotations, DURATION)),
                 class: annotations.get(CLASS).cloned().unwrap_or_default(),
                 path: format!("{k}/namespaces/{ns}/workloads/{name}"),
@@ -178,22 +234,37 @@ async fn run_async(
         .collect::<anyhow::Result<_>>()?;
     arrivals.sort_by_key(|a| a.at);
     let total = arrivals.len();
+    if options.backlog {
+        // Pending before the controller lists anything.
+        for a in &arrivals {
+            api.put(&a.path, a.object.clone());
+        }
+    }
     let requests_before = api.request_total();
 
     api.set_latency(api_latency);
     let client = api.client();
     let mut controller = Controller::new(
-        Writer::new(client.clone(), Some("wasq-bench".into())),
+        Writer::new(client.clone(), Some("wasq-bench".into()))
+            .with_rate_limit(options.qps, options.burst),
         Vec::new(),
         false,
         Arc::new(Metrics::new("standalone")),
         Arc::new(|| jiff::Timestamp::now().as_millisecond()),
         Arc::new(|_| {}),
     );
+    // As `wasq controller` runs.
+    controller.set_refresh_interval(Duration::from_secs(1));
     let mut rx = spawn_watchers(&client, &controller);
     let start = Instant::now();
     let admitted = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let harness = tokio::spawn(harness(api.clone(), arrivals, start, admitted.clone()));
+    let harness = tokio::spawn(harness(
+        api.clone(),
+        arrivals,
+        options.backlog,
+        start,
+        admitted.clone(),
+    ));
     tokio::pin!(harness);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let deadline = tokio::time::sleep(limit);
@@ -213,11 +284,18 @@ async fn run_async(
         controller.step().await;
     };
     let wall = start.elapsed().as_secs_f64();
+    // The Events still being published are the controller's requests too.
+    controller.settled().await;
+    let events_lag_seconds = start.elapsed().as_secs_f64() - wall;
     let completed = outcome;
-    let admitted: Vec<(String, Duration)> = admitted.lock().expect("harness").clone();
+    let admitted: Vec<(String, Duration, Duration)> = admitted.lock().expect("harness").clone();
     let admissions = admitted.len() as u64;
+    let last_admission = admitted
+        .iter()
+        .map(|(_, _, at)| at.as_secs_f64())
+        .fold(0.0, f64::max);
     let mut ttas: BTreeMap<String, (f64, u64)> = BTreeMap::new();
-    for (class, tta) in &admitted {
+    for (class, tta, _) in &admitted {
         let e = ttas.entry(class.clone()).or_default();
         e.0 += tta.as_secs_f64() / time_scale;
         e.1 += 1;
@@ -233,11 +311,19 @@ async fn run_async(
         driver: "controller",
         api_latency_ms: api_latency.as_secs_f64() * 1000.0,
         time_scale,
+        kube_api_qps: options.qps.max(0.0),
+        kube_api_burst: options.burst,
+        backlog: options.backlog,
         workloads: total,
         admissions,
         completed,
         wall_seconds: wall,
         admissions_per_second: admissions as f64 / wall,
+        admission_rate_while_admitting: if last_admission > 0.0 {
+            admissions as f64 / last_admission
+        } else {
+            0.0
+        },
         mean_time_to_admit_wall_seconds: ttas
             .iter()
             .map(|(c, (sum, n))| (c.clone(), sum * time_scale / *n as f64))
@@ -246,6 +332,7 @@ async fn run_async(
             .into_iter()
             .map(|(c, (sum, n))| (c, sum / n as f64))
             .collect(),
+        events_lag_seconds,
         requests_per_admission: controller_requests as f64 / (admissions.max(1)) as f64,
         requests,
         peak_memory_bytes: crate::sim::bench::peak_rss(),
@@ -253,14 +340,15 @@ async fn run_async(
     })
 }
 
-/// (class, time to admit) per admitted Workload.
-type Admitted = Arc<std::sync::Mutex<Vec<(String, Duration)>>>;
+/// (class, time to admit, admitted after the start) per admitted Workload.
+type Admitted = Arc<std::sync::Mutex<Vec<(String, Duration, Duration)>>>;
 
-/// Creates each Workload at its time, watches the double for admissions (recorded in
+/// Creates each Workload at its time (with `created`, they exist already), watches the double for admissions (recorded in
 /// `admitted`), finishes each admitted Workload after its duration; true once all finished.
 async fn harness(
     api: ApiServer,
     arrivals: Vec<Arrival>,
+    preloaded: bool,
     start: Instant,
     admitted: Admitted,
 ) -> bool {
@@ -278,8 +366,12 @@ async fn harness(
                 .as_str()
                 .unwrap_or_default()
                 .to_string();
-            created.insert(name, (Instant::now(), a.class, a.duration));
-            api.put(&a.path, a.object);
+            if preloaded {
+                created.insert(name, (start, a.class, a.duration));
+            } else {
+                created.insert(name, (Instant::now(), a.class, a.duration));
+                api.put(&a.path, a.object);
+            }
         }
         while let Some(Reverse((at, path))) = finishes.peek().cloned() {
             if at > now {
@@ -322,7 +414,7 @@ async fn harness(
                         admitted
                             .lock()
                             .expect("harness")
-                            .push((class.clone(), now - *at));
+                            .push((class.clone(), now - *at, now - start));
                         let path = format!(
                             "/apis/kueue.x-k8s.io/v1beta2/namespaces/{}/workloads/{}",
                             c.namespace, c.name
@@ -358,15 +450,21 @@ impl ControllerBench {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "wasq bench --driver controller: {} ({} workloads), API latency {} ms, time scale {}",
-            self.shape, self.workloads, self.api_latency_ms, self.time_scale
+            "wasq bench --driver controller: {} ({} workloads{}), API latency {} ms, time scale {}, client QPS {} burst {}",
+            self.shape,
+            self.workloads,
+            if self.backlog { ", backlog" } else { "" },
+            self.api_latency_ms,
+            self.time_scale,
+            self.kube_api_qps,
+            self.kube_api_burst
         );
         let _ = writeln!(out, "  completed            {}", self.completed);
         let _ = writeln!(out, "  wall                 {:.1} s", self.wall_seconds);
         let _ = writeln!(
             out,
-            "  admissions           {} ({:.1}/s)",
-            self.admissions, self.admissions_per_second
+            "  admissions           {} ({:.1}/s; {:.1}/s until the last)",
+            self.admissions, self.admissions_per_second, self.admission_rate_while_admitting
         );
         for (class, s) in &self.mean_time_to_admit_seconds {
             let _ = writeln!(out, "  mean time-to-admit   {class}: {s:.1} s (shape time)");
