@@ -101,6 +101,9 @@ enum Command {
         /// all of them (how fast a backlog is admitted).
         #[arg(long)]
         backlog: bool,
+        /// Controller driver: the controller's `--pending-status-interval`.
+        #[arg(long, default_value = "10s", value_parser = parse_duration)]
+        pending_status_interval: std::time::Duration,
     },
     /// Inspect, list, scaffold and build policy plugins.
     #[command(subcommand)]
@@ -165,6 +168,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             kube_api_qps,
             kube_api_burst,
             backlog,
+            pending_status_interval,
             ..
         } => {
             let report = wasq::k8s::bench::run(&wasq::k8s::bench::Options {
@@ -175,6 +179,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 qps: kube_api_qps,
                 burst: kube_api_burst,
                 backlog,
+                pending_status_interval,
             })?;
             match output {
                 Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),

@@ -48,6 +48,8 @@ pub struct Options {
     pub burst: u32,
     /// Every workload pending at start, with quota for all of them.
     pub backlog: bool,
+    /// The controller's `--pending-status-interval`.
+    pub pending_status_interval: Duration,
 }
 
 /// What `wasq bench --driver controller` measures.
@@ -63,6 +65,7 @@ pub struct ControllerBench {
     pub kube_api_burst: u32,
     /// Whether every workload was pending at start, with quota for all of them.
     pub backlog: bool,
+    pub pending_status_interval_seconds: f64,
     pub workloads: usize,
     pub admissions: u64,
     /// Whether every workload was admitted and finished before the time limit.
@@ -255,6 +258,7 @@ async fn run_async(options: &Options) -> anyhow::Result<ControllerBench> {
     );
     // As `wasq controller` runs.
     controller.set_refresh_interval(Duration::from_secs(1));
+    controller.set_pending_status_interval(options.pending_status_interval);
     let mut rx = spawn_watchers(&client, &controller);
     let start = Instant::now();
     let admitted = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -314,6 +318,7 @@ async fn run_async(options: &Options) -> anyhow::Result<ControllerBench> {
         kube_api_qps: options.qps.max(0.0),
         kube_api_burst: options.burst,
         backlog: options.backlog,
+        pending_status_interval_seconds: options.pending_status_interval.as_secs_f64(),
         workloads: total,
         admissions,
         completed,

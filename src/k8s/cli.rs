@@ -83,6 +83,18 @@ pub struct ControllerArgs {
     /// Requests at once above the pace (Kueue's `clientConnection.burst`).
     #[arg(long, default_value_t = super::writer::DEFAULT_BURST)]
     pub kube_api_burst: u32,
+    /// A pending Workload's `QuotaReserved=False` condition is rewritten when only its message
+    /// changed at most this often (a new reason is written at once); 0s: at every change, as
+    /// Kueue does.
+    #[arg(long, default_value = "10s", value_parser = parse_interval)]
+    pub pending_status_interval: Duration,
+}
+
+fn parse_interval(s: &str) -> Result<Duration, String> {
+    let ms = crate::api::duration::parse_millis(s)?;
+    u64::try_from(ms)
+        .map(Duration::from_millis)
+        .map_err(|_| format!("{s}: a duration cannot be negative"))
 }
 
 /// `wasq crds`.
@@ -185,6 +197,7 @@ async fn run_async(
         configure,
     );
     controller.set_refresh_interval(Duration::from_secs(1));
+    controller.set_pending_status_interval(args.pending_status_interval);
     controller.set_attribution_labels(args.cost_attribution_labels.clone());
     if served(&client, &super::provisioning::resource()).await {
         tracing::info!(

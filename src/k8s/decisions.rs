@@ -43,6 +43,7 @@ enum After {
         message: String,
     },
     Pending {
+        id: WorkloadId,
         reason: String,
         message: String,
     },
@@ -239,7 +240,15 @@ impl Controller {
                 tracing::warn!(workload = %key, error = %e, "cannot write the eviction; will retry");
                 self.write_failed("eviction");
             }
-            (After::Pending { reason, message }, Ok(Some(wl))) => {
+            (
+                After::Pending {
+                    id,
+                    reason,
+                    message,
+                },
+                Ok(Some(wl)),
+            ) => {
+                self.pending_written.insert(id, now);
                 self.writer
                     .event(&workload_ref(&wl), true, &reason, &reason, message)
                     .await;
@@ -487,7 +496,9 @@ impl Controller {
 
     // ---- Pending -----------------------------------------------------------------------------
 
-    /// The write of why a workload waits, unless its condition already says so.
+    /// The write of why a workload waits, unless its condition already says so — or says so
+    /// with another message only and was written less than the pending-status interval ago
+    /// (`--pending-status-interval`; 0: Kueue's behaviour, every change written).
     fn pending_write(
         &self,
         id: WorkloadId,
@@ -497,14 +508,22 @@ impl Controller {
     ) -> Option<(StatusWrite<'static>, After)> {
         let s = self.scheduler.as_ref()?;
         let key = s.cluster.workload(id).key.clone();
-        let unchanged = self.mirror.workloads.get(&key).is_some_and(|wl| {
+        let current = self.mirror.workloads.get(&key).and_then(|wl| {
             wl.status
                 .as_ref()
                 .and_then(|st| cond::find(&st.conditions, QUOTA_RESERVED))
-                .is_some_and(|c| c.status == "False" && c.reason == reason && c.message == message)
+                .filter(|c| c.status == "False" && c.reason == reason)
+                .map(|c| c.message == message)
         });
-        if unchanged {
-            return None;
+        let recent = || {
+            self.pending_written
+                .get(&id)
+                .is_some_and(|t| now - t < self.pending_interval)
+        };
+        match current {
+            Some(true) => return None,
+            Some(false) if recent() => return None,
+            _ => {}
         }
         let (r, m) = (reason.to_string(), message.to_string());
         let build = move |wl: &Workload| {
@@ -525,6 +544,7 @@ impl Controller {
                 build: Box::new(build),
             },
             After::Pending {
+                id,
                 reason: reason.to_string(),
                 message: message.to_string(),
             },

@@ -5,6 +5,7 @@
 
 mod events;
 mod incremental;
+mod pending;
 mod pods_ready;
 mod provisioning;
 mod watch;
@@ -50,6 +51,10 @@ fn collections(kinds: &[jobs::JobKind]) -> Vec<(Source, String, String)> {
 
 impl Env {
     fn new(objects: Vec<(String, Value)>) -> Env {
+        Env::with_clock(objects, Arc::new(|| NOW))
+    }
+
+    fn with_clock(objects: Vec<(String, Value)>, clock: wasq::k8s::controller::Clock) -> Env {
         let api = double();
         for (path, obj) in objects {
             api.put(&path, obj);
@@ -63,7 +68,7 @@ impl Env {
                 .collect(),
             true,
             Arc::new(Metrics::new("standalone")),
-            Arc::new(|| NOW),
+            clock,
             Arc::new(|_| {}),
         );
         Env { api, controller }
