@@ -30,7 +30,7 @@ pub fn default_workload(wl: &mut Workload, catalog: &Catalog) {
             .then(|| DEFAULT_LOCAL_QUEUE.to_string());
     }
     for ps in &mut wl.spec.pod_sets {
-        if let Some(spec) = &mut ps.template.spec {
+        if let Some(spec) = &mut std::sync::Arc::make_mut(&mut ps.template).spec {
             use_limits_as_missing_requests(spec);
         }
     }

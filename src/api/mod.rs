@@ -18,6 +18,7 @@ pub mod pods;
 pub mod provenance;
 pub mod quantity;
 pub mod strict;
+pub mod templates;
 pub mod types;
 pub mod v1beta1;
 pub mod validate;
@@ -25,6 +26,7 @@ pub mod validate_workload;
 pub mod yaml;
 
 pub use quantity::Quantity;
+pub use templates::TemplateInterner;
 pub use types::*;
 
 use k8s_openapi::api::core::v1::Namespace;

@@ -371,10 +371,10 @@ fn pod_set(name: String, count: i32, pod: &Pod) -> PodSet {
         name,
         count,
         min_count: None,
-        template: PodTemplateSpec {
+        template: std::sync::Arc::new(PodTemplateSpec {
             metadata: None,
             spec: pod.spec.clone(),
-        },
+        }),
         topology_request: None,
     }
 }

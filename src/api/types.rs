@@ -374,8 +374,10 @@ pub struct PodSet {
     pub count: i32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_count: Option<i32>,
+    /// Shared: Workloads made from one job template, or decoded alike, hold one copy
+    /// ([`crate::api::TemplateInterner`]).
     #[serde(default)]
-    pub template: PodTemplateSpec,
+    pub template: std::sync::Arc<PodTemplateSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology_request: Option<serde_json::Value>,
 }

@@ -416,10 +416,11 @@ async fn harness(
                     }
                     if let Some((at, class, duration)) = created.get(&c.name) {
                         let now = Instant::now();
-                        admitted
-                            .lock()
-                            .expect("harness")
-                            .push((class.clone(), now - *at, now - start));
+                        admitted.lock().expect("harness").push((
+                            class.clone(),
+                            now - *at,
+                            now - start,
+                        ));
                         let path = format!(
                             "/apis/kueue.x-k8s.io/v1beta2/namespaces/{}/workloads/{}",
                             c.namespace, c.name

@@ -412,7 +412,10 @@ mod tests {
         assert!(matches!(second, Some(Send::Series(_))));
         assert_eq!(count(&second), Some(2));
         assert_eq!(
-            second.as_ref().and_then(|s| s.event().note.clone()).as_deref(),
+            second
+                .as_ref()
+                .and_then(|s| s.event().note.clone())
+                .as_deref(),
             Some("4 more needed"),
             "the series keeps the first Event's note"
         );
@@ -467,7 +470,10 @@ mod tests {
         // "a" had counts the cluster has not seen (3..5): its final count is written. "c"'s
         // last count (2) was written already; "b" is dropped silently.
         assert_eq!(finished.len(), 1);
-        assert_eq!(finished[0].event().series.as_ref().map(|s| s.count), Some(5));
+        assert_eq!(
+            finished[0].event().series.as_ref().map(|s| s.count),
+            Some(5)
+        );
         assert_eq!(s.len(), 1, "only the live series is kept");
         // Forgotten: the same Event again is new.
         assert!(matches!(

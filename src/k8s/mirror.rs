@@ -123,6 +123,8 @@ pub struct Mirror {
     /// Keys of the Workloads holding quota (`status.admission` set), kept with every change:
     /// what the passes over running Workloads iterate, instead of every Workload.
     pub reserved: BTreeSet<String>,
+    /// Workloads' pod templates, one shared copy of each.
+    templates: crate::api::TemplateInterner,
     dirty: Dirty,
     listed: BTreeSet<Source>,
     schemas: Schemas,
@@ -467,17 +469,20 @@ impl Mirror {
                 rv(|o: &Namespace| &o.metadata),
                 |a, b| a.metadata.labels == b.metadata.labels,
             ),
-            Object::Workload(o) => upsert(
-                &mut self.workloads,
-                key(&o.metadata),
-                o,
-                rv(|o: &Workload| &o.metadata),
-                |a, b| {
-                    a.spec == b.spec
-                        && a.status == b.status
-                        && a.metadata.annotations == b.metadata.annotations
-                },
-            ),
+            Object::Workload(mut o) => {
+                self.templates.intern_workload(&mut o);
+                upsert(
+                    &mut self.workloads,
+                    key(&o.metadata),
+                    o,
+                    rv(|o: &Workload| &o.metadata),
+                    |a, b| {
+                        a.spec == b.spec
+                            && a.status == b.status
+                            && a.metadata.annotations == b.metadata.annotations
+                    },
+                )
+            }
             // The core reads an AdmissionCheck's spec and whether it is active.
             Object::AdmissionCheck(o) => upsert(
                 &mut self.admission_checks,

@@ -462,7 +462,7 @@ fn new_request(
     for (ps_name, count) in required {
         let ps = wl.spec.pod_sets.iter().find(|p| &p.name == ps_name)?;
         let tname = template_name(&name, ps_name);
-        let mut template = ps.template.clone();
+        let mut template = (*ps.template).clone();
         let mut assigned: Vec<&String> = assignments
             .iter()
             .filter(|a| &a.name == ps_name)

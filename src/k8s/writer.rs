@@ -247,8 +247,7 @@ impl Writer {
         note: String,
     ) {
         let note = super::conditions::truncate(&note, 1024);
-        self.events
-            .record(reference, warning, reason, action, note);
+        self.events.record(reference, warning, reason, action, note);
     }
 
     /// Starts publishing the Events recorded since the last flush, in the background after

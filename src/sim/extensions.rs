@@ -232,7 +232,7 @@ impl WorkloadRecord {
             .pod_sets
             .into_iter()
             .map(|ps| PodSet {
-                template: pod_template(ps.requests),
+                template: std::sync::Arc::new(pod_template(ps.requests)),
                 name: ps.name,
                 count: ps.count,
                 ..PodSet::default()

@@ -463,7 +463,7 @@ fn workload(i: usize, w: &WorkloadCase) -> api::Workload {
                     name: format!("ps{j}"),
                     count: ps.count,
                     min_count: ps.min_count,
-                    template: pod_template(ps.cpu_milli),
+                    template: pod_template(ps.cpu_milli).into(),
                     topology_request: None,
                 })
                 .collect(),

@@ -171,7 +171,7 @@ fn to_pod_set(p: &JobPodSet) -> PodSet {
         name: p.name.clone(),
         count: p.count,
         min_count: p.min_count,
-        template: p.template.clone(),
+        template: std::sync::Arc::new(p.template.clone()),
         topology_request: None,
     }
 }

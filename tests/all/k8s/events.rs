@@ -30,7 +30,13 @@ async fn a_repeated_event_costs_one_create_and_one_series_patch() {
         writer.event(&a, true, "Pending", "Pending", note).await;
         if pass == 3 {
             writer
-                .event(&b, false, "QuotaReserved", "QuotaReserved", "reserved".into())
+                .event(
+                    &b,
+                    false,
+                    "QuotaReserved",
+                    "QuotaReserved",
+                    "reserved".into(),
+                )
                 .await;
             writer
                 .event(&b, false, "Admitted", "Admitted", "admitted".into())
@@ -49,13 +55,13 @@ async fn a_repeated_event_costs_one_create_and_one_series_patch() {
     let patches = requests.iter().filter(|(m, _)| m == "PATCH").count();
     assert_eq!((posts, patches), (3, 1), "{requests:?}");
     let events = api.objects("events.k8s.io/v1", "events");
-    let pending: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["reason"] == "Pending")
-        .collect();
+    let pending: Vec<&Value> = events.iter().filter(|e| e["reason"] == "Pending").collect();
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0]["series"]["count"], 2);
-    assert_eq!(pending[0]["note"], "couldn't assign flavors: 10 more needed");
+    assert_eq!(
+        pending[0]["note"],
+        "couldn't assign flavors: 10 more needed"
+    );
     assert_eq!(pending[0]["reportingController"], "wasq");
     assert_eq!(pending[0]["reportingInstance"], "wasq-0");
     assert_eq!(pending[0]["type"], "Warning");
@@ -82,15 +88,24 @@ async fn a_series_whose_event_is_gone_is_created_again_and_failures_are_not_fata
     let api = double();
     let writer = Writer::new(api.client(), None);
     let a = workload_ref(&workload("a"));
-    writer.event(&a, true, "Pending", "Pending", "first".into()).await;
+    writer
+        .event(&a, true, "Pending", "Pending", "first".into())
+        .await;
     writer.flush_events();
     writer.events_settled().await;
     // The Event expired (deleted by the API server's TTL) before it became a series.
     for e in api.objects("events.k8s.io/v1", "events") {
-        let name = e["metadata"]["name"].as_str().unwrap_or_default().to_string();
-        api.delete(&format!("/apis/events.k8s.io/v1/namespaces/team/events/{name}"));
+        let name = e["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        api.delete(&format!(
+            "/apis/events.k8s.io/v1/namespaces/team/events/{name}"
+        ));
     }
-    writer.event(&a, true, "Pending", "Pending", "again".into()).await;
+    writer
+        .event(&a, true, "Pending", "Pending", "again".into())
+        .await;
     writer.flush_events();
     writer.events_settled().await;
     let pending: Vec<Value> = api
@@ -104,9 +119,13 @@ async fn a_series_whose_event_is_gone_is_created_again_and_failures_are_not_fata
     // A server error is logged and that Event dropped; the next ones go out.
     api.fail_next("POST", "/events", 500);
     let (b, c) = (workload_ref(&workload("b")), workload_ref(&workload("c")));
-    writer.event(&b, false, "Admitted", "Admitted", "lost".into()).await;
+    writer
+        .event(&b, false, "Admitted", "Admitted", "lost".into())
+        .await;
     writer.flush_events();
-    writer.event(&c, false, "Admitted", "Admitted", "kept".into()).await;
+    writer
+        .event(&c, false, "Admitted", "Admitted", "kept".into())
+        .await;
     writer.flush_events();
     writer.events_settled().await;
     let notes: Vec<String> = api

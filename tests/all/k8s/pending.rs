@@ -52,9 +52,14 @@ fn pending(env: &Env) -> (String, usize) {
 async fn finish(env: &mut Env, name: &str) {
     let path = format!("{KUEUE}/namespaces/ns/workloads/{name}");
     env.api.modify(&path, |wl| {
-        let mut conditions = wl["status"]["conditions"].as_array().cloned().unwrap_or_default();
-        conditions.push(json!({"type": "Finished", "status": "True", "reason": "Succeeded",
-            "message": "done", "lastTransitionTime": T}));
+        let mut conditions = wl["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        conditions.push(
+            json!({"type": "Finished", "status": "True", "reason": "Succeeded",
+            "message": "done", "lastTransitionTime": T}),
+        );
         wl["status"]["conditions"] = json!(conditions);
     });
     env.applied(Source::Kueue(KueueKind::Workload), &path);
