@@ -222,7 +222,7 @@ impl Publisher {
         }
     }
 
-    /// Paces every request with `limiter` (shared with the other writes).
+    /// Paces every request with `limiter`.
     pub fn set_limiter(&mut self, limiter: Option<Arc<Limiter>>) {
         self.limiter = limiter;
     }

@@ -4,7 +4,9 @@
 //! deletions, and Events.
 //!
 //! Requests are paced by a token bucket (`--kube-api-qps` / `--kube-api-burst`, Kueue's
-//! `clientConnection` defaults 300 / 500), as client-go's rate limiter paces Kueue's. Events
+//! `clientConnection` defaults 300 / 500), as client-go's rate limiter paces Kueue's; Events
+//! by a second bucket of the same size, as controller-runtime's event recorder has its own
+//! client. Events
 //! are recorded during a pass and published in the background from its end
 //! ([`Writer::flush_events`], [`super::events`]): repeated Events folded into series as
 //! client-go's `tools/events` broadcaster folds Kueue's — never between two decisions.
@@ -68,7 +70,10 @@ impl Writer {
     /// positive, as client-go with a negative QPS).
     pub fn with_rate_limit(mut self, qps: f64, burst: u32) -> Writer {
         self.limiter = rate_limiter(qps, burst).map(std::sync::Arc::new);
-        self.events.set_limiter(self.limiter.clone());
+        // Events have a bucket of their own, as Kueue's: controller-runtime's event recorder
+        // makes its own client from the same configuration, with its own rate limiter.
+        self.events
+            .set_limiter(rate_limiter(qps, burst).map(std::sync::Arc::new));
         self
     }
 

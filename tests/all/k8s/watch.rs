@@ -139,9 +139,12 @@ fn assert_not_ahead(c: &Controller, api: &ApiServer) {
     }
 }
 
-/// Observes and steps (checking memory against the cluster after each step) until `stop`.
+/// Observes and steps until `stop`, checking after each step that memory is not ahead of the
+/// cluster: what memory newly holds, at every step; everything, at least once a second.
 async fn drive(run: &mut Run, stop: &AtomicBool) {
     let mut tick = tokio::time::interval(Duration::from_millis(20));
+    let mut held = BTreeMap::new();
+    let mut full = std::time::Instant::now();
     while !stop.load(Ordering::SeqCst) {
         tokio::select! {
             Some(ev) = run.rx.recv() => {
@@ -153,7 +156,36 @@ async fn drive(run: &mut Run, stop: &AtomicBool) {
             _ = tick.tick() => {}
         }
         run.controller.step().await;
-        assert_not_ahead(&run.controller, &run.api);
+        let now = memory_usage(&run.controller);
+        if full.elapsed() >= Duration::from_secs(1) {
+            assert_not_ahead(&run.controller, &run.api);
+            full = std::time::Instant::now();
+        } else {
+            for (key, cpu) in &now {
+                if held.get(key) != Some(cpu) {
+                    let (ns, name) = key.split_once('/').unwrap();
+                    let wl = run.api.get(&format!(
+                        "/apis/{WORKLOADS}/namespaces/{ns}/workloads/{name}"
+                    ));
+                    let in_cluster =
+                        wl.filter(|wl| wl["status"]["admission"].is_object())
+                            .map(|wl| {
+                                wl["status"]["admission"]["podSetAssignments"]
+                                    .as_array()
+                                    .into_iter()
+                                    .flatten()
+                                    .map(|a| milli(&a["resourceUsage"]["cpu"]))
+                                    .sum::<i64>()
+                            });
+                    assert_eq!(
+                        in_cluster,
+                        Some(*cpu),
+                        "{key} holds {cpu}m in memory, not in the cluster"
+                    );
+                }
+            }
+        }
+        held = now;
     }
 }
 
@@ -344,4 +376,58 @@ async fn conflicts_and_server_errors_on_status_writes_are_retried_and_never_leav
     assert_eq!(api.failures_armed(), 0, "every injected failure was hit");
     assert_each_admitted_once(&api, 40);
     assert_eq!(memory_usage(&run.controller), cluster_usage(&api));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_5000_jobs_is_admitted_and_started_exactly_once_each() {
+    const JOBS: usize = 5000;
+    let mut run = start(&JOBS.to_string());
+    let stop = AtomicBool::new(false);
+    let api = run.api.clone();
+    for i in 0..JOBS {
+        let (path, job) = super::job(&format!("j-{i:04}"), "1", 1, super::queue_label(), true);
+        api.put(&path, job);
+    }
+    let started = || {
+        api.objects("batch/v1", "jobs")
+            .iter()
+            .filter(|j| j["spec"]["suspend"] == false)
+            .count()
+    };
+    let scenario = async {
+        // Looked at once a second: the test's thread is the controller's too.
+        let t0 = std::time::Instant::now();
+        while started() < JOBS {
+            assert!(
+                t0.elapsed() < Duration::from_secs(240),
+                "only {} of {JOBS} started",
+                started()
+            );
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        stop.store(true, Ordering::SeqCst);
+    };
+    tokio::join!(drive(&mut run, &stop), scenario);
+    settle(&mut run).await;
+    assert_each_admitted_once(&api, JOBS);
+    // One unsuspend patch per job, and one Workload per job.
+    let unsuspends = api
+        .requests()
+        .iter()
+        .filter(|r| {
+            r.method == "PATCH"
+                && r.uri.contains("/jobs/")
+                && r.body.as_array().is_some_and(|ops| {
+                    ops.iter()
+                        .any(|op| op["path"] == "/spec/suspend" && op["value"] == false)
+                })
+        })
+        .count();
+    assert_eq!(unsuspends, JOBS);
+    assert_eq!(api.objects(WORKLOADS, "workloads").len(), JOBS);
+    assert_eq!(memory_usage(&run.controller), cluster_usage(&api));
+    assert_eq!(
+        cluster_usage(&api).values().sum::<i64>(),
+        JOBS as i64 * 1000
+    );
 }
