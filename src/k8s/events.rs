@@ -69,6 +69,15 @@ impl Send {
     }
 }
 
+/// One Event as recorded: about what, of which type, why, and what was done.
+pub struct Occurrence<'a> {
+    pub regarding: &'a ObjectReference,
+    pub warning: bool,
+    pub reason: &'a str,
+    pub action: &'a str,
+    pub note: String,
+}
+
 struct Entry {
     event: Event,
     /// When it was last observed (created, for a single Event).
@@ -112,12 +121,15 @@ impl Series {
         &mut self,
         now: Instant,
         wall: jiff::Timestamp,
-        regarding: &ObjectReference,
-        warning: bool,
-        reason: &str,
-        action: &str,
-        note: String,
+        occurrence: Occurrence<'_>,
     ) -> Option<Send> {
+        let Occurrence {
+            regarding,
+            warning,
+            reason,
+            action,
+            note,
+        } = occurrence;
         let key = Key {
             warning,
             action: action.into(),
@@ -240,11 +252,13 @@ impl Publisher {
             Ok(mut s) => s.record(
                 Instant::now(),
                 jiff::Timestamp::now(),
-                regarding,
-                warning,
-                reason,
-                action,
-                note,
+                Occurrence {
+                    regarding,
+                    warning,
+                    reason,
+                    action,
+                    note,
+                },
             ),
             Err(_) => return,
         };
@@ -388,11 +402,13 @@ mod tests {
         s.record(
             now,
             jiff::Timestamp::now(),
-            &reference(name),
-            reason == "Pending",
-            reason,
-            reason,
-            note.into(),
+            Occurrence {
+                regarding: &reference(name),
+                warning: reason == "Pending",
+                reason,
+                action: reason,
+                note: note.into(),
+            },
         )
     }
 
@@ -441,7 +457,17 @@ mod tests {
         let mut s = Series::new("wasq", "wasq-0", t0);
         let names: Vec<String> = ["QuotaReserved", "Admitted"]
             .iter()
-            .filter_map(|r| s.record(t0, wall, &reference("a"), false, r, r, String::new()))
+            .filter_map(|r| {
+                let regarding = reference("a");
+                let occurrence = Occurrence {
+                    regarding: &regarding,
+                    warning: false,
+                    reason: r,
+                    action: r,
+                    note: String::new(),
+                };
+                s.record(t0, wall, occurrence)
+            })
             .filter_map(|e| e.event().metadata.name.clone())
             .collect();
         assert_eq!(names.len(), 2);
