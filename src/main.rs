@@ -111,7 +111,7 @@ enum Command {
     /// Run as the queueing controller of a Kubernetes cluster, in place of Kueue's controller.
     Controller {
         #[command(flatten)]
-        args: wasq::k8s::cli::ControllerArgs,
+        args: Box<wasq::k8s::cli::ControllerArgs>,
         /// The plugin directory may be a mounted ConfigMap or volume.
         #[command(flatten)]
         policies: PolicyArgs,
@@ -215,7 +215,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let policies = policies.load(true)?;
             let _watch = policies.watch()?;
             wasq::k8s::cli::run(
-                args,
+                *args,
                 policies.configure_hook(),
                 Some(policies.source.clone()),
             )
