@@ -172,7 +172,11 @@ fn append(into: &mut Manifests, from: Manifests) {
         workloads,
         extensions,
         configuration,
+        topologies,
+        nodes,
     } = from;
+    into.topologies.extend(topologies);
+    into.nodes.extend(nodes);
     into.admission_checks.extend(admission_checks);
     into.provisioning_request_configs
         .extend(provisioning_request_configs);
