@@ -125,6 +125,35 @@ fn term_expressions(term: &NodeSelectorTerm) -> impl Iterator<Item = &NodeSelect
     term.match_expressions.iter().flatten()
 }
 
+/// Whether a podSet's pods may run on a node with these labels and taints (topology-aware
+/// scheduling at the node level): nodeSelector, required node affinity, and every
+/// NoSchedule/NoExecute taint tolerated by the pod or by `extra` (the flavor's tolerations).
+pub fn node_fits(
+    ps: &PodSetInfo,
+    extra: &[Toleration],
+    labels: &BTreeMap<String, String>,
+    taints: &[Taint],
+) -> bool {
+    let tolerated = taints.iter().all(|taint| {
+        !(taint.effect == "NoSchedule" || taint.effect == "NoExecute")
+            || ps
+                .tolerations
+                .iter()
+                .chain(extra)
+                .any(|t| toleration_tolerates(t, taint))
+    });
+    tolerated
+        && ps
+            .node_selector
+            .iter()
+            .all(|(k, v)| labels.get(k) == Some(v))
+        && (ps.affinity_terms.is_empty()
+            || ps
+                .affinity_terms
+                .iter()
+                .any(|term| term_expressions(term).all(|e| requirement_matches(e, labels))))
+}
+
 /// Why a flavor cannot host a podSet, or `None` when it can.
 pub fn flavor_mismatch(flavor: &FlavorInfo, ps: &PodSetInfo) -> Option<String> {
     if let Some(taint) = untolerated_taint(flavor, ps) {
