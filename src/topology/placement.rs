@@ -916,4 +916,47 @@ mod tests {
             Err(r#"topology "default" doesn't allow to fit any of 1 pod(s). Total nodes: 1; excluded: resource "pods": 1"#.into())
         );
     }
+
+    fn sliced(level: &str, slice_level: &str, size: i32) -> PodSetTopologyRequest {
+        PodSetTopologyRequest {
+            required: Some(level.into()),
+            pod_set_slice_required_topology: Some(slice_level.into()),
+            pod_set_slice_size: Some(size),
+            ..PodSetTopologyRequest::default()
+        }
+    }
+
+    fn hosts(list: &[(&str, &str, &str, &str)]) -> Vec<Node> {
+        list.iter()
+            .map(|(b, r, x, cpu)| {
+                node(
+                    &format!("{b}-{r}-{x}"),
+                    &[(BLOCK, b), (RACK, r), (HOSTNAME_LABEL, x)],
+                    &[("cpu", cpu), ("pods", "10")],
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn slices_stay_whole_within_their_domain() {
+        let nodes = hosts(&[("b1", "r1", "x3", "3"), ("b1", "r1", "x5", "3"), ("b1", "r1", "x1", "3")]);
+        assert_eq!(
+            place(&nodes, &three_levels(), Some(sliced(BLOCK, HOSTNAME_LABEL, 2)), CPU, 6),
+            want(&[(&["x1"], 2), (&["x3"], 2), (&["x5"], 2)])
+        );
+        let nodes = hosts(&[
+            ("b1", "r1", "x3", "1"),
+            ("b1", "r1", "x5", "1"),
+            ("b1", "r2", "x1", "1"),
+            ("b1", "r2", "x6", "1"),
+            ("b1", "r2", "x2", "1"),
+            ("b2", "r1", "x4", "1"),
+            ("b2", "r1", "x7", "1"),
+        ]);
+        assert_eq!(
+            place(&nodes, &three_levels(), Some(sliced(BLOCK, RACK, 2)), CPU, 4),
+            want(&[(&["x3"], 1), (&["x5"], 1), (&["x1"], 1), (&["x2"], 1)])
+        );
+    }
 }
