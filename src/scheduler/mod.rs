@@ -13,6 +13,7 @@ mod assign;
 pub mod budget;
 mod cycle;
 mod preempt;
+mod tas;
 
 pub use assign::{Assignment, AssignmentMode, FlavorAssigned, PodSetAssignment};
 

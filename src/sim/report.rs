@@ -59,6 +59,12 @@ pub struct PodSetReport {
     pub name: String,
     pub count: i32,
     pub flavors: BTreeMap<String, String>,
+    /// On a TAS flavor: where its pods went, in Kueue's v1beta2 form...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topology_assignment: Option<crate::api::topology::TopologyAssignment>,
+    /// ...and how many domains of each level that spans (highest level first).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub domains_per_level: Vec<(String, usize)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -234,6 +240,12 @@ pub(crate) fn admission_of(cluster: &Cluster, a: &crate::cluster::Admission) -> 
                         )
                     })
                     .collect(),
+                topology_assignment: ps.topology.as_ref().and_then(|p| cluster.tas.assignment(p)),
+                domains_per_level: ps
+                    .topology
+                    .as_ref()
+                    .map(|p| cluster.tas.spans(p))
+                    .unwrap_or_default(),
             })
             .collect(),
     }

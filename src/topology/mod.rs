@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use k8s_openapi::api::core::v1::Toleration;
 
 use crate::api::Manifests;
+use crate::api::topology::{DomainAssignment, TopologyAssignment};
 use crate::quota::FlavorId;
 
 pub use placement::{
@@ -45,28 +46,52 @@ pub struct Topologies {
     pub flavors: Vec<TasFlavor>,
     by_flavor: HashMap<FlavorId, usize>,
     /// Per TAS flavor, per leaf, per resource column: milli-units in use.
-    usage: Vec<Vec<Vec<i64>>>,
+    usage: TasUsage,
 }
 
 /// Per-leaf usage of every TAS flavor, cloned as a cycle's snapshot.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TasUsage(Vec<Vec<Vec<i64>>>);
 
-/// Why the topologies could not be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TopologyError {
-    #[error("ResourceFlavor {flavor}: topology {topology:?} not found")]
-    MissingTopology { flavor: String, topology: String },
+/// Kueue's `TopologyNotFound` inactive reason for a ClusterQueue using `flavors`: every TAS
+/// flavor among them whose Topology does not exist.
+pub fn missing_topologies(
+    m: &Manifests,
+    flavors: &[FlavorId],
+    names: &crate::quota::Names,
+) -> Option<String> {
+    let mut missing = Vec::new();
+    for rf in &m.flavors {
+        let name = rf.metadata.name.as_deref().unwrap_or_default();
+        let Some(topology) = rf.spec.topology_name.as_deref() else {
+            continue;
+        };
+        let used = names
+            .find_flavor(name)
+            .is_some_and(|f| flavors.contains(&f));
+        let exists = m
+            .topologies
+            .iter()
+            .any(|t| t.metadata.name.as_deref() == Some(topology));
+        if used && !exists && !missing.iter().any(|(f, _)| *f == name) {
+            missing.push((name, topology));
+        }
+    }
+    (!missing.is_empty()).then(|| {
+        missing
+            .iter()
+            .map(|(f, t)| format!("there is no Topology {t:?} for TAS flavor {f:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
 }
 
 impl Topologies {
-    /// The trees of the flavors with a `topologyName`. `flavor_id` interns a flavor name.
-    pub fn build(
-        m: &Manifests,
-        mut flavor_id: impl FnMut(&str) -> Option<FlavorId>,
-    ) -> Result<Topologies, Vec<TopologyError>> {
+    /// The trees of the flavors with a `topologyName` whose Topology exists (a ClusterQueue
+    /// using one whose Topology is missing is inactive: [`missing_topologies`]). `flavor_id`
+    /// finds a flavor's interned id.
+    pub fn build(m: &Manifests, mut flavor_id: impl FnMut(&str) -> Option<FlavorId>) -> Topologies {
         let mut out = Topologies::default();
-        let mut errors = Vec::new();
         for rf in &m.flavors {
             let Some(topology) = rf.spec.topology_name.as_deref() else {
                 continue;
@@ -77,10 +102,6 @@ impl Topologies {
                 .iter()
                 .find(|t| t.metadata.name.as_deref() == Some(topology))
             else {
-                errors.push(TopologyError::MissingTopology {
-                    flavor: name,
-                    topology: topology.to_string(),
-                });
                 continue;
             };
             let Some(flavor) = flavor_id(&name) else {
@@ -89,6 +110,7 @@ impl Topologies {
             let tree = DomainTree::build(topology, &t.level_keys(), &rf.spec.node_labels, &m.nodes);
             out.by_flavor.insert(flavor, out.flavors.len());
             out.usage
+                .0
                 .push(vec![vec![0; tree.resources.len()]; tree.leaves.len()]);
             out.flavors.push(TasFlavor {
                 flavor,
@@ -96,11 +118,7 @@ impl Topologies {
                 tolerations: rf.spec.tolerations.clone(),
             });
         }
-        if errors.is_empty() {
-            Ok(out)
-        } else {
-            Err(errors)
-        }
+        out
     }
 
     /// The TAS flavor, if `flavor` has a topology.
@@ -112,15 +130,15 @@ impl Topologies {
         self.flavors.is_empty()
     }
 
-    /// The usage as it is now (a cycle's snapshot).
-    pub fn snapshot(&self) -> TasUsage {
-        TasUsage(self.usage.clone())
+    /// The usage as it is now (cloned: a cycle's snapshot).
+    pub fn current(&self) -> &TasUsage {
+        &self.usage
     }
 
     /// Adds (`sign` = 1) or removes (`sign` = -1) a placement's usage.
     pub fn add(&mut self, p: &PodSetPlacement, sign: i64) {
         if let Some(&i) = self.by_flavor.get(&p.flavor) {
-            add_to(&mut self.usage[i], p, sign);
+            add_to(&mut self.usage.0[i], p, sign);
         }
     }
 
@@ -158,7 +176,7 @@ impl Topologies {
                         (vec![0; tree.resources.len()], vec![0; tree.resources.len()])
                     });
                     for c in 0..tree.resources.len() {
-                        e.0[c] += self.usage[i][leaf][c];
+                        e.0[c] += self.usage.0[i][leaf][c];
                         e.1[c] += tree.capacity[leaf][c];
                     }
                     at = tree.domain(id).parent;
@@ -180,6 +198,89 @@ impl Topologies {
             }
         }
         out
+    }
+}
+
+impl Topologies {
+    /// A placement as Kueue writes it in `status.admission.podSetAssignments[].topologyAssignment`:
+    /// the hostname level alone when leaves are nodes, else every level.
+    pub fn assignment(&self, p: &PodSetPlacement) -> Option<TopologyAssignment> {
+        let tree = &self.get(p.flavor)?.tree;
+        let from = if tree.lowest_is_node() {
+            tree.levels.len() - 1
+        } else {
+            0
+        };
+        let domains: Vec<DomainAssignment> = p
+            .leaves
+            .iter()
+            .map(|&(leaf, count)| DomainAssignment {
+                values: tree.domain(tree.leaves[leaf as usize]).values[from..].to_vec(),
+                count,
+            })
+            .collect();
+        Some(TopologyAssignment::from_domains(
+            tree.levels[from..].to_vec(),
+            &domains,
+        ))
+    }
+
+    /// The placement an admission written in the manifests carries (`topologyAssignment`),
+    /// with one pod's request per column from `requests` (resource name, milli-units); `None`
+    /// when a domain is not in the tree.
+    pub fn restore(
+        &self,
+        flavor: FlavorId,
+        requests: &[(&str, i64)],
+        ta: &TopologyAssignment,
+    ) -> Option<PodSetPlacement> {
+        let tree = &self.get(flavor)?.tree;
+        let from = tree.levels.len().checked_sub(ta.levels.len())?;
+        if tree.levels[from..] != ta.levels[..] {
+            return None;
+        }
+        let mut leaves = Vec::new();
+        for d in ta.domains()? {
+            let leaf = tree
+                .leaves
+                .iter()
+                .position(|&l| tree.domain(l).values[from..] == d.values[..])?;
+            leaves.push((leaf as u32, d.count));
+        }
+        let mut per_pod = vec![0; tree.resources.len()];
+        for &(r, v) in requests {
+            if let Some(c) = tree.resource_index(r) {
+                per_pod[c] += v;
+            }
+        }
+        if let Some(c) = tree.resource_index(tree::PODS) {
+            per_pod[c] += 1000;
+        }
+        Some(PodSetPlacement {
+            flavor,
+            leaves,
+            per_pod,
+        })
+    }
+
+    /// How many domains of each level a placement spans, highest level first.
+    pub fn spans(&self, p: &PodSetPlacement) -> Vec<(String, usize)> {
+        let Some(f) = self.get(p.flavor) else {
+            return Vec::new();
+        };
+        let tree = &f.tree;
+        (0..tree.levels.len())
+            .map(|level| {
+                let mut at: Vec<DomainId> = p
+                    .leaves
+                    .iter()
+                    .map(|&(l, _)| tree.ancestor_at(tree.leaves[l as usize], level))
+                    .collect();
+                at.sort();
+                at.dedup();
+                (tree.levels[level].clone(), at.len())
+            })
+            .collect()
     }
 }
 

@@ -940,9 +940,19 @@ mod tests {
 
     #[test]
     fn slices_stay_whole_within_their_domain() {
-        let nodes = hosts(&[("b1", "r1", "x3", "3"), ("b1", "r1", "x5", "3"), ("b1", "r1", "x1", "3")]);
+        let nodes = hosts(&[
+            ("b1", "r1", "x3", "3"),
+            ("b1", "r1", "x5", "3"),
+            ("b1", "r1", "x1", "3"),
+        ]);
         assert_eq!(
-            place(&nodes, &three_levels(), Some(sliced(BLOCK, HOSTNAME_LABEL, 2)), CPU, 6),
+            place(
+                &nodes,
+                &three_levels(),
+                Some(sliced(BLOCK, HOSTNAME_LABEL, 2)),
+                CPU,
+                6
+            ),
             want(&[(&["x1"], 2), (&["x3"], 2), (&["x5"], 2)])
         );
         let nodes = hosts(&[
@@ -955,7 +965,13 @@ mod tests {
             ("b2", "r1", "x7", "1"),
         ]);
         assert_eq!(
-            place(&nodes, &three_levels(), Some(sliced(BLOCK, RACK, 2)), CPU, 4),
+            place(
+                &nodes,
+                &three_levels(),
+                Some(sliced(BLOCK, RACK, 2)),
+                CPU,
+                4
+            ),
             want(&[(&["x3"], 1), (&["x5"], 1), (&["x1"], 1), (&["x2"], 1)])
         );
     }
