@@ -132,6 +132,10 @@ pub fn expand_one(ext: &Extension) -> Result<Manifests, ExtensionError> {
             let spec: GeneratorSpec = spec_of(ext)?;
             Ok(generate::generate(&spec))
         }
+        "NodeInventory" => {
+            let spec: super::nodes::NodeInventorySpec = spec_of(ext)?;
+            Ok(super::nodes::generate(&spec))
+        }
         other => Err(ExtensionError::Kind(other.to_string())),
     }
 }

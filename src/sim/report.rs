@@ -196,6 +196,9 @@ pub struct Report {
     pub events: Vec<Event>,
     pub summary: Summary,
     pub fairness: super::fairness::Fairness,
+    /// Topology-aware scheduling: per-domain utilisation and each placement's span.
+    #[serde(skip_serializing_if = "super::topology::TopologyReport::is_empty")]
+    pub topology: super::topology::TopologyReport,
 }
 
 pub(crate) fn state_of(sim: &Simulation, id: WorkloadId) -> &'static str {
@@ -432,6 +435,7 @@ pub fn build(sim: &Simulation) -> Report {
             cost_attribution: super::attribution::build(sim),
         },
         fairness: super::fairness::build(sim),
+        topology: sim.tas.report(cluster),
     }
 }
 
@@ -612,6 +616,7 @@ impl Report {
             }
         }
         self.fairness.write_table(&mut out);
+        self.topology.write_table(&mut out);
         let _ = writeln!(
             out,
             "\n{} cycles over {:.1}s of virtual time",

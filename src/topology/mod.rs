@@ -142,6 +142,12 @@ impl Topologies {
         }
     }
 
+    /// The usage of the `i`-th TAS flavor (in [`Topologies::flavors`] order): per leaf, per
+    /// column.
+    pub fn leaf_usage(&self, i: usize) -> &[Vec<i64>] {
+        &self.usage.0[i]
+    }
+
     /// Free capacity per leaf and column of a flavor under `usage`.
     pub fn free(&self, flavor: FlavorId, usage: &TasUsage) -> Option<Vec<Vec<i64>>> {
         let i = *self.by_flavor.get(&flavor)?;
