@@ -124,10 +124,22 @@ pub fn typed_tas_object(e: &super::Extension) -> Result<TasObject, Vec<FieldProb
     Ok(object)
 }
 
-/// A Node needs a name; its labels, allocatable and taints are read as Kubernetes has them.
+/// A Node needs a name and readable, non-negative `status.allocatable` quantities; its labels
+/// and taints are read as Kubernetes has them.
 pub fn validate_node(n: &Node) -> Vec<FieldProblem> {
     let mut p = Problems::default();
     metadata(&mut p, &n.metadata, Scope::Cluster);
+    let allocatable = n.status.as_ref().and_then(|s| s.allocatable.as_ref());
+    for (r, q) in allocatable.into_iter().flatten() {
+        match q.0.parse::<super::Quantity>() {
+            Ok(q) if q.milli() < 0 => p.add(
+                format!("status.allocatable.{r}"),
+                super::validate::NOT_NEGATIVE,
+            ),
+            Ok(_) => {}
+            Err(e) => p.add(format!("status.allocatable.{r}"), e.to_string()),
+        }
+    }
     p.into_vec()
 }
 

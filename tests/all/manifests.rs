@@ -867,13 +867,14 @@ apiVersion: v1
 kind: Node
 metadata: {name: n1, labels: {cloud/rack: r1}}
 status:
-  allocatable: {cpu: '8', pods: '110'}
+  allocatable: {cpu: '8', pods: '110', memory: 1GG}
 ";
     assert_eq!(
         errors("topo.yaml", text),
         [
             "topo.yaml doc 1: Topology default: spec.levels: the kubernetes.io/hostname label can only be used at the lowest level of topology",
             r#"topo.yaml doc 2: Topology typo: spec.levels[0].nodeLable: unknown field "nodeLable", did you mean "nodeLabel"?"#,
+            r#"topo.yaml doc 3: Node n1: status.allocatable.memory: unknown suffix "GG" in quantity "1GG""#,
         ]
     );
 }
