@@ -51,6 +51,10 @@ pub(super) fn flavor_mismatch(
     flavor: &FlavorInfo,
     group: &[(ResourceId, i64)],
 ) -> Option<String> {
+    // The common case, decided without looking at the ClusterQueue: neither side is TAS.
+    if flavor.topology_name.is_none() && ps.topology.is_none() {
+        return None;
+    }
     let (tas, implied) = requested(cluster, cq, ps);
     let name = &flavor.name;
     if !tas {

@@ -975,4 +975,109 @@ mod tests {
             want(&[(&["x3"], 1), (&["x5"], 1), (&["x1"], 1), (&["x2"], 1)])
         );
     }
+
+    /// The host refuses answers a plugin could give: each check can fail.
+    #[test]
+    fn verify_refuses_answers_that_break_the_request() {
+        let nodes = default_nodes();
+        let levels = three_levels();
+        let tree = DomainTree::build("default", &levels, &BTreeMap::new(), &nodes);
+        let tr = required(RACK);
+        let constraint = Constraint::resolve(&tree, Some(&tr), false, 2).unwrap();
+        let mut per_pod = vec![0; tree.resources.len()];
+        per_pod[tree.resource_index("pods").unwrap()] = 1000;
+        per_pod[tree.resource_index("cpu").unwrap()] = 1000;
+        let mut request = PlacementRequest {
+            tree: &tree,
+            free: tree.capacity.clone(),
+            per_pod,
+            missing: None,
+            eligible: vec![true; tree.leaves.len()],
+            excluded: Exclusions::default(),
+            count: 2,
+            constraint,
+        };
+        let leaf = |host: &str| {
+            tree.leaves
+                .iter()
+                .position(|&d| tree.domain(d).values.last().map(String::as_str) == Some(host))
+                .unwrap()
+        };
+        let answer = |pairs: &[(&str, i32)]| Placement {
+            leaves: pairs.iter().map(|&(h, n)| (leaf(h), n)).collect(),
+        };
+        // x5 and x1 share rack b1/r2; x3 is in b1/r1; x4 (2 cpu) in b2/r2.
+        assert_eq!(verify(&request, &answer(&[("x5", 1), ("x1", 1)])), Ok(()));
+        assert_eq!(verify(&request, &answer(&[("x4", 2)])), Ok(()));
+        assert!(
+            verify(&request, &answer(&[("x5", 1)]))
+                .unwrap_err()
+                .contains("1 of 2 pods")
+        );
+        assert!(
+            verify(&request, &answer(&[("x5", 2)]))
+                .unwrap_err()
+                .contains("cannot hold")
+        );
+        assert!(
+            verify(&request, &answer(&[("x3", 1), ("x5", 1)]))
+                .unwrap_err()
+                .contains("more than one")
+        );
+        assert!(
+            verify(&request, &answer(&[("x5", 1), ("x5", 1)]))
+                .unwrap_err()
+                .contains("twice")
+        );
+        request.eligible[leaf("x4")] = false;
+        assert!(
+            verify(&request, &answer(&[("x4", 2)]))
+                .unwrap_err()
+                .contains("cannot hold")
+        );
+        let sliced_tr = sliced(BLOCK, RACK, 2);
+        request.constraint = Constraint::resolve(&tree, Some(&sliced_tr), false, 2).unwrap();
+        assert!(
+            verify(&request, &answer(&[("x3", 1), ("x5", 1)]))
+                .unwrap_err()
+                .contains("partial slice")
+        );
+    }
+
+    #[test]
+    fn constraints_resolve_with_kueues_messages() {
+        let tree = DomainTree::build(
+            "default",
+            &three_levels(),
+            &BTreeMap::new(),
+            &default_nodes(),
+        );
+        let c = Constraint::resolve(&tree, Some(&preferred(RACK)), false, 4).unwrap();
+        assert_eq!(
+            (
+                c.level,
+                c.required,
+                c.unconstrained,
+                c.slice_level,
+                c.slice_size
+            ),
+            (1, false, false, 2, 1)
+        );
+        assert_eq!(
+            Constraint::resolve(&tree, Some(&required("cloud.com/none")), false, 1),
+            Err("no requested topology level: cloud.com/none".into())
+        );
+        assert_eq!(
+            Constraint::resolve(&tree, Some(&sliced(RACK, BLOCK, 2)), false, 2),
+            Err(format!(
+                "podset slice topology {BLOCK} is above the podset topology {RACK}"
+            ))
+        );
+        assert_eq!(
+            Constraint::resolve(&tree, None, false, 1),
+            Err("topology level not specified".into())
+        );
+        let implied = Constraint::resolve(&tree, None, true, 1).unwrap();
+        assert_eq!((implied.level, implied.unconstrained), (2, true));
+    }
 }
