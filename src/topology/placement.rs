@@ -1080,4 +1080,39 @@ mod tests {
         let implied = Constraint::resolve(&tree, None, true, 1).unwrap();
         assert_eq!((implied.level, implied.unconstrained), (2, true));
     }
+
+    #[test]
+    fn slices_take_more_free_slice_capacity_first_then_the_tightest_fit() {
+        let nodes = hosts(&[
+            ("b1", "r1", "x3", "6"),
+            ("b1", "r1", "x5", "5"),
+            ("b1", "r1", "x1", "4"),
+            ("b1", "r1", "x6", "2"),
+        ]);
+        assert_eq!(
+            place(
+                &nodes,
+                &three_levels(),
+                Some(sliced(BLOCK, HOSTNAME_LABEL, 2)),
+                CPU,
+                12
+            ),
+            want(&[(&["x1"], 4), (&["x3"], 6), (&["x6"], 2)])
+        );
+        let nodes = hosts(&[
+            ("b1", "r1", "x3", "3"),
+            ("b1", "r1", "x5", "2"),
+            ("b1", "r1", "x1", "2"),
+        ]);
+        assert_eq!(
+            place(
+                &nodes,
+                &three_levels(),
+                Some(sliced(BLOCK, HOSTNAME_LABEL, 2)),
+                CPU,
+                4
+            ),
+            want(&[(&["x1"], 2), (&["x5"], 2)])
+        );
+    }
 }
