@@ -55,7 +55,7 @@ impl TopologyReport {
     }
 
     /// The table's topology section: domains above the lowest level (nodes are many), then
-    /// each placement's span.
+    /// the first placements' spans.
     pub fn write_table(&self, out: &mut String) {
         use std::fmt::Write as _;
         if self.is_empty() {
@@ -83,7 +83,8 @@ impl TopologyReport {
                 u.join(", ")
             );
         }
-        for p in &self.placements {
+        const SHOWN: usize = 20;
+        for p in self.placements.iter().take(SHOWN) {
             let spans: Vec<String> = p
                 .domains_per_level
                 .iter()
@@ -96,6 +97,13 @@ impl TopologyReport {
                 format!("{}/{}", p.workload, p.pod_set),
                 p.flavor,
                 spans.join(", ")
+            );
+        }
+        if self.placements.len() > SHOWN {
+            let _ = writeln!(
+                out,
+                "  ... {} more placements (--output json lists every one)",
+                self.placements.len() - SHOWN
             );
         }
     }
