@@ -174,6 +174,49 @@ impl PlacementRequest<'_> {
     }
 }
 
+/// A request's domain tree as columns, the shape the `placement` WIT extension point will
+/// send (lists of integers cross as one copy each): per domain its level and parent (-1 for a
+/// root); per resource column the free capacity of every domain (a leaf's own, an inner
+/// domain's the sum of its leaves'); per leaf its domain and whether the pods may use it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainColumns {
+    pub levels: Vec<u32>,
+    pub parents: Vec<i32>,
+    /// `free[resource][domain]`, resources in `DomainTree::resources` order.
+    pub free: Vec<Vec<i64>>,
+    pub leaf_domains: Vec<u32>,
+    pub eligible: Vec<bool>,
+}
+
+impl PlacementRequest<'_> {
+    /// The tree and free capacity as [`DomainColumns`].
+    pub fn columns(&self) -> DomainColumns {
+        let tree = self.tree;
+        let n = tree.domains.len();
+        let mut free = vec![vec![0i64; n]; tree.resources.len()];
+        for (leaf, &d) in tree.leaves.iter().enumerate() {
+            let mut at = Some(d);
+            while let Some(id) = at {
+                for (c, column) in free.iter_mut().enumerate() {
+                    column[id.index()] += self.free[leaf][c];
+                }
+                at = tree.domain(id).parent;
+            }
+        }
+        DomainColumns {
+            levels: tree.domains.iter().map(|d| d.level as u32).collect(),
+            parents: tree
+                .domains
+                .iter()
+                .map(|d| d.parent.map_or(-1, |p| p.0 as i32))
+                .collect(),
+            free,
+            leaf_domains: tree.leaves.iter().map(|d| d.0).collect(),
+            eligible: self.eligible.clone(),
+        }
+    }
+}
+
 /// An answer: pods per leaf (leaf index, count), leaves in domain order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Placement {
@@ -1114,5 +1157,45 @@ mod tests {
             ),
             want(&[(&["x1"], 2), (&["x5"], 2)])
         );
+    }
+
+    #[test]
+    fn the_request_as_columns_sums_free_capacity_up_the_tree() {
+        let tree = DomainTree::build(
+            "default",
+            &three_levels(),
+            &BTreeMap::new(),
+            &default_nodes(),
+        );
+        let request = PlacementRequest {
+            tree: &tree,
+            free: tree.capacity.clone(),
+            per_pod: vec![0; tree.resources.len()],
+            missing: None,
+            eligible: vec![true; tree.leaves.len()],
+            excluded: Exclusions::default(),
+            count: 1,
+            constraint: Constraint::resolve(&tree, Some(&unconstrained()), false, 1).unwrap(),
+        };
+        let cols = request.columns();
+        let cpu = tree.resource_index("cpu").unwrap();
+        let domain = |values: &[&str]| {
+            tree.domains
+                .iter()
+                .position(|d| {
+                    d.values
+                        .iter()
+                        .map(String::as_str)
+                        .eq(values.iter().copied())
+                })
+                .unwrap()
+        };
+        assert_eq!(cols.free[cpu][domain(&["b1"])], 4000);
+        assert_eq!(cols.free[cpu][domain(&["b1", "r2"])], 3000);
+        assert_eq!(cols.free[cpu][domain(&["b2", "r2", "x4"])], 2000);
+        assert_eq!(cols.parents[domain(&["b1", "r2"])], domain(&["b1"]) as i32);
+        assert_eq!(cols.parents[domain(&["b2"])], -1);
+        assert_eq!(cols.levels[domain(&["b2", "r1", "x2"])], 2);
+        assert_eq!(cols.leaf_domains.len(), 6);
     }
 }
