@@ -207,3 +207,26 @@ pub(super) fn screen(cluster: &Cluster, wl: WorkloadId, cq: CqId, mut a: Assignm
     }
     a
 }
+
+/// The ClusterQueues whose parked workloads may fit now that `admission`'s placements are
+/// released: nodes are shared by every ClusterQueue with the flavor, whatever its cohort tree.
+pub(super) fn sharing_nodes(cluster: &Cluster, admission: &crate::cluster::Admission) -> Vec<CqId> {
+    let flavors: Vec<FlavorId> = admission
+        .pod_sets
+        .iter()
+        .filter_map(|ps| ps.topology.as_ref().map(|p| p.flavor))
+        .collect();
+    if flavors.is_empty() {
+        return Vec::new();
+    }
+    cluster
+        .cluster_queues
+        .iter()
+        .filter(|cq| {
+            cq.resource_groups
+                .iter()
+                .any(|g| g.flavors.iter().any(|f| flavors.contains(f)))
+        })
+        .map(|cq| cq.id)
+        .collect()
+}
