@@ -76,8 +76,8 @@ pub struct Assignment {
     pub policy: PolicyRef,
     /// Per podSet, where its pods go on a TAS flavor (set when it is admitted).
     pub topology: Vec<Option<crate::topology::PodSetPlacement>>,
-    /// No placement satisfies a TAS podSet (Kueue's `TopologyPlacementFailed`): why.
-    pub topology_failed: Option<String>,
+    /// No placement satisfies a TAS podSet now: why, and the pending reason.
+    pub topology_failed: Option<super::tas::TopologyFailure>,
 }
 
 impl Assignment {
@@ -117,8 +117,8 @@ impl Assignment {
             .iter()
             .flat_map(|ps| ps.reasons.iter().map(String::as_str))
             .collect();
-        if let Some(m) = &self.topology_failed {
-            m.clone()
+        if let Some(f) = &self.topology_failed {
+            f.message.clone()
         } else if reasons.is_empty() {
             "couldn't assign flavors".into()
         } else {

@@ -470,10 +470,10 @@ fn process(
         return (
             Outcome::Requeue {
                 reason: retry(RequeueReason::NoFit),
-                label: match assignment.topology_failed {
-                    Some(_) => super::tas::PLACEMENT_FAILED,
-                    None => "NoFit",
-                },
+                label: assignment
+                    .topology_failed
+                    .as_ref()
+                    .map_or("NoFit", |f| f.label),
                 message: assignment.message(),
                 wake: None,
             },

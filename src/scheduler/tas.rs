@@ -13,8 +13,21 @@ use crate::topology::{
 
 use super::assign::{Assignment, AssignmentMode};
 
-/// The pending reason of a podSet no placement fits (Kueue's `TopologyPlacementFailed`).
+/// The pending reason of a podSet no placement fits, not even on empty nodes (Kueue's
+/// `TopologyPlacementFailed`).
 pub const PLACEMENT_FAILED: &str = "TopologyPlacementFailed";
+/// The pending reason when quota fits and the podSet would fit on empty nodes, but not on what
+/// is free now (Kueue's case `QuotaFeasibleAndInsufficientTopology`: Kueue looks for victims,
+/// wasq does not yet, so the workload waits as Kueue's does without candidates).
+pub const WAITING_FOR_TOPOLOGY: &str = "WaitingForQuota";
+
+/// Why an assignment's TAS podSets cannot be placed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopologyFailure {
+    pub message: String,
+    /// [`PLACEMENT_FAILED`] or [`WAITING_FOR_TOPOLOGY`].
+    pub label: &'static str,
+}
 
 /// Kueue's `IsTASOnly`: every flavor of the ClusterQueue is a TAS flavor.
 fn tas_only(cluster: &Cluster, cq: CqId) -> bool {
@@ -203,7 +216,15 @@ pub(super) fn screen(cluster: &Cluster, wl: WorkloadId, cq: CqId, mut a: Assignm
         AssignmentMode::NoFit => return a,
     };
     if let Err(message) = place(cluster, cluster.tas.current(), wl, cq, &a, empty) {
-        a.topology_failed = Some(message);
+        let fits_empty = !empty && place(cluster, cluster.tas.current(), wl, cq, &a, true).is_ok();
+        a.topology_failed = Some(TopologyFailure {
+            message,
+            label: if fits_empty {
+                WAITING_FOR_TOPOLOGY
+            } else {
+                PLACEMENT_FAILED
+            },
+        });
     }
     a
 }

@@ -30,7 +30,7 @@ fn a_rack_required_job_waits_rather_than_span_and_starts_when_a_rack_frees() {
     assert_eq!(
         waiting[0].1.as_deref(),
         Some(
-            r#"TopologyPlacementFailed: couldn't assign flavors to pod set main: topology "racks" allows to fit only 6 out of 8 pod(s). Total nodes: 4; excluded: resource "nvidia.com/gpu": 2"#
+            r#"WaitingForQuota: couldn't assign flavors to pod set main: topology "racks" allows to fit only 6 out of 8 pod(s). Total nodes: 4; excluded: resource "nvidia.com/gpu": 2"#
         )
     );
     // Admitted when warmup-a finishes and gives r1 back (30m), not when capacity is merely
@@ -63,6 +63,35 @@ fn a_rack_required_job_waits_rather_than_span_and_starts_when_a_rack_frees() {
     };
     // r1: 10 GPUs for 30m, 6 for 20m, 8 for 20m of 16 GPUs over 50m.
     assert_eq!(rack("r1"), Some(72.5));
+}
+
+#[test]
+fn pending_reasons_tell_never_fitting_from_not_fitting_now() {
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/tas-flavors-and-capacity.yaml");
+    let mut sim = Simulation::new(Scenario::load(&[file]).unwrap());
+    sim.run(&Limits::default(), None);
+    let reason = |name: &str| {
+        sim.report()
+            .events
+            .iter()
+            .find(|e| e.kind == EventType::Inadmissible && e.workload == format!("default/{name}"))
+            .and_then(|e| e.reason.clone())
+    };
+    // Kueue's TestScheduleForTAS: the node can never hold both pods...
+    assert_eq!(
+        reason("foo-f").as_deref(),
+        Some(
+            r#"TopologyPlacementFailed: couldn't assign flavors to pod set one: topology "tas-single-level" allows to fit only 1 out of 2 pod(s)"#
+        )
+    );
+    // ...while this one fits once bar-g is gone.
+    assert_eq!(
+        reason("foo-g").as_deref(),
+        Some(
+            r#"WaitingForQuota: couldn't assign flavors to pod set one: topology "tas-single-level" doesn't allow to fit any of 1 pod(s). Total nodes: 1; excluded: resource "cpu": 1"#
+        )
+    );
 }
 
 /// A small deterministic generator (no dependency): SplitMix64.
