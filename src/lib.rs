@@ -10,4 +10,5 @@ pub mod queue;
 pub mod quota;
 pub mod scheduler;
 pub mod sim;
+pub mod topology;
 pub mod wasm;

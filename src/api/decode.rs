@@ -24,8 +24,9 @@ use super::{Extension, Origin, v1beta1};
 /// The `apiVersion` prefix of objects passed on untyped to wasq's drivers.
 pub const EXTENSION_GROUP_PREFIX: &str = "sim.wasq.dev/";
 
-const KUEUE_KINDS: [&str; 8] = [
+const KUEUE_KINDS: [&str; 9] = [
     "ResourceFlavor",
+    "Topology",
     "Cohort",
     "ClusterQueue",
     "LocalQueue",
@@ -34,7 +35,7 @@ const KUEUE_KINDS: [&str; 8] = [
     "AdmissionCheck",
     "ProvisioningRequestConfig",
 ];
-const CORE_KINDS: [(&str, &str); 2] = [("v1", "Pod"), ("v1", "Namespace")];
+const CORE_KINDS: [(&str, &str); 3] = [("v1", "Pod"), ("v1", "Namespace"), ("v1", "Node")];
 
 /// A job of a built-in kind (`batch/v1` Job, RayJob, JobSet, PyTorchJob, LeaderWorkerSet, ...),
 /// kept as written until every document is read: turning it into Workloads needs the other
@@ -177,6 +178,8 @@ pub fn decode_document(origin: &Origin, value: Value) -> Result<Object, Document
             namespace.or_else(|| Some("default".into()))
         }
         "ResourceFlavor"
+        | "Topology"
+        | "Node"
         | "Cohort"
         | "ClusterQueue"
         | "WorkloadPriorityClass"
@@ -201,6 +204,8 @@ pub fn decode_document(origin: &Origin, value: Value) -> Result<Object, Document
     let value = Value::Object(map);
     let object = match (api_version.as_str(), kind.as_str()) {
         (V1BETA2 | V1BETA1, "ResourceFlavor") => typed(&value).map(Object::Flavor),
+        (V1BETA2 | V1BETA1, "Topology") => typed::<super::topology::Topology>(&value)
+            .map(|_| tas_object(origin, &api_version, &kind, value.clone())),
         (V1BETA2 | V1BETA1, "Cohort") => typed(&value).map(Object::Cohort),
         (V1BETA2 | V1BETA1, "WorkloadPriorityClass") => typed(&value).map(Object::PriorityClass),
         (V1BETA2, "AdmissionCheck") => typed(&value).map(Object::AdmissionCheck),
@@ -230,6 +235,8 @@ pub fn decode_document(origin: &Origin, value: Value) -> Result<Object, Document
         (a, k) if builtin_kind(a, k).is_some() => job_object(a, k, value),
         ("v1", "Pod") => typed(&value).map(Object::Pod),
         ("v1", "Namespace") => typed(&value).map(Object::Namespace),
+        ("v1", "Node") => typed::<k8s_openapi::api::core::v1::Node>(&value)
+            .map(|_| tas_object(origin, &api_version, &kind, value.clone())),
         (super::config::CONFIG_API_VERSION, "Configuration") => typed(&value)
             .and_then(|c| {
                 let problems = super::config::validate(&c);
@@ -277,6 +284,23 @@ fn job_object(api_version: &str, kind: &str, value: Value) -> Result<Object, Vec
         metadata,
         value,
     }))
+}
+
+/// Topology-aware scheduling's kinds (`Topology`, `v1` `Node`), read strictly here, travel as an
+/// [`Extension`] that the loader types again (`load.rs`), so that drivers which do not take
+/// them yet (the controller's mirror) keep matching every [`Object`] they know.
+fn tas_object(origin: &Origin, api_version: &str, kind: &str, value: Value) -> Object {
+    Object::Extension(Extension {
+        origin: origin.clone(),
+        api_version: api_version.to_string(),
+        kind: kind.to_string(),
+        value,
+    })
+}
+
+/// Whether an extension carries a topology-aware scheduling kind (see [`tas_object`]).
+pub fn is_tas_object(e: &Extension) -> bool {
+    !e.api_version.starts_with(EXTENSION_GROUP_PREFIX)
 }
 
 fn typed<T: DeserializeOwned>(value: &Value) -> Result<T, Vec<FieldProblem>> {

@@ -160,6 +160,31 @@ fn assemble(
                     workloads.push((pw.workload, pw.provenance));
                 }
             }
+            Object::Extension(e) if super::decode::is_tas_object(&e) => {
+                let name = e
+                    .value
+                    .pointer("/metadata/name")
+                    .and_then(serde_json::Value::as_str);
+                let label = super::decode::object_label(&e.kind, None, name);
+                let mut report = |problems: Vec<FieldProblem>| {
+                    errors.extend(
+                        problems
+                            .into_iter()
+                            .map(|p| ManifestError::in_doc(&origin, Some(label.clone()), p)),
+                    );
+                };
+                match super::topology::typed_tas_object(&e) {
+                    Ok(super::topology::TasObject::Topology(t)) => {
+                        report(super::topology::validate_topology(&t));
+                        m.topologies.push(*t);
+                    }
+                    Ok(super::topology::TasObject::Node(n)) => {
+                        report(super::topology::validate_node(&n));
+                        m.nodes.push(*n);
+                    }
+                    Err(problems) => report(problems),
+                }
+            }
             Object::Extension(e) => m.extensions.push(e),
             Object::Configuration(c) => {
                 if m.configuration.is_some() {

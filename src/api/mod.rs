@@ -19,6 +19,7 @@ pub mod provenance;
 pub mod quantity;
 pub mod strict;
 pub mod templates;
+pub mod topology;
 pub mod types;
 pub mod v1beta1;
 pub mod validate;
@@ -64,4 +65,7 @@ pub struct Manifests {
     pub extensions: Vec<Extension>,
     /// Kueue's controller configuration, when the manifests carry one.
     pub configuration: Option<config::Configuration>,
+    /// Topology-aware scheduling: the `Topology` objects and, in the simulator, the `v1` Nodes.
+    pub topologies: Vec<topology::Topology>,
+    pub nodes: Vec<k8s_openapi::api::core::v1::Node>,
 }

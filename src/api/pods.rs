@@ -375,7 +375,12 @@ fn pod_set(name: String, count: i32, pod: &Pod) -> PodSet {
             metadata: None,
             spec: pod.spec.clone(),
         }),
-        topology_request: None,
+        // Kueue's pod integration reads the same TAS annotations on the pod itself.
+        topology_request: pod
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(super::topology::request_from_annotations),
     }
 }
 

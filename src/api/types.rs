@@ -379,7 +379,7 @@ pub struct PodSet {
     #[serde(default)]
     pub template: std::sync::Arc<PodTemplateSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topology_request: Option<serde_json::Value>,
+    pub topology_request: Option<super::topology::PodSetTopologyRequest>,
 }
 
 pub fn default_pod_set_name() -> String {
@@ -464,7 +464,7 @@ pub struct PodSetAssignment {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topology_assignment: Option<serde_json::Value>,
+    pub topology_assignment: Option<super::topology::TopologyAssignment>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delayed_topology_request: Option<serde_json::Value>,
 }

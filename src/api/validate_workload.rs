@@ -104,6 +104,9 @@ fn pod_sets(p: &mut Problems, pod_sets: &[PodSet]) {
         if let Some(spec) = &ps.template.spec {
             pod_spec_resources(p, &format!("{path}.template.spec"), spec);
         }
+        if let Some(tr) = &ps.topology_request {
+            super::topology::validate_request(p, &format!("{path}.topologyRequest"), tr);
+        }
     }
     if pod_sets.iter().filter(|ps| ps.min_count.is_some()).count() > 1 {
         p.add("spec.podSets", "at most one podSet can use minCount");

@@ -87,6 +87,7 @@ pub fn build_cluster(
                 node_taints: rf.spec.node_taints.clone(),
                 tolerations: rf.spec.tolerations.clone(),
                 annotations: rf.metadata.annotations.clone().unwrap_or_default(),
+                topology_name: rf.spec.topology_name.clone(),
             },
         );
     }
@@ -220,6 +221,9 @@ pub fn build_cluster(
         if inactive_reason.is_none() {
             inactive_reason = checks_inactive_reason(&admission_checks, &check_defs);
         }
+        if inactive_reason.is_none() {
+            inactive_reason = crate::topology::missing_topologies(m, &all_flavors, &names);
+        }
         let quotas = quotas_of(&spec.resource_groups, &mut names);
         let frs = quotas.iter().map(|&(fr, _)| fr).collect();
         node_meta.push(NodeMeta {
@@ -329,7 +333,9 @@ pub fn build_cluster(
     for cq in &cluster_queues {
         node_cq[cq.node.index()] = Some(cq.id);
     }
+    let tas = crate::topology::Topologies::build(m, |f| names.find_flavor(f));
     let mut cluster = Cluster {
+        tas,
         names,
         tree,
         usage,
@@ -543,6 +549,7 @@ fn pod_set_info(ps: &api::PodSet, names: &mut Names) -> PodSetInfo {
         node_selector: spec.node_selector.clone().unwrap_or_default(),
         affinity_terms,
         tolerations: spec.tolerations.clone().unwrap_or_default(),
+        topology: ps.topology_request.clone(),
     }
 }
 
@@ -600,10 +607,21 @@ pub(super) fn restore_admission(
             *usage.entry(fr).or_default() += amount;
         }
         flavors.sort();
+        let requests: Vec<(&str, i64)> = ps
+            .requests
+            .iter()
+            .map(|&(r, v)| (cluster.names.resource_name(r), v))
+            .collect();
+        let topology = psa.topology_assignment.as_ref().and_then(|ta| {
+            flavors
+                .iter()
+                .find_map(|&(_, f)| cluster.tas.restore(f, &requests, ta))
+        });
         pod_sets.push(PodSetAdmission {
             name: psa.name.clone(),
             count,
             flavors,
+            topology,
         });
     }
     Ok(Admission {

@@ -125,6 +125,55 @@ fn term_expressions(term: &NodeSelectorTerm) -> impl Iterator<Item = &NodeSelect
     term.match_expressions.iter().flatten()
 }
 
+/// Why a podSet's pods may not run on a node (topology-aware scheduling at the node level).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeMismatch {
+    /// A NoSchedule/NoExecute taint neither the pod nor the flavor tolerates, as
+    /// `key=value:Effect`.
+    Taint(String),
+    NodeSelector,
+    Affinity,
+}
+
+/// Whether a podSet's pods may run on a node with these labels and taints: every
+/// NoSchedule/NoExecute taint tolerated by the pod or by `extra` (the flavor's tolerations),
+/// then its nodeSelector, then its required node affinity.
+pub fn node_mismatch(
+    ps: &PodSetInfo,
+    extra: &[Toleration],
+    labels: &BTreeMap<String, String>,
+    taints: &[Taint],
+) -> Option<NodeMismatch> {
+    let untolerated = taints.iter().find(|taint| {
+        (taint.effect == "NoSchedule" || taint.effect == "NoExecute")
+            && !ps
+                .tolerations
+                .iter()
+                .chain(extra)
+                .any(|t| toleration_tolerates(t, taint))
+    });
+    if let Some(t) = untolerated {
+        let value = t.value.as_deref().filter(|v| !v.is_empty());
+        return Some(NodeMismatch::Taint(match value {
+            Some(v) => format!("{}={v}:{}", t.key, t.effect),
+            None => format!("{}:{}", t.key, t.effect),
+        }));
+    }
+    if !ps
+        .node_selector
+        .iter()
+        .all(|(k, v)| labels.get(k) == Some(v))
+    {
+        return Some(NodeMismatch::NodeSelector);
+    }
+    let affinity = ps.affinity_terms.is_empty()
+        || ps
+            .affinity_terms
+            .iter()
+            .any(|term| term_expressions(term).all(|e| requirement_matches(e, labels)));
+    (!affinity).then_some(NodeMismatch::Affinity)
+}
+
 /// Why a flavor cannot host a podSet, or `None` when it can.
 pub fn flavor_mismatch(flavor: &FlavorInfo, ps: &PodSetInfo) -> Option<String> {
     if let Some(taint) = untolerated_taint(flavor, ps) {

@@ -59,6 +59,8 @@ pub struct FlavorInfo {
     pub node_taints: Vec<Taint>,
     pub tolerations: Vec<Toleration>,
     pub annotations: BTreeMap<String, String>,
+    /// `spec.topologyName`: a TAS flavor.
+    pub topology_name: Option<String>,
 }
 
 /// What policies may know of a quota-tree node beyond its quota.
@@ -163,6 +165,8 @@ pub struct PodSetInfo {
     pub node_selector: BTreeMap<String, String>,
     pub affinity_terms: Vec<NodeSelectorTerm>,
     pub tolerations: Vec<Toleration>,
+    /// `topologyRequest` (from the Workload or its job's pod-template annotations).
+    pub topology: Option<crate::api::topology::PodSetTopologyRequest>,
 }
 
 #[derive(Debug, Clone)]
@@ -281,6 +285,8 @@ pub struct PodSetAdmission {
     pub count: i32,
     /// Flavor per requested resource, sorted by resource.
     pub flavors: Vec<(ResourceId, FlavorId)>,
+    /// Where its pods go, on a TAS flavor.
+    pub topology: Option<crate::topology::PodSetPlacement>,
 }
 
 /// Quota reserved for a workload in a ClusterQueue.
@@ -306,6 +312,8 @@ pub enum Holding {
 /// The cluster: configuration, workloads, and the quota they hold.
 #[derive(Debug, Clone)]
 pub struct Cluster {
+    /// Topology-aware scheduling: TAS flavors' domain trees and the capacity in use.
+    pub tas: crate::topology::Topologies,
     pub names: Names,
     pub tree: QuotaTree,
     pub usage: Usage,
@@ -441,6 +449,13 @@ impl Cluster {
         for &(fr, v) in &admission.usage {
             self.tree.add_usage(&mut self.usage, node, fr, v);
         }
+        for p in admission
+            .pod_sets
+            .iter()
+            .filter_map(|ps| ps.topology.as_ref())
+        {
+            self.tas.add(p, 1);
+        }
         self.admitted[admission.cluster_queue.index()].insert(id);
         self.holdings[id.index()] = Holding::Admitted(admission);
         Ok(())
@@ -466,6 +481,13 @@ impl Cluster {
         let node = self.cq(admission.cluster_queue).node;
         for &(fr, v) in &admission.usage {
             self.tree.add_usage(&mut self.usage, node, fr, -v);
+        }
+        for p in admission
+            .pod_sets
+            .iter()
+            .filter_map(|ps| ps.topology.as_ref())
+        {
+            self.tas.add(p, -1);
         }
         self.admitted[admission.cluster_queue.index()].remove(&id);
         Ok(admission)

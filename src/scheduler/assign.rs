@@ -74,11 +74,15 @@ pub struct Assignment {
     /// Some flavor scan stopped before the group's last flavor (Kueue's `PendingFlavors`).
     pub pending_flavors: bool,
     pub policy: PolicyRef,
+    /// Per podSet, where its pods go on a TAS flavor (set when it is admitted).
+    pub topology: Vec<Option<crate::topology::PodSetPlacement>>,
+    /// No placement satisfies a TAS podSet now: why, and the pending reason.
+    pub topology_failed: Option<super::tas::TopologyFailure>,
 }
 
 impl Assignment {
     pub fn mode(&self) -> AssignmentMode {
-        if !self.complete {
+        if !self.complete || self.topology_failed.is_some() {
             return AssignmentMode::NoFit;
         }
         self.pod_sets
@@ -113,7 +117,9 @@ impl Assignment {
             .iter()
             .flat_map(|ps| ps.reasons.iter().map(String::as_str))
             .collect();
-        if reasons.is_empty() {
+        if let Some(f) = &self.topology_failed {
+            f.message.clone()
+        } else if reasons.is_empty() {
             "couldn't assign flavors".into()
         } else {
             format!("couldn't assign flavors: {}", reasons.join("; "))
@@ -198,6 +204,8 @@ pub(super) fn assign_flavors(
         complete: true,
         pending_flavors: false,
         policy: policy.id(),
+        topology: Vec::new(),
+        topology_failed: None,
     };
     let pods = cluster.names.find_resource("pods");
     for (i, ps) in wl.pod_sets.iter().enumerate() {
@@ -378,7 +386,9 @@ fn evaluate_flavor(
         return None;
     };
     let ps = &cluster.workload(wl_id).pod_sets[pod_set];
-    if let Some(reason) = crate::cluster::matching::flavor_mismatch(info, ps) {
+    if let Some(reason) = crate::cluster::matching::flavor_mismatch(info, ps)
+        .or_else(|| super::tas::flavor_mismatch(cluster, cq_id, ps, info, group))
+    {
         psa.reasons.push(reason);
         return None;
     }

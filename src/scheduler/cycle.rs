@@ -118,6 +118,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
     let mut dynamic = speculative(&by);
     let mut ordered_by = vec![by; entries.len()];
     let mut preempted: rustc_hash::FxHashSet<WorkloadId> = Default::default();
+    let mut tas_usage = s.cluster.tas.current().clone();
     let mut processed = Vec::with_capacity(entries.len());
     let mut pos = 0;
     while pos < order.len() {
@@ -132,7 +133,8 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
             budgets: &s.budgets,
             targets_memo: Default::default(),
         };
-        let (result, recomputed, took) = process(&ctx, &mut snapshot, &mut preempted, e);
+        let (result, recomputed, took) =
+            process(&ctx, &mut snapshot, &mut preempted, &mut tas_usage, e);
         processed.push((i, result, recomputed));
         let node = s.cluster.cq(e.cq).node;
         if !dynamic
@@ -282,7 +284,12 @@ fn assign_and_find_targets(
     cq: CqId,
 ) -> (Assignment, super::preempt::Targets) {
     let no_targets = || super::preempt::Targets::none(ctx.policies.preemption.id());
-    let full = assign_flavors(ctx, usage, wl, cq, None);
+    let full = super::tas::screen(
+        ctx.cluster,
+        wl,
+        cq,
+        assign_flavors(ctx, usage, wl, cq, None),
+    );
     match full.mode() {
         AssignmentMode::Fit => return (full, no_targets()),
         AssignmentMode::Preempt => {
@@ -310,6 +317,7 @@ fn assign_and_find_targets(
             .collect();
         let found = reduce_pod_sets(&full_counts, &min_counts, |counts| {
             let a = assign_flavors(ctx, usage, wl, cq, Some(counts));
+            let a = super::tas::screen(ctx.cluster, wl, cq, a);
             match a.mode() {
                 AssignmentMode::Fit => Some((a, no_targets())),
                 AssignmentMode::Preempt => {
@@ -409,6 +417,7 @@ fn process(
     ctx: &Ctx<'_>,
     snapshot: &mut Usage,
     preempted: &mut rustc_hash::FxHashSet<WorkloadId>,
+    tas: &mut crate::topology::TasUsage,
     e: &Entry,
 ) -> (Outcome, Recomputed, Took) {
     let tree = &ctx.cluster.tree;
@@ -461,7 +470,10 @@ fn process(
         return (
             Outcome::Requeue {
                 reason: retry(RequeueReason::NoFit),
-                label: "NoFit",
+                label: assignment
+                    .topology_failed
+                    .as_ref()
+                    .map_or("NoFit", |f| f.label),
                 message: assignment.message(),
                 wake: None,
             },
@@ -531,6 +543,31 @@ fn process(
             None,
         );
     }
+    // A TAS podSet is placed on the capacity this cycle's earlier admissions left.
+    if mode == AssignmentMode::Fit && !ctx.cluster.tas.is_empty() {
+        match super::tas::place(ctx.cluster, tas, e.workload, e.cq, &assignment, false) {
+            Err(message) => {
+                return (
+                    Outcome::Requeue {
+                        reason: RequeueReason::FailedAfterNomination,
+                        label: super::tas::PLACEMENT_FAILED,
+                        message,
+                        wake: None,
+                    },
+                    recomputed,
+                    None,
+                );
+            }
+            Ok(placements) if placements.iter().any(Option::is_some) => {
+                for p in placements.iter().flatten() {
+                    ctx.cluster.tas.add_to_snapshot(tas, p);
+                }
+                assignment.topology = placements;
+                recomputed = Some((assignment.clone(), targets.clone()));
+            }
+            Ok(_) => {}
+        }
+    }
     preempted.extend(targets.iter().map(|t| t.workload));
     for &(fr, v) in &usage {
         tree.add_usage(snapshot, node, fr, v);
@@ -593,10 +630,12 @@ fn to_admission(e: &Entry, now: Millis) -> Admission {
             .assignment
             .pod_sets
             .iter()
-            .map(|ps| PodSetAdmission {
+            .enumerate()
+            .map(|(i, ps)| PodSetAdmission {
                 name: ps.name.clone(),
                 count: ps.count,
                 flavors: ps.flavors.iter().map(|f| (f.resource, f.flavor)).collect(),
+                topology: e.assignment.topology.get(i).cloned().flatten(),
             })
             .collect(),
         usage: e.assignment.usage.iter().map(|(&fr, &v)| (fr, v)).collect(),

@@ -13,6 +13,7 @@ mod assign;
 pub mod budget;
 mod cycle;
 mod preempt;
+mod tas;
 
 pub use assign::{Assignment, AssignmentMode, FlavorAssigned, PodSetAssignment};
 
@@ -335,6 +336,8 @@ impl Scheduler {
     pub fn release(&mut self, id: WorkloadId) {
         if let Ok(admission) = self.cluster.release(id) {
             self.retry_inadmissible(admission.cluster_queue);
+            self.retry
+                .extend(tas::sharing_nodes(&self.cluster, &admission));
         }
     }
 
@@ -375,6 +378,8 @@ impl Scheduler {
     pub fn complete_eviction(&mut self, id: WorkloadId) {
         if let Ok(admission) = self.cluster.release(id) {
             self.retry_inadmissible(admission.cluster_queue);
+            self.retry
+                .extend(tas::sharing_nodes(&self.cluster, &admission));
         }
         let wl = &mut self.cluster.workloads[id.index()];
         wl.requeue_count += 1;
@@ -393,6 +398,8 @@ impl Scheduler {
     pub fn release_for_retry(&mut self, id: WorkloadId, queued_at: Millis, reason: &'static str) {
         if let Ok(admission) = self.cluster.release(id) {
             self.retry_inadmissible(admission.cluster_queue);
+            self.retry
+                .extend(tas::sharing_nodes(&self.cluster, &admission));
         }
         self.evicted.remove(&id);
         let wl = &mut self.cluster.workloads[id.index()];

@@ -132,6 +132,10 @@ pub fn expand_one(ext: &Extension) -> Result<Manifests, ExtensionError> {
             let spec: GeneratorSpec = spec_of(ext)?;
             Ok(generate::generate(&spec))
         }
+        "NodeInventory" => {
+            let spec: super::nodes::NodeInventorySpec = spec_of(ext)?;
+            Ok(super::nodes::generate(&spec))
+        }
         other => Err(ExtensionError::Kind(other.to_string())),
     }
 }
@@ -172,7 +176,11 @@ fn append(into: &mut Manifests, from: Manifests) {
         workloads,
         extensions,
         configuration,
+        topologies,
+        nodes,
     } = from;
+    into.topologies.extend(topologies);
+    into.nodes.extend(nodes);
     into.admission_checks.extend(admission_checks);
     into.provisioning_request_configs
         .extend(provisioning_request_configs);

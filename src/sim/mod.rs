@@ -15,9 +15,11 @@ pub use crate::api::duration;
 pub mod extensions;
 pub mod fairness;
 pub mod generate;
+pub mod nodes;
 pub mod readiness;
 pub mod report;
 pub mod scenario;
+pub mod topology;
 pub mod trace;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -94,6 +96,8 @@ pub struct Simulation {
     last_pending: Vec<Option<(String, bool)>>,
     pub(crate) events: Vec<Event>,
     pub(crate) usage_integral: Vec<i128>,
+    /// Topology-aware scheduling: per-domain usage over time and each placement's span.
+    pub(crate) tas: topology::TasLedger,
     /// Every reservation (+) and release (−) of quota, in time order: the fairness report
     /// replays it for per-LocalQueue usage and the share over time.
     pub(crate) usage_log: Vec<fairness::UsageChange>,
@@ -151,6 +155,7 @@ impl Simulation {
             last_pending: vec![None; n],
             events: Vec::new(),
             usage_integral: Vec::new(),
+            tas: Default::default(),
             usage_log: Vec::new(),
             preemptions: Vec::new(),
             budget_waits: Vec::new(),
@@ -363,6 +368,7 @@ impl Simulation {
                 self.usage_integral[base + fr] += i128::from(u) * dt;
             }
         }
+        self.tas.integrate(&cluster.tas, dt);
         self.now = to;
     }
 
@@ -417,6 +423,8 @@ impl Simulation {
                         Some(policy.clone()),
                     );
                     let cluster = &self.scheduler.cluster;
+                    self.tas
+                        .record(cluster, workload, &admission, self.now - self.t0);
                     let assigned: Vec<_> = admission
                         .pod_sets
                         .iter()

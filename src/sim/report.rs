@@ -59,6 +59,12 @@ pub struct PodSetReport {
     pub name: String,
     pub count: i32,
     pub flavors: BTreeMap<String, String>,
+    /// On a TAS flavor: where its pods went, in Kueue's v1beta2 form...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topology_assignment: Option<crate::api::topology::TopologyAssignment>,
+    /// ...and how many domains of each level that spans (highest level first).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub domains_per_level: Vec<(String, usize)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -190,6 +196,9 @@ pub struct Report {
     pub events: Vec<Event>,
     pub summary: Summary,
     pub fairness: super::fairness::Fairness,
+    /// Topology-aware scheduling: per-domain utilisation and each placement's span.
+    #[serde(skip_serializing_if = "super::topology::TopologyReport::is_empty")]
+    pub topology: super::topology::TopologyReport,
 }
 
 pub(crate) fn state_of(sim: &Simulation, id: WorkloadId) -> &'static str {
@@ -234,6 +243,12 @@ pub(crate) fn admission_of(cluster: &Cluster, a: &crate::cluster::Admission) -> 
                         )
                     })
                     .collect(),
+                topology_assignment: ps.topology.as_ref().and_then(|p| cluster.tas.assignment(p)),
+                domains_per_level: ps
+                    .topology
+                    .as_ref()
+                    .map(|p| cluster.tas.spans(p))
+                    .unwrap_or_default(),
             })
             .collect(),
     }
@@ -420,6 +435,7 @@ pub fn build(sim: &Simulation) -> Report {
             cost_attribution: super::attribution::build(sim),
         },
         fairness: super::fairness::build(sim),
+        topology: sim.tas.report(cluster),
     }
 }
 
@@ -600,6 +616,7 @@ impl Report {
             }
         }
         self.fairness.write_table(&mut out);
+        self.topology.write_table(&mut out);
         let _ = writeln!(
             out,
             "\n{} cycles over {:.1}s of virtual time",

@@ -16,6 +16,7 @@ mod pods_ready;
 mod reload;
 mod scenarios;
 mod sim_inputs;
+mod topology;
 mod wasm_containment;
 mod wasm_parity;
 mod webhooks;

@@ -319,12 +319,12 @@ metadata: {name: f}
         [
             concat!(
                 r#"misc.yaml doc 1: DaemonSet web: kind: unsupported kind "DaemonSet" (apiVersion "apps/v1"); "#,
-                "wasq reads ResourceFlavor, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass, Workload, ",
+                "wasq reads ResourceFlavor, Topology, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass, Workload, ",
                 "AdmissionCheck, ProvisioningRequestConfig, the Kueue Configuration, Job (batch/v1), JobSet (jobset.x-k8s.io/v1alpha2), RayJob (ray.io/v1), ",
                 "RayCluster (ray.io/v1), PyTorchJob (kubeflow.org/v1), TFJob (kubeflow.org/v1), XGBoostJob (kubeflow.org/v1), ",
                 "PaddleJob (kubeflow.org/v1), JAXJob (kubeflow.org/v1), MPIJob (kubeflow.org/v2beta1), ",
                 "LeaderWorkerSet (leaderworkerset.x-k8s.io/v1), StatefulSet (apps/v1), Deployment (apps/v1), ",
-                "Pod (v1), Namespace (v1) and sim.wasq.dev objects"
+                "Pod (v1), Namespace (v1), Node (v1) and sim.wasq.dev objects"
             ),
             r#"misc.yaml doc 2: ClusterQueue cq: apiVersion: unsupported apiVersion "kueue.x-k8s.io/v1alpha1" for kind ClusterQueue (supported: kueue.x-k8s.io/v1beta2, kueue.x-k8s.io/v1beta1)"#,
             r#"misc.yaml doc 3: missing field "apiVersion""#,
@@ -842,6 +842,79 @@ spec: {template: {spec: {containers: [{name: c}]}}}
         errors("clash.yaml", text),
         [
             "clash.yaml doc 2: Job default/x: duplicate Workload default/job-x-27a87: already defined in clash.yaml doc 1"
+        ]
+    );
+}
+
+#[test]
+fn topology_and_node_rules() {
+    let text = "apiVersion: kueue.x-k8s.io/v1beta2
+kind: Topology
+metadata: {name: default}
+spec:
+  levels:
+  - nodeLabel: kubernetes.io/hostname
+  - nodeLabel: cloud/rack
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Topology
+metadata: {name: typo}
+spec:
+  levels:
+  - nodeLable: cloud/rack
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {cloud/rack: r1}}
+status:
+  allocatable: {cpu: '8', pods: '110', memory: 1GG}
+";
+    assert_eq!(
+        errors("topo.yaml", text),
+        [
+            "topo.yaml doc 1: Topology default: spec.levels: the kubernetes.io/hostname label can only be used at the lowest level of topology",
+            r#"topo.yaml doc 2: Topology typo: spec.levels[0].nodeLable: unknown field "nodeLable", did you mean "nodeLabel"?"#,
+            r#"topo.yaml doc 3: Node n1: status.allocatable.memory: unknown suffix "GG" in quantity "1GG""#,
+        ]
+    );
+}
+
+#[test]
+fn pod_template_annotations_become_a_topology_request() {
+    let job = |annotations: &str| {
+        format!(
+            "apiVersion: batch/v1
+kind: Job
+metadata: {{name: train, namespace: ns, labels: {{kueue.x-k8s.io/queue-name: lq}}}}
+spec:
+  parallelism: 4
+  template:
+    metadata:
+      annotations: {annotations}
+    spec:
+      containers: [{{name: c, image: i, resources: {{requests: {{cpu: '1'}}}}}}]
+"
+        )
+    };
+    let m = load(
+        "job.yaml",
+        &job("{kueue.x-k8s.io/podset-required-topology: cloud/rack}"),
+    );
+    let tr = m.workloads[0].spec.pod_sets[0]
+        .topology_request
+        .clone()
+        .expect("a topology request");
+    assert_eq!(tr.required.as_deref(), Some("cloud/rack"));
+    assert_eq!(tr.preferred, None);
+    assert_eq!(
+        errors(
+            "job.yaml",
+            &job(
+                "{kueue.x-k8s.io/podset-required-topology: cloud/rack, kueue.x-k8s.io/podset-slice-size: '2'}"
+            )
+        ),
+        [
+            "job.yaml doc 1: Job ns/train: spec.template.metadata.annotations.kueue.x-k8s.io/podset-slice-size: may not be set when 'kueue.x-k8s.io/podset-slice-required-topology' is not specified"
         ]
     );
 }

@@ -41,6 +41,14 @@ pub fn outcome_lines(report: &Report) -> BTreeSet<String> {
                     for (r, f) in &ps.flavors {
                         line.push_str(&format!(" {r}={f}"));
                     }
+                    if let Some(ta) = &ps.topology_assignment {
+                        let domains = ta.domains().unwrap_or_default();
+                        let placed: Vec<String> = domains
+                            .iter()
+                            .map(|d| format!("{}:{}", d.values.join("/"), d.count))
+                            .collect();
+                        line.push_str(&format!(" topology={}", placed.join(",")));
+                    }
                 }
                 line
             }

@@ -76,6 +76,20 @@ impl JobKind {
             problems.extend(p);
             Vec::new()
         });
+        for ps in &pod_sets {
+            if let Some(annotations) = &ps
+                .template
+                .metadata
+                .as_ref()
+                .and_then(|m| m.annotations.clone())
+            {
+                let path = format!("{}.metadata.annotations", super::kind::field_path(&ps.path));
+                problems.extend(crate::api::topology::validate_annotations(
+                    annotations,
+                    &path,
+                ));
+            }
+        }
         let groups = self.group_count(value).unwrap_or_else(|p| {
             problems.push(p);
             0
@@ -172,7 +186,12 @@ fn to_pod_set(p: &JobPodSet) -> PodSet {
         count: p.count,
         min_count: p.min_count,
         template: std::sync::Arc::new(p.template.clone()),
-        topology_request: None,
+        topology_request: p
+            .template
+            .metadata
+            .as_ref()
+            .and_then(|m| m.annotations.as_ref())
+            .and_then(crate::api::topology::request_from_annotations),
     }
 }
 

@@ -1,0 +1,310 @@
+//! Topology-aware scheduling (Kueue's TAS): per TAS ResourceFlavor a domain tree built from
+//! the nodes (`tree.rs`), the free capacity of every leaf next to quota, and placement — pods
+//! per leaf domain — as a pluggable decision (`placement.rs`).
+//!
+//! **Invariant:** capacity changes only through [`Topologies::add`], called by the cluster's
+//! `reserve` / `release` with what the admission placed, so a leaf's usage is always the sum
+//! of the placements admitted on it and never exceeds its allocatable capacity (placements are
+//! verified against free capacity before they are admitted).
+
+pub mod placement;
+pub mod tree;
+
+use std::collections::{BTreeMap, HashMap};
+
+use k8s_openapi::api::core::v1::Toleration;
+
+use crate::api::Manifests;
+use crate::api::topology::{DomainAssignment, TopologyAssignment};
+use crate::quota::FlavorId;
+
+pub use placement::{
+    Constraint, Exclusions, KueueBestFit, Placement, PlacementPolicy, PlacementRequest, verify,
+};
+pub use tree::{DomainId, DomainTree};
+
+/// What a podSet was placed on: its flavor's tree, pods per leaf and one pod's request per
+/// resource column (kept so that a release gives back exactly what was taken).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodSetPlacement {
+    pub flavor: FlavorId,
+    pub leaves: Vec<(u32, i32)>,
+    pub per_pod: Vec<i64>,
+}
+
+/// One TAS flavor: its tree, its tolerations and the usage of each leaf.
+#[derive(Debug, Clone)]
+pub struct TasFlavor {
+    pub flavor: FlavorId,
+    pub tree: DomainTree,
+    pub tolerations: Vec<Toleration>,
+}
+
+/// Every TAS flavor's tree and the capacity admitted workloads use on it.
+#[derive(Debug, Clone, Default)]
+pub struct Topologies {
+    pub flavors: Vec<TasFlavor>,
+    by_flavor: HashMap<FlavorId, usize>,
+    /// Per TAS flavor, per leaf, per resource column: milli-units in use.
+    usage: TasUsage,
+}
+
+/// Per-leaf usage of every TAS flavor, cloned as a cycle's snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TasUsage(Vec<Vec<Vec<i64>>>);
+
+/// Kueue's `TopologyNotFound` inactive reason for a ClusterQueue using `flavors`: every TAS
+/// flavor among them whose Topology does not exist.
+pub fn missing_topologies(
+    m: &Manifests,
+    flavors: &[FlavorId],
+    names: &crate::quota::Names,
+) -> Option<String> {
+    let mut missing = Vec::new();
+    for rf in &m.flavors {
+        let name = rf.metadata.name.as_deref().unwrap_or_default();
+        let Some(topology) = rf.spec.topology_name.as_deref() else {
+            continue;
+        };
+        let used = names
+            .find_flavor(name)
+            .is_some_and(|f| flavors.contains(&f));
+        let exists = m
+            .topologies
+            .iter()
+            .any(|t| t.metadata.name.as_deref() == Some(topology));
+        if used && !exists && !missing.iter().any(|(f, _)| *f == name) {
+            missing.push((name, topology));
+        }
+    }
+    (!missing.is_empty()).then(|| {
+        missing
+            .iter()
+            .map(|(f, t)| format!("there is no Topology {t:?} for TAS flavor {f:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}
+
+impl Topologies {
+    /// The trees of the flavors with a `topologyName` whose Topology exists (a ClusterQueue
+    /// using one whose Topology is missing is inactive: [`missing_topologies`]). `flavor_id`
+    /// finds a flavor's interned id.
+    pub fn build(m: &Manifests, mut flavor_id: impl FnMut(&str) -> Option<FlavorId>) -> Topologies {
+        let mut out = Topologies::default();
+        for rf in &m.flavors {
+            let Some(topology) = rf.spec.topology_name.as_deref() else {
+                continue;
+            };
+            let name = rf.metadata.name.clone().unwrap_or_default();
+            let Some(t) = m
+                .topologies
+                .iter()
+                .find(|t| t.metadata.name.as_deref() == Some(topology))
+            else {
+                continue;
+            };
+            let Some(flavor) = flavor_id(&name) else {
+                continue;
+            };
+            let tree = DomainTree::build(topology, &t.level_keys(), &rf.spec.node_labels, &m.nodes);
+            out.by_flavor.insert(flavor, out.flavors.len());
+            out.usage
+                .0
+                .push(vec![vec![0; tree.resources.len()]; tree.leaves.len()]);
+            out.flavors.push(TasFlavor {
+                flavor,
+                tree,
+                tolerations: rf.spec.tolerations.clone(),
+            });
+        }
+        out
+    }
+
+    /// The TAS flavor, if `flavor` has a topology.
+    pub fn get(&self, flavor: FlavorId) -> Option<&TasFlavor> {
+        self.by_flavor.get(&flavor).map(|&i| &self.flavors[i])
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.flavors.is_empty()
+    }
+
+    /// The usage as it is now (cloned: a cycle's snapshot).
+    pub fn current(&self) -> &TasUsage {
+        &self.usage
+    }
+
+    /// Adds (`sign` = 1) or removes (`sign` = -1) a placement's usage.
+    pub fn add(&mut self, p: &PodSetPlacement, sign: i64) {
+        if let Some(&i) = self.by_flavor.get(&p.flavor) {
+            add_to(&mut self.usage.0[i], p, sign);
+        }
+    }
+
+    /// The usage of the `i`-th TAS flavor (in [`Topologies::flavors`] order): per leaf, per
+    /// column.
+    pub fn leaf_usage(&self, i: usize) -> &[Vec<i64>] {
+        &self.usage.0[i]
+    }
+
+    /// Free capacity per leaf and column of a flavor under `usage`.
+    pub fn free(&self, flavor: FlavorId, usage: &TasUsage) -> Option<Vec<Vec<i64>>> {
+        let i = *self.by_flavor.get(&flavor)?;
+        let tree = &self.flavors[i].tree;
+        Some(
+            tree.capacity
+                .iter()
+                .zip(&usage.0[i])
+                .map(|(cap, used)| cap.iter().zip(used).map(|(c, u)| c - u).collect())
+                .collect(),
+        )
+    }
+
+    /// Adds a placement's usage to a snapshot.
+    pub fn add_to_snapshot(&self, usage: &mut TasUsage, p: &PodSetPlacement) {
+        if let Some(&i) = self.by_flavor.get(&p.flavor) {
+            add_to(&mut usage.0[i], p, 1);
+        }
+    }
+
+    /// Per flavor, per domain of every level: used and allocatable milli-units per resource
+    /// (the report's utilisation).
+    pub fn utilisation(&self) -> Vec<DomainUtilisation> {
+        let mut out = Vec::new();
+        for (i, f) in self.flavors.iter().enumerate() {
+            let tree = &f.tree;
+            let mut per_domain: BTreeMap<DomainId, (Vec<i64>, Vec<i64>)> = BTreeMap::new();
+            for (leaf, &d) in tree.leaves.iter().enumerate() {
+                let mut at = Some(d);
+                while let Some(id) = at {
+                    let e = per_domain.entry(id).or_insert_with(|| {
+                        (vec![0; tree.resources.len()], vec![0; tree.resources.len()])
+                    });
+                    for c in 0..tree.resources.len() {
+                        e.0[c] += self.usage.0[i][leaf][c];
+                        e.1[c] += tree.capacity[leaf][c];
+                    }
+                    at = tree.domain(id).parent;
+                }
+            }
+            for (d, (used, capacity)) in per_domain {
+                let dom = tree.domain(d);
+                out.push(DomainUtilisation {
+                    flavor: f.flavor,
+                    level: tree.levels[dom.level].clone(),
+                    domain: dom.values.join("/"),
+                    resources: tree
+                        .resources
+                        .iter()
+                        .enumerate()
+                        .map(|(c, r)| (r.clone(), used[c], capacity[c]))
+                        .collect(),
+                });
+            }
+        }
+        out
+    }
+}
+
+impl Topologies {
+    /// A placement as Kueue writes it in `status.admission.podSetAssignments[].topologyAssignment`:
+    /// the hostname level alone when leaves are nodes, else every level.
+    pub fn assignment(&self, p: &PodSetPlacement) -> Option<TopologyAssignment> {
+        let tree = &self.get(p.flavor)?.tree;
+        let from = if tree.lowest_is_node() {
+            tree.levels.len() - 1
+        } else {
+            0
+        };
+        let domains: Vec<DomainAssignment> = p
+            .leaves
+            .iter()
+            .map(|&(leaf, count)| DomainAssignment {
+                values: tree.domain(tree.leaves[leaf as usize]).values[from..].to_vec(),
+                count,
+            })
+            .collect();
+        Some(TopologyAssignment::from_domains(
+            tree.levels[from..].to_vec(),
+            &domains,
+        ))
+    }
+
+    /// The placement an admission written in the manifests carries (`topologyAssignment`),
+    /// with one pod's request per column from `requests` (resource name, milli-units); `None`
+    /// when a domain is not in the tree.
+    pub fn restore(
+        &self,
+        flavor: FlavorId,
+        requests: &[(&str, i64)],
+        ta: &TopologyAssignment,
+    ) -> Option<PodSetPlacement> {
+        let tree = &self.get(flavor)?.tree;
+        let from = tree.levels.len().checked_sub(ta.levels.len())?;
+        if tree.levels[from..] != ta.levels[..] {
+            return None;
+        }
+        let mut leaves = Vec::new();
+        for d in ta.domains()? {
+            let leaf = tree
+                .leaves
+                .iter()
+                .position(|&l| tree.domain(l).values[from..] == d.values[..])?;
+            leaves.push((leaf as u32, d.count));
+        }
+        let mut per_pod = vec![0; tree.resources.len()];
+        for &(r, v) in requests {
+            if let Some(c) = tree.resource_index(r) {
+                per_pod[c] += v;
+            }
+        }
+        if let Some(c) = tree.resource_index(tree::PODS) {
+            per_pod[c] += 1000;
+        }
+        Some(PodSetPlacement {
+            flavor,
+            leaves,
+            per_pod,
+        })
+    }
+
+    /// How many domains of each level a placement spans, highest level first.
+    pub fn spans(&self, p: &PodSetPlacement) -> Vec<(String, usize)> {
+        let Some(f) = self.get(p.flavor) else {
+            return Vec::new();
+        };
+        let tree = &f.tree;
+        (0..tree.levels.len())
+            .map(|level| {
+                let mut at: Vec<DomainId> = p
+                    .leaves
+                    .iter()
+                    .map(|&(l, _)| tree.ancestor_at(tree.leaves[l as usize], level))
+                    .collect();
+                at.sort();
+                at.dedup();
+                (tree.levels[level].clone(), at.len())
+            })
+            .collect()
+    }
+}
+
+fn add_to(usage: &mut [Vec<i64>], p: &PodSetPlacement, sign: i64) {
+    for &(leaf, n) in &p.leaves {
+        for (u, per) in usage[leaf as usize].iter_mut().zip(&p.per_pod) {
+            *u += sign * i64::from(n) * per;
+        }
+    }
+}
+
+/// One domain's use of its capacity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainUtilisation {
+    pub flavor: FlavorId,
+    pub level: String,
+    /// Its values from the highest level down, joined by `/`.
+    pub domain: String,
+    /// (resource, used, allocatable) in milli-units.
+    pub resources: Vec<(String, i64, i64)>,
+}

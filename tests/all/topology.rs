@@ -1,0 +1,256 @@
+//! Topology-aware scheduling end to end on the simulator: the example's story with Kueue's
+//! pending message, capacity given back when a workload finishes, and the invariant that no
+//! leaf domain is ever over-committed.
+
+use std::path::{Path, PathBuf};
+
+use wasq::cluster::Holding;
+use wasq::sim::{EventType, Limits, Scenario, Simulation};
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tas-racks.yaml")
+}
+
+#[test]
+fn a_rack_required_job_waits_rather_than_span_and_starts_when_a_rack_frees() {
+    let mut sim = Simulation::new(Scenario::load(&[example()]).unwrap());
+    sim.run(&Limits::default(), None);
+    let report = sim.report();
+    let events_of = |name: &str, kind: EventType| -> Vec<(f64, Option<String>)> {
+        report
+            .events
+            .iter()
+            .filter(|e| e.kind == kind && e.workload.contains(name))
+            .map(|e| (e.time, e.reason.clone()))
+            .collect()
+    };
+    let waiting = events_of("train-required", EventType::Inadmissible);
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    assert_eq!(waiting[0].0, 60.0);
+    assert_eq!(
+        waiting[0].1.as_deref(),
+        Some(
+            r#"WaitingForQuota: couldn't assign flavors to pod set main: topology "racks" allows to fit only 6 out of 8 pod(s). Total nodes: 4; excluded: resource "nvidia.com/gpu": 2"#
+        )
+    );
+    // Admitted when warmup-a finishes and gives r1 back (30m), not when capacity is merely
+    // enough in total.
+    let reserved = events_of("train-required", EventType::QuotaReserved);
+    assert_eq!(reserved.iter().map(|e| e.0).collect::<Vec<_>>(), [1800.0]);
+    let spans = |name: &str| {
+        report
+            .topology
+            .placements
+            .iter()
+            .find(|p| p.workload.contains(name))
+            .map(|p| {
+                p.domains_per_level
+                    .iter()
+                    .map(|(_, n)| *n)
+                    .collect::<Vec<_>>()
+            })
+    };
+    assert_eq!(spans("train-required"), Some(vec![1, 1]));
+    assert_eq!(spans("train-preferred"), Some(vec![2, 2]));
+    assert_eq!(spans("warmup-a"), Some(vec![1, 2]));
+    let rack = |name: &str| {
+        report
+            .topology
+            .domains
+            .iter()
+            .find(|d| d.domain == name)
+            .map(|d| d.utilisation_percent["nvidia.com/gpu"])
+    };
+    // r1: 10 GPUs for 30m, 6 for 20m, 8 for 20m of 16 GPUs over 50m.
+    assert_eq!(rack("r1"), Some(72.5));
+}
+
+#[test]
+fn pending_reasons_tell_never_fitting_from_not_fitting_now() {
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/tas-flavors-and-capacity.yaml");
+    let mut sim = Simulation::new(Scenario::load(&[file]).unwrap());
+    sim.run(&Limits::default(), None);
+    let reason = |name: &str| {
+        sim.report()
+            .events
+            .iter()
+            .find(|e| e.kind == EventType::Inadmissible && e.workload == format!("default/{name}"))
+            .and_then(|e| e.reason.clone())
+    };
+    // Kueue's TestScheduleForTAS: the node can never hold both pods...
+    assert_eq!(
+        reason("foo-f").as_deref(),
+        Some(
+            r#"TopologyPlacementFailed: couldn't assign flavors to pod set one: topology "tas-single-level" allows to fit only 1 out of 2 pod(s)"#
+        )
+    );
+    // ...while this one fits once bar-g is gone.
+    assert_eq!(
+        reason("foo-g").as_deref(),
+        Some(
+            r#"WaitingForQuota: couldn't assign flavors to pod set one: topology "tas-single-level" doesn't allow to fit any of 1 pod(s). Total nodes: 1; excluded: resource "cpu": 1"#
+        )
+    );
+}
+
+/// A small deterministic generator (no dependency): SplitMix64.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % n
+    }
+}
+
+fn random_tas_scenario(seed: u64) -> String {
+    let mut rng = Rng(seed);
+    let mut text = String::from(
+        "apiVersion: sim.wasq.dev/v1alpha1
+kind: NodeInventory
+metadata: {name: gpus}
+spec:
+  topology: racks
+  blocks: 2
+  racks: 2
+  nodesPerRack: 3
+  labels: {gpu: a100}
+  allocatable: {cpu: '16', nvidia.com/gpu: '8', pods: '110'}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: a100}
+spec: {nodeLabels: {gpu: a100}, topologyName: racks}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu, nvidia.com/gpu]
+    flavors:
+    - name: a100
+      resources:
+      - {name: cpu, nominalQuota: 1000}
+      - {name: nvidia.com/gpu, nominalQuota: 1000}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq, namespace: default}
+spec: {clusterQueue: cq}
+",
+    );
+    let requests = [
+        "{required: cloud.wasq.dev/block}",
+        "{required: cloud.wasq.dev/rack}",
+        "{preferred: cloud.wasq.dev/rack}",
+        "{unconstrained: true}",
+        "{required: cloud.wasq.dev/rack, podSetSliceRequiredTopology: kubernetes.io/hostname, podSetSliceSize: 2}",
+    ];
+    for i in 0..40 {
+        let gpus = 1 + rng.next(2);
+        let count = 2 * (1 + rng.next(6));
+        let request = requests[rng.next(requests.len() as u64) as usize];
+        let arrival = rng.next(600);
+        let duration = 30 + rng.next(600);
+        text.push_str(&format!(
+            "---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata:
+  name: w{i}
+  namespace: default
+  annotations: {{sim.wasq.dev/arrival: {arrival}s, sim.wasq.dev/duration: {duration}s}}
+spec:
+  queueName: lq
+  podSets:
+  - name: main
+    count: {count}
+    topologyRequest: {request}
+    template:
+      spec:
+        containers:
+        - name: c
+          image: i
+          resources:
+            requests: {{cpu: '1', nvidia.com/gpu: '{gpus}'}}
+"
+        ));
+    }
+    text
+}
+
+#[test]
+fn no_leaf_domain_is_ever_over_committed_and_usage_is_what_admissions_placed() {
+    for seed in [1, 2, 3] {
+        let dir = std::env::temp_dir().join(format!("wasq-tas-{}-{seed}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("tas.yaml");
+        std::fs::write(&file, random_tas_scenario(seed)).unwrap();
+        let mut sim = Simulation::new(Scenario::load(&[file]).unwrap());
+        let mut admitted_any = false;
+        for cycles in 1..5_000 {
+            sim.run(
+                &Limits {
+                    max_cycles: Some(cycles),
+                    until: None,
+                },
+                None,
+            );
+            let cluster = sim.cluster();
+            let f = &cluster.tas.flavors[0];
+            // Recompute every leaf's usage from the admissions held.
+            let mut expected = vec![vec![0i64; f.tree.resources.len()]; f.tree.leaves.len()];
+            for id in 0..cluster.workloads.len() {
+                let (Holding::Admitted(a) | Holding::Evicting(a)) =
+                    cluster.holding(wasq::cluster::WorkloadId(id as u32))
+                else {
+                    continue;
+                };
+                for p in a.pod_sets.iter().filter_map(|ps| ps.topology.as_ref()) {
+                    admitted_any = true;
+                    for &(leaf, n) in &p.leaves {
+                        for (c, per) in p.per_pod.iter().enumerate() {
+                            expected[leaf as usize][c] += i64::from(n) * per;
+                        }
+                    }
+                }
+            }
+            assert_eq!(
+                cluster.tas.leaf_usage(0),
+                &expected[..],
+                "seed {seed}, cycle {cycles}"
+            );
+            for (leaf, used) in expected.iter().enumerate() {
+                for (c, &u) in used.iter().enumerate() {
+                    assert!(
+                        u <= f.tree.capacity[leaf][c],
+                        "seed {seed}: leaf {leaf} {} over-committed: {u} > {}",
+                        f.tree.resources[c],
+                        f.tree.capacity[leaf][c]
+                    );
+                }
+            }
+            if sim.report().workloads.iter().all(|w| w.state == "finished") {
+                break;
+            }
+        }
+        assert!(admitted_any, "seed {seed}: nothing was placed");
+        let report = sim.report();
+        let unfinished: Vec<_> = report
+            .workloads
+            .iter()
+            .filter(|w| w.state != "finished")
+            .map(|w| (&w.name, w.state))
+            .collect();
+        // Every workload fits an empty domain of its level (at most 24 GPUs, a rack), so every
+        // one eventually runs: capacity is given back when a workload finishes.
+        assert!(unfinished.is_empty(), "seed {seed}: {unfinished:?}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
