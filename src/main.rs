@@ -1,7 +1,6 @@
 //! The `wasq` command line: parses arguments, loads configuration, runs a driver, and is the
 //! only place that prints for people.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -69,6 +68,14 @@ enum Command {
     Bench {
         #[arg(long, value_enum, default_value = "baseline")]
         shape: wasq::sim::generate::Shape,
+        /// Simulator driver: the shape's cohorts multiplied by N (10 = ten times the
+        /// ClusterQueues and workloads, the same streams per ClusterQueue).
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        scale: u32,
+        /// Simulator driver: a manifest holding one `Generator` object (sim.wasq.dev/v1alpha1:
+        /// a shape, scale, cohorts, queuesPerCohort, quota, classes) instead of --shape.
+        #[arg(long, value_name = "FILE", conflicts_with = "shape")]
+        generator: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "table")]
         output: Output,
         /// Where kueue-default-ordering/-preemption/-flavors.wasm are (`wasq plugin build`).
@@ -152,8 +159,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             api_latency,
             time_scale,
             time_limit,
+            scale,
+            generator,
             ..
         } => {
+            if scale != 1 || generator.is_some() {
+                anyhow::bail!("--scale and --generator apply to the simulator driver only");
+            }
             let report = wasq::k8s::bench::run(shape, api_latency, time_scale, time_limit)?;
             match output {
                 Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
@@ -163,11 +175,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Bench {
             shape,
+            scale,
+            generator,
             output,
             plugins,
             repeat,
             ..
         } => {
+            let generator = match generator {
+                Some(path) => load_generator(&path)?,
+                None => {
+                    wasq::sim::generate::Generator::scaled(shape, scale, None).context("--scale")?
+                }
+            };
             let args = PolicyArgs {
                 plugins: Some(plugins),
                 policies: vec![
@@ -178,7 +198,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 config: None,
             };
             let policies = args.load(false)?;
-            let report = wasq::sim::bench::bench(shape, repeat, || policies.live_bindings())?;
+            let progress = |label: &str, total: usize| {
+                cli::progress::Bar::new(label, total).map(|bar| {
+                    Box::new(move |t: f64, done: usize, _total: usize| bar.update(t, done))
+                        as wasq::sim::bench::RunProgress<'_>
+                })
+            };
+            let report = wasq::sim::bench::bench(
+                &generator,
+                repeat,
+                || policies.live_bindings(),
+                Some(&progress),
+            )?;
             match output {
                 Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
                 Output::Table => print!("{}", report.to_table()),
@@ -237,24 +268,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 sim.pace(speed);
             }
             let limits = Limits { max_cycles, until };
-            let bar = (std::io::stderr().is_terminal() && total >= 1000).then(|| {
-                let bar = indicatif::ProgressBar::new(total as u64);
-                bar.set_style(
-                    indicatif::ProgressStyle::with_template(
-                        "{elapsed_precise} [{bar:40}] {pos}/{len} finished, virtual {msg}",
-                    )
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-                );
-                bar
-            });
-            match &bar {
+            match cli::progress::Bar::new("simulate", total) {
                 Some(bar) => {
-                    let mut update = |t: f64, done: usize, _total: usize| {
-                        bar.set_position(done as u64);
-                        bar.set_message(format!("{t:.0}s"));
-                    };
+                    let mut update = |t: f64, done: usize, _total: usize| bar.update(t, done);
                     sim.run(&limits, Some(&mut update));
-                    bar.finish_and_clear();
                 }
                 None => sim.run(&limits, None),
             }
@@ -266,6 +283,20 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// The one `Generator` object of a manifest file (`wasq bench --generator`).
+fn load_generator(path: &std::path::Path) -> anyhow::Result<wasq::sim::generate::Generator> {
+    let manifests = wasq::api::load::load_paths(&[path.to_path_buf()])
+        .with_context(|| format!("loading {}", path.display()))?;
+    let [ext] = manifests.extensions.as_slice() else {
+        anyhow::bail!(
+            "{}: expected exactly one Generator object (sim.wasq.dev/v1alpha1), found {} simulator objects",
+            path.display(),
+            manifests.extensions.len()
+        );
+    };
+    wasq::sim::extensions::generator_of(ext).with_context(|| format!("{}", path.display()))
 }
 
 /// `wasq simulate --compare A B`: the scenario loaded once, run under each binding.

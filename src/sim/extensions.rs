@@ -11,7 +11,7 @@
 //! apiVersion: sim.wasq.dev/v1alpha1
 //! kind: Generator
 //! metadata: {name: baseline}
-//! spec: {shape: baseline, seed: 1}
+//! spec: {shape: baseline, seed: 1, scale: 3}
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
@@ -27,7 +27,7 @@ use serde::de::DeserializeOwned;
 use crate::api::{Extension, Manifests, PodSet, Workload, WorkloadSpec};
 use crate::cluster::Millis;
 
-use super::generate::{self, GeneratorSpec};
+use super::generate::{self, GeneratorError, GeneratorObjectSpec};
 use super::trace::{self, TraceError, TraceSpec};
 use super::{ARRIVAL, CLASS, DURATION};
 
@@ -68,6 +68,8 @@ pub enum ExtensionError {
     Object(#[source] serde_json::Error),
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
     Trace(Vec<TraceError>),
+    #[error("spec.{0}")]
+    Generator(#[from] GeneratorError),
 }
 
 /// The body of an extension object (without `apiVersion`/`kind`).
@@ -128,12 +130,21 @@ pub fn expand_one(ext: &Extension) -> Result<Manifests, ExtensionError> {
                 ..Manifests::default()
             })
         }
-        "Generator" => {
-            let spec: GeneratorSpec = spec_of(ext)?;
-            Ok(generate::generate(&spec))
-        }
+        "Generator" => Ok(generate::generate_with(&generator_of(ext)?)),
         other => Err(ExtensionError::Kind(other.to_string())),
     }
+}
+
+/// The generator a `Generator` object stands for.
+pub fn generator_of(ext: &Extension) -> Result<generate::Generator, ExtensionError> {
+    if ext.api_version != API_VERSION {
+        return Err(ExtensionError::Version(ext.api_version.clone()));
+    }
+    if ext.kind != "Generator" {
+        return Err(ExtensionError::Kind(ext.kind.clone()));
+    }
+    let spec: GeneratorObjectSpec = spec_of(ext)?;
+    Ok(spec.validate()?)
 }
 
 fn spec_of<S: DeserializeOwned>(ext: &Extension) -> Result<S, ExtensionError> {
