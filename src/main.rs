@@ -168,7 +168,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let report = wasq::k8s::bench::run(shape, api_latency, time_scale, time_limit)?;
             match output {
-                Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+                Output::Json => print_json(&report)?,
                 Output::Table => print!("{}", report.to_table()),
             }
             Ok(())
@@ -211,7 +211,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 Some(&progress),
             )?;
             match output {
-                Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+                Output::Json => print_json(&report)?,
                 Output::Table => print!("{}", report.to_table()),
             }
             Ok(())
@@ -277,12 +277,23 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let report = sim.report();
             match output {
-                Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+                Output::Json => print_json(&report)?,
                 Output::Table => print!("{}", report.to_table(max_events)),
             }
             Ok(())
         }
     }
+}
+
+/// Writes a report as pretty JSON to stdout as it serializes (a large simulation's report is
+/// never held as one string).
+fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    out.flush()?;
+    Ok(())
 }
 
 /// The one `Generator` object of a manifest file (`wasq bench --generator`).
@@ -321,7 +332,7 @@ fn compare_policies(
         (b, policies.fresh_bindings(bindings_b)),
     )?;
     match output {
-        Output::Json => println!("{}", serde_json::to_string_pretty(&comparison)?),
+        Output::Json => print_json(&comparison)?,
         Output::Table => print!("{}", comparison.to_table()),
     }
     Ok(())

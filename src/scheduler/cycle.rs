@@ -8,10 +8,10 @@ use crate::api::ReclaimWithinCohort;
 use crate::cluster::{Admission, CqId, Millis, PodSetAdmission, WorkloadId};
 use crate::policy::{HeadEntry, PolicyContext, PolicyRef, verify};
 use crate::queue::RequeueReason;
-use crate::quota::Usage;
+use crate::quota::{NodeId, Usage, UsageRead};
 
 use super::assign::{Assignment, AssignmentMode, assign_flavors, reduce_pod_sets};
-use super::preempt::{Ctx, Target, get_targets, without};
+use super::preempt::{Ctx, Target, get_targets, removed, without};
 use super::{CycleOutcome, Decision, Scheduler};
 
 struct Entry {
@@ -117,7 +117,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
     let (mut order, by) = order_entries(s, &entries, &all, &snapshot, &fallbacks, now);
     let mut dynamic = speculative(&by);
     let mut ordered_by = vec![by; entries.len()];
-    let mut preempted: rustc_hash::FxHashSet<WorkloadId> = Default::default();
+    let mut preempted = Preempted::default();
     let mut processed = Vec::with_capacity(entries.len());
     let mut pos = 0;
     while pos < order.len() {
@@ -392,11 +392,45 @@ fn order_entries(
     (order.into_iter().map(|k| subset[k]).collect(), by)
 }
 
-fn fits(ctx: &Ctx<'_>, usage: &Usage, cq: CqId, needed: &[(crate::quota::FrIdx, i64)]) -> bool {
+fn fits(
+    ctx: &Ctx<'_>,
+    usage: &impl UsageRead,
+    cq: CqId,
+    needed: &[(crate::quota::FrIdx, i64)],
+) -> bool {
     let node = ctx.cluster.cq(cq).node;
     needed
         .iter()
         .all(|&(fr, v)| ctx.cluster.tree.available(usage, node, fr) >= v)
+}
+
+/// This cycle's victims, also by the root of their ClusterQueue's cohort tree: an entry's
+/// fit reads only its own tree's usage, so it removes only that tree's victims (not every
+/// victim of the cycle so far).
+#[derive(Default)]
+struct Preempted {
+    all: rustc_hash::FxHashSet<WorkloadId>,
+    by_root: rustc_hash::FxHashMap<NodeId, Vec<WorkloadId>>,
+}
+
+impl Preempted {
+    fn contains(&self, id: WorkloadId) -> bool {
+        self.all.contains(&id)
+    }
+
+    /// Victims of an entry whose ClusterQueue is under `root`.
+    fn extend(&mut self, root: NodeId, victims: impl IntoIterator<Item = WorkloadId>) {
+        let in_tree = self.by_root.entry(root).or_default();
+        for id in victims {
+            if self.all.insert(id) {
+                in_tree.push(id);
+            }
+        }
+    }
+
+    fn in_tree(&self, root: NodeId) -> impl Iterator<Item = WorkloadId> + '_ {
+        self.by_root.get(&root).into_iter().flatten().copied()
+    }
 }
 
 type Recomputed = Option<(Assignment, Vec<Target>)>;
@@ -408,7 +442,7 @@ type Took = Option<Vec<(crate::quota::FrIdx, i64)>>;
 fn process(
     ctx: &Ctx<'_>,
     snapshot: &mut Usage,
-    preempted: &mut rustc_hash::FxHashSet<WorkloadId>,
+    preempted: &mut Preempted,
     e: &Entry,
 ) -> (Outcome, Recomputed, Took) {
     let tree = &ctx.cluster.tree;
@@ -420,8 +454,10 @@ fn process(
     let mut deferred = false;
 
     // Targets overlapping this cycle's earlier preemptions: recompute with those victims gone.
-    if targets.iter().any(|t| preempted.contains(&t.workload)) {
-        let others = without(ctx.cluster, snapshot, preempted.iter().copied());
+    // Only this tree's victims change the usage this entry's assignment reads.
+    let root = tree.root(node);
+    if targets.iter().any(|t| preempted.contains(t.workload)) {
+        let others = without(ctx.cluster, snapshot, preempted.in_tree(root));
         let (a, t) = get_assignments(ctx, &others, e.workload, e.cq);
         deferred = a.mode() == AssignmentMode::Fit;
         assignment = a;
@@ -436,12 +472,11 @@ fn process(
     // eviction completes, so the cluster is never over-committed, not even while evicting
     // (wasq differs from Kueue here on purpose).
     let fit = if mode == AssignmentMode::Preempt {
-        let removed = without(
+        let removed = removed(
             ctx.cluster,
             snapshot,
             preempted
-                .iter()
-                .copied()
+                .in_tree(root)
                 .chain(targets.iter().map(|t| t.workload)),
         );
         fits(ctx, &removed, e.cq, &usage)
@@ -507,7 +542,7 @@ fn process(
             Some(usage),
         );
     }
-    if targets.iter().any(|t| preempted.contains(&t.workload)) {
+    if targets.iter().any(|t| preempted.contains(t.workload)) {
         return (
             Outcome::Requeue {
                 reason: RequeueReason::FailedAfterNomination,
@@ -531,7 +566,7 @@ fn process(
             None,
         );
     }
-    preempted.extend(targets.iter().map(|t| t.workload));
+    preempted.extend(root, targets.iter().map(|t| t.workload));
     for &(fr, v) in &usage {
         tree.add_usage(snapshot, node, fr, v);
     }
