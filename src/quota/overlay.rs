@@ -124,18 +124,18 @@ mod tests {
         let mut usage = tree.new_usage();
         tree.add_usage(&mut usage, NodeId(1), FR, 15);
         tree.add_usage(&mut usage, NodeId(2), FR, 12);
-        assert_eq!(usage.get(NodeId(0), FR), 7);
+        assert_eq!(usage.get(NodeId(0), FR), 27);
         let before = usage.clone();
         {
             let mut attempt = UsageOverlay::new(&usage);
             tree.add_usage(&mut attempt, NodeId(1), FR, -8);
             assert_eq!(attempt.get(NodeId(1), FR), 7);
-            assert_eq!(attempt.get(NodeId(0), FR), 2);
+            assert_eq!(attempt.get(NodeId(0), FR), 19);
             assert_eq!(attempt.get(NodeId(2), FR), 12);
             {
                 let mut nested = UsageOverlay::new(&usage);
                 tree.add_usage(&mut nested, NodeId(2), FR, -2);
-                assert_eq!(nested.get(NodeId(0), FR), 5);
+                assert_eq!(nested.get(NodeId(0), FR), 25);
                 assert_eq!(nested.get(NodeId(1), FR), 15);
             }
             assert_eq!(
@@ -153,7 +153,7 @@ mod tests {
         }
         let again = UsageOverlay::new(&usage);
         assert_eq!(again.get(NodeId(1), FR), 15);
-        assert_eq!(again.get(NodeId(0), FR), 7);
+        assert_eq!(again.get(NodeId(0), FR), 27);
         assert_eq!(usage.of(NodeId(0)), before.of(NodeId(0)));
     }
 }
