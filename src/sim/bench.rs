@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::generate::{Generator, Shape, generate_with};
+use super::generate::{Generator, Shape};
 use super::{Limits, Scenario, Simulation};
 use crate::wasm::LiveBindings;
 
@@ -122,8 +122,7 @@ pub fn run_once(
 ) -> anyhow::Result<(RunFigures, Vec<String>)> {
     let peak_known = reset_peak();
     let load_start = Instant::now();
-    let manifests = generate_with(generator);
-    let scenario = Scenario::from_manifests(manifests)?;
+    let scenario = Scenario::generated(generator)?;
     let workloads = scenario.cluster.workloads.len();
     let mut sim = Simulation::new(scenario);
     if let Some(p) = policies {

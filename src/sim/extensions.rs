@@ -112,6 +112,25 @@ pub fn expand(manifests: &mut Manifests) -> Result<(), String> {
     }
 }
 
+/// Takes a lone `Generator` object out of the manifests, adding the objects it stands for but
+/// its workloads, which the caller makes one at a time ([`generate::LazyWorkloads`]) so that a
+/// large shape is never held whole. With no Generator, or several (expanded as usual by
+/// [`expand`]), nothing is taken.
+pub fn take_generator(manifests: &mut Manifests) -> Result<Option<generate::Generator>, String> {
+    let mut generators = manifests
+        .extensions
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.api_version == API_VERSION && e.kind == "Generator");
+    let (Some((index, _)), None) = (generators.next(), generators.next()) else {
+        return Ok(None);
+    };
+    let ext = manifests.extensions.remove(index);
+    let generator = generator_of(&ext).map_err(|e| format!("{}: {e}", label(&ext)))?;
+    append(manifests, generate::generate_objects(&generator));
+    Ok(Some(generator))
+}
+
 /// The objects one extension stands for.
 pub fn expand_one(ext: &Extension) -> Result<Manifests, ExtensionError> {
     if ext.api_version != API_VERSION {

@@ -419,9 +419,32 @@ pub fn generate(spec: &GeneratorSpec) -> Manifests {
 
 /// The objects of any generator (see [`generate`]).
 pub fn generate_with(generator: &Generator) -> Manifests {
+    let mut m = generate_objects(generator);
+    let lazy = LazyWorkloads::new(generator);
+    m.workloads.reserve(generator.workloads());
+    for cq in 0..generator.cluster_queues() {
+        for (s, ws) in generator.config.sets.iter().enumerate() {
+            for i in 0..ws.count {
+                m.workloads.push(lazy.workload(cq, s, i));
+            }
+        }
+    }
+    m
+}
+
+/// The cohort and ClusterQueue names of the `cq`-th ClusterQueue (in generation order).
+fn names_of(config: &ShapeConfig, cq: usize) -> (String, String) {
+    let (c, q) = (cq / config.queues_per_cohort, cq % config.queues_per_cohort);
+    let cohort = format!("cohort-{c}");
+    let name = format!("cq-0-{q}-{cohort}");
+    (cohort, name)
+}
+
+/// Everything a generator makes but its workloads: the flavor, and per ClusterQueue its
+/// namespace and LocalQueue.
+pub fn generate_objects(generator: &Generator) -> Manifests {
     let config = &generator.config;
-    let n_cq = config.cohorts * config.queues_per_cohort;
-    let per_cq: usize = config.sets.iter().map(|s| s.count as usize).sum();
+    let n_cq = generator.cluster_queues();
     let mut m = Manifests {
         flavors: vec![ResourceFlavor {
             metadata: named(FLAVOR),
@@ -432,39 +455,85 @@ pub fn generate_with(generator: &Generator) -> Manifests {
     m.namespaces.reserve(n_cq);
     m.cluster_queues.reserve(n_cq);
     m.local_queues.reserve(n_cq);
-    m.workloads.reserve(n_cq * per_cq);
-    let mut rng = generator.seed.map(SplitMix64);
-    for c in 0..config.cohorts {
-        let cohort = format!("cohort-{c}");
-        for q in 0..config.queues_per_cohort {
-            let name = format!("cq-0-{q}-{cohort}");
-            m.cluster_queues.push(cluster_queue(&name, &cohort, config));
-            m.namespaces.push(Namespace {
-                metadata: named(&name),
-                ..Namespace::default()
-            });
-            m.local_queues.push(LocalQueue {
-                metadata: ObjectMeta {
-                    namespace: Some(name.clone()),
-                    ..named(&name)
-                },
-                spec: LocalQueueSpec {
-                    cluster_queue: name.clone(),
-                    ..LocalQueueSpec::default()
-                },
-                status: None,
-            });
-            for (s, ws) in config.sets.iter().enumerate() {
-                let phase = rng
-                    .as_mut()
-                    .map_or(0, |r| r.below(ws.interval as u64) as Millis);
-                for i in 0..ws.count {
-                    m.workloads.push(workload(&name, s, i, ws, phase));
-                }
-            }
-        }
+    for cq in 0..n_cq {
+        let (cohort, name) = names_of(config, cq);
+        m.cluster_queues.push(cluster_queue(&name, &cohort, config));
+        m.namespaces.push(Namespace {
+            metadata: named(&name),
+            ..Namespace::default()
+        });
+        m.local_queues.push(LocalQueue {
+            metadata: ObjectMeta {
+                namespace: Some(name.clone()),
+                ..named(&name)
+            },
+            spec: LocalQueueSpec {
+                cluster_queue: name.clone(),
+                ..LocalQueueSpec::default()
+            },
+            status: None,
+        });
     }
     m
+}
+
+/// A generator's workloads made one at a time, in namespace/name order (the order a cluster
+/// numbers workloads in), so that a large shape never holds all its `Workload` objects.
+pub struct LazyWorkloads<'g> {
+    generator: &'g Generator,
+    /// Per (ClusterQueue, stream), in generation order: the stream's phase.
+    phases: Vec<Millis>,
+}
+
+impl<'g> LazyWorkloads<'g> {
+    pub fn new(generator: &'g Generator) -> LazyWorkloads<'g> {
+        let sets = &generator.config.sets;
+        let mut rng = generator.seed.map(SplitMix64);
+        let mut phases = Vec::with_capacity(generator.cluster_queues() * sets.len());
+        for _ in 0..generator.cluster_queues() {
+            for ws in sets {
+                phases.push(
+                    rng.as_mut()
+                        .map_or(0, |r| r.below(ws.interval as u64) as Millis),
+                );
+            }
+        }
+        LazyWorkloads { generator, phases }
+    }
+
+    /// The `i`-th workload of stream `s` of the `cq`-th ClusterQueue.
+    pub fn workload(&self, cq: usize, s: usize, i: u32) -> crate::api::Workload {
+        let config = &self.generator.config;
+        let (_, name) = names_of(config, cq);
+        let phase = self.phases[cq * config.sets.len() + s];
+        workload(&name, s, i, &config.sets[s], phase)
+    }
+
+    /// Every workload, in namespace/name order.
+    pub fn sorted(&self) -> impl Iterator<Item = crate::api::Workload> + '_ {
+        let config = &self.generator.config;
+        let mut cqs: Vec<(String, usize)> = (0..self.generator.cluster_queues())
+            .map(|cq| (names_of(config, cq).1, cq))
+            .collect();
+        cqs.sort_unstable();
+        // Workload names are the same in every ClusterQueue (its namespace): sort them once.
+        let mut within: Vec<(String, usize, u32)> = config
+            .sets
+            .iter()
+            .enumerate()
+            .flat_map(|(s, ws)| {
+                (0..ws.count).map(move |i| (format!("{}-{s}-{i}-0", ws.class), s, i))
+            })
+            .collect();
+        within.sort_unstable();
+        let within: Vec<(usize, u32)> = within.into_iter().map(|(_, s, i)| (s, i)).collect();
+        cqs.into_iter().flat_map(move |(_, cq)| {
+            within
+                .clone()
+                .into_iter()
+                .map(move |(s, i)| self.workload(cq, s, i))
+        })
+    }
 }
 
 fn named(name: &str) -> ObjectMeta {
