@@ -275,7 +275,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 None => sim.run(&limits, None),
             }
-            let report = sim.report();
+            let report = sim.into_report();
             match output {
                 Output::Json => print_json(&report)?,
                 Output::Table => print!("{}", report.to_table(max_events)),

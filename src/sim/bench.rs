@@ -139,7 +139,7 @@ pub fn run_once(
     drop(bar);
     let wall = start.elapsed().as_secs_f64();
     let peak = if peak_known { peak_rss() } else { None };
-    let report = sim.report();
+    let report = sim.into_report();
     let admissions = report
         .events
         .iter()

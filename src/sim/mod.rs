@@ -593,4 +593,11 @@ impl Simulation {
     pub fn report(&self) -> Report {
         report::build(self)
     }
+
+    /// The report, ending the simulation: its timeline moves into the report instead of being
+    /// copied (the largest part of a large run's memory).
+    pub fn into_report(mut self) -> Report {
+        let events = std::mem::take(&mut self.events);
+        report::build_from(&self, events)
+    }
 }

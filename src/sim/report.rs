@@ -271,6 +271,12 @@ pub(crate) fn round3(x: f64) -> f64 {
 }
 
 pub fn build(sim: &Simulation) -> Report {
+    build_from(sim, sim.events.clone())
+}
+
+/// The report of `sim` with its timeline `events` (taken from the simulation, not copied, by
+/// [`Simulation::into_report`]).
+pub(crate) fn build_from(sim: &Simulation, events: Vec<Event>) -> Report {
     let cluster = sim.cluster();
     let workloads = cluster
         .workloads
@@ -329,8 +335,7 @@ pub fn build(sim: &Simulation) -> Report {
             e.1.extend(wait);
         }
     }
-    let admissions = sim
-        .events
+    let admissions = events
         .iter()
         .filter(|e| e.kind == super::EventType::Admitted)
         .fold(BTreeMap::<&str, u64>::new(), |mut m, e| {
@@ -380,7 +385,7 @@ pub fn build(sim: &Simulation) -> Report {
     }
     Report {
         workloads,
-        events: sim.events.clone(),
+        events,
         summary: Summary {
             cycles: sim.cycles,
             duration_seconds: elapsed as f64 / 1000.0,
