@@ -597,7 +597,8 @@ impl Simulation {
     /// The report, ending the simulation: its timeline moves into the report instead of being
     /// copied (the largest part of a large run's memory).
     pub fn into_report(mut self) -> Report {
-        let events = std::mem::take(&mut self.events);
-        report::build_from(&self, events)
+        let mut report = report::build_from(&self, Vec::new());
+        report.events = std::mem::take(&mut self.events);
+        report
     }
 }

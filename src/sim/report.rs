@@ -274,8 +274,8 @@ pub fn build(sim: &Simulation) -> Report {
     build_from(sim, sim.events.clone())
 }
 
-/// The report of `sim` with its timeline `events` (taken from the simulation, not copied, by
-/// [`Simulation::into_report`]).
+/// The report of `sim`, every figure read from `sim` (its events included), with `events` as
+/// its timeline ([`Simulation::into_report`] passes none and moves the simulation's in after).
 pub(crate) fn build_from(sim: &Simulation, events: Vec<Event>) -> Report {
     let cluster = sim.cluster();
     let workloads = cluster
@@ -335,7 +335,8 @@ pub(crate) fn build_from(sim: &Simulation, events: Vec<Event>) -> Report {
             e.1.extend(wait);
         }
     }
-    let admissions = events
+    let admissions = sim
+        .events
         .iter()
         .filter(|e| e.kind == super::EventType::Admitted)
         .fold(BTreeMap::<&str, u64>::new(), |mut m, e| {
