@@ -547,3 +547,25 @@ fn generator_scale_and_custom_streams() {
         "{err}"
     );
 }
+
+/// The report a finished simulation gives up (`into_report`, its timeline moved rather than
+/// copied) is the report it gives while kept: summary, fairness and preemptions included.
+#[test]
+fn into_report_equals_report() {
+    let run = || {
+        let scenario = Scenario::load(&[examples().join("trace-demo.yaml")]).unwrap();
+        let mut sim = Simulation::new(scenario);
+        sim.run(&Limits::default(), None);
+        sim
+    };
+    let kept = serde_json::to_value(run().report()).unwrap();
+    let moved = serde_json::to_value(run().into_report()).unwrap();
+    assert!(
+        kept["fairness"]["preemptions"]
+            .as_object()
+            .is_some_and(|p| !p.is_empty()),
+        "the demo preempts: {}",
+        kept["fairness"]["preemptions"]
+    );
+    assert_eq!(kept, moved);
+}
