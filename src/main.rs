@@ -84,6 +84,10 @@ enum Command {
         /// Runs per side, alternating; the fastest of each is reported.
         #[arg(long, default_value_t = 1)]
         repeat: usize,
+        /// Simulator driver: a `--config` file for the WASM side (e.g. `limits: {deadlineMs:
+        /// 200}`: one ordering call over 10,000 heads takes longer than the default 10 ms).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
         /// `simulator`: the shape on the virtual clock, native vs WASM policies. `controller`:
         /// the shape in real time through the controller against an in-process API server.
         #[arg(long, value_enum, default_value = "simulator")]
@@ -180,6 +184,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             output,
             plugins,
             repeat,
+            config,
             ..
         } => {
             let generator = match generator {
@@ -195,7 +200,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     "preemption=kueue-default-preemption".into(),
                     "flavor-assignment=kueue-default-flavors".into(),
                 ],
-                config: None,
+                config,
             };
             let policies = args.load(false)?;
             let progress = |label: &str, total: usize| {
