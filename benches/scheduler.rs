@@ -446,7 +446,7 @@ fn memory_report(_: &mut Criterion) {
 
 fn cycles(c: &mut Criterion) {
     let mut group = c.benchmark_group("cycle");
-    for cqs in [10, 100, 1_000] {
+    for cqs in [10, 100, 1_000, 10_000] {
         let mut s = measured_state(cqs, 10);
         settle(&mut s, &format!("cycle/{cqs}"));
         group.throughput(Throughput::Elements(cqs as u64));

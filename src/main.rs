@@ -1,7 +1,6 @@
 //! The `wasq` command line: parses arguments, loads configuration, runs a driver, and is the
 //! only place that prints for people.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -69,6 +68,14 @@ enum Command {
     Bench {
         #[arg(long, value_enum, default_value = "baseline")]
         shape: wasq::sim::generate::Shape,
+        /// Simulator driver: the shape's cohorts multiplied by N (10 = ten times the
+        /// ClusterQueues and workloads, the same streams per ClusterQueue).
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        scale: u32,
+        /// Simulator driver: a manifest holding one `Generator` object (sim.wasq.dev/v1alpha1:
+        /// a shape, scale, cohorts, queuesPerCohort, quota, classes) instead of --shape.
+        #[arg(long, value_name = "FILE", conflicts_with = "shape")]
+        generator: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "table")]
         output: Output,
         /// Where kueue-default-ordering/-preemption/-flavors.wasm are (`wasq plugin build`).
@@ -77,6 +84,10 @@ enum Command {
         /// Runs per side, alternating; the fastest of each is reported.
         #[arg(long, default_value_t = 1)]
         repeat: usize,
+        /// Simulator driver: a `--config` file for the WASM side (e.g. `limits: {deadlineMs:
+        /// 200}`: one ordering call over 10,000 heads takes longer than the default 10 ms).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
         /// `simulator`: the shape on the virtual clock, native vs WASM policies. `controller`:
         /// the shape in real time through the controller against an in-process API server.
         #[arg(long, value_enum, default_value = "simulator")]
@@ -169,8 +180,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             kube_api_burst,
             backlog,
             pending_status_interval,
+            scale,
+            generator,
             ..
         } => {
+            if scale != 1 || generator.is_some() {
+                anyhow::bail!("--scale and --generator apply to the simulator driver only");
+            }
             let report = wasq::k8s::bench::run(&wasq::k8s::bench::Options {
                 shape,
                 api_latency,
@@ -182,18 +198,27 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 pending_status_interval,
             })?;
             match output {
-                Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+                Output::Json => print_json(&report)?,
                 Output::Table => print!("{}", report.to_table()),
             }
             Ok(())
         }
         Command::Bench {
             shape,
+            scale,
+            generator,
             output,
             plugins,
             repeat,
+            config,
             ..
         } => {
+            let generator = match generator {
+                Some(path) => load_generator(&path)?,
+                None => {
+                    wasq::sim::generate::Generator::scaled(shape, scale, None).context("--scale")?
+                }
+            };
             let args = PolicyArgs {
                 plugins: Some(plugins),
                 policies: vec![
@@ -201,12 +226,23 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     "preemption=kueue-default-preemption".into(),
                     "flavor-assignment=kueue-default-flavors".into(),
                 ],
-                config: None,
+                config,
             };
             let policies = args.load(false)?;
-            let report = wasq::sim::bench::bench(shape, repeat, || policies.live_bindings())?;
+            let progress = |label: &str, total: usize| {
+                cli::progress::Bar::new(label, total).map(|bar| {
+                    Box::new(move |t: f64, done: usize, _total: usize| bar.update(t, done))
+                        as wasq::sim::bench::RunProgress<'_>
+                })
+            };
+            let report = wasq::sim::bench::bench(
+                &generator,
+                repeat,
+                || policies.live_bindings(),
+                Some(&progress),
+            )?;
             match output {
-                Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+                Output::Json => print_json(&report)?,
                 Output::Table => print!("{}", report.to_table()),
             }
             Ok(())
@@ -263,35 +299,46 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 sim.pace(speed);
             }
             let limits = Limits { max_cycles, until };
-            let bar = (std::io::stderr().is_terminal() && total >= 1000).then(|| {
-                let bar = indicatif::ProgressBar::new(total as u64);
-                bar.set_style(
-                    indicatif::ProgressStyle::with_template(
-                        "{elapsed_precise} [{bar:40}] {pos}/{len} finished, virtual {msg}",
-                    )
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-                );
-                bar
-            });
-            match &bar {
+            match cli::progress::Bar::new("simulate", total) {
                 Some(bar) => {
-                    let mut update = |t: f64, done: usize, _total: usize| {
-                        bar.set_position(done as u64);
-                        bar.set_message(format!("{t:.0}s"));
-                    };
+                    let mut update = |t: f64, done: usize, _total: usize| bar.update(t, done);
                     sim.run(&limits, Some(&mut update));
-                    bar.finish_and_clear();
                 }
                 None => sim.run(&limits, None),
             }
-            let report = sim.report();
+            let report = sim.into_report();
             match output {
-                Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+                Output::Json => print_json(&report)?,
                 Output::Table => print!("{}", report.to_table(max_events)),
             }
             Ok(())
         }
     }
+}
+
+/// Writes a report as pretty JSON to stdout as it serializes (a large simulation's report is
+/// never held as one string).
+fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// The one `Generator` object of a manifest file (`wasq bench --generator`).
+fn load_generator(path: &std::path::Path) -> anyhow::Result<wasq::sim::generate::Generator> {
+    let manifests = wasq::api::load::load_paths(&[path.to_path_buf()])
+        .with_context(|| format!("loading {}", path.display()))?;
+    let [ext] = manifests.extensions.as_slice() else {
+        anyhow::bail!(
+            "{}: expected exactly one Generator object (sim.wasq.dev/v1alpha1), found {} simulator objects",
+            path.display(),
+            manifests.extensions.len()
+        );
+    };
+    wasq::sim::extensions::generator_of(ext).with_context(|| format!("{}", path.display()))
 }
 
 /// `wasq simulate --compare A B`: the scenario loaded once, run under each binding.
@@ -316,7 +363,7 @@ fn compare_policies(
         (b, policies.fresh_bindings(bindings_b)),
     )?;
     match output {
-        Output::Json => println!("{}", serde_json::to_string_pretty(&comparison)?),
+        Output::Json => print_json(&comparison)?,
         Output::Table => print!("{}", comparison.to_table()),
     }
     Ok(())

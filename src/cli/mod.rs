@@ -2,6 +2,7 @@
 
 pub mod plugin;
 pub mod policies;
+pub mod progress;
 pub mod watch;
 
 /// Output format of reports.

@@ -71,6 +71,18 @@ pub fn build_cluster(
     default_created: &dyn Fn(&api::Workload) -> Millis,
     now: Millis,
 ) -> Result<Cluster, Vec<BuildError>> {
+    build_cluster_with(m, std::iter::empty(), default_created, now)
+}
+
+/// [`build_cluster`] with more workloads made one at a time by `extra` (in namespace/name
+/// order, none carrying an admission), each dropped once taken in, so that a generated shape
+/// never holds all its `Workload` objects at once. A name taken twice is an error.
+pub fn build_cluster_with(
+    m: &Manifests,
+    extra: impl Iterator<Item = api::Workload>,
+    default_created: &dyn Fn(&api::Workload) -> Millis,
+    now: Millis,
+) -> Result<Cluster, Vec<BuildError>> {
     let mut errors = Vec::new();
     let mut names = Names::default();
 
@@ -367,9 +379,43 @@ pub fn build_cluster(
     sorted.sort_by(|a, b| {
         (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
     });
-    cluster.workloads.reserve(sorted.len());
-    for wl in &sorted {
+    cluster
+        .workloads
+        .reserve(sorted.len() + extra.size_hint().0);
+    let key = |wl: &api::Workload| {
+        (
+            wl.metadata.namespace.clone().unwrap_or_default(),
+            wl.metadata.name.clone().unwrap_or_default(),
+        )
+    };
+    let mut own = sorted.iter().copied().peekable();
+    let mut extra = extra.peekable();
+    loop {
+        let take_own = match (own.peek(), extra.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(a), Some(b)) => {
+                (&a.metadata.namespace, &a.metadata.name)
+                    <= (&b.metadata.namespace, &b.metadata.name)
+            }
+        };
+        let made;
+        let wl = if take_own {
+            own.next().expect("peeked")
+        } else {
+            made = extra.next().expect("peeked");
+            &made
+        };
         let info = cluster.workload_info(wl, default_created(wl));
+        if !take_own && cluster.by_key.contains_key(&info.key) {
+            let (ns, name) = key(wl);
+            errors.push(BuildError {
+                object: format!("Workload {ns}/{name}"),
+                message: "defined twice (by the manifests or a generator)".into(),
+            });
+            continue;
+        }
         cluster.add_workload(info);
     }
     // Resources only workloads request are interned now: resolve the settings' resource names.

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 
 use super::builtin::fits_after;
 use super::{CandidateKind, FitMode, FlavorChoiceRequest, PreemptionRequest, VictimSet};
+use crate::quota::UsageOverlay;
 
 /// Why an answer was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -77,7 +78,7 @@ pub fn victims(
     check_indices(&answer.victims, req.candidates.len())?;
     let allow_borrowing = borrowing_allowed(req, answer, &answer.victims)?;
     let fits_without = |victims: &[usize], allow_borrowing: bool| {
-        let mut usage = req.usage.clone();
+        let mut usage = UsageOverlay::new(req.usage);
         for &i in victims {
             let c = &req.candidates[i];
             for &(fr, v) in &c.usage {
@@ -119,7 +120,7 @@ pub fn extra_victims(req: &PreemptionRequest<'_>, answer: &VictimSet) -> usize {
         let Ok(allow) = borrowing_allowed(req, answer, &others) else {
             continue;
         };
-        let mut usage = req.usage.clone();
+        let mut usage = UsageOverlay::new(req.usage);
         for &i in &others {
             let c = &req.candidates[i];
             for &(fr, v) in &c.usage {

@@ -6,9 +6,11 @@
 //! goes past what its quota and limits allow.
 
 pub mod fair;
+pub mod overlay;
 pub mod resources;
 pub mod tree;
 
 pub use fair::Drs;
+pub use overlay::{UsageOverlay, UsageRead, UsageWrite};
 pub use resources::{FlavorId, FrIdx, Names, ResourceId};
 pub use tree::{NodeId, NodeKind, NodeSpec, QuotaTree, ResourceQuota, Usage};

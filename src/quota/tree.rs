@@ -12,6 +12,7 @@
 //!
 //! All figures are `i64` milli-units; "unlimited" sums saturate instead of wrapping.
 
+use super::overlay::{UsageRead, UsageWrite};
 use super::resources::FrIdx;
 
 /// A node of the tree: a ClusterQueue or a Cohort.
@@ -220,16 +221,16 @@ impl QuotaTree {
     }
 
     /// Capacity left in the node's own quota that is not lent out.
-    pub fn local_available(&self, usage: &Usage, id: NodeId, fr: FrIdx) -> i64 {
+    pub fn local_available(&self, usage: &impl UsageRead, id: NodeId, fr: FrIdx) -> i64 {
         (self.local_quota(id, fr) - usage.get(id, fr)).max(0)
     }
 
     /// What the node could still take for `fr`, borrowing as far as its limits allow (≥ 0).
-    pub fn available(&self, usage: &Usage, id: NodeId, fr: FrIdx) -> i64 {
+    pub fn available(&self, usage: &impl UsageRead, id: NodeId, fr: FrIdx) -> i64 {
         self.available_raw(usage, id, fr).max(0)
     }
 
-    fn available_raw(&self, usage: &Usage, id: NodeId, fr: FrIdx) -> i64 {
+    fn available_raw(&self, usage: &impl UsageRead, id: NodeId, fr: FrIdx) -> i64 {
         let node = &self.nodes[id.index()];
         let used = usage.get(id, fr);
         let Some(parent) = node.parent else {
@@ -266,7 +267,7 @@ impl QuotaTree {
 
     /// Adds (or with a negative `delta`, removes) usage at `id`, bubbling up only the part that
     /// exceeds the node's local quota.
-    pub fn add_usage(&self, usage: &mut Usage, id: NodeId, fr: FrIdx, delta: i64) {
+    pub fn add_usage(&self, usage: &mut impl UsageWrite, id: NodeId, fr: FrIdx, delta: i64) {
         let mut node = id;
         let mut delta = delta;
         loop {
@@ -287,7 +288,13 @@ impl QuotaTree {
 
     /// Whether the node would be over its own quota with `extra` more usage: for a
     /// ClusterQueue, past nominal; for a Cohort, past its subtree quota.
-    pub fn borrowing_with(&self, usage: &Usage, id: NodeId, fr: FrIdx, extra: i64) -> bool {
+    pub fn borrowing_with(
+        &self,
+        usage: &impl UsageRead,
+        id: NodeId,
+        fr: FrIdx,
+        extra: i64,
+    ) -> bool {
         let node = &self.nodes[id.index()];
         let limit = match node.kind {
             NodeKind::ClusterQueue => node.quotas[fr.index()].nominal,
@@ -296,19 +303,25 @@ impl QuotaTree {
         limit < usage.get(id, fr).saturating_add(extra)
     }
 
-    pub fn borrowing(&self, usage: &Usage, id: NodeId, fr: FrIdx) -> bool {
+    pub fn borrowing(&self, usage: &impl UsageRead, id: NodeId, fr: FrIdx) -> bool {
         self.borrowing_with(usage, id, fr, 0)
     }
 
     /// Kueue's `IsWithinNominalInResources`: usage ≤ subtree quota on every listed resource.
-    pub fn within_nominal(&self, usage: &Usage, id: NodeId, frs: &[FrIdx]) -> bool {
+    pub fn within_nominal(&self, usage: &impl UsageRead, id: NodeId, frs: &[FrIdx]) -> bool {
         frs.iter()
             .all(|&fr| usage.get(id, fr) <= self.subtree_quota(id, fr))
     }
 
     /// Kueue's `FindHeightOfLowestSubtreeThatFits`: the borrowing level of adding `val` to a
     /// ClusterQueue (0 = within nominal), and whether it fits below the root.
-    pub fn borrow_level(&self, usage: &Usage, cq: NodeId, fr: FrIdx, val: i64) -> (u32, bool) {
+    pub fn borrow_level(
+        &self,
+        usage: &impl UsageRead,
+        cq: NodeId,
+        fr: FrIdx,
+        val: i64,
+    ) -> (u32, bool) {
         let has_parent = self.parent(cq).is_some();
         if !self.borrowing_with(usage, cq, fr, val) || !has_parent {
             return (0, has_parent);
@@ -343,13 +356,31 @@ impl QuotaTree {
     }
 }
 
+impl UsageRead for Usage {
+    fn get(&self, id: NodeId, fr: FrIdx) -> i64 {
+        Usage::get(self, id, fr)
+    }
+}
+
+impl UsageWrite for Usage {
+    fn set(&mut self, id: NodeId, fr: FrIdx, v: i64) {
+        let i = self.index(id, fr);
+        self.values[i] = v;
+    }
+}
+
 impl Usage {
     pub fn get(&self, id: NodeId, fr: FrIdx) -> i64 {
-        self.values[id.index() * self.n_fr + fr.index()]
+        self.values[self.index(id, fr)]
     }
 
-    fn set(&mut self, id: NodeId, fr: FrIdx, v: i64) {
-        self.values[id.index() * self.n_fr + fr.index()] = v;
+    pub(super) fn index(&self, id: NodeId, fr: FrIdx) -> usize {
+        id.index() * self.n_fr + fr.index()
+    }
+
+    /// Entries (nodes × flavor-resources).
+    pub(super) fn len(&self) -> usize {
+        self.values.len()
     }
 
     /// How many flavor-resources a row has.

@@ -8,10 +8,10 @@ use crate::api::ReclaimWithinCohort;
 use crate::cluster::{Admission, CqId, Millis, PodSetAdmission, WorkloadId};
 use crate::policy::{HeadEntry, PolicyContext, PolicyRef, verify};
 use crate::queue::RequeueReason;
-use crate::quota::Usage;
+use crate::quota::{NodeId, Usage, UsageRead};
 
 use super::assign::{Assignment, AssignmentMode, assign_flavors, reduce_pod_sets};
-use super::preempt::{Ctx, Target, get_targets, without};
+use super::preempt::{Ctx, Target, get_targets, removed, without};
 use super::{CycleOutcome, Decision, Scheduler};
 
 struct Entry {
@@ -117,7 +117,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
     let (mut order, by) = order_entries(s, &entries, &all, &snapshot, &fallbacks, now);
     let mut dynamic = speculative(&by);
     let mut ordered_by = vec![by; entries.len()];
-    let mut preempted: rustc_hash::FxHashSet<WorkloadId> = Default::default();
+    let mut preempted = Preempted::default();
     let mut tas_usage = s.cluster.tas.current().clone();
     let mut processed = Vec::with_capacity(entries.len());
     let mut pos = 0;
@@ -400,11 +400,45 @@ fn order_entries(
     (order.into_iter().map(|k| subset[k]).collect(), by)
 }
 
-fn fits(ctx: &Ctx<'_>, usage: &Usage, cq: CqId, needed: &[(crate::quota::FrIdx, i64)]) -> bool {
+fn fits(
+    ctx: &Ctx<'_>,
+    usage: &impl UsageRead,
+    cq: CqId,
+    needed: &[(crate::quota::FrIdx, i64)],
+) -> bool {
     let node = ctx.cluster.cq(cq).node;
     needed
         .iter()
         .all(|&(fr, v)| ctx.cluster.tree.available(usage, node, fr) >= v)
+}
+
+/// This cycle's victims, also by the root of their ClusterQueue's cohort tree: an entry's
+/// fit reads only its own tree's usage, so it removes only that tree's victims (not every
+/// victim of the cycle so far).
+#[derive(Default)]
+struct Preempted {
+    all: rustc_hash::FxHashSet<WorkloadId>,
+    by_root: rustc_hash::FxHashMap<NodeId, Vec<WorkloadId>>,
+}
+
+impl Preempted {
+    fn contains(&self, id: WorkloadId) -> bool {
+        self.all.contains(&id)
+    }
+
+    /// Victims of an entry whose ClusterQueue is under `root`.
+    fn extend(&mut self, root: NodeId, victims: impl IntoIterator<Item = WorkloadId>) {
+        let in_tree = self.by_root.entry(root).or_default();
+        for id in victims {
+            if self.all.insert(id) {
+                in_tree.push(id);
+            }
+        }
+    }
+
+    fn in_tree(&self, root: NodeId) -> impl Iterator<Item = WorkloadId> + '_ {
+        self.by_root.get(&root).into_iter().flatten().copied()
+    }
 }
 
 type Recomputed = Option<(Assignment, Vec<Target>)>;
@@ -416,7 +450,7 @@ type Took = Option<Vec<(crate::quota::FrIdx, i64)>>;
 fn process(
     ctx: &Ctx<'_>,
     snapshot: &mut Usage,
-    preempted: &mut rustc_hash::FxHashSet<WorkloadId>,
+    preempted: &mut Preempted,
     tas: &mut crate::topology::TasUsage,
     e: &Entry,
 ) -> (Outcome, Recomputed, Took) {
@@ -429,8 +463,10 @@ fn process(
     let mut deferred = false;
 
     // Targets overlapping this cycle's earlier preemptions: recompute with those victims gone.
-    if targets.iter().any(|t| preempted.contains(&t.workload)) {
-        let others = without(ctx.cluster, snapshot, preempted.iter().copied());
+    // Only this tree's victims change the usage this entry's assignment reads.
+    let root = tree.root(node);
+    if targets.iter().any(|t| preempted.contains(t.workload)) {
+        let others = without(ctx.cluster, snapshot, preempted.in_tree(root));
         let (a, t) = get_assignments(ctx, &others, e.workload, e.cq);
         deferred = a.mode() == AssignmentMode::Fit;
         assignment = a;
@@ -445,12 +481,11 @@ fn process(
     // eviction completes, so the cluster is never over-committed, not even while evicting
     // (wasq differs from Kueue here on purpose).
     let fit = if mode == AssignmentMode::Preempt {
-        let removed = without(
+        let removed = removed(
             ctx.cluster,
             snapshot,
             preempted
-                .iter()
-                .copied()
+                .in_tree(root)
                 .chain(targets.iter().map(|t| t.workload)),
         );
         fits(ctx, &removed, e.cq, &usage)
@@ -519,7 +554,7 @@ fn process(
             Some(usage),
         );
     }
-    if targets.iter().any(|t| preempted.contains(&t.workload)) {
+    if targets.iter().any(|t| preempted.contains(t.workload)) {
         return (
             Outcome::Requeue {
                 reason: RequeueReason::FailedAfterNomination,
@@ -568,7 +603,7 @@ fn process(
             Ok(_) => {}
         }
     }
-    preempted.extend(targets.iter().map(|t| t.workload));
+    preempted.extend(root, targets.iter().map(|t| t.workload));
     for &(fr, v) in &usage {
         tree.add_usage(snapshot, node, fr, v);
     }

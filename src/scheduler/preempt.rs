@@ -11,7 +11,7 @@ use crate::policy::{
     Candidate, CandidateKind, FitMode, PolicyError, PolicyRef, PolicySet, PreemptionRequest,
     builtin, verify,
 };
-use crate::quota::{FrIdx, NodeId, Usage};
+use crate::quota::{FrIdx, NodeId, Usage, UsageOverlay};
 
 use super::Fallback;
 use super::budget::{Budgets, Hold};
@@ -476,7 +476,7 @@ pub(super) fn simulate(
             tree.borrow_level(usage, node, fr, val).0,
         );
     }
-    let after = without(ctx.cluster, usage, found.targets.iter().map(|t| t.workload));
+    let after = removed(ctx.cluster, usage, found.targets.iter().map(|t| t.workload));
     let borrow = tree.borrow_level(&after, node, fr, val).0;
     let same_queue = found
         .targets
@@ -495,6 +495,25 @@ fn refused(policy: &dyn crate::policy::PreemptionPolicy, e: verify::InvalidAnswe
     let e = PolicyError::Invalid(e);
     policy.refused(&e);
     e
+}
+
+/// `usage` with the given workloads' quota removed, as an attempt over it: it holds only the
+/// entries the removal changed (no copy of the whole cluster's usage).
+pub(super) fn removed<'u>(
+    cluster: &Cluster,
+    usage: &'u Usage,
+    workloads: impl IntoIterator<Item = WorkloadId>,
+) -> UsageOverlay<'u> {
+    let mut out = UsageOverlay::new(usage);
+    for id in workloads {
+        if let Some(a) = cluster.admission(id) {
+            let node = cluster.cq(a.cluster_queue).node;
+            for &(fr, v) in &a.usage {
+                cluster.tree.add_usage(&mut out, node, fr, -v);
+            }
+        }
+    }
+    out
 }
 
 /// A copy of `usage` with the given workloads' quota removed.

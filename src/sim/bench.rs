@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::generate::{GeneratorSpec, Shape, generate};
+use super::generate::{Generator, Shape};
 use super::{Limits, Scenario, Simulation};
 use crate::wasm::LiveBindings;
 
@@ -38,7 +38,10 @@ pub fn thresholds(shape: Shape) -> Thresholds {
 #[serde(rename_all = "camelCase")]
 pub struct RunFigures {
     pub policies: String,
+    /// The simulation alone.
     pub wall_seconds: f64,
+    /// Generating the shape and building the cluster.
+    pub load_seconds: f64,
     pub cycles: u64,
     pub cycles_per_second: f64,
     pub admissions: u64,
@@ -52,8 +55,8 @@ pub struct RunFigures {
     pub usage_percent: BTreeMap<String, f64>,
     /// Mean time-to-admit per workload class, virtual seconds.
     pub mean_time_to_admit_seconds: BTreeMap<String, f64>,
-    /// Whether every Kueue threshold is met.
-    pub meets_kueue_thresholds: bool,
+    /// Whether every Kueue threshold is met (`None` for a shape without thresholds).
+    pub meets_kueue_thresholds: Option<bool>,
     /// Decisions the built-in made because a plugin failed (should be 0).
     pub fallbacks: u64,
 }
@@ -61,8 +64,11 @@ pub struct RunFigures {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BenchReport {
-    pub shape: &'static str,
-    pub thresholds: Thresholds,
+    /// `large-scale`, `large-scale x10`, `custom`, …
+    pub shape: String,
+    pub cluster_queues: usize,
+    /// Kueue's thresholds for the shape it starts from; none for a custom shape.
+    pub thresholds: Option<Thresholds>,
     pub native: RunFigures,
     pub wasm: RunFigures,
     /// WASM wall time / native wall time.
@@ -93,32 +99,53 @@ pub(crate) fn peak_rss() -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// Runs `shape` once with `policies` (`None` = built-in) and returns its figures and its
-/// decision lines.
+/// Progress of one run: (virtual seconds, workloads finished, total). Made per run by a
+/// [`NewProgress`]; dropped when the run ends.
+pub type RunProgress<'a> = Box<dyn FnMut(f64, usize, usize) + 'a>;
+/// Makes the progress of a run, given its label and workload count (the CLI's bar).
+pub type NewProgress<'a> = &'a dyn Fn(&str, usize) -> Option<RunProgress<'a>>;
+
+/// Kueue's thresholds for a generator: its base shape's, unless it replaced the classes.
+fn generator_thresholds(generator: &Generator) -> Option<Thresholds> {
+    let base = generator.base?;
+    (base.config().sets == generator.config.sets).then(|| thresholds(base))
+}
+
+/// Runs `generator`'s shape once with `policies` (`None` = built-in) and returns its figures
+/// and its decision lines. Peak memory includes generating and loading the shape; wall time
+/// is the run alone (loading is `load_seconds`).
 pub fn run_once(
-    shape: Shape,
+    generator: &Generator,
     label: &str,
     policies: Option<LiveBindings>,
+    progress: Option<NewProgress<'_>>,
 ) -> anyhow::Result<(RunFigures, Vec<String>)> {
-    let manifests = generate(&GeneratorSpec { shape, seed: None });
-    let scenario = Scenario::from_manifests(manifests)?;
+    let peak_known = reset_peak();
+    let load_start = Instant::now();
+    let scenario = Scenario::generated(generator)?;
     let workloads = scenario.cluster.workloads.len();
     let mut sim = Simulation::new(scenario);
     if let Some(p) = policies {
         sim.use_policies(p)?;
     }
-    let peak_known = reset_peak();
+    let load_seconds = load_start.elapsed().as_secs_f64();
+    let mut bar = progress.and_then(|p| p(label, workloads));
     let start = Instant::now();
-    sim.run(&Limits::default(), None);
+    sim.run(
+        &Limits::default(),
+        bar.as_mut()
+            .map(|b| &mut **b as &mut dyn FnMut(f64, usize, usize)),
+    );
+    drop(bar);
     let wall = start.elapsed().as_secs_f64();
     let peak = if peak_known { peak_rss() } else { None };
-    let report = sim.report();
+    let report = sim.into_report();
     let admissions = report
         .events
         .iter()
         .filter(|e| e.kind == super::report::EventType::Admitted)
         .count() as u64;
-    let t = thresholds(shape);
+    let t = generator_thresholds(generator);
     let usage_percent = report.summary.cluster_queue_classes.clone();
     let mean_time_to_admit_seconds: BTreeMap<String, f64> = report
         .summary
@@ -126,15 +153,18 @@ pub fn run_once(
         .iter()
         .filter_map(|(k, c)| c.mean_time_to_admit_seconds.map(|v| (k.clone(), v)))
         .collect();
-    let meets = usage_percent.values().all(|&u| u >= t.min_usage_percent)
-        && t.max_mean_time_to_admit_seconds.iter().all(|(class, max)| {
-            mean_time_to_admit_seconds
-                .get(*class)
-                .is_some_and(|v| v <= max)
-        });
+    let meets = t.map(|t| {
+        usage_percent.values().all(|&u| u >= t.min_usage_percent)
+            && t.max_mean_time_to_admit_seconds.iter().all(|(class, max)| {
+                mean_time_to_admit_seconds
+                    .get(*class)
+                    .is_some_and(|v| v <= max)
+            })
+    });
     let figures = RunFigures {
         policies: label.to_string(),
         wall_seconds: wall,
+        load_seconds,
         cycles: report.summary.cycles,
         cycles_per_second: report.summary.cycles as f64 / wall,
         admissions,
@@ -153,9 +183,10 @@ pub fn run_once(
 /// Both runs and their comparison. With `repeat` > 1 the two alternate (native, WASM, native,
 /// …) and each keeps its fastest run, which cancels drift and noise on a shared machine.
 pub fn bench(
-    shape: Shape,
+    generator: &Generator,
     repeat: usize,
     wasm: impl Fn() -> LiveBindings,
+    progress: Option<NewProgress<'_>>,
 ) -> anyhow::Result<BenchReport> {
     let fastest = |a: Option<(RunFigures, Vec<String>)>, b: (RunFigures, Vec<String>)| match a {
         Some(a) if a.0.wall_seconds <= b.0.wall_seconds => Some(a),
@@ -163,10 +194,15 @@ pub fn bench(
     };
     let (mut native, mut wasm_run) = (None, None);
     for _ in 0..repeat.max(1) {
-        native = fastest(native, run_once(shape, "builtin", None)?);
+        native = fastest(native, run_once(generator, "builtin", None, progress)?);
         wasm_run = fastest(
             wasm_run,
-            run_once(shape, "kueue-default plugins (WASM)", Some(wasm()))?,
+            run_once(
+                generator,
+                "kueue-default plugins (WASM)",
+                Some(wasm()),
+                progress,
+            )?,
         );
     }
     let ((native, native_lines), (wasm, wasm_lines)) = (
@@ -174,8 +210,9 @@ pub fn bench(
         wasm_run.expect("at least one run"),
     );
     Ok(BenchReport {
-        shape: shape_name(shape),
-        thresholds: thresholds(shape),
+        shape: generator.name(),
+        cluster_queues: generator.cluster_queues(),
+        thresholds: generator_thresholds(generator),
         ratio: wasm.wall_seconds / native.wall_seconds,
         identical_decisions: native_lines == wasm_lines,
         repeat: repeat.max(1),
@@ -196,11 +233,16 @@ impl BenchReport {
         };
         let _ = writeln!(
             out,
-            "shape {} ({} workloads), fastest of {} run(s) per side",
-            self.shape, n.workloads, self.repeat
+            "shape {} ({} ClusterQueues, {} workloads), fastest of {} run(s) per side",
+            self.shape, self.cluster_queues, n.workloads, self.repeat
         );
         let _ = writeln!(out, "{:<28} {:>16} {:>16}", "", "native", "wasm");
-        let rows: [(&str, String, String); 6] = [
+        let rows: [(&str, String, String); 7] = [
+            (
+                "generate + load",
+                format!("{:.2} s", n.load_seconds),
+                format!("{:.2} s", w.load_seconds),
+            ),
             (
                 "wall time",
                 format!("{:.2} s", n.wall_seconds),
@@ -237,16 +279,19 @@ impl BenchReport {
             "identical decisions          {}",
             self.identical_decisions
         );
+        let Some(thresholds) = self.thresholds else {
+            return out;
+        };
         let _ = writeln!(out, "\nOn the virtual clock (Kueue's thresholds beside):");
         for (class, u) in &n.usage_percent {
             let _ = writeln!(
                 out,
                 "  usage, ClusterQueue class {class:<8} {u:>7.1}% {:>7.1}%   (>= {}%)",
                 w.usage_percent.get(class).copied().unwrap_or(f64::NAN),
-                self.thresholds.min_usage_percent
+                thresholds.min_usage_percent
             );
         }
-        for (class, max) in self.thresholds.max_mean_time_to_admit_seconds {
+        for (class, max) in thresholds.max_mean_time_to_admit_seconds {
             let _ = writeln!(
                 out,
                 "  mean time-to-admit, {class:<8} {:>7.1}s {:>7.1}s   (<= {max}s)",

@@ -11,7 +11,7 @@
 //! apiVersion: sim.wasq.dev/v1alpha1
 //! kind: Generator
 //! metadata: {name: baseline}
-//! spec: {shape: baseline, seed: 1}
+//! spec: {shape: baseline, seed: 1, scale: 3}
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
@@ -27,7 +27,7 @@ use serde::de::DeserializeOwned;
 use crate::api::{Extension, Manifests, PodSet, Workload, WorkloadSpec};
 use crate::cluster::Millis;
 
-use super::generate::{self, GeneratorSpec};
+use super::generate::{self, GeneratorError, GeneratorObjectSpec};
 use super::trace::{self, TraceError, TraceSpec};
 use super::{ARRIVAL, CLASS, DURATION};
 
@@ -68,6 +68,8 @@ pub enum ExtensionError {
     Object(#[source] serde_json::Error),
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
     Trace(Vec<TraceError>),
+    #[error("spec.{0}")]
+    Generator(#[from] GeneratorError),
 }
 
 /// The body of an extension object (without `apiVersion`/`kind`).
@@ -110,6 +112,25 @@ pub fn expand(manifests: &mut Manifests) -> Result<(), String> {
     }
 }
 
+/// Takes a lone `Generator` object out of the manifests, adding the objects it stands for but
+/// its workloads, which the caller makes one at a time ([`generate::LazyWorkloads`]) so that a
+/// large shape is never held whole. With no Generator, or several (expanded as usual by
+/// [`expand`]), nothing is taken.
+pub fn take_generator(manifests: &mut Manifests) -> Result<Option<generate::Generator>, String> {
+    let mut generators = manifests
+        .extensions
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.api_version == API_VERSION && e.kind == "Generator");
+    let (Some((index, _)), None) = (generators.next(), generators.next()) else {
+        return Ok(None);
+    };
+    let ext = manifests.extensions.remove(index);
+    let generator = generator_of(&ext).map_err(|e| format!("{}: {e}", label(&ext)))?;
+    append(manifests, generate::generate_objects(&generator));
+    Ok(Some(generator))
+}
+
 /// The objects one extension stands for.
 pub fn expand_one(ext: &Extension) -> Result<Manifests, ExtensionError> {
     if ext.api_version != API_VERSION {
@@ -128,16 +149,25 @@ pub fn expand_one(ext: &Extension) -> Result<Manifests, ExtensionError> {
                 ..Manifests::default()
             })
         }
-        "Generator" => {
-            let spec: GeneratorSpec = spec_of(ext)?;
-            Ok(generate::generate(&spec))
-        }
+        "Generator" => Ok(generate::generate_with(&generator_of(ext)?)),
         "NodeInventory" => {
             let spec: super::nodes::NodeInventorySpec = spec_of(ext)?;
             Ok(super::nodes::generate(&spec))
         }
         other => Err(ExtensionError::Kind(other.to_string())),
     }
+}
+
+/// The generator a `Generator` object stands for.
+pub fn generator_of(ext: &Extension) -> Result<generate::Generator, ExtensionError> {
+    if ext.api_version != API_VERSION {
+        return Err(ExtensionError::Version(ext.api_version.clone()));
+    }
+    if ext.kind != "Generator" {
+        return Err(ExtensionError::Kind(ext.kind.clone()));
+    }
+    let spec: GeneratorObjectSpec = spec_of(ext)?;
+    Ok(spec.validate()?)
 }
 
 fn spec_of<S: DeserializeOwned>(ext: &Extension) -> Result<S, ExtensionError> {

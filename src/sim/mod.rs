@@ -92,6 +92,8 @@ pub struct Simulation {
     pub(crate) arrival: Vec<Millis>,
     pub(crate) first_admitted: Vec<Option<Millis>>,
     pub(crate) finished: Vec<bool>,
+    /// How many of `finished` are true (the progress figure, read every cycle).
+    settled: usize,
     /// Last (reason, parked) reported per workload, to report changes only.
     last_pending: Vec<Option<(String, bool)>>,
     pub(crate) events: Vec<Event>,
@@ -152,6 +154,7 @@ impl Simulation {
             arrival,
             first_admitted: vec![None; n],
             finished: vec![false; n],
+            settled: 0,
             last_pending: vec![None; n],
             events: Vec::new(),
             usage_integral: Vec::new(),
@@ -382,7 +385,9 @@ impl Simulation {
             self.log_usage(id, false);
             self.scheduler.finish(id);
             self.stopped(id);
-            self.finished[id.index()] = true;
+            if !std::mem::replace(&mut self.finished[id.index()], true) {
+                self.settled += 1;
+            }
             self.push_event(EventType::Finished, id, None, None, None);
         }
         self.settle_checks();
@@ -550,8 +555,7 @@ impl Simulation {
             self.count_fallbacks();
             let made_progress = self.apply(outcome.decisions);
             if let Some(p) = progress.as_mut() {
-                let settled = self.finished.iter().filter(|&&f| f).count();
-                p(self.seconds(self.now), settled, total);
+                p(self.seconds(self.now), self.settled, total);
             }
             cycles_at_instant += 1;
             if made_progress && cycles_at_instant < max_cycles_per_instant {
@@ -596,5 +600,13 @@ impl Simulation {
 
     pub fn report(&self) -> Report {
         report::build(self)
+    }
+
+    /// The report, ending the simulation: its timeline moves into the report instead of being
+    /// copied (the largest part of a large run's memory).
+    pub fn into_report(mut self) -> Report {
+        let mut report = report::build_from(&self, Vec::new());
+        report.events = std::mem::take(&mut self.events);
+        report
     }
 }

@@ -286,6 +286,12 @@ pub(crate) fn round3(x: f64) -> f64 {
 }
 
 pub fn build(sim: &Simulation) -> Report {
+    build_from(sim, sim.events.clone())
+}
+
+/// The report of `sim`, every figure read from `sim` (its events included), with `events` as
+/// its timeline ([`Simulation::into_report`] passes none and moves the simulation's in after).
+pub(crate) fn build_from(sim: &Simulation, events: Vec<Event>) -> Report {
     let cluster = sim.cluster();
     let workloads = cluster
         .workloads
@@ -395,7 +401,7 @@ pub fn build(sim: &Simulation) -> Report {
     }
     Report {
         workloads,
-        events: sim.events.clone(),
+        events,
         summary: Summary {
             cycles: sim.cycles,
             duration_seconds: elapsed as f64 / 1000.0,

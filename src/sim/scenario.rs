@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use crate::api::{self, Manifests};
-use crate::cluster::{Cluster, Millis, build_cluster};
+use crate::cluster::{Cluster, Millis, build_cluster_with};
 
 use super::duration::parse_millis;
 use super::{ARRIVAL, DURATION};
@@ -61,6 +61,22 @@ impl Scenario {
         cost_labels: &[String],
     ) -> Result<Scenario, ScenarioError> {
         let labels_by_key = attribute_costs(&mut manifests, cost_labels);
+        let generator =
+            super::extensions::take_generator(&mut manifests).map_err(ScenarioError::Extension)?;
+        Scenario::build(manifests, generator, labels_by_key)
+    }
+
+    /// A generated shape alone (`wasq bench`), its workloads made one at a time.
+    pub fn generated(generator: &super::generate::Generator) -> Result<Scenario, ScenarioError> {
+        let manifests = super::generate::generate_objects(generator);
+        Scenario::build(manifests, Some(generator.clone()), HashMap::new())
+    }
+
+    fn build(
+        mut manifests: Manifests,
+        generator: Option<super::generate::Generator>,
+        labels_by_key: HashMap<String, BTreeMap<String, String>>,
+    ) -> Result<Scenario, ScenarioError> {
         super::extensions::expand(&mut manifests).map_err(ScenarioError::Extension)?;
         let t0 = latest_timestamp(&manifests).unwrap_or(DEFAULT_T0);
         let mut errors = Vec::new();
@@ -107,12 +123,17 @@ impl Scenario {
         if !errors.is_empty() {
             return Err(ScenarioError::Annotations(errors));
         }
-        let cluster = build_cluster(
+        // A generator's workloads are valid by construction and carry no timestamp: they are
+        // made one at a time while the cluster takes them in.
+        let lazy = generator.as_ref().map(super::generate::LazyWorkloads::new);
+        let cluster = build_cluster_with(
             &manifests,
+            lazy.iter().flat_map(|l| l.sorted()),
             &|wl| t0 + offset(wl, ARRIVAL, &mut Vec::new()).unwrap_or(0),
             t0,
         )
         .map_err(ScenarioError::Build)?;
+        drop(manifests);
         let check_problems = super::checks::SimChecks::validate(&cluster);
         if !check_problems.is_empty() {
             return Err(ScenarioError::Annotations(check_problems));

@@ -391,3 +391,181 @@ fn baseline_example_meets_kueue_thresholds() {
     assert_eq!(scenario.cluster.workloads.len(), 15_000);
     assert_baseline_thresholds(scenario);
 }
+
+/// The streams of [`scaled_generator_and_its_trace_decide_alike`]: (class, count per
+/// ClusterQueue, interval ms, runtime ms, priority, cpu).
+const STREAMS: [(&str, u32, i64, i64, i32, i64); 3] = [
+    ("small", 12, 60, 150, 50, 1),
+    ("medium", 4, 300, 350, 100, 5),
+    ("large", 2, 700, 700, 200, 20),
+];
+
+/// The same cluster and workloads written out by hand as Kueue objects and a JSONL `Trace`,
+/// following the rule the generator documents (cohort `cohort-<c>`, ClusterQueue
+/// `cq-0-<q>-cohort-<c>` with its namespace and LocalQueue, the `i`-th workload of stream `s`
+/// named `<class>-<s>-<i>-0`, arriving at `(i + 1) × interval`).
+fn write_trace_form(dir: &Path, cohorts: usize, queues: usize) -> PathBuf {
+    use std::fmt::Write;
+    let mut yaml = String::from(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: default}\n",
+    );
+    let mut jsonl = String::new();
+    for c in 0..cohorts {
+        for q in 0..queues {
+            let cq = format!("cq-0-{q}-cohort-{c}");
+            write!(
+                yaml,
+                "---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: {cq}}}\n\
+                 ---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\n\
+                 metadata: {{name: {cq}, annotations: {{sim.wasq.dev/class: cq}}}}\n\
+                 spec:\n  cohortName: cohort-{c}\n  namespaceSelector: {{}}\n\
+                 \x20 preemption: {{reclaimWithinCohort: Any, withinClusterQueue: LowerPriority}}\n\
+                 \x20 resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n\
+                 \x20   - name: default\n      resources: [{{name: cpu, nominalQuota: 20, borrowingLimit: 100}}]\n\
+                 ---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\n\
+                 metadata: {{namespace: {cq}, name: {cq}}}\nspec: {{clusterQueue: {cq}}}\n"
+            )
+            .unwrap();
+            for (s, (class, count, interval, runtime, priority, cpu)) in STREAMS.iter().enumerate()
+            {
+                for i in 0..*count {
+                    let row = serde_json::json!({
+                        "arrival": format!("{}ms", (i64::from(i) + 1) * interval),
+                        "namespace": cq,
+                        "name": format!("{class}-{s}-{i}-0"),
+                        "queue": cq,
+                        "priority": priority,
+                        "duration": format!("{runtime}ms"),
+                        "class": class,
+                        "podSets": [{"count": 1, "requests": {"cpu": cpu.to_string()}}],
+                    });
+                    writeln!(jsonl, "{row}").unwrap();
+                }
+            }
+        }
+    }
+    yaml.push_str(
+        "---\napiVersion: sim.wasq.dev/v1alpha1\nkind: Trace\nmetadata: {name: streams}\n\
+         spec: {path: streams.jsonl}\n",
+    );
+    std::fs::write(dir.join("streams.jsonl"), jsonl).unwrap();
+    let manifest = dir.join("cluster.yaml");
+    std::fs::write(&manifest, yaml).unwrap();
+    manifest
+}
+
+fn decisions(scenario: Scenario) -> Vec<String> {
+    let mut sim = Simulation::new(scenario);
+    sim.run(&Limits::default(), None);
+    sim.report().decision_lines()
+}
+
+/// A shape scaled ×10 by the generator (10 cohorts of 6 ClusterQueues, custom streams) decides
+/// exactly as the same shape written as Kueue objects and a trace. The full-size ×10
+/// large-scale figures are in BENCHMARKS.md; this keeps the equivalence cheap enough for CI.
+#[test]
+fn scaled_generator_and_its_trace_decide_alike() {
+    let classes: Vec<_> = STREAMS
+        .iter()
+        .map(|(name, count, interval, runtime, priority, cpu)| {
+            serde_json::json!({"name": name, "count": count, "interval": format!("{interval}ms"),
+                "runtime": format!("{runtime}ms"), "priority": priority, "cpu": cpu})
+        })
+        .collect();
+    let spec = serde_json::json!({
+        "shape": "large-scale", "scale": 10, "cohorts": 1, "queuesPerCohort": 6,
+        "classes": classes,
+    });
+    let generated =
+        Scenario::from_manifests(with_extension(Path::new("gen.yaml"), "Generator", spec)).unwrap();
+    assert_eq!(generated.cluster.cluster_queues.len(), 60);
+    assert_eq!(generated.cluster.workloads.len(), 60 * 18);
+
+    let dir = tempfile::tempdir().unwrap();
+    let traced = Scenario::load(&[write_trace_form(dir.path(), 10, 6)]).unwrap();
+    let (a, b) = (decisions(generated), decisions(traced));
+    let preempted = a.iter().filter(|l| l.contains(" Preempted ")).count();
+    assert!(
+        preempted > 0 && a.len() > 1_080,
+        "the shape should admit every workload and preempt some: {} lines, {preempted} preemptions",
+        a.len()
+    );
+    assert_eq!(a, b);
+}
+
+/// `scale` multiplies cohorts: the first cohorts are the unscaled shape's own, seeded phases
+/// included; a spec without a shape needs its numbers, and bad numbers name their field.
+#[test]
+fn generator_scale_and_custom_streams() {
+    let gen_of = |spec: serde_json::Value| {
+        let mut m = with_extension(Path::new("gen.yaml"), "Generator", spec);
+        expand(&mut m).map(|()| m)
+    };
+    let one = gen_of(serde_json::json!({"shape": "baseline", "seed": 5})).unwrap();
+    let three = gen_of(serde_json::json!({"shape": "baseline", "seed": 5, "scale": 3})).unwrap();
+    assert_eq!(three.cluster_queues.len(), 90);
+    assert_eq!(three.workloads.len(), 45_000);
+    assert_eq!(three.workloads[..15_000], one.workloads[..]);
+    assert_eq!(three.cluster_queues[..30], one.cluster_queues[..]);
+    let cohorts: std::collections::BTreeSet<_> = three
+        .cluster_queues
+        .iter()
+        .filter_map(|cq| cq.spec.cohort_name.clone())
+        .collect();
+    assert_eq!(cohorts.len(), 15);
+
+    let custom = gen_of(serde_json::json!({
+        "cohorts": 2, "queuesPerCohort": 3, "quota": {"nominal": 8, "borrowingLimit": 4},
+        "classes": [{"name": "tiny", "count": 5, "interval": "1s", "runtime": "2s", "cpu": 2}],
+    }))
+    .unwrap();
+    assert_eq!(custom.cluster_queues.len(), 6);
+    assert_eq!(custom.workloads.len(), 30);
+    let quota = &custom.cluster_queues[5].spec.resource_groups[0].flavors[0].resources[0];
+    assert_eq!(
+        (
+            quota.nominal_quota.milli(),
+            quota.borrowing_limit.map(|q| q.milli())
+        ),
+        (8_000, Some(4_000))
+    );
+    let last = custom.workloads.last().unwrap();
+    assert_eq!(last.metadata.name.as_deref(), Some("tiny-0-4-0"));
+    assert_eq!(annotation(last, ARRIVAL), Some("5000ms"));
+    assert_eq!(annotation(last, DURATION), Some("2000ms"));
+    assert_eq!(pod_sets(last)[0].2["cpu"], "2");
+
+    let err = gen_of(serde_json::json!({"cohorts": 2})).unwrap_err();
+    assert!(err.contains("spec.queuesPerCohort: required"), "{err}");
+    let err = gen_of(serde_json::json!({"shape": "baseline", "scale": 0})).unwrap_err();
+    assert!(err.contains("spec.scale: must be at least 1"), "{err}");
+    let err = gen_of(serde_json::json!({"shape": "baseline", "classes": [
+        {"name": "a", "count": 1, "interval": "0s", "runtime": "1s", "cpu": 1}]}))
+    .unwrap_err();
+    assert!(
+        err.contains("spec.classes[0].interval: must be longer than 0ms"),
+        "{err}"
+    );
+}
+
+/// The report a finished simulation gives up (`into_report`, its timeline moved rather than
+/// copied) is the report it gives while kept: summary, fairness and preemptions included.
+#[test]
+fn into_report_equals_report() {
+    let run = || {
+        let scenario = Scenario::load(&[examples().join("trace-demo.yaml")]).unwrap();
+        let mut sim = Simulation::new(scenario);
+        sim.run(&Limits::default(), None);
+        sim
+    };
+    let kept = serde_json::to_value(run().report()).unwrap();
+    let moved = serde_json::to_value(run().into_report()).unwrap();
+    assert!(
+        kept["fairness"]["preemptions"]
+            .as_object()
+            .is_some_and(|p| !p.is_empty()),
+        "the demo preempts: {}",
+        kept["fairness"]["preemptions"]
+    );
+    assert_eq!(kept, moved);
+}

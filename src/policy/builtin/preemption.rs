@@ -8,7 +8,7 @@ use crate::policy::{
     Candidate, CandidateKind, PolicyError, PolicyRef, PreemptionPolicy, PreemptionRequest,
     VictimSet,
 };
-use crate::quota::Usage;
+use crate::quota::{UsageOverlay, UsageRead, UsageWrite};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct KueuePreemption;
@@ -72,14 +72,18 @@ pub fn candidate_order(candidates: &[Candidate], own: crate::cluster::CqId) -> V
 
 /// Kueue's `workloadFits`: every request within what the preemptor's queue has available, and
 /// without borrowing unless allowed.
-pub fn fits_after(req: &PreemptionRequest<'_>, usage: &Usage, allow_borrowing: bool) -> bool {
+pub fn fits_after(
+    req: &PreemptionRequest<'_>,
+    usage: &impl UsageRead,
+    allow_borrowing: bool,
+) -> bool {
     req.requests.iter().all(|&(fr, v)| {
         (allow_borrowing || !req.tree.borrowing_with(usage, req.node, fr, v))
             && v <= req.tree.available(usage, req.node, fr)
     })
 }
 
-fn remove(req: &PreemptionRequest<'_>, usage: &mut Usage, c: &Candidate, sign: i64) {
+fn remove(req: &PreemptionRequest<'_>, usage: &mut impl UsageWrite, c: &Candidate, sign: i64) {
     for &(fr, v) in &c.usage {
         req.tree.add_usage(usage, c.node, fr, -sign * v);
     }
@@ -87,7 +91,12 @@ fn remove(req: &PreemptionRequest<'_>, usage: &mut Usage, c: &Candidate, sign: i
 
 /// Kueue's `candidateIsValid`: reclaim only from queues (and cohorts up to the common ancestor)
 /// that are still over their quota.
-fn still_valid(req: &PreemptionRequest<'_>, usage: &Usage, c: &Candidate, allow: bool) -> bool {
+fn still_valid(
+    req: &PreemptionRequest<'_>,
+    usage: &impl UsageRead,
+    c: &Candidate,
+    allow: bool,
+) -> bool {
     if c.cluster_queue == req.cluster_queue {
         return true;
     }
@@ -159,7 +168,7 @@ pub fn select_victims(req: &PreemptionRequest<'_>) -> Option<VictimSet> {
     };
 
     for &allow in attempts {
-        let mut usage = req.usage.clone();
+        let mut usage = UsageOverlay::new(req.usage);
         let mut targets: Vec<usize> = Vec::new();
         for &i in &list {
             let c = &req.candidates[i];
