@@ -9,9 +9,10 @@
 //! ProvisioningRequest check, which wasq runs itself ([`provisioning`]).
 //!
 //! Invariants:
-//! - the core is rebuilt from the mirror (configuration and every live Workload, with the
-//!   admissions the cluster records) whenever something outside wasq's own writes changed, and
-//!   before the first cycle: a restart is the same code path as any other rebuild;
+//! - the core is built from the mirror (configuration and every live Workload, with the
+//!   admissions the cluster records) before the first cycle and after a configuration change —
+//!   a restart is the same code path as any other rebuild — and otherwise follows each Workload
+//!   event alone ([`core::sync_workload`]);
 //! - a write that fails is undone in memory (an admission is released and requeued); memory is
 //!   never ahead of the cluster except for quota still held by a victim being evicted;
 //! - only the leader (a `coordination.k8s.io` Lease) runs cycles and writes.
