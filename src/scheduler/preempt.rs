@@ -505,14 +505,7 @@ pub(super) fn removed<'u>(
     workloads: impl IntoIterator<Item = WorkloadId>,
 ) -> UsageOverlay<'u> {
     let mut out = UsageOverlay::new(usage);
-    for id in workloads {
-        if let Some(a) = cluster.admission(id) {
-            let node = cluster.cq(a.cluster_queue).node;
-            for &(fr, v) in &a.usage {
-                cluster.tree.add_usage(&mut out, node, fr, -v);
-            }
-        }
-    }
+    subtract(cluster, &mut out, workloads);
     out
 }
 
@@ -523,13 +516,22 @@ pub(super) fn without(
     workloads: impl IntoIterator<Item = WorkloadId>,
 ) -> Usage {
     let mut out = usage.clone();
+    subtract(cluster, &mut out, workloads);
+    out
+}
+
+/// Takes the given workloads' quota out of `out`.
+fn subtract(
+    cluster: &Cluster,
+    out: &mut impl crate::quota::UsageWrite,
+    workloads: impl IntoIterator<Item = WorkloadId>,
+) {
     for id in workloads {
         if let Some(a) = cluster.admission(id) {
             let node = cluster.cq(a.cluster_queue).node;
             for &(fr, v) in &a.usage {
-                cluster.tree.add_usage(&mut out, node, fr, -v);
+                cluster.tree.add_usage(out, node, fr, -v);
             }
         }
     }
-    out
 }
