@@ -83,6 +83,8 @@ pub struct ControllerBench {
     pub mean_time_to_admit_wall_seconds: BTreeMap<String, f64>,
     /// Wall seconds the Events published in the background took after the run ended.
     pub events_lag_seconds: f64,
+    /// Events dropped because too many were waiting (`events::MAX_QUEUED`).
+    pub events_dropped: u64,
     /// The controller's API requests (watches and Events included) per admission.
     pub requests_per_admission: f64,
     /// Requests per `verb resource`.
@@ -338,6 +340,7 @@ async fn run_async(options: &Options) -> anyhow::Result<ControllerBench> {
             .map(|(c, (sum, n))| (c, sum / n as f64))
             .collect(),
         events_lag_seconds,
+        events_dropped: controller.events_dropped(),
         requests_per_admission: controller_requests as f64 / (admissions.max(1)) as f64,
         requests,
         peak_memory_bytes: crate::sim::bench::peak_rss(),

@@ -358,6 +358,11 @@ impl Controller {
         self.writer.events_settled().await;
     }
 
+    /// Events dropped because too many were waiting to be published.
+    pub fn events_dropped(&self) -> u64 {
+        self.writer.events_dropped()
+    }
+
     /// The restart path: the core built from every object of the mirror.
     fn rebuild(&mut self, now: Millis, reason: &str) {
         // Handles are renumbered by a rebuild.

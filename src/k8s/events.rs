@@ -14,9 +14,13 @@
 //! [`Publisher`] sends what [`Series`] decided in the background: one batch per controller
 //! pass, batches one after the other (so an object's Events stay in order across passes),
 //! objects of a batch concurrently (at most [`super::writer::MAX_IN_FLIGHT`]). A failed
-//! Event is logged and dropped, never retried in a loop and never fatal.
+//! Event is logged and dropped, never retried in a loop and never fatal. When more than
+//! [`MAX_QUEUED`] requests wait (the API server or the Events' rate limit is slower than the
+//! Events come), new Events are dropped and counted, as client-go's broadcaster drops them when
+//! its queue is full (its queue holds 1,000), so memory stays bounded.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,6 +30,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 
 use super::writer::MAX_IN_FLIGHT;
+
+/// Event requests waiting to be sent, at most; beyond, new Events are dropped.
+pub const MAX_QUEUED: usize = 10_000;
 
 /// client-go's `finishTime`: a series not observed for this long is finished.
 pub const FINISH_AFTER: Duration = Duration::from_secs(6 * 60);
@@ -221,6 +228,10 @@ pub struct Publisher {
     pending: Mutex<Vec<Send>>,
     /// The batch being published; the next one waits for it.
     last: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Requests flushed and not sent yet.
+    queued: Arc<AtomicUsize>,
+    max_queued: usize,
+    dropped: AtomicU64,
 }
 
 impl Publisher {
@@ -231,7 +242,20 @@ impl Publisher {
             series: Mutex::new(Series::new(controller, instance, Instant::now())),
             pending: Mutex::new(Vec::new()),
             last: Mutex::new(None),
+            queued: Arc::new(AtomicUsize::new(0)),
+            max_queued: MAX_QUEUED,
+            dropped: AtomicU64::new(0),
         }
+    }
+
+    /// Requests waiting at most (default [`MAX_QUEUED`]).
+    pub fn set_max_queued(&mut self, max: usize) {
+        self.max_queued = max;
+    }
+
+    /// Events dropped because too many requests were waiting.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
     }
 
     /// Paces every request with `limiter`.
@@ -263,6 +287,15 @@ impl Publisher {
             Err(_) => return,
         };
         if let (Some(send), Ok(mut p)) = (send, self.pending.lock()) {
+            if self.queued.load(Ordering::Relaxed) + p.len() >= self.max_queued {
+                if self.dropped.fetch_add(1, Ordering::Relaxed) % 1000 == 0 {
+                    tracing::warn!(
+                        queued = self.max_queued,
+                        "too many Events waiting to be published; dropping new ones"
+                    );
+                }
+                return;
+            }
             p.push(send);
         }
     }
@@ -288,11 +321,15 @@ impl Publisher {
         let previous = last.take();
         let client = self.client.clone();
         let limiter = self.limiter.clone();
+        let queued = self.queued.clone();
+        let n = batch.len();
+        queued.fetch_add(n, Ordering::Relaxed);
         *last = Some(tokio::spawn(async move {
             if let Some(p) = previous {
                 let _ = p.await;
             }
             publish(client, limiter, batch).await;
+            queued.fetch_sub(n, Ordering::Relaxed);
         }));
     }
 

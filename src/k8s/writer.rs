@@ -265,6 +265,11 @@ impl Writer {
     pub async fn events_settled(&self) {
         self.events.settled().await;
     }
+
+    /// Events dropped because too many were waiting to be published.
+    pub fn events_dropped(&self) -> u64 {
+        self.events.dropped()
+    }
 }
 
 /// A token bucket of `qps` requests per second and `burst` at once; `None` when `qps` is not

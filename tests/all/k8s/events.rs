@@ -136,3 +136,37 @@ async fn a_series_whose_event_is_gone_is_created_again_and_failures_are_not_fata
         .collect();
     assert_eq!(notes, ["kept"]);
 }
+
+#[tokio::test]
+async fn past_the_queue_limit_new_events_are_dropped_and_counted() {
+    let api = double();
+    let mut publisher = wasq::k8s::events::Publisher::new(api.client(), "wasq", "wasq-0");
+    publisher.set_max_queued(5);
+    let record = |p: &wasq::k8s::events::Publisher, name: &str| {
+        p.record(
+            &workload_ref(&workload(name)),
+            false,
+            "Admitted",
+            "Admitted",
+            name.into(),
+        )
+    };
+    for i in 0..8 {
+        record(&publisher, &format!("w{i}"));
+    }
+    assert_eq!(publisher.dropped(), 3);
+    publisher.flush();
+    publisher.settled().await;
+    // Once sent, the queue has room again.
+    record(&publisher, "late");
+    publisher.flush();
+    publisher.settled().await;
+    let mut notes: Vec<String> = api
+        .objects("events.k8s.io/v1", "events")
+        .iter()
+        .map(|e| e["note"].as_str().unwrap_or_default().to_string())
+        .collect();
+    notes.sort();
+    assert_eq!(notes, ["late", "w0", "w1", "w2", "w3", "w4"]);
+    assert_eq!(publisher.dropped(), 3);
+}
