@@ -31,8 +31,11 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 
 use super::writer::MAX_IN_FLIGHT;
 
-/// Event requests waiting to be sent, at most; beyond, new Events are dropped.
-pub const MAX_QUEUED: usize = 10_000;
+/// Event requests waiting to be sent, at most; beyond, new Events are dropped. Large enough
+/// for a backlog of 15,000 admissions released at once (30,000 Events), small enough to bound
+/// memory (≈ 1 KB per waiting Event; the series cache holds each Event of the last 6 minutes
+/// anyway, as client-go's does).
+pub const MAX_QUEUED: usize = 100_000;
 
 /// client-go's `finishTime`: a series not observed for this long is finished.
 pub const FINISH_AFTER: Duration = Duration::from_secs(6 * 60);
@@ -288,7 +291,11 @@ impl Publisher {
         };
         if let (Some(send), Ok(mut p)) = (send, self.pending.lock()) {
             if self.queued.load(Ordering::Relaxed) + p.len() >= self.max_queued {
-                if self.dropped.fetch_add(1, Ordering::Relaxed) % 1000 == 0 {
+                if self
+                    .dropped
+                    .fetch_add(1, Ordering::Relaxed)
+                    .is_multiple_of(1000)
+                {
                     tracing::warn!(
                         queued = self.max_queued,
                         "too many Events waiting to be published; dropping new ones"
