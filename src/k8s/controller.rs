@@ -50,10 +50,6 @@ pub mod pods_ready;
 pub const MAX_ATTEMPTS: usize = 3;
 /// Cycles per pass at most (each cycle admits at most one workload per ClusterQueue).
 const MAX_CYCLES_PER_PASS: usize = 1000;
-/// `wasq controller`'s `--pending-status-interval` default: a pending Workload's condition is
-/// rewritten for a changed message at most every 10 s (Kueue rewrites it at every change; its
-/// issue #8095 asks for fewer such writes).
-pub const DEFAULT_PENDING_STATUS_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub type Clock = Arc<dyn Fn() -> Millis + Send + Sync>;
 
@@ -159,8 +155,9 @@ impl Controller {
     }
 
     /// Rewrites a pending Workload's `QuotaReserved=False` condition when only its message
-    /// changed at most this often (default: every change, as Kueue; `wasq controller`:
-    /// [`DEFAULT_PENDING_STATUS_INTERVAL`]). A new reason is always written at once.
+    /// changed at most this often (default: every change, as Kueue; `wasq controller
+    /// --pending-status-interval`: 10 s, as Kueue's issue #8095 asks). A new reason is always
+    /// written at once.
     pub fn set_pending_status_interval(&mut self, every: std::time::Duration) {
         self.pending_interval = Millis::try_from(every.as_millis()).unwrap_or(Millis::MAX);
     }
