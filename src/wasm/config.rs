@@ -6,7 +6,7 @@
 //! plugins: ./target/plugins          # directory of *.wasm (relative to this file)
 //! policies:                          # EXT: NAME (`builtin` or a plugin's file stem)
 //!   preemption: min-runtime
-//! limits: {memoryBytes: 67108864, deadlineMs: 10, quarantineAfter: 5}
+//! limits: {memoryBytes: 67108864, deadlineMs: 10, deadlinePerItemUs: 5, quarantineAfter: 5}
 //! pluginLimits:
 //!   min-runtime: {deadlineMs: 20}
 //! exposeAnnotations: ["wasq.dev/", "example.com/cost"]

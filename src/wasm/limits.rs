@@ -14,6 +14,11 @@ pub struct Limits {
     pub memory_bytes: u64,
     /// Wall-clock CPU deadline per call, in milliseconds (epoch ticks). Default 10 ms.
     pub deadline_ms: u64,
+    /// Added to the deadline per item the call carries (workloads to key, heads to order,
+    /// victim candidates, flavor options; ClusterQueues and cohorts for the catalog), in
+    /// microseconds, whole milliseconds only. Default 5 µs: a call over 10,000 heads gets
+    /// 60 ms, one over a few items the plain deadline.
+    pub deadline_per_item_us: u64,
     /// Fuel per call. `None` (the default) disables fuel metering; set it for replay that must
     /// stop at exactly the same instruction on every machine.
     pub fuel: Option<u64>,
@@ -27,9 +32,18 @@ impl Default for Limits {
         Limits {
             memory_bytes: 64 << 20,
             deadline_ms: 10,
+            deadline_per_item_us: 5,
             fuel: None,
             quarantine_after: 5,
         }
+    }
+}
+
+impl Limits {
+    /// The deadline of a call carrying `items`, in milliseconds (at least 1).
+    pub fn deadline_for(&self, items: usize) -> u64 {
+        let extra = (items as u64).saturating_mul(self.deadline_per_item_us) / 1000;
+        self.deadline_ms.saturating_add(extra).max(1)
     }
 }
 
@@ -88,5 +102,26 @@ impl wasmtime::ResourceLimiter for MemoryCap {
 
     fn tables(&self) -> usize {
         64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Limits;
+
+    #[test]
+    fn the_deadline_grows_with_the_items_a_call_carries() {
+        let l = Limits::default();
+        assert_eq!(l.deadline_for(0), 10);
+        // Whole milliseconds only: a small call keeps the plain deadline.
+        assert_eq!(l.deadline_for(150), 10);
+        assert_eq!(l.deadline_for(200), 11);
+        assert_eq!(l.deadline_for(10_000), 60);
+        let none = Limits {
+            deadline_ms: 0,
+            deadline_per_item_us: 0,
+            ..Limits::default()
+        };
+        assert_eq!(none.deadline_for(1_000_000), 1, "at least one tick");
     }
 }

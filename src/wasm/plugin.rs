@@ -286,7 +286,7 @@ impl Plugin {
         );
         let mut store = Store::new(self.engine.engine(), state);
         store.limiter(|s| &mut s.limiter);
-        self.arm(&mut store)?;
+        self.arm(&mut store, 0)?;
         let instance = match &self.pre {
             Pre::Ordering(p) => p.instantiate(&mut store).map(Instance::Ordering),
             Pre::Preemption(p) => p.instantiate(&mut store).map(Instance::Preemption),
@@ -312,13 +312,15 @@ impl Plugin {
         }
         // Only the catalog is sent: not a decision, so neither a call nor a success counts
         // (a failure does, as for any call).
-        self.run(cluster, "set-catalog", false, |cx| Ok(cx.needs))
+        self.run(cluster, "set-catalog", 0, false, |cx| Ok(cx.needs))
             .unwrap_or_default()
     }
 
-    /// Sets the deadline and fuel for the next call.
-    fn arm(&self, store: &mut Store<State>) -> Result<(), PolicyError> {
-        store.set_epoch_deadline(self.limits.deadline_ms.max(1));
+    /// Sets the deadline (for a call carrying `items`) and fuel for the next call.
+    fn arm(&self, store: &mut Store<State>, items: usize) -> Result<(), PolicyError> {
+        let deadline = self.limits.deadline_for(items);
+        store.set_epoch_deadline(deadline);
+        store.data_mut().deadline_ms = deadline;
         if self.engine.fuel_enabled() {
             store
                 .set_fuel(self.limits.fuel.unwrap_or(u64::MAX))
@@ -333,13 +335,17 @@ impl Plugin {
     /// Runs `f` on the live instance under the plugin's limits, after making sure the instance
     /// holds the catalog of `cluster`'s configuration. A failure discards the instance and
     /// counts against the plugin's health.
+    ///
+    /// `items`: how many workloads, heads, candidates or options the request carries; the
+    /// deadline grows with them ([`Limits::deadline_for`]).
     pub(super) fn call<R>(
         &self,
         cluster: &Cluster,
         call: &'static str,
+        items: usize,
         f: impl FnOnce(&mut CallCx<'_>) -> wasmtime::Result<R>,
     ) -> Result<R, PolicyError> {
-        self.run(cluster, call, true, f)
+        self.run(cluster, call, items, true, f)
     }
 
     /// [`Plugin::call`]; `decision` = false for a call that only makes sure of the catalog,
@@ -348,6 +354,7 @@ impl Plugin {
         &self,
         cluster: &Cluster,
         call: &'static str,
+        items: usize,
         decision: bool,
         f: impl FnOnce(&mut CallCx<'_>) -> wasmtime::Result<R>,
     ) -> Result<R, PolicyError> {
@@ -364,7 +371,7 @@ impl Plugin {
             }
             inner.status.calls += 1;
         }
-        let result = self.call_locked(&mut inner, cluster, f);
+        let result = self.call_locked(&mut inner, cluster, items, f);
         match &result {
             Ok(_) => inner.last_returned |= decision,
             Err(e) => {
@@ -379,6 +386,7 @@ impl Plugin {
         &self,
         inner: &mut Inner,
         cluster: &Cluster,
+        items: usize,
         f: impl FnOnce(&mut CallCx<'_>) -> wasmtime::Result<R>,
     ) -> Result<R, PolicyError> {
         let catalog = match &inner.catalog {
@@ -394,7 +402,8 @@ impl Plugin {
         }
         let live = inner.live.as_mut().expect("instantiated above");
         if live.catalog_of != Some(cluster.config_id) {
-            self.arm(&mut live.store)?;
+            // The catalog's size: its quota tree's ClusterQueues and cohorts.
+            self.arm(&mut live.store, cluster.tree.len())?;
             let r = match &live.instance {
                 Instance::Ordering(p) => p
                     .wasq_policy_ordering()
@@ -413,7 +422,7 @@ impl Plugin {
             live.catalog_of = Some(cluster.config_id);
             inner.needs = Some((cluster.config_id, live.needs));
         }
-        self.arm(&mut live.store)?;
+        self.arm(&mut live.store, items)?;
         live.strings.begin();
         let mut cx = CallCx {
             store: &mut live.store,
@@ -431,7 +440,7 @@ impl Plugin {
     pub fn smoke_test(&self) -> Result<(), PolicyError> {
         let mut live = self.instantiate()?;
         let empty = convert::empty_catalog();
-        self.arm(&mut live.store)?;
+        self.arm(&mut live.store, 0)?;
         let store = &mut live.store;
         let answered = match &live.instance {
             Instance::Ordering(p) => {
@@ -515,7 +524,7 @@ fn classify(error: wasmtime::Error, store: &Store<State>, limits: &Limits) -> Po
         .map(|m| format!(" (plugin logged: {m})"))
         .unwrap_or_default();
     match error.downcast_ref::<Trap>() {
-        Some(Trap::Interrupt) => PolicyError::Timeout(limits.deadline_ms),
+        Some(Trap::Interrupt) => PolicyError::Timeout(store.data().deadline_ms),
         Some(Trap::OutOfFuel) => PolicyError::OutOfFuel(limits.fuel.unwrap_or(0)),
         Some(trap) => PolicyError::Trap(format!("{trap}{said}")),
         None => PolicyError::Trap(format!("{}{said}", root_message(&error))),

@@ -43,7 +43,7 @@ impl OrderingPolicy for WasmOrdering {
         cx: &PolicyContext<'_>,
         batch: &[QueuedWorkload],
     ) -> Result<Vec<SortKey>, PolicyError> {
-        let keys = self.0.call(cx.cluster, "sort-keys", |call| {
+        let keys = self.0.call(cx.cluster, "sort-keys", batch.len(), |call| {
             let workloads: Vec<_> = batch
                 .iter()
                 .map(|q| {
@@ -121,39 +121,41 @@ impl OrderingPolicy for WasmOrdering {
             annotation_keys: Vec::new(),
             annotation_values: Vec::new(),
         };
-        let order = self.0.call(cx.cluster, "order-heads", |call| {
-            let ids = convert::IdentityColumns::of(
-                cx.cluster,
-                call.catalog,
-                call.strings,
-                heads.iter().map(|h| h.workload),
-            );
-            columns.namespaces = ids.namespaces;
-            columns.job_kinds = ids.job_kinds;
-            columns.job_api_versions = ids.job_api_versions;
-            columns.job_names = ids.job_names;
-            columns.label_offsets = ids.label_offsets;
-            columns.label_keys = ids.label_keys;
-            columns.label_values = ids.label_values;
-            columns.annotation_offsets = ids.annotation_offsets;
-            columns.annotation_keys = ids.annotation_keys;
-            columns.annotation_values = ids.annotation_values;
-            let usage = if call.needs.tree_usage {
-                let tree = &cx.cluster.tree;
-                convert::usage_table(
+        let order = self
+            .0
+            .call(cx.cluster, "order-heads", heads.len(), |call| {
+                let ids = convert::IdentityColumns::of(
                     cx.cluster,
-                    cx.usage,
-                    heads
-                        .iter()
-                        .map(|h| tree.root(cx.cluster.cq(h.cluster_queue).node)),
-                )
-            } else {
-                convert::no_usage()
-            };
-            let strings = call.strings.take();
-            let (guest, store) = call.ordering();
-            guest.call_order_heads(store, &strings, &columns, &usage, cx.now)
-        })?;
+                    call.catalog,
+                    call.strings,
+                    heads.iter().map(|h| h.workload),
+                );
+                columns.namespaces = ids.namespaces;
+                columns.job_kinds = ids.job_kinds;
+                columns.job_api_versions = ids.job_api_versions;
+                columns.job_names = ids.job_names;
+                columns.label_offsets = ids.label_offsets;
+                columns.label_keys = ids.label_keys;
+                columns.label_values = ids.label_values;
+                columns.annotation_offsets = ids.annotation_offsets;
+                columns.annotation_keys = ids.annotation_keys;
+                columns.annotation_values = ids.annotation_values;
+                let usage = if call.needs.tree_usage {
+                    let tree = &cx.cluster.tree;
+                    convert::usage_table(
+                        cx.cluster,
+                        cx.usage,
+                        heads
+                            .iter()
+                            .map(|h| tree.root(cx.cluster.cq(h.cluster_queue).node)),
+                    )
+                } else {
+                    convert::no_usage()
+                };
+                let strings = call.strings.take();
+                let (guest, store) = call.ordering();
+                guest.call_order_heads(store, &strings, &columns, &usage, cx.now)
+            })?;
         Ok(order.into_iter().map(|i| i as usize).collect())
     }
 
@@ -284,33 +286,35 @@ impl PreemptionPolicy for WasmPreemption {
             std::iter::once(req.node).chain(req.candidates.iter().map(|c| c.node)),
             &frs,
         );
-        let answers = self.0.call(cluster, "select-victims", |call| {
-            let preemptor = cluster.workload(req.preemptor);
-            let request = pre::Request {
-                preemptor: convert::workload(
-                    cluster,
-                    call.catalog,
-                    call.strings,
-                    req.preemptor,
-                    req.cluster_queue,
-                    preemptor.queued,
-                ),
-                requests: convert::fr_amounts(&req.requests),
-                needs_preemption: req.needs_preemption.iter().map(|f| f.0).collect(),
-                candidates: candidates(cluster, call.catalog, call.strings, &req.candidates),
-                usage_nodes,
-                usage,
-                tree_usage: if call.needs.tree_usage {
-                    convert::usage_table(cluster, req.usage, [cluster.tree.root(req.node)])
-                } else {
-                    convert::no_usage()
-                },
-                now: req.now,
-            };
-            let strings = call.strings.take();
-            let (guest, store) = call.preemption();
-            guest.call_select_victims(store, &strings, std::slice::from_ref(&request))
-        })?;
+        let answers = self
+            .0
+            .call(cluster, "select-victims", req.candidates.len(), |call| {
+                let preemptor = cluster.workload(req.preemptor);
+                let request = pre::Request {
+                    preemptor: convert::workload(
+                        cluster,
+                        call.catalog,
+                        call.strings,
+                        req.preemptor,
+                        req.cluster_queue,
+                        preemptor.queued,
+                    ),
+                    requests: convert::fr_amounts(&req.requests),
+                    needs_preemption: req.needs_preemption.iter().map(|f| f.0).collect(),
+                    candidates: candidates(cluster, call.catalog, call.strings, &req.candidates),
+                    usage_nodes,
+                    usage,
+                    tree_usage: if call.needs.tree_usage {
+                        convert::usage_table(cluster, req.usage, [cluster.tree.root(req.node)])
+                    } else {
+                        convert::no_usage()
+                    },
+                    now: req.now,
+                };
+                let strings = call.strings.take();
+                let (guest, store) = call.preemption();
+                guest.call_select_victims(store, &strings, std::slice::from_ref(&request))
+            })?;
         let [answer] = <[_; 1]>::try_from(answers).map_err(|a: Vec<_>| {
             let e = wrong_length(a.len(), 1);
             self.0.refused(&e);
@@ -347,42 +351,44 @@ impl FlavorAssignmentPolicy for WasmFlavors {
 
     fn choose_flavor(&self, req: &FlavorChoiceRequest<'_>) -> Result<Option<usize>, PolicyError> {
         let cluster = req.cluster;
-        let answers = self.0.call(cluster, "choose-flavors", |call| {
-            let request = fa::Request {
-                workload: convert::workload(
-                    cluster,
-                    call.catalog,
-                    call.strings,
-                    req.workload,
-                    req.cluster_queue,
-                    cluster.workload(req.workload).queued,
-                ),
-                pod_set: req.pod_set as u32,
-                requests: req
-                    .requests
-                    .iter()
-                    .map(|&(r, amount)| super::bindings::types::ResourceAmount {
-                        resource: r.0,
-                        amount,
-                    })
-                    .collect(),
-                options: req
-                    .options
-                    .iter()
-                    .map(|o| {
-                        o.as_ref().map(|o| fa::FlavorOption {
-                            flavor: o.flavor.0,
-                            mode: mode(o.mode),
-                            borrow_level: o.borrow_level,
+        let answers = self
+            .0
+            .call(cluster, "choose-flavors", req.options.len(), |call| {
+                let request = fa::Request {
+                    workload: convert::workload(
+                        cluster,
+                        call.catalog,
+                        call.strings,
+                        req.workload,
+                        req.cluster_queue,
+                        cluster.workload(req.workload).queued,
+                    ),
+                    pod_set: req.pod_set as u32,
+                    requests: req
+                        .requests
+                        .iter()
+                        .map(|&(r, amount)| super::bindings::types::ResourceAmount {
+                            resource: r.0,
+                            amount,
                         })
-                    })
-                    .collect(),
-                now: req.now,
-            };
-            let strings = call.strings.take();
-            let (guest, store) = call.flavors();
-            guest.call_choose_flavors(store, &strings, std::slice::from_ref(&request))
-        })?;
+                        .collect(),
+                    options: req
+                        .options
+                        .iter()
+                        .map(|o| {
+                            o.as_ref().map(|o| fa::FlavorOption {
+                                flavor: o.flavor.0,
+                                mode: mode(o.mode),
+                                borrow_level: o.borrow_level,
+                            })
+                        })
+                        .collect(),
+                    now: req.now,
+                };
+                let strings = call.strings.take();
+                let (guest, store) = call.flavors();
+                guest.call_choose_flavors(store, &strings, std::slice::from_ref(&request))
+            })?;
         let [answer] = <[_; 1]>::try_from(answers).map_err(|a: Vec<_>| {
             let e = wrong_length(a.len(), 1);
             self.0.refused(&e);

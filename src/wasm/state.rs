@@ -23,6 +23,8 @@ pub struct State {
     /// The last error-level line (a panic message, through the SDK's panic hook): reported
     /// with the trap that usually follows.
     pub last_error: Option<String>,
+    /// The current call's deadline in milliseconds (reported when it is exceeded).
+    pub deadline_ms: u64,
 }
 
 impl State {
@@ -37,6 +39,7 @@ impl State {
             },
             lines: 0,
             last_error: None,
+            deadline_ms: 0,
         }
     }
 
