@@ -25,6 +25,27 @@ pub const UNCONSTRAINED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-unconstrained-to
 pub const SLICE_REQUIRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-slice-required-topology";
 pub const SLICE_SIZE: &str = "kueue.x-k8s.io/podset-slice-size";
 pub const POD_SET_GROUP_NAME: &str = "kueue.x-k8s.io/podset-group-name";
+pub const SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS: &str =
+    "kueue.x-k8s.io/podset-slice-required-topology-constraints";
+/// The scheduling gate holding a TAS pod until its domain is chosen (Kueue's
+/// `TopologySchedulingGate`).
+pub const TOPOLOGY_SCHEDULING_GATE: &str = "kueue.x-k8s.io/topology";
+/// The annotation naming a TAS pod's Workload (Kueue's `WorkloadAnnotation`).
+pub const WORKLOAD_ANNOTATION: &str = "kueue.x-k8s.io/workload";
+
+/// Kueue's `IsTAS` for a pod: its annotations ask for a topology (explicit), or admission
+/// marked it unconstrained (implicit TAS).
+pub fn is_tas_pod(annotations: &std::collections::BTreeMap<String, String>) -> bool {
+    [
+        PREFERRED_TOPOLOGY,
+        REQUIRED_TOPOLOGY,
+        SLICE_REQUIRED_TOPOLOGY,
+        SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS,
+        UNCONSTRAINED_TOPOLOGY,
+    ]
+    .iter()
+    .any(|k| annotations.contains_key(*k))
+}
 
 const MAX_LEVELS: usize = 16;
 

@@ -505,4 +505,6 @@ pub mod labels {
     pub const POD_GROUP_NAME: &str = "kueue.x-k8s.io/pod-group-name";
     pub const POD_GROUP_TOTAL_COUNT: &str = "kueue.x-k8s.io/pod-group-total-count";
     pub const PRIORITY_BOOST: &str = "kueue.x-k8s.io/priority-boost";
+    /// The podSet an admitted job's pods belong to (Kueue's `constants.PodSetLabel`).
+    pub const POD_SET: &str = "kueue.x-k8s.io/podset";
 }

@@ -13,6 +13,7 @@ mod build;
 pub mod checks;
 pub mod matching;
 mod settings;
+mod topology;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -27,7 +28,7 @@ use crate::quota::{FlavorId, FrIdx, Names, NodeId, QuotaTree, ResourceId, Usage}
 
 pub use afs::{Changed, LqUsage};
 pub use budget::{BudgetDefaults, PreemptionBudget};
-pub use build::{BuildError, build_cluster, build_cluster_with, fair_weight};
+pub use build::{BuildError, build_cluster, build_cluster_with, fair_weight, pod_requests};
 pub use settings::{AdmissionFairSharing, SchedulingSettings, WaitForPodsReady};
 
 /// Milliseconds since the Unix epoch, on whatever clock drives the scheduler.

@@ -330,6 +330,8 @@ pub fn spawn_watchers(
             Source::Pod => podgroup::pod_resource(),
             Source::Job(i) => api_resource(&controller.kinds()[i]),
             Source::ProvisioningRequest => super::provisioning::resource(),
+            Source::Node => ApiResource::erase::<k8s_openapi::api::core::v1::Node>(&()),
+            Source::TasPod => podgroup::pod_resource(),
         };
         watch::spawn(client.clone(), source, resource, tx.clone());
     }

@@ -35,7 +35,7 @@ use super::status::{self, carry_transition_times};
 use super::visibility::Snapshot;
 use super::writer::{Writer, workload_ref};
 use crate::api::jobs::{AdmittedPodSet, FlavorPlacement, JobKind, attribution, problems_text};
-use crate::api::{self, Workload, WorkloadStatus};
+use crate::api::{self, Workload, WorkloadStatus, topology};
 use crate::cluster::{Admission, Cluster, CqId, Millis, WorkloadId};
 use crate::scheduler::{Decision, Scheduler};
 
@@ -45,6 +45,8 @@ mod admission;
 mod decisions;
 #[path = "pods_ready.rs"]
 pub mod pods_ready;
+#[path = "tas_sync.rs"]
+mod tas_sync;
 
 /// Attempts per status write when the API server reports conflicts.
 pub const MAX_ATTEMPTS: usize = 3;
@@ -83,6 +85,12 @@ struct Work {
     pod_groups: BTreeSet<String>,
     /// Workloads whose admission checks (and ProvisioningRequests) must be looked at.
     checks: BTreeSet<String>,
+    /// Nodes changed what TAS reads: the live core's trees are rebuilt.
+    nodes: bool,
+    /// Nodes whose usage outside TAS changed.
+    node_usage: BTreeSet<String>,
+    /// Workloads whose TAS pods may need ungating.
+    ungate: BTreeSet<String>,
 }
 
 pub struct Controller {
@@ -180,6 +188,7 @@ impl Controller {
     pub fn sources(&self) -> Vec<Source> {
         let mut s: Vec<Source> = KueueKind::ALL.into_iter().map(Source::Kueue).collect();
         s.push(Source::Namespace);
+        s.extend([Source::Node, Source::TasPod]);
         if self.pod_groups {
             s.push(Source::Pod);
         }
@@ -232,6 +241,17 @@ impl Controller {
         }
         self.work.owners.extend(d.owners);
         self.work.pod_groups.extend(d.pod_groups);
+        self.work.nodes |= d.nodes;
+        self.work.node_usage.extend(d.node_usage);
+        self.work.ungate.extend(d.tas_pods);
+        // A Workload admitted since its pods appeared: they are ungated now.
+        let tas_pods = &self.mirror.tas.tas_pods;
+        self.work.ungate.extend(
+            d.touched
+                .iter()
+                .filter(|k| tas_pods.contains_key(k.as_str()))
+                .cloned(),
+        );
         // A pod group's Workload is named after the group: a changed Workload may be one.
         if self.pod_groups && !self.mirror.pods.is_empty() {
             self.work.pod_groups.extend(d.touched.iter().cloned());
@@ -253,6 +273,7 @@ impl Controller {
             self.work.core.clear();
             return;
         }
+        self.update_nodes();
         let keys = std::mem::take(&mut self.work.core);
         let Some(s) = self.scheduler.as_mut() else {
             return;
@@ -317,6 +338,7 @@ impl Controller {
             self.sync_checks(now).await;
             self.sync_pods_ready(now).await;
             self.sync_jobs(now).await;
+            self.ungate().await;
             // Again only when someone else changed what the core holds meanwhile; what wasq's
             // own writes touched waits for the next pass.
             self.absorb();
@@ -384,6 +406,12 @@ impl Controller {
             .inc();
         self.scheduler = Some(s);
         self.dirty = false;
+        // The build read every node and pod; every Workload with TAS pods is looked at.
+        self.work.nodes = false;
+        self.work.node_usage.clear();
+        self.work
+            .ungate
+            .extend(self.mirror.tas.tas_pods.keys().cloned());
         // Backoffs of check evictions survive a restart in `status.requeueState`.
         for (key, wl) in &self.mirror.workloads {
             if let Some(t) = core::requeue_at(wl)
@@ -842,12 +870,42 @@ impl Controller {
                     .find(|p| p.name == psa.name)
                     .map(|p| p.count)
             });
+            // A podSet placed by topology-aware scheduling, as Kueue's
+            // `getPodSetsInfoFromStatus`: its pods carry the podSet label, the Workload's name
+            // and the topology gate the ungater releases; an implicit request is marked
+            // unconstrained. (Kueue labels and annotates every admitted podSet so; wasq only
+            // those the ungater needs, so other jobs' templates are left as they were.)
+            let mut labels = BTreeMap::new();
+            let mut annotations = BTreeMap::new();
+            let mut scheduling_gates = Vec::new();
+            if psa.topology_assignment.is_some() {
+                labels.insert(api::labels::POD_SET.to_string(), psa.name.clone());
+                annotations.insert(
+                    topology::WORKLOAD_ANNOTATION.to_string(),
+                    wl.metadata.name.clone().unwrap_or_default(),
+                );
+                scheduling_gates.push(topology::TOPOLOGY_SCHEDULING_GATE.to_string());
+                let explicit = wl
+                    .spec
+                    .pod_sets
+                    .iter()
+                    .find(|p| p.name == psa.name)
+                    .and_then(|p| p.topology_request.as_ref())
+                    .is_some_and(|r| {
+                        r.required.is_some() || r.preferred.is_some() || r.unconstrained.is_some()
+                    });
+                if !explicit {
+                    annotations.insert(topology::UNCONSTRAINED_TOPOLOGY.to_string(), "true".into());
+                }
+            }
             out.insert(
                 psa.name.clone(),
                 AdmittedPodSet {
                     flavors: infos,
                     count: count.unwrap_or_default(),
-                    ..AdmittedPodSet::default()
+                    labels,
+                    annotations,
+                    scheduling_gates,
                 },
             );
         }
@@ -1240,7 +1298,7 @@ pub fn api_admission(c: &Cluster, id: WorkloadId, a: &Admission) -> api::Admissi
                 flavors,
                 resource_usage,
                 count: Some(psa.count),
-                topology_assignment: None,
+                topology_assignment: psa.topology.as_ref().and_then(|p| c.tas.assignment(p)),
                 delayed_topology_request: None,
             }
         })

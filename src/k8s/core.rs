@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use crate::api::catalog::Catalog;
 use crate::api::checks::AdmissionCheck;
-use crate::api::{Manifests, Workload, defaults, validate, validate_workload};
+use crate::api::{Manifests, Workload, defaults, topology, validate, validate_workload};
 use crate::cluster::{Millis, WorkloadId, build_cluster};
 use crate::scheduler::Scheduler;
+use crate::topology::Topologies;
 
 use super::conditions::{self, EVICTED, FINISHED, QUOTA_RESERVED};
 use super::mirror::Mirror;
@@ -67,12 +68,7 @@ pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
         namespaces: mirror.namespaces.values().cloned().collect(),
         ..Manifests::default()
     };
-    m.flavors = mirror
-        .flavors
-        .iter()
-        .filter(|(k, o)| valid(format!("ResourceFlavor {k}"), validate::resource_flavor(o)))
-        .map(|(_, o)| o.clone())
-        .collect();
+    m.flavors = valid_flavors(mirror);
     m.cohorts = mirror
         .cohorts
         .iter()
@@ -116,6 +112,7 @@ pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
         .map(|ac| as_the_core_sees(ac, mirror.provisioning_served))
         .collect();
     m.provisioning_request_configs = mirror.provisioning_configs.values().cloned().collect();
+    add_tas_inputs(mirror, &mut m);
     for (key, wl) in &mirror.workloads {
         if let Some(wl) = core_view(key, wl, &catalog) {
             m.workloads.push(wl);
@@ -151,6 +148,9 @@ pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
         }
     };
     let mut cluster = cluster;
+    for (node, usage) in &mirror.tas.node_usage {
+        cluster.tas.set_node_usage(node, usage.clone());
+    }
     seed_lq_usage(&mut cluster, mirror);
     let mut scheduler = Scheduler::new(cluster);
     configure(&mut scheduler);
@@ -163,6 +163,44 @@ pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
         }
     }
     scheduler
+}
+
+fn valid_flavors(mirror: &Mirror) -> Vec<crate::api::ResourceFlavor> {
+    mirror
+        .flavors
+        .iter()
+        .filter(|(k, o)| valid(format!("ResourceFlavor {k}"), validate::resource_flavor(o)))
+        .map(|(_, o)| o.clone())
+        .collect()
+}
+
+/// Topology-aware scheduling's inputs: valid Topologies and Nodes (stripped as Kueue's TAS
+/// cache keeps them).
+fn add_tas_inputs(mirror: &Mirror, m: &mut Manifests) {
+    m.topologies = mirror
+        .topologies
+        .iter()
+        .filter(|(k, t)| valid(format!("Topology {k}"), topology::validate_topology(t)))
+        .map(|(_, t)| t.clone())
+        .collect();
+    m.nodes = mirror
+        .tas
+        .nodes
+        .iter()
+        .filter(|(k, n)| valid(format!("Node {k}"), topology::validate_node(n)))
+        .map(|(_, n)| n.clone())
+        .collect();
+}
+
+/// The TAS trees of the mirror's flavors, Topologies and Nodes, for a live core whose
+/// configuration did not change (only nodes did).
+pub fn topologies(mirror: &Mirror, names: &crate::quota::Names) -> Topologies {
+    let mut m = Manifests {
+        flavors: valid_flavors(mirror),
+        ..Manifests::default()
+    };
+    add_tas_inputs(mirror, &mut m);
+    Topologies::build(&m, |f| names.find_flavor(f))
 }
 
 /// The Workload as the core takes it in: defaulted and validated, its `status.admission`

@@ -51,6 +51,7 @@ pub fn object_schema(kind: KueueKind) -> Value {
         KueueKind::ProvisioningRequestConfig => {
             structural_schema::<api::checks::ProvisioningRequestConfig>()
         }
+        KueueKind::Topology => structural_schema::<api::topology::Topology>(),
     };
     let status = match kind {
         KueueKind::Cohort => Some(structural_schema::<CohortStatus>()),
@@ -163,7 +164,7 @@ struct Shape {
     status: bool,
 }
 
-const SHAPES: [Shape; 8] = [
+const SHAPES: [Shape; 9] = [
     Shape {
         kind: KueueKind::ResourceFlavor,
         singular: "resourceflavor",
@@ -316,6 +317,13 @@ const SHAPES: [Shape; 8] = [
         kind: KueueKind::ProvisioningRequestConfig,
         singular: "provisioningrequestconfig",
         short_names: &["prc"],
+        columns: &[],
+        status: false,
+    },
+    Shape {
+        kind: KueueKind::Topology,
+        singular: "topology",
+        short_names: &["topo"],
         columns: &[],
         status: false,
     },

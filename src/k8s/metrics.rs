@@ -63,6 +63,10 @@ pub struct Metrics {
     /// Workloads taken into the live core one by one, per outcome (`added`, `updated`,
     /// `removed`, `unchanged`).
     pub core_workload_deltas: Family<Labels, Counter>,
+    /// TAS trees rebuilt in the live core because nodes changed what TAS reads.
+    pub topology_rebuilds: Family<Labels, Counter>,
+    /// TAS pods given their domain (node selector set, topology gate removed).
+    pub pods_ungated: Family<Labels, Counter>,
 }
 
 impl Metrics {
@@ -97,6 +101,8 @@ impl Metrics {
             write_failures: Family::default(),
             core_rebuilds: Family::default(),
             core_workload_deltas: Family::default(),
+            topology_rebuilds: Family::default(),
+            pods_ungated: Family::default(),
         };
         let kueue = m.registry.sub_registry_with_prefix("kueue");
         kueue.register(
@@ -225,6 +231,16 @@ impl Metrics {
             "core_workload_deltas",
             "Workload changes taken into the live core one by one, per outcome",
             m.core_workload_deltas.clone(),
+        );
+        wasq.register(
+            "topology_rebuilds",
+            "Rebuilds of the topology-aware scheduling trees because nodes changed",
+            m.topology_rebuilds.clone(),
+        );
+        wasq.register(
+            "tas_pods_ungated",
+            "Pods released into their topology domain by the topology ungater",
+            m.pods_ungated.clone(),
         );
         m.build_info
             .get_or_create(&m.labels(vec![("git_version", env!("CARGO_PKG_VERSION").into())]))

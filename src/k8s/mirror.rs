@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::core::DynamicObject;
 
 use super::Error;
@@ -29,6 +29,10 @@ pub enum Source {
     Pod,
     /// Objects of the job integration with this index.
     Job(usize),
+    /// `v1` Nodes (topology-aware scheduling's capacity).
+    Node,
+    /// Every Pod: usage outside TAS per node, and the TAS pods the ungater releases.
+    TasPod,
     /// `autoscaling.x-k8s.io/v1` ProvisioningRequests (when the cluster serves them).
     ProvisioningRequest,
 }
@@ -87,6 +91,12 @@ pub struct Dirty {
     /// Owners (apiVersion, kind, `namespace/name`) of Workloads that changed or went away:
     /// their jobs are synced again (a deleted Workload is made again).
     pub owners: BTreeSet<(String, String, String)>,
+    /// Nodes came, went, or changed what TAS reads: the TAS trees are rebuilt.
+    pub nodes: bool,
+    /// Nodes whose usage by pods outside TAS changed.
+    pub node_usage: BTreeSet<String>,
+    /// Workloads whose TAS pods changed: the ungater looks at them again.
+    pub tas_pods: BTreeSet<String>,
 }
 
 impl Dirty {
@@ -97,6 +107,9 @@ impl Dirty {
             && self.jobs.is_empty()
             && self.pod_groups.is_empty()
             && self.owners.is_empty()
+            && !self.nodes
+            && self.node_usage.is_empty()
+            && self.tas_pods.is_empty()
     }
 }
 
@@ -117,6 +130,9 @@ pub struct Mirror {
     pub jobs: Vec<BTreeMap<String, DynamicObject>>,
     pub pods: BTreeMap<String, Pod>,
     pub provisioning_requests: BTreeMap<String, DynamicObject>,
+    pub topologies: BTreeMap<String, crate::api::topology::Topology>,
+    /// Nodes and what pods use on them, for topology-aware scheduling.
+    pub tas: super::nodes::NodeMirror,
     /// Kueue's controller configuration (`--kueue-config`): fair sharing and admission fair
     /// sharing.
     pub configuration: Option<crate::api::config::Configuration>,
@@ -268,6 +284,9 @@ impl Mirror {
             Source::Pod => k(&self.pods),
             Source::Job(i) => self.jobs.get(i).map(k).unwrap_or_default(),
             Source::ProvisioningRequest => k(&self.provisioning_requests),
+            Source::Kueue(KueueKind::Topology) => k(&self.topologies),
+            Source::Node => self.tas.node_keys(),
+            Source::TasPod => self.tas.pod_keys(),
         }
     }
 
@@ -295,6 +314,15 @@ impl Mirror {
                 }
             }
             Source::Kueue(KueueKind::Workload) => self.note_owners(key),
+            Source::Node => {
+                self.dirty.nodes |= self.tas.delete_node(key);
+                return;
+            }
+            Source::TasPod => {
+                let changed = self.tas.delete_pod(key);
+                self.note_tas(changed);
+                return;
+            }
             _ => {}
         }
         let removed = match src {
@@ -314,12 +342,14 @@ impl Mirror {
             Source::Pod => self.pods.remove(key).is_some(),
             Source::Job(i) => self.jobs.get_mut(i).and_then(|m| m.remove(key)).is_some(),
             Source::ProvisioningRequest => self.provisioning_requests.remove(key).is_some(),
+            Source::Kueue(KueueKind::Topology) => self.topologies.remove(key).is_some(),
+            Source::Node | Source::TasPod => false,
         };
         if removed {
             match src {
                 Source::Kueue(KueueKind::Workload) => self.note_workload(key, false),
                 Source::Job(i) => self.touch_job(i, key),
-                Source::Pod | Source::ProvisioningRequest => {}
+                Source::Pod | Source::ProvisioningRequest | Source::Node | Source::TasPod => {}
                 _ => self.dirty.config = true,
             }
         }
@@ -369,6 +399,13 @@ impl Mirror {
                 }
                 Err(e) => {
                     tracing::warn!(pod = %key, error = %e, "ignoring a Pod that does not decode");
+                }
+            },
+            Source::Node | Source::TasPod => self.apply_tas(src, &key, &obj),
+            Source::Kueue(KueueKind::Topology) => match self.decode(src, &obj) {
+                Ok(object) => self.put_topology(object),
+                Err(e) => {
+                    tracing::warn!(error = %e, "ignoring a Topology that does not decode");
                 }
             },
             Source::Namespace | Source::Kueue(_) => match self.decode(src, &obj) {
@@ -507,6 +544,59 @@ impl Mirror {
                 Some(k) => self.note_workload(k, own_write),
                 None if !own_write => self.dirty.config = true,
                 None => {}
+            }
+        }
+    }
+}
+
+impl Mirror {
+    /// A Node or Pod observed: what TAS reads of it.
+    fn apply_tas(&mut self, src: Source, key: &str, obj: &DynamicObject) {
+        let value = serde_json::to_value(obj);
+        match src {
+            Source::Node => match value.and_then(serde_json::from_value::<Node>) {
+                Ok(node) => self.dirty.nodes |= self.tas.apply_node(&node),
+                Err(e) => tracing::warn!(node = %key, error = %e, "ignoring a Node that does not decode"),
+            },
+            _ => match value.and_then(serde_json::from_value::<Pod>) {
+                Ok(pod) => {
+                    let changed = self.tas.apply_pod(&pod);
+                    self.note_tas(changed);
+                }
+                Err(e) => tracing::warn!(pod = %key, error = %e, "ignoring a Pod that does not decode"),
+            },
+        }
+    }
+
+    fn note_tas(&mut self, changed: super::nodes::Changed) {
+        self.dirty.nodes |= changed.nodes;
+        self.dirty.node_usage.extend(changed.usage);
+        self.dirty.tas_pods.extend(changed.workloads);
+    }
+
+    /// A Topology decoded (the loader's strict reading); a change of its levels is a
+    /// configuration change.
+    fn put_topology(&mut self, object: Object) {
+        let typed = match object {
+            Object::Extension(e) => crate::api::topology::typed_tas_object(&e),
+            _ => return,
+        };
+        match typed {
+            Ok(crate::api::topology::TasObject::Topology(t)) => {
+                let key = t.metadata.name.clone().unwrap_or_default();
+                if upsert(
+                    &mut self.topologies,
+                    key,
+                    *t,
+                    |o| o.metadata.resource_version.clone(),
+                    |a, b| a.spec == b.spec,
+                ) {
+                    self.dirty.config = true;
+                }
+            }
+            Ok(_) => {}
+            Err(p) => {
+                tracing::warn!(problems = %crate::api::jobs::problems_text(&p), "ignoring a Topology that does not decode");
             }
         }
     }

@@ -1,5 +1,6 @@
 //! The API resources wasq reads and writes: Kueue's kinds (served as `v1beta2`), among them the
-//! AdmissionCheck and ProvisioningRequestConfig of two-phase admission.
+//! AdmissionCheck and ProvisioningRequestConfig of two-phase admission and the Topology of
+//! topology-aware scheduling.
 
 use kube::core::ApiResource;
 
@@ -19,10 +20,12 @@ pub enum KueueKind {
     Workload,
     AdmissionCheck,
     ProvisioningRequestConfig,
+    /// Topology-aware scheduling's levels (cluster-scoped).
+    Topology,
 }
 
 impl KueueKind {
-    pub const ALL: [KueueKind; 8] = [
+    pub const ALL: [KueueKind; 9] = [
         KueueKind::ResourceFlavor,
         KueueKind::Cohort,
         KueueKind::ClusterQueue,
@@ -31,6 +34,7 @@ impl KueueKind {
         KueueKind::Workload,
         KueueKind::AdmissionCheck,
         KueueKind::ProvisioningRequestConfig,
+        KueueKind::Topology,
     ];
 
     pub fn kind(self) -> &'static str {
@@ -43,6 +47,7 @@ impl KueueKind {
             KueueKind::Workload => "Workload",
             KueueKind::AdmissionCheck => "AdmissionCheck",
             KueueKind::ProvisioningRequestConfig => "ProvisioningRequestConfig",
+            KueueKind::Topology => "Topology",
         }
     }
 
@@ -56,6 +61,7 @@ impl KueueKind {
             KueueKind::Workload => "workloads",
             KueueKind::AdmissionCheck => "admissionchecks",
             KueueKind::ProvisioningRequestConfig => "provisioningrequestconfigs",
+            KueueKind::Topology => "topologies",
         }
     }
 

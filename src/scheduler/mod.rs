@@ -12,6 +12,7 @@
 mod assign;
 pub mod budget;
 mod cycle;
+mod nodes;
 mod preempt;
 mod tas;
 

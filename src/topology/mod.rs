@@ -7,6 +7,7 @@
 //! of the placements admitted on it and never exceeds its allocatable capacity (placements are
 //! verified against free capacity before they are admitted).
 
+mod non_tas;
 pub mod placement;
 pub mod tree;
 
@@ -47,6 +48,11 @@ pub struct Topologies {
     by_flavor: HashMap<FlavorId, usize>,
     /// Per TAS flavor, per leaf, per resource column: milli-units in use.
     usage: TasUsage,
+    /// The same for pods that run outside TAS (`non_tas.rs`; the controller reports them per
+    /// node, the simulator has none).
+    non_tas: TasUsage,
+    /// What pods outside TAS use per node, by resource (milli-units, 1000 per pod in `pods`).
+    node_usage: HashMap<String, BTreeMap<String, i64>>,
 }
 
 /// Per-leaf usage of every TAS flavor, cloned as a cycle's snapshot.
@@ -112,6 +118,9 @@ impl Topologies {
             out.usage
                 .0
                 .push(vec![vec![0; tree.resources.len()]; tree.leaves.len()]);
+            out.non_tas
+                .0
+                .push(vec![vec![0; tree.resources.len()]; tree.leaves.len()]);
             out.flavors.push(TasFlavor {
                 flavor,
                 tree,
@@ -148,7 +157,8 @@ impl Topologies {
         &self.usage.0[i]
     }
 
-    /// Free capacity per leaf and column of a flavor under `usage`.
+    /// Free capacity per leaf and column of a flavor under `usage`, less what pods outside
+    /// TAS use.
     pub fn free(&self, flavor: FlavorId, usage: &TasUsage) -> Option<Vec<Vec<i64>>> {
         let i = *self.by_flavor.get(&flavor)?;
         let tree = &self.flavors[i].tree;
@@ -156,7 +166,14 @@ impl Topologies {
             tree.capacity
                 .iter()
                 .zip(&usage.0[i])
-                .map(|(cap, used)| cap.iter().zip(used).map(|(c, u)| c - u).collect())
+                .zip(&self.non_tas.0[i])
+                .map(|((cap, used), other)| {
+                    cap.iter()
+                        .zip(used)
+                        .zip(other)
+                        .map(|((c, u), o)| c - u - o)
+                        .collect()
+                })
                 .collect(),
         )
     }

@@ -65,6 +65,9 @@ pub struct DomainTree {
     pub capacity: Vec<Vec<i64>>,
     /// Per leaf, its node's labels and taints when leaves are nodes.
     pub nodes: Vec<LeafNode>,
+    /// The leaf each node of the tree belongs to (what the usage of pods outside TAS, reported
+    /// per node, is charged to).
+    pub node_leaf: HashMap<String, usize>,
 }
 
 fn ready_and_schedulable(n: &Node) -> bool {
@@ -135,6 +138,7 @@ impl DomainTree {
             leaves: Vec::new(),
             capacity: Vec::new(),
             nodes: Vec::new(),
+            node_leaf: HashMap::new(),
         };
         let mut by_values: HashMap<Vec<String>, DomainId> = HashMap::new();
         for (path, nodes) in &members {
@@ -174,6 +178,11 @@ impl DomainTree {
                         .expect("collected");
                     let milli = q.0.parse::<Quantity>().map(|q| q.milli()).unwrap_or(0);
                     capacity[i] += milli;
+                }
+            }
+            for n in nodes {
+                if let Some(name) = &n.metadata.name {
+                    tree.node_leaf.insert(name.clone(), tree.leaves.len());
                 }
             }
             tree.domains[leaf.index()].leaf = Some(tree.leaves.len());

@@ -38,6 +38,8 @@ fn collections(kinds: &[jobs::JobKind]) -> Vec<(Source, String, String)> {
         .collect();
     out.push((Source::Namespace, "/api/v1".into(), "namespaces".into()));
     out.push((Source::Pod, "/api/v1".into(), "pods".into()));
+    out.push((Source::Node, "/api/v1".into(), "nodes".into()));
+    out.push((Source::TasPod, "/api/v1".into(), "pods".into()));
     for (i, k) in kinds.iter().enumerate() {
         let prefix = if k.group.is_empty() {
             format!("/api/{}", k.version)
@@ -932,6 +934,7 @@ fn crds_are_generated_with_kueue_names_columns_and_status() {
             "workloads.kueue.x-k8s.io",
             "admissionchecks.kueue.x-k8s.io",
             "provisioningrequestconfigs.kueue.x-k8s.io",
+            "topologies.kueue.x-k8s.io",
         ]
     );
     let wl = serde_json::to_value(&crds[5]).unwrap();

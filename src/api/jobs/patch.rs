@@ -59,6 +59,7 @@ impl JobKind {
                 continue;
             };
             ops.extend(inject_ops(&ps.path, &ps.template, &a.flavors));
+            ops.extend(gate_ops(&ps.path, &ps.template, &a.scheduling_gates));
             let mut pod_labels = label_list.clone();
             pod_labels.extend(a.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
             let annotations: Vec<(String, String)> = a
@@ -112,6 +113,28 @@ pub struct AdmittedPodSet {
     /// `podSetUpdates`; their node selectors and tolerations come as one more placement).
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
+    /// Scheduling gates the pods are created with (`kueue.x-k8s.io/topology` for a podSet
+    /// placed by topology-aware scheduling, released per pod by the topology ungater).
+    pub scheduling_gates: Vec<String>,
+}
+
+/// Ops adding `gates` to the template's `spec.schedulingGates` (those already there stay).
+pub fn gate_ops(path: &str, template: &PodTemplateSpec, gates: &[String]) -> Vec<Value> {
+    let current = template
+        .spec
+        .as_ref()
+        .and_then(|s| s.scheduling_gates.clone())
+        .unwrap_or_default();
+    let mut merged = current.clone();
+    for g in gates {
+        if !merged.iter().any(|c| &c.name == g) {
+            merged.push(k8s_openapi::api::core::v1::PodSchedulingGate { name: g.clone() });
+        }
+    }
+    if merged.len() == current.len() {
+        return Vec::new();
+    }
+    vec![json!({"op": "add", "path": format!("{path}/spec/schedulingGates"), "value": merged})]
 }
 
 /// Ops setting the field at `pointer` to `value`, adding first each missing parent object.
@@ -210,8 +233,9 @@ pub fn inject_ops(
     ops
 }
 
-/// Ops making the template at `path` match `original` in nodeSelector, tolerations and
-/// labels (those added at admission are removed).
+/// Ops making the template at `path` match `original` in nodeSelector, tolerations,
+/// scheduling gates, labels and annotations (those added at admission are removed: Kueue's
+/// `RestorePodSpec`).
 pub fn restore_template_ops(
     path: &str,
     current: &PodTemplateSpec,
@@ -222,7 +246,10 @@ pub fn restore_template_ops(
     let mut ops = Vec::new();
     let non_empty_map = |m: Option<BTreeMap<String, String>>| m.filter(|m| !m.is_empty());
     let non_empty_vec = |v: Option<Vec<Toleration>>| v.filter(|v| !v.is_empty());
-    let fields: [(&str, Option<Value>, Option<Value>); 2] = [
+    let gates = |v: Option<Vec<k8s_openapi::api::core::v1::PodSchedulingGate>>| {
+        v.filter(|v| !v.is_empty()).map(|v| json!(v))
+    };
+    let fields: [(&str, Option<Value>, Option<Value>); 3] = [
         (
             "nodeSelector",
             non_empty_map(cur.node_selector).map(|m| json!(m)),
@@ -232,6 +259,11 @@ pub fn restore_template_ops(
             "tolerations",
             non_empty_vec(cur.tolerations).map(|v| json!(v)),
             non_empty_vec(orig.tolerations).map(|v| json!(v)),
+        ),
+        (
+            "schedulingGates",
+            gates(cur.scheduling_gates),
+            gates(orig.scheduling_gates),
         ),
     ];
     let labels = |t: &PodTemplateSpec| {

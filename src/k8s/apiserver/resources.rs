@@ -70,14 +70,15 @@ impl Resource {
     }
 }
 
-/// The resources wasq reads and writes: the core ones (namespaces, pods, Events, Secrets,
-/// PodTemplates), `events.k8s.io/v1` Events, `batch/v1` Jobs, Leases, the admission webhook
+/// The resources wasq reads and writes: the core ones (namespaces, pods, nodes, Events,
+/// Secrets, PodTemplates), `events.k8s.io/v1` Events, `batch/v1` Jobs, Leases, the admission webhook
 /// configurations and Kueue's CRDs (`v1beta2`). ProvisioningRequests are not among them, so that
 /// discovery says they are not served until a test registers them.
 pub fn builtin() -> Vec<Resource> {
     let mut out = vec![
         Resource::new("", "v1", "Namespace", "namespaces", false).with_status(),
         Resource::new("", "v1", "Pod", "pods", true).with_status(),
+        Resource::new("", "v1", "Node", "nodes", false).with_status(),
         Resource::new("", "v1", "Event", "events", true),
         Resource::new("", "v1", "Secret", "secrets", true),
         Resource::new("", "v1", "ConfigMap", "configmaps", true),

@@ -33,7 +33,8 @@ fn collection(kinds: &[JobKind], source: Source) -> (String, String) {
     match source {
         Source::Kueue(k) => (KUEUE.into(), k.plural().into()),
         Source::Namespace => ("/api/v1".into(), "namespaces".into()),
-        Source::Pod => ("/api/v1".into(), "pods".into()),
+        Source::Pod | Source::TasPod => ("/api/v1".into(), "pods".into()),
+        Source::Node => ("/api/v1".into(), "nodes".into()),
         Source::ProvisioningRequest => (
             "/apis/autoscaling.x-k8s.io/v1".into(),
             "provisioningrequests".into(),
