@@ -556,14 +556,18 @@ impl Mirror {
         match src {
             Source::Node => match value.and_then(serde_json::from_value::<Node>) {
                 Ok(node) => self.dirty.nodes |= self.tas.apply_node(&node),
-                Err(e) => tracing::warn!(node = %key, error = %e, "ignoring a Node that does not decode"),
+                Err(e) => {
+                    tracing::warn!(node = %key, error = %e, "ignoring a Node that does not decode")
+                }
             },
             _ => match value.and_then(serde_json::from_value::<Pod>) {
                 Ok(pod) => {
                     let changed = self.tas.apply_pod(&pod);
                     self.note_tas(changed);
                 }
-                Err(e) => tracing::warn!(pod = %key, error = %e, "ignoring a Pod that does not decode"),
+                Err(e) => {
+                    tracing::warn!(pod = %key, error = %e, "ignoring a Pod that does not decode")
+                }
             },
         }
     }

@@ -277,7 +277,10 @@ mod tests {
     #[test]
     fn running_pods_outside_tas_are_charged_to_their_node_until_they_end() {
         let mut m = NodeMirror::default();
-        assert_eq!(m.apply_pod(&pod("1", None, "Pending", json!({}))), Changed::default());
+        assert_eq!(
+            m.apply_pod(&pod("1", None, "Pending", json!({}))),
+            Changed::default()
+        );
         let c = m.apply_pod(&pod("2", Some("n1"), "Running", json!({})));
         assert_eq!(c.usage, ["n1"]);
         assert_eq!(
@@ -285,7 +288,10 @@ mod tests {
             BTreeMap::from([("cpu".to_string(), 2000), ("pods".to_string(), 1000)])
         );
         // A stale event changes nothing.
-        assert_eq!(m.apply_pod(&pod("1", None, "Pending", json!({}))), Changed::default());
+        assert_eq!(
+            m.apply_pod(&pod("1", None, "Pending", json!({}))),
+            Changed::default()
+        );
         let c = m.apply_pod(&pod("3", Some("n1"), "Succeeded", json!({})));
         assert_eq!(c.usage, ["n1"]);
         assert!(m.node_usage.is_empty());
@@ -319,8 +325,15 @@ mod tests {
         assert!(m.apply_node(&node("1", "True", "2026-01-01T00:00:00Z")));
         assert!(!m.apply_node(&node("2", "True", "2026-01-01T00:01:00Z")));
         assert!(m.apply_node(&node("3", "False", "2026-01-01T00:02:00Z")));
-        assert!(!m.apply_node(&node("2", "True", "2026-01-01T00:01:00Z")), "stale");
-        let unknown = strip_node(&serde_json::from_value(json!({"metadata": {"name": "x"}})).unwrap());
-        assert_eq!(unknown.status.unwrap().conditions.unwrap()[0].status, "Unknown");
+        assert!(
+            !m.apply_node(&node("2", "True", "2026-01-01T00:01:00Z")),
+            "stale"
+        );
+        let unknown =
+            strip_node(&serde_json::from_value(json!({"metadata": {"name": "x"}})).unwrap());
+        assert_eq!(
+            unknown.status.unwrap().conditions.unwrap()[0].status,
+            "Unknown"
+        );
     }
 }

@@ -55,7 +55,11 @@ impl Controller {
             ) else {
                 continue;
             };
-            plans.extend(ungater::plan(wl, pods).into_iter().map(|u| (key.clone(), u)));
+            plans.extend(
+                ungater::plan(wl, pods)
+                    .into_iter()
+                    .map(|u| (key.clone(), u)),
+            );
         }
         if plans.is_empty() {
             return;

@@ -157,9 +157,12 @@ fn domain_of(pod: &TasPod, domains: &[DomainAssignment], levels: &[String]) -> O
         .iter()
         .map(|l| pod.node_selector.get(l).map_or("", String::as_str))
         .collect();
-    domains
-        .iter()
-        .position(|d| d.values.iter().map(String::as_str).eq(values.iter().copied()))
+    domains.iter().position(|d| {
+        d.values
+            .iter()
+            .map(String::as_str)
+            .eq(values.iter().copied())
+    })
 }
 
 /// Kueue's `assignGatedPodsToDomainsGreedy`: gated pods fill what each domain still misses.
@@ -298,12 +301,19 @@ mod tests {
 
     fn placed(plan: &[Ungate]) -> Vec<(String, String)> {
         plan.iter()
-            .map(|u| (u.name.clone(), u.node_labels["kubernetes.io/hostname"].clone()))
+            .map(|u| {
+                (
+                    u.name.clone(),
+                    u.node_labels["kubernetes.io/hostname"].clone(),
+                )
+            })
             .collect()
     }
 
     fn s(v: &[(&str, &str)]) -> Vec<(String, String)> {
-        v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
     }
 
     #[test]
@@ -318,11 +328,11 @@ mod tests {
         // The patch checks the gate, removes it and sets the selector.
         let ops = &plan(&wl, &pods)[0].ops;
         assert_eq!(ops[0]["op"], "test");
-        assert_eq!(ops[1], json!({"op": "remove", "path": "/spec/schedulingGates/0"}));
         assert_eq!(
-            ops[2]["value"],
-            json!({"kubernetes.io/hostname": "n1"})
+            ops[1],
+            json!({"op": "remove", "path": "/spec/schedulingGates/0"})
         );
+        assert_eq!(ops[2]["value"], json!({"kubernetes.io/hostname": "n1"}));
         // Nothing to do once every pod is out.
         let done = BTreeMap::from([
             pod("a", false, Some("n1"), None),

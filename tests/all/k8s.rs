@@ -8,6 +8,7 @@ mod incremental;
 mod pending;
 mod pods_ready;
 mod provisioning;
+mod tas;
 mod watch;
 
 use std::sync::Arc;

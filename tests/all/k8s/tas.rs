@@ -1,0 +1,332 @@
+//! Topology-aware scheduling in the cluster, against the API server double: the controller
+//! reads Topologies and Nodes, writes `topologyAssignment`, starts the job with Kueue's
+//! topology gate, and releases each pod into its domain (Kueue's TopologyUngater); pods that
+//! run outside TAS take node capacity; nodes that change rebuild only the TAS trees.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use wasq::k8s::mirror::Source;
+use wasq::k8s::resources::KueueKind;
+
+use super::{Env, KUEUE, T, job_wl, queue_label};
+
+const HOST: &str = "kubernetes.io/hostname";
+
+fn node(name: &str, rack: &str, ready: &str) -> (String, Value) {
+    (
+        format!("/api/v1/nodes/{name}"),
+        json!({"apiVersion": "v1", "kind": "Node",
+               "metadata": {"name": name, "labels": {"rack": rack, HOST: name, "pool": "gpu"}},
+               "status": {"allocatable": {"cpu": "4", "pods": "110"},
+                          "conditions": [{"type": "Ready", "status": ready}]}}),
+    )
+}
+
+/// Two racks of two 4-cpu nodes; a ClusterQueue with 100 cpu on the TAS flavor `tas`.
+fn cluster() -> Vec<(String, Value)> {
+    vec![
+        (
+            format!("{KUEUE}/topologies/racks"),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
+                   "metadata": {"name": "racks"},
+                   "spec": {"levels": [{"nodeLabel": "rack"}, {"nodeLabel": HOST}]}}),
+        ),
+        (
+            format!("{KUEUE}/resourceflavors/tas"),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                   "metadata": {"name": "tas"},
+                   "spec": {"nodeLabels": {"pool": "gpu"}, "topologyName": "racks"}}),
+        ),
+        (
+            format!("{KUEUE}/clusterqueues/cq"),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                   "metadata": {"name": "cq"},
+                   "spec": {"namespaceSelector": {},
+                            "resourceGroups": [{"coveredResources": ["cpu"],
+                                "flavors": [{"name": "tas", "resources": [{"name": "cpu", "nominalQuota": "100"}]}]}]}}),
+        ),
+        (
+            format!("{KUEUE}/namespaces/ns/localqueues/lq"),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                   "metadata": {"name": "lq", "namespace": "ns"}, "spec": {"clusterQueue": "cq"}}),
+        ),
+        (
+            "/api/v1/namespaces/ns".into(),
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}),
+        ),
+        node("n1", "r1", "True"),
+        node("n2", "r1", "True"),
+        node("n3", "r2", "True"),
+        node("n4", "r2", "True"),
+    ]
+}
+
+/// A Job of `pods` pods of 2 cpu that must stay within one rack.
+fn rack_job(name: &str, pods: i32) -> (String, Value) {
+    (
+        format!("/apis/batch/v1/namespaces/ns/jobs/{name}"),
+        json!({"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": name, "namespace": "ns", "labels": queue_label(), "creationTimestamp": T},
+               "spec": {"parallelism": pods, "completions": pods, "suspend": true,
+                        "template": {
+                            "metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": "rack"}},
+                            "spec": {"restartPolicy": "Never",
+                                "containers": [{"name": "c", "image": "busybox",
+                                                "resources": {"requests": {"cpu": "2"}}}]}}}}),
+    )
+}
+
+/// A running pod outside TAS on `node` requesting `cpu`.
+fn other_pod(name: &str, node: &str, cpu: &str, phase: &str) -> (String, Value) {
+    (
+        format!("/api/v1/namespaces/ns/pods/{name}"),
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": name, "namespace": "ns"},
+               "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox",
+                        "resources": {"requests": {"cpu": cpu}}}]},
+               "status": {"phase": phase}}),
+    )
+}
+
+fn workload(env: &Env, job: &str) -> Value {
+    env.api
+        .get(&format!("{KUEUE}/namespaces/ns/workloads/{}", job_wl(job)))
+        .expect("the job's Workload")
+}
+
+/// Pods per node of the Workload's first podSet assignment (empty when not admitted).
+fn assignment(env: &Env, job: &str) -> BTreeMap<String, i64> {
+    let wl = workload(env, job);
+    let ta = &wl["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"];
+    if ta.is_null() {
+        return BTreeMap::new();
+    }
+    assert_eq!(ta["levels"], json!([HOST]));
+    let ta: wasq::api::topology::TopologyAssignment = serde_json::from_value(ta.clone()).unwrap();
+    ta.domains()
+        .unwrap()
+        .into_iter()
+        .map(|d| (d.values[0].clone(), i64::from(d.count)))
+        .collect()
+}
+
+fn rack_of(node: &str) -> &'static str {
+    if node == "n1" || node == "n2" {
+        "r1"
+    } else {
+        "r2"
+    }
+}
+
+/// The pods the Job controller makes from the started Job's template.
+fn create_pods(env: &mut Env, job: &str, pods: i32) {
+    let started = env
+        .api
+        .get(&format!("/apis/batch/v1/namespaces/ns/jobs/{job}"))
+        .unwrap();
+    assert_eq!(started["spec"]["suspend"], false);
+    let template = &started["spec"]["template"];
+    for i in 0..pods {
+        let name = format!("{job}-{i}");
+        let path = format!("/api/v1/namespaces/ns/pods/{name}");
+        let mut metadata = template["metadata"].clone();
+        metadata["name"] = json!(name);
+        metadata["namespace"] = json!("ns");
+        env.api.put(
+            &path,
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
+                   "spec": template["spec"], "status": {"phase": "Pending"}}),
+        );
+        env.applied(Source::TasPod, &path);
+    }
+}
+
+fn counter(env: &Env, name: &str) -> u64 {
+    let text = env.controller.metrics.encode();
+    text.lines()
+        .find(|l| l.starts_with(name))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_rack_job_is_placed_in_one_rack_and_each_pod_released_into_its_node() {
+    let mut objects = cluster();
+    objects.push(rack_job("train", 4));
+    let mut env = Env::new(objects);
+    env.list_all();
+    env.step().await;
+
+    // Admitted with its placement: four pods on the two nodes of one rack.
+    let placed = assignment(&env, "train");
+    assert_eq!(placed.values().sum::<i64>(), 4, "{placed:?}");
+    assert_eq!(placed.len(), 2);
+    let rack = rack_of(placed.keys().next().unwrap());
+    assert!(placed.keys().all(|n| rack_of(n) == rack), "{placed:?}");
+
+    // The job starts with Kueue's topology gate, podSet label and Workload annotation.
+    let started = env
+        .api
+        .get("/apis/batch/v1/namespaces/ns/jobs/train")
+        .unwrap();
+    let template = &started["spec"]["template"];
+    assert_eq!(
+        template["spec"]["schedulingGates"],
+        json!([{"name": "kueue.x-k8s.io/topology"}])
+    );
+    assert_eq!(
+        template["metadata"]["labels"]["kueue.x-k8s.io/podset"],
+        "main"
+    );
+    assert_eq!(
+        template["metadata"]["annotations"]["kueue.x-k8s.io/workload"],
+        job_wl("train")
+    );
+
+    // The Job controller makes the pods; the ungater releases each into a node of the
+    // placement, as many per node as placed.
+    create_pods(&mut env, "train", 4);
+    env.step().await;
+    let mut per_node: BTreeMap<String, i64> = BTreeMap::new();
+    for i in 0..4 {
+        let pod = env
+            .api
+            .get(&format!("/api/v1/namespaces/ns/pods/train-{i}"))
+            .unwrap();
+        assert_eq!(pod["spec"]["schedulingGates"], json!([]), "{pod}");
+        let node = pod["spec"]["nodeSelector"][HOST]
+            .as_str()
+            .unwrap()
+            .to_string();
+        // The flavor's node labels stay in the selector.
+        assert_eq!(pod["spec"]["nodeSelector"]["pool"], "gpu");
+        *per_node.entry(node).or_default() += 1;
+    }
+    assert_eq!(per_node, placed);
+    assert_eq!(counter(&env, "wasq_tas_pods_ungated_total"), 4);
+
+    // Nothing more to release: another pass patches no pod.
+    env.api.clear_requests();
+    env.applied(Source::TasPod, "/api/v1/namespaces/ns/pods/train-0");
+    env.step().await;
+    assert!(
+        !env.writes().iter().any(|r| r.uri.contains("/pods/")),
+        "{:?}",
+        env.lines()
+    );
+}
+
+#[tokio::test]
+async fn pods_outside_tas_take_node_capacity_until_they_end() {
+    // 3 of n1's and of n3's 4 cpu are taken by pods outside TAS: each rack holds only 2 pods
+    // of 2 cpu (on n2 or n4), so a 4-pod rack job waits — it would fit on empty nodes.
+    let mut objects = cluster();
+    objects.push(other_pod("web-1", "n1", "3", "Running"));
+    objects.push(other_pod("web-2", "n3", "3", "Running"));
+    objects.push(rack_job("train", 4));
+    let mut env = Env::new(objects);
+    env.list_all();
+    env.step().await;
+    assert!(assignment(&env, "train").is_empty());
+    let wl = workload(&env, "train");
+    let reserved = wl["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "QuotaReserved")
+        .cloned()
+        .unwrap();
+    assert_eq!(reserved["status"], "False");
+    assert!(
+        reserved["message"].as_str().unwrap().contains("racks"),
+        "{reserved}"
+    );
+
+    // web-1 ends: rack r1 is free again and the job is placed there.
+    let path = "/api/v1/namespaces/ns/pods/web-1";
+    env.api
+        .modify(path, |p| p["status"]["phase"] = json!("Succeeded"));
+    env.applied(Source::TasPod, path);
+    env.step().await;
+    let placed = assignment(&env, "train");
+    assert_eq!(
+        placed,
+        BTreeMap::from([("n1".to_string(), 2), ("n2".to_string(), 2)])
+    );
+}
+
+#[tokio::test]
+async fn nodes_that_change_rebuild_the_trees_alone_and_placements_move_with_them() {
+    let mut objects = cluster();
+    objects.push(rack_job("first", 4));
+    let mut env = Env::new(objects);
+    env.list_all();
+    env.step().await;
+    let first = assignment(&env, "first");
+    let taken = rack_of(first.keys().next().unwrap());
+    let free_b = if taken == "r1" { "n4" } else { "n2" };
+
+    // A heartbeat is not a change; a node of the free rack going NotReady is.
+    env.api.modify(&format!("/api/v1/nodes/{free_b}"), |n| {
+        n["status"]["conditions"][0]["lastHeartbeatTime"] = json!(T);
+    });
+    env.applied(Source::Node, &format!("/api/v1/nodes/{free_b}"));
+    env.step().await;
+    assert_eq!(counter(&env, "wasq_topology_rebuilds_total"), 0);
+
+    env.api.modify(&format!("/api/v1/nodes/{free_b}"), |n| {
+        n["status"]["conditions"][0]["status"] = json!("False");
+    });
+    env.applied(Source::Node, &format!("/api/v1/nodes/{free_b}"));
+    let path = rack_job("second", 3);
+    env.api.put(&path.0, path.1);
+    let job_kind = env
+        .controller
+        .kinds()
+        .iter()
+        .position(|k| k.spec.kind == "Job")
+        .unwrap();
+    env.applied(
+        Source::Job(job_kind),
+        "/apis/batch/v1/namespaces/ns/jobs/second",
+    );
+    env.step().await;
+    assert_eq!(counter(&env, "wasq_topology_rebuilds_total"), 1);
+    // The trees were rebuilt without rebuilding the core.
+    let rebuilds = env
+        .controller
+        .metrics
+        .encode()
+        .lines()
+        .filter(|l| l.starts_with("wasq_core_rebuilds_total{") && l.contains("configuration"))
+        .count();
+    assert_eq!(rebuilds, 0);
+    // `first` still holds its rack after the rebuild, and the other rack has one Ready node
+    // (2 pods): `second` (3 pods in one rack) waits.
+    let s = env.controller.scheduler().unwrap();
+    let id = s.cluster.by_key[&format!("ns/{}", job_wl("first"))];
+    let held = s.cluster.admission(id).unwrap();
+    assert!(
+        held.pod_sets[0].topology.is_some(),
+        "the placement moved to the new trees"
+    );
+    assert!(assignment(&env, "second").is_empty());
+
+    // `first` finishes: its rack is free and `second` is placed there.
+    let path = format!("{KUEUE}/namespaces/ns/workloads/{}", job_wl("first"));
+    env.api.modify(&path, |wl| {
+        let mut conditions = wl["status"]["conditions"].as_array().cloned().unwrap();
+        conditions.push(
+            json!({"type": "Finished", "status": "True", "reason": "Succeeded",
+            "message": "done", "lastTransitionTime": T}),
+        );
+        wl["status"]["conditions"] = json!(conditions);
+    });
+    env.applied(Source::Kueue(KueueKind::Workload), &path);
+    env.step().await;
+    let second = assignment(&env, "second");
+    assert_eq!(second.values().sum::<i64>(), 3);
+    assert!(second.keys().all(|n| rack_of(n) == taken), "{second:?}");
+}
