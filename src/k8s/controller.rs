@@ -839,6 +839,8 @@ impl Controller {
                     .writer
                     .json_patch(&pod_ar, Some(&group.namespace), &name, ops, false)
                     .await?;
+                // A pod placed by TAS is the ungater's next: both mirrors take the answer.
+                self.observe(Observed::Applied(Source::TasPod, obj.clone()));
                 self.observe(Observed::Applied(Source::Pod, obj));
             }
         }

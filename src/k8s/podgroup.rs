@@ -18,6 +18,7 @@ use crate::api::catalog::Catalog;
 use crate::api::jobs::patch::metadata_ops;
 use crate::api::jobs::{AdmittedPodSet, inject_ops};
 use crate::api::pods::{PodDoc, role_hash, single_pod_workload_name, workloads_for_pods};
+use crate::api::topology::TOPOLOGY_SCHEDULING_GATE;
 use crate::api::{Origin, Workload, labels};
 
 /// The scheduling gate Kueue puts on pods it manages.
@@ -225,6 +226,26 @@ impl Group {
             json!({"op": "test", "path": format!("/spec/schedulingGates/{i}/name"), "value": SCHEDULING_GATE}),
             json!({"op": "remove", "path": format!("/spec/schedulingGates/{i}")}),
         ];
+        // Kueue's `prepare`: the topology gate stays for the ungater only when the podSet was
+        // placed by topology-aware scheduling.
+        let placed_by_tas = admitted.is_some_and(|a| {
+            a.scheduling_gates
+                .iter()
+                .any(|g| g == TOPOLOGY_SCHEDULING_GATE)
+        });
+        if !placed_by_tas
+            && let Some(j) = pod
+                .spec
+                .iter()
+                .flat_map(|s| s.scheduling_gates.iter().flatten())
+                .position(|g| g.name == TOPOLOGY_SCHEDULING_GATE)
+        {
+            let j = if j > i { j - 1 } else { j };
+            ops.extend([
+                json!({"op": "test", "path": format!("/spec/schedulingGates/{j}/name"), "value": TOPOLOGY_SCHEDULING_GATE}),
+                json!({"op": "remove", "path": format!("/spec/schedulingGates/{j}")}),
+            ]);
+        }
         ops.extend(inject_ops("", &template, assigned));
         // Attribution labels, then what the admission checks add (their podSet updates).
         let pairs = |m: &BTreeMap<String, String>| -> Vec<(String, String)> {

@@ -307,7 +307,7 @@ async fn a_pod_of_a_group_is_gated_and_labelled_managed() {
     let out = admitted(&pod, &r);
     assert_eq!(
         out["spec"]["schedulingGates"],
-        json!([{"name": "kueue.x-k8s.io/admission"}])
+        json!([{"name": "kueue.x-k8s.io/admission"}, {"name": "kueue.x-k8s.io/topology"}])
     );
     assert_eq!(out["metadata"]["labels"]["kueue.x-k8s.io/managed"], "true");
     assert!(
@@ -339,7 +339,7 @@ async fn a_lone_queued_pod_is_gated_as_a_group_of_one() {
     let out = admitted(&pod, &r);
     assert_eq!(
         out["spec"]["schedulingGates"],
-        json!([{"name": "kueue.x-k8s.io/admission"}])
+        json!([{"name": "kueue.x-k8s.io/admission"}, {"name": "kueue.x-k8s.io/topology"}])
     );
     assert_eq!(
         out["metadata"]["labels"],
@@ -470,7 +470,7 @@ async fn a_leader_worker_sets_pods_are_gated_in_one_group_per_replica() {
     );
     assert_eq!(
         out["spec"]["schedulingGates"],
-        json!([{"name": "kueue.x-k8s.io/admission"}])
+        json!([{"name": "kueue.x-k8s.io/admission"}, {"name": "kueue.x-k8s.io/topology"}])
     );
 }
 

@@ -103,6 +103,24 @@ pub struct PodSetSource {
     /// the podSet's `minCount`; Kueue's `kueue.x-k8s.io/job-min-parallelism` for Jobs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_count_annotation: Option<String>,
+    /// The pod label holding a pod's index in its podSet (Kueue's `podIndexLabel` of the
+    /// podSet's topology request: `batch.kubernetes.io/job-completion-index` for a Job), used
+    /// to give pods their domains by rank.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_index_label: Option<String>,
+    /// Jobs of jobs (a JobSet's replicated job): the pod label holding the sub-group's index
+    /// and the pointer, inside the element, to how many sub-groups there are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_group: Option<SubGroupSource>,
+}
+
+/// Where a podSet's sub-groups are read (Kueue's `subGroupIndexLabel` / `subGroupCount`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SubGroupSource {
+    pub index_label: String,
+    /// Pointer to the count (default 1 when missing).
+    pub count: String,
 }
 
 /// One factor of a pod count.

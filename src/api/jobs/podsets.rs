@@ -23,6 +23,9 @@ pub struct JobPodSet {
     /// JSON pointer to that field, when the kind admits partially (`minCountAnnotation`): the
     /// admitted count is written there when the job starts, the full count back when it stops.
     pub partial_count_pointer: Option<String>,
+    /// Kueue's `podIndexLabel` and sub-group (label, count) for rank-ordered placement.
+    pub pod_index_label: Option<String>,
+    pub sub_group: Option<(String, i32)>,
 }
 
 impl JobKind {
@@ -145,6 +148,14 @@ impl JobKind {
                         .as_ref()
                         .and(src.count.first())
                         .map(|f| format!("{base}{}", f.field)),
+                    pod_index_label: src.pod_index_label.clone(),
+                    sub_group: src.sub_group.as_ref().map(|g| {
+                        let n = element
+                            .pointer(&g.count)
+                            .and_then(Value::as_i64)
+                            .unwrap_or(1);
+                        (g.index_label.clone(), i32::try_from(n).unwrap_or(i32::MAX))
+                    }),
                 });
             }
         }

@@ -186,13 +186,31 @@ fn to_pod_set(p: &JobPodSet) -> PodSet {
         count: p.count,
         min_count: p.min_count,
         template: std::sync::Arc::new(p.template.clone()),
-        topology_request: p
-            .template
-            .metadata
-            .as_ref()
-            .and_then(|m| m.annotations.as_ref())
-            .and_then(crate::api::topology::request_from_annotations),
+        topology_request: topology_request(p),
     }
+}
+
+/// Kueue's `NewPodSetTopologyRequest(...).PodIndexLabel(...).SubGroup(...).Build()`: the
+/// request the template's annotations make, with the kind's pod index label and sub-group; a
+/// kind with a pod index label gets a request even without annotations (it asks for no
+/// topology: `requests_tas` is false).
+fn topology_request(p: &JobPodSet) -> Option<crate::api::topology::PodSetTopologyRequest> {
+    let from_annotations = p
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.annotations.as_ref())
+        .and_then(crate::api::topology::request_from_annotations);
+    if from_annotations.is_none() && p.pod_index_label.is_none() && p.sub_group.is_none() {
+        return None;
+    }
+    let mut request = from_annotations.unwrap_or_default();
+    request.pod_index_label = p.pod_index_label.clone();
+    if let Some((label, count)) = &p.sub_group {
+        request.sub_group_index_label = Some(label.clone());
+        request.sub_group_count = Some(*count);
+    }
+    Some(request)
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use crate::api::defaults::default_workload;
 use crate::api::jobs::JobKind;
 use crate::api::jobs::patch::metadata_ops;
 use crate::api::labels;
+use crate::api::topology::TOPOLOGY_SCHEDULING_GATE;
 use crate::k8s::podgroup::SCHEDULING_GATE;
 
 use crate::k8s::resources::KueueKind;
@@ -201,17 +202,24 @@ pub fn parent(kind: &JobKind, parents: &[JobKind], req: &AdmissionRequest, view:
     Verdict::patch(ops)
 }
 
-/// Ops adding the admission scheduling gate, unless it is there.
+/// Ops adding the admission scheduling gate and, as Kueue's pod webhook with topology-aware
+/// scheduling on, the topology gate (released per pod by the topology ungater when the pod is
+/// placed by TAS, removed with the admission gate otherwise), unless they are there.
 fn gate_ops(pod: &Value) -> Vec<Value> {
-    let gate = json!({"name": SCHEDULING_GATE});
-    match pod
+    let gates = pod
         .pointer("/spec/schedulingGates")
         .and_then(Value::as_array)
-    {
-        Some(gates) if gates.iter().any(|g| g["name"] == SCHEDULING_GATE) => Vec::new(),
-        Some(_) => vec![json!({"op": "add", "path": "/spec/schedulingGates/-", "value": gate})],
-        None => vec![json!({"op": "add", "path": "/spec/schedulingGates", "value": [gate]})],
+        .cloned();
+    let mut merged = gates.clone().unwrap_or_default();
+    for name in [SCHEDULING_GATE, TOPOLOGY_SCHEDULING_GATE] {
+        if !merged.iter().any(|g| g["name"] == name) {
+            merged.push(json!({"name": name}));
+        }
     }
+    if Some(&merged) == gates.as_ref() {
+        return Vec::new();
+    }
+    vec![json!({"op": "add", "path": "/spec/schedulingGates", "value": merged})]
 }
 
 /// A Workload on CREATE: each podSet's name (`main`) and count (1) when missing, and the

@@ -330,3 +330,69 @@ async fn nodes_that_change_rebuild_the_trees_alone_and_placements_move_with_them
     assert_eq!(second.values().sum::<i64>(), 3);
     assert!(second.keys().all(|n| rack_of(n) == taken), "{second:?}");
 }
+
+/// A pod of group `g` (2 pods) that must stay in one rack, gated as the webhook gates it.
+fn rack_pod(name: &str) -> (String, Value) {
+    (
+        format!("/api/v1/namespaces/ns/pods/{name}"),
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": name, "namespace": "ns", "creationTimestamp": T,
+                            "labels": {"kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/pod-group-name": "g"},
+                            "annotations": {"kueue.x-k8s.io/pod-group-total-count": "2",
+                                            "kueue.x-k8s.io/podset-required-topology": "rack"}},
+               "spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"},
+                                            {"name": "kueue.x-k8s.io/topology"}],
+                        "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "3"}}}]}}),
+    )
+}
+
+#[tokio::test]
+async fn a_pod_group_placed_by_tas_is_released_then_ungated_into_its_domains() {
+    let mut objects = cluster();
+    objects.push(rack_pod("p0"));
+    objects.push(rack_pod("p1"));
+    let mut env = Env::new(objects);
+    env.list_all();
+    env.step().await;
+    let wl = env
+        .api
+        .get(&format!("{KUEUE}/namespaces/ns/workloads/g"))
+        .expect("the group's Workload");
+    let ta: wasq::api::topology::TopologyAssignment = serde_json::from_value(
+        wl["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"].clone(),
+    )
+    .expect("placed by TAS");
+    // 3 cpu each: one pod per node, both nodes of one rack.
+    let nodes: Vec<String> = ta
+        .domains()
+        .unwrap()
+        .into_iter()
+        .map(|d| d.values[0].clone())
+        .collect();
+    assert_eq!(nodes.len(), 2);
+    assert_eq!(rack_of(&nodes[0]), rack_of(&nodes[1]));
+    // Released from admission (labelled with the podSet and the Workload), then released into
+    // a node of the placement each, one per node.
+    let mut seen = Vec::new();
+    for p in ["p0", "p1"] {
+        let pod = env
+            .api
+            .get(&format!("/api/v1/namespaces/ns/pods/{p}"))
+            .unwrap();
+        assert_eq!(pod["spec"]["schedulingGates"], json!([]), "{pod}");
+        assert_eq!(
+            pod["metadata"]["annotations"]["kueue.x-k8s.io/workload"],
+            "g"
+        );
+        seen.push(
+            pod["spec"]["nodeSelector"][HOST]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    seen.sort();
+    let mut expected = nodes.clone();
+    expected.sort();
+    assert_eq!(seen, expected);
+}

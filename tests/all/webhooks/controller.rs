@@ -229,7 +229,7 @@ async fn anyscale_style_pods_are_gated_by_the_webhook_then_released_together() {
     let head = cluster.api.get(p0).unwrap();
     assert_eq!(
         head["spec"]["schedulingGates"],
-        json!([{"name": "kueue.x-k8s.io/admission"}]),
+        json!([{"name": "kueue.x-k8s.io/admission"}, {"name": "kueue.x-k8s.io/topology"}]),
         "held while its group is incomplete"
     );
     assert_eq!(head["metadata"]["labels"]["kueue.x-k8s.io/managed"], "true");
