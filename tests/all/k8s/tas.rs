@@ -371,8 +371,23 @@ async fn a_pod_group_placed_by_tas_is_released_then_ungated_into_its_domains() {
         .collect();
     assert_eq!(nodes.len(), 2);
     assert_eq!(rack_of(&nodes[0]), rack_of(&nodes[1]));
-    // Released from admission (labelled with the podSet and the Workload), then released into
-    // a node of the placement each, one per node.
+    // Released from admission — labelled with the podSet and the Workload, the topology gate
+    // kept for the ungater ...
+    for p in ["p0", "p1"] {
+        let pod = env
+            .api
+            .get(&format!("/api/v1/namespaces/ns/pods/{p}"))
+            .unwrap();
+        assert_eq!(
+            pod["spec"]["schedulingGates"],
+            json!([{"name": "kueue.x-k8s.io/topology"}]),
+            "{pod}"
+        );
+        assert_eq!(pod["metadata"]["labels"]["kueue.x-k8s.io/podset"], "main");
+    }
+    // ... which releases each into a node of the placement, one per node, at the next pass
+    // (the pods' watch events).
+    env.step().await;
     let mut seen = Vec::new();
     for p in ["p0", "p1"] {
         let pod = env
@@ -395,4 +410,92 @@ async fn a_pod_group_placed_by_tas_is_released_then_ungated_into_its_domains() {
     let mut expected = nodes.clone();
     expected.sort();
     assert_eq!(seen, expected);
+}
+
+#[tokio::test]
+async fn pods_with_completion_indexes_are_released_by_rank() {
+    let mut objects = cluster();
+    objects.push(rack_job("train", 4));
+    let mut env = Env::new(objects);
+    env.list_all();
+    env.step().await;
+    // The Job kind names Kueue's pod index label in the Workload's topology request.
+    let wl = workload(&env, "train");
+    assert_eq!(
+        wl["spec"]["podSets"][0]["topologyRequest"]["podIndexLabel"],
+        "batch.kubernetes.io/job-completion-index"
+    );
+    let ta: wasq::api::topology::TopologyAssignment = serde_json::from_value(
+        wl["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"].clone(),
+    )
+    .unwrap();
+    // Ranks 0 and 1 belong to the first domain, 2 and 3 to the second.
+    let domains: Vec<String> = ta
+        .domains()
+        .unwrap()
+        .into_iter()
+        .flat_map(|d| std::iter::repeat_n(d.values[0].clone(), d.count as usize))
+        .collect();
+    create_pods(&mut env, "train", 4);
+    // Pod `train-i` runs completion index 3 - i: names and ranks disagree.
+    for i in 0..4 {
+        let path = format!("/api/v1/namespaces/ns/pods/train-{i}");
+        env.api.modify(&path, |p| {
+            p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] =
+                json!((3 - i).to_string());
+        });
+        env.applied(Source::TasPod, &path);
+    }
+    env.step().await;
+    for i in 0..4 {
+        let pod = env
+            .api
+            .get(&format!("/api/v1/namespaces/ns/pods/train-{i}"))
+            .unwrap();
+        assert_eq!(
+            pod["spec"]["nodeSelector"][HOST],
+            domains[3 - i].as_str(),
+            "train-{i} has rank {}",
+            3 - i
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_restarted_controller_restores_placements_from_the_cluster() {
+    let mut objects = cluster();
+    objects.push(rack_job("first", 4));
+    let mut env = Env::new(objects);
+    env.list_all();
+    env.step().await;
+    let first = assignment(&env, "first");
+    let taken = rack_of(first.keys().next().unwrap());
+
+    // A new controller on the same cluster: the placement comes back from
+    // `topologyAssignment`, nothing is written again, and a second rack job goes to the other
+    // rack.
+    let mut restarted = Env::new(env.api.all());
+    restarted.list_all();
+    restarted.step().await;
+    assert!(
+        !restarted
+            .writes()
+            .iter()
+            .any(|r| r.uri.contains("/workloads/")),
+        "{:?}",
+        restarted.lines()
+    );
+    let (path, job) = rack_job("second", 4);
+    restarted.api.put(&path, job);
+    let kind = restarted
+        .controller
+        .kinds()
+        .iter()
+        .position(|k| k.spec.kind == "Job")
+        .unwrap();
+    restarted.applied(Source::Job(kind), &path);
+    restarted.step().await;
+    let second = assignment(&restarted, "second");
+    assert_eq!(second.values().sum::<i64>(), 4);
+    assert!(second.keys().all(|n| rack_of(n) != taken), "{second:?}");
 }
