@@ -6,12 +6,13 @@ use std::cell::RefCell;
 
 use crate::api::ReclaimWithinCohort;
 use crate::cluster::{Admission, CqId, Millis, PodSetAdmission, WorkloadId};
-use crate::policy::{HeadEntry, PolicyContext, PolicyRef, verify};
+use crate::policy::{HeadEntry, PolicyContext, PolicyRef, TopologyFit, verify};
 use crate::queue::RequeueReason;
 use crate::quota::{NodeId, Usage, UsageRead};
 
 use super::assign::{Assignment, AssignmentMode, assign_flavors, reduce_pod_sets};
 use super::preempt::{Ctx, Target, get_targets, removed, without};
+use super::tas::VictimFit;
 use super::{CycleOutcome, Decision, Scheduler};
 
 struct Entry {
@@ -293,6 +294,7 @@ fn assign_and_find_targets(
     match full.mode() {
         AssignmentMode::Fit => return (full, no_targets()),
         AssignmentMode::Preempt => {
+            let topology = VictimFit::of(ctx.cluster, ctx.cluster.tas.current(), wl, cq, &full);
             let t = get_targets(
                 ctx,
                 usage,
@@ -300,6 +302,7 @@ fn assign_and_find_targets(
                 cq,
                 &full.needs_preemption(ctx),
                 &full.usage_vec(),
+                topology.as_ref().map(|t| t as &dyn TopologyFit),
             );
             if !t.targets.is_empty() {
                 return (full, t);
@@ -321,8 +324,17 @@ fn assign_and_find_targets(
             match a.mode() {
                 AssignmentMode::Fit => Some((a, no_targets())),
                 AssignmentMode::Preempt => {
-                    let t =
-                        get_targets(ctx, usage, wl, cq, &a.needs_preemption(ctx), &a.usage_vec());
+                    let topology =
+                        VictimFit::of(ctx.cluster, ctx.cluster.tas.current(), wl, cq, &a);
+                    let t = get_targets(
+                        ctx,
+                        usage,
+                        wl,
+                        cq,
+                        &a.needs_preemption(ctx),
+                        &a.usage_vec(),
+                        topology.as_ref().map(|t| t as &dyn TopologyFit),
+                    );
                     (!t.targets.is_empty()).then_some((a, t))
                 }
                 AssignmentMode::NoFit => None,
@@ -517,7 +529,7 @@ fn process(
         );
     }
     if mode == AssignmentMode::Preempt && targets.is_empty() && !deferred {
-        reserve_for_unreclaimable(ctx, snapshot, e.cq, &assignment);
+        reserve_for_unreclaimable(ctx, snapshot, tas, e.workload, e.cq, &assignment);
         // Held by a preemption budget: parked like a preemptor without candidates, with the
         // budget's reason, and retried when the per-minute budget has refilled enough.
         let (label, message, wake) = match held {
@@ -603,6 +615,39 @@ fn process(
             Ok(_) => {}
         }
     }
+    // A preemptor's TAS podSets are placed on the capacity left once every victim of this
+    // cycle (its own included) is gone, and reserve it so that entries processed after it
+    // cannot take those leaves (Kueue's `fits` with the preempted workloads' usage removed,
+    // then `AddUsage` of the preemptor's topology assignment).
+    if mode == AssignmentMode::Preempt
+        && let Some(check) = VictimFit::of(ctx.cluster, tas, e.workload, e.cq, &assignment)
+    {
+        let gone = preempted
+            .all
+            .iter()
+            .copied()
+            .chain(targets.iter().map(|t| t.workload));
+        match check.place_without(gone) {
+            Err(_) => {
+                return (
+                    Outcome::Requeue {
+                        reason: RequeueReason::FailedAfterNomination,
+                        label: "WaitingForQuota",
+                        message: "Workload no longer fits after processing another workload"
+                            .into(),
+                        wake: None,
+                    },
+                    recomputed,
+                    None,
+                );
+            }
+            Ok(placements) => {
+                for p in placements.iter().flatten() {
+                    ctx.cluster.tas.add_to_snapshot(tas, p);
+                }
+            }
+        }
+    }
     preempted.extend(root, targets.iter().map(|t| t.workload));
     for &(fr, v) in &usage {
         tree.add_usage(snapshot, node, fr, v);
@@ -615,11 +660,26 @@ fn process(
 
 /// Kueue's `reserveCapacityForUnreclaimablePreempt`: a preemptor that found no victims keeps
 /// lower entries of its cohort from taking the capacity it waits for, unless its queue can
-/// always reclaim (`reclaimWithinCohort: Any`).
-fn reserve_for_unreclaimable(ctx: &Ctx<'_>, snapshot: &mut Usage, cq: CqId, a: &Assignment) {
+/// always reclaim (`reclaimWithinCohort: Any`): quota, and the leaves of its placement on empty
+/// capacity (Kueue's `updateAssignmentForTAS` without targets).
+fn reserve_for_unreclaimable(
+    ctx: &Ctx<'_>,
+    snapshot: &mut Usage,
+    tas: &mut crate::topology::TasUsage,
+    wl: WorkloadId,
+    cq: CqId,
+    a: &Assignment,
+) {
     let info = ctx.cluster.cq(cq);
     if info.preemption.reclaim_within_cohort == ReclaimWithinCohort::Any {
         return;
+    }
+    if !ctx.cluster.tas.is_empty()
+        && let Ok(placements) = super::tas::place(ctx.cluster, tas, wl, cq, a, true)
+    {
+        for p in placements.iter().flatten() {
+            ctx.cluster.tas.add_to_snapshot(tas, p);
+        }
     }
     let tree = &ctx.cluster.tree;
     for (&fr, &v) in &a.usage {

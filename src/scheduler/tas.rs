@@ -1,9 +1,11 @@
 //! Topology-aware scheduling in the cycle (Kueue's `tas_flavorassigner.go`): which flavors a
-//! podSet may take (`checkPodSetAndFlavorMatchForTAS`), and the placement of an assignment's
-//! TAS podSets on the free capacity of their flavor's domain tree, verified by the host.
+//! podSet may take (`checkPodSetAndFlavorMatchForTAS`), the placement of an assignment's
+//! TAS podSets on the free capacity of their flavor's domain tree, verified by the host, and
+//! the topology half of a preemptor's fit ([`VictimFit`]: preemption for topology).
 
 use crate::cluster::matching::{NodeMismatch, node_mismatch};
 use crate::cluster::{Cluster, CqId, FlavorInfo, PodSetInfo, WorkloadId};
+use crate::policy::{FitMode, TopologyFit};
 use crate::quota::{FlavorId, ResourceId};
 use crate::topology::tree::PODS;
 use crate::topology::{
@@ -16,16 +18,12 @@ use super::assign::{Assignment, AssignmentMode};
 /// The pending reason of a podSet no placement fits, not even on empty nodes (Kueue's
 /// `TopologyPlacementFailed`).
 pub const PLACEMENT_FAILED: &str = "TopologyPlacementFailed";
-/// The pending reason when quota fits and the podSet would fit on empty nodes, but not on what
-/// is free now (Kueue's case `QuotaFeasibleAndInsufficientTopology`: Kueue looks for victims,
-/// wasq does not yet, so the workload waits as Kueue's does without candidates).
-pub const WAITING_FOR_TOPOLOGY: &str = "WaitingForQuota";
 
 /// Why an assignment's TAS podSets cannot be placed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopologyFailure {
     pub message: String,
-    /// [`PLACEMENT_FAILED`] or [`WAITING_FOR_TOPOLOGY`].
+    /// [`PLACEMENT_FAILED`].
     pub label: &'static str,
 }
 
@@ -203,30 +201,128 @@ fn place_pod_set(
     })
 }
 
-/// Kueue's TAS step after flavor assignment: a quota fit also needs a placement on the free
-/// capacity as it is, a fit by preemption one on empty capacity; without it the assignment
-/// does not fit (`topology_failed`). wasq does not preempt for topology yet.
+/// Kueue's TAS step after flavor assignment (`flavorassigner.go`, after quota): a quota fit
+/// also needs a placement on the free capacity as it is. Without one, the podSet needs
+/// preemption (Kueue's `QuotaFeasibleAndInsufficientTopology`: its flavors turn `Preempt`, the
+/// placement's failure is its reason). A preemptor — by quota or by topology — needs a
+/// placement on empty capacity, else nothing can help (`topology_failed`,
+/// [`PLACEMENT_FAILED`]); with one, every TAS podSet's flavors turn `Preempt`, since victims
+/// may be needed where unused quota suffices but leaves are fragmented (Kueue's
+/// `updateModeForTASRequests`).
 pub(super) fn screen(cluster: &Cluster, wl: WorkloadId, cq: CqId, mut a: Assignment) -> Assignment {
     if cluster.tas.is_empty() {
         return a;
     }
-    let empty = match a.mode() {
-        AssignmentMode::Fit => false,
-        AssignmentMode::Preempt => true,
+    let now_failure = match a.mode() {
+        AssignmentMode::Fit => match place(cluster, cluster.tas.current(), wl, cq, &a, false) {
+            Ok(_) => return a,
+            Err(message) => Some(message),
+        },
+        AssignmentMode::Preempt => None,
         AssignmentMode::NoFit => return a,
     };
-    if let Err(message) = place(cluster, cluster.tas.current(), wl, cq, &a, empty) {
-        let fits_empty = !empty && place(cluster, cluster.tas.current(), wl, cq, &a, true).is_ok();
-        a.topology_failed = Some(TopologyFailure {
-            message,
-            label: if fits_empty {
-                WAITING_FOR_TOPOLOGY
-            } else {
-                PLACEMENT_FAILED
-            },
-        });
+    match place(cluster, cluster.tas.current(), wl, cq, &a, true) {
+        Err(empty_failure) => {
+            a.topology_failed = Some(TopologyFailure {
+                message: now_failure.unwrap_or(empty_failure),
+                label: PLACEMENT_FAILED,
+            });
+        }
+        Ok(placements) => {
+            for (psa, p) in a.pod_sets.iter_mut().zip(&placements) {
+                if p.is_none() {
+                    continue;
+                }
+                for f in &mut psa.flavors {
+                    if f.mode == FitMode::Fit {
+                        f.mode = FitMode::Preempt;
+                    }
+                }
+            }
+            a.topology_pending = now_failure;
+        }
     }
     a
+}
+
+/// Whether `a` places some podSet on a TAS flavor.
+fn has_tas_pod_sets(cluster: &Cluster, wl: WorkloadId, cq: CqId, a: &Assignment) -> bool {
+    !cluster.tas.is_empty()
+        && a.pod_sets
+            .iter()
+            .zip(&cluster.workload(wl).pod_sets)
+            .any(|(psa, ps)| {
+                psa.count > 0
+                    && requested(cluster, cq, ps).0
+                    && psa.flavors.iter().any(|f| cluster.tas.get(f.flavor).is_some())
+            })
+}
+
+/// The topology half of a preemptor's fit (Kueue's `workloadFits` → `FindTopologyAssignments
+/// ForWorkload` on the snapshot without the victims): its TAS podSets placed on `usage` with
+/// the victims' placements taken out. Handed to the preemption policy with the request, so
+/// whatever policy chooses, the host verifies that the victims free the leaves the placement
+/// needs.
+pub(super) struct VictimFit<'a> {
+    cluster: &'a Cluster,
+    usage: &'a TasUsage,
+    wl: WorkloadId,
+    cq: CqId,
+    assignment: &'a Assignment,
+}
+
+impl<'a> VictimFit<'a> {
+    /// The check for `a`, or `None` when it has no TAS podSet.
+    pub(super) fn of(
+        cluster: &'a Cluster,
+        usage: &'a TasUsage,
+        wl: WorkloadId,
+        cq: CqId,
+        assignment: &'a Assignment,
+    ) -> Option<VictimFit<'a>> {
+        has_tas_pod_sets(cluster, wl, cq, assignment).then_some(VictimFit {
+            cluster,
+            usage,
+            wl,
+            cq,
+            assignment,
+        })
+    }
+
+    /// The placements once `victims` are gone, or why there is none.
+    pub(super) fn place_without(
+        &self,
+        victims: impl IntoIterator<Item = WorkloadId>,
+    ) -> Result<Vec<Option<PodSetPlacement>>, String> {
+        let mut usage = self.usage.clone();
+        for id in victims {
+            for p in self
+                .cluster
+                .admission(id)
+                .into_iter()
+                .flat_map(|a| &a.pod_sets)
+                .filter_map(|ps| ps.topology.as_ref())
+            {
+                self.cluster.tas.remove_from_snapshot(&mut usage, p);
+            }
+        }
+        place(self.cluster, &usage, self.wl, self.cq, self.assignment, false)
+    }
+}
+
+impl std::fmt::Debug for VictimFit<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VictimFit")
+            .field("workload", &self.wl)
+            .field("cluster_queue", &self.cq)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TopologyFit for VictimFit<'_> {
+    fn fits_without(&self, victims: &[WorkloadId]) -> bool {
+        self.place_without(victims.iter().copied()).is_ok()
+    }
 }
 
 /// The ClusterQueues whose parked workloads may fit now that `admission`'s placements are

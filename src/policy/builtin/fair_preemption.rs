@@ -107,7 +107,7 @@ impl Simulation<'_, '_> {
     /// snapshot without the preemptor's own (simulated) usage.
     fn fits(&mut self) -> bool {
         self.incoming(-1);
-        let fits = fits_after(self.req, &self.usage, true);
+        let fits = fits_after(self.req, &self.usage, true, &self.targets);
         self.incoming(1);
         fits
     }
@@ -210,7 +210,14 @@ impl Simulation<'_, '_> {
             k -= 1;
             let i = self.targets[k];
             self.candidate(i, 1);
-            if fits_after(self.req, &self.usage, true) {
+            let others: Vec<usize> = self
+                .targets
+                .iter()
+                .enumerate()
+                .filter(|&(m, _)| m != k)
+                .map(|(_, &j)| j)
+                .collect();
+            if fits_after(self.req, &self.usage, true, &others) {
                 self.targets.swap_remove(k);
             } else {
                 self.candidate(i, -1);
@@ -529,6 +536,7 @@ mod tests {
             tree: &c.tree,
             usage: &c.usage,
             now: 0,
+            topology: None,
         }
     }
 
