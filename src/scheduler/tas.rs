@@ -208,20 +208,26 @@ fn place_pod_set(
 /// placement on empty capacity, else nothing can help (`topology_failed`,
 /// [`PLACEMENT_FAILED`]); with one, every TAS podSet's flavors turn `Preempt`, since victims
 /// may be needed where unused quota suffices but leaves are fragmented (Kueue's
-/// `updateModeForTASRequests`).
-pub(super) fn screen(cluster: &Cluster, wl: WorkloadId, cq: CqId, mut a: Assignment) -> Assignment {
+/// `updateModeForTASRequests`). `usage` is the leaf usage of the cycle's snapshot.
+pub(super) fn screen(
+    cluster: &Cluster,
+    usage: &TasUsage,
+    wl: WorkloadId,
+    cq: CqId,
+    mut a: Assignment,
+) -> Assignment {
     if cluster.tas.is_empty() {
         return a;
     }
     let now_failure = match a.mode() {
-        AssignmentMode::Fit => match place(cluster, cluster.tas.current(), wl, cq, &a, false) {
+        AssignmentMode::Fit => match place(cluster, usage, wl, cq, &a, false) {
             Ok(_) => return a,
             Err(message) => Some(message),
         },
         AssignmentMode::Preempt => None,
         AssignmentMode::NoFit => return a,
     };
-    match place(cluster, cluster.tas.current(), wl, cq, &a, true) {
+    match place(cluster, usage, wl, cq, &a, true) {
         Err(empty_failure) => {
             a.topology_failed = Some(TopologyFailure {
                 message: now_failure.unwrap_or(empty_failure),
