@@ -649,8 +649,7 @@ fn process(
                     Outcome::Requeue {
                         reason: RequeueReason::FailedAfterNomination,
                         label: "WaitingForQuota",
-                        message: "Workload no longer fits after processing another workload"
-                            .into(),
+                        message: "Workload no longer fits after processing another workload".into(),
                         wake: None,
                     },
                     recomputed,

@@ -260,7 +260,10 @@ fn has_tas_pod_sets(cluster: &Cluster, wl: WorkloadId, cq: CqId, a: &Assignment)
             .any(|(psa, ps)| {
                 psa.count > 0
                     && requested(cluster, cq, ps).0
-                    && psa.flavors.iter().any(|f| cluster.tas.get(f.flavor).is_some())
+                    && psa
+                        .flavors
+                        .iter()
+                        .any(|f| cluster.tas.get(f.flavor).is_some())
             })
 }
 
@@ -312,7 +315,14 @@ impl<'a> VictimFit<'a> {
                 self.cluster.tas.remove_from_snapshot(&mut usage, p);
             }
         }
-        place(self.cluster, &usage, self.wl, self.cq, self.assignment, false)
+        place(
+            self.cluster,
+            &usage,
+            self.wl,
+            self.cq,
+            self.assignment,
+            false,
+        )
     }
 }
 

@@ -211,10 +211,8 @@ fn with_preemption_for_topology_no_leaf_is_over_committed_and_quota_recomputes()
 fn random_load_keeps_leaves_and_quota_exact(preempt: bool) {
     let mut preemptions = 0;
     for seed in [1, 2, 3] {
-        let dir = std::env::temp_dir().join(format!(
-            "wasq-tas-{}-{seed}-{preempt}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("wasq-tas-{}-{seed}-{preempt}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("tas.yaml");
         std::fs::write(&file, random_tas_scenario(seed, preempt)).unwrap();
@@ -261,7 +259,10 @@ fn random_load_keeps_leaves_and_quota_exact(preempt: bool) {
                     }
                 }
             }
-            assert!(quota == cluster.usage, "seed {seed}, cycle {cycles}: quota usage");
+            assert!(
+                quota == cluster.usage,
+                "seed {seed}, cycle {cycles}: quota usage"
+            );
             for (leaf, used) in expected.iter().enumerate() {
                 for (c, &u) in used.iter().enumerate() {
                     assert!(
@@ -305,7 +306,9 @@ fn random_load_keeps_leaves_and_quota_exact(preempt: bool) {
 /// Runs a `tests/scenarios` file for `cycles` cycles and returns each workload's pending
 /// reasons, in order.
 fn pending_reasons(file: &str, cycles: Option<u64>) -> Vec<(String, String)> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios").join(file);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scenarios")
+        .join(file);
     let mut sim = Simulation::new(Scenario::load(&[path]).unwrap());
     sim.run(
         &Limits {

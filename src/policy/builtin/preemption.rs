@@ -85,7 +85,10 @@ pub fn fits_after(
     });
     quota
         && req.topology.is_none_or(|t| {
-            let gone: Vec<_> = victims.iter().map(|&i| req.candidates[i].workload).collect();
+            let gone: Vec<_> = victims
+                .iter()
+                .map(|&i| req.candidates[i].workload)
+                .collect();
             t.fits_without(&gone)
         })
 }
