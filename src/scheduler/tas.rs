@@ -187,6 +187,7 @@ fn place_pod_set(
         excluded,
         count,
         constraint,
+        leader: None,
     };
     let answer = KueueBestFit.place(&request)?;
     verify(&request, &answer).map_err(|e| format!("placement refused: {e}"))?;

@@ -7,8 +7,9 @@
 //! slice domain. [`KueueBestFit`] is Kueue's default algorithm (`findTopologyAssignment` in
 //! `pkg/cache/scheduler/tas_flavor_snapshot.go`: BestFit by domain, then the lowest level's
 //! tightest fit; unconstrained requests take the least free capacity first, Kueue's
-//! `TASProfileMixed`, on by default). Not translated: leaders (podSet groups), multi-layer
-//! slices, balanced placement and preferred node affinity (Kueue alpha, off by default).
+//! `TASProfileMixed`, on by default), with a podSet group's leader placed with its workers
+//! (`PlacementRequest::leader`). Not translated: multi-layer slices, balanced placement and
+//! preferred node affinity (Kueue alpha, off by default).
 
 use std::collections::BTreeMap;
 
@@ -146,20 +147,29 @@ pub struct PlacementRequest<'a> {
     pub excluded: Exclusions,
     pub count: i32,
     pub constraint: Constraint,
+    /// A podSet group's leader (Kueue's `kueue.x-k8s.io/podset-group-name`, e.g. a
+    /// LeaderWorkerSet's leader): one pod's request per column, `pods` included. The leader is
+    /// placed with the `count` workers, on an eligible leaf, inside the same required domain.
+    pub leader: Option<Vec<i64>>,
 }
 
 impl PlacementRequest<'_> {
     /// How many pods fit on a leaf, and the resource that limits it.
     pub fn fits_on(&self, leaf: usize) -> (i32, Option<&str>) {
+        self.fits_in(&self.free[leaf], &self.per_pod)
+    }
+
+    /// How many pods of `per_pod` fit in `free`, and the resource that limits it.
+    fn fits_in(&self, free: &[i64], per_pod: &[i64]) -> (i32, Option<&str>) {
         if let Some(r) = &self.missing {
             return (0, Some(r));
         }
         let mut best: Option<(i64, usize)> = None;
-        for (c, &need) in self.per_pod.iter().enumerate() {
+        for (c, &need) in per_pod.iter().enumerate() {
             if need <= 0 {
                 continue;
             }
-            let n = self.free[leaf][c].max(0) / need;
+            let n = free[c].max(0) / need;
             if best.is_none_or(|(b, _)| n < b) {
                 best = Some((n, c));
             }
@@ -171,6 +181,20 @@ impl PlacementRequest<'_> {
                 Some(self.tree.resources[c].as_str()),
             ),
         }
+    }
+
+    /// With a leader: whether it fits on a leaf, and how many workers fit next to it.
+    pub fn fits_with_leader(&self, leaf: usize) -> Option<i32> {
+        let leader = self.leader.as_ref()?;
+        if self.fits_in(&self.free[leaf], leader).0 < 1 {
+            return None;
+        }
+        let rest: Vec<i64> = self.free[leaf]
+            .iter()
+            .zip(leader)
+            .map(|(f, l)| f - l)
+            .collect();
+        Some(self.fits_in(&rest, &self.per_pod).0)
     }
 }
 
@@ -217,10 +241,12 @@ impl PlacementRequest<'_> {
     }
 }
 
-/// An answer: pods per leaf (leaf index, count), leaves in domain order.
+/// An answer: pods per leaf (leaf index, count), leaves in domain order; with a leader in
+/// the request, the leaf of the leader.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Placement {
     pub leaves: Vec<(usize, i32)>,
+    pub leader: Option<usize>,
 }
 
 /// The placement decision, as the built-in makes it and a plugin will.
@@ -254,7 +280,12 @@ pub fn verify(request: &PlacementRequest<'_>, answer: &Placement) -> Result<(), 
         if n <= 0 {
             return Err(format!("leaf {leaf} given {n} pods"));
         }
-        if !request.eligible[leaf] || n > request.fits_on(leaf).0 {
+        let room = if answer.leader == Some(leaf) {
+            request.fits_with_leader(leaf).unwrap_or(-1)
+        } else {
+            request.fits_on(leaf).0
+        };
+        if !request.eligible[leaf] || n > room {
             return Err(format!("leaf {leaf} cannot hold {n} pods"));
         }
         placed += i64::from(n);
@@ -262,12 +293,27 @@ pub fn verify(request: &PlacementRequest<'_>, answer: &Placement) -> Result<(), 
     if placed != i64::from(request.count) {
         return Err(format!("{placed} of {} pods placed", request.count));
     }
+    match (answer.leader, &request.leader) {
+        (None, None) => {}
+        (Some(l), Some(_)) => {
+            if l >= tree.leaves.len()
+                || !request.eligible[l]
+                || request.fits_with_leader(l).is_none()
+            {
+                return Err(format!("leaf {l} cannot hold the leader"));
+            }
+        }
+        (None, Some(_)) => return Err("the leader is not placed".into()),
+        (Some(_), None) => return Err("a leader placed but none requested".into()),
+    }
     let c = request.constraint;
     if c.required {
         let mut at = answer
             .leaves
             .iter()
-            .map(|&(l, _)| tree.ancestor_at(tree.leaves[l], c.level));
+            .map(|&(l, _)| l)
+            .chain(answer.leader)
+            .map(|l| tree.ancestor_at(tree.leaves[l], c.level));
         if let Some(first) = at.next()
             && at.any(|d| d != first)
         {
@@ -292,12 +338,20 @@ pub fn verify(request: &PlacementRequest<'_>, answer: &Placement) -> Result<(), 
     Ok(())
 }
 
-/// Kueue's per-domain state during one search: pods and slices that fit (then: assigned).
+/// Kueue's per-domain state during one search: pods and slices that fit (then: assigned),
+/// and with a leader (podSet group): whether it fits (`leaders`, then: placed there) and the
+/// pods and slices that fit next to it (`*_with_leader`). Without a leader, the `*_with_leader`
+/// counts equal the plain ones and every step is Kueue's leaderless one.
 struct Search<'r, 'a> {
     req: &'r PlacementRequest<'a>,
     tree: &'a DomainTree,
     pods: Vec<i32>,
     slices: Vec<i32>,
+    leaders: Vec<i32>,
+    pods_with_leader: Vec<i32>,
+    slices_with_leader: Vec<i32>,
+    /// 1 with a leader, else 0 (Kueue's `state.leaderCount`).
+    leader_count: i32,
     excluded: Exclusions,
 }
 
@@ -309,6 +363,10 @@ impl<'r, 'a> Search<'r, 'a> {
             tree: req.tree,
             pods: vec![0; n],
             slices: vec![0; n],
+            leaders: vec![0; n],
+            pods_with_leader: vec![0; n],
+            slices_with_leader: vec![0; n],
+            leader_count: i32::from(req.leader.is_some()),
             excluded: req.excluded.clone(),
         }
     }
@@ -317,7 +375,7 @@ impl<'r, 'a> Search<'r, 'a> {
         self.req.constraint.unconstrained
     }
 
-    /// Phase 1 (Kueue's `fillInCounts`).
+    /// Phase 1 (Kueue's `fillInCounts` / `fillLeafCounts`).
     fn fill_in_counts(&mut self) {
         self.excluded.total_nodes = self.tree.leaves.len();
         for (i, &d) in self.tree.leaves.iter().enumerate() {
@@ -331,29 +389,61 @@ impl<'r, 'a> Search<'r, 'a> {
             {
                 *self.excluded.resources.entry(r.to_string()).or_default() += 1;
             }
+            self.pods_with_leader[d.index()] = n;
+            if let Some(workers) = self.req.fits_with_leader(i) {
+                self.leaders[d.index()] = 1;
+                self.pods_with_leader[d.index()] = workers;
+            }
         }
         for &root in &self.tree.per_level[0] {
             self.fill_helper(root);
         }
     }
 
+    /// Kueue's `fillInCountsHelper`: a parent holds its children's pods and slices; with a
+    /// leader, as many as fit once the leader takes the cheapest place among children that
+    /// can hold it.
     fn fill_helper(&mut self, d: DomainId) {
         let c = self.req.constraint;
         let dom = self.tree.domain(d);
-        let (mut pods, mut slices) = (0i32, 0i32);
+        let i = d.index();
+        if dom.children.is_empty() {
+            if dom.level == c.slice_level {
+                self.slices[i] = self.pods[i] / c.slice_size;
+                self.slices_with_leader[i] = self.pods_with_leader[i] / c.slice_size;
+            }
+            return;
+        }
+        let leader_required = self.leader_count > 0;
+        let (mut pods, mut slices, mut leaders) = (0i32, 0i32, 0i32);
+        let (mut contributor, mut min_pod_diff, mut min_slice_diff) = (false, i32::MAX, i32::MAX);
         for &child in &dom.children {
             self.fill_helper(child);
-            pods = pods.saturating_add(self.pods[child.index()]);
-            slices = slices.saturating_add(self.slices[child.index()]);
+            let k = child.index();
+            pods = pods.saturating_add(self.pods[k]);
+            slices = slices.saturating_add(self.slices[k]);
+            if !leader_required || self.leaders[k] > 0 {
+                contributor = true;
+                min_pod_diff = min_pod_diff.min(self.pods[k] - self.pods_with_leader[k]);
+                min_slice_diff = min_slice_diff.min(self.slices[k] - self.slices_with_leader[k]);
+            }
+            leaders = leaders.max(self.leaders[k]);
         }
-        if !dom.children.is_empty() {
-            self.pods[d.index()] = pods;
-        }
-        self.slices[d.index()] = if dom.level == c.slice_level {
-            self.pods[d.index()] / c.slice_size
+        self.pods[i] = pods;
+        let mut slices_with_leader = 0;
+        if contributor {
+            self.pods_with_leader[i] = pods - min_pod_diff;
+            slices_with_leader = slices - min_slice_diff;
         } else {
-            slices
-        };
+            self.pods_with_leader[i] = 0;
+        }
+        self.leaders[i] = leaders;
+        if dom.level == c.slice_level {
+            slices = self.pods[i] / c.slice_size;
+            slices_with_leader = self.pods_with_leader[i] / c.slice_size;
+        }
+        self.slices[i] = slices;
+        self.slices_with_leader[i] = slices_with_leader;
     }
 
     /// Kueue's `sortedDomains`: slices (descending for BestFit, ascending for least free
@@ -370,19 +460,46 @@ impl<'r, 'a> Search<'r, 'a> {
         ds
     }
 
+    /// Kueue's `sortedDomainsWithLeader`: domains that hold the leader first, then as
+    /// [`Search::sorted`] by the counts next to a leader (the same counts without one).
+    fn sorted_with_leader(&self, mut ds: Vec<DomainId>) -> Vec<DomainId> {
+        let least = self.least_free();
+        ds.sort_by(|&a, &b| {
+            let (a, b) = (a.index(), b.index());
+            let (sa, sb) = (self.slices_with_leader[a], self.slices_with_leader[b]);
+            let by_slices = if least { sa.cmp(&sb) } else { sb.cmp(&sa) };
+            self.leaders[b]
+                .cmp(&self.leaders[a])
+                .then(by_slices)
+                .then(self.pods_with_leader[a].cmp(&self.pods_with_leader[b]))
+                .then_with(|| {
+                    let (da, db) = (DomainId(a as u32), DomainId(b as u32));
+                    self.tree.domain(da).values.cmp(&self.tree.domain(db).values)
+                })
+        });
+        ds
+    }
+
+    /// A domain's slices (`slices`) or pods, next to `leaders` leaders when there are any.
+    fn count(&self, d: DomainId, slices: bool, leaders: i32) -> i32 {
+        let i = d.index();
+        match (slices, leaders > 0) {
+            (true, false) => self.slices[i],
+            (true, true) => self.slices_with_leader[i],
+            (false, false) => self.pods[i],
+            (false, true) => self.pods_with_leader[i],
+        }
+    }
+
     /// Kueue's `findBestFitDomainBy`: the first domain with the smallest count that still
-    /// holds `needed`; the first domain when none does.
-    fn best_fit(&self, ds: &[DomainId], needed: i32, slices: bool) -> DomainId {
-        let count = |d: DomainId| {
-            if slices {
-                self.slices[d.index()]
-            } else {
-                self.pods[d.index()]
-            }
-        };
+    /// holds `needed` (and the `leaders` left); the first domain when none does.
+    fn best_fit(&self, ds: &[DomainId], needed: i32, slices: bool, leaders: i32) -> DomainId {
         let mut best = None;
         for &d in ds {
-            let c = count(d);
+            if self.leaders[d.index()] < leaders {
+                continue;
+            }
+            let c = self.count(d, slices, leaders);
             if c >= needed && best.is_none_or(|(_, b)| c < b) {
                 best = Some((d, c));
             }
@@ -412,6 +529,7 @@ impl<'r, 'a> Search<'r, 'a> {
     /// Phase 2a (Kueue's `findLevelWithFitDomains`).
     fn find_level_with_fit(&self, level: usize) -> Result<(usize, Vec<DomainId>), String> {
         let c = self.req.constraint;
+        let lc = self.leader_count;
         let domains = &self.tree.per_level[level];
         if domains.is_empty() {
             return Err(format!(
@@ -419,14 +537,24 @@ impl<'r, 'a> Search<'r, 'a> {
                 self.tree.levels[level]
             ));
         }
-        let sorted = self.sorted(domains.clone());
+        let mut sorted = self.sorted_with_leader(domains.clone());
         let need = self.req.count / c.slice_size;
         let mut top = sorted[0];
-        if !self.least_free() && self.slices[top.index()] >= need {
-            top = self.best_fit(&sorted, need, true);
+        let holds = |s: &Self, d: DomainId| {
+            s.slices_with_leader[d.index()] >= need && s.leaders[d.index()] >= lc
+        };
+        if !self.least_free() && holds(self, top) {
+            top = self.best_fit(&sorted, need, true, lc);
         }
         if self.least_free() {
-            if let Some(&d) = sorted.iter().find(|d| self.slices[d.index()] >= need) {
+            let found = sorted.iter().find(|&&d| {
+                if lc > 0 {
+                    self.leaders[d.index()] >= lc && self.slices_with_leader[d.index()] >= need
+                } else {
+                    self.slices[d.index()] >= need
+                }
+            });
+            if let Some(&d) = found {
                 return Ok((level, vec![d]));
             }
             if c.required {
@@ -434,7 +562,7 @@ impl<'r, 'a> Search<'r, 'a> {
                 return Err(self.not_fit(self.pods[last.index()], need));
             }
         }
-        if self.slices[top.index()] >= need {
+        if holds(self, top) {
             return Ok((level, vec![top]));
         }
         if c.required {
@@ -445,13 +573,32 @@ impl<'r, 'a> Search<'r, 'a> {
         }
         let mut results = Vec::new();
         let mut remaining = need;
-        for i in 0..sorted.len() {
+        let mut remaining_leaders = lc;
+        sorted = self.prioritize_leader_domain(sorted, self.req.count, lc, c.slice_size, true);
+        // Leaders first, from a domain that keeps the workers' capacity.
+        let mut idx = 0;
+        while remaining_leaders > 0 && idx < sorted.len() && self.leaders[sorted[idx].index()] > 0
+        {
+            let mut d = sorted[idx];
+            if !self.least_free() && self.slices_with_leader[d.index()] >= remaining {
+                d = self.best_fit(&sorted[idx..], remaining, true, remaining_leaders);
+            }
+            results.push(d);
+            remaining_leaders -= self.leaders[d.index()];
+            remaining -= self.slices_with_leader[d.index()];
+            idx += 1;
+        }
+        if remaining_leaders > 0 {
+            return Err(self.not_fit(lc - remaining_leaders, need));
+        }
+        let rest = self.sorted(sorted[idx..].to_vec());
+        for i in 0..rest.len() {
             if remaining <= 0 {
                 break;
             }
-            let mut d = sorted[i];
+            let mut d = rest[i];
             if !self.least_free() && self.slices[d.index()] >= remaining {
-                d = self.best_fit(&sorted[i..], remaining, true);
+                d = self.best_fit(&rest[i..], remaining, true, 0);
             }
             results.push(d);
             remaining -= self.slices[d.index()];
@@ -462,31 +609,116 @@ impl<'r, 'a> Search<'r, 'a> {
         Ok((level, results))
     }
 
-    /// Kueue's `updateCountsToMinimumGeneric` without leaders: take domains in order until
-    /// `count` pods (whole slices when `slices`) are covered, the last one the tightest fit;
-    /// each chosen domain's count becomes what it is given.
+    /// Kueue's `prioritizeLeaderDomain`: the first domain that holds the leader and whose
+    /// leader penalty the others' capacity absorbs goes first.
+    fn prioritize_leader_domain(
+        &self,
+        ds: Vec<DomainId>,
+        count: i32,
+        leaders: i32,
+        slice_size: i32,
+        slices: bool,
+    ) -> Vec<DomainId> {
+        if leaders == 0 || ds.len() < 2 {
+            return ds;
+        }
+        let required = if slices { count / slice_size } else { count };
+        let available: i32 = ds.iter().map(|&d| self.count(d, slices, 0)).sum();
+        for (i, &d) in ds.iter().enumerate() {
+            if self.leaders[d.index()] < leaders {
+                continue;
+            }
+            let penalty = self.count(d, slices, 0) - self.count(d, slices, 1);
+            if available - penalty < required {
+                continue;
+            }
+            let mut out = ds.clone();
+            out[..=i].rotate_right(1);
+            return out;
+        }
+        ds
+    }
+
+    /// Kueue's `consumeWithLeadersGeneric`: gives `d` (or the best fit among `rest`) as many
+    /// of the remaining units and leaders as fit next to its leader; true when all are given.
+    fn consume_with_leaders(
+        &mut self,
+        d: DomainId,
+        rest: &[DomainId],
+        remaining: &mut i32,
+        remaining_leaders: &mut i32,
+        slice_size: i32,
+        slices: bool,
+    ) -> (DomainId, bool) {
+        let mut d = d;
+        if !self.least_free()
+            && self.count(d, slices, 1) >= *remaining
+            && self.leaders[d.index()] >= *remaining_leaders
+        {
+            d = self.best_fit(rest, *remaining, slices, *remaining_leaders);
+        }
+        let i = d.index();
+        let factor = if slices { slice_size } else { 1 };
+        let with_leader = self.count(d, slices, 1);
+        if with_leader >= *remaining && self.leaders[i] >= *remaining_leaders {
+            if slices {
+                self.slices[i] = *remaining;
+            }
+            self.leaders[i] = *remaining_leaders;
+            self.pods[i] = *remaining * factor;
+            return (d, true);
+        }
+        let given = with_leader.min(*remaining);
+        self.leaders[i] = self.leaders[i].min(*remaining_leaders);
+        if slices {
+            self.slices[i] = given;
+            self.slices_with_leader[i] = given;
+        } else {
+            self.pods_with_leader[i] = given;
+        }
+        self.pods[i] = given * factor;
+        *remaining_leaders -= self.leaders[i];
+        *remaining -= given;
+        (d, false)
+    }
+
+    /// Kueue's `updateCountsToMinimumGeneric`: take domains in order until `count` pods
+    /// (whole slices when `slices`) and `leaders` leaders are covered, the last one the
+    /// tightest fit; each chosen domain's counts become what it is given.
     fn update_counts_to_minimum(
         &mut self,
         ds: &[DomainId],
         count: i32,
+        leaders: i32,
         slice_size: i32,
         slices: bool,
     ) -> Result<Vec<DomainId>, String> {
+        let ds = self.prioritize_leader_domain(ds.to_vec(), count, leaders, slice_size, slices);
         let mut result = Vec::new();
         let mut remaining = if slices { count / slice_size } else { count };
+        let mut remaining_leaders = leaders;
         for i in 0..ds.len() {
-            let mut d = ds[i];
-            let have = |s: &Self, d: DomainId| {
-                if slices {
-                    s.slices[d.index()]
-                } else {
-                    s.pods[d.index()]
+            if remaining_leaders > 0 {
+                let (d, done) = self.consume_with_leaders(
+                    ds[i],
+                    &ds[i..],
+                    &mut remaining,
+                    &mut remaining_leaders,
+                    slice_size,
+                    slices,
+                );
+                result.push(d);
+                if done {
+                    return Ok(result);
                 }
-            };
-            if !self.least_free() && have(self, d) >= remaining {
-                d = self.best_fit(&ds[i..], remaining, slices);
+                continue;
             }
-            let h = have(self, d);
+            let mut d = ds[i];
+            if !self.least_free() && self.count(d, slices, 0) >= remaining {
+                d = self.best_fit(&ds[i..], remaining, slices, 0);
+            }
+            self.leaders[d.index()] = 0;
+            let h = self.count(d, slices, 0);
             if h >= remaining {
                 if slices {
                     self.pods[d.index()] = remaining * slice_size;
@@ -511,13 +743,14 @@ impl<'r, 'a> Search<'r, 'a> {
 
     fn run(mut self) -> Result<Placement, String> {
         let c = self.req.constraint;
-        if self.req.count == 0 {
+        if self.req.count == 0 && self.leader_count == 0 {
             return Ok(Placement::default());
         }
         self.fill_in_counts();
         let (fit_level, fit) = self.find_level_with_fit(c.level)?;
         let count = self.req.count;
-        let mut current = self.update_counts_to_minimum(&fit, count, c.slice_size, true)?;
+        let lc = self.leader_count;
+        let mut current = self.update_counts_to_minimum(&fit, count, lc, c.slice_size, true)?;
         let lowest = self.tree.levels.len() - 1;
         let mut level = fit_level;
         // Above the slice level: all chosen domains' children together, greedily.
@@ -527,7 +760,7 @@ impl<'r, 'a> Search<'r, 'a> {
                 .flat_map(|&d| self.tree.domain(d).children.iter().copied())
                 .collect();
             let sorted = self.sorted(lower);
-            current = self.update_counts_to_minimum(&sorted, count, c.slice_size, true)?;
+            current = self.update_counts_to_minimum(&sorted, count, lc, c.slice_size, true)?;
             level += 1;
         }
         // At or below the slice level: each domain's pods among its own children.
@@ -535,22 +768,35 @@ impl<'r, 'a> Search<'r, 'a> {
             let mut next = Vec::new();
             for d in current {
                 let sorted = self.sorted(self.tree.domain(d).children.clone());
-                let pods = self.pods[d.index()];
-                next.extend(self.update_counts_to_minimum(&sorted, pods, 1, false)?);
+                let (pods, leaders) = (self.pods[d.index()], self.leaders[d.index()]);
+                next.extend(self.update_counts_to_minimum(&sorted, pods, leaders, 1, false)?);
             }
             current = next;
             level += 1;
         }
         current.sort_by(|&a, &b| self.tree.domain(a).values.cmp(&self.tree.domain(b).values));
+        let leaf = |s: &Self, d: DomainId| s.tree.domain(d).leaf.expect("lowest level");
+        let leader = (lc > 0)
+            .then(|| {
+                current
+                    .iter()
+                    .find(|d| self.leaders[d.index()] > 0)
+                    .map(|&d| leaf(&self, d))
+            })
+            .flatten();
+        if lc > 0 && leader.is_none() {
+            return Err(format!(
+                "topology {:?}: the leader left unplaced",
+                self.tree.topology
+            ));
+        }
         Ok(Placement {
             leaves: current
-                .into_iter()
+                .iter()
                 .filter(|d| self.pods[d.index()] > 0)
-                .map(|d| {
-                    let leaf = self.tree.domain(d).leaf.expect("lowest level");
-                    (leaf, self.pods[d.index()])
-                })
+                .map(|&d| (leaf(&self, d), self.pods[d.index()]))
                 .collect(),
+            leader,
         })
     }
 }
@@ -701,6 +947,7 @@ mod tests {
             excluded: Exclusions::default(),
             count,
             constraint,
+            leader: None,
         };
         let placement = KueueBestFit.place(&request)?;
         verify(&request, &placement).expect("the built-in's answer passes the host's checks");
@@ -1039,6 +1286,7 @@ mod tests {
             excluded: Exclusions::default(),
             count: 2,
             constraint,
+            leader: None,
         };
         let leaf = |host: &str| {
             tree.leaves
@@ -1048,6 +1296,7 @@ mod tests {
         };
         let answer = |pairs: &[(&str, i32)]| Placement {
             leaves: pairs.iter().map(|&(h, n)| (leaf(h), n)).collect(),
+            leader: None,
         };
         // x5 and x1 share rack b1/r2; x3 is in b1/r1; x4 (2 cpu) in b2/r2.
         assert_eq!(verify(&request, &answer(&[("x5", 1), ("x1", 1)])), Ok(()));
@@ -1176,6 +1425,7 @@ mod tests {
             excluded: Exclusions::default(),
             count: 1,
             constraint: Constraint::resolve(&tree, Some(&unconstrained()), false, 1).unwrap(),
+            leader: None,
         };
         let cols = request.columns();
         let cpu = tree.resource_index("cpu").unwrap();
