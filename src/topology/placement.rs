@@ -474,7 +474,10 @@ impl<'r, 'a> Search<'r, 'a> {
                 .then(self.pods_with_leader[a].cmp(&self.pods_with_leader[b]))
                 .then_with(|| {
                     let (da, db) = (DomainId(a as u32), DomainId(b as u32));
-                    self.tree.domain(da).values.cmp(&self.tree.domain(db).values)
+                    self.tree
+                        .domain(da)
+                        .values
+                        .cmp(&self.tree.domain(db).values)
                 })
         });
         ds
@@ -577,8 +580,7 @@ impl<'r, 'a> Search<'r, 'a> {
         sorted = self.prioritize_leader_domain(sorted, self.req.count, lc, c.slice_size, true);
         // Leaders first, from a domain that keeps the workers' capacity.
         let mut idx = 0;
-        while remaining_leaders > 0 && idx < sorted.len() && self.leaders[sorted[idx].index()] > 0
-        {
+        while remaining_leaders > 0 && idx < sorted.len() && self.leaders[sorted[idx].index()] > 0 {
             let mut d = sorted[idx];
             if !self.least_free() && self.slices_with_leader[d.index()] >= remaining {
                 d = self.best_fit(&sorted[idx..], remaining, true, remaining_leaders);
