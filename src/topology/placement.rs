@@ -8,8 +8,8 @@
 //! `pkg/cache/scheduler/tas_flavor_snapshot.go`: BestFit by domain, then the lowest level's
 //! tightest fit; unconstrained requests take the least free capacity first, Kueue's
 //! `TASProfileMixed`, on by default), with a podSet group's leader placed with its workers
-//! (`PlacementRequest::leader`). Not translated: multi-layer slices, balanced placement and
-//! preferred node affinity (Kueue alpha, off by default).
+//! (`PlacementRequest::leader`) and multi-layer slices (`Constraint::inner`). Not translated:
+//! balanced placement and preferred node affinity (Kueue alpha, off by default).
 
 use std::collections::BTreeMap;
 
@@ -28,6 +28,33 @@ pub struct Constraint {
     /// Slices of `slice_size` pods each stay within one domain of `slice_level`.
     pub slice_level: usize,
     pub slice_size: i32,
+    /// Multi-layer slices (Kueue's further `podsetSliceRequiredTopologyConstraints` layers,
+    /// `sliceSizeAtLevel`): per level below `slice_level`, the size every domain's pods are a
+    /// multiple of (0: none).
+    pub inner: [i32; MAX_LEVELS],
+    /// The levels the inner layers name (bit per level), for Kueue's multi-layer message.
+    pub inner_layers: u32,
+}
+
+/// Kueue's limit on a Topology's levels.
+pub const MAX_LEVELS: usize = 16;
+
+impl Constraint {
+    /// Whether the request has more than one slice layer.
+    pub fn multi_layer(&self) -> bool {
+        self.inner_layers != 0
+    }
+
+    /// The slice layers, outermost first: (level, size).
+    pub fn layers(&self) -> Vec<(usize, i32)> {
+        let mut out = vec![(self.slice_level, self.slice_size)];
+        out.extend(
+            (0..MAX_LEVELS)
+                .filter(|&l| self.inner_layers & (1 << l) != 0)
+                .map(|l| (l, self.inner[l])),
+        );
+        out
+    }
 }
 
 impl Constraint {
@@ -43,9 +70,6 @@ impl Constraint {
         let layers = tr
             .map(PodSetTopologyRequest::slice_layers)
             .unwrap_or_default();
-        if layers.len() > 1 {
-            return Err("multi-layer slice topology is not supported by wasq".into());
-        }
         let slice_only =
             tr.is_some_and(|t| t.required.is_none() && t.preferred.is_none()) && !layers.is_empty();
         let key = match tr {
@@ -77,6 +101,38 @@ impl Constraint {
                 "podset slice topology {slice_key} is above the podset topology {key}"
             ));
         }
+        // Kueue's `buildSliceSizeAtLevel`: each further layer is below the previous one and
+        // divides its size; the levels between them take its size.
+        let (mut inner, mut inner_layers) = ([0i32; MAX_LEVELS], 0u32);
+        let (mut prev_size, mut prev_level) = (slice_size, slice_level);
+        for l in layers.iter().skip(1) {
+            let at = tree.level_index(&l.topology).ok_or_else(|| {
+                format!(
+                    "no requested topology level for additional slice layer: {}",
+                    l.topology
+                )
+            })?;
+            if at <= prev_level {
+                return Err(format!(
+                    "additional slice layer topology {} must be at a lower level than {}",
+                    l.topology, tree.levels[prev_level]
+                ));
+            }
+            if l.size <= 0 || prev_size % l.size != 0 {
+                return Err(format!(
+                    "additional slice layer size {} must evenly divide parent layer size {prev_size}",
+                    l.size
+                ));
+            }
+            if at >= MAX_LEVELS {
+                return Err(format!("more than {MAX_LEVELS} topology levels"));
+            }
+            for size in &mut inner[prev_level + 1..=at] {
+                *size = l.size;
+            }
+            inner_layers |= 1 << at;
+            (prev_size, prev_level) = (l.size, at);
+        }
         if count % slice_size != 0 {
             return Err(format!(
                 "slice size {slice_size} does not divide the pod count {count}"
@@ -90,6 +146,8 @@ impl Constraint {
                 || slice_only,
             slice_level,
             slice_size,
+            inner,
+            inner_layers,
         })
     }
 }
@@ -335,6 +393,20 @@ pub fn verify(request: &PlacementRequest<'_>, answer: &Placement) -> Result<(), 
             tree.levels[c.slice_level], c.slice_size
         ));
     }
+    for (level, &size) in c.inner.iter().enumerate().filter(|&(_, &s)| s > 1) {
+        let mut per_domain: BTreeMap<DomainId, i32> = BTreeMap::new();
+        for &(l, n) in &answer.leaves {
+            *per_domain
+                .entry(tree.ancestor_at(tree.leaves[l], level))
+                .or_default() += n;
+        }
+        if per_domain.values().any(|n| n % size != 0) {
+            return Err(format!(
+                "a {} domain holds a partial slice of {size}",
+                tree.levels[level]
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -417,14 +489,20 @@ impl<'r, 'a> Search<'r, 'a> {
         let leader_required = self.leader_count > 0;
         let (mut pods, mut slices, mut leaders) = (0i32, 0i32, 0i32);
         let (mut contributor, mut min_pod_diff, mut min_slice_diff) = (false, i32::MAX, i32::MAX);
+        // Children at a level with an inner layer give whole inner slices only.
+        let inner = c.inner.get(dom.level + 1).copied().unwrap_or(0).max(1);
         for &child in &dom.children {
             self.fill_helper(child);
             let k = child.index();
-            pods = pods.saturating_add(self.pods[k]);
+            let (child_pods, child_pods_with_leader) = (
+                self.pods[k] / inner * inner,
+                self.pods_with_leader[k] / inner * inner,
+            );
+            pods = pods.saturating_add(child_pods);
             slices = slices.saturating_add(self.slices[k]);
             if !leader_required || self.leaders[k] > 0 {
                 contributor = true;
-                min_pod_diff = min_pod_diff.min(self.pods[k] - self.pods_with_leader[k]);
+                min_pod_diff = min_pod_diff.min(child_pods - child_pods_with_leader);
                 min_slice_diff = min_slice_diff.min(self.slices[k] - self.slices_with_leader[k]);
             }
             leaders = leaders.max(self.leaders[k]);
@@ -529,10 +607,57 @@ impl<'r, 'a> Search<'r, 'a> {
         m
     }
 
+    /// Kueue's `multiLayerNotFitMessage`: per slice layer, how many slices fit in the domain of
+    /// `level` with the most slices.
+    fn multi_layer_not_fit(&self, level: usize) -> String {
+        let c = self.req.constraint;
+        let mut m = format!("topology {:?} doesn't allow to fit", self.tree.topology);
+        let best = self.tree.per_level[level].iter().copied().min_by(|&a, &b| {
+            self.slices[b.index()]
+                .cmp(&self.slices[a.index()])
+                .then_with(|| self.tree.domain(a).values.cmp(&self.tree.domain(b).values))
+        });
+        let Some(best) = best else {
+            return m;
+        };
+        for (target, size) in c.layers() {
+            let fit = self.slices_in_subtree(best, target, size);
+            let needed = self.req.count / size;
+            m.push_str(&format!(
+                "; {fit}/{needed} slice(s) fit on level {}",
+                self.tree.levels[target]
+            ));
+        }
+        if let Some(e) = self.excluded.describe() {
+            m.push_str(". ");
+            m.push_str(&e);
+        }
+        m
+    }
+
+    /// Kueue's `countSlicesInSubtree`: whole slices of `size` in `d`'s domains at `target`.
+    fn slices_in_subtree(&self, d: DomainId, target: usize, size: i32) -> i32 {
+        let dom = self.tree.domain(d);
+        if dom.level == target {
+            return self.pods[d.index()] / size;
+        }
+        dom.children
+            .iter()
+            .map(|&k| self.slices_in_subtree(k, target, size))
+            .sum()
+    }
+
     /// Phase 2a (Kueue's `findLevelWithFitDomains`).
     fn find_level_with_fit(&self, level: usize) -> Result<(usize, Vec<DomainId>), String> {
         let c = self.req.constraint;
         let lc = self.leader_count;
+        let not_fit = |fit: i32, total: i32| {
+            if c.multi_layer() {
+                self.multi_layer_not_fit(level)
+            } else {
+                self.not_fit(fit, total)
+            }
+        };
         let domains = &self.tree.per_level[level];
         if domains.is_empty() {
             return Err(format!(
@@ -562,14 +687,14 @@ impl<'r, 'a> Search<'r, 'a> {
             }
             if c.required {
                 let last = *sorted.last().expect("not empty");
-                return Err(self.not_fit(self.pods[last.index()], need));
+                return Err(not_fit(self.pods[last.index()], need));
             }
         }
         if holds(self, top) {
             return Ok((level, vec![top]));
         }
         if c.required {
-            return Err(self.not_fit(self.slices[top.index()], need));
+            return Err(not_fit(self.slices[top.index()], need));
         }
         if level > 0 && !c.unconstrained {
             return self.find_level_with_fit(level - 1);
@@ -591,7 +716,7 @@ impl<'r, 'a> Search<'r, 'a> {
             idx += 1;
         }
         if remaining_leaders > 0 {
-            return Err(self.not_fit(lc - remaining_leaders, need));
+            return Err(not_fit(lc - remaining_leaders, need));
         }
         let rest = self.sorted(sorted[idx..].to_vec());
         for i in 0..rest.len() {
@@ -606,7 +731,7 @@ impl<'r, 'a> Search<'r, 'a> {
             remaining -= self.slices[d.index()];
         }
         if remaining > 0 {
-            return Err(self.not_fit(need - remaining, need));
+            return Err(not_fit(need - remaining, need));
         }
         Ok((level, results))
     }
@@ -765,13 +890,28 @@ impl<'r, 'a> Search<'r, 'a> {
             current = self.update_counts_to_minimum(&sorted, count, lc, c.slice_size, true)?;
             level += 1;
         }
-        // At or below the slice level: each domain's pods among its own children.
+        // At or below the slice level: each domain's pods among its own children, in whole
+        // inner slices where a further layer asks for them.
         while level < lowest {
+            let size = c.inner.get(level + 1).copied().unwrap_or(0).max(1);
             let mut next = Vec::new();
             for d in current {
                 let sorted = self.sorted(self.tree.domain(d).children.clone());
+                if size > 1 {
+                    for &k in &sorted {
+                        self.slices[k.index()] = self.pods[k.index()] / size;
+                        self.slices_with_leader[k.index()] =
+                            self.pods_with_leader[k.index()] / size;
+                    }
+                }
                 let (pods, leaders) = (self.pods[d.index()], self.leaders[d.index()]);
-                next.extend(self.update_counts_to_minimum(&sorted, pods, leaders, 1, false)?);
+                next.extend(self.update_counts_to_minimum(
+                    &sorted,
+                    pods,
+                    leaders,
+                    size,
+                    size > 1,
+                )?);
             }
             current = next;
             level += 1;
@@ -1373,6 +1513,53 @@ mod tests {
         );
         let implied = Constraint::resolve(&tree, None, true, 1).unwrap();
         assert_eq!((implied.level, implied.unconstrained), (2, true));
+        // Kueue's `buildSliceSizeAtLevel` rules and messages for further slice layers.
+        let layers = |ls: &[(&str, i32)]| PodSetTopologyRequest {
+            required: Some(BLOCK.into()),
+            podset_slice_required_topology_constraints: ls
+                .iter()
+                .map(|&(t, size)| crate::api::topology::SliceTopologyConstraint {
+                    topology: t.into(),
+                    size,
+                })
+                .collect(),
+            ..PodSetTopologyRequest::default()
+        };
+        let c = Constraint::resolve(
+            &tree,
+            Some(&layers(&[(BLOCK, 8), (HOSTNAME_LABEL, 2)])),
+            false,
+            8,
+        )
+        .unwrap();
+        assert_eq!((c.slice_level, c.slice_size), (0, 8));
+        // The levels down to the inner layer's take its size.
+        assert_eq!(&c.inner[..3], &[0, 2, 2]);
+        assert_eq!(c.layers(), [(0, 8), (2, 2)]);
+        assert_eq!(
+            Constraint::resolve(&tree, Some(&layers(&[(RACK, 4), (BLOCK, 2)])), false, 4),
+            Err(format!(
+                "additional slice layer topology {BLOCK} must be at a lower level than {RACK}"
+            ))
+        );
+        assert_eq!(
+            Constraint::resolve(
+                &tree,
+                Some(&layers(&[(RACK, 4), (HOSTNAME_LABEL, 3)])),
+                false,
+                4
+            ),
+            Err("additional slice layer size 3 must evenly divide parent layer size 4".into())
+        );
+        assert_eq!(
+            Constraint::resolve(
+                &tree,
+                Some(&layers(&[(RACK, 4), ("cloud.com/none", 2)])),
+                false,
+                4
+            ),
+            Err("no requested topology level for additional slice layer: cloud.com/none".into())
+        );
     }
 
     #[test]

@@ -368,3 +368,16 @@ fn a_quota_fit_without_room_on_the_leaves_preempts_with_kueues_messages() {
         ]
     );
 }
+
+#[test]
+fn multi_layer_slices_that_cannot_form_report_every_layer() {
+    // Kueue's TestScheduleForTAS "multi-layer topology: host slice rounding makes rack slice
+    // impossible; NoFit".
+    assert_eq!(
+        pending_reasons("tas-multi-layer-slices-rounding.yaml", Some(1)),
+        [(
+            "default/foo".to_string(),
+            "TopologyPlacementFailed: couldn't assign flavors to pod set one: topology \"tas-three-level\" doesn't allow to fit; 0/1 slice(s) fit on level cloud.provider.com/rack; 2/3 slice(s) fit on level kubernetes.io/hostname".to_string()
+        )]
+    );
+}
