@@ -287,17 +287,10 @@ fn two_podsets_of_one_group_share_the_tightest_domain_that_holds_both() {
 fn two_podsets_of_one_group_on_multiple_hosts() {
     // "... two podsets with the same group - multiple hosts": one GPU per node, one per worker;
     // the leader (2 cpu) takes a whole host of block b1, the workers two others.
-    let (b1r1, b2r4, b2r5, b2r6): (
-        &[(&str, &str)],
-        &[(&str, &str)],
-        &[(&str, &str)],
-        &[(&str, &str)],
-    ) = (
-        &[(BLOCK, "b1"), (RACK, "r1")],
-        &[(BLOCK, "b2"), (RACK, "r4")],
-        &[(BLOCK, "b2"), (RACK, "r5")],
-        &[(BLOCK, "b2"), (RACK, "r6")],
-    );
+    let b1r1: &[(&str, &str)] = &[(BLOCK, "b1"), (RACK, "r1")];
+    let b2r4: &[(&str, &str)] = &[(BLOCK, "b2"), (RACK, "r4")];
+    let b2r5: &[(&str, &str)] = &[(BLOCK, "b2"), (RACK, "r5")];
+    let b2r6: &[(&str, &str)] = &[(BLOCK, "b2"), (RACK, "r6")];
     let required = format!("required: {BLOCK}");
     assert_eq!(
         place(
