@@ -306,6 +306,7 @@ impl Recorded {
             tree: &cluster.tree,
             usage: &self.usage,
             now: self.now,
+            topology: None,
         }
     }
 }

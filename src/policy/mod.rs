@@ -227,6 +227,19 @@ pub struct PreemptionRequest<'a> {
     /// Usage as of this decision (the cycle's snapshot).
     pub usage: &'a Usage,
     pub now: Millis,
+    /// The preemptor's topology placement, when it has TAS podSets (Kueue's `workloadFits`
+    /// also finds a topology assignment): victims must free quota *and* leaf capacity. The
+    /// host checks it in [`builtin::fits_after`], so every policy's answer is verified for
+    /// it, a plugin's included (a plugin sees only the candidates, not the topology).
+    pub topology: Option<&'a dyn TopologyFit>,
+}
+
+/// Whether the preemptor's TAS podSets can be placed once some candidates are gone: the
+/// host's placement on the leaf capacity the victims leave (Kueue's
+/// `FindTopologyAssignmentsForWorkload` on the snapshot without them).
+pub trait TopologyFit: std::fmt::Debug {
+    /// `victims` are workloads (candidates' `workload`), in any order.
+    fn fits_without(&self, victims: &[WorkloadId]) -> bool;
 }
 
 /// A policy's answer: indices into `candidates`, and whether the preemptor may borrow after

@@ -85,7 +85,7 @@ pub fn victims(
                 req.tree.add_usage(&mut usage, c.node, fr, -v);
             }
         }
-        fits_after(req, &usage, allow_borrowing)
+        fits_after(req, &usage, allow_borrowing, victims)
     };
     if !fits_without(&answer.victims, allow_borrowing) {
         return Err(InvalidAnswer::VictimsInsufficient);
@@ -127,7 +127,7 @@ pub fn extra_victims(req: &PreemptionRequest<'_>, answer: &VictimSet) -> usize {
                 req.tree.add_usage(&mut usage, c.node, fr, -v);
             }
         }
-        if fits_after(req, &usage, allow) {
+        if fits_after(req, &usage, allow, &others) {
             kept = others;
             extra += 1;
         }

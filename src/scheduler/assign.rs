@@ -78,6 +78,9 @@ pub struct Assignment {
     pub topology: Vec<Option<crate::topology::PodSetPlacement>>,
     /// No placement satisfies a TAS podSet now: why, and the pending reason.
     pub topology_failed: Option<super::tas::TopologyFailure>,
+    /// Quota fits but no placement fits the free capacity (one fits empty capacity): the
+    /// placement's failure, in Kueue's words; the TAS podSets need preemption.
+    pub topology_pending: Option<String>,
 }
 
 impl Assignment {
@@ -119,6 +122,8 @@ impl Assignment {
             .collect();
         if let Some(f) = &self.topology_failed {
             f.message.clone()
+        } else if let Some(m) = &self.topology_pending {
+            m.clone()
         } else if reasons.is_empty() {
             "couldn't assign flavors".into()
         } else {
@@ -206,6 +211,7 @@ pub(super) fn assign_flavors(
         policy: policy.id(),
         topology: Vec::new(),
         topology_failed: None,
+        topology_pending: None,
     };
     let pods = cluster.names.find_resource("pods");
     for (i, ps) in wl.pod_sets.iter().enumerate() {

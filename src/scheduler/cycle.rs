@@ -6,12 +6,14 @@ use std::cell::RefCell;
 
 use crate::api::ReclaimWithinCohort;
 use crate::cluster::{Admission, CqId, Millis, PodSetAdmission, WorkloadId};
-use crate::policy::{HeadEntry, PolicyContext, PolicyRef, verify};
+use crate::policy::{HeadEntry, PolicyContext, PolicyRef, TopologyFit, verify};
 use crate::queue::RequeueReason;
 use crate::quota::{NodeId, Usage, UsageRead};
+use crate::topology::TasUsage;
 
 use super::assign::{Assignment, AssignmentMode, assign_flavors, reduce_pod_sets};
 use super::preempt::{Ctx, Target, get_targets, removed, without};
+use super::tas::VictimFit;
 use super::{CycleOutcome, Decision, Scheduler};
 
 struct Entry {
@@ -85,7 +87,8 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
             budgets: &s.budgets,
             targets_memo: Default::default(),
         };
-        let (assignment, targets) = get_assignments(&ctx, &snapshot, wl, cq);
+        let (assignment, targets) =
+            get_assignments(&ctx, &snapshot, s.cluster.tas.current(), wl, cq);
         entries.push(Entry {
             workload: wl,
             cq,
@@ -254,16 +257,18 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
 /// Flavor assignment, then preemption targets, then partial admission (Kueue's
 /// `getInitialAssignments`). A preemptor left without victims is `held` when a preemption
 /// budget refused victims for it during the search (for the chosen flavors or another).
+/// `tas` is the leaf usage placements are checked against.
 fn get_assignments(
     ctx: &Ctx<'_>,
     usage: &Usage,
+    tas: &TasUsage,
     wl: WorkloadId,
     cq: CqId,
 ) -> (Assignment, super::preempt::Targets) {
     // Usage is fixed for this call: victims found for one question can answer the same
     // question again (the preemption oracle and the targets of a single-resource assignment).
     ctx.targets_memo.borrow_mut().clear();
-    let (assignment, mut targets) = assign_and_find_targets(ctx, usage, wl, cq);
+    let (assignment, mut targets) = assign_and_find_targets(ctx, usage, tas, wl, cq);
     if assignment.mode() == AssignmentMode::Preempt
         && targets.targets.is_empty()
         && targets.held.is_none()
@@ -280,12 +285,14 @@ fn get_assignments(
 fn assign_and_find_targets(
     ctx: &Ctx<'_>,
     usage: &Usage,
+    tas: &TasUsage,
     wl: WorkloadId,
     cq: CqId,
 ) -> (Assignment, super::preempt::Targets) {
     let no_targets = || super::preempt::Targets::none(ctx.policies.preemption.id());
     let full = super::tas::screen(
         ctx.cluster,
+        tas,
         wl,
         cq,
         assign_flavors(ctx, usage, wl, cq, None),
@@ -293,6 +300,7 @@ fn assign_and_find_targets(
     match full.mode() {
         AssignmentMode::Fit => return (full, no_targets()),
         AssignmentMode::Preempt => {
+            let topology = VictimFit::of(ctx.cluster, tas, wl, cq, &full);
             let t = get_targets(
                 ctx,
                 usage,
@@ -300,6 +308,7 @@ fn assign_and_find_targets(
                 cq,
                 &full.needs_preemption(ctx),
                 &full.usage_vec(),
+                topology.as_ref().map(|t| t as &dyn TopologyFit),
             );
             if !t.targets.is_empty() {
                 return (full, t);
@@ -317,12 +326,20 @@ fn assign_and_find_targets(
             .collect();
         let found = reduce_pod_sets(&full_counts, &min_counts, |counts| {
             let a = assign_flavors(ctx, usage, wl, cq, Some(counts));
-            let a = super::tas::screen(ctx.cluster, wl, cq, a);
+            let a = super::tas::screen(ctx.cluster, tas, wl, cq, a);
             match a.mode() {
                 AssignmentMode::Fit => Some((a, no_targets())),
                 AssignmentMode::Preempt => {
-                    let t =
-                        get_targets(ctx, usage, wl, cq, &a.needs_preemption(ctx), &a.usage_vec());
+                    let topology = VictimFit::of(ctx.cluster, tas, wl, cq, &a);
+                    let t = get_targets(
+                        ctx,
+                        usage,
+                        wl,
+                        cq,
+                        &a.needs_preemption(ctx),
+                        &a.usage_vec(),
+                        topology.as_ref().map(|t| t as &dyn TopologyFit),
+                    );
                     (!t.targets.is_empty()).then_some((a, t))
                 }
                 AssignmentMode::NoFit => None,
@@ -451,7 +468,7 @@ fn process(
     ctx: &Ctx<'_>,
     snapshot: &mut Usage,
     preempted: &mut Preempted,
-    tas: &mut crate::topology::TasUsage,
+    tas: &mut TasUsage,
     e: &Entry,
 ) -> (Outcome, Recomputed, Took) {
     let tree = &ctx.cluster.tree;
@@ -467,8 +484,19 @@ fn process(
     let root = tree.root(node);
     if targets.iter().any(|t| preempted.contains(t.workload)) {
         let others = without(ctx.cluster, snapshot, preempted.in_tree(root));
-        let (a, t) = get_assignments(ctx, &others, e.workload, e.cq);
+        let (a, t) = get_assignments(ctx, &others, tas, e.workload, e.cq);
         deferred = a.mode() == AssignmentMode::Fit;
+        assignment = a;
+        targets = t.targets;
+        held = t.held;
+        recomputed = Some((assignment.clone(), targets.clone()));
+    }
+    // A nomination whose placement no longer fits the leaves this cycle's earlier entries left
+    // (a fit: on them as they are; a preemptor: once every victim of the cycle is gone) is
+    // computed again on them (Kueue's `FitsCheckNoTAS` with
+    // `TASRecomputeAssignmentWithinSchedulingCycle`, on by default).
+    if !deferred && topology_stale(ctx, tas, preempted, e, &assignment, &targets) {
+        let (a, t) = get_assignments(ctx, snapshot, tas, e.workload, e.cq);
         assignment = a;
         targets = t.targets;
         held = t.held;
@@ -517,7 +545,7 @@ fn process(
         );
     }
     if mode == AssignmentMode::Preempt && targets.is_empty() && !deferred {
-        reserve_for_unreclaimable(ctx, snapshot, e.cq, &assignment);
+        reserve_for_unreclaimable(ctx, snapshot, tas, e.workload, e.cq, &assignment);
         // Held by a preemption budget: parked like a preemptor without candidates, with the
         // budget's reason, and retried when the per-minute budget has refilled enough.
         let (label, message, wake) = match held {
@@ -603,6 +631,38 @@ fn process(
             Ok(_) => {}
         }
     }
+    // A preemptor's TAS podSets are placed on the capacity left once every victim of this
+    // cycle (its own included) is gone, and reserve it so that entries processed after it
+    // cannot take those leaves (Kueue's `fits` with the preempted workloads' usage removed,
+    // then `AddUsage` of the preemptor's topology assignment).
+    if mode == AssignmentMode::Preempt
+        && let Some(check) = VictimFit::of(ctx.cluster, tas, e.workload, e.cq, &assignment)
+    {
+        let gone = preempted
+            .all
+            .iter()
+            .copied()
+            .chain(targets.iter().map(|t| t.workload));
+        match check.place_without(gone) {
+            Err(_) => {
+                return (
+                    Outcome::Requeue {
+                        reason: RequeueReason::FailedAfterNomination,
+                        label: "WaitingForQuota",
+                        message: "Workload no longer fits after processing another workload".into(),
+                        wake: None,
+                    },
+                    recomputed,
+                    None,
+                );
+            }
+            Ok(placements) => {
+                for p in placements.iter().flatten() {
+                    ctx.cluster.tas.add_to_snapshot(tas, p);
+                }
+            }
+        }
+    }
     preempted.extend(root, targets.iter().map(|t| t.workload));
     for &(fr, v) in &usage {
         tree.add_usage(snapshot, node, fr, v);
@@ -613,13 +673,55 @@ fn process(
     (Outcome::Admitted, recomputed, Some(usage))
 }
 
+/// Whether `a`'s TAS podSets no longer have a placement on `tas` (see [`process`]).
+fn topology_stale(
+    ctx: &Ctx<'_>,
+    tas: &TasUsage,
+    preempted: &Preempted,
+    e: &Entry,
+    a: &Assignment,
+    targets: &[Target],
+) -> bool {
+    let Some(check) = VictimFit::of(ctx.cluster, tas, e.workload, e.cq, a) else {
+        return false;
+    };
+    match a.mode() {
+        AssignmentMode::Fit => check.place_without([]).is_err(),
+        AssignmentMode::Preempt if !targets.is_empty() => check
+            .place_without(
+                preempted
+                    .all
+                    .iter()
+                    .copied()
+                    .chain(targets.iter().map(|t| t.workload)),
+            )
+            .is_err(),
+        _ => false,
+    }
+}
+
 /// Kueue's `reserveCapacityForUnreclaimablePreempt`: a preemptor that found no victims keeps
 /// lower entries of its cohort from taking the capacity it waits for, unless its queue can
-/// always reclaim (`reclaimWithinCohort: Any`).
-fn reserve_for_unreclaimable(ctx: &Ctx<'_>, snapshot: &mut Usage, cq: CqId, a: &Assignment) {
+/// always reclaim (`reclaimWithinCohort: Any`): quota, and the leaves of its placement on empty
+/// capacity (Kueue's `updateAssignmentForTAS` without targets).
+fn reserve_for_unreclaimable(
+    ctx: &Ctx<'_>,
+    snapshot: &mut Usage,
+    tas: &mut TasUsage,
+    wl: WorkloadId,
+    cq: CqId,
+    a: &Assignment,
+) {
     let info = ctx.cluster.cq(cq);
     if info.preemption.reclaim_within_cohort == ReclaimWithinCohort::Any {
         return;
+    }
+    if !ctx.cluster.tas.is_empty()
+        && let Ok(placements) = super::tas::place(ctx.cluster, tas, wl, cq, a, true)
+    {
+        for p in placements.iter().flatten() {
+            ctx.cluster.tas.add_to_snapshot(tas, p);
+        }
     }
     let tree = &ctx.cluster.tree;
     for (&fr, &v) in &a.usage {

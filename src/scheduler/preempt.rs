@@ -9,7 +9,7 @@ use crate::api::{BorrowWithinCohortPolicy, ReclaimWithinCohort, WithinClusterQue
 use crate::cluster::{Cluster, CqId, Millis, WorkloadId, WorkloadInfo};
 use crate::policy::{
     Candidate, CandidateKind, FitMode, PolicyError, PolicyRef, PolicySet, PreemptionRequest,
-    builtin, verify,
+    TopologyFit, builtin, verify,
 };
 use crate::quota::{FrIdx, NodeId, Usage, UsageOverlay};
 
@@ -338,7 +338,8 @@ fn in_candidate_order(out: Vec<Candidate>, cq: CqId) -> Vec<Candidate> {
     order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
-/// Asks the preemption policy for victims that make `requests` fit, verifying the answer.
+/// Asks the preemption policy for victims that make `requests` fit (and, with `topology`, the
+/// preemptor's TAS podSets placeable), verifying the answer.
 pub(super) fn get_targets(
     ctx: &Ctx<'_>,
     usage: &Usage,
@@ -346,7 +347,12 @@ pub(super) fn get_targets(
     cq: CqId,
     needs: &[FrIdx],
     requests: &[(FrIdx, i64)],
+    topology: Option<&dyn TopologyFit>,
 ) -> Targets {
+    // A topology question is not the quota-only one the memo holds.
+    if topology.is_some() {
+        return find_targets(ctx, usage, preemptor, cq, needs, requests, topology);
+    }
     if let Some((_, _, t)) = ctx
         .targets_memo
         .borrow()
@@ -355,7 +361,7 @@ pub(super) fn get_targets(
     {
         return t.clone();
     }
-    let targets = find_targets(ctx, usage, preemptor, cq, needs, requests);
+    let targets = find_targets(ctx, usage, preemptor, cq, needs, requests, None);
     ctx.targets_memo
         .borrow_mut()
         .push((needs.to_vec(), requests.to_vec(), targets.clone()));
@@ -369,6 +375,7 @@ fn find_targets(
     cq: CqId,
     needs: &[FrIdx],
     requests: &[(FrIdx, i64)],
+    topology: Option<&dyn TopologyFit>,
 ) -> Targets {
     let policy = &ctx.policies.preemption;
     let candidates = collect_candidates(ctx, usage, preemptor, cq, needs, requests);
@@ -392,6 +399,7 @@ fn find_targets(
         tree: &ctx.cluster.tree,
         usage,
         now: ctx.now,
+        topology,
     };
     let span = tracing::debug_span!("policy", extension = "preemption", plugin = %policy.id().name);
     let answer = span
@@ -469,7 +477,7 @@ pub(super) fn simulate(
 ) -> (FitMode, u32) {
     let tree = &ctx.cluster.tree;
     let node = ctx.cluster.cq(cq).node;
-    let found = get_targets(ctx, usage, preemptor, cq, &[fr], &[(fr, val)]);
+    let found = get_targets(ctx, usage, preemptor, cq, &[fr], &[(fr, val)], None);
     if found.targets.is_empty() {
         return (
             FitMode::NoPreemptionCandidates,

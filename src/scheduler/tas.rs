@@ -1,11 +1,13 @@
 //! Topology-aware scheduling in the cycle (Kueue's `tas_flavorassigner.go`): which flavors a
-//! podSet may take (`checkPodSetAndFlavorMatchForTAS`), and the placement of an assignment's
-//! TAS podSets on the free capacity of their flavor's domain tree, verified by the host.
+//! podSet may take (`checkPodSetAndFlavorMatchForTAS`), the placement of an assignment's
+//! TAS podSets on the free capacity of their flavor's domain tree, verified by the host, and
+//! the topology half of a preemptor's fit ([`VictimFit`]: preemption for topology).
 
 use crate::cluster::matching::{NodeMismatch, node_mismatch};
 use crate::cluster::{Cluster, CqId, FlavorInfo, PodSetInfo, WorkloadId};
+use crate::policy::{FitMode, TopologyFit};
 use crate::quota::{FlavorId, ResourceId};
-use crate::topology::tree::PODS;
+use crate::topology::tree::{DomainTree, PODS};
 use crate::topology::{
     Constraint, Exclusions, KueueBestFit, PlacementPolicy, PlacementRequest, PodSetPlacement,
     TasUsage, verify,
@@ -16,16 +18,12 @@ use super::assign::{Assignment, AssignmentMode};
 /// The pending reason of a podSet no placement fits, not even on empty nodes (Kueue's
 /// `TopologyPlacementFailed`).
 pub const PLACEMENT_FAILED: &str = "TopologyPlacementFailed";
-/// The pending reason when quota fits and the podSet would fit on empty nodes, but not on what
-/// is free now (Kueue's case `QuotaFeasibleAndInsufficientTopology`: Kueue looks for victims,
-/// wasq does not yet, so the workload waits as Kueue's does without candidates).
-pub const WAITING_FOR_TOPOLOGY: &str = "WaitingForQuota";
 
 /// Why an assignment's TAS podSets cannot be placed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopologyFailure {
     pub message: String,
-    /// [`PLACEMENT_FAILED`] or [`WAITING_FOR_TOPOLOGY`].
+    /// [`PLACEMENT_FAILED`].
     pub label: &'static str,
 }
 
@@ -105,48 +103,97 @@ pub(super) fn place(
     empty: bool,
 ) -> Result<Vec<Option<PodSetPlacement>>, String> {
     let info = cluster.workload(wl);
-    let mut out = Vec::with_capacity(assignment.pod_sets.len());
-    let mut local: Option<TasUsage> = None;
-    for (psa, ps) in assignment.pod_sets.iter().zip(&info.pod_sets) {
-        let (tas, implied) = requested(cluster, cq, ps);
-        let flavors: Vec<FlavorId> = psa
-            .flavors
+    let mut out: Vec<Option<PodSetPlacement>> = vec![None; assignment.pod_sets.len()];
+    // Kueue's `FindTopologyAssignmentsForFlavor`: TAS podSets by podSet group (on one flavor),
+    // groups in the order of their first podSet; a podSet outside any group is its own.
+    let tas_flavors = |psa: &super::assign::PodSetAssignment| -> Vec<FlavorId> {
+        psa.flavors
             .iter()
             .map(|f| f.flavor)
             .filter(|&f| cluster.tas.get(f).is_some())
-            .collect();
+            .collect()
+    };
+    // Kueue's `resolvePodSetFlavors`: a podSet of a group that requests no resources (e.g. a
+    // LeaderWorkerSet leader) takes its group's TAS flavor.
+    let group_flavor = |group: &str| {
+        assignment
+            .pod_sets
+            .iter()
+            .zip(&info.pod_sets)
+            .filter(|(_, ps)| group_of(ps) == Some(group))
+            .find_map(|(psa, _)| tas_flavors(psa).first().copied())
+    };
+    let mut groups: Vec<(Option<&str>, FlavorId, Vec<usize>)> = Vec::new();
+    for (i, (psa, ps)) in assignment.pod_sets.iter().zip(&info.pod_sets).enumerate() {
+        let (tas, _) = requested(cluster, cq, ps);
+        let group = group_of(ps);
+        let mut flavors = tas_flavors(psa);
+        if flavors.is_empty()
+            && psa.flavors.is_empty()
+            && let Some(f) = group.and_then(group_flavor)
+        {
+            flavors.push(f);
+        }
         let Some(&flavor) = flavors.first().filter(|_| tas && psa.count > 0) else {
-            out.push(None);
             continue;
         };
-        let fail =
-            |reason: String| format!("couldn't assign flavors to pod set {}: {reason}", ps.name);
         if flavors.iter().any(|&f| f != flavor) {
-            return Err(fail("multiple TAS flavors assigned".into()));
+            return Err(failed(ps, "multiple TAS flavors assigned".into()));
         }
+        match groups
+            .iter_mut()
+            .find(|(g, f, _)| group.is_some() && *g == group && *f == flavor)
+        {
+            Some((_, _, members)) => members.push(i),
+            None => groups.push((group, flavor, vec![i])),
+        }
+    }
+    let mut local: Option<TasUsage> = None;
+    for (_, flavor, members) in groups {
         let now = local.as_ref().unwrap_or(usage);
-        let placement =
-            place_pod_set(cluster, now, ps, psa.count, flavor, implied, empty).map_err(fail)?;
-        cluster
-            .tas
-            .add_to_snapshot(local.get_or_insert_with(|| usage.clone()), &placement);
-        out.push(Some(placement));
+        // Kueue's `findLeaderAndWorkers`: of a group's first two podSets, the one with more
+        // pods is the workers', the other the leader (one pod).
+        let (workers, leader) = match members[..] {
+            [w] => (w, None),
+            [a, b, ..] if assignment.pod_sets[b].count > assignment.pod_sets[a].count => {
+                (b, Some(a))
+            }
+            [a, b, ..] => (a, Some(b)),
+            [] => continue,
+        };
+        let (ps, psa) = (&info.pod_sets[workers], &assignment.pod_sets[workers]);
+        let implied = requested(cluster, cq, ps).1;
+        let leader_ps = leader.map(|l| &info.pod_sets[l]);
+        let (placement, leader_placement) = place_pod_set(
+            cluster, now, ps, psa.count, leader_ps, flavor, implied, empty,
+        )
+        .map_err(|reason| failed(ps, reason))?;
+        let local = local.get_or_insert_with(|| usage.clone());
+        cluster.tas.add_to_snapshot(local, &placement);
+        out[workers] = Some(placement);
+        if let (Some(l), Some(p)) = (leader, leader_placement) {
+            cluster.tas.add_to_snapshot(local, &p);
+            out[l] = Some(p);
+        }
     }
     Ok(out)
 }
 
-fn place_pod_set(
-    cluster: &Cluster,
-    usage: &TasUsage,
-    ps: &PodSetInfo,
-    count: i32,
-    flavor: FlavorId,
-    implied: bool,
-    empty: bool,
-) -> Result<PodSetPlacement, String> {
-    let f = cluster.tas.get(flavor).expect("a TAS flavor");
-    let tree = &f.tree;
-    let constraint = Constraint::resolve(tree, ps.topology.as_ref(), implied, count)?;
+/// The podSet group a podSet belongs to (`kueue.x-k8s.io/podset-group-name`).
+fn group_of(ps: &PodSetInfo) -> Option<&str> {
+    ps.topology
+        .as_ref()
+        .and_then(|t| t.pod_set_group_name.as_deref())
+}
+
+/// A podSet's placement failure, in Kueue's words.
+fn failed(ps: &PodSetInfo, reason: String) -> String {
+    format!("couldn't assign flavors to pod set {}: {reason}", ps.name)
+}
+
+/// One pod's request per column of `tree` (`pods` included), and a requested resource no node
+/// declares.
+fn one_pod(cluster: &Cluster, tree: &DomainTree, ps: &PodSetInfo) -> (Vec<i64>, Option<String>) {
     let mut per_pod = vec![0; tree.resources.len()];
     let mut missing = None;
     for &(r, v) in &ps.requests {
@@ -160,6 +207,31 @@ fn place_pod_set(
     if let Some(c) = tree.resource_index(PODS) {
         per_pod[c] += 1000;
     }
+    (per_pod, missing)
+}
+
+/// Places `count` pods of `ps` — with a podSet group's `leader` (one pod), in one request —
+/// and returns the workers' placement and the leader's.
+#[allow(clippy::too_many_arguments)]
+fn place_pod_set(
+    cluster: &Cluster,
+    usage: &TasUsage,
+    ps: &PodSetInfo,
+    count: i32,
+    leader: Option<&PodSetInfo>,
+    flavor: FlavorId,
+    implied: bool,
+    empty: bool,
+) -> Result<(PodSetPlacement, Option<PodSetPlacement>), String> {
+    let f = cluster.tas.get(flavor).expect("a TAS flavor");
+    let tree = &f.tree;
+    let constraint = Constraint::resolve(tree, ps.topology.as_ref(), implied, count)?;
+    let (per_pod, mut missing) = one_pod(cluster, tree, ps);
+    let leader_per_pod = leader.map(|l| {
+        let (p, m) = one_pod(cluster, tree, l);
+        missing = missing.take().or(m);
+        p
+    });
     let free = if empty {
         tree.capacity.clone()
     } else {
@@ -189,44 +261,170 @@ fn place_pod_set(
         excluded,
         count,
         constraint,
+        leader: leader_per_pod,
     };
     let answer = KueueBestFit.place(&request)?;
     verify(&request, &answer).map_err(|e| format!("placement refused: {e}"))?;
-    Ok(PodSetPlacement {
-        flavor,
-        leaves: answer
-            .leaves
-            .into_iter()
-            .map(|(l, n)| (l as u32, n))
-            .collect(),
-        per_pod: request.per_pod,
-    })
+    let leader = answer
+        .leader
+        .zip(request.leader)
+        .map(|(l, per_pod)| PodSetPlacement {
+            flavor,
+            leaves: vec![(l as u32, 1)],
+            per_pod,
+        });
+    Ok((
+        PodSetPlacement {
+            flavor,
+            leaves: answer
+                .leaves
+                .into_iter()
+                .map(|(l, n)| (l as u32, n))
+                .collect(),
+            per_pod: request.per_pod,
+        },
+        leader,
+    ))
 }
 
-/// Kueue's TAS step after flavor assignment: a quota fit also needs a placement on the free
-/// capacity as it is, a fit by preemption one on empty capacity; without it the assignment
-/// does not fit (`topology_failed`). wasq does not preempt for topology yet.
-pub(super) fn screen(cluster: &Cluster, wl: WorkloadId, cq: CqId, mut a: Assignment) -> Assignment {
+/// Kueue's TAS step after flavor assignment (`flavorassigner.go`, after quota): a quota fit
+/// also needs a placement on the free capacity as it is. Without one, the podSet needs
+/// preemption (Kueue's `QuotaFeasibleAndInsufficientTopology`: its flavors turn `Preempt`, the
+/// placement's failure is its reason). A preemptor — by quota or by topology — needs a
+/// placement on empty capacity, else nothing can help (`topology_failed`,
+/// [`PLACEMENT_FAILED`]); with one, every TAS podSet's flavors turn `Preempt`, since victims
+/// may be needed where unused quota suffices but leaves are fragmented (Kueue's
+/// `updateModeForTASRequests`). `usage` is the leaf usage of the cycle's snapshot.
+pub(super) fn screen(
+    cluster: &Cluster,
+    usage: &TasUsage,
+    wl: WorkloadId,
+    cq: CqId,
+    mut a: Assignment,
+) -> Assignment {
     if cluster.tas.is_empty() {
         return a;
     }
-    let empty = match a.mode() {
-        AssignmentMode::Fit => false,
-        AssignmentMode::Preempt => true,
+    let now_failure = match a.mode() {
+        AssignmentMode::Fit => match place(cluster, usage, wl, cq, &a, false) {
+            Ok(_) => return a,
+            Err(message) => Some(message),
+        },
+        AssignmentMode::Preempt => None,
         AssignmentMode::NoFit => return a,
     };
-    if let Err(message) = place(cluster, cluster.tas.current(), wl, cq, &a, empty) {
-        let fits_empty = !empty && place(cluster, cluster.tas.current(), wl, cq, &a, true).is_ok();
-        a.topology_failed = Some(TopologyFailure {
-            message,
-            label: if fits_empty {
-                WAITING_FOR_TOPOLOGY
-            } else {
-                PLACEMENT_FAILED
-            },
-        });
+    match place(cluster, usage, wl, cq, &a, true) {
+        Err(empty_failure) => {
+            a.topology_failed = Some(TopologyFailure {
+                message: now_failure.unwrap_or(empty_failure),
+                label: PLACEMENT_FAILED,
+            });
+        }
+        Ok(placements) => {
+            for (psa, p) in a.pod_sets.iter_mut().zip(&placements) {
+                if p.is_none() {
+                    continue;
+                }
+                for f in &mut psa.flavors {
+                    if f.mode == FitMode::Fit {
+                        f.mode = FitMode::Preempt;
+                    }
+                }
+            }
+            a.topology_pending = now_failure;
+        }
     }
     a
+}
+
+/// Whether `a` places some podSet on a TAS flavor.
+fn has_tas_pod_sets(cluster: &Cluster, wl: WorkloadId, cq: CqId, a: &Assignment) -> bool {
+    !cluster.tas.is_empty()
+        && a.pod_sets
+            .iter()
+            .zip(&cluster.workload(wl).pod_sets)
+            .any(|(psa, ps)| {
+                psa.count > 0
+                    && requested(cluster, cq, ps).0
+                    && psa
+                        .flavors
+                        .iter()
+                        .any(|f| cluster.tas.get(f.flavor).is_some())
+            })
+}
+
+/// The topology half of a preemptor's fit (Kueue's `workloadFits` → `FindTopologyAssignments
+/// ForWorkload` on the snapshot without the victims): its TAS podSets placed on `usage` with
+/// the victims' placements taken out. Handed to the preemption policy with the request, so
+/// whatever policy chooses, the host verifies that the victims free the leaves the placement
+/// needs.
+pub(super) struct VictimFit<'a> {
+    cluster: &'a Cluster,
+    usage: &'a TasUsage,
+    wl: WorkloadId,
+    cq: CqId,
+    assignment: &'a Assignment,
+}
+
+impl<'a> VictimFit<'a> {
+    /// The check for `a`, or `None` when it has no TAS podSet.
+    pub(super) fn of(
+        cluster: &'a Cluster,
+        usage: &'a TasUsage,
+        wl: WorkloadId,
+        cq: CqId,
+        assignment: &'a Assignment,
+    ) -> Option<VictimFit<'a>> {
+        has_tas_pod_sets(cluster, wl, cq, assignment).then_some(VictimFit {
+            cluster,
+            usage,
+            wl,
+            cq,
+            assignment,
+        })
+    }
+
+    /// The placements once `victims` are gone, or why there is none.
+    pub(super) fn place_without(
+        &self,
+        victims: impl IntoIterator<Item = WorkloadId>,
+    ) -> Result<Vec<Option<PodSetPlacement>>, String> {
+        let mut usage = self.usage.clone();
+        for id in victims {
+            for p in self
+                .cluster
+                .admission(id)
+                .into_iter()
+                .flat_map(|a| &a.pod_sets)
+                .filter_map(|ps| ps.topology.as_ref())
+            {
+                self.cluster.tas.remove_from_snapshot(&mut usage, p);
+            }
+        }
+        place(
+            self.cluster,
+            &usage,
+            self.wl,
+            self.cq,
+            self.assignment,
+            false,
+        )
+    }
+}
+
+impl std::fmt::Debug for VictimFit<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VictimFit")
+            .field("workload", &self.wl)
+            .field("cluster_queue", &self.cq)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TopologyFit for VictimFit<'_> {
+    fn fits_without(&self, victims: &[WorkloadId]) -> bool {
+        self.place_without(victims.iter().copied()).is_ok()
+    }
 }
 
 /// The ClusterQueues whose parked workloads may fit now that `admission`'s placements are

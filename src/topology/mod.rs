@@ -185,6 +185,13 @@ impl Topologies {
         }
     }
 
+    /// Takes a placement's usage out of a snapshot (a victim's, in a preemption simulation).
+    pub fn remove_from_snapshot(&self, usage: &mut TasUsage, p: &PodSetPlacement) {
+        if let Some(&i) = self.by_flavor.get(&p.flavor) {
+            add_to(&mut usage.0[i], p, -1);
+        }
+    }
+
     /// Per flavor, per domain of every level: used and allocatable milli-units per resource
     /// (the report's utilisation).
     pub fn utilisation(&self) -> Vec<DomainUtilisation> {

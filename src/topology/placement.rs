@@ -7,8 +7,9 @@
 //! slice domain. [`KueueBestFit`] is Kueue's default algorithm (`findTopologyAssignment` in
 //! `pkg/cache/scheduler/tas_flavor_snapshot.go`: BestFit by domain, then the lowest level's
 //! tightest fit; unconstrained requests take the least free capacity first, Kueue's
-//! `TASProfileMixed`, on by default). Not translated: leaders (podSet groups), multi-layer
-//! slices, balanced placement and preferred node affinity (Kueue alpha, off by default).
+//! `TASProfileMixed`, on by default), with a podSet group's leader placed with its workers
+//! (`PlacementRequest::leader`) and multi-layer slices (`Constraint::inner`). Not translated:
+//! balanced placement and preferred node affinity (Kueue alpha, off by default).
 
 use std::collections::BTreeMap;
 
@@ -27,6 +28,33 @@ pub struct Constraint {
     /// Slices of `slice_size` pods each stay within one domain of `slice_level`.
     pub slice_level: usize,
     pub slice_size: i32,
+    /// Multi-layer slices (Kueue's further `podsetSliceRequiredTopologyConstraints` layers,
+    /// `sliceSizeAtLevel`): per level below `slice_level`, the size every domain's pods are a
+    /// multiple of (0: none).
+    pub inner: [i32; MAX_LEVELS],
+    /// The levels the inner layers name (bit per level), for Kueue's multi-layer message.
+    pub inner_layers: u32,
+}
+
+/// Kueue's limit on a Topology's levels.
+pub const MAX_LEVELS: usize = 16;
+
+impl Constraint {
+    /// Whether the request has more than one slice layer.
+    pub fn multi_layer(&self) -> bool {
+        self.inner_layers != 0
+    }
+
+    /// The slice layers, outermost first: (level, size).
+    pub fn layers(&self) -> Vec<(usize, i32)> {
+        let mut out = vec![(self.slice_level, self.slice_size)];
+        out.extend(
+            (0..MAX_LEVELS)
+                .filter(|&l| self.inner_layers & (1 << l) != 0)
+                .map(|l| (l, self.inner[l])),
+        );
+        out
+    }
 }
 
 impl Constraint {
@@ -42,9 +70,6 @@ impl Constraint {
         let layers = tr
             .map(PodSetTopologyRequest::slice_layers)
             .unwrap_or_default();
-        if layers.len() > 1 {
-            return Err("multi-layer slice topology is not supported by wasq".into());
-        }
         let slice_only =
             tr.is_some_and(|t| t.required.is_none() && t.preferred.is_none()) && !layers.is_empty();
         let key = match tr {
@@ -76,6 +101,38 @@ impl Constraint {
                 "podset slice topology {slice_key} is above the podset topology {key}"
             ));
         }
+        // Kueue's `buildSliceSizeAtLevel`: each further layer is below the previous one and
+        // divides its size; the levels between them take its size.
+        let (mut inner, mut inner_layers) = ([0i32; MAX_LEVELS], 0u32);
+        let (mut prev_size, mut prev_level) = (slice_size, slice_level);
+        for l in layers.iter().skip(1) {
+            let at = tree.level_index(&l.topology).ok_or_else(|| {
+                format!(
+                    "no requested topology level for additional slice layer: {}",
+                    l.topology
+                )
+            })?;
+            if at <= prev_level {
+                return Err(format!(
+                    "additional slice layer topology {} must be at a lower level than {}",
+                    l.topology, tree.levels[prev_level]
+                ));
+            }
+            if l.size <= 0 || prev_size % l.size != 0 {
+                return Err(format!(
+                    "additional slice layer size {} must evenly divide parent layer size {prev_size}",
+                    l.size
+                ));
+            }
+            if at >= MAX_LEVELS {
+                return Err(format!("more than {MAX_LEVELS} topology levels"));
+            }
+            for size in &mut inner[prev_level + 1..=at] {
+                *size = l.size;
+            }
+            inner_layers |= 1 << at;
+            (prev_size, prev_level) = (l.size, at);
+        }
         if count % slice_size != 0 {
             return Err(format!(
                 "slice size {slice_size} does not divide the pod count {count}"
@@ -89,6 +146,8 @@ impl Constraint {
                 || slice_only,
             slice_level,
             slice_size,
+            inner,
+            inner_layers,
         })
     }
 }
@@ -146,20 +205,29 @@ pub struct PlacementRequest<'a> {
     pub excluded: Exclusions,
     pub count: i32,
     pub constraint: Constraint,
+    /// A podSet group's leader (Kueue's `kueue.x-k8s.io/podset-group-name`, e.g. a
+    /// LeaderWorkerSet's leader): one pod's request per column, `pods` included. The leader is
+    /// placed with the `count` workers, on an eligible leaf, inside the same required domain.
+    pub leader: Option<Vec<i64>>,
 }
 
 impl PlacementRequest<'_> {
     /// How many pods fit on a leaf, and the resource that limits it.
     pub fn fits_on(&self, leaf: usize) -> (i32, Option<&str>) {
+        self.fits_in(&self.free[leaf], &self.per_pod)
+    }
+
+    /// How many pods of `per_pod` fit in `free`, and the resource that limits it.
+    fn fits_in(&self, free: &[i64], per_pod: &[i64]) -> (i32, Option<&str>) {
         if let Some(r) = &self.missing {
             return (0, Some(r));
         }
         let mut best: Option<(i64, usize)> = None;
-        for (c, &need) in self.per_pod.iter().enumerate() {
+        for (c, &need) in per_pod.iter().enumerate() {
             if need <= 0 {
                 continue;
             }
-            let n = self.free[leaf][c].max(0) / need;
+            let n = free[c].max(0) / need;
             if best.is_none_or(|(b, _)| n < b) {
                 best = Some((n, c));
             }
@@ -171,6 +239,20 @@ impl PlacementRequest<'_> {
                 Some(self.tree.resources[c].as_str()),
             ),
         }
+    }
+
+    /// With a leader: whether it fits on a leaf, and how many workers fit next to it.
+    pub fn fits_with_leader(&self, leaf: usize) -> Option<i32> {
+        let leader = self.leader.as_ref()?;
+        if self.fits_in(&self.free[leaf], leader).0 < 1 {
+            return None;
+        }
+        let rest: Vec<i64> = self.free[leaf]
+            .iter()
+            .zip(leader)
+            .map(|(f, l)| f - l)
+            .collect();
+        Some(self.fits_in(&rest, &self.per_pod).0)
     }
 }
 
@@ -217,10 +299,12 @@ impl PlacementRequest<'_> {
     }
 }
 
-/// An answer: pods per leaf (leaf index, count), leaves in domain order.
+/// An answer: pods per leaf (leaf index, count), leaves in domain order; with a leader in
+/// the request, the leaf of the leader.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Placement {
     pub leaves: Vec<(usize, i32)>,
+    pub leader: Option<usize>,
 }
 
 /// The placement decision, as the built-in makes it and a plugin will.
@@ -254,7 +338,12 @@ pub fn verify(request: &PlacementRequest<'_>, answer: &Placement) -> Result<(), 
         if n <= 0 {
             return Err(format!("leaf {leaf} given {n} pods"));
         }
-        if !request.eligible[leaf] || n > request.fits_on(leaf).0 {
+        let room = if answer.leader == Some(leaf) {
+            request.fits_with_leader(leaf).unwrap_or(-1)
+        } else {
+            request.fits_on(leaf).0
+        };
+        if !request.eligible[leaf] || n > room {
             return Err(format!("leaf {leaf} cannot hold {n} pods"));
         }
         placed += i64::from(n);
@@ -262,12 +351,27 @@ pub fn verify(request: &PlacementRequest<'_>, answer: &Placement) -> Result<(), 
     if placed != i64::from(request.count) {
         return Err(format!("{placed} of {} pods placed", request.count));
     }
+    match (answer.leader, &request.leader) {
+        (None, None) => {}
+        (Some(l), Some(_)) => {
+            if l >= tree.leaves.len()
+                || !request.eligible[l]
+                || request.fits_with_leader(l).is_none()
+            {
+                return Err(format!("leaf {l} cannot hold the leader"));
+            }
+        }
+        (None, Some(_)) => return Err("the leader is not placed".into()),
+        (Some(_), None) => return Err("a leader placed but none requested".into()),
+    }
     let c = request.constraint;
     if c.required {
         let mut at = answer
             .leaves
             .iter()
-            .map(|&(l, _)| tree.ancestor_at(tree.leaves[l], c.level));
+            .map(|&(l, _)| l)
+            .chain(answer.leader)
+            .map(|l| tree.ancestor_at(tree.leaves[l], c.level));
         if let Some(first) = at.next()
             && at.any(|d| d != first)
         {
@@ -289,15 +393,37 @@ pub fn verify(request: &PlacementRequest<'_>, answer: &Placement) -> Result<(), 
             tree.levels[c.slice_level], c.slice_size
         ));
     }
+    for (level, &size) in c.inner.iter().enumerate().filter(|&(_, &s)| s > 1) {
+        let mut per_domain: BTreeMap<DomainId, i32> = BTreeMap::new();
+        for &(l, n) in &answer.leaves {
+            *per_domain
+                .entry(tree.ancestor_at(tree.leaves[l], level))
+                .or_default() += n;
+        }
+        if per_domain.values().any(|n| n % size != 0) {
+            return Err(format!(
+                "a {} domain holds a partial slice of {size}",
+                tree.levels[level]
+            ));
+        }
+    }
     Ok(())
 }
 
-/// Kueue's per-domain state during one search: pods and slices that fit (then: assigned).
+/// Kueue's per-domain state during one search: pods and slices that fit (then: assigned),
+/// and with a leader (podSet group): whether it fits (`leaders`, then: placed there) and the
+/// pods and slices that fit next to it (`*_with_leader`). Without a leader, the `*_with_leader`
+/// counts equal the plain ones and every step is Kueue's leaderless one.
 struct Search<'r, 'a> {
     req: &'r PlacementRequest<'a>,
     tree: &'a DomainTree,
     pods: Vec<i32>,
     slices: Vec<i32>,
+    leaders: Vec<i32>,
+    pods_with_leader: Vec<i32>,
+    slices_with_leader: Vec<i32>,
+    /// 1 with a leader, else 0 (Kueue's `state.leaderCount`).
+    leader_count: i32,
     excluded: Exclusions,
 }
 
@@ -309,6 +435,10 @@ impl<'r, 'a> Search<'r, 'a> {
             tree: req.tree,
             pods: vec![0; n],
             slices: vec![0; n],
+            leaders: vec![0; n],
+            pods_with_leader: vec![0; n],
+            slices_with_leader: vec![0; n],
+            leader_count: i32::from(req.leader.is_some()),
             excluded: req.excluded.clone(),
         }
     }
@@ -317,7 +447,7 @@ impl<'r, 'a> Search<'r, 'a> {
         self.req.constraint.unconstrained
     }
 
-    /// Phase 1 (Kueue's `fillInCounts`).
+    /// Phase 1 (Kueue's `fillInCounts` / `fillLeafCounts`).
     fn fill_in_counts(&mut self) {
         self.excluded.total_nodes = self.tree.leaves.len();
         for (i, &d) in self.tree.leaves.iter().enumerate() {
@@ -331,29 +461,67 @@ impl<'r, 'a> Search<'r, 'a> {
             {
                 *self.excluded.resources.entry(r.to_string()).or_default() += 1;
             }
+            self.pods_with_leader[d.index()] = n;
+            if let Some(workers) = self.req.fits_with_leader(i) {
+                self.leaders[d.index()] = 1;
+                self.pods_with_leader[d.index()] = workers;
+            }
         }
         for &root in &self.tree.per_level[0] {
             self.fill_helper(root);
         }
     }
 
+    /// Kueue's `fillInCountsHelper`: a parent holds its children's pods and slices; with a
+    /// leader, as many as fit once the leader takes the cheapest place among children that
+    /// can hold it.
     fn fill_helper(&mut self, d: DomainId) {
         let c = self.req.constraint;
         let dom = self.tree.domain(d);
-        let (mut pods, mut slices) = (0i32, 0i32);
+        let i = d.index();
+        if dom.children.is_empty() {
+            if dom.level == c.slice_level {
+                self.slices[i] = self.pods[i] / c.slice_size;
+                self.slices_with_leader[i] = self.pods_with_leader[i] / c.slice_size;
+            }
+            return;
+        }
+        let leader_required = self.leader_count > 0;
+        let (mut pods, mut slices, mut leaders) = (0i32, 0i32, 0i32);
+        let (mut contributor, mut min_pod_diff, mut min_slice_diff) = (false, i32::MAX, i32::MAX);
+        // Children at a level with an inner layer give whole inner slices only.
+        let inner = c.inner.get(dom.level + 1).copied().unwrap_or(0).max(1);
         for &child in &dom.children {
             self.fill_helper(child);
-            pods = pods.saturating_add(self.pods[child.index()]);
-            slices = slices.saturating_add(self.slices[child.index()]);
+            let k = child.index();
+            let (child_pods, child_pods_with_leader) = (
+                self.pods[k] / inner * inner,
+                self.pods_with_leader[k] / inner * inner,
+            );
+            pods = pods.saturating_add(child_pods);
+            slices = slices.saturating_add(self.slices[k]);
+            if !leader_required || self.leaders[k] > 0 {
+                contributor = true;
+                min_pod_diff = min_pod_diff.min(child_pods - child_pods_with_leader);
+                min_slice_diff = min_slice_diff.min(self.slices[k] - self.slices_with_leader[k]);
+            }
+            leaders = leaders.max(self.leaders[k]);
         }
-        if !dom.children.is_empty() {
-            self.pods[d.index()] = pods;
-        }
-        self.slices[d.index()] = if dom.level == c.slice_level {
-            self.pods[d.index()] / c.slice_size
+        self.pods[i] = pods;
+        let mut slices_with_leader = 0;
+        if contributor {
+            self.pods_with_leader[i] = pods - min_pod_diff;
+            slices_with_leader = slices - min_slice_diff;
         } else {
-            slices
-        };
+            self.pods_with_leader[i] = 0;
+        }
+        self.leaders[i] = leaders;
+        if dom.level == c.slice_level {
+            slices = self.pods[i] / c.slice_size;
+            slices_with_leader = self.pods_with_leader[i] / c.slice_size;
+        }
+        self.slices[i] = slices;
+        self.slices_with_leader[i] = slices_with_leader;
     }
 
     /// Kueue's `sortedDomains`: slices (descending for BestFit, ascending for least free
@@ -370,19 +538,49 @@ impl<'r, 'a> Search<'r, 'a> {
         ds
     }
 
+    /// Kueue's `sortedDomainsWithLeader`: domains that hold the leader first, then as
+    /// [`Search::sorted`] by the counts next to a leader (the same counts without one).
+    fn sorted_with_leader(&self, mut ds: Vec<DomainId>) -> Vec<DomainId> {
+        let least = self.least_free();
+        ds.sort_by(|&a, &b| {
+            let (a, b) = (a.index(), b.index());
+            let (sa, sb) = (self.slices_with_leader[a], self.slices_with_leader[b]);
+            let by_slices = if least { sa.cmp(&sb) } else { sb.cmp(&sa) };
+            self.leaders[b]
+                .cmp(&self.leaders[a])
+                .then(by_slices)
+                .then(self.pods_with_leader[a].cmp(&self.pods_with_leader[b]))
+                .then_with(|| {
+                    let (da, db) = (DomainId(a as u32), DomainId(b as u32));
+                    self.tree
+                        .domain(da)
+                        .values
+                        .cmp(&self.tree.domain(db).values)
+                })
+        });
+        ds
+    }
+
+    /// A domain's slices (`slices`) or pods, next to `leaders` leaders when there are any.
+    fn count(&self, d: DomainId, slices: bool, leaders: i32) -> i32 {
+        let i = d.index();
+        match (slices, leaders > 0) {
+            (true, false) => self.slices[i],
+            (true, true) => self.slices_with_leader[i],
+            (false, false) => self.pods[i],
+            (false, true) => self.pods_with_leader[i],
+        }
+    }
+
     /// Kueue's `findBestFitDomainBy`: the first domain with the smallest count that still
-    /// holds `needed`; the first domain when none does.
-    fn best_fit(&self, ds: &[DomainId], needed: i32, slices: bool) -> DomainId {
-        let count = |d: DomainId| {
-            if slices {
-                self.slices[d.index()]
-            } else {
-                self.pods[d.index()]
-            }
-        };
+    /// holds `needed` (and the `leaders` left); the first domain when none does.
+    fn best_fit(&self, ds: &[DomainId], needed: i32, slices: bool, leaders: i32) -> DomainId {
         let mut best = None;
         for &d in ds {
-            let c = count(d);
+            if self.leaders[d.index()] < leaders {
+                continue;
+            }
+            let c = self.count(d, slices, leaders);
             if c >= needed && best.is_none_or(|(_, b)| c < b) {
                 best = Some((d, c));
             }
@@ -409,9 +607,57 @@ impl<'r, 'a> Search<'r, 'a> {
         m
     }
 
+    /// Kueue's `multiLayerNotFitMessage`: per slice layer, how many slices fit in the domain of
+    /// `level` with the most slices.
+    fn multi_layer_not_fit(&self, level: usize) -> String {
+        let c = self.req.constraint;
+        let mut m = format!("topology {:?} doesn't allow to fit", self.tree.topology);
+        let best = self.tree.per_level[level].iter().copied().min_by(|&a, &b| {
+            self.slices[b.index()]
+                .cmp(&self.slices[a.index()])
+                .then_with(|| self.tree.domain(a).values.cmp(&self.tree.domain(b).values))
+        });
+        let Some(best) = best else {
+            return m;
+        };
+        for (target, size) in c.layers() {
+            let fit = self.slices_in_subtree(best, target, size);
+            let needed = self.req.count / size;
+            m.push_str(&format!(
+                "; {fit}/{needed} slice(s) fit on level {}",
+                self.tree.levels[target]
+            ));
+        }
+        if let Some(e) = self.excluded.describe() {
+            m.push_str(". ");
+            m.push_str(&e);
+        }
+        m
+    }
+
+    /// Kueue's `countSlicesInSubtree`: whole slices of `size` in `d`'s domains at `target`.
+    fn slices_in_subtree(&self, d: DomainId, target: usize, size: i32) -> i32 {
+        let dom = self.tree.domain(d);
+        if dom.level == target {
+            return self.pods[d.index()] / size;
+        }
+        dom.children
+            .iter()
+            .map(|&k| self.slices_in_subtree(k, target, size))
+            .sum()
+    }
+
     /// Phase 2a (Kueue's `findLevelWithFitDomains`).
     fn find_level_with_fit(&self, level: usize) -> Result<(usize, Vec<DomainId>), String> {
         let c = self.req.constraint;
+        let lc = self.leader_count;
+        let not_fit = |fit: i32, total: i32| {
+            if c.multi_layer() {
+                self.multi_layer_not_fit(level)
+            } else {
+                self.not_fit(fit, total)
+            }
+        };
         let domains = &self.tree.per_level[level];
         if domains.is_empty() {
             return Err(format!(
@@ -419,74 +665,187 @@ impl<'r, 'a> Search<'r, 'a> {
                 self.tree.levels[level]
             ));
         }
-        let sorted = self.sorted(domains.clone());
+        let mut sorted = self.sorted_with_leader(domains.clone());
         let need = self.req.count / c.slice_size;
         let mut top = sorted[0];
-        if !self.least_free() && self.slices[top.index()] >= need {
-            top = self.best_fit(&sorted, need, true);
+        let holds = |s: &Self, d: DomainId| {
+            s.slices_with_leader[d.index()] >= need && s.leaders[d.index()] >= lc
+        };
+        if !self.least_free() && holds(self, top) {
+            top = self.best_fit(&sorted, need, true, lc);
         }
         if self.least_free() {
-            if let Some(&d) = sorted.iter().find(|d| self.slices[d.index()] >= need) {
+            let found = sorted.iter().find(|&&d| {
+                if lc > 0 {
+                    self.leaders[d.index()] >= lc && self.slices_with_leader[d.index()] >= need
+                } else {
+                    self.slices[d.index()] >= need
+                }
+            });
+            if let Some(&d) = found {
                 return Ok((level, vec![d]));
             }
             if c.required {
                 let last = *sorted.last().expect("not empty");
-                return Err(self.not_fit(self.pods[last.index()], need));
+                return Err(not_fit(self.pods[last.index()], need));
             }
         }
-        if self.slices[top.index()] >= need {
+        if holds(self, top) {
             return Ok((level, vec![top]));
         }
         if c.required {
-            return Err(self.not_fit(self.slices[top.index()], need));
+            return Err(not_fit(self.slices[top.index()], need));
         }
         if level > 0 && !c.unconstrained {
             return self.find_level_with_fit(level - 1);
         }
         let mut results = Vec::new();
         let mut remaining = need;
-        for i in 0..sorted.len() {
+        let mut remaining_leaders = lc;
+        sorted = self.prioritize_leader_domain(sorted, self.req.count, lc, c.slice_size, true);
+        // Leaders first, from a domain that keeps the workers' capacity.
+        let mut idx = 0;
+        while remaining_leaders > 0 && idx < sorted.len() && self.leaders[sorted[idx].index()] > 0 {
+            let mut d = sorted[idx];
+            if !self.least_free() && self.slices_with_leader[d.index()] >= remaining {
+                d = self.best_fit(&sorted[idx..], remaining, true, remaining_leaders);
+            }
+            results.push(d);
+            remaining_leaders -= self.leaders[d.index()];
+            remaining -= self.slices_with_leader[d.index()];
+            idx += 1;
+        }
+        if remaining_leaders > 0 {
+            return Err(not_fit(lc - remaining_leaders, need));
+        }
+        let rest = self.sorted(sorted[idx..].to_vec());
+        for i in 0..rest.len() {
             if remaining <= 0 {
                 break;
             }
-            let mut d = sorted[i];
+            let mut d = rest[i];
             if !self.least_free() && self.slices[d.index()] >= remaining {
-                d = self.best_fit(&sorted[i..], remaining, true);
+                d = self.best_fit(&rest[i..], remaining, true, 0);
             }
             results.push(d);
             remaining -= self.slices[d.index()];
         }
         if remaining > 0 {
-            return Err(self.not_fit(need - remaining, need));
+            return Err(not_fit(need - remaining, need));
         }
         Ok((level, results))
     }
 
-    /// Kueue's `updateCountsToMinimumGeneric` without leaders: take domains in order until
-    /// `count` pods (whole slices when `slices`) are covered, the last one the tightest fit;
-    /// each chosen domain's count becomes what it is given.
+    /// Kueue's `prioritizeLeaderDomain`: the first domain that holds the leader and whose
+    /// leader penalty the others' capacity absorbs goes first.
+    fn prioritize_leader_domain(
+        &self,
+        ds: Vec<DomainId>,
+        count: i32,
+        leaders: i32,
+        slice_size: i32,
+        slices: bool,
+    ) -> Vec<DomainId> {
+        if leaders == 0 || ds.len() < 2 {
+            return ds;
+        }
+        let required = if slices { count / slice_size } else { count };
+        let available: i32 = ds.iter().map(|&d| self.count(d, slices, 0)).sum();
+        for (i, &d) in ds.iter().enumerate() {
+            if self.leaders[d.index()] < leaders {
+                continue;
+            }
+            let penalty = self.count(d, slices, 0) - self.count(d, slices, 1);
+            if available - penalty < required {
+                continue;
+            }
+            let mut out = ds.clone();
+            out[..=i].rotate_right(1);
+            return out;
+        }
+        ds
+    }
+
+    /// Kueue's `consumeWithLeadersGeneric`: gives `d` (or the best fit among `rest`) as many
+    /// of the remaining units and leaders as fit next to its leader; true when all are given.
+    fn consume_with_leaders(
+        &mut self,
+        d: DomainId,
+        rest: &[DomainId],
+        remaining: &mut i32,
+        remaining_leaders: &mut i32,
+        slice_size: i32,
+        slices: bool,
+    ) -> (DomainId, bool) {
+        let mut d = d;
+        if !self.least_free()
+            && self.count(d, slices, 1) >= *remaining
+            && self.leaders[d.index()] >= *remaining_leaders
+        {
+            d = self.best_fit(rest, *remaining, slices, *remaining_leaders);
+        }
+        let i = d.index();
+        let factor = if slices { slice_size } else { 1 };
+        let with_leader = self.count(d, slices, 1);
+        if with_leader >= *remaining && self.leaders[i] >= *remaining_leaders {
+            if slices {
+                self.slices[i] = *remaining;
+            }
+            self.leaders[i] = *remaining_leaders;
+            self.pods[i] = *remaining * factor;
+            return (d, true);
+        }
+        let given = with_leader.min(*remaining);
+        self.leaders[i] = self.leaders[i].min(*remaining_leaders);
+        if slices {
+            self.slices[i] = given;
+            self.slices_with_leader[i] = given;
+        } else {
+            self.pods_with_leader[i] = given;
+        }
+        self.pods[i] = given * factor;
+        *remaining_leaders -= self.leaders[i];
+        *remaining -= given;
+        (d, false)
+    }
+
+    /// Kueue's `updateCountsToMinimumGeneric`: take domains in order until `count` pods
+    /// (whole slices when `slices`) and `leaders` leaders are covered, the last one the
+    /// tightest fit; each chosen domain's counts become what it is given.
     fn update_counts_to_minimum(
         &mut self,
         ds: &[DomainId],
         count: i32,
+        leaders: i32,
         slice_size: i32,
         slices: bool,
     ) -> Result<Vec<DomainId>, String> {
+        let ds = self.prioritize_leader_domain(ds.to_vec(), count, leaders, slice_size, slices);
         let mut result = Vec::new();
         let mut remaining = if slices { count / slice_size } else { count };
+        let mut remaining_leaders = leaders;
         for i in 0..ds.len() {
-            let mut d = ds[i];
-            let have = |s: &Self, d: DomainId| {
-                if slices {
-                    s.slices[d.index()]
-                } else {
-                    s.pods[d.index()]
+            if remaining_leaders > 0 {
+                let (d, done) = self.consume_with_leaders(
+                    ds[i],
+                    &ds[i..],
+                    &mut remaining,
+                    &mut remaining_leaders,
+                    slice_size,
+                    slices,
+                );
+                result.push(d);
+                if done {
+                    return Ok(result);
                 }
-            };
-            if !self.least_free() && have(self, d) >= remaining {
-                d = self.best_fit(&ds[i..], remaining, slices);
+                continue;
             }
-            let h = have(self, d);
+            let mut d = ds[i];
+            if !self.least_free() && self.count(d, slices, 0) >= remaining {
+                d = self.best_fit(&ds[i..], remaining, slices, 0);
+            }
+            self.leaders[d.index()] = 0;
+            let h = self.count(d, slices, 0);
             if h >= remaining {
                 if slices {
                     self.pods[d.index()] = remaining * slice_size;
@@ -511,13 +870,14 @@ impl<'r, 'a> Search<'r, 'a> {
 
     fn run(mut self) -> Result<Placement, String> {
         let c = self.req.constraint;
-        if self.req.count == 0 {
+        if self.req.count == 0 && self.leader_count == 0 {
             return Ok(Placement::default());
         }
         self.fill_in_counts();
         let (fit_level, fit) = self.find_level_with_fit(c.level)?;
         let count = self.req.count;
-        let mut current = self.update_counts_to_minimum(&fit, count, c.slice_size, true)?;
+        let lc = self.leader_count;
+        let mut current = self.update_counts_to_minimum(&fit, count, lc, c.slice_size, true)?;
         let lowest = self.tree.levels.len() - 1;
         let mut level = fit_level;
         // Above the slice level: all chosen domains' children together, greedily.
@@ -527,30 +887,58 @@ impl<'r, 'a> Search<'r, 'a> {
                 .flat_map(|&d| self.tree.domain(d).children.iter().copied())
                 .collect();
             let sorted = self.sorted(lower);
-            current = self.update_counts_to_minimum(&sorted, count, c.slice_size, true)?;
+            current = self.update_counts_to_minimum(&sorted, count, lc, c.slice_size, true)?;
             level += 1;
         }
-        // At or below the slice level: each domain's pods among its own children.
+        // At or below the slice level: each domain's pods among its own children, in whole
+        // inner slices where a further layer asks for them.
         while level < lowest {
+            let size = c.inner.get(level + 1).copied().unwrap_or(0).max(1);
             let mut next = Vec::new();
             for d in current {
                 let sorted = self.sorted(self.tree.domain(d).children.clone());
-                let pods = self.pods[d.index()];
-                next.extend(self.update_counts_to_minimum(&sorted, pods, 1, false)?);
+                if size > 1 {
+                    for &k in &sorted {
+                        self.slices[k.index()] = self.pods[k.index()] / size;
+                        self.slices_with_leader[k.index()] =
+                            self.pods_with_leader[k.index()] / size;
+                    }
+                }
+                let (pods, leaders) = (self.pods[d.index()], self.leaders[d.index()]);
+                next.extend(self.update_counts_to_minimum(
+                    &sorted,
+                    pods,
+                    leaders,
+                    size,
+                    size > 1,
+                )?);
             }
             current = next;
             level += 1;
         }
         current.sort_by(|&a, &b| self.tree.domain(a).values.cmp(&self.tree.domain(b).values));
+        let leaf = |s: &Self, d: DomainId| s.tree.domain(d).leaf.expect("lowest level");
+        let leader = (lc > 0)
+            .then(|| {
+                current
+                    .iter()
+                    .find(|d| self.leaders[d.index()] > 0)
+                    .map(|&d| leaf(&self, d))
+            })
+            .flatten();
+        if lc > 0 && leader.is_none() {
+            return Err(format!(
+                "topology {:?}: the leader left unplaced",
+                self.tree.topology
+            ));
+        }
         Ok(Placement {
             leaves: current
-                .into_iter()
+                .iter()
                 .filter(|d| self.pods[d.index()] > 0)
-                .map(|d| {
-                    let leaf = self.tree.domain(d).leaf.expect("lowest level");
-                    (leaf, self.pods[d.index()])
-                })
+                .map(|&d| (leaf(&self, d), self.pods[d.index()]))
                 .collect(),
+            leader,
         })
     }
 }
@@ -701,6 +1089,7 @@ mod tests {
             excluded: Exclusions::default(),
             count,
             constraint,
+            leader: None,
         };
         let placement = KueueBestFit.place(&request)?;
         verify(&request, &placement).expect("the built-in's answer passes the host's checks");
@@ -1039,6 +1428,7 @@ mod tests {
             excluded: Exclusions::default(),
             count: 2,
             constraint,
+            leader: None,
         };
         let leaf = |host: &str| {
             tree.leaves
@@ -1048,6 +1438,7 @@ mod tests {
         };
         let answer = |pairs: &[(&str, i32)]| Placement {
             leaves: pairs.iter().map(|&(h, n)| (leaf(h), n)).collect(),
+            leader: None,
         };
         // x5 and x1 share rack b1/r2; x3 is in b1/r1; x4 (2 cpu) in b2/r2.
         assert_eq!(verify(&request, &answer(&[("x5", 1), ("x1", 1)])), Ok(()));
@@ -1122,6 +1513,53 @@ mod tests {
         );
         let implied = Constraint::resolve(&tree, None, true, 1).unwrap();
         assert_eq!((implied.level, implied.unconstrained), (2, true));
+        // Kueue's `buildSliceSizeAtLevel` rules and messages for further slice layers.
+        let layers = |ls: &[(&str, i32)]| PodSetTopologyRequest {
+            required: Some(BLOCK.into()),
+            podset_slice_required_topology_constraints: ls
+                .iter()
+                .map(|&(t, size)| crate::api::topology::SliceTopologyConstraint {
+                    topology: t.into(),
+                    size,
+                })
+                .collect(),
+            ..PodSetTopologyRequest::default()
+        };
+        let c = Constraint::resolve(
+            &tree,
+            Some(&layers(&[(BLOCK, 8), (HOSTNAME_LABEL, 2)])),
+            false,
+            8,
+        )
+        .unwrap();
+        assert_eq!((c.slice_level, c.slice_size), (0, 8));
+        // The levels down to the inner layer's take its size.
+        assert_eq!(&c.inner[..3], &[0, 2, 2]);
+        assert_eq!(c.layers(), [(0, 8), (2, 2)]);
+        assert_eq!(
+            Constraint::resolve(&tree, Some(&layers(&[(RACK, 4), (BLOCK, 2)])), false, 4),
+            Err(format!(
+                "additional slice layer topology {BLOCK} must be at a lower level than {RACK}"
+            ))
+        );
+        assert_eq!(
+            Constraint::resolve(
+                &tree,
+                Some(&layers(&[(RACK, 4), (HOSTNAME_LABEL, 3)])),
+                false,
+                4
+            ),
+            Err("additional slice layer size 3 must evenly divide parent layer size 4".into())
+        );
+        assert_eq!(
+            Constraint::resolve(
+                &tree,
+                Some(&layers(&[(RACK, 4), ("cloud.com/none", 2)])),
+                false,
+                4
+            ),
+            Err("no requested topology level for additional slice layer: cloud.com/none".into())
+        );
     }
 
     #[test]
@@ -1176,6 +1614,7 @@ mod tests {
             excluded: Exclusions::default(),
             count: 1,
             constraint: Constraint::resolve(&tree, Some(&unconstrained()), false, 1).unwrap(),
+            leader: None,
         };
         let cols = request.columns();
         let cpu = tree.resource_index("cpu").unwrap();

@@ -69,3 +69,88 @@ fn the_provisioning_retries_example_runs_as_its_comment_says() {
     assert_eq!(at(&eval, EventType::Admitted), [660.0]);
     assert_eq!(at(&eval, EventType::Finished), [1260.0]);
 }
+
+#[test]
+fn the_tas_preemption_example_runs_as_its_comment_says() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tas-preemption.yaml");
+    let mut sim = Simulation::new(Scenario::load(&[file]).unwrap());
+    sim.run(&Limits::default(), None);
+    let r = sim.report();
+    let key = |w: &str| {
+        r.workloads
+            .iter()
+            .find(|x| x.name.starts_with(w))
+            .map(|x| format!("{}/{}", x.namespace, x.name))
+            .unwrap()
+    };
+    let (a, b, urgent) = (
+        key("job-warmup-a-"),
+        key("job-warmup-b-"),
+        key("job-urgent-train-"),
+    );
+    let at = |w: &str, kind: EventType| -> Vec<f64> {
+        r.events
+            .iter()
+            .filter(|e| e.workload == w && e.kind == kind)
+            .map(|e| e.time)
+            .collect()
+    };
+    // warmup-a alone is preempted, by urgent-train, at 5m; warmup-b keeps running.
+    let preempted: Vec<_> = r
+        .events
+        .iter()
+        .filter(|e| e.kind == EventType::Preempted)
+        .map(|e| {
+            (
+                e.time,
+                e.workload.clone(),
+                e.preemptor.clone(),
+                e.reason.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        preempted,
+        [(
+            300.0,
+            a.clone(),
+            Some(urgent.clone()),
+            Some("InClusterQueue".to_string())
+        )]
+    );
+    assert_eq!(at(&urgent, EventType::Admitted), [300.0]);
+    assert_eq!(at(&urgent, EventType::Finished), [1500.0]);
+    assert_eq!(at(&a, EventType::Admitted), [0.0, 1500.0]);
+    assert_eq!(at(&b, EventType::Admitted), [0.0]);
+    assert_eq!(at(&b, EventType::Finished), [2400.0]);
+    // Requeued, warmup-a waits for a rack with 10 free GPUs.
+    let waiting: Vec<_> = r
+        .events
+        .iter()
+        .filter(|e| e.workload == a && e.kind == EventType::Inadmissible)
+        .map(|e| (e.time, e.reason.clone()))
+        .collect();
+    assert_eq!(
+        waiting,
+        [(
+            300.0,
+            Some(
+                r#"WaitingForQuota: couldn't assign flavors to pod set main: topology "racks" allows to fit only 8 out of 10 pod(s). Total nodes: 4; excluded: resource "nvidia.com/gpu": 2"#
+                    .to_string()
+            )
+        )]
+    );
+    // urgent-train's 8 pods share one rack and one node.
+    let spans = r
+        .topology
+        .placements
+        .iter()
+        .find(|p| p.workload.starts_with(&urgent))
+        .map(|p| {
+            p.domains_per_level
+                .iter()
+                .map(|(_, n)| *n)
+                .collect::<Vec<_>>()
+        });
+    assert_eq!(spans, Some(vec![1, 1]));
+}

@@ -17,6 +17,7 @@ mod reload;
 mod scenarios;
 mod sim_inputs;
 mod topology;
+mod topology_groups;
 mod wasm_containment;
 mod wasm_parity;
 mod webhooks;

@@ -107,7 +107,10 @@ impl Rng {
     }
 }
 
-fn random_tas_scenario(seed: u64) -> String {
+/// 40 random TAS workloads on 2 blocks × 2 racks × 3 nodes of 8 GPUs; with `preempt`, random
+/// priorities in a ClusterQueue that preempts lower priorities (for quota and for topology:
+/// the quota, 1000 GPUs, always fits).
+fn random_tas_scenario(seed: u64, preempt: bool) -> String {
     let mut rng = Rng(seed);
     let mut text = String::from(
         "apiVersion: sim.wasq.dev/v1alpha1
@@ -131,6 +134,7 @@ kind: ClusterQueue
 metadata: {name: cq}
 spec:
   namespaceSelector: {}
+  preemption: {withinClusterQueue: PREEMPTION}
   resourceGroups:
   - coveredResources: [cpu, nvidia.com/gpu]
     flavors:
@@ -152,7 +156,12 @@ spec: {clusterQueue: cq}
         "{unconstrained: true}",
         "{required: cloud.wasq.dev/rack, podSetSliceRequiredTopology: kubernetes.io/hostname, podSetSliceSize: 2}",
     ];
+    text = text.replace(
+        "PREEMPTION",
+        if preempt { "LowerPriority" } else { "Never" },
+    );
     for i in 0..40 {
+        let priority = if preempt { rng.next(4) } else { 0 };
         let gpus = 1 + rng.next(2);
         let count = 2 * (1 + rng.next(6));
         let request = requests[rng.next(requests.len() as u64) as usize];
@@ -168,6 +177,7 @@ metadata:
   annotations: {{sim.wasq.dev/arrival: {arrival}s, sim.wasq.dev/duration: {duration}s}}
 spec:
   queueName: lq
+  priority: {priority}
   podSets:
   - name: main
     count: {count}
@@ -187,11 +197,25 @@ spec:
 
 #[test]
 fn no_leaf_domain_is_ever_over_committed_and_usage_is_what_admissions_placed() {
+    random_load_keeps_leaves_and_quota_exact(false);
+}
+
+#[test]
+fn with_preemption_for_topology_no_leaf_is_over_committed_and_quota_recomputes() {
+    random_load_keeps_leaves_and_quota_exact(true);
+}
+
+/// After every cycle of random loads: each leaf's usage is the sum of the placements held
+/// (admitted or being evicted) and within its capacity; quota usage equals the usage
+/// recomputed from the admissions; every workload eventually runs.
+fn random_load_keeps_leaves_and_quota_exact(preempt: bool) {
+    let mut preemptions = 0;
     for seed in [1, 2, 3] {
-        let dir = std::env::temp_dir().join(format!("wasq-tas-{}-{seed}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("wasq-tas-{}-{seed}-{preempt}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("tas.yaml");
-        std::fs::write(&file, random_tas_scenario(seed)).unwrap();
+        std::fs::write(&file, random_tas_scenario(seed, preempt)).unwrap();
         let mut sim = Simulation::new(Scenario::load(&[file]).unwrap());
         let mut admitted_any = false;
         for cycles in 1..5_000 {
@@ -226,6 +250,19 @@ fn no_leaf_domain_is_ever_over_committed_and_usage_is_what_admissions_placed() {
                 &expected[..],
                 "seed {seed}, cycle {cycles}"
             );
+            let mut quota = cluster.tree.new_usage();
+            for w in &cluster.workloads {
+                if let Some(a) = cluster.admission(w.id) {
+                    let node = cluster.cq(a.cluster_queue).node;
+                    for &(fr, v) in &a.usage {
+                        cluster.tree.add_usage(&mut quota, node, fr, v);
+                    }
+                }
+            }
+            assert!(
+                quota == cluster.usage,
+                "seed {seed}, cycle {cycles}: quota usage"
+            );
             for (leaf, used) in expected.iter().enumerate() {
                 for (c, &u) in used.iter().enumerate() {
                     assert!(
@@ -242,6 +279,11 @@ fn no_leaf_domain_is_ever_over_committed_and_usage_is_what_admissions_placed() {
         }
         assert!(admitted_any, "seed {seed}: nothing was placed");
         let report = sim.report();
+        preemptions += report
+            .events
+            .iter()
+            .filter(|e| e.kind == EventType::Preempted)
+            .count();
         let unfinished: Vec<_> = report
             .workloads
             .iter()
@@ -253,4 +295,89 @@ fn no_leaf_domain_is_ever_over_committed_and_usage_is_what_admissions_placed() {
         assert!(unfinished.is_empty(), "seed {seed}: {unfinished:?}");
         std::fs::remove_dir_all(&dir).ok();
     }
+    // The quota never runs out: every preemption is one for topology.
+    if preempt {
+        assert!(preemptions > 0, "no preemption for topology happened");
+    } else {
+        assert_eq!(preemptions, 0);
+    }
+}
+
+/// Runs a `tests/scenarios` file for `cycles` cycles and returns each workload's pending
+/// reasons, in order.
+fn pending_reasons(file: &str, cycles: Option<u64>) -> Vec<(String, String)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scenarios")
+        .join(file);
+    let mut sim = Simulation::new(Scenario::load(&[path]).unwrap());
+    sim.run(
+        &Limits {
+            max_cycles: cycles,
+            until: None,
+        },
+        None,
+    );
+    sim.report()
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventType::Inadmissible | EventType::Requeued))
+        .map(|e| (e.workload.clone(), e.reason.clone().unwrap_or_default()))
+        .collect()
+}
+
+#[test]
+fn a_quota_fit_without_room_on_the_leaves_preempts_with_kueues_messages() {
+    // Kueue's TestScheduleForTASPreemption "only low priority workload is preempted": the
+    // preemptor waits for its victim, which then cannot preempt it back.
+    assert_eq!(
+        pending_reasons("tas-preempt-low-priority.yaml", None),
+        [
+            ("default/low-priority-admitted".to_string(), "Preempted".to_string()),
+            (
+                "default/foo".into(),
+                "WaitingForPreemptedWorkloads: waiting for preempted workloads to be evicted".into()
+            ),
+            (
+                "default/low-priority-admitted".into(),
+                r#"WaitingForQuota: couldn't assign flavors to pod set one: topology "tas-single-level" doesn't allow to fit any of 1 pod(s). Total nodes: 1; excluded: resource "cpu": 1"#.into()
+            ),
+        ]
+    );
+    // "workload with equal priority awaits for other workloads to complete".
+    assert_eq!(
+        pending_reasons("tas-preempt-equal-priority-waits.yaml", Some(1)),
+        [(
+            "default/mid-priority-waiting".to_string(),
+            r#"WaitingForQuota: couldn't assign flavors to pod set one: topology "tas-single-level" allows to fit only 1 out of 2 pod(s)"#.to_string()
+        )]
+    );
+    // TestScheduleForTASCohorts "preempting workload without targets reserves capacity so that
+    // lower priority workload cannot use it": b1, nominated on y1's free cpu, is computed
+    // again on what a2 reserved.
+    assert_eq!(
+        pending_reasons("tas-preempt-no-victims-reserves-leaves.yaml", Some(1)),
+        [
+            (
+                "default/a2".to_string(),
+                r#"WaitingForQuota: couldn't assign flavors to pod set one: topology "tas-single-level" allows to fit only 3 out of 4 pod(s)"#.to_string()
+            ),
+            (
+                "default/b1".into(),
+                r#"WaitingForQuota: couldn't assign flavors to pod set one: topology "tas-single-level" doesn't allow to fit any of 3 pod(s). Total nodes: 1; excluded: resource "cpu": 1"#.into()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn multi_layer_slices_that_cannot_form_report_every_layer() {
+    // Kueue's TestScheduleForTAS "multi-layer topology: host slice rounding makes rack slice
+    // impossible; NoFit".
+    assert_eq!(
+        pending_reasons("tas-multi-layer-slices-rounding.yaml", Some(1)),
+        [(
+            "default/foo".to_string(),
+            "TopologyPlacementFailed: couldn't assign flavors to pod set one: topology \"tas-three-level\" doesn't allow to fit; 0/1 slice(s) fit on level cloud.provider.com/rack; 2/3 slice(s) fit on level kubernetes.io/hostname".to_string()
+        )]
+    );
 }

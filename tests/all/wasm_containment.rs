@@ -369,3 +369,137 @@ fn a_plugin_evicting_every_candidate_is_refused_unless_it_may_evict_extra_victim
     let plugin = registry.get("fixture-all-candidates").unwrap();
     assert_eq!(plugin.status().extra_victims, 1);
 }
+
+/// Preemption for topology with a plugin bound: the plugin sees candidates, not the topology,
+/// so the host checks its victims for the placement too. Here quota fits, x1 and y1 have 1 cpu
+/// free each and foo needs 3 on one host: the plugin's first candidate (low-a, on x1 next to a
+/// higher-priority workload) frees quota but not a host; the answer is refused and the
+/// built-in's victim (mid-b, which frees y1) is evicted.
+#[test]
+fn a_plugin_victim_that_frees_quota_but_not_the_leaves_is_refused() {
+    let mut y = String::from(
+        "# wasq-test: --max-cycles 1
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Topology
+metadata: {name: tas-single-level}
+spec:
+  levels:
+  - nodeLabel: kubernetes.io/hostname
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: tas-default}
+spec: {nodeLabels: {tas-node: 'true'}, topologyName: tas-single-level}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: tas-main}
+spec:
+  namespaceSelector: {}
+  preemption: {withinClusterQueue: LowerPriority}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: tas-default
+      resources:
+      - {name: cpu, nominalQuota: 50}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: tas-main, namespace: default}
+spec: {clusterQueue: tas-main}
+",
+    );
+    for host in ["x1", "y1"] {
+        y.push_str(&format!(
+            "---
+apiVersion: v1
+kind: Node
+metadata:
+  name: {host}
+  labels: {{tas-node: 'true', kubernetes.io/hostname: {host}}}
+status:
+  allocatable: {{cpu: '5', pods: '10'}}
+"
+        ));
+    }
+    let workload = |name: &str, priority: i32, cpu: i32, on: Option<&str>| {
+        let mut w = format!(
+            "---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {{name: {name}, namespace: default}}
+spec:
+  queueName: tas-main
+  priority: {priority}
+  podSets:
+  - name: one
+    count: 1
+    topologyRequest: {{required: kubernetes.io/hostname}}
+    template:
+      spec:
+        containers:
+        - {{name: c, image: pause, resources: {{requests: {{cpu: '{cpu}'}}}}}}
+"
+        );
+        if let Some(host) = on {
+            w.push_str(&format!(
+                "status:
+  admission:
+    clusterQueue: tas-main
+    podSetAssignments:
+    - name: one
+      count: 1
+      flavors: {{cpu: tas-default}}
+      resourceUsage: {{cpu: '{cpu}'}}
+      topologyAssignment:
+        levels: [kubernetes.io/hostname]
+        slices:
+        - domainCount: 1
+          valuesPerLevel: [{{universal: {host}}}]
+          podCounts: {{universal: 1}}
+  conditions:
+  - {{type: QuotaReserved, status: 'True', reason: QuotaReserved, message: '', lastTransitionTime: '2024-01-01T00:00:00Z'}}
+"
+            ));
+        }
+        w
+    };
+    y.push_str(&workload("low-a", 1, 1, Some("x1")));
+    y.push_str(&workload("high-c", 5, 3, Some("x1")));
+    y.push_str(&workload("mid-b", 2, 4, Some("y1")));
+    y.push_str(&workload("foo", 3, 3, None));
+    let dir = std::env::temp_dir().join(format!("wasq-tas-plugin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("tas-plugin.yaml");
+    std::fs::write(&path, y).unwrap();
+
+    let preempted = |r: &Report| -> Vec<(String, String)> {
+        r.events
+            .iter()
+            .filter(|e| e.kind == EventType::Preempted)
+            .map(|e| (e.workload.clone(), e.policy.name.to_string()))
+            .collect()
+    };
+    let native = run(&path, None);
+    assert_eq!(
+        preempted(&native),
+        [("default/mid-b".to_string(), "builtin".to_string())]
+    );
+    let registry = plugins();
+    let b = bindings(&["preemption=kueue-default-preemption"]);
+    let wasm = run(&path, Some((&registry, &b)));
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(outcome_lines(&native), outcome_lines(&wasm));
+    assert_eq!(
+        preempted(&wasm),
+        [("default/mid-b".to_string(), "builtin".to_string())]
+    );
+    let found = fallbacks_of(&wasm, "kueue-default-preemption");
+    assert!(
+        found
+            .iter()
+            .any(|(r, _, e)| r == "invalid-answer" && e.contains("do not make the preemptor fit")),
+        "{found:?}"
+    );
+}

@@ -107,7 +107,7 @@ impl Simulation<'_, '_> {
     /// snapshot without the preemptor's own (simulated) usage.
     fn fits(&mut self) -> bool {
         self.incoming(-1);
-        let fits = fits_after(self.req, &self.usage, true);
+        let fits = fits_after(self.req, &self.usage, true, &self.targets);
         self.incoming(1);
         fits
     }
@@ -210,7 +210,14 @@ impl Simulation<'_, '_> {
             k -= 1;
             let i = self.targets[k];
             self.candidate(i, 1);
-            if fits_after(self.req, &self.usage, true) {
+            let others: Vec<usize> = self
+                .targets
+                .iter()
+                .enumerate()
+                .filter(|&(m, _)| m != k)
+                .map(|(_, &j)| j)
+                .collect();
+            if fits_after(self.req, &self.usage, true, &others) {
                 self.targets.swap_remove(k);
             } else {
                 self.candidate(i, -1);
@@ -529,6 +536,7 @@ mod tests {
             tree: &c.tree,
             usage: &c.usage,
             now: 0,
+            topology: None,
         }
     }
 
@@ -724,6 +732,71 @@ mod tests {
         assert_eq!(
             victims(&req, &[S2A, S2B]),
             Some(vec!["a3".into(), "a4".into()])
+        );
+    }
+
+    /// A stand-in placement that fits once `0` is among the victims (its leaves freed),
+    /// whatever the quota says.
+    #[derive(Debug)]
+    struct NeedsGone(WorkloadId);
+
+    impl crate::policy::TopologyFit for NeedsGone {
+        fn fits_without(&self, victims: &[WorkloadId]) -> bool {
+            victims.contains(&self.0)
+        }
+    }
+
+    /// Queue a (4 cpu) runs a1 and a2 (1 cpu each, a2 newer): the incoming 1 cpu fits quota.
+    fn quota_fits() -> Cluster {
+        cluster(&[("a", 4, None)], &[("a1", "a", 1, 0), ("a2", "a", 1, 1)])
+    }
+
+    fn chosen(req: &PreemptionRequest<'_>) -> Vec<WorkloadId> {
+        let set = super::super::select_victims(req).expect("victims");
+        set.victims
+            .iter()
+            .map(|&i| req.candidates[i].workload)
+            .collect()
+    }
+
+    #[test]
+    fn classical_selection_takes_the_victim_that_frees_the_placement() {
+        let c = quota_fits();
+        let own = c.cq_by_name["a"];
+        let mut req = request(&c, 1000, candidates(&c, own, CandidateKind::SameQueue));
+        // Quota alone: the first candidate (the newer a2) is removed and the preemptor fits.
+        assert_eq!(chosen(&req), [id(&c, "a2")]);
+        // The placement needs a1's leaves: a2, then a1 are removed, and a2 is filled back.
+        let topology = NeedsGone(id(&c, "a1"));
+        req.topology = Some(&topology);
+        assert_eq!(chosen(&req), [id(&c, "a1")]);
+        // Fair sharing's simulation checks the same fit.
+        assert_eq!(victims(&req, &[S2A, S2B]), Some(vec!["a1".to_string()]));
+    }
+
+    #[test]
+    fn the_host_refuses_victims_that_do_not_free_the_placement() {
+        let c = quota_fits();
+        let own = c.cq_by_name["a"];
+        let (a1, a2) = (id(&c, "a1"), id(&c, "a2"));
+        let mut req = request(&c, 1000, candidates(&c, own, CandidateKind::SameQueue));
+        let topology = NeedsGone(a1);
+        req.topology = Some(&topology);
+        let index = |w: WorkloadId| req.candidates.iter().position(|c| c.workload == w).unwrap();
+        let answer = |victims: Vec<usize>| crate::policy::VictimSet {
+            victims,
+            allow_borrowing: true,
+        };
+        use crate::policy::verify::{InvalidAnswer, victims as check};
+        // Quota fits once a2 is gone; the placement does not.
+        assert_eq!(
+            check(&req, &answer(vec![index(a2)]), false),
+            Err(InvalidAnswer::VictimsInsufficient)
+        );
+        assert_eq!(check(&req, &answer(vec![index(a1)]), false), Ok(()));
+        assert_eq!(
+            check(&req, &answer(vec![index(a1), index(a2)]), false),
+            Err(InvalidAnswer::UnneededVictim(index(a2)))
         );
     }
 }

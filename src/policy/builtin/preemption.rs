@@ -71,16 +71,33 @@ pub fn candidate_order(candidates: &[Candidate], own: crate::cluster::CqId) -> V
 }
 
 /// Kueue's `workloadFits`: every request within what the preemptor's queue has available, and
-/// without borrowing unless allowed.
+/// without borrowing unless allowed; with TAS podSets, also a placement on the leaf capacity
+/// left once `victims` (indices into the candidates, those removed from `usage`) are gone.
 pub fn fits_after(
     req: &PreemptionRequest<'_>,
     usage: &impl UsageRead,
     allow_borrowing: bool,
+    victims: &[usize],
 ) -> bool {
-    req.requests.iter().all(|&(fr, v)| {
+    let quota = req.requests.iter().all(|&(fr, v)| {
         (allow_borrowing || !req.tree.borrowing_with(usage, req.node, fr, v))
             && v <= req.tree.available(usage, req.node, fr)
-    })
+    });
+    quota
+        && req.topology.is_none_or(|t| {
+            let gone: Vec<_> = victims
+                .iter()
+                .map(|&i| req.candidates[i].workload)
+                .collect();
+            t.fits_without(&gone)
+        })
+}
+
+/// `victims` but the one at position `k`.
+fn all_but(victims: &[usize], k: usize) -> Vec<usize> {
+    let mut out = victims.to_vec();
+    out.remove(k);
+    out
 }
 
 fn remove(req: &PreemptionRequest<'_>, usage: &mut impl UsageWrite, c: &Candidate, sign: i64) {
@@ -177,14 +194,14 @@ pub fn select_victims(req: &PreemptionRequest<'_>) -> Option<VictimSet> {
             }
             remove(req, &mut usage, c, 1);
             targets.push(i);
-            if fits_after(req, &usage, allow) {
+            if fits_after(req, &usage, allow, &targets) {
                 // Fill back: re-add every target but the last, keeping those not needed.
                 let mut k = targets.len().saturating_sub(1);
                 while k > 0 {
                     k -= 1;
                     let c = &req.candidates[targets[k]];
                     remove(req, &mut usage, c, -1);
-                    if fits_after(req, &usage, allow) {
+                    if fits_after(req, &usage, allow, &all_but(&targets, k)) {
                         targets.swap_remove(k);
                     } else {
                         remove(req, &mut usage, c, 1);
