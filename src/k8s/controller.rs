@@ -359,6 +359,8 @@ impl Controller {
         self.refreshed = Some(std::time::Instant::now());
         let interval = self.pending_interval;
         self.pending_written.retain(|_, t| now - *t < interval);
+        self.metrics
+            .set_events_dropped(self.writer.events_dropped());
         if let Some(s) = &self.scheduler {
             self.metrics.observe_state(s);
             let snapshot = Snapshot::of(s);

@@ -67,6 +67,8 @@ pub struct Metrics {
     pub topology_rebuilds: Family<Labels, Counter>,
     /// TAS pods given their domain (node selector set, topology gate removed).
     pub pods_ungated: Family<Labels, Counter>,
+    /// Events dropped because too many were waiting to be published.
+    pub events_dropped: Family<Labels, Counter>,
 }
 
 impl Metrics {
@@ -103,6 +105,7 @@ impl Metrics {
             core_workload_deltas: Family::default(),
             topology_rebuilds: Family::default(),
             pods_ungated: Family::default(),
+            events_dropped: Family::default(),
         };
         let kueue = m.registry.sub_registry_with_prefix("kueue");
         kueue.register(
@@ -242,6 +245,11 @@ impl Metrics {
             "Pods released into their topology domain by the topology ungater",
             m.pods_ungated.clone(),
         );
+        wasq.register(
+            "events_dropped",
+            "Events dropped because too many were waiting to be published",
+            m.events_dropped.clone(),
+        );
         m.build_info
             .get_or_create(&m.labels(vec![("git_version", env!("CARGO_PKG_VERSION").into())]))
             .set(1);
@@ -271,6 +279,12 @@ impl Metrics {
     }
 
     /// Recomputes every gauge from the scheduler's state.
+    /// Brings `wasq_events_dropped_total` up to `total`, the publisher's count so far.
+    pub fn set_events_dropped(&self, total: u64) {
+        let counter = self.events_dropped.get_or_create(&self.labels(vec![]));
+        counter.inc_by(total.saturating_sub(counter.get()));
+    }
+
     pub fn observe_state(&self, s: &Scheduler) {
         for f in [
             &self.pending_workloads,
@@ -376,5 +390,29 @@ impl Metrics {
                 ]))
                 .set(n);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dropped(m: &Metrics) -> Option<String> {
+        m.encode()
+            .lines()
+            .find(|l| l.starts_with("wasq_events_dropped_total{"))
+            .map(|l| l.rsplit(' ').next().unwrap_or_default().to_string())
+    }
+
+    #[test]
+    fn dropped_events_follow_the_publishers_count() {
+        let m = Metrics::new("standalone");
+        m.set_events_dropped(0);
+        assert_eq!(dropped(&m).as_deref(), Some("0"));
+        m.set_events_dropped(3);
+        m.set_events_dropped(3);
+        assert_eq!(dropped(&m).as_deref(), Some("3"));
+        m.set_events_dropped(10);
+        assert_eq!(dropped(&m).as_deref(), Some("10"));
     }
 }
