@@ -284,12 +284,7 @@ fn assign_and_find_targets(
     cq: CqId,
 ) -> (Assignment, super::preempt::Targets) {
     let no_targets = || super::preempt::Targets::none(ctx.policies.preemption.id());
-    let full = super::tas::screen(
-        ctx.cluster,
-        wl,
-        cq,
-        assign_flavors(ctx, usage, wl, cq, None),
-    );
+    let full = super::tas::screen(ctx, wl, cq, assign_flavors(ctx, usage, wl, cq, None));
     match full.mode() {
         AssignmentMode::Fit => return (full, no_targets()),
         AssignmentMode::Preempt => {
@@ -317,7 +312,7 @@ fn assign_and_find_targets(
             .collect();
         let found = reduce_pod_sets(&full_counts, &min_counts, |counts| {
             let a = assign_flavors(ctx, usage, wl, cq, Some(counts));
-            let a = super::tas::screen(ctx.cluster, wl, cq, a);
+            let a = super::tas::screen(ctx, wl, cq, a);
             match a.mode() {
                 AssignmentMode::Fit => Some((a, no_targets())),
                 AssignmentMode::Preempt => {
@@ -580,7 +575,7 @@ fn process(
     }
     // A TAS podSet is placed on the capacity this cycle's earlier admissions left.
     if mode == AssignmentMode::Fit && !ctx.cluster.tas.is_empty() {
-        match super::tas::place(ctx.cluster, tas, e.workload, e.cq, &assignment, false) {
+        match super::tas::place(ctx, tas, e.workload, e.cq, &assignment, false) {
             Err(message) => {
                 return (
                     Outcome::Requeue {

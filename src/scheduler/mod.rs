@@ -12,6 +12,7 @@
 mod assign;
 pub mod budget;
 mod cycle;
+mod placement;
 mod preempt;
 mod tas;
 

@@ -6,12 +6,11 @@ use crate::cluster::matching::{NodeMismatch, node_mismatch};
 use crate::cluster::{Cluster, CqId, FlavorInfo, PodSetInfo, WorkloadId};
 use crate::quota::{FlavorId, ResourceId};
 use crate::topology::tree::PODS;
-use crate::topology::{
-    Constraint, Exclusions, KueueBestFit, PlacementPolicy, PlacementRequest, PodSetPlacement,
-    TasUsage, verify,
-};
+use crate::topology::{Constraint, Exclusions, PlacementRequest, PodSetPlacement, TasUsage};
 
 use super::assign::{Assignment, AssignmentMode};
+use super::placement::PodSetRef;
+use super::preempt::Ctx;
 
 /// The pending reason of a podSet no placement fits, not even on empty nodes (Kueue's
 /// `TopologyPlacementFailed`).
@@ -97,17 +96,18 @@ pub(super) fn flavor_mismatch(
 /// it fit were every workload gone?). `None` for podSets that are not TAS. The error is the
 /// pending message, in Kueue's words.
 pub(super) fn place(
-    cluster: &Cluster,
+    ctx: &Ctx<'_>,
     usage: &TasUsage,
     wl: WorkloadId,
     cq: CqId,
     assignment: &Assignment,
     empty: bool,
 ) -> Result<Vec<Option<PodSetPlacement>>, String> {
+    let cluster = ctx.cluster;
     let info = cluster.workload(wl);
     let mut out = Vec::with_capacity(assignment.pod_sets.len());
     let mut local: Option<TasUsage> = None;
-    for (psa, ps) in assignment.pod_sets.iter().zip(&info.pod_sets) {
+    for (i, (psa, ps)) in assignment.pod_sets.iter().zip(&info.pod_sets).enumerate() {
         let (tas, implied) = requested(cluster, cq, ps);
         let flavors: Vec<FlavorId> = psa
             .flavors
@@ -125,8 +125,13 @@ pub(super) fn place(
             return Err(fail("multiple TAS flavors assigned".into()));
         }
         let now = local.as_ref().unwrap_or(usage);
-        let placement =
-            place_pod_set(cluster, now, ps, psa.count, flavor, implied, empty).map_err(fail)?;
+        let of = PodSetRef {
+            workload: wl,
+            cluster_queue: cq,
+            pod_set: i,
+            flavor,
+        };
+        let placement = place_pod_set(ctx, now, ps, psa.count, of, implied, empty).map_err(fail)?;
         cluster
             .tas
             .add_to_snapshot(local.get_or_insert_with(|| usage.clone()), &placement);
@@ -136,14 +141,15 @@ pub(super) fn place(
 }
 
 fn place_pod_set(
-    cluster: &Cluster,
+    ctx: &Ctx<'_>,
     usage: &TasUsage,
     ps: &PodSetInfo,
     count: i32,
-    flavor: FlavorId,
+    of: PodSetRef,
     implied: bool,
     empty: bool,
 ) -> Result<PodSetPlacement, String> {
+    let (cluster, flavor) = (ctx.cluster, of.flavor);
     let f = cluster.tas.get(flavor).expect("a TAS flavor");
     let tree = &f.tree;
     let constraint = Constraint::resolve(tree, ps.topology.as_ref(), implied, count)?;
@@ -190,8 +196,7 @@ fn place_pod_set(
         count,
         constraint,
     };
-    let answer = KueueBestFit.place(&request)?;
-    verify(&request, &answer).map_err(|e| format!("placement refused: {e}"))?;
+    let answer = super::placement::decide(ctx, of, &request).0?;
     Ok(PodSetPlacement {
         flavor,
         leaves: answer
@@ -206,7 +211,8 @@ fn place_pod_set(
 /// Kueue's TAS step after flavor assignment: a quota fit also needs a placement on the free
 /// capacity as it is, a fit by preemption one on empty capacity; without it the assignment
 /// does not fit (`topology_failed`). wasq does not preempt for topology yet.
-pub(super) fn screen(cluster: &Cluster, wl: WorkloadId, cq: CqId, mut a: Assignment) -> Assignment {
+pub(super) fn screen(ctx: &Ctx<'_>, wl: WorkloadId, cq: CqId, mut a: Assignment) -> Assignment {
+    let cluster = ctx.cluster;
     if cluster.tas.is_empty() {
         return a;
     }
@@ -215,8 +221,8 @@ pub(super) fn screen(cluster: &Cluster, wl: WorkloadId, cq: CqId, mut a: Assignm
         AssignmentMode::Preempt => true,
         AssignmentMode::NoFit => return a,
     };
-    if let Err(message) = place(cluster, cluster.tas.current(), wl, cq, &a, empty) {
-        let fits_empty = !empty && place(cluster, cluster.tas.current(), wl, cq, &a, true).is_ok();
+    if let Err(message) = place(ctx, cluster.tas.current(), wl, cq, &a, empty) {
+        let fits_empty = !empty && place(ctx, cluster.tas.current(), wl, cq, &a, true).is_ok();
         a.topology_failed = Some(TopologyFailure {
             message,
             label: if fits_empty {

@@ -36,7 +36,8 @@ use super::registry::{Bindings, HostOptions};
 pub struct PolicyConfig {
     /// The plugin directory; relative paths are relative to the file.
     pub plugins: Option<PathBuf>,
-    /// Default binding per extension (`ordering`, `preemption`, `flavor-assignment`).
+    /// Default binding per extension (`ordering`, `preemption`, `flavor-assignment`,
+    /// `placement`).
     #[serde(default)]
     pub policies: BTreeMap<String, String>,
     /// Limits for every plugin.
