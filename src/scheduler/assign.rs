@@ -78,6 +78,8 @@ pub struct Assignment {
     pub topology: Vec<Option<crate::topology::PodSetPlacement>>,
     /// No placement satisfies a TAS podSet now: why, and the pending reason.
     pub topology_failed: Option<super::tas::TopologyFailure>,
+    /// The placement policy that placed each TAS podSet of `topology`, in order (set with it).
+    pub placed_by: Vec<PolicyRef>,
 }
 
 impl Assignment {
@@ -206,6 +208,7 @@ pub(super) fn assign_flavors(
         policy: policy.id(),
         topology: Vec::new(),
         topology_failed: None,
+        placed_by: Vec::new(),
     };
     let pods = cluster.names.find_resource("pods");
     for (i, ps) in wl.pod_sets.iter().enumerate() {

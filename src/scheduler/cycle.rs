@@ -84,6 +84,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
             fallbacks: &fallbacks,
             budgets: &s.budgets,
             targets_memo: Default::default(),
+            placed_by: Default::default(),
         };
         let (assignment, targets) = get_assignments(&ctx, &snapshot, wl, cq);
         entries.push(Entry {
@@ -132,6 +133,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
             fallbacks: &fallbacks,
             budgets: &s.budgets,
             targets_memo: Default::default(),
+            placed_by: Default::default(),
         };
         let (result, recomputed, took) =
             process(&ctx, &mut snapshot, &mut preempted, &mut tas_usage, e);
@@ -186,6 +188,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
                     admission,
                     policy: e.assignment.policy.clone(),
                     ordered_by,
+                    placed_by: e.assignment.placed_by.clone(),
                 });
             }
             Outcome::Preempting => {
@@ -575,6 +578,7 @@ fn process(
     }
     // A TAS podSet is placed on the capacity this cycle's earlier admissions left.
     if mode == AssignmentMode::Fit && !ctx.cluster.tas.is_empty() {
+        ctx.placed_by.take();
         match super::tas::place(ctx, tas, e.workload, e.cq, &assignment, false) {
             Err(message) => {
                 return (
@@ -593,6 +597,7 @@ fn process(
                     ctx.cluster.tas.add_to_snapshot(tas, p);
                 }
                 assignment.topology = placements;
+                assignment.placed_by = ctx.placed_by.take();
                 recomputed = Some((assignment.clone(), targets.clone()));
             }
             Ok(_) => {}

@@ -33,6 +33,8 @@ pub enum Decision {
         policy: PolicyRef,
         /// The ordering policy that placed it in the cycle's order.
         ordered_by: PolicyRef,
+        /// The placement policy of each TAS podSet, in podSet order (empty without TAS).
+        placed_by: Vec<PolicyRef>,
     },
     /// The victim must be evicted to make room for the preemptor.
     Preempted {

@@ -20,8 +20,19 @@ pub(super) struct PodSetRef {
 }
 
 /// Places one podSet with the ClusterQueue's placement policy: pods per leaf, or the pending
-/// message (Kueue's words), and the policy the decision is attributed to.
+/// message (Kueue's words). The policy the decision is attributed to (the built-in after a
+/// fallback) is added to `ctx.placed_by`.
 pub(super) fn decide(
+    ctx: &Ctx<'_>,
+    of: PodSetRef,
+    request: &PlacementRequest<'_>,
+) -> Result<Placement, String> {
+    let (answer, by) = decide_by(ctx, of, request);
+    ctx.placed_by.borrow_mut().push(by);
+    answer
+}
+
+fn decide_by(
     ctx: &Ctx<'_>,
     of: PodSetRef,
     request: &PlacementRequest<'_>,

@@ -196,7 +196,7 @@ fn place_pod_set(
         count,
         constraint,
     };
-    let answer = super::placement::decide(ctx, of, &request).0?;
+    let answer = super::placement::decide(ctx, of, &request)?;
     Ok(PodSetPlacement {
         flavor,
         leaves: answer

@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::cluster::{Admission, Cluster, Millis, WorkloadId};
+use crate::policy::PolicyRef;
 use crate::topology::Topologies;
 
 /// Usage integrated over virtual time and the placements made.
@@ -27,6 +28,8 @@ pub struct PlacementReport {
     pub flavor: String,
     /// Domains spanned per level, highest level first.
     pub domains_per_level: Vec<(String, usize)>,
+    /// The placement policy that decided it (the built-in after a fallback).
+    pub placed_by: PolicyRef,
 }
 
 /// One domain's average use over the run.
@@ -133,10 +136,19 @@ impl TasLedger {
     }
 
     /// Records the spans of an admission's TAS podSets (`at`: ms since time 0).
-    pub(crate) fn record(&mut self, cluster: &Cluster, wl: WorkloadId, a: &Admission, at: Millis) {
+    pub(crate) fn record(
+        &mut self,
+        cluster: &Cluster,
+        wl: WorkloadId,
+        a: &Admission,
+        placed_by: &[PolicyRef],
+        at: Millis,
+    ) {
+        let mut by = placed_by.iter();
         for ps in &a.pod_sets {
             let Some(p) = &ps.topology else { continue };
             self.placements.push(PlacementReport {
+                placed_by: by.next().cloned().unwrap_or_else(PolicyRef::builtin),
                 time: at as f64 / 1000.0,
                 workload: cluster.workload(wl).key.clone(),
                 pod_set: ps.name.clone(),
