@@ -30,6 +30,10 @@ pub struct PlacementReport {
     pub domains_per_level: Vec<(String, usize)>,
     /// The placement policy that decided it (the built-in after a fallback).
     pub placed_by: PolicyRef,
+    /// Pods per leaf (leaf index in the flavor's tree, pods): the decision itself, for
+    /// comparing runs (not serialized: the spans say it for people).
+    #[serde(skip)]
+    pub leaves: Vec<(u32, i32)>,
 }
 
 /// One domain's average use over the run.
@@ -154,6 +158,7 @@ impl TasLedger {
                 pod_set: ps.name.clone(),
                 flavor: cluster.names.flavor_name(p.flavor).to_string(),
                 domains_per_level: cluster.tas.spans(p),
+                leaves: p.leaves.clone(),
             });
         }
     }

@@ -19,4 +19,5 @@ mod sim_inputs;
 mod topology;
 mod wasm_containment;
 mod wasm_parity;
+mod wasm_placement;
 mod webhooks;

@@ -107,7 +107,7 @@ impl Rng {
     }
 }
 
-fn random_tas_scenario(seed: u64) -> String {
+pub(super) fn random_tas_scenario(seed: u64) -> String {
     let mut rng = Rng(seed);
     let mut text = String::from(
         "apiVersion: sim.wasq.dev/v1alpha1
