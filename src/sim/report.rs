@@ -261,7 +261,16 @@ impl AdmissionReport {
             .iter()
             .map(|ps| {
                 let f: Vec<String> = ps.flavors.iter().map(|(r, f)| format!("{r}={f}")).collect();
-                format!("{}×{} {}", ps.name, ps.count, f.join(","))
+                let mut s = format!("{}×{} {}", ps.name, ps.count, f.join(","));
+                if !ps.domains_per_level.is_empty() {
+                    let spans: Vec<String> = ps
+                        .domains_per_level
+                        .iter()
+                        .map(|(level, n)| format!("{level}={n}"))
+                        .collect();
+                    s.push_str(&format!(" spans {}", spans.join(",")));
+                }
+                s
             })
             .collect::<Vec<_>>()
             .join(" | ")

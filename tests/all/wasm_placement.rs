@@ -442,3 +442,63 @@ fn the_placement_fixture_is_harmless_when_told_nothing() {
     assert!(fallbacks(&wasm, "placement").is_empty());
     assert_eq!(placements(&run(&path, None)), placements(&wasm));
 }
+
+// ---------------------------------------------------------------------------------------------
+// An alternative placement.
+
+/// `pack-by-rack` on its scenario: the gang spans fewer racks and nodes than Kueue places it,
+/// and `--compare` shows it in its mean spans per level and in the admissions that differ.
+#[test]
+fn pack_by_rack_spans_fewer_racks_than_the_builtin_and_compare_shows_it() {
+    let path = root().join("tests/plugin-scenarios/pack-by-rack.yaml");
+    let registry = plugins();
+    let b = bindings(&["placement=pack-by-rack"]);
+    let spans = |r: &Report, name: &str| -> Vec<usize> {
+        r.topology
+            .placements
+            .iter()
+            .find(|p| p.workload.contains(name))
+            .map(|p| p.domains_per_level.iter().map(|(_, n)| *n).collect())
+            .unwrap_or_default()
+    };
+    let native = run(&path, None);
+    let packed = run(&path, Some((&registry, &b)));
+    assert_eq!(spans(&native, "train-gang"), [2, 3]);
+    assert_eq!(spans(&packed, "train-gang"), [1, 2]);
+    assert!(spans(&native, "train-rack").is_empty(), "waits for a rack");
+    assert_eq!(spans(&packed, "train-rack"), [1, 2]);
+    assert!(
+        packed
+            .events
+            .iter()
+            .any(|e| e.kind == EventType::Admitted && e.workload.contains("train-rack"))
+    );
+
+    let bin = env!("CARGO_BIN_EXE_wasq");
+    let out = std::process::Command::new(bin)
+        .arg("simulate")
+        .arg(&path)
+        .arg("--plugins")
+        .arg(&built().plugins)
+        .args(["--compare", "placement=builtin", "placement=pack-by-rack"])
+        .output()
+        .expect("wasq runs");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{table}");
+    let row = |label: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(label))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+    };
+    assert_eq!(
+        row("mean span cloud.example.com/rack").as_deref(),
+        Some("mean span cloud.example.com/rack 1.3 1.0 -0.3"),
+        "{table}"
+    );
+    assert!(
+        table.contains("spans cloud.example.com/rack=2,kubernetes.io/hostname=3")
+            && table.contains("spans cloud.example.com/rack=1,kubernetes.io/hostname=2"),
+        "{table}"
+    );
+}
