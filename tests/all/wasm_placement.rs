@@ -59,8 +59,11 @@ fn generated(dir: &Path, seeds: std::ops::RangeInclusive<u64>) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Each admission's placement (time, workload, podSet, flavor, pods per leaf).
-fn placements(r: &Report) -> Vec<(u64, String, String, String, Vec<(u32, i32)>)> {
+/// One admission's placement: time, workload, podSet, flavor, pods per leaf.
+type PlacementRow = (u64, String, String, String, Vec<(u32, i32)>);
+
+/// Each admission's placement.
+fn placements(r: &Report) -> Vec<PlacementRow> {
     r.topology
         .placements
         .iter()
