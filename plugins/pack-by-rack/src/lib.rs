@@ -36,7 +36,7 @@ fn pack_level(catalog: &Catalog, req: &Request) -> Option<u32> {
             .level_names
             .iter()
             .position(|&s| catalog.string(s) == name)? as u32,
-        None => levels.checked_sub(2).unwrap_or(0),
+        None => levels.saturating_sub(2),
     };
     // Kueue's rule: slices never span more than one domain of a level above the podSet's.
     Some(level.min(c.slice_level))

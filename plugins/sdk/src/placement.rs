@@ -183,11 +183,7 @@ impl<'r> Tree<'r> {
         match self.leaf_of(d) {
             Some(leaf) if self.eligible(leaf) => i64::from(self.fits_on(leaf).0),
             Some(_) => 0,
-            None => self
-                .children(d)
-                .iter()
-                .map(|&c| self.pods_fitting(c))
-                .sum(),
+            None => self.children(d).iter().map(|&c| self.pods_fitting(c)).sum(),
         }
     }
 }
@@ -241,9 +237,8 @@ macro_rules! export_placement {
                     strings: $crate::types::NewStrings,
                     requests: ::std::vec::Vec<$crate::placement::Request>,
                 ) -> ::std::vec::Vec<$crate::placement::Answer> {
-                    __WASQ_PLUGIN.with_borrow_mut(|p| {
-                        $crate::placement::glue::place(p, strings, requests)
-                    })
+                    __WASQ_PLUGIN
+                        .with_borrow_mut(|p| $crate::placement::glue::place(p, strings, requests))
                 }
             }
             $crate::bindings::placement::__export_placement_plugin!(
