@@ -60,8 +60,14 @@ mod tests {
     #[test]
     fn an_unconstrained_gang_goes_to_the_emptiest_rack() {
         let mut catalog = CatalogBuilder::new().cluster_queue("cq", None).build();
-        let names = ["racks", "rack", "kubernetes.io/hostname", "pods", "nvidia.com/gpu"]
-            .map(|s| catalog.intern(s));
+        let names = [
+            "racks",
+            "rack",
+            "kubernetes.io/hostname",
+            "pods",
+            "nvidia.com/gpu",
+        ]
+        .map(|s| catalog.intern(s));
         // Racks r1 (nodes with 8 and 2 free GPUs) and r2 (one node with 8).
         let req = Request {
             workload: workload(1, 0, 0, 0),
