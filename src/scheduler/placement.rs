@@ -69,7 +69,9 @@ fn decide_by(
             PlacementAnswer::NoFit(m) => Ok(PlacementAnswer::NoFit(with_exclusions(request, m))),
         });
     match answer {
-        Ok(a) => (answer_of(request, a), id),
+        // Verified above.
+        Ok(PlacementAnswer::Placed(p)) => (Ok(p), id),
+        Ok(PlacementAnswer::NoFit(m)) => (Err(m), id),
         Err(e) => {
             ctx.fallback(id, "placement", e);
             (
@@ -80,13 +82,13 @@ fn decide_by(
     }
 }
 
+/// The built-in's decision as the TAS step takes it, verified like any answer, so that no
+/// unverified placement is ever admitted.
 fn answer_of(request: &PlacementRequest<'_>, answer: PlacementAnswer) -> Result<Placement, String> {
     match answer {
-        PlacementAnswer::Placed(p) => {
-            // The built-in's answers pass the checks by construction; a plugin's were checked.
-            debug_assert_eq!(verify(request, &p), Ok(()));
-            Ok(p)
-        }
+        PlacementAnswer::Placed(p) => verify(request, &p)
+            .map(|()| p)
+            .map_err(|e| format!("placement refused: {e}")),
         PlacementAnswer::NoFit(m) => Err(m),
     }
 }
