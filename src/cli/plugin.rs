@@ -57,7 +57,7 @@ pub enum PluginCommand {
 }
 
 /// The templates, compiled into the binary so that `plugin new` works anywhere.
-const TEMPLATES: [(PluginKind, &str, &str); 3] = [
+const TEMPLATES: [(PluginKind, &str, &str); 4] = [
     (
         PluginKind::Ordering,
         include_str!("../../plugins/templates/ordering/Cargo.toml.tmpl"),
@@ -72,6 +72,11 @@ const TEMPLATES: [(PluginKind, &str, &str); 3] = [
         PluginKind::FlavorAssignment,
         include_str!("../../plugins/templates/flavor-assignment/Cargo.toml.tmpl"),
         include_str!("../../plugins/templates/flavor-assignment/src/lib.rs"),
+    ),
+    (
+        PluginKind::Placement,
+        include_str!("../../plugins/templates/placement/Cargo.toml.tmpl"),
+        include_str!("../../plugins/templates/placement/src/lib.rs"),
     ),
 ];
 

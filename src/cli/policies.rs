@@ -19,7 +19,7 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "DIR")]
     pub plugins: Option<PathBuf>,
     /// Which policy decides an extension point: EXT=NAME, EXT one of ordering, preemption,
-    /// flavor-assignment; NAME `builtin` or a plugin's file stem in --plugins. Repeatable.
+    /// flavor-assignment, placement; NAME `builtin` or a plugin's file stem in --plugins. Repeatable.
     #[arg(long = "policy", value_name = "EXT=NAME")]
     pub policies: Vec<String>,
     /// Policy configuration file (plugin directory, bindings, limits, exposed annotations,

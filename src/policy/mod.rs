@@ -1,5 +1,6 @@
-//! The three pluggable decisions — admission ordering, preemption victim selection and flavor
-//! assignment — as traits, with Kueue's behaviour as the built-in implementation.
+//! The four pluggable decisions — admission ordering, preemption victim selection, flavor
+//! assignment and topology placement — as traits, with Kueue's behaviour as the built-in
+//! implementation.
 //!
 //! A policy only ranks or chooses among what the host offers; it never changes quota. The
 //! scheduler checks every answer with [`verify`] and falls back to the built-in policy when an
@@ -17,6 +18,7 @@ use std::sync::Arc;
 use crate::cluster::{Cluster, CqId, Fungibility, LqId, Millis, PreemptionConfig, WorkloadId};
 use crate::queue::SortKey;
 use crate::quota::{FlavorId, FrIdx, NodeId, QuotaTree, ResourceId, Usage};
+use crate::topology::{Placement, PlacementRequest};
 
 /// Which implementation made a decision: `builtin`, or a plugin's name and content digest.
 ///
@@ -314,12 +316,46 @@ pub trait FlavorAssignmentPolicy: Send + Sync {
     fn refused(&self, _error: &PolicyError) {}
 }
 
+// ---------------------------------------------------------------------------------------------
+// Placement (topology-aware scheduling)
+
+/// One TAS podSet to place: who asks, and the question itself ([`PlacementRequest`]: the
+/// flavor's domain tree, free capacity, eligible leaves, pod count and constraint).
+#[derive(Debug, Clone)]
+pub struct PlacementChoiceRequest<'a> {
+    pub workload: WorkloadId,
+    pub cluster_queue: CqId,
+    pub pod_set: usize,
+    /// The TAS flavor assigned to the podSet.
+    pub flavor: FlavorId,
+    pub placement: &'a PlacementRequest<'a>,
+    pub cluster: &'a Cluster,
+    pub now: Millis,
+}
+
+/// A placement policy's answer: pods per leaf, or why the podSet does not fit (Kueue's
+/// words; "does not fit" is a value, not an error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlacementAnswer {
+    Placed(Placement),
+    NoFit(String),
+}
+
+pub trait PlacementPolicy: Send + Sync {
+    fn id(&self) -> PolicyRef;
+    /// Places the podSet's pods on leaves of the tree.
+    fn place(&self, req: &PlacementChoiceRequest<'_>) -> Result<PlacementAnswer, PolicyError>;
+    /// Told when the scheduler refused an answer (it counts against a plugin's health).
+    fn refused(&self, _error: &PolicyError) {}
+}
+
 /// The policies that decide for one ClusterQueue.
 #[derive(Clone)]
 pub struct PolicySet {
     pub ordering: Arc<dyn OrderingPolicy>,
     pub preemption: Arc<dyn PreemptionPolicy>,
     pub flavors: Arc<dyn FlavorAssignmentPolicy>,
+    pub placement: Arc<dyn PlacementPolicy>,
 }
 
 impl PolicySet {
@@ -328,6 +364,7 @@ impl PolicySet {
             ordering: Arc::new(builtin::KueueOrdering),
             preemption: Arc::new(builtin::KueuePreemption),
             flavors: Arc::new(builtin::KueueFlavors),
+            placement: Arc::new(builtin::KueuePlacement),
         }
     }
 }
@@ -338,6 +375,7 @@ impl std::fmt::Debug for PolicySet {
             .field("ordering", &self.ordering.id().name)
             .field("preemption", &self.preemption.id().name)
             .field("flavors", &self.flavors.id().name)
+            .field("placement", &self.placement.id().name)
             .finish()
     }
 }

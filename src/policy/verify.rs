@@ -28,6 +28,9 @@ pub enum InvalidAnswer {
     BorrowingNotAllowed(usize),
     #[error("flavor option {0} does not fit")]
     FlavorDoesNotFit(usize),
+    /// A placement the host's checks refuse (`crate::topology::verify`'s reason).
+    #[error("placement refused: {0}")]
+    Placement(String),
 }
 
 fn check_indices(indices: &[usize], len: usize) -> Result<(), InvalidAnswer> {

@@ -81,6 +81,8 @@ pub struct Assignment {
     /// Quota fits but no placement fits the free capacity (one fits empty capacity): the
     /// placement's failure, in Kueue's words; the TAS podSets need preemption.
     pub topology_pending: Option<String>,
+    /// The placement policy that placed each TAS podSet of `topology`, in order (set with it).
+    pub placed_by: Vec<PolicyRef>,
 }
 
 impl Assignment {
@@ -212,6 +214,7 @@ pub(super) fn assign_flavors(
         topology: Vec::new(),
         topology_failed: None,
         topology_pending: None,
+        placed_by: Vec::new(),
     };
     let pods = cluster.names.find_resource("pods");
     for (i, ps) in wl.pod_sets.iter().enumerate() {

@@ -13,7 +13,7 @@ use crate::topology::TasUsage;
 
 use super::assign::{Assignment, AssignmentMode, assign_flavors, reduce_pod_sets};
 use super::preempt::{Ctx, Target, get_targets, removed, without};
-use super::tas::VictimFit;
+use super::tas::{Placer, VictimFit};
 use super::{CycleOutcome, Decision, Scheduler};
 
 struct Entry {
@@ -86,6 +86,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
             fallbacks: &fallbacks,
             budgets: &s.budgets,
             targets_memo: Default::default(),
+            placed_by: Default::default(),
         };
         let (assignment, targets) =
             get_assignments(&ctx, &snapshot, s.cluster.tas.current(), wl, cq);
@@ -135,6 +136,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
             fallbacks: &fallbacks,
             budgets: &s.budgets,
             targets_memo: Default::default(),
+            placed_by: Default::default(),
         };
         let (result, recomputed, took) =
             process(&ctx, &mut snapshot, &mut preempted, &mut tas_usage, e);
@@ -189,6 +191,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
                     admission,
                     policy: e.assignment.policy.clone(),
                     ordered_by,
+                    placed_by: e.assignment.placed_by.clone(),
                 });
             }
             Outcome::Preempting => {
@@ -290,13 +293,7 @@ fn assign_and_find_targets(
     cq: CqId,
 ) -> (Assignment, super::preempt::Targets) {
     let no_targets = || super::preempt::Targets::none(ctx.policies.preemption.id());
-    let full = super::tas::screen(
-        ctx.cluster,
-        tas,
-        wl,
-        cq,
-        assign_flavors(ctx, usage, wl, cq, None),
-    );
+    let full = super::tas::screen(ctx, tas, wl, cq, assign_flavors(ctx, usage, wl, cq, None));
     match full.mode() {
         AssignmentMode::Fit => return (full, no_targets()),
         AssignmentMode::Preempt => {
@@ -326,7 +323,7 @@ fn assign_and_find_targets(
             .collect();
         let found = reduce_pod_sets(&full_counts, &min_counts, |counts| {
             let a = assign_flavors(ctx, usage, wl, cq, Some(counts));
-            let a = super::tas::screen(ctx.cluster, tas, wl, cq, a);
+            let a = super::tas::screen(ctx, tas, wl, cq, a);
             match a.mode() {
                 AssignmentMode::Fit => Some((a, no_targets())),
                 AssignmentMode::Preempt => {
@@ -608,7 +605,15 @@ fn process(
     }
     // A TAS podSet is placed on the capacity this cycle's earlier admissions left.
     if mode == AssignmentMode::Fit && !ctx.cluster.tas.is_empty() {
-        match super::tas::place(ctx.cluster, tas, e.workload, e.cq, &assignment, false) {
+        ctx.placed_by.take();
+        match super::tas::place(
+            Placer::Policy(ctx),
+            tas,
+            e.workload,
+            e.cq,
+            &assignment,
+            false,
+        ) {
             Err(message) => {
                 return (
                     Outcome::Requeue {
@@ -626,6 +631,7 @@ fn process(
                     ctx.cluster.tas.add_to_snapshot(tas, p);
                 }
                 assignment.topology = placements;
+                assignment.placed_by = ctx.placed_by.take();
                 recomputed = Some((assignment.clone(), targets.clone()));
             }
             Ok(_) => {}
@@ -717,7 +723,8 @@ fn reserve_for_unreclaimable(
         return;
     }
     if !ctx.cluster.tas.is_empty()
-        && let Ok(placements) = super::tas::place(ctx.cluster, tas, wl, cq, a, true)
+        && let Ok(placements) =
+            super::tas::place(Placer::BuiltIn(ctx.cluster), tas, wl, cq, a, true)
     {
         for p in placements.iter().flatten() {
             ctx.cluster.tas.add_to_snapshot(tas, p);

@@ -13,6 +13,7 @@ mod assign;
 pub mod budget;
 mod cycle;
 mod nodes;
+mod placement;
 mod preempt;
 mod tas;
 
@@ -33,6 +34,8 @@ pub enum Decision {
         policy: PolicyRef,
         /// The ordering policy that placed it in the cycle's order.
         ordered_by: PolicyRef,
+        /// The placement policy of each TAS podSet, in podSet order (empty without TAS).
+        placed_by: Vec<PolicyRef>,
     },
     /// The victim must be evicted to make room for the preemptor.
     Preempted {

@@ -27,6 +27,9 @@ pub(super) struct Ctx<'a> {
     /// Victims already chosen during one `get_assignments` call (one preemptor, one usage),
     /// by (needs, requests).
     pub targets_memo: RefCell<Vec<TargetsMemo>>,
+    /// The placement policy of each podSet placed since it was last emptied, in order (what
+    /// admitted placements are attributed to).
+    pub placed_by: RefCell<Vec<PolicyRef>>,
 }
 
 type TargetsMemo = (Vec<FrIdx>, Vec<(FrIdx, i64)>, Targets);

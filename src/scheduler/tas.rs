@@ -14,6 +14,8 @@ use crate::topology::{
 };
 
 use super::assign::{Assignment, AssignmentMode};
+use super::placement::PodSetRef;
+use super::preempt::Ctx;
 
 /// The pending reason of a podSet no placement fits, not even on empty nodes (Kueue's
 /// `TopologyPlacementFailed`).
@@ -25,6 +27,24 @@ pub struct TopologyFailure {
     pub message: String,
     /// [`PLACEMENT_FAILED`].
     pub label: &'static str,
+}
+
+/// Who places: the bound placement policy (a plugin's answer verified, the built-in after a
+/// fallback), or Kueue's BestFit itself — for the host's own feasibility checks (victims,
+/// reservations), which must not call plugins or count as their decisions.
+#[derive(Clone, Copy)]
+pub(super) enum Placer<'a, 'c> {
+    Policy(&'a Ctx<'c>),
+    BuiltIn(&'a Cluster),
+}
+
+impl<'a> Placer<'a, '_> {
+    fn cluster(self) -> &'a Cluster {
+        match self {
+            Placer::Policy(ctx) => ctx.cluster,
+            Placer::BuiltIn(cluster) => cluster,
+        }
+    }
 }
 
 /// Kueue's `IsTASOnly`: every flavor of the ClusterQueue is a TAS flavor.
@@ -95,13 +115,14 @@ pub(super) fn flavor_mismatch(
 /// it fit were every workload gone?). `None` for podSets that are not TAS. The error is the
 /// pending message, in Kueue's words.
 pub(super) fn place(
-    cluster: &Cluster,
+    placer: Placer<'_, '_>,
     usage: &TasUsage,
     wl: WorkloadId,
     cq: CqId,
     assignment: &Assignment,
     empty: bool,
 ) -> Result<Vec<Option<PodSetPlacement>>, String> {
+    let cluster = placer.cluster();
     let info = cluster.workload(wl);
     let mut out: Vec<Option<PodSetPlacement>> = vec![None; assignment.pod_sets.len()];
     // Kueue's `FindTopologyAssignmentsForFlavor`: TAS podSets by podSet group (on one flavor),
@@ -164,10 +185,15 @@ pub(super) fn place(
         let (ps, psa) = (&info.pod_sets[workers], &assignment.pod_sets[workers]);
         let implied = requested(cluster, cq, ps).1;
         let leader_ps = leader.map(|l| &info.pod_sets[l]);
-        let (placement, leader_placement) = place_pod_set(
-            cluster, now, ps, psa.count, leader_ps, flavor, implied, empty,
-        )
-        .map_err(|reason| failed(ps, reason))?;
+        let of = PodSetRef {
+            workload: wl,
+            cluster_queue: cq,
+            pod_set: workers,
+            flavor,
+        };
+        let (placement, leader_placement) =
+            place_pod_set(placer, now, ps, psa.count, leader_ps, of, implied, empty)
+                .map_err(|reason| failed(ps, reason))?;
         let local = local.get_or_insert_with(|| usage.clone());
         cluster.tas.add_to_snapshot(local, &placement);
         out[workers] = Some(placement);
@@ -214,15 +240,16 @@ fn one_pod(cluster: &Cluster, tree: &DomainTree, ps: &PodSetInfo) -> (Vec<i64>, 
 /// and returns the workers' placement and the leader's.
 #[allow(clippy::too_many_arguments)]
 fn place_pod_set(
-    cluster: &Cluster,
+    placer: Placer<'_, '_>,
     usage: &TasUsage,
     ps: &PodSetInfo,
     count: i32,
     leader: Option<&PodSetInfo>,
-    flavor: FlavorId,
+    of: PodSetRef,
     implied: bool,
     empty: bool,
 ) -> Result<(PodSetPlacement, Option<PodSetPlacement>), String> {
+    let (cluster, flavor) = (placer.cluster(), of.flavor);
     let f = cluster.tas.get(flavor).expect("a TAS flavor");
     let tree = &f.tree;
     let constraint = Constraint::resolve(tree, ps.topology.as_ref(), implied, count)?;
@@ -263,8 +290,25 @@ fn place_pod_set(
         constraint,
         leader: leader_per_pod,
     };
-    let answer = KueueBestFit.place(&request)?;
-    verify(&request, &answer).map_err(|e| format!("placement refused: {e}"))?;
+    // WIT 0.6.0 carries single-layer requests without a leader: a podSet group or a
+    // multi-layer slice request is placed by the built-in (attributed to it, not a fallback).
+    let answer = match placer {
+        Placer::Policy(ctx) if request.leader.is_none() && !request.constraint.multi_layer() => {
+            super::placement::decide(ctx, of, &request)?
+        }
+        _ => {
+            if let Placer::Policy(ctx) = placer {
+                let mut by = ctx.placed_by.borrow_mut();
+                by.push(crate::policy::PolicyRef::builtin());
+                if request.leader.is_some() {
+                    by.push(crate::policy::PolicyRef::builtin());
+                }
+            }
+            let answer = KueueBestFit.place(&request)?;
+            verify(&request, &answer).map_err(|e| format!("placement refused: {e}"))?;
+            answer
+        }
+    };
     let leader = answer
         .leader
         .zip(request.leader)
@@ -296,24 +340,25 @@ fn place_pod_set(
 /// may be needed where unused quota suffices but leaves are fragmented (Kueue's
 /// `updateModeForTASRequests`). `usage` is the leaf usage of the cycle's snapshot.
 pub(super) fn screen(
-    cluster: &Cluster,
+    ctx: &Ctx<'_>,
     usage: &TasUsage,
     wl: WorkloadId,
     cq: CqId,
     mut a: Assignment,
 ) -> Assignment {
+    let cluster = ctx.cluster;
     if cluster.tas.is_empty() {
         return a;
     }
     let now_failure = match a.mode() {
-        AssignmentMode::Fit => match place(cluster, usage, wl, cq, &a, false) {
+        AssignmentMode::Fit => match place(Placer::Policy(ctx), usage, wl, cq, &a, false) {
             Ok(_) => return a,
             Err(message) => Some(message),
         },
         AssignmentMode::Preempt => None,
         AssignmentMode::NoFit => return a,
     };
-    match place(cluster, usage, wl, cq, &a, true) {
+    match place(Placer::Policy(ctx), usage, wl, cq, &a, true) {
         Err(empty_failure) => {
             a.topology_failed = Some(TopologyFailure {
                 message: now_failure.unwrap_or(empty_failure),
@@ -402,7 +447,7 @@ impl<'a> VictimFit<'a> {
             }
         }
         place(
-            self.cluster,
+            Placer::BuiltIn(self.cluster),
             &usage,
             self.wl,
             self.cq,

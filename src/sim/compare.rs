@@ -4,7 +4,8 @@
 //! ([`Side`]) reports utilisation per flavor/resource (time-weighted usage of every ClusterQueue
 //! as % of the cluster's total nominal quota), admissions and mean / p95 wait per ClusterQueue
 //! and per LocalQueue, preemptions by reason and Jain's index per cohort tree and
-//! flavor/resource ([`super::fairness`]). The [`Diff`] holds B − A for what differs only (an
+//! flavor/resource ([`super::fairness`]), and for topology-aware scheduling how many domains of
+//! each level a placement spans on average. The [`Diff`] holds B − A for what differs only (an
 //! empty map means no difference), and the workloads whose admission differs: admitted (or
 //! finished) by one run and not by the other, or admitted to other flavors or another
 //! ClusterQueue (the last admission each run gave them); the first [`MAX_ADMISSION_DIFFS`] are
@@ -50,6 +51,10 @@ pub struct Side {
     pub preemptions: BTreeMap<String, u64>,
     /// Cohort tree → `flavor/resource` → Jain's index over its ClusterQueues.
     pub jain: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Topology level → domains of that level a TAS placement spans, on average over the
+    /// run's placements (empty without TAS).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub mean_spans: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -72,6 +77,8 @@ pub struct Diff {
     pub local_queues: BTreeMap<String, WaitDiff>,
     pub preemptions: BTreeMap<String, i64>,
     pub jain: BTreeMap<String, BTreeMap<String, f64>>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub mean_spans: BTreeMap<String, f64>,
     /// How many workloads' admissions differ.
     pub differing_admissions: usize,
     /// The first [`MAX_ADMISSION_DIFFS`] of them.
@@ -212,6 +219,7 @@ pub fn compare_runs(a: (&str, &Simulation), b: (&str, &Simulation)) -> Compariso
                 (!d.is_empty()).then(|| (tree.clone(), d))
             })
             .collect(),
+        mean_spans: differences(&side_a.mean_spans, &side_b.mean_spans),
         differing_admissions: differing.len(),
         admissions: differing.into_iter().take(MAX_ADMISSION_DIFFS).collect(),
     };
@@ -306,7 +314,22 @@ fn side(bindings: &str, sim: &Simulation, report: &Report) -> Side {
             .iter()
             .map(|(name, t)| (name.clone(), t.jain.clone()))
             .collect(),
+        mean_spans: mean_spans(report),
     }
+}
+
+/// Per level, the mean number of domains a placement spans.
+fn mean_spans(report: &Report) -> BTreeMap<String, f64> {
+    let mut spans: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for p in &report.topology.placements {
+        for (level, n) in &p.domains_per_level {
+            spans.entry(level.clone()).or_default().push(*n as f64);
+        }
+    }
+    spans
+        .into_iter()
+        .filter_map(|(level, v)| mean(&v).map(|m| (level, round3(m))))
+        .collect()
 }
 
 /// Per workload: its final state and, when admitted or finished, its last admission.
@@ -457,6 +480,14 @@ impl Comparison {
                 a.preemptions.get(k).copied().unwrap_or(0).to_string(),
                 b.preemptions.get(k).copied().unwrap_or(0).to_string(),
                 format!("{:+}", self.diff.preemptions.get(k).copied().unwrap_or(0)),
+            );
+        }
+        for k in keys(&a.mean_spans, &b.mean_spans) {
+            row(
+                format!("mean span {k}"),
+                num(a.mean_spans.get(k).copied(), ""),
+                num(b.mean_spans.get(k).copied(), ""),
+                delta(self.diff.mean_spans.get(k).copied(), ""),
             );
         }
         let empty = BTreeMap::new();

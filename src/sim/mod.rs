@@ -414,6 +414,7 @@ impl Simulation {
                     admission,
                     policy,
                     ordered_by,
+                    placed_by,
                 } => {
                     progress = true;
                     let i = workload.index();
@@ -428,8 +429,13 @@ impl Simulation {
                         Some(policy.clone()),
                     );
                     let cluster = &self.scheduler.cluster;
-                    self.tas
-                        .record(cluster, workload, &admission, self.now - self.t0);
+                    self.tas.record(
+                        cluster,
+                        workload,
+                        &admission,
+                        &placed_by,
+                        self.now - self.t0,
+                    );
                     let assigned: Vec<_> = admission
                         .pod_sets
                         .iter()

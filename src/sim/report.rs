@@ -261,7 +261,16 @@ impl AdmissionReport {
             .iter()
             .map(|ps| {
                 let f: Vec<String> = ps.flavors.iter().map(|(r, f)| format!("{r}={f}")).collect();
-                format!("{}×{} {}", ps.name, ps.count, f.join(","))
+                let mut s = format!("{}×{} {}", ps.name, ps.count, f.join(","));
+                if !ps.domains_per_level.is_empty() {
+                    let spans: Vec<String> = ps
+                        .domains_per_level
+                        .iter()
+                        .map(|(level, n)| format!("{level}={n}"))
+                        .collect();
+                    s.push_str(&format!(" spans {}", spans.join(",")));
+                }
+                s
             })
             .collect::<Vec<_>>()
             .join(" | ")
@@ -447,8 +456,10 @@ pub(crate) fn build_from(sim: &Simulation, events: Vec<Event>) -> Report {
 
 impl Report {
     /// The report for a person: a short timeline and a per-queue table.
-    /// One line per admission and preemption (time, workload, where, why, which policy), then
-    /// one per workload's final state: what `wasq simulate --watch` compares between runs.
+    /// One line per admission and preemption (time, workload, where, why, which policy), one
+    /// per TAS placement (time, workload and podSet, spans per level, pods per leaf, which
+    /// placement policy), then one per workload's final state: what `wasq simulate --watch`,
+    /// `wasq plugin check --against` and `wasq bench` compare between runs.
     pub fn decision_lines(&self) -> Vec<String> {
         let mut lines: Vec<String> = self
             .events
@@ -469,6 +480,24 @@ impl Report {
                 )
             })
             .collect();
+        for p in &self.topology.placements {
+            let spans: Vec<String> = p
+                .domains_per_level
+                .iter()
+                .map(|(level, n)| format!("{level}={n}"))
+                .collect();
+            let leaves: Vec<String> = p.leaves.iter().map(|(l, n)| format!("{l}:{n}")).collect();
+            lines.push(format!(
+                "{:>9.3}s Placed {}/{} {} spans {} leaves {} [{}]",
+                p.time,
+                p.workload,
+                p.pod_set,
+                p.flavor,
+                spans.join(","),
+                leaves.join(","),
+                p.placed_by.name
+            ));
+        }
         for w in &self.workloads {
             lines.push(format!("final {}/{} {}", w.namespace, w.name, w.state));
         }

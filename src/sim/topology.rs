@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::cluster::{Admission, Cluster, Millis, WorkloadId};
+use crate::policy::PolicyRef;
 use crate::topology::Topologies;
 
 /// Usage integrated over virtual time and the placements made.
@@ -27,6 +28,12 @@ pub struct PlacementReport {
     pub flavor: String,
     /// Domains spanned per level, highest level first.
     pub domains_per_level: Vec<(String, usize)>,
+    /// The placement policy that decided it (the built-in after a fallback).
+    pub placed_by: PolicyRef,
+    /// Pods per leaf (leaf index in the flavor's tree, pods): the decision itself, for
+    /// comparing runs (not serialized: the spans say it for people).
+    #[serde(skip)]
+    pub leaves: Vec<(u32, i32)>,
 }
 
 /// One domain's average use over the run.
@@ -133,15 +140,25 @@ impl TasLedger {
     }
 
     /// Records the spans of an admission's TAS podSets (`at`: ms since time 0).
-    pub(crate) fn record(&mut self, cluster: &Cluster, wl: WorkloadId, a: &Admission, at: Millis) {
+    pub(crate) fn record(
+        &mut self,
+        cluster: &Cluster,
+        wl: WorkloadId,
+        a: &Admission,
+        placed_by: &[PolicyRef],
+        at: Millis,
+    ) {
+        let mut by = placed_by.iter();
         for ps in &a.pod_sets {
             let Some(p) = &ps.topology else { continue };
             self.placements.push(PlacementReport {
+                placed_by: by.next().cloned().unwrap_or_else(PolicyRef::builtin),
                 time: at as f64 / 1000.0,
                 workload: cluster.workload(wl).key.clone(),
                 pod_set: ps.name.clone(),
                 flavor: cluster.names.flavor_name(p.flavor).to_string(),
                 domains_per_level: cluster.tas.spans(p),
+                leaves: p.leaves.clone(),
             });
         }
     }

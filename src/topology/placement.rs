@@ -163,7 +163,7 @@ pub struct Exclusions {
 }
 
 impl Exclusions {
-    fn describe(&self) -> Option<String> {
+    pub fn describe(&self) -> Option<String> {
         let mut reasons = Vec::new();
         if self.node_selector > 0 {
             reasons.push(format!("nodeSelector: {}", self.node_selector));

@@ -35,13 +35,26 @@ pub mod flavors {
     });
 }
 
+/// The `placement-plugin` world.
+pub mod placement {
+    wasmtime::component::bindgen!({
+        path: "wit",
+        world: "wasq:policy/placement-plugin",
+        with: {
+            "wasq:policy/types": super::ordering::wasq::policy::types,
+            "wasq:policy/host": super::ordering::wasq::policy::host,
+        },
+    });
+}
+
 pub use ordering::wasq::policy::host;
 pub use ordering::wasq::policy::types;
 
 /// The WIT package version this host implements.
-pub const WIT_VERSION: &str = "0.5.0";
+pub const WIT_VERSION: &str = "0.6.0";
 
 /// Fully qualified names of the exported interfaces, one per world.
-pub const ORDERING_EXPORT: &str = "wasq:policy/ordering@0.5.0";
-pub const PREEMPTION_EXPORT: &str = "wasq:policy/preemption@0.5.0";
-pub const FLAVOR_ASSIGNMENT_EXPORT: &str = "wasq:policy/flavor-assignment@0.5.0";
+pub const ORDERING_EXPORT: &str = "wasq:policy/ordering@0.6.0";
+pub const PREEMPTION_EXPORT: &str = "wasq:policy/preemption@0.6.0";
+pub const FLAVOR_ASSIGNMENT_EXPORT: &str = "wasq:policy/flavor-assignment@0.6.0";
+pub const PLACEMENT_EXPORT: &str = "wasq:policy/placement@0.6.0";

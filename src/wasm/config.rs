@@ -6,6 +6,7 @@
 //! plugins: ./target/plugins          # directory of *.wasm (relative to this file)
 //! policies:                          # EXT: NAME (`builtin` or a plugin's file stem)
 //!   preemption: min-runtime
+//!   placement: pack-by-rack
 //! limits: {memoryBytes: 67108864, deadlineMs: 10, deadlinePerItemUs: 5, quarantineAfter: 5}
 //! pluginLimits:
 //!   min-runtime: {deadlineMs: 20}
@@ -36,7 +37,8 @@ use super::registry::{Bindings, HostOptions};
 pub struct PolicyConfig {
     /// The plugin directory; relative paths are relative to the file.
     pub plugins: Option<PathBuf>,
-    /// Default binding per extension (`ordering`, `preemption`, `flavor-assignment`).
+    /// Default binding per extension (`ordering`, `preemption`, `flavor-assignment`,
+    /// `placement`).
     #[serde(default)]
     pub policies: BTreeMap<String, String>,
     /// Limits for every plugin.
@@ -171,7 +173,8 @@ mod tests {
         let path = dir.path().join("wasq.yaml");
         std::fs::write(
             &path,
-            "plugins: plugins\npolicies: {preemption: min-runtime}\nlimits: {deadlineMs: 20}\n\
+            "plugins: plugins\npolicies: {preemption: min-runtime, placement: pack-by-rack}\n\
+             limits: {deadlineMs: 20}\n\
              pluginLimits: {min-runtime: {memoryBytes: 1048576}}\nexposeAnnotations: [example.com/cost]\n\
              pluginSettings: {min-runtime: {min-runtime: 10m}}\n\
              pluginMetadata: {min-runtime: {labels: [team]}}\n",
@@ -184,6 +187,12 @@ mod tests {
                 .expect("valid")
                 .get(super::super::PluginKind::Preemption),
             "min-runtime"
+        );
+        assert_eq!(
+            c.bindings()
+                .expect("valid")
+                .get(super::super::PluginKind::Placement),
+            "pack-by-rack"
         );
         let o = c.host_options();
         assert_eq!(o.limits.deadline_ms, 20);

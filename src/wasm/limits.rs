@@ -15,7 +15,8 @@ pub struct Limits {
     /// Wall-clock CPU deadline per call, in milliseconds (epoch ticks). Default 10 ms.
     pub deadline_ms: u64,
     /// Added to the deadline per item the call carries (workloads to key, heads to order,
-    /// victim candidates, flavor options; ClusterQueues and cohorts for the catalog), in
+    /// victim candidates, flavor options, topology domains to place on; ClusterQueues and
+    /// cohorts for the catalog), in
     /// microseconds, whole milliseconds only. Default 5 µs: a call over 10,000 heads gets
     /// 60 ms, one over a few items the plain deadline.
     pub deadline_per_item_us: u64,

@@ -8,8 +8,8 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::Linker;
 
 use super::bindings::{
-    FLAVOR_ASSIGNMENT_EXPORT, ORDERING_EXPORT, PREEMPTION_EXPORT, WIT_VERSION, flavors, ordering,
-    preemption,
+    FLAVOR_ASSIGNMENT_EXPORT, ORDERING_EXPORT, PLACEMENT_EXPORT, PREEMPTION_EXPORT, WIT_VERSION,
+    flavors, ordering, placement, preemption,
 };
 use super::engine::WasmEngine;
 use super::state::State;
@@ -23,22 +23,25 @@ pub enum PluginKind {
     Ordering,
     Preemption,
     FlavorAssignment,
+    Placement,
 }
 
 impl PluginKind {
-    pub const ALL: [PluginKind; 3] = [
+    pub const ALL: [PluginKind; 4] = [
         PluginKind::Ordering,
         PluginKind::Preemption,
         PluginKind::FlavorAssignment,
+        PluginKind::Placement,
     ];
 
     /// The name used on the command line and in annotations (`ordering`, `preemption`,
-    /// `flavor-assignment`).
+    /// `flavor-assignment`, `placement`).
     pub fn as_str(self) -> &'static str {
         match self {
             PluginKind::Ordering => "ordering",
             PluginKind::Preemption => "preemption",
             PluginKind::FlavorAssignment => "flavor-assignment",
+            PluginKind::Placement => "placement",
         }
     }
 
@@ -51,6 +54,7 @@ impl PluginKind {
             PluginKind::Ordering => ORDERING_EXPORT,
             PluginKind::Preemption => PREEMPTION_EXPORT,
             PluginKind::FlavorAssignment => FLAVOR_ASSIGNMENT_EXPORT,
+            PluginKind::Placement => PLACEMENT_EXPORT,
         }
     }
 }
@@ -98,7 +102,7 @@ pub enum LoadError {
     OtherVersion { path: PathBuf, version: String },
     #[error(
         "{path}: exports none of the wasq:policy@{WIT_VERSION} interfaces (ordering, preemption, \
-         flavor-assignment); it exports: {exports}"
+         flavor-assignment, placement); it exports: {exports}"
     )]
     NoPolicyExport { path: PathBuf, exports: String },
     #[error("{path}: exports more than one policy interface ({exports}); a plugin implements one")]
@@ -119,6 +123,7 @@ pub enum Pre {
     Ordering(ordering::OrderingPluginPre<State>),
     Preemption(preemption::PreemptionPluginPre<State>),
     FlavorAssignment(flavors::FlavorAssignmentPluginPre<State>),
+    Placement(placement::PlacementPluginPre<State>),
 }
 
 /// A validated, compiled plugin.
@@ -248,6 +253,9 @@ pub fn load_bytes(
         PluginKind::FlavorAssignment => Pre::FlavorAssignment(
             flavors::FlavorAssignmentPluginPre::new(instance_pre).map_err(mismatch)?,
         ),
+        PluginKind::Placement => {
+            Pre::Placement(placement::PlacementPluginPre::new(instance_pre).map_err(mismatch)?)
+        }
     };
     Ok(Loaded {
         info: PluginInfo {
@@ -270,12 +278,13 @@ mod tests {
 
     #[test]
     fn allow_list() {
-        assert!(import_allowed("wasq:policy/host@0.5.0"));
+        assert!(import_allowed("wasq:policy/host@0.6.0"));
         assert!(import_allowed("wasi:cli/stderr@0.2.4"));
         assert!(import_allowed("wasi:io/streams@0.2.0"));
         assert!(!import_allowed("wasq:policy/host@0.1.0"));
         assert!(!import_allowed("wasq:policy/host@0.3.0"));
         assert!(!import_allowed("wasq:policy/host@0.4.0"));
+        assert!(!import_allowed("wasq:policy/host@0.5.0"));
         assert!(!import_allowed("wasi:filesystem/preopens@0.2.4"));
         assert!(!import_allowed("wasi:clocks/wall-clock@0.2.4"));
         assert!(!import_allowed("wasi:sockets/tcp@0.2.4"));

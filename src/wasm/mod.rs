@@ -1,5 +1,5 @@
 //! The wasmtime host for policy plugins: WebAssembly components implementing one world of the
-//! `wasq:policy@0.5.0` WIT package (`wit/`).
+//! `wasq:policy@0.6.0` WIT package (`wit/`).
 //!
 //! It owns loading (digest, compile cache, import allow-list), sandboxing (no capabilities,
 //! memory cap, CPU deadline, optional fuel), the calls (catalog sent once per instance, batches
@@ -28,7 +28,7 @@ pub use engine::WasmEngine;
 pub use limits::Limits;
 pub use load::{LoadError, PluginInfo, PluginKind, digest_of, plugin_files, plugin_name};
 pub use plugin::{ALWAYS_EXPOSED, Exposure, Plugin, PluginStatus};
-pub use policies::{WasmFlavors, WasmOrdering, WasmPreemption};
+pub use policies::{WasmFlavors, WasmOrdering, WasmPlacement, WasmPreemption};
 pub use registry::{
     ANNOTATION_PREFIX, BUILTIN, BindError, Bindings, HostOptions, Registry, make_plugin,
 };

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use wasmtime::{Store, Trap};
 
-use super::bindings::{flavors, ordering, preemption};
+use super::bindings::{flavors, ordering, placement, preemption};
 use super::convert;
 use super::engine::WasmEngine;
 use super::limits::Limits;
@@ -94,6 +94,7 @@ enum Instance {
     Ordering(ordering::OrderingPlugin),
     Preemption(preemption::PreemptionPlugin),
     FlavorAssignment(flavors::FlavorAssignmentPlugin),
+    Placement(placement::PlacementPlugin),
 }
 
 struct Live {
@@ -202,6 +203,18 @@ impl<'a> CallCx<'a> {
             _ => unreachable!("bound to the wrong extension"),
         }
     }
+
+    pub fn placement(
+        &mut self,
+    ) -> (
+        &'a placement::exports::wasq::policy::placement::Guest,
+        &mut Store<State>,
+    ) {
+        match self.instance {
+            Instance::Placement(p) => (p.wasq_policy_placement(), &mut *self.store),
+            _ => unreachable!("bound to the wrong extension"),
+        }
+    }
 }
 
 impl Plugin {
@@ -291,6 +304,7 @@ impl Plugin {
             Pre::Ordering(p) => p.instantiate(&mut store).map(Instance::Ordering),
             Pre::Preemption(p) => p.instantiate(&mut store).map(Instance::Preemption),
             Pre::FlavorAssignment(p) => p.instantiate(&mut store).map(Instance::FlavorAssignment),
+            Pre::Placement(p) => p.instantiate(&mut store).map(Instance::Placement),
         }
         .map_err(|e| classify(e, &store, &self.limits))?;
         Ok(Live {
@@ -417,6 +431,10 @@ impl Plugin {
                     .wasq_policy_flavor_assignment()
                     .call_set_catalog(&mut live.store, &catalog.wit)
                     .map(|()| crate::policy::Needs::default()),
+                Instance::Placement(p) => p
+                    .wasq_policy_placement()
+                    .call_set_catalog(&mut live.store, &catalog.wit)
+                    .map(|()| crate::policy::Needs::default()),
             };
             live.needs = r.map_err(|e| classify(e, &live.store, &self.limits))?;
             live.catalog_of = Some(cluster.config_id);
@@ -459,6 +477,12 @@ impl Plugin {
                 let g = p.wasq_policy_flavor_assignment();
                 g.call_set_catalog(&mut *store, &empty)
                     .and_then(|()| g.call_choose_flavors(&mut *store, &no_strings(), &[]))
+                    .map(|a| a.len())
+            }
+            Instance::Placement(p) => {
+                let g = p.wasq_policy_placement();
+                g.call_set_catalog(&mut *store, &empty)
+                    .and_then(|()| g.call_place(&mut *store, &no_strings(), &[]))
                     .map(|a| a.len())
             }
         }

@@ -7,14 +7,15 @@ use std::sync::Arc;
 
 use super::bindings::flavors::exports::wasq::policy::flavor_assignment as fa;
 use super::bindings::ordering::exports::wasq::policy::ordering as ord;
+use super::bindings::placement::exports::wasq::policy::placement as pl;
 use super::bindings::preemption::exports::wasq::policy::preemption as pre;
 use super::convert;
 use super::plugin::Plugin;
 use crate::policy::verify::InvalidAnswer;
 use crate::policy::{
     CandidateKind, FitMode, FlavorAssignmentPolicy, FlavorChoiceRequest, HeadEntry, Needs,
-    OrderingPolicy, PolicyContext, PolicyError, PolicyRef, PreemptionPolicy, PreemptionRequest,
-    QueuedWorkload, VictimSet,
+    OrderingPolicy, PlacementAnswer, PlacementChoiceRequest, PlacementPolicy, PolicyContext,
+    PolicyError, PolicyRef, PreemptionPolicy, PreemptionRequest, QueuedWorkload, VictimSet,
 };
 use crate::queue::SortKey;
 use crate::quota::FrIdx;
@@ -395,6 +396,97 @@ impl FlavorAssignmentPolicy for WasmFlavors {
             e
         })?;
         Ok(answer.map(|i| i as usize))
+    }
+
+    fn refused(&self, error: &PolicyError) {
+        self.0.refused(error);
+    }
+}
+
+/// A placement plugin.
+pub struct WasmPlacement(pub Arc<Plugin>);
+
+/// A count that crosses as `u32` (pod counts are never negative).
+fn count_u32(n: i32) -> u32 {
+    u32::try_from(n).unwrap_or(0)
+}
+
+impl PlacementPolicy for WasmPlacement {
+    fn id(&self) -> PolicyRef {
+        self.0.id()
+    }
+
+    fn place(&self, req: &PlacementChoiceRequest<'_>) -> Result<PlacementAnswer, PolicyError> {
+        let cluster = req.cluster;
+        let question = req.placement;
+        let tree = question.tree;
+        let columns = question.columns();
+        let c = question.constraint;
+        let constraint = pl::Constraint {
+            level: c.level as u32,
+            mode: if c.required {
+                pl::ConstraintMode::Required
+            } else if c.unconstrained {
+                pl::ConstraintMode::Unconstrained
+            } else {
+                pl::ConstraintMode::Preferred
+            },
+            slice_level: c.slice_level as u32,
+            slice_size: count_u32(c.slice_size),
+        };
+        let mut domains = Some(pl::Domains {
+            levels: columns.levels,
+            parents: columns.parents,
+            free: columns.free,
+            leaf_domains: columns.leaf_domains,
+            eligible: columns.eligible,
+        });
+        // The deadline grows with the domains the call carries.
+        let answers = self.0.call(cluster, "place", tree.domains.len(), |call| {
+            let request = pl::Request {
+                workload: convert::workload(
+                    cluster,
+                    call.catalog,
+                    call.strings,
+                    req.workload,
+                    req.cluster_queue,
+                    cluster.workload(req.workload).queued,
+                ),
+                pod_set: req.pod_set as u32,
+                flavor: req.flavor.0,
+                topology: call.strings.intern(&tree.topology),
+                level_names: tree.levels.iter().map(|l| call.strings.intern(l)).collect(),
+                resource_names: tree
+                    .resources
+                    .iter()
+                    .map(|r| call.strings.intern(r))
+                    .collect(),
+                count: count_u32(question.count),
+                per_pod: question.per_pod.clone(),
+                constraint,
+                domains: domains.take().expect("one call"),
+                now: req.now,
+            };
+            let strings = call.strings.take();
+            let (guest, store) = call.placement();
+            guest.call_place(store, &strings, std::slice::from_ref(&request))
+        })?;
+        let [answer] = <[_; 1]>::try_from(answers).map_err(|a: Vec<_>| {
+            let e = wrong_length(a.len(), 1);
+            self.0.refused(&e);
+            e
+        })?;
+        Ok(match answer {
+            pl::Answer::Placed(leaves) => PlacementAnswer::Placed(crate::topology::Placement {
+                leaves: leaves
+                    .into_iter()
+                    .map(|l| (l.leaf as usize, i32::try_from(l.count).unwrap_or(i32::MAX)))
+                    .collect(),
+                // Requests with a leader are not sent to plugins (WIT 0.6.0).
+                leader: None,
+            }),
+            pl::Answer::NoFit(message) => PlacementAnswer::NoFit(message),
+        })
     }
 
     fn refused(&self, error: &PolicyError) {

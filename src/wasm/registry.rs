@@ -1,7 +1,7 @@
 //! The plugins of one directory and how they are bound to the extension points: a default
 //! binding per extension (`--policy EXT=NAME`) and per-ClusterQueue overrides through the
-//! annotations `policy.wasq.dev/ordering`, `policy.wasq.dev/preemption` and
-//! `policy.wasq.dev/flavor-assignment`.
+//! annotations `policy.wasq.dev/ordering`, `policy.wasq.dev/preemption`,
+//! `policy.wasq.dev/flavor-assignment` and `policy.wasq.dev/placement`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -11,12 +11,12 @@ use super::engine::WasmEngine;
 use super::limits::Limits;
 use super::load::{LoadError, PluginKind, load_bytes, plugin_files, plugin_name};
 use super::plugin::{Exposure, Plugin};
-use super::policies::{WasmFlavors, WasmOrdering, WasmPreemption};
+use super::policies::{WasmFlavors, WasmOrdering, WasmPlacement, WasmPreemption};
 use crate::cluster::{Cluster, CqId};
 use crate::policy::{
-    FlavorAssignmentPolicy, FlavorChoiceRequest, HeadEntry, OrderingPolicy, PolicyContext,
-    PolicyError, PolicyRef, PolicySet, PreemptionPolicy, PreemptionRequest, QueuedWorkload,
-    VictimSet,
+    FlavorAssignmentPolicy, FlavorChoiceRequest, HeadEntry, OrderingPolicy, PlacementAnswer,
+    PlacementChoiceRequest, PlacementPolicy, PolicyContext, PolicyError, PolicyRef, PolicySet,
+    PreemptionPolicy, PreemptionRequest, QueuedWorkload, VictimSet,
 };
 use crate::queue::SortKey;
 
@@ -62,9 +62,11 @@ impl Bindings {
 /// Why a binding cannot be made.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum BindError {
-    #[error("`{0}` is not EXT=NAME (EXT is ordering, preemption or flavor-assignment)")]
+    #[error("`{0}` is not EXT=NAME (EXT is ordering, preemption, flavor-assignment or placement)")]
     Syntax(String),
-    #[error("unknown extension `{0}` (expected ordering, preemption or flavor-assignment)")]
+    #[error(
+        "unknown extension `{0}` (expected ordering, preemption, flavor-assignment or placement)"
+    )]
     UnknownExtension(String),
     #[error("{context}: no plugin named `{name}` in {dir} (available: {available})")]
     UnknownPlugin {
@@ -317,6 +319,7 @@ impl Registry {
                     PluginKind::Ordering => set.ordering = Arc::new(WasmOrdering(plugin)),
                     PluginKind::Preemption => set.preemption = Arc::new(WasmPreemption(plugin)),
                     PluginKind::FlavorAssignment => set.flavors = Arc::new(WasmFlavors(plugin)),
+                    PluginKind::Placement => set.placement = Arc::new(WasmPlacement(plugin)),
                 },
                 Resolved::Unloadable(error) => {
                     tracing::warn!(plugin = name, %error, extension = %kind, "bound plugin cannot be loaded; the built-in policy decides");
@@ -328,6 +331,7 @@ impl Registry {
                         PluginKind::Ordering => set.ordering = u,
                         PluginKind::Preemption => set.preemption = u,
                         PluginKind::FlavorAssignment => set.flavors = u,
+                        PluginKind::Placement => set.placement = u,
                     }
                 }
             }
@@ -428,6 +432,16 @@ impl FlavorAssignmentPolicy for Unloadable {
     }
 
     fn choose_flavor(&self, _: &FlavorChoiceRequest<'_>) -> Result<Option<usize>, PolicyError> {
+        self.fail()
+    }
+}
+
+impl PlacementPolicy for Unloadable {
+    fn id(&self) -> PolicyRef {
+        self.policy_ref()
+    }
+
+    fn place(&self, _: &PlacementChoiceRequest<'_>) -> Result<PlacementAnswer, PolicyError> {
         self.fail()
     }
 }

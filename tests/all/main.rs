@@ -20,4 +20,5 @@ mod topology;
 mod topology_groups;
 mod wasm_containment;
 mod wasm_parity;
+mod wasm_placement;
 mod webhooks;

@@ -151,6 +151,16 @@ fn feature_plugins_change_the_outcome_as_documented() {
                 ));
             }
         }
+        if ext == "placement" {
+            for p in &with_plugin.topology.placements {
+                if &*p.placed_by.name != plugin_name {
+                    failures.push(format!(
+                        "{name}: placement of {} attributed to {}",
+                        p.workload, p.placed_by.name
+                    ));
+                }
+            }
+        }
         demonstrated.insert(plugin_name.to_string());
     }
     assert!(
@@ -166,6 +176,7 @@ fn feature_plugins_change_the_outcome_as_documented() {
         "cheapest-flavor",
         "max-min-gpu-hours",
         "drr-local-queues",
+        "pack-by-rack",
     ] {
         assert!(
             demonstrated.contains(plugin),

@@ -110,7 +110,7 @@ impl Rng {
 /// 40 random TAS workloads on 2 blocks × 2 racks × 3 nodes of 8 GPUs; with `preempt`, random
 /// priorities in a ClusterQueue that preempts lower priorities (for quota and for topology:
 /// the quota, 1000 GPUs, always fits).
-fn random_tas_scenario(seed: u64, preempt: bool) -> String {
+pub(super) fn random_tas_scenario(seed: u64, preempt: bool) -> String {
     let mut rng = Rng(seed);
     let mut text = String::from(
         "apiVersion: sim.wasq.dev/v1alpha1

@@ -1,5 +1,5 @@
 //! The generated WIT bindings: the shared `types` and `host` interfaces once, and the export side
-//! of each of the three worlds, all pointing at the same types.
+//! of each of the four worlds, all pointing at the same types.
 //!
 //! Each world is generated with `pub_export_macro`, so the custom section describing the world's
 //! exports is only emitted where a plugin invokes an `export_*!` macro: a plugin that links this
@@ -13,7 +13,7 @@ pub mod common {
         inline: "
             package wasq:sdk;
             world common {
-                import wasq:policy/host@0.5.0;
+                import wasq:policy/host@0.6.0;
             }
         ",
         path: "../../wit",
@@ -28,10 +28,10 @@ pub mod common {
 pub mod ordering {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "wasq:policy/ordering-plugin@0.5.0",
+        world: "wasq:policy/ordering-plugin@0.6.0",
         with: {
-            "wasq:policy/types@0.5.0": crate::bindings::common::wasq::policy::types,
-            "wasq:policy/host@0.5.0": crate::bindings::common::wasq::policy::host,
+            "wasq:policy/types@0.6.0": crate::bindings::common::wasq::policy::types,
+            "wasq:policy/host@0.6.0": crate::bindings::common::wasq::policy::host,
         },
         additional_derives: [PartialEq],
         pub_export_macro: true,
@@ -44,10 +44,10 @@ pub mod ordering {
 pub mod preemption {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "wasq:policy/preemption-plugin@0.5.0",
+        world: "wasq:policy/preemption-plugin@0.6.0",
         with: {
-            "wasq:policy/types@0.5.0": crate::bindings::common::wasq::policy::types,
-            "wasq:policy/host@0.5.0": crate::bindings::common::wasq::policy::host,
+            "wasq:policy/types@0.6.0": crate::bindings::common::wasq::policy::types,
+            "wasq:policy/host@0.6.0": crate::bindings::common::wasq::policy::host,
         },
         additional_derives: [PartialEq],
         pub_export_macro: true,
@@ -60,14 +60,30 @@ pub mod preemption {
 pub mod flavor_assignment {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "wasq:policy/flavor-assignment-plugin@0.5.0",
+        world: "wasq:policy/flavor-assignment-plugin@0.6.0",
         with: {
-            "wasq:policy/types@0.5.0": crate::bindings::common::wasq::policy::types,
-            "wasq:policy/host@0.5.0": crate::bindings::common::wasq::policy::host,
+            "wasq:policy/types@0.6.0": crate::bindings::common::wasq::policy::types,
+            "wasq:policy/host@0.6.0": crate::bindings::common::wasq::policy::host,
         },
         additional_derives: [PartialEq],
         pub_export_macro: true,
         export_macro_name: "__export_flavor_assignment_plugin",
         default_bindings_module: "$crate::bindings::flavor_assignment",
+    });
+}
+
+/// The `placement-plugin` world.
+pub mod placement {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "wasq:policy/placement-plugin@0.6.0",
+        with: {
+            "wasq:policy/types@0.6.0": crate::bindings::common::wasq::policy::types,
+            "wasq:policy/host@0.6.0": crate::bindings::common::wasq::policy::host,
+        },
+        additional_derives: [PartialEq],
+        pub_export_macro: true,
+        export_macro_name: "__export_placement_plugin",
+        default_bindings_module: "$crate::bindings::placement",
     });
 }

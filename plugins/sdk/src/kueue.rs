@@ -8,6 +8,7 @@
 //!   [`victim_order`], [`borrowing_attempts`], [`candidate_is_valid`] and [`greedy_victims`]
 //!   compose into it and into variants. Under fair sharing: [`fair_select_victims`].
 //! - Flavor assignment: [`choose_flavor`], [`is_preferred`], [`should_try_next_flavor`].
+//! - Placement: [`place`] (`findTopologyAssignment`, BestFit).
 
 use std::cmp::Ordering;
 
@@ -24,9 +25,11 @@ use crate::types::{
 
 mod fair_ordering;
 mod fair_preemption;
+mod placement;
 
 pub use fair_ordering::fair_order_heads;
 pub use fair_preemption::fair_select_victims;
+pub use placement::place;
 
 // ---------------------------------------------------------------------------------------------
 // Ordering

@@ -1,7 +1,8 @@
 //! The SDK for wasq scheduling-policy plugins: WebAssembly components that decide admission
-//! ordering, preemption victims or flavor assignment for a Kueue-compatible scheduler.
+//! ordering, preemption victims, flavor assignment or topology placement for a Kueue-compatible
+//! scheduler.
 //!
-//! A plugin is a `cdylib` crate built for `wasm32-wasip2`. It implements one of three traits and
+//! A plugin is a `cdylib` crate built for `wasm32-wasip2`. It implements one of four traits and
 //! exports it with the matching macro:
 //!
 //! | extension point | trait | macro |
@@ -9,6 +10,7 @@
 //! | admission ordering | [`ordering::OrderingPolicy`] | [`export_ordering!`] |
 //! | preemption victims | [`preemption::PreemptionPolicy`] | [`export_preemption!`] |
 //! | flavor assignment | [`flavor_assignment::FlavorAssignmentPolicy`] | [`export_flavor_assignment!`] |
+//! | placement (TAS) | [`placement::PlacementPolicy`] | [`export_placement!`] |
 //!
 //! ```ignore
 //! use wasq_policy_sdk::prelude::*;
@@ -25,13 +27,15 @@
 //! wasq_policy_sdk::export_ordering!(OldestFirst);
 //! ```
 //!
-//! The SDK handles the WIT contract (`wasq:policy@0.5.0`, generated with wit-bindgen from the
+//! The SDK handles the WIT contract (`wasq:policy@0.6.0`, generated with wit-bindgen from the
 //! repository's `wit/` folder): it stores the [`Catalog`] the host sends and passes it to every
 //! policy method, batches calls, and installs a panic hook that logs the panic message to the
 //! host before the guest traps. It also offers:
 //! - [`QuotaView`]: Kueue's quota arithmetic, to simulate removing candidates and check a fit,
 //!   and [`fair`]: fair sharing's dominant resource share over it;
 //! - [`kueue`]: Kueue's default decisions, to reuse or fall back to;
+//! - [`placement::Tree`]: a placement request's domain tree (children, levels, free capacity,
+//!   leaves and the pods that fit on them) over its columns;
 //! - [`Catalog::annotation`], [`Catalog::setting`] and [`parse_duration`] for configuration;
 //! - [`Workload::requeue_count`](types::Workload::requeue_count) and
 //!   [`requeue_reason`](types::Workload::requeue_reason) (also on [`ordering::Head`]): how often
@@ -62,6 +66,7 @@ pub mod identity;
 pub mod kueue;
 pub mod log;
 pub mod ordering;
+pub mod placement;
 pub mod preemption;
 pub mod quota;
 pub mod testing;
@@ -85,6 +90,7 @@ pub mod prelude {
     pub use crate::identity::Identity;
     pub use crate::kueue;
     pub use crate::ordering::{Head, OrderingPolicy, SortKey};
+    pub use crate::placement::{Answer, LeafPods, PlacementPolicy, Tree};
     pub use crate::preemption::{
         Candidate, CandidateKind, CandidateTable, PreemptionPolicy, Victims,
     };

@@ -5,10 +5,12 @@ mod fair_ordering;
 mod fair_preemption;
 mod flavors;
 mod ordering;
+mod placement;
 mod preemption;
 
 pub use flavors::{KueueFlavors, choose_flavor, is_preferred, should_try_next_flavor};
 pub use ordering::{KueueOrdering, classical_order, needs, order_bits, order_heads, sort_key};
+pub use placement::{KueuePlacement, best_fit};
 pub use preemption::{
     KueuePreemption, candidate_order, candidates_ordering, fits_after, select_victims,
 };

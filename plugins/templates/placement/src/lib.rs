@@ -1,0 +1,104 @@
+//! {{name}}: a placement plugin for wasq (topology-aware scheduling).
+//!
+//! Describe here what the policy does and how it differs from Kueue's default. As generated,
+//! it places a podSet that asks for no particular topology on the emptiest rack that holds all
+//! of it (the most free pods first, rather than Kueue's least free first), and everything
+//! else as Kueue does.
+
+use wasq_policy_sdk::placement::{ConstraintMode, Request};
+use wasq_policy_sdk::prelude::*;
+
+/// The policy. The SDK builds it with `Default` on the first call; keep state in its fields.
+#[derive(Debug, Default)]
+pub struct Policy;
+
+impl PlacementPolicy for Policy {
+    fn place(&mut self, catalog: &Catalog, req: &Request) -> Answer {
+        if req.constraint.mode != ConstraintMode::Unconstrained || req.level_names.len() < 2 {
+            return kueue::place(catalog, req);
+        }
+        let tree = Tree::new(req);
+        // The level above the leaves (racks, say), and its emptiest domain holding every pod.
+        let level = tree.lowest() - 1;
+        let emptiest = tree
+            .at_level(level)
+            .iter()
+            .copied()
+            .filter(|&d| tree.pods_fitting(d) >= i64::from(req.count))
+            .max_by_key(|&d| (tree.pods_fitting(d), std::cmp::Reverse(d)));
+        let Some(domain) = emptiest else {
+            return kueue::place(catalog, req);
+        };
+        // Fill its leaves in order: the host checks capacity and eligibility again.
+        let mut left = req.count;
+        let mut leaves = Vec::new();
+        for &d in tree.children(domain) {
+            let Some(leaf) = tree.leaf_of(d).filter(|&l| tree.eligible(l)) else {
+                continue;
+            };
+            let n = (tree.fits_on(leaf).0.max(0) as u32).min(left);
+            if n > 0 {
+                leaves.push(LeafPods { leaf, count: n });
+                left -= n;
+            }
+        }
+        if left > 0 {
+            return kueue::place(catalog, req);
+        }
+        Answer::Placed(leaves)
+    }
+}
+
+wasq_policy_sdk::export_placement!(Policy);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasq_policy_sdk::placement::{Constraint, Domains};
+    use wasq_policy_sdk::testing::{CatalogBuilder, workload};
+
+    #[test]
+    fn an_unconstrained_gang_goes_to_the_emptiest_rack() {
+        let mut catalog = CatalogBuilder::new().cluster_queue("cq", None).build();
+        let names = [
+            "racks",
+            "rack",
+            "kubernetes.io/hostname",
+            "pods",
+            "nvidia.com/gpu",
+        ]
+        .map(|s| catalog.intern(s));
+        // Racks r1 (nodes with 8 and 2 free GPUs) and r2 (one node with 8).
+        let req = Request {
+            workload: workload(1, 0, 0, 0),
+            pod_set: 0,
+            flavor: 0,
+            topology: names[0],
+            level_names: vec![names[1], names[2]],
+            resource_names: vec![names[3], names[4]],
+            count: 8,
+            per_pod: vec![1000, 1000],
+            constraint: Constraint {
+                level: 1,
+                mode: ConstraintMode::Unconstrained,
+                slice_level: 1,
+                slice_size: 1,
+            },
+            domains: Domains {
+                levels: vec![0, 1, 1, 0, 1],
+                parents: vec![-1, 0, 0, -1, 3],
+                free: vec![
+                    vec![220_000, 110_000, 110_000, 110_000, 110_000],
+                    vec![10_000, 8_000, 2_000, 8_000, 8_000],
+                ],
+                leaf_domains: vec![1, 2, 4],
+                eligible: vec![true, true, true],
+            },
+            now: 0,
+        };
+        assert_eq!(
+            Policy.place(&catalog, &req),
+            Answer::Placed(vec![LeafPods { leaf: 0, count: 8 }])
+        );
+    }
+}
