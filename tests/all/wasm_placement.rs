@@ -134,12 +134,24 @@ fn kueue_default_placement_decides_exactly_like_the_builtin_on_every_tas_scenari
             "{name}: placements differ"
         );
         assert!(fallbacks(&wasm, "placement").is_empty(), "{name}");
+        // WIT 0.6.0 carries single-layer requests without a leader: podSet groups and
+        // multi-layer slices are the built-in's (attributed to it, not a fallback).
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let carried = !text.contains("podsetSliceRequiredTopologyConstraints")
+            && !text.contains("podSetGroupName")
+            && !text.contains("podset-group-name");
         for p in &wasm.topology.placements {
-            assert_eq!(
-                &*p.placed_by.name, "kueue-default-placement",
-                "{name}: {p:?}"
-            );
-            decided += 1;
+            if carried {
+                assert_eq!(
+                    &*p.placed_by.name, "kueue-default-placement",
+                    "{name}: {p:?}"
+                );
+                decided += 1;
+            } else if &*p.placed_by.name == "kueue-default-placement" {
+                decided += 1;
+            } else {
+                assert_eq!(&*p.placed_by.name, "builtin", "{name}: {p:?}");
+            }
         }
         for p in &native.topology.placements {
             assert_eq!(&*p.placed_by.name, "builtin");
