@@ -142,6 +142,28 @@ fn create_pods(env: &mut Env, job: &str, pods: i32) {
     }
 }
 
+/// The cluster with `extra` objects, listed and through one pass.
+async fn started(extra: Vec<(String, Value)>) -> Env {
+    let mut objects = cluster();
+    objects.extend(extra);
+    let mut env = Env::new(objects);
+    env.list_all();
+    env.step().await;
+    env
+}
+
+/// A job created after start, as its watch event brings it.
+fn add_job(env: &mut Env, (path, job): (String, Value)) {
+    env.api.put(&path, job);
+    let kind = env
+        .controller
+        .kinds()
+        .iter()
+        .position(|k| k.spec.kind == "Job")
+        .unwrap();
+    env.applied(Source::Job(kind), &path);
+}
+
 fn counter(env: &Env, name: &str) -> u64 {
     let text = env.controller.metrics.encode();
     text.lines()
@@ -153,11 +175,7 @@ fn counter(env: &Env, name: &str) -> u64 {
 
 #[tokio::test]
 async fn a_rack_job_is_placed_in_one_rack_and_each_pod_released_into_its_node() {
-    let mut objects = cluster();
-    objects.push(rack_job("train", 4));
-    let mut env = Env::new(objects);
-    env.list_all();
-    env.step().await;
+    let mut env = started(vec![rack_job("train", 4)]).await;
 
     // Admitted with its placement: four pods on the two nodes of one rack.
     let placed = assignment(&env, "train");
@@ -222,13 +240,12 @@ async fn a_rack_job_is_placed_in_one_rack_and_each_pod_released_into_its_node() 
 async fn pods_outside_tas_take_node_capacity_until_they_end() {
     // 3 of n1's and of n3's 4 cpu are taken by pods outside TAS: each rack holds only 2 pods
     // of 2 cpu (on n2 or n4), so a 4-pod rack job waits — it would fit on empty nodes.
-    let mut objects = cluster();
-    objects.push(other_pod("web-1", "n1", "3", "Running"));
-    objects.push(other_pod("web-2", "n3", "3", "Running"));
-    objects.push(rack_job("train", 4));
-    let mut env = Env::new(objects);
-    env.list_all();
-    env.step().await;
+    let mut env = started(vec![
+        other_pod("web-1", "n1", "3", "Running"),
+        other_pod("web-2", "n3", "3", "Running"),
+        rack_job("train", 4),
+    ])
+    .await;
     assert!(assignment(&env, "train").is_empty());
     let wl = workload(&env, "train");
     let reserved = wl["status"]["conditions"]
@@ -259,11 +276,7 @@ async fn pods_outside_tas_take_node_capacity_until_they_end() {
 
 #[tokio::test]
 async fn nodes_that_change_rebuild_the_trees_alone_and_placements_move_with_them() {
-    let mut objects = cluster();
-    objects.push(rack_job("first", 4));
-    let mut env = Env::new(objects);
-    env.list_all();
-    env.step().await;
+    let mut env = started(vec![rack_job("first", 4)]).await;
     let first = assignment(&env, "first");
     let taken = rack_of(first.keys().next().unwrap());
     let free_b = if taken == "r1" { "n4" } else { "n2" };
@@ -280,18 +293,7 @@ async fn nodes_that_change_rebuild_the_trees_alone_and_placements_move_with_them
         n["status"]["conditions"][0]["status"] = json!("False");
     });
     env.applied(Source::Node, &format!("/api/v1/nodes/{free_b}"));
-    let path = rack_job("second", 3);
-    env.api.put(&path.0, path.1);
-    let job_kind = env
-        .controller
-        .kinds()
-        .iter()
-        .position(|k| k.spec.kind == "Job")
-        .unwrap();
-    env.applied(
-        Source::Job(job_kind),
-        "/apis/batch/v1/namespaces/ns/jobs/second",
-    );
+    add_job(&mut env, rack_job("second", 3));
     env.step().await;
     assert_eq!(counter(&env, "wasq_topology_rebuilds_total"), 1);
     // The trees were rebuilt without rebuilding the core.
@@ -348,12 +350,7 @@ fn rack_pod(name: &str) -> (String, Value) {
 
 #[tokio::test]
 async fn a_pod_group_placed_by_tas_is_released_then_ungated_into_its_domains() {
-    let mut objects = cluster();
-    objects.push(rack_pod("p0"));
-    objects.push(rack_pod("p1"));
-    let mut env = Env::new(objects);
-    env.list_all();
-    env.step().await;
+    let mut env = started(vec![rack_pod("p0"), rack_pod("p1")]).await;
     let wl = env
         .api
         .get(&format!("{KUEUE}/namespaces/ns/workloads/g"))
@@ -414,11 +411,7 @@ async fn a_pod_group_placed_by_tas_is_released_then_ungated_into_its_domains() {
 
 #[tokio::test]
 async fn pods_with_completion_indexes_are_released_by_rank() {
-    let mut objects = cluster();
-    objects.push(rack_job("train", 4));
-    let mut env = Env::new(objects);
-    env.list_all();
-    env.step().await;
+    let mut env = started(vec![rack_job("train", 4)]).await;
     // The Job kind names Kueue's pod index label in the Workload's topology request.
     let wl = workload(&env, "train");
     assert_eq!(
@@ -463,11 +456,7 @@ async fn pods_with_completion_indexes_are_released_by_rank() {
 
 #[tokio::test]
 async fn a_restarted_controller_restores_placements_from_the_cluster() {
-    let mut objects = cluster();
-    objects.push(rack_job("first", 4));
-    let mut env = Env::new(objects);
-    env.list_all();
-    env.step().await;
+    let mut env = started(vec![rack_job("first", 4)]).await;
     let first = assignment(&env, "first");
     let taken = rack_of(first.keys().next().unwrap());
 
@@ -485,15 +474,7 @@ async fn a_restarted_controller_restores_placements_from_the_cluster() {
         "{:?}",
         restarted.lines()
     );
-    let (path, job) = rack_job("second", 4);
-    restarted.api.put(&path, job);
-    let kind = restarted
-        .controller
-        .kinds()
-        .iter()
-        .position(|k| k.spec.kind == "Job")
-        .unwrap();
-    restarted.applied(Source::Job(kind), &path);
+    add_job(&mut restarted, rack_job("second", 4));
     restarted.step().await;
     let second = assignment(&restarted, "second");
     assert_eq!(second.values().sum::<i64>(), 4);
