@@ -456,7 +456,7 @@ async fn pods_with_completion_indexes_are_released_by_rank() {
 
 #[tokio::test]
 async fn a_restarted_controller_restores_placements_from_the_cluster() {
-    let mut env = started(vec![rack_job("first", 4)]).await;
+    let env = started(vec![rack_job("first", 4)]).await;
     let first = assignment(&env, "first");
     let taken = rack_of(first.keys().next().unwrap());
 
