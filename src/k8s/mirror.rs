@@ -573,7 +573,6 @@ impl Mirror {
     }
 
     fn note_tas(&mut self, changed: super::nodes::Changed) {
-        self.dirty.nodes |= changed.nodes;
         self.dirty.node_usage.extend(changed.usage);
         self.dirty.tas_pods.extend(changed.workloads);
     }

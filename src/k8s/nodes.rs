@@ -41,11 +41,9 @@ struct PodEntry {
     workload: Option<String>,
 }
 
-/// What one observed Node or Pod changed.
+/// What one observed Pod changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Changed {
-    /// A node came, went, or changed what TAS reads: the trees are rebuilt.
-    pub nodes: bool,
     /// Nodes whose usage outside TAS changed.
     pub usage: Vec<String>,
     /// Workloads whose TAS pods changed (the ungater looks at them again).

@@ -297,16 +297,7 @@ fn assign_and_find_targets(
     match full.mode() {
         AssignmentMode::Fit => return (full, no_targets()),
         AssignmentMode::Preempt => {
-            let topology = VictimFit::of(ctx.cluster, tas, wl, cq, &full);
-            let t = get_targets(
-                ctx,
-                usage,
-                wl,
-                cq,
-                &full.needs_preemption(ctx),
-                &full.usage_vec(),
-                topology.as_ref().map(|t| t as &dyn TopologyFit),
-            );
+            let t = targets_for(ctx, usage, tas, wl, cq, &full);
             if !t.targets.is_empty() {
                 return (full, t);
             }
@@ -327,16 +318,7 @@ fn assign_and_find_targets(
             match a.mode() {
                 AssignmentMode::Fit => Some((a, no_targets())),
                 AssignmentMode::Preempt => {
-                    let topology = VictimFit::of(ctx.cluster, tas, wl, cq, &a);
-                    let t = get_targets(
-                        ctx,
-                        usage,
-                        wl,
-                        cq,
-                        &a.needs_preemption(ctx),
-                        &a.usage_vec(),
-                        topology.as_ref().map(|t| t as &dyn TopologyFit),
-                    );
+                    let t = targets_for(ctx, usage, tas, wl, cq, &a);
                     (!t.targets.is_empty()).then_some((a, t))
                 }
                 AssignmentMode::NoFit => None,
@@ -347,6 +329,28 @@ fn assign_and_find_targets(
         }
     }
     (full, no_targets())
+}
+
+/// The victims an assignment that needs preemption would take, the topology check included
+/// when it has TAS podSets.
+fn targets_for(
+    ctx: &Ctx<'_>,
+    usage: &Usage,
+    tas: &TasUsage,
+    wl: WorkloadId,
+    cq: CqId,
+    a: &Assignment,
+) -> super::preempt::Targets {
+    let topology = VictimFit::of(ctx.cluster, tas, wl, cq, a);
+    get_targets(
+        ctx,
+        usage,
+        wl,
+        cq,
+        &a.needs_preemption(ctx),
+        &a.usage_vec(),
+        topology.as_ref().map(|t| t as &dyn TopologyFit),
+    )
 }
 
 /// The order in which `subset` (indices into `entries`) is processed, by the default ordering

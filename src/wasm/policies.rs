@@ -24,6 +24,17 @@ fn wrong_length(got: usize, expected: usize) -> PolicyError {
     PolicyError::Invalid(InvalidAnswer::WrongLength { got, expected })
 }
 
+/// The one answer of a call that sent one request; a plugin that answers another number is
+/// refused.
+fn single<T>(plugin: &Plugin, answers: Vec<T>) -> Result<T, PolicyError> {
+    let [answer] = <[_; 1]>::try_from(answers).map_err(|a: Vec<_>| {
+        let e = wrong_length(a.len(), 1);
+        plugin.refused(&e);
+        e
+    })?;
+    Ok(answer)
+}
+
 /// `no-local-queue`: a `local-queue-id` that names no LocalQueue (`record heads`).
 const NO_LOCAL_QUEUE: u32 = u32::MAX;
 
@@ -316,11 +327,7 @@ impl PreemptionPolicy for WasmPreemption {
                 let (guest, store) = call.preemption();
                 guest.call_select_victims(store, &strings, std::slice::from_ref(&request))
             })?;
-        let [answer] = <[_; 1]>::try_from(answers).map_err(|a: Vec<_>| {
-            let e = wrong_length(a.len(), 1);
-            self.0.refused(&e);
-            e
-        })?;
+        let answer = single(&self.0, answers)?;
         Ok(answer.map(|v| VictimSet {
             victims: v.victims.into_iter().map(|i| i as usize).collect(),
             allow_borrowing: v.allow_borrowing,
@@ -390,11 +397,7 @@ impl FlavorAssignmentPolicy for WasmFlavors {
                 let (guest, store) = call.flavors();
                 guest.call_choose_flavors(store, &strings, std::slice::from_ref(&request))
             })?;
-        let [answer] = <[_; 1]>::try_from(answers).map_err(|a: Vec<_>| {
-            let e = wrong_length(a.len(), 1);
-            self.0.refused(&e);
-            e
-        })?;
+        let answer = single(&self.0, answers)?;
         Ok(answer.map(|i| i as usize))
     }
 
@@ -471,11 +474,7 @@ impl PlacementPolicy for WasmPlacement {
             let (guest, store) = call.placement();
             guest.call_place(store, &strings, std::slice::from_ref(&request))
         })?;
-        let [answer] = <[_; 1]>::try_from(answers).map_err(|a: Vec<_>| {
-            let e = wrong_length(a.len(), 1);
-            self.0.refused(&e);
-            e
-        })?;
+        let answer = single(&self.0, answers)?;
         Ok(match answer {
             pl::Answer::Placed(leaves) => PlacementAnswer::Placed(crate::topology::Placement {
                 leaves: leaves

@@ -132,6 +132,34 @@ impl Env {
     }
 }
 
+/// The value of a `wasq_*` counter with these labels (0 when never counted).
+fn counter(env: &Env, name: &str, label: &str) -> u64 {
+    let text = env.controller.metrics.encode();
+    text.lines()
+        .find(|l| l.starts_with(&format!("{name}{{")) && l.contains(label))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Workload `ns/name` marked `Finished` in the cluster, its watch event taken in, one pass.
+async fn finish(env: &mut Env, name: &str) {
+    let path = format!("{KUEUE}/namespaces/ns/workloads/{name}");
+    env.api.modify(&path, |wl| {
+        let mut conditions = wl["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        conditions.push(
+            json!({"type": "Finished", "status": "True", "reason": "Succeeded",
+            "message": "done", "lastTransitionTime": T}),
+        );
+        wl["status"]["conditions"] = json!(conditions);
+    });
+    env.applied(Source::Kueue(KueueKind::Workload), &path);
+    env.step().await;
+}
+
 /// The API server double the tests use: its clock at [`T`].
 pub fn double() -> ApiServer {
     let api = ApiServer::default();

@@ -6,17 +6,7 @@ use serde_json::json;
 use wasq::k8s::mirror::{Observed, Source};
 use wasq::k8s::resources::KueueKind;
 
-use super::{Env, KUEUE, basics, cluster_queue, job, job_wl, queue_label};
-
-/// The value of a `wasq_*` counter with these labels (0 when never counted).
-fn counter(env: &Env, name: &str, label: &str) -> u64 {
-    let text = env.controller.metrics.encode();
-    text.lines()
-        .find(|l| l.starts_with(&format!("{name}{{")) && l.contains(label))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
+use super::{Env, KUEUE, basics, cluster_queue, counter, job, job_wl, queue_label};
 
 fn parked(env: &Env, workload: &str) -> bool {
     let s = env.controller.scheduler().unwrap();

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use wasq::k8s::mirror::Source;
 use wasq::k8s::resources::KueueKind;
 
-use super::{Env, KUEUE, NOW, T, basics};
+use super::{Env, KUEUE, NOW, T, basics, finish};
 
 fn workload(name: &str, cpu: u32) -> (String, Value) {
     (
@@ -47,23 +47,6 @@ fn pending(env: &Env) -> (String, usize) {
         .count();
     env.api.clear_requests();
     (message, writes)
-}
-
-async fn finish(env: &mut Env, name: &str) {
-    let path = format!("{KUEUE}/namespaces/ns/workloads/{name}");
-    env.api.modify(&path, |wl| {
-        let mut conditions = wl["status"]["conditions"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        conditions.push(
-            json!({"type": "Finished", "status": "True", "reason": "Succeeded",
-            "message": "done", "lastTransitionTime": T}),
-        );
-        wl["status"]["conditions"] = json!(conditions);
-    });
-    env.applied(Source::Kueue(KueueKind::Workload), &path);
-    env.step().await;
 }
 
 /// a (5 cpu), b (2) and c (2) hold 9 of 10 cpus; p (6) waits. c finishes, then — 11 s later —

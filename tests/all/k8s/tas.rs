@@ -7,9 +7,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use wasq::k8s::mirror::Source;
-use wasq::k8s::resources::KueueKind;
 
-use super::{Env, KUEUE, T, job_wl, queue_label};
+use super::{Env, KUEUE, T, counter, finish, job_wl, queue_label};
 
 const HOST: &str = "kubernetes.io/hostname";
 
@@ -164,15 +163,6 @@ fn add_job(env: &mut Env, (path, job): (String, Value)) {
     env.applied(Source::Job(kind), &path);
 }
 
-fn counter(env: &Env, name: &str) -> u64 {
-    let text = env.controller.metrics.encode();
-    text.lines()
-        .find(|l| l.starts_with(name))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 #[tokio::test]
 async fn a_rack_job_is_placed_in_one_rack_and_each_pod_released_into_its_node() {
     let mut env = started(vec![rack_job("train", 4)]).await;
@@ -223,7 +213,7 @@ async fn a_rack_job_is_placed_in_one_rack_and_each_pod_released_into_its_node() 
         *per_node.entry(node).or_default() += 1;
     }
     assert_eq!(per_node, placed);
-    assert_eq!(counter(&env, "wasq_tas_pods_ungated_total"), 4);
+    assert_eq!(counter(&env, "wasq_tas_pods_ungated_total", ""), 4);
 
     // Nothing more to release: another pass patches no pod.
     env.api.clear_requests();
@@ -287,7 +277,7 @@ async fn nodes_that_change_rebuild_the_trees_alone_and_placements_move_with_them
     });
     env.applied(Source::Node, &format!("/api/v1/nodes/{free_b}"));
     env.step().await;
-    assert_eq!(counter(&env, "wasq_topology_rebuilds_total"), 0);
+    assert_eq!(counter(&env, "wasq_topology_rebuilds_total", ""), 0);
 
     env.api.modify(&format!("/api/v1/nodes/{free_b}"), |n| {
         n["status"]["conditions"][0]["status"] = json!("False");
@@ -295,16 +285,12 @@ async fn nodes_that_change_rebuild_the_trees_alone_and_placements_move_with_them
     env.applied(Source::Node, &format!("/api/v1/nodes/{free_b}"));
     add_job(&mut env, rack_job("second", 3));
     env.step().await;
-    assert_eq!(counter(&env, "wasq_topology_rebuilds_total"), 1);
+    assert_eq!(counter(&env, "wasq_topology_rebuilds_total", ""), 1);
     // The trees were rebuilt without rebuilding the core.
-    let rebuilds = env
-        .controller
-        .metrics
-        .encode()
-        .lines()
-        .filter(|l| l.starts_with("wasq_core_rebuilds_total{") && l.contains("configuration"))
-        .count();
-    assert_eq!(rebuilds, 0);
+    assert_eq!(
+        counter(&env, "wasq_core_rebuilds_total", "reason=\"configuration\""),
+        0
+    );
     // `first` still holds its rack after the rebuild, and the other rack has one Ready node
     // (2 pods): `second` (3 pods in one rack) waits.
     let s = env.controller.scheduler().unwrap();
@@ -317,17 +303,7 @@ async fn nodes_that_change_rebuild_the_trees_alone_and_placements_move_with_them
     assert!(assignment(&env, "second").is_empty());
 
     // `first` finishes: its rack is free and `second` is placed there.
-    let path = format!("{KUEUE}/namespaces/ns/workloads/{}", job_wl("first"));
-    env.api.modify(&path, |wl| {
-        let mut conditions = wl["status"]["conditions"].as_array().cloned().unwrap();
-        conditions.push(
-            json!({"type": "Finished", "status": "True", "reason": "Succeeded",
-            "message": "done", "lastTransitionTime": T}),
-        );
-        wl["status"]["conditions"] = json!(conditions);
-    });
-    env.applied(Source::Kueue(KueueKind::Workload), &path);
-    env.step().await;
+    finish(&mut env, &job_wl("first")).await;
     let second = assignment(&env, "second");
     assert_eq!(second.values().sum::<i64>(), 3);
     assert!(second.keys().all(|n| rack_of(n) == taken), "{second:?}");
