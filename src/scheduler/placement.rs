@@ -6,7 +6,7 @@ use crate::cluster::{CqId, WorkloadId};
 use crate::policy::verify::InvalidAnswer;
 use crate::policy::{PlacementAnswer, PlacementChoiceRequest, PolicyError, PolicyRef, builtin};
 use crate::quota::FlavorId;
-use crate::topology::{Exclusions, Placement, PlacementRequest, verify};
+use crate::topology::{Placement, PlacementRequest, verify};
 
 use super::preempt::Ctx;
 
@@ -97,17 +97,7 @@ fn answer_of(request: &PlacementRequest<'_>, answer: PlacementAnswer) -> Result<
 /// built-in's message carries it already): by label or taint, and eligible nodes where not
 /// one pod fits, by the first resource that limits them.
 fn with_exclusions(request: &PlacementRequest<'_>, mut message: String) -> String {
-    let mut excluded: Exclusions = request.excluded.clone();
-    excluded.total_nodes = request.tree.leaves.len();
-    for leaf in 0..request.tree.leaves.len() {
-        if !request.eligible[leaf] {
-            continue;
-        }
-        if let (0, Some(r)) = request.fits_on(leaf) {
-            *excluded.resources.entry(r.to_string()).or_default() += 1;
-        }
-    }
-    if let Some(e) = excluded.describe() {
+    if let Some(e) = request.excluded_leaves().describe() {
         message.push_str(". ");
         message.push_str(&e);
     }

@@ -10,7 +10,7 @@ use crate::quota::{FlavorId, ResourceId};
 use crate::topology::tree::{DomainTree, PODS};
 use crate::topology::{
     Constraint, Exclusions, KueueBestFit, PlacementPolicy, PlacementRequest, PodSetPlacement,
-    TasUsage, verify,
+    ResolveConstraint, TasUsage, verify,
 };
 
 use super::assign::{Assignment, AssignmentMode};

@@ -20,7 +20,8 @@ use crate::api::topology::{DomainAssignment, TopologyAssignment};
 use crate::quota::FlavorId;
 
 pub use placement::{
-    Constraint, Exclusions, KueueBestFit, Placement, PlacementPolicy, PlacementRequest, verify,
+    Constraint, Exclusions, KueueBestFit, Placement, PlacementPolicy, PlacementRequest,
+    ResolveConstraint, verify,
 };
 pub use tree::{DomainId, DomainTree};
 

@@ -17,50 +17,22 @@ use crate::api::topology::PodSetTopologyRequest;
 
 use super::tree::{DomainId, DomainTree};
 
-/// What a podSet asks of a topology, resolved against the tree's levels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Constraint {
-    /// The level all pods should share a domain of (required) or start from (preferred).
-    pub level: usize,
-    pub required: bool,
-    /// Any domains will do (least free capacity first).
-    pub unconstrained: bool,
-    /// Slices of `slice_size` pods each stay within one domain of `slice_level`.
-    pub slice_level: usize,
-    pub slice_size: i32,
-    /// Multi-layer slices (Kueue's further `podsetSliceRequiredTopologyConstraints` layers,
-    /// `sliceSizeAtLevel`): per level below `slice_level`, the size every domain's pods are a
-    /// multiple of (0: none).
-    pub inner: [i32; MAX_LEVELS],
-    /// The levels the inner layers name (bit per level), for Kueue's multi-layer message.
-    pub inner_layers: u32,
-}
+pub use wasq_bestfit::{Constraint, MAX_LEVELS, Placement};
 
-/// Kueue's limit on a Topology's levels.
-pub const MAX_LEVELS: usize = 16;
-
-impl Constraint {
-    /// Whether the request has more than one slice layer.
-    pub fn multi_layer(&self) -> bool {
-        self.inner_layers != 0
-    }
-
-    /// The slice layers, outermost first: (level, size).
-    pub fn layers(&self) -> Vec<(usize, i32)> {
-        let mut out = vec![(self.slice_level, self.slice_size)];
-        out.extend(
-            (0..MAX_LEVELS)
-                .filter(|&l| self.inner_layers & (1 << l) != 0)
-                .map(|l| (l, self.inner[l])),
-        );
-        out
-    }
-}
-
-impl Constraint {
+/// How a [`Constraint`] is made from a podSet's topology request and a tree's levels.
+pub trait ResolveConstraint: Sized {
     /// Kueue's `levelKey` / `isRequired` / `isUnconstrained` / slice size, with its messages.
     /// `implied`: the podSet asks for nothing but its ClusterQueue has only TAS flavors.
-    pub fn resolve(
+    fn resolve(
+        tree: &DomainTree,
+        tr: Option<&PodSetTopologyRequest>,
+        implied: bool,
+        count: i32,
+    ) -> Result<Self, String>;
+}
+
+impl ResolveConstraint for Constraint {
+    fn resolve(
         tree: &DomainTree,
         tr: Option<&PodSetTopologyRequest>,
         implied: bool,
@@ -103,7 +75,7 @@ impl Constraint {
         }
         // Kueue's `buildSliceSizeAtLevel`: each further layer is below the previous one and
         // divides its size; the levels between them take its size.
-        let (mut inner, mut inner_layers) = ([0i32; MAX_LEVELS], 0u32);
+        let mut further = Vec::new();
         let (mut prev_size, mut prev_level) = (slice_size, slice_level);
         for l in layers.iter().skip(1) {
             let at = tree.level_index(&l.topology).ok_or_else(|| {
@@ -127,10 +99,7 @@ impl Constraint {
             if at >= MAX_LEVELS {
                 return Err(format!("more than {MAX_LEVELS} topology levels"));
             }
-            for size in &mut inner[prev_level + 1..=at] {
-                *size = l.size;
-            }
-            inner_layers |= 1 << at;
+            further.push((at, l.size));
             (prev_size, prev_level) = (l.size, at);
         }
         if count % slice_size != 0 {
@@ -146,9 +115,10 @@ impl Constraint {
                 || slice_only,
             slice_level,
             slice_size,
-            inner,
-            inner_layers,
-        })
+            inner: [0; MAX_LEVELS],
+            inner_layers: 0,
+        }
+        .with_layers(further))
     }
 }
 
@@ -254,6 +224,19 @@ impl PlacementRequest<'_> {
             .collect();
         Some(self.fits_in(&rest, &self.per_pod).0)
     }
+
+    /// Kueue's count of the leaves left out (`tasExclusionStats`): by label or taint, and
+    /// eligible leaves where not one pod fits, by the first resource that limits them.
+    pub fn excluded_leaves(&self) -> Exclusions {
+        let mut excluded = self.excluded.clone();
+        excluded.total_nodes = self.tree.leaves.len();
+        for leaf in (0..self.tree.leaves.len()).filter(|&l| self.eligible[l]) {
+            if let (0, Some(r)) = self.fits_on(leaf) {
+                *excluded.resources.entry(r.to_string()).or_default() += 1;
+            }
+        }
+        excluded
+    }
 }
 
 /// A request's domain tree as columns, the shape the `placement` WIT extension point will
@@ -299,14 +282,6 @@ impl PlacementRequest<'_> {
     }
 }
 
-/// An answer: pods per leaf (leaf index, count), leaves in domain order; with a leader in
-/// the request, the leaf of the leader.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Placement {
-    pub leaves: Vec<(usize, i32)>,
-    pub leader: Option<usize>,
-}
-
 /// The placement decision, as the built-in makes it and a plugin will.
 pub trait PlacementPolicy {
     /// Pods per leaf, or why the podSet does not fit (Kueue's words).
@@ -319,7 +294,80 @@ pub struct KueueBestFit;
 
 impl PlacementPolicy for KueueBestFit {
     fn place(&self, request: &PlacementRequest<'_>) -> Result<Placement, String> {
-        Search::new(request).run()
+        wasq_bestfit::place(request)
+    }
+}
+
+/// The request as the shared algorithm reads it. Domain ids are in value order within each
+/// level ([`DomainTree::build`] numbers them depth first in the order of their values), which
+/// is how Kueue breaks ties.
+impl wasq_bestfit::Question for PlacementRequest<'_> {
+    fn levels(&self) -> usize {
+        self.tree.levels.len()
+    }
+
+    fn domains(&self) -> usize {
+        self.tree.domains.len()
+    }
+
+    fn level(&self, d: usize) -> usize {
+        self.tree.domains[d].level
+    }
+
+    fn children(&self, d: usize) -> impl Iterator<Item = usize> + '_ {
+        self.tree.domains[d].children.iter().map(|c| c.index())
+    }
+
+    fn at_level(&self, level: usize) -> impl Iterator<Item = usize> + '_ {
+        self.tree.per_level[level].iter().map(|d| d.index())
+    }
+
+    fn leaves(&self) -> usize {
+        self.tree.leaves.len()
+    }
+
+    fn leaf_domain(&self, leaf: usize) -> usize {
+        self.tree.leaves[leaf].index()
+    }
+
+    fn leaf_of(&self, d: usize) -> Option<usize> {
+        self.tree.domains[d].leaf
+    }
+
+    fn eligible(&self, leaf: usize) -> bool {
+        self.eligible[leaf]
+    }
+
+    fn pods_fitting(&self, leaf: usize) -> i32 {
+        self.fits_on(leaf).0
+    }
+
+    fn pods_fitting_with_leader(&self, leaf: usize) -> Option<i32> {
+        self.fits_with_leader(leaf)
+    }
+
+    fn has_leader(&self) -> bool {
+        self.leader.is_some()
+    }
+
+    fn count(&self) -> i32 {
+        self.count
+    }
+
+    fn constraint(&self) -> Constraint {
+        self.constraint
+    }
+
+    fn topology(&self) -> &str {
+        &self.tree.topology
+    }
+
+    fn level_name(&self, level: usize) -> &str {
+        &self.tree.levels[level]
+    }
+
+    fn exclusions(&self) -> Option<String> {
+        self.excluded_leaves().describe()
     }
 }
 
@@ -408,539 +456,6 @@ pub fn verify(request: &PlacementRequest<'_>, answer: &Placement) -> Result<(), 
         }
     }
     Ok(())
-}
-
-/// Kueue's per-domain state during one search: pods and slices that fit (then: assigned),
-/// and with a leader (podSet group): whether it fits (`leaders`, then: placed there) and the
-/// pods and slices that fit next to it (`*_with_leader`). Without a leader, the `*_with_leader`
-/// counts equal the plain ones and every step is Kueue's leaderless one.
-struct Search<'r, 'a> {
-    req: &'r PlacementRequest<'a>,
-    tree: &'a DomainTree,
-    pods: Vec<i32>,
-    slices: Vec<i32>,
-    leaders: Vec<i32>,
-    pods_with_leader: Vec<i32>,
-    slices_with_leader: Vec<i32>,
-    /// 1 with a leader, else 0 (Kueue's `state.leaderCount`).
-    leader_count: i32,
-    excluded: Exclusions,
-}
-
-impl<'r, 'a> Search<'r, 'a> {
-    fn new(req: &'r PlacementRequest<'a>) -> Self {
-        let n = req.tree.domains.len();
-        Search {
-            req,
-            tree: req.tree,
-            pods: vec![0; n],
-            slices: vec![0; n],
-            leaders: vec![0; n],
-            pods_with_leader: vec![0; n],
-            slices_with_leader: vec![0; n],
-            leader_count: i32::from(req.leader.is_some()),
-            excluded: req.excluded.clone(),
-        }
-    }
-
-    fn least_free(&self) -> bool {
-        self.req.constraint.unconstrained
-    }
-
-    /// Phase 1 (Kueue's `fillInCounts` / `fillLeafCounts`).
-    fn fill_in_counts(&mut self) {
-        self.excluded.total_nodes = self.tree.leaves.len();
-        for (i, &d) in self.tree.leaves.iter().enumerate() {
-            if !self.req.eligible[i] {
-                continue;
-            }
-            let (n, limiting) = self.req.fits_on(i);
-            self.pods[d.index()] = n;
-            if n == 0
-                && let Some(r) = limiting
-            {
-                *self.excluded.resources.entry(r.to_string()).or_default() += 1;
-            }
-            self.pods_with_leader[d.index()] = n;
-            if let Some(workers) = self.req.fits_with_leader(i) {
-                self.leaders[d.index()] = 1;
-                self.pods_with_leader[d.index()] = workers;
-            }
-        }
-        for &root in &self.tree.per_level[0] {
-            self.fill_helper(root);
-        }
-    }
-
-    /// Kueue's `fillInCountsHelper`: a parent holds its children's pods and slices; with a
-    /// leader, as many as fit once the leader takes the cheapest place among children that
-    /// can hold it.
-    fn fill_helper(&mut self, d: DomainId) {
-        let c = self.req.constraint;
-        let dom = self.tree.domain(d);
-        let i = d.index();
-        if dom.children.is_empty() {
-            if dom.level == c.slice_level {
-                self.slices[i] = self.pods[i] / c.slice_size;
-                self.slices_with_leader[i] = self.pods_with_leader[i] / c.slice_size;
-            }
-            return;
-        }
-        let leader_required = self.leader_count > 0;
-        let (mut pods, mut slices, mut leaders) = (0i32, 0i32, 0i32);
-        let (mut contributor, mut min_pod_diff, mut min_slice_diff) = (false, i32::MAX, i32::MAX);
-        // Children at a level with an inner layer give whole inner slices only.
-        let inner = c.inner.get(dom.level + 1).copied().unwrap_or(0).max(1);
-        for &child in &dom.children {
-            self.fill_helper(child);
-            let k = child.index();
-            let (child_pods, child_pods_with_leader) = (
-                self.pods[k] / inner * inner,
-                self.pods_with_leader[k] / inner * inner,
-            );
-            pods = pods.saturating_add(child_pods);
-            slices = slices.saturating_add(self.slices[k]);
-            if !leader_required || self.leaders[k] > 0 {
-                contributor = true;
-                min_pod_diff = min_pod_diff.min(child_pods - child_pods_with_leader);
-                min_slice_diff = min_slice_diff.min(self.slices[k] - self.slices_with_leader[k]);
-            }
-            leaders = leaders.max(self.leaders[k]);
-        }
-        self.pods[i] = pods;
-        let mut slices_with_leader = 0;
-        if contributor {
-            self.pods_with_leader[i] = pods - min_pod_diff;
-            slices_with_leader = slices - min_slice_diff;
-        } else {
-            self.pods_with_leader[i] = 0;
-        }
-        self.leaders[i] = leaders;
-        if dom.level == c.slice_level {
-            slices = self.pods[i] / c.slice_size;
-            slices_with_leader = self.pods_with_leader[i] / c.slice_size;
-        }
-        self.slices[i] = slices;
-        self.slices_with_leader[i] = slices_with_leader;
-    }
-
-    /// Kueue's `sortedDomains`: slices (descending for BestFit, ascending for least free
-    /// capacity), then pods ascending, then level values.
-    fn sorted(&self, mut ds: Vec<DomainId>) -> Vec<DomainId> {
-        let least = self.least_free();
-        ds.sort_by(|&a, &b| {
-            let (sa, sb) = (self.slices[a.index()], self.slices[b.index()]);
-            let by_slices = if least { sa.cmp(&sb) } else { sb.cmp(&sa) };
-            by_slices
-                .then(self.pods[a.index()].cmp(&self.pods[b.index()]))
-                .then_with(|| self.tree.domain(a).values.cmp(&self.tree.domain(b).values))
-        });
-        ds
-    }
-
-    /// Kueue's `sortedDomainsWithLeader`: domains that hold the leader first, then as
-    /// [`Search::sorted`] by the counts next to a leader (the same counts without one).
-    fn sorted_with_leader(&self, mut ds: Vec<DomainId>) -> Vec<DomainId> {
-        let least = self.least_free();
-        ds.sort_by(|&a, &b| {
-            let (a, b) = (a.index(), b.index());
-            let (sa, sb) = (self.slices_with_leader[a], self.slices_with_leader[b]);
-            let by_slices = if least { sa.cmp(&sb) } else { sb.cmp(&sa) };
-            self.leaders[b]
-                .cmp(&self.leaders[a])
-                .then(by_slices)
-                .then(self.pods_with_leader[a].cmp(&self.pods_with_leader[b]))
-                .then_with(|| {
-                    let (da, db) = (DomainId(a as u32), DomainId(b as u32));
-                    self.tree
-                        .domain(da)
-                        .values
-                        .cmp(&self.tree.domain(db).values)
-                })
-        });
-        ds
-    }
-
-    /// A domain's slices (`slices`) or pods, next to `leaders` leaders when there are any.
-    fn count(&self, d: DomainId, slices: bool, leaders: i32) -> i32 {
-        let i = d.index();
-        match (slices, leaders > 0) {
-            (true, false) => self.slices[i],
-            (true, true) => self.slices_with_leader[i],
-            (false, false) => self.pods[i],
-            (false, true) => self.pods_with_leader[i],
-        }
-    }
-
-    /// Kueue's `findBestFitDomainBy`: the first domain with the smallest count that still
-    /// holds `needed` (and the `leaders` left); the first domain when none does.
-    fn best_fit(&self, ds: &[DomainId], needed: i32, slices: bool, leaders: i32) -> DomainId {
-        let mut best = None;
-        for &d in ds {
-            if self.leaders[d.index()] < leaders {
-                continue;
-            }
-            let c = self.count(d, slices, leaders);
-            if c >= needed && best.is_none_or(|(_, b)| c < b) {
-                best = Some((d, c));
-            }
-        }
-        best.map_or(ds[0], |(d, _)| d)
-    }
-
-    fn not_fit(&self, fit: i32, total: i32) -> String {
-        let unit = if self.req.constraint.slice_size == 1 {
-            "pod"
-        } else {
-            "slice"
-        };
-        let topology = &self.tree.topology;
-        let mut m = if fit == 0 {
-            format!("topology {topology:?} doesn't allow to fit any of {total} {unit}(s)")
-        } else {
-            format!("topology {topology:?} allows to fit only {fit} out of {total} {unit}(s)")
-        };
-        if let Some(e) = self.excluded.describe() {
-            m.push_str(". ");
-            m.push_str(&e);
-        }
-        m
-    }
-
-    /// Kueue's `multiLayerNotFitMessage`: per slice layer, how many slices fit in the domain of
-    /// `level` with the most slices.
-    fn multi_layer_not_fit(&self, level: usize) -> String {
-        let c = self.req.constraint;
-        let mut m = format!("topology {:?} doesn't allow to fit", self.tree.topology);
-        let best = self.tree.per_level[level].iter().copied().min_by(|&a, &b| {
-            self.slices[b.index()]
-                .cmp(&self.slices[a.index()])
-                .then_with(|| self.tree.domain(a).values.cmp(&self.tree.domain(b).values))
-        });
-        let Some(best) = best else {
-            return m;
-        };
-        for (target, size) in c.layers() {
-            let fit = self.slices_in_subtree(best, target, size);
-            let needed = self.req.count / size;
-            m.push_str(&format!(
-                "; {fit}/{needed} slice(s) fit on level {}",
-                self.tree.levels[target]
-            ));
-        }
-        if let Some(e) = self.excluded.describe() {
-            m.push_str(". ");
-            m.push_str(&e);
-        }
-        m
-    }
-
-    /// Kueue's `countSlicesInSubtree`: whole slices of `size` in `d`'s domains at `target`.
-    fn slices_in_subtree(&self, d: DomainId, target: usize, size: i32) -> i32 {
-        let dom = self.tree.domain(d);
-        if dom.level == target {
-            return self.pods[d.index()] / size;
-        }
-        dom.children
-            .iter()
-            .map(|&k| self.slices_in_subtree(k, target, size))
-            .sum()
-    }
-
-    /// Phase 2a (Kueue's `findLevelWithFitDomains`).
-    fn find_level_with_fit(&self, level: usize) -> Result<(usize, Vec<DomainId>), String> {
-        let c = self.req.constraint;
-        let lc = self.leader_count;
-        let not_fit = |fit: i32, total: i32| {
-            if c.multi_layer() {
-                self.multi_layer_not_fit(level)
-            } else {
-                self.not_fit(fit, total)
-            }
-        };
-        let domains = &self.tree.per_level[level];
-        if domains.is_empty() {
-            return Err(format!(
-                "no topology domains at level: {}",
-                self.tree.levels[level]
-            ));
-        }
-        let mut sorted = self.sorted_with_leader(domains.clone());
-        let need = self.req.count / c.slice_size;
-        let mut top = sorted[0];
-        let holds = |s: &Self, d: DomainId| {
-            s.slices_with_leader[d.index()] >= need && s.leaders[d.index()] >= lc
-        };
-        if !self.least_free() && holds(self, top) {
-            top = self.best_fit(&sorted, need, true, lc);
-        }
-        if self.least_free() {
-            let found = sorted.iter().find(|&&d| {
-                if lc > 0 {
-                    self.leaders[d.index()] >= lc && self.slices_with_leader[d.index()] >= need
-                } else {
-                    self.slices[d.index()] >= need
-                }
-            });
-            if let Some(&d) = found {
-                return Ok((level, vec![d]));
-            }
-            if c.required {
-                let last = *sorted.last().expect("not empty");
-                return Err(not_fit(self.pods[last.index()], need));
-            }
-        }
-        if holds(self, top) {
-            return Ok((level, vec![top]));
-        }
-        if c.required {
-            return Err(not_fit(self.slices[top.index()], need));
-        }
-        if level > 0 && !c.unconstrained {
-            return self.find_level_with_fit(level - 1);
-        }
-        let mut results = Vec::new();
-        let mut remaining = need;
-        let mut remaining_leaders = lc;
-        sorted = self.prioritize_leader_domain(sorted, self.req.count, lc, c.slice_size, true);
-        // Leaders first, from a domain that keeps the workers' capacity.
-        let mut idx = 0;
-        while remaining_leaders > 0 && idx < sorted.len() && self.leaders[sorted[idx].index()] > 0 {
-            let mut d = sorted[idx];
-            if !self.least_free() && self.slices_with_leader[d.index()] >= remaining {
-                d = self.best_fit(&sorted[idx..], remaining, true, remaining_leaders);
-            }
-            results.push(d);
-            remaining_leaders -= self.leaders[d.index()];
-            remaining -= self.slices_with_leader[d.index()];
-            idx += 1;
-        }
-        if remaining_leaders > 0 {
-            return Err(not_fit(lc - remaining_leaders, need));
-        }
-        let rest = self.sorted(sorted[idx..].to_vec());
-        for i in 0..rest.len() {
-            if remaining <= 0 {
-                break;
-            }
-            let mut d = rest[i];
-            if !self.least_free() && self.slices[d.index()] >= remaining {
-                d = self.best_fit(&rest[i..], remaining, true, 0);
-            }
-            results.push(d);
-            remaining -= self.slices[d.index()];
-        }
-        if remaining > 0 {
-            return Err(not_fit(need - remaining, need));
-        }
-        Ok((level, results))
-    }
-
-    /// Kueue's `prioritizeLeaderDomain`: the first domain that holds the leader and whose
-    /// leader penalty the others' capacity absorbs goes first.
-    fn prioritize_leader_domain(
-        &self,
-        ds: Vec<DomainId>,
-        count: i32,
-        leaders: i32,
-        slice_size: i32,
-        slices: bool,
-    ) -> Vec<DomainId> {
-        if leaders == 0 || ds.len() < 2 {
-            return ds;
-        }
-        let required = if slices { count / slice_size } else { count };
-        let available: i32 = ds.iter().map(|&d| self.count(d, slices, 0)).sum();
-        for (i, &d) in ds.iter().enumerate() {
-            if self.leaders[d.index()] < leaders {
-                continue;
-            }
-            let penalty = self.count(d, slices, 0) - self.count(d, slices, 1);
-            if available - penalty < required {
-                continue;
-            }
-            let mut out = ds.clone();
-            out[..=i].rotate_right(1);
-            return out;
-        }
-        ds
-    }
-
-    /// Kueue's `consumeWithLeadersGeneric`: gives `d` (or the best fit among `rest`) as many
-    /// of the remaining units and leaders as fit next to its leader; true when all are given.
-    fn consume_with_leaders(
-        &mut self,
-        d: DomainId,
-        rest: &[DomainId],
-        remaining: &mut i32,
-        remaining_leaders: &mut i32,
-        slice_size: i32,
-        slices: bool,
-    ) -> (DomainId, bool) {
-        let mut d = d;
-        if !self.least_free()
-            && self.count(d, slices, 1) >= *remaining
-            && self.leaders[d.index()] >= *remaining_leaders
-        {
-            d = self.best_fit(rest, *remaining, slices, *remaining_leaders);
-        }
-        let i = d.index();
-        let factor = if slices { slice_size } else { 1 };
-        let with_leader = self.count(d, slices, 1);
-        if with_leader >= *remaining && self.leaders[i] >= *remaining_leaders {
-            if slices {
-                self.slices[i] = *remaining;
-            }
-            self.leaders[i] = *remaining_leaders;
-            self.pods[i] = *remaining * factor;
-            return (d, true);
-        }
-        let given = with_leader.min(*remaining);
-        self.leaders[i] = self.leaders[i].min(*remaining_leaders);
-        if slices {
-            self.slices[i] = given;
-            self.slices_with_leader[i] = given;
-        } else {
-            self.pods_with_leader[i] = given;
-        }
-        self.pods[i] = given * factor;
-        *remaining_leaders -= self.leaders[i];
-        *remaining -= given;
-        (d, false)
-    }
-
-    /// Kueue's `updateCountsToMinimumGeneric`: take domains in order until `count` pods
-    /// (whole slices when `slices`) and `leaders` leaders are covered, the last one the
-    /// tightest fit; each chosen domain's counts become what it is given.
-    fn update_counts_to_minimum(
-        &mut self,
-        ds: &[DomainId],
-        count: i32,
-        leaders: i32,
-        slice_size: i32,
-        slices: bool,
-    ) -> Result<Vec<DomainId>, String> {
-        let ds = self.prioritize_leader_domain(ds.to_vec(), count, leaders, slice_size, slices);
-        let mut result = Vec::new();
-        let mut remaining = if slices { count / slice_size } else { count };
-        let mut remaining_leaders = leaders;
-        for i in 0..ds.len() {
-            if remaining_leaders > 0 {
-                let (d, done) = self.consume_with_leaders(
-                    ds[i],
-                    &ds[i..],
-                    &mut remaining,
-                    &mut remaining_leaders,
-                    slice_size,
-                    slices,
-                );
-                result.push(d);
-                if done {
-                    return Ok(result);
-                }
-                continue;
-            }
-            let mut d = ds[i];
-            if !self.least_free() && self.count(d, slices, 0) >= remaining {
-                d = self.best_fit(&ds[i..], remaining, slices, 0);
-            }
-            self.leaders[d.index()] = 0;
-            let h = self.count(d, slices, 0);
-            if h >= remaining {
-                if slices {
-                    self.pods[d.index()] = remaining * slice_size;
-                    self.slices[d.index()] = remaining;
-                } else {
-                    self.pods[d.index()] = remaining;
-                }
-                result.push(d);
-                return Ok(result);
-            }
-            if slices {
-                self.pods[d.index()] = h * slice_size;
-            }
-            remaining -= h;
-            result.push(d);
-        }
-        Err(format!(
-            "topology {:?}: {remaining} pod(s) or slice(s) left unplaced",
-            self.tree.topology
-        ))
-    }
-
-    fn run(mut self) -> Result<Placement, String> {
-        let c = self.req.constraint;
-        if self.req.count == 0 && self.leader_count == 0 {
-            return Ok(Placement::default());
-        }
-        self.fill_in_counts();
-        let (fit_level, fit) = self.find_level_with_fit(c.level)?;
-        let count = self.req.count;
-        let lc = self.leader_count;
-        let mut current = self.update_counts_to_minimum(&fit, count, lc, c.slice_size, true)?;
-        let lowest = self.tree.levels.len() - 1;
-        let mut level = fit_level;
-        // Above the slice level: all chosen domains' children together, greedily.
-        while level < lowest.min(c.slice_level) {
-            let lower: Vec<DomainId> = current
-                .iter()
-                .flat_map(|&d| self.tree.domain(d).children.iter().copied())
-                .collect();
-            let sorted = self.sorted(lower);
-            current = self.update_counts_to_minimum(&sorted, count, lc, c.slice_size, true)?;
-            level += 1;
-        }
-        // At or below the slice level: each domain's pods among its own children, in whole
-        // inner slices where a further layer asks for them.
-        while level < lowest {
-            let size = c.inner.get(level + 1).copied().unwrap_or(0).max(1);
-            let mut next = Vec::new();
-            for d in current {
-                let sorted = self.sorted(self.tree.domain(d).children.clone());
-                if size > 1 {
-                    for &k in &sorted {
-                        self.slices[k.index()] = self.pods[k.index()] / size;
-                        self.slices_with_leader[k.index()] =
-                            self.pods_with_leader[k.index()] / size;
-                    }
-                }
-                let (pods, leaders) = (self.pods[d.index()], self.leaders[d.index()]);
-                next.extend(self.update_counts_to_minimum(
-                    &sorted,
-                    pods,
-                    leaders,
-                    size,
-                    size > 1,
-                )?);
-            }
-            current = next;
-            level += 1;
-        }
-        current.sort_by(|&a, &b| self.tree.domain(a).values.cmp(&self.tree.domain(b).values));
-        let leaf = |s: &Self, d: DomainId| s.tree.domain(d).leaf.expect("lowest level");
-        let leader = (lc > 0)
-            .then(|| {
-                current
-                    .iter()
-                    .find(|d| self.leaders[d.index()] > 0)
-                    .map(|&d| leaf(&self, d))
-            })
-            .flatten();
-        if lc > 0 && leader.is_none() {
-            return Err(format!(
-                "topology {:?}: the leader left unplaced",
-                self.tree.topology
-            ));
-        }
-        Ok(Placement {
-            leaves: current
-                .iter()
-                .filter(|d| self.pods[d.index()] > 0)
-                .map(|&d| (leaf(&self, d), self.pods[d.index()]))
-                .collect(),
-            leader,
-        })
-    }
 }
 
 /// Translated from Kueue's `TestFindTopologyAssignments` (`tas_cache_test.go`): same nodes,
