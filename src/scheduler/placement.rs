@@ -39,8 +39,9 @@ fn decide_by(
 ) -> (Result<Placement, String>, PolicyRef) {
     let policy = &ctx.policies.placement;
     let id = policy.id();
-    // Nothing to choose: zero pods, or a resource no node declares (part of the WIT contract).
-    if request.count == 0 || request.missing.is_some() {
+    // Nothing to choose: zero pods and no leader, or a resource no node declares (part of the
+    // WIT contract).
+    if (request.count == 0 && request.leader.is_none()) || request.missing.is_some() {
         return (answer_of(request, builtin::best_fit(request)), id);
     }
     let choice = PlacementChoiceRequest {

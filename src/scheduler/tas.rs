@@ -290,20 +290,19 @@ fn place_pod_set(
         constraint,
         leader: leader_per_pod,
     };
-    // WIT 0.6.0 carries single-layer requests without a leader: a podSet group or a
-    // multi-layer slice request is placed by the built-in (attributed to it, not a fallback).
     let answer = match placer {
-        Placer::Policy(ctx) if request.leader.is_none() && !request.constraint.multi_layer() => {
-            super::placement::decide(ctx, of, &request)?
-        }
-        _ => {
-            if let Placer::Policy(ctx) = placer {
+        Placer::Policy(ctx) => {
+            let answer = super::placement::decide(ctx, of, &request);
+            // A podSet group's leader is placed by the same decision as its workers.
+            if request.leader.is_some() {
                 let mut by = ctx.placed_by.borrow_mut();
-                by.push(crate::policy::PolicyRef::builtin());
-                if request.leader.is_some() {
-                    by.push(crate::policy::PolicyRef::builtin());
+                if let Some(last) = by.last().cloned() {
+                    by.push(last);
                 }
             }
+            answer?
+        }
+        Placer::BuiltIn(_) => {
             let answer = KueueBestFit.place(&request)?;
             verify(&request, &answer).map_err(|e| format!("placement refused: {e}"))?;
             answer

@@ -436,6 +436,15 @@ impl PlacementPolicy for WasmPlacement {
             },
             slice_level: c.slice_level as u32,
             slice_size: count_u32(c.slice_size),
+            layers: c
+                .layers()
+                .into_iter()
+                .skip(1)
+                .map(|(level, size)| pl::SliceLayer {
+                    level: level as u32,
+                    size: count_u32(size),
+                })
+                .collect(),
         };
         let mut domains = Some(pl::Domains {
             levels: columns.levels,
@@ -466,7 +475,8 @@ impl PlacementPolicy for WasmPlacement {
                     .collect(),
                 count: count_u32(question.count),
                 per_pod: question.per_pod.clone(),
-                constraint,
+                leader: question.leader.clone(),
+                constraint: constraint.clone(),
                 domains: domains.take().expect("one call"),
                 now: req.now,
             };
@@ -476,13 +486,13 @@ impl PlacementPolicy for WasmPlacement {
         })?;
         let answer = single(&self.0, answers)?;
         Ok(match answer {
-            pl::Answer::Placed(leaves) => PlacementAnswer::Placed(crate::topology::Placement {
-                leaves: leaves
+            pl::Answer::Placed(p) => PlacementAnswer::Placed(crate::topology::Placement {
+                leaves: p
+                    .pods
                     .into_iter()
                     .map(|l| (l.leaf as usize, i32::try_from(l.count).unwrap_or(i32::MAX)))
                     .collect(),
-                // Requests with a leader are not sent to plugins (WIT 0.6.0).
-                leader: None,
+                leader: p.leader.map(|l| l as usize),
             }),
             pl::Answer::NoFit(message) => PlacementAnswer::NoFit(message),
         })

@@ -1,7 +1,8 @@
 //! PodSet groups (`kueue.x-k8s.io/podset-group-name`): a leader and its workers placed as one
 //! request, end to end through the cycle. Translated from Kueue's `TestFindTopologyAssignments`
 //! (`pkg/cache/scheduler/tas_cache_test.go`, "grouped podsets" / "two podsets with the same
-//! group"): same nodes, requests and expected domains and counts. The tests that need non-TAS
+//! group"): same nodes, requests and expected domains and counts, natively and through the
+//! `kueue-default-placement` plugin. The tests that need non-TAS
 //! pods on nodes, balanced placement or elastic workloads are not translated (wasq has none).
 
 use std::fmt::Write;
@@ -83,8 +84,34 @@ fn place(
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("w.yaml");
     std::fs::write(&file, &y).unwrap();
-    let mut sim = Simulation::new(Scenario::load(&[file]).unwrap_or_else(|e| panic!("{e}\n{y}")));
+    let scenario = || Scenario::load(&[file.clone()]).unwrap_or_else(|e| panic!("{e}\n{y}"));
+    let (native, _) = outcome(Simulation::new(scenario()));
+    // The same question through the `kueue-default-placement` plugin (WIT 0.7.0 carries the
+    // leader): the same answer, decided by the plugin.
+    let mut sim = Simulation::new(scenario());
     std::fs::remove_dir_all(&dir).ok();
+    let registry = super::plugins::plugins();
+    let bindings = super::plugins::bindings(&["placement=kueue-default-placement"]);
+    let (default, _) = registry
+        .bind(&sim.scheduler.cluster, &bindings)
+        .expect("bindings resolve");
+    sim.scheduler.set_default_policies(default);
+    let (wasm, placed_by) = outcome(sim);
+    assert_eq!(native, wasm, "through WASM");
+    assert!(
+        native.is_err() || !placed_by.is_empty(),
+        "an admission places its podSets"
+    );
+    assert!(
+        placed_by.iter().all(|p| p == "kueue-default-placement"),
+        "{placed_by:?}"
+    );
+    native
+}
+
+/// One cycle's outcome: per podSet its domains, or the pending message; and who placed each
+/// podSet.
+fn outcome(mut sim: Simulation) -> (Result<Vec<String>, String>, Vec<String>) {
     sim.run(
         &Limits {
             max_cycles: Some(1),
@@ -93,6 +120,12 @@ fn place(
         None,
     );
     let report = sim.report();
+    let placed_by = report
+        .topology
+        .placements
+        .iter()
+        .map(|p| p.placed_by.name.to_string())
+        .collect();
     let w = &report.workloads[0];
     let Some(a) = &w.admission else {
         let reason = report
@@ -101,9 +134,10 @@ fn place(
             .find(|e| e.kind == EventType::Inadmissible)
             .and_then(|e| e.reason.clone())
             .unwrap_or_default();
-        return Err(reason);
+        return (Err(reason), placed_by);
     };
-    Ok(a.pod_set_assignments
+    let domains = a
+        .pod_set_assignments
         .iter()
         .map(|ps| {
             let domains = ps
@@ -117,7 +151,8 @@ fn place(
                 .collect();
             format!("{} {}", ps.name, placed.join(","))
         })
-        .collect())
+        .collect();
+    (Ok(domains), placed_by)
 }
 
 fn ok(lines: &[&str]) -> Result<Vec<String>, String> {

@@ -10,12 +10,12 @@ use k8s_openapi::api::core::v1::{Node, NodeStatus};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use wasq::api::topology::{HOSTNAME_LABEL, PodSetTopologyRequest};
+use wasq::api::topology::{HOSTNAME_LABEL, PodSetTopologyRequest, SliceTopologyConstraint};
 use wasq::cluster::{CqId, WorkloadId};
 use wasq::policy::{PlacementAnswer, PlacementChoiceRequest, PlacementPolicy, builtin};
 use wasq::quota::FlavorId;
 use wasq::sim::{EventType, Report, Scenario, Simulation};
-use wasq::topology::{Constraint, DomainTree, Exclusions, PlacementRequest};
+use wasq::topology::{Constraint, DomainTree, Exclusions, PlacementRequest, ResolveConstraint};
 use wasq::wasm::{HostOptions, Registry, WasmPlacement};
 
 use super::plugins::{bindings, built, plugins, registry, run, test_options};
@@ -134,24 +134,14 @@ fn kueue_default_placement_decides_exactly_like_the_builtin_on_every_tas_scenari
             "{name}: placements differ"
         );
         assert!(fallbacks(&wasm, "placement").is_empty(), "{name}");
-        // WIT 0.6.0 carries single-layer requests without a leader: podSet groups and
-        // multi-layer slices are the built-in's (attributed to it, not a fallback).
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        let carried = !text.contains("podsetSliceRequiredTopologyConstraints")
-            && !text.contains("podSetGroupName")
-            && !text.contains("podset-group-name");
+        // WIT 0.7.0 carries every request: podSet groups (with their leader) and multi-layer
+        // slices too.
         for p in &wasm.topology.placements {
-            if carried {
-                assert_eq!(
-                    &*p.placed_by.name, "kueue-default-placement",
-                    "{name}: {p:?}"
-                );
-                decided += 1;
-            } else if &*p.placed_by.name == "kueue-default-placement" {
-                decided += 1;
-            } else {
-                assert_eq!(&*p.placed_by.name, "builtin", "{name}: {p:?}");
-            }
+            assert_eq!(
+                &*p.placed_by.name, "kueue-default-placement",
+                "{name}: {p:?}"
+            );
+            decided += 1;
         }
         for p in &native.topology.placements {
             assert_eq!(&*p.placed_by.name, "builtin");
@@ -222,6 +212,8 @@ struct Question {
     free: Vec<Vec<i64>>,
     eligible: Vec<bool>,
     requests: Vec<(String, i64)>,
+    /// A podSet group's leader: one pod's cpu and gpu.
+    leader: Option<Vec<(String, i64)>>,
     count: i32,
     implied: bool,
 }
@@ -256,9 +248,11 @@ fn random_question(rng: &mut Rng) -> Question {
     let lowest = levels.last().cloned().unwrap();
     let level = levels[rng.next(levels.len() as u64) as usize].clone();
     let sliced = rng.next(4) == 0;
-    let slice_size = 2;
+    // Multi-layer slices: racks of 4 pods, hosts of 2 (three levels only).
+    let layered = sliced && levels.len() == 3 && rng.next(2) == 0;
+    let slice_size = if layered { 4 } else { 2 };
     let count = if sliced {
-        slice_size * (1 + rng.next(6) as i32)
+        slice_size * (1 + rng.next(if layered { 3 } else { 6 }) as i32)
     } else {
         1 + rng.next(14) as i32
     };
@@ -270,10 +264,24 @@ fn random_question(rng: &mut Rng) -> Question {
         2 => tr.unconstrained = Some(true),
         _ => implied = true,
     }
-    if sliced && !implied {
+    if layered && !implied {
+        tr.podset_slice_required_topology_constraints = [(RACK, 4), (HOSTNAME_LABEL, 2)]
+            .into_iter()
+            .map(|(t, size)| SliceTopologyConstraint {
+                topology: t.into(),
+                size,
+            })
+            .collect();
+    } else if sliced && !implied {
         tr.pod_set_slice_required_topology = Some(lowest);
         tr.pod_set_slice_size = Some(slice_size);
     }
+    let leader = (rng.next(3) == 0).then(|| {
+        vec![
+            ("cpu".to_string(), 1000 * (1 + rng.next(3) as i64)),
+            ("nvidia.com/gpu".to_string(), 1000 * rng.next(2) as i64),
+        ]
+    });
     let requests = vec![
         ("cpu".to_string(), 1000 * (1 + rng.next(2) as i64)),
         ("nvidia.com/gpu".to_string(), 1000 * rng.next(3) as i64),
@@ -284,6 +292,7 @@ fn random_question(rng: &mut Rng) -> Question {
         free,
         eligible,
         requests,
+        leader,
         count,
         implied,
     }
@@ -297,7 +306,7 @@ fn kueue_default_placement_answers_every_request_as_the_builtin() {
     let sim = Simulation::new(Scenario::load(&[example]).unwrap());
     let cluster = &sim.scheduler.cluster;
     let mut rng = Rng(42);
-    let (mut placed, mut no_fit) = (0, 0);
+    let (mut placed, mut no_fit, mut with_leader, mut multi_layer) = (0, 0, 0, 0);
     for case in 0..600 {
         let Question {
             tree,
@@ -305,6 +314,7 @@ fn kueue_default_placement_answers_every_request_as_the_builtin() {
             free,
             eligible,
             requests,
+            leader,
             count,
             implied,
         } = random_question(&mut rng);
@@ -313,11 +323,16 @@ fn kueue_default_placement_answers_every_request_as_the_builtin() {
         else {
             continue;
         };
-        let mut per_pod = vec![0; tree.resources.len()];
-        for (r, v) in &requests {
-            per_pod[tree.resource_index(r).unwrap()] += v;
-        }
-        per_pod[tree.resource_index("pods").unwrap()] += 1000;
+        let one_pod = |requests: &[(String, i64)]| {
+            let mut per_pod = vec![0; tree.resources.len()];
+            for (r, v) in requests {
+                per_pod[tree.resource_index(r).unwrap()] += v;
+            }
+            per_pod[tree.resource_index("pods").unwrap()] += 1000;
+            per_pod
+        };
+        let per_pod = one_pod(&requests);
+        let leader = leader.as_deref().map(one_pod);
         let request = PlacementRequest {
             tree: &tree,
             free,
@@ -327,8 +342,7 @@ fn kueue_default_placement_answers_every_request_as_the_builtin() {
             excluded: Exclusions::default(),
             count,
             constraint,
-            // WIT 0.6.0 carries no leader (a podSet group is placed by the built-in).
-            leader: None,
+            leader,
         };
         let native = builtin::best_fit(&request);
         let wasm = plugin
@@ -346,6 +360,8 @@ fn kueue_default_placement_answers_every_request_as_the_builtin() {
             (PlacementAnswer::Placed(a), PlacementAnswer::Placed(b)) => {
                 assert_eq!(a, b, "case {case}: {tr:?} count {count}");
                 placed += 1;
+                with_leader += usize::from(a.leader.is_some());
+                multi_layer += usize::from(constraint.multi_layer());
             }
             // The host appends the node exclusion counts to a plugin's message.
             (PlacementAnswer::NoFit(a), PlacementAnswer::NoFit(b)) => {
@@ -361,6 +377,10 @@ fn kueue_default_placement_answers_every_request_as_the_builtin() {
     assert!(
         placed > 200 && no_fit > 20,
         "{placed} placed, {no_fit} no fit"
+    );
+    assert!(
+        with_leader > 40 && multi_layer > 20,
+        "{with_leader} placed with a leader, {multi_layer} in slice layers"
     );
 }
 

@@ -26,7 +26,7 @@ pub struct PackByRack;
 
 /// The level index to pack `req` by, if it is to be packed.
 fn pack_level(catalog: &Catalog, req: &Request) -> Option<u32> {
-    let c = req.constraint;
+    let c = &req.constraint;
     if c.mode != ConstraintMode::Unconstrained || req.count <= c.slice_size {
         return None;
     }

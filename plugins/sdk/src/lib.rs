@@ -90,7 +90,7 @@ pub mod prelude {
     pub use crate::identity::Identity;
     pub use crate::kueue;
     pub use crate::ordering::{Head, OrderingPolicy, SortKey};
-    pub use crate::placement::{Answer, LeafPods, PlacementPolicy, Tree};
+    pub use crate::placement::{Answer, LeafPods, Placement, PlacementPolicy, Tree};
     pub use crate::preemption::{
         Candidate, CandidateKind, CandidateTable, PreemptionPolicy, Victims,
     };

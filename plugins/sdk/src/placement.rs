@@ -4,15 +4,16 @@
 //! The host sends a TAS podSet's flavor's domain tree as columns (`wit/placement.wit`,
 //! `record domains`); [`Tree`] is the view to read it by: domains with their level, parent,
 //! children and free capacity, the leaves with their eligibility and how many pods fit on
-//! each. The plugin answers pods per leaf; the host checks the answer (every pod placed, on
-//! eligible leaves within their free capacity, inside one domain of a required level, whole
-//! slices per slice domain) and falls back to Kueue's BestFit
+//! each. The plugin answers pods per leaf (and a podSet group's leader's leaf); the host checks
+//! the answer (every pod placed, on eligible leaves within their free capacity, inside one
+//! domain of a required level, whole slices per slice domain and slice layer, the leader where
+//! it fits) and falls back to Kueue's BestFit
 //! ([`kueue::place`](crate::kueue::place)) when it is refused.
 
 use crate::catalog::Catalog;
 
 pub use crate::bindings::placement::exports::wasq::policy::placement::{
-    Answer, Constraint, ConstraintMode, Domains, LeafPods, Request,
+    Answer, Constraint, ConstraintMode, Domains, LeafPods, Placement, Request, SliceLayer,
 };
 
 /// A domain's index in the request's columns (`domains.levels`, `parents`, `free`).
@@ -162,20 +163,18 @@ impl<'r> Tree<'r> {
     /// column that limits it first (`None` when no resource is requested).
     pub fn fits_on(&self, leaf: LeafId) -> (i32, Option<usize>) {
         let d = self.leaf_domain(leaf);
-        let mut best: Option<(i64, usize)> = None;
-        for (c, &need) in self.req.per_pod.iter().enumerate() {
-            if need <= 0 {
-                continue;
-            }
-            let n = self.free(c, d).max(0) / need;
-            if best.is_none_or(|(b, _)| n < b) {
-                best = Some((n, c));
-            }
+        fits(&self.req.per_pod, |c| self.free(c, d))
+    }
+
+    /// With a podSet group's leader (`request.leader`): `None` when the leader does not fit on
+    /// a leaf, else how many pods fit next to it. `None` without a leader.
+    pub fn fits_with_leader(&self, leaf: LeafId) -> Option<i32> {
+        let leader = self.req.leader.as_ref()?;
+        let d = self.leaf_domain(leaf);
+        if fits(leader, |c| self.free(c, d)).0 < 1 {
+            return None;
         }
-        match best {
-            None => (i32::MAX, None),
-            Some((n, c)) => (i32::try_from(n).unwrap_or(i32::MAX), Some(c)),
-        }
+        Some(fits(&self.req.per_pod, |c| self.free(c, d) - leader[c]).0)
     }
 
     /// The pods that fit on a domain's eligible leaves, each leaf on its own.
@@ -185,6 +184,25 @@ impl<'r> Tree<'r> {
             Some(_) => 0,
             None => self.children(d).iter().map(|&c| self.pods_fitting(c)).sum(),
         }
+    }
+}
+
+/// How many pods of `per_pod` fit in `free` (per resource column), and the column that limits
+/// it first.
+fn fits(per_pod: &[i64], free: impl Fn(usize) -> i64) -> (i32, Option<usize>) {
+    let mut best: Option<(i64, usize)> = None;
+    for (c, &need) in per_pod.iter().enumerate() {
+        if need <= 0 {
+            continue;
+        }
+        let n = free(c).max(0) / need;
+        if best.is_none_or(|(b, _)| n < b) {
+            best = Some((n, c));
+        }
+    }
+    match best {
+        None => (i32::MAX, None),
+        Some((n, c)) => (i32::try_from(n).unwrap_or(i32::MAX), Some(c)),
     }
 }
 

@@ -14,7 +14,12 @@ pub struct Policy;
 
 impl PlacementPolicy for Policy {
     fn place(&mut self, catalog: &Catalog, req: &Request) -> Answer {
-        if req.constraint.mode != ConstraintMode::Unconstrained || req.level_names.len() < 2 {
+        // A podSet group's leader or further slice layers: as Kueue places them.
+        if req.constraint.mode != ConstraintMode::Unconstrained
+            || req.level_names.len() < 2
+            || req.leader.is_some()
+            || !req.constraint.layers.is_empty()
+        {
             return kueue::place(catalog, req);
         }
         let tree = Tree::new(req);
@@ -45,7 +50,10 @@ impl PlacementPolicy for Policy {
         if left > 0 {
             return kueue::place(catalog, req);
         }
-        Answer::Placed(leaves)
+        Answer::Placed(Placement {
+            pods: leaves,
+            leader: None,
+        })
     }
 }
 
@@ -78,11 +86,13 @@ mod tests {
             resource_names: vec![names[3], names[4]],
             count: 8,
             per_pod: vec![1000, 1000],
+            leader: None,
             constraint: Constraint {
                 level: 1,
                 mode: ConstraintMode::Unconstrained,
                 slice_level: 1,
                 slice_size: 1,
+                layers: Vec::new(),
             },
             domains: Domains {
                 levels: vec![0, 1, 1, 0, 1],
@@ -98,7 +108,10 @@ mod tests {
         };
         assert_eq!(
             Policy.place(&catalog, &req),
-            Answer::Placed(vec![LeafPods { leaf: 0, count: 8 }])
+            Answer::Placed(Placement {
+                pods: vec![LeafPods { leaf: 0, count: 8 }],
+                leader: None,
+            })
         );
     }
 }
