@@ -84,7 +84,8 @@ fn place(
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("w.yaml");
     std::fs::write(&file, &y).unwrap();
-    let scenario = || Scenario::load(&[file.clone()]).unwrap_or_else(|e| panic!("{e}\n{y}"));
+    let scenario =
+        || Scenario::load(std::slice::from_ref(&file)).unwrap_or_else(|e| panic!("{e}\n{y}"));
     let (native, _) = outcome(Simulation::new(scenario()));
     // The same question through the `kueue-default-placement` plugin (WIT 0.7.0 carries the
     // leader): the same answer, decided by the plugin.
