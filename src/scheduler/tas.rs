@@ -9,8 +9,8 @@ use crate::policy::{FitMode, TopologyFit};
 use crate::quota::{FlavorId, ResourceId};
 use crate::topology::tree::{DomainTree, PODS};
 use crate::topology::{
-    Constraint, Exclusions, KueueBestFit, PlacementPolicy, PlacementRequest, PodSetPlacement,
-    ResolveConstraint, TasUsage, verify,
+    Constraint, Exclusions, KueueBestFit, LeafTable, PlacementPolicy, PlacementRequest,
+    PodSetPlacement, ResolveConstraint, TasUsage, verify,
 };
 
 use super::assign::{Assignment, AssignmentMode};
@@ -169,8 +169,11 @@ pub(super) fn place(
             None => groups.push((group, flavor, vec![i])),
         }
     }
+    // The leaves one group takes are not free for the next: a copy of the usage, made only
+    // when a further group follows.
     let mut local: Option<TasUsage> = None;
-    for (_, flavor, members) in groups {
+    let last = groups.len().saturating_sub(1);
+    for (g, (_, flavor, members)) in groups.into_iter().enumerate() {
         let now = local.as_ref().unwrap_or(usage);
         // Kueue's `findLeaderAndWorkers`: of a group's first two podSets, the one with more
         // pods is the workers', the other the leader (one pod).
@@ -194,11 +197,15 @@ pub(super) fn place(
         let (placement, leader_placement) =
             place_pod_set(placer, now, ps, psa.count, leader_ps, of, implied, empty)
                 .map_err(|reason| failed(ps, reason))?;
-        let local = local.get_or_insert_with(|| usage.clone());
-        cluster.tas.add_to_snapshot(local, &placement);
+        if g < last {
+            let local = local.get_or_insert_with(|| usage.clone());
+            cluster.tas.add_to_snapshot(local, &placement);
+            if let Some(p) = &leader_placement {
+                cluster.tas.add_to_snapshot(local, p);
+            }
+        }
         out[workers] = Some(placement);
         if let (Some(l), Some(p)) = (leader, leader_placement) {
-            cluster.tas.add_to_snapshot(local, &p);
             out[l] = Some(p);
         }
     }
@@ -260,7 +267,7 @@ fn place_pod_set(
         p
     });
     let free = if empty {
-        tree.capacity.clone()
+        LeafTable::from(tree.capacity.as_slice())
     } else {
         cluster.tas.free(flavor, usage).expect("a TAS flavor")
     };

@@ -130,7 +130,7 @@ impl TasLedger {
                 .collect();
         }
         for (i, per_leaf) in self.integral.iter_mut().enumerate() {
-            for (acc, used) in per_leaf.iter_mut().zip(tas.leaf_usage(i)) {
+            for (acc, used) in per_leaf.iter_mut().zip(tas.leaf_usage(i).rows()) {
                 for (a, &u) in acc.iter_mut().zip(used) {
                     *a += i128::from(u) * dt;
                 }

@@ -7,6 +7,7 @@
 //! of the placements admitted on it and never exceeds its allocatable capacity (placements are
 //! verified against free capacity before they are admitted).
 
+mod leaf_table;
 mod non_tas;
 pub mod placement;
 pub mod tree;
@@ -19,6 +20,7 @@ use crate::api::Manifests;
 use crate::api::topology::{DomainAssignment, TopologyAssignment};
 use crate::quota::FlavorId;
 
+pub use leaf_table::LeafTable;
 pub use placement::{
     Constraint, Exclusions, KueueBestFit, Placement, PlacementPolicy, PlacementRequest,
     ResolveConstraint, verify,
@@ -58,7 +60,7 @@ pub struct Topologies {
 
 /// Per-leaf usage of every TAS flavor, cloned as a cycle's snapshot.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TasUsage(Vec<Vec<Vec<i64>>>);
+pub struct TasUsage(Vec<LeafTable>);
 
 /// Kueue's `TopologyNotFound` inactive reason for a ClusterQueue using `flavors`: every TAS
 /// flavor among them whose Topology does not exist.
@@ -116,12 +118,9 @@ impl Topologies {
             };
             let tree = DomainTree::build(topology, &t.level_keys(), &rf.spec.node_labels, &m.nodes);
             out.by_flavor.insert(flavor, out.flavors.len());
-            out.usage
-                .0
-                .push(vec![vec![0; tree.resources.len()]; tree.leaves.len()]);
-            out.non_tas
-                .0
-                .push(vec![vec![0; tree.resources.len()]; tree.leaves.len()]);
+            let zeroed = LeafTable::zeroed(tree.leaves.len(), tree.resources.len());
+            out.usage.0.push(zeroed.clone());
+            out.non_tas.0.push(zeroed);
             out.flavors.push(TasFlavor {
                 flavor,
                 tree,
@@ -154,29 +153,20 @@ impl Topologies {
 
     /// The usage of the `i`-th TAS flavor (in [`Topologies::flavors`] order): per leaf, per
     /// column.
-    pub fn leaf_usage(&self, i: usize) -> &[Vec<i64>] {
+    pub fn leaf_usage(&self, i: usize) -> &LeafTable {
         &self.usage.0[i]
     }
 
     /// Free capacity per leaf and column of a flavor under `usage`, less what pods outside
     /// TAS use.
-    pub fn free(&self, flavor: FlavorId, usage: &TasUsage) -> Option<Vec<Vec<i64>>> {
+    pub fn free(&self, flavor: FlavorId, usage: &TasUsage) -> Option<LeafTable> {
         let i = *self.by_flavor.get(&flavor)?;
         let tree = &self.flavors[i].tree;
-        Some(
-            tree.capacity
-                .iter()
-                .zip(&usage.0[i])
-                .zip(&self.non_tas.0[i])
-                .map(|((cap, used), other)| {
-                    cap.iter()
-                        .zip(used)
-                        .zip(other)
-                        .map(|((c, u), o)| c - u - o)
-                        .collect()
-                })
-                .collect(),
-        )
+        Some(LeafTable::minus(
+            &tree.capacity,
+            &usage.0[i],
+            &self.non_tas.0[i],
+        ))
     }
 
     /// Adds a placement's usage to a snapshot.
@@ -207,7 +197,7 @@ impl Topologies {
                         (vec![0; tree.resources.len()], vec![0; tree.resources.len()])
                     });
                     for c in 0..tree.resources.len() {
-                        e.0[c] += self.usage.0[i][leaf][c];
+                        e.0[c] += self.usage.0[i].row(leaf)[c];
                         e.1[c] += tree.capacity[leaf][c];
                     }
                     at = tree.domain(id).parent;
@@ -315,9 +305,9 @@ impl Topologies {
     }
 }
 
-fn add_to(usage: &mut [Vec<i64>], p: &PodSetPlacement, sign: i64) {
+fn add_to(usage: &mut LeafTable, p: &PodSetPlacement, sign: i64) {
     for &(leaf, n) in &p.leaves {
-        for (u, per) in usage[leaf as usize].iter_mut().zip(&p.per_pod) {
+        for (u, per) in usage.row_mut(leaf as usize).iter_mut().zip(&p.per_pod) {
             *u += sign * i64::from(n) * per;
         }
     }

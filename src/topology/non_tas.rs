@@ -53,7 +53,7 @@ impl Topologies {
             };
             for (r, &v) in usage {
                 if let Some(c) = f.tree.resource_index(r) {
-                    self.non_tas.0[i][leaf][c] += sign * v;
+                    self.non_tas.0[i].row_mut(leaf)[c] += sign * v;
                 }
             }
         }
@@ -95,7 +95,7 @@ mod tests {
     fn cpu(t: &Topologies, node: usize) -> i64 {
         let f = FlavorId(0);
         let cpu = t.get(f).unwrap().tree.resource_index("cpu").unwrap();
-        t.free(f, t.current()).unwrap()[node][cpu]
+        t.free(f, t.current()).unwrap().row(node)[cpu]
     }
 
     #[test]

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 
 use crate::api::topology::PodSetTopologyRequest;
 
+use super::LeafTable;
 use super::tree::{DomainId, DomainTree};
 
 pub use wasq_bestfit::{Constraint, MAX_LEVELS, Placement};
@@ -164,7 +165,7 @@ impl Exclusions {
 pub struct PlacementRequest<'a> {
     pub tree: &'a DomainTree,
     /// Free capacity per leaf and resource column (milli-units).
-    pub free: Vec<Vec<i64>>,
+    pub free: LeafTable,
     /// One pod's request per resource column, `pods` = 1000 included.
     pub per_pod: Vec<i64>,
     /// A requested resource no node declares: nothing fits.
@@ -184,7 +185,7 @@ pub struct PlacementRequest<'a> {
 impl PlacementRequest<'_> {
     /// How many pods fit on a leaf, and the resource that limits it.
     pub fn fits_on(&self, leaf: usize) -> (i32, Option<&str>) {
-        self.fits_in(&self.free[leaf], &self.per_pod)
+        self.fits_in(self.free.row(leaf), &self.per_pod)
     }
 
     /// How many pods of `per_pod` fit in `free`, and the resource that limits it.
@@ -214,15 +215,22 @@ impl PlacementRequest<'_> {
     /// With a leader: whether it fits on a leaf, and how many workers fit next to it.
     pub fn fits_with_leader(&self, leaf: usize) -> Option<i32> {
         let leader = self.leader.as_ref()?;
-        if self.fits_in(&self.free[leaf], leader).0 < 1 {
+        let free = self.free.row(leaf);
+        if self.fits_in(free, leader).0 < 1 {
             return None;
         }
-        let rest: Vec<i64> = self.free[leaf]
+        if self.missing.is_some() {
+            return Some(0);
+        }
+        let fit = self
+            .per_pod
             .iter()
-            .zip(leader)
-            .map(|(f, l)| f - l)
-            .collect();
-        Some(self.fits_in(&rest, &self.per_pod).0)
+            .enumerate()
+            .filter(|&(_, &need)| need > 0)
+            .map(|(c, &need)| (free[c] - leader[c]).max(0) / need)
+            .min()
+            .map_or(i32::MAX, |n| i32::try_from(n).unwrap_or(i32::MAX));
+        Some(fit)
     }
 
     /// Kueue's count of the leaves left out (`tasExclusionStats`): by label or taint, and
@@ -263,7 +271,7 @@ impl PlacementRequest<'_> {
             let mut at = Some(d);
             while let Some(id) = at {
                 for (c, column) in free.iter_mut().enumerate() {
-                    column[id.index()] += self.free[leaf][c];
+                    column[id.index()] += self.free.row(leaf)[c];
                 }
                 at = tree.domain(id).parent;
             }
@@ -597,7 +605,7 @@ mod tests {
         }
         let request = PlacementRequest {
             tree: &tree,
-            free: tree.capacity.clone(),
+            free: LeafTable::from(tree.capacity.as_slice()),
             per_pod,
             missing,
             eligible: vec![true; tree.leaves.len()],
@@ -936,7 +944,7 @@ mod tests {
         per_pod[tree.resource_index("cpu").unwrap()] = 1000;
         let mut request = PlacementRequest {
             tree: &tree,
-            free: tree.capacity.clone(),
+            free: LeafTable::from(tree.capacity.as_slice()),
             per_pod,
             missing: None,
             eligible: vec![true; tree.leaves.len()],
@@ -1122,7 +1130,7 @@ mod tests {
         );
         let request = PlacementRequest {
             tree: &tree,
-            free: tree.capacity.clone(),
+            free: LeafTable::from(tree.capacity.as_slice()),
             per_pod: vec![0; tree.resources.len()],
             missing: None,
             eligible: vec![true; tree.leaves.len()],

@@ -247,7 +247,7 @@ fn random_load_keeps_leaves_and_quota_exact(preempt: bool) {
             }
             assert_eq!(
                 cluster.tas.leaf_usage(0),
-                &expected[..],
+                &wasq::topology::LeafTable::from(expected.as_slice()),
                 "seed {seed}, cycle {cycles}"
             );
             let mut quota = cluster.tree.new_usage();

@@ -335,7 +335,7 @@ fn kueue_default_placement_answers_every_request_as_the_builtin() {
         let leader = leader.as_deref().map(one_pod);
         let request = PlacementRequest {
             tree: &tree,
-            free,
+            free: free.into(),
             per_pod,
             missing: None,
             eligible,
