@@ -136,13 +136,20 @@ pub fn place<Q: Question>(q: &Q) -> Result<Placement, String> {
 struct Search<'q, Q> {
     q: &'q Q,
     c: Constraint,
-    pods: Vec<i32>,
-    slices: Vec<i32>,
-    leaders: Vec<i32>,
-    pods_with_leader: Vec<i32>,
-    slices_with_leader: Vec<i32>,
+    /// Per domain.
+    d: Vec<State>,
     /// 1 with a leader, else 0 (Kueue's `state.leaderCount`).
     leader_count: i32,
+}
+
+/// One domain's counts during a search (kept together: one allocation per search).
+#[derive(Debug, Clone, Copy, Default)]
+struct State {
+    pods: i32,
+    slices: i32,
+    leaders: i32,
+    pods_with_leader: i32,
+    slices_with_leader: i32,
 }
 
 impl<'q, Q: Question> Search<'q, Q> {
@@ -151,11 +158,7 @@ impl<'q, Q: Question> Search<'q, Q> {
         Search {
             q,
             c: q.constraint(),
-            pods: vec![0; n],
-            slices: vec![0; n],
-            leaders: vec![0; n],
-            pods_with_leader: vec![0; n],
-            slices_with_leader: vec![0; n],
+            d: vec![State::default(); n],
             leader_count: i32::from(q.has_leader()),
         }
     }
@@ -172,11 +175,11 @@ impl<'q, Q: Question> Search<'q, Q> {
             }
             let d = self.q.leaf_domain(leaf);
             let n = self.q.pods_fitting(leaf);
-            self.pods[d] = n;
-            self.pods_with_leader[d] = n;
+            self.d[d].pods = n;
+            self.d[d].pods_with_leader = n;
             if let Some(workers) = self.q.pods_fitting_with_leader(leaf) {
-                self.leaders[d] = 1;
-                self.pods_with_leader[d] = workers;
+                self.d[d].leaders = 1;
+                self.d[d].pods_with_leader = workers;
             }
         }
         let roots: Vec<usize> = self.q.at_level(0).collect();
@@ -194,8 +197,8 @@ impl<'q, Q: Question> Search<'q, Q> {
         let level = q.level(i);
         if q.children(i).next().is_none() {
             if level == c.slice_level {
-                self.slices[i] = self.pods[i] / c.slice_size;
-                self.slices_with_leader[i] = self.pods_with_leader[i] / c.slice_size;
+                self.d[i].slices = self.d[i].pods / c.slice_size;
+                self.d[i].slices_with_leader = self.d[i].pods_with_leader / c.slice_size;
             }
             return;
         }
@@ -207,33 +210,34 @@ impl<'q, Q: Question> Search<'q, Q> {
         for k in q.children(i) {
             self.fill_helper(k);
             let (child_pods, child_pods_with_leader) = (
-                self.pods[k] / inner * inner,
-                self.pods_with_leader[k] / inner * inner,
+                self.d[k].pods / inner * inner,
+                self.d[k].pods_with_leader / inner * inner,
             );
             pods = pods.saturating_add(child_pods);
-            slices = slices.saturating_add(self.slices[k]);
-            if !leader_required || self.leaders[k] > 0 {
+            slices = slices.saturating_add(self.d[k].slices);
+            if !leader_required || self.d[k].leaders > 0 {
                 contributor = true;
                 min_pod_diff = min_pod_diff.min(child_pods - child_pods_with_leader);
-                min_slice_diff = min_slice_diff.min(self.slices[k] - self.slices_with_leader[k]);
+                min_slice_diff =
+                    min_slice_diff.min(self.d[k].slices - self.d[k].slices_with_leader);
             }
-            leaders = leaders.max(self.leaders[k]);
+            leaders = leaders.max(self.d[k].leaders);
         }
-        self.pods[i] = pods;
+        self.d[i].pods = pods;
         let mut slices_with_leader = 0;
         if contributor {
-            self.pods_with_leader[i] = pods - min_pod_diff;
+            self.d[i].pods_with_leader = pods - min_pod_diff;
             slices_with_leader = slices - min_slice_diff;
         } else {
-            self.pods_with_leader[i] = 0;
+            self.d[i].pods_with_leader = 0;
         }
-        self.leaders[i] = leaders;
+        self.d[i].leaders = leaders;
         if level == c.slice_level {
-            slices = self.pods[i] / c.slice_size;
-            slices_with_leader = self.pods_with_leader[i] / c.slice_size;
+            slices = self.d[i].pods / c.slice_size;
+            slices_with_leader = self.d[i].pods_with_leader / c.slice_size;
         }
-        self.slices[i] = slices;
-        self.slices_with_leader[i] = slices_with_leader;
+        self.d[i].slices = slices;
+        self.d[i].slices_with_leader = slices_with_leader;
     }
 
     /// Kueue's `sortedDomains`: slices (descending for BestFit, ascending for least free
@@ -241,10 +245,10 @@ impl<'q, Q: Question> Search<'q, Q> {
     fn sorted(&self, mut ds: Vec<usize>) -> Vec<usize> {
         let least = self.least_free();
         ds.sort_by(|&a, &b| {
-            let (sa, sb) = (self.slices[a], self.slices[b]);
+            let (sa, sb) = (self.d[a].slices, self.d[b].slices);
             let by_slices = if least { sa.cmp(&sb) } else { sb.cmp(&sa) };
             by_slices
-                .then(self.pods[a].cmp(&self.pods[b]))
+                .then(self.d[a].pods.cmp(&self.d[b].pods))
                 .then(a.cmp(&b))
         });
         ds
@@ -255,12 +259,13 @@ impl<'q, Q: Question> Search<'q, Q> {
     fn sorted_with_leader(&self, mut ds: Vec<usize>) -> Vec<usize> {
         let least = self.least_free();
         ds.sort_by(|&a, &b| {
-            let (sa, sb) = (self.slices_with_leader[a], self.slices_with_leader[b]);
+            let (sa, sb) = (self.d[a].slices_with_leader, self.d[b].slices_with_leader);
             let by_slices = if least { sa.cmp(&sb) } else { sb.cmp(&sa) };
-            self.leaders[b]
-                .cmp(&self.leaders[a])
+            self.d[b]
+                .leaders
+                .cmp(&self.d[a].leaders)
                 .then(by_slices)
-                .then(self.pods_with_leader[a].cmp(&self.pods_with_leader[b]))
+                .then(self.d[a].pods_with_leader.cmp(&self.d[b].pods_with_leader))
                 .then(a.cmp(&b))
         });
         ds
@@ -269,10 +274,10 @@ impl<'q, Q: Question> Search<'q, Q> {
     /// A domain's slices (`slices`) or pods, next to `leaders` leaders when there are any.
     fn count(&self, i: usize, slices: bool, leaders: i32) -> i32 {
         match (slices, leaders > 0) {
-            (true, false) => self.slices[i],
-            (true, true) => self.slices_with_leader[i],
-            (false, false) => self.pods[i],
-            (false, true) => self.pods_with_leader[i],
+            (true, false) => self.d[i].slices,
+            (true, true) => self.d[i].slices_with_leader,
+            (false, false) => self.d[i].pods,
+            (false, true) => self.d[i].pods_with_leader,
         }
     }
 
@@ -281,7 +286,7 @@ impl<'q, Q: Question> Search<'q, Q> {
     fn best_fit(&self, ds: &[usize], needed: i32, slices: bool, leaders: i32) -> usize {
         let mut best = None;
         for &d in ds {
-            if self.leaders[d] < leaders {
+            if self.d[d].leaders < leaders {
                 continue;
             }
             let c = self.count(d, slices, leaders);
@@ -322,7 +327,7 @@ impl<'q, Q: Question> Search<'q, Q> {
         let best = self
             .q
             .at_level(level)
-            .min_by(|&a, &b| self.slices[b].cmp(&self.slices[a]).then(a.cmp(&b)));
+            .min_by(|&a, &b| self.d[b].slices.cmp(&self.d[a].slices).then(a.cmp(&b)));
         let Some(best) = best else {
             return m;
         };
@@ -340,7 +345,7 @@ impl<'q, Q: Question> Search<'q, Q> {
     /// Kueue's `countSlicesInSubtree`: whole slices of `size` in `d`'s domains at `target`.
     fn slices_in_subtree(&self, d: usize, target: usize, size: i32) -> i32 {
         if self.q.level(d) == target {
-            return self.pods[d] / size;
+            return self.d[d].pods / size;
         }
         self.q
             .children(d)
@@ -369,16 +374,16 @@ impl<'q, Q: Question> Search<'q, Q> {
         let mut sorted = self.sorted_with_leader(domains);
         let need = self.q.count() / c.slice_size;
         let mut top = sorted[0];
-        let holds = |s: &Self, d: usize| s.slices_with_leader[d] >= need && s.leaders[d] >= lc;
+        let holds = |s: &Self, d: usize| s.d[d].slices_with_leader >= need && s.d[d].leaders >= lc;
         if !self.least_free() && holds(self, top) {
             top = self.best_fit(&sorted, need, true, lc);
         }
         if self.least_free() {
             let found = sorted.iter().find(|&&d| {
                 if lc > 0 {
-                    self.leaders[d] >= lc && self.slices_with_leader[d] >= need
+                    self.d[d].leaders >= lc && self.d[d].slices_with_leader >= need
                 } else {
-                    self.slices[d] >= need
+                    self.d[d].slices >= need
                 }
             });
             if let Some(&d) = found {
@@ -386,14 +391,14 @@ impl<'q, Q: Question> Search<'q, Q> {
             }
             if c.required {
                 let last = *sorted.last().expect("not empty");
-                return Err(not_fit(self.pods[last], need));
+                return Err(not_fit(self.d[last].pods, need));
             }
         }
         if holds(self, top) {
             return Ok((level, vec![top]));
         }
         if c.required {
-            return Err(not_fit(self.slices[top], need));
+            return Err(not_fit(self.d[top].slices, need));
         }
         if level > 0 && !c.unconstrained {
             return self.find_level_with_fit(level - 1);
@@ -404,14 +409,14 @@ impl<'q, Q: Question> Search<'q, Q> {
         sorted = self.prioritize_leader_domain(sorted, self.q.count(), lc, c.slice_size, true);
         // Leaders first, from a domain that keeps the workers' capacity.
         let mut idx = 0;
-        while remaining_leaders > 0 && idx < sorted.len() && self.leaders[sorted[idx]] > 0 {
+        while remaining_leaders > 0 && idx < sorted.len() && self.d[sorted[idx]].leaders > 0 {
             let mut d = sorted[idx];
-            if !self.least_free() && self.slices_with_leader[d] >= remaining {
+            if !self.least_free() && self.d[d].slices_with_leader >= remaining {
                 d = self.best_fit(&sorted[idx..], remaining, true, remaining_leaders);
             }
             results.push(d);
-            remaining_leaders -= self.leaders[d];
-            remaining -= self.slices_with_leader[d];
+            remaining_leaders -= self.d[d].leaders;
+            remaining -= self.d[d].slices_with_leader;
             idx += 1;
         }
         if remaining_leaders > 0 {
@@ -423,11 +428,11 @@ impl<'q, Q: Question> Search<'q, Q> {
                 break;
             }
             let mut d = rest[i];
-            if !self.least_free() && self.slices[d] >= remaining {
+            if !self.least_free() && self.d[d].slices >= remaining {
                 d = self.best_fit(&rest[i..], remaining, true, 0);
             }
             results.push(d);
-            remaining -= self.slices[d];
+            remaining -= self.d[d].slices;
         }
         if remaining > 0 {
             return Err(not_fit(need - remaining, need));
@@ -451,7 +456,7 @@ impl<'q, Q: Question> Search<'q, Q> {
         let required = if slices { count / slice_size } else { count };
         let available: i32 = ds.iter().map(|&d| self.count(d, slices, 0)).sum();
         for (i, &d) in ds.iter().enumerate() {
-            if self.leaders[d] < leaders {
+            if self.d[d].leaders < leaders {
                 continue;
             }
             let penalty = self.count(d, slices, 0) - self.count(d, slices, 1);
@@ -479,30 +484,30 @@ impl<'q, Q: Question> Search<'q, Q> {
         let mut i = d;
         if !self.least_free()
             && self.count(i, slices, 1) >= *remaining
-            && self.leaders[i] >= *remaining_leaders
+            && self.d[i].leaders >= *remaining_leaders
         {
             i = self.best_fit(rest, *remaining, slices, *remaining_leaders);
         }
         let factor = if slices { slice_size } else { 1 };
         let with_leader = self.count(i, slices, 1);
-        if with_leader >= *remaining && self.leaders[i] >= *remaining_leaders {
+        if with_leader >= *remaining && self.d[i].leaders >= *remaining_leaders {
             if slices {
-                self.slices[i] = *remaining;
+                self.d[i].slices = *remaining;
             }
-            self.leaders[i] = *remaining_leaders;
-            self.pods[i] = *remaining * factor;
+            self.d[i].leaders = *remaining_leaders;
+            self.d[i].pods = *remaining * factor;
             return (i, true);
         }
         let given = with_leader.min(*remaining);
-        self.leaders[i] = self.leaders[i].min(*remaining_leaders);
+        self.d[i].leaders = self.d[i].leaders.min(*remaining_leaders);
         if slices {
-            self.slices[i] = given;
-            self.slices_with_leader[i] = given;
+            self.d[i].slices = given;
+            self.d[i].slices_with_leader = given;
         } else {
-            self.pods_with_leader[i] = given;
+            self.d[i].pods_with_leader = given;
         }
-        self.pods[i] = given * factor;
-        *remaining_leaders -= self.leaders[i];
+        self.d[i].pods = given * factor;
+        *remaining_leaders -= self.d[i].leaders;
         *remaining -= given;
         (i, false)
     }
@@ -542,20 +547,20 @@ impl<'q, Q: Question> Search<'q, Q> {
             if !self.least_free() && self.count(d, slices, 0) >= remaining {
                 d = self.best_fit(&ds[i..], remaining, slices, 0);
             }
-            self.leaders[d] = 0;
+            self.d[d].leaders = 0;
             let h = self.count(d, slices, 0);
             if h >= remaining {
                 if slices {
-                    self.pods[d] = remaining * slice_size;
-                    self.slices[d] = remaining;
+                    self.d[d].pods = remaining * slice_size;
+                    self.d[d].slices = remaining;
                 } else {
-                    self.pods[d] = remaining;
+                    self.d[d].pods = remaining;
                 }
                 result.push(d);
                 return Ok(result);
             }
             if slices {
-                self.pods[d] = h * slice_size;
+                self.d[d].pods = h * slice_size;
             }
             remaining -= h;
             result.push(d);
@@ -594,11 +599,11 @@ impl<'q, Q: Question> Search<'q, Q> {
                 let sorted = self.sorted(self.q.children(d).collect());
                 if size > 1 {
                     for &k in &sorted {
-                        self.slices[k] = self.pods[k] / size;
-                        self.slices_with_leader[k] = self.pods_with_leader[k] / size;
+                        self.d[k].slices = self.d[k].pods / size;
+                        self.d[k].slices_with_leader = self.d[k].pods_with_leader / size;
                     }
                 }
-                let (pods, leaders) = (self.pods[d], self.leaders[d]);
+                let (pods, leaders) = (self.d[d].pods, self.d[d].leaders);
                 next.extend(self.update_counts_to_minimum(
                     &sorted,
                     pods,
@@ -616,7 +621,7 @@ impl<'q, Q: Question> Search<'q, Q> {
             .then(|| {
                 current
                     .iter()
-                    .find(|&&d| self.leaders[d] > 0)
+                    .find(|&&d| self.d[d].leaders > 0)
                     .map(|&d| leaf(d))
             })
             .flatten();
@@ -629,8 +634,8 @@ impl<'q, Q: Question> Search<'q, Q> {
         Ok(Placement {
             leaves: current
                 .iter()
-                .filter(|&&d| self.pods[d] > 0)
-                .map(|&d| (leaf(d), self.pods[d]))
+                .filter(|&&d| self.d[d].pods > 0)
+                .map(|&d| (leaf(d), self.d[d].pods))
                 .collect(),
             leader,
         })
