@@ -247,8 +247,8 @@ impl Topologies {
     }
 
     /// The placement an admission written in the manifests carries (`topologyAssignment`),
-    /// with one pod's request per column from `requests` (resource name, milli-units); `None`
-    /// when a domain is not in the tree.
+    /// with one pod's request per column from `requests` (resource name, milli-units), on
+    /// the domains still in the tree; `None` when the levels differ or no domain is left.
     pub fn restore(
         &self,
         flavor: FlavorId,
@@ -260,13 +260,20 @@ impl Topologies {
         if tree.levels[from..] != ta.levels[..] {
             return None;
         }
+        // A domain no longer in the tree (its node failed or went away) holds nothing to
+        // charge; the others stay charged, so their capacity is never handed out twice.
         let mut leaves = Vec::new();
         for d in ta.domains()? {
-            let leaf = tree
+            if let Some(leaf) = tree
                 .leaves
                 .iter()
-                .position(|&l| tree.domain(l).values[from..] == d.values[..])?;
-            leaves.push((leaf as u32, d.count));
+                .position(|&l| tree.domain(l).values[from..] == d.values[..])
+            {
+                leaves.push((leaf as u32, d.count));
+            }
+        }
+        if leaves.is_empty() {
+            return None;
         }
         let mut per_pod = vec![0; tree.resources.len()];
         for &(r, v) in requests {

@@ -309,6 +309,46 @@ async fn nodes_that_change_rebuild_the_trees_alone_and_placements_move_with_them
     assert!(second.keys().all(|n| rack_of(n) == taken), "{second:?}");
 }
 
+#[tokio::test]
+async fn a_failed_node_leaves_the_rest_of_its_placement_charged() {
+    // `first` fills one rack, `other` the other.
+    let mut env = started(vec![rack_job("first", 4), rack_job("other", 4)]).await;
+    let first = assignment(&env, "first");
+    assert_eq!(first.values().sum::<i64>(), 4);
+    assert_eq!(assignment(&env, "other").values().sum::<i64>(), 4);
+    let (down, up) = {
+        let mut nodes = first.keys();
+        (nodes.next().unwrap().clone(), nodes.next().unwrap().clone())
+    };
+
+    // One of `first`'s nodes goes NotReady: the trees are rebuilt without it.
+    env.api.modify(&format!("/api/v1/nodes/{down}"), |n| {
+        n["status"]["conditions"][0]["status"] = json!("False");
+    });
+    env.applied(Source::Node, &format!("/api/v1/nodes/{down}"));
+    add_job(&mut env, rack_job("second", 2));
+    env.step().await;
+    assert_eq!(counter(&env, "wasq_topology_rebuilds_total", ""), 1);
+    // `first`'s pods on its other node still hold it: `second` has no room anywhere.
+    assert!(assignment(&env, "second").is_empty());
+    let s = env.controller.scheduler().unwrap();
+    let id = s.cluster.by_key[&format!("ns/{}", job_wl("first"))];
+    let held = s.cluster.admission(id).unwrap().pod_sets[0]
+        .topology
+        .clone()
+        .expect("the healthy node stays charged");
+    let tree = &s.cluster.tas.get(held.flavor).unwrap().tree;
+    let leaves: Vec<(String, i32)> = held
+        .leaves
+        .iter()
+        .map(|&(l, n)| {
+            let d = tree.leaves[l as usize];
+            (tree.domain(d).values.last().unwrap().clone(), n)
+        })
+        .collect();
+    assert_eq!(leaves, [(up, 2)]);
+}
+
 /// A pod of group `g` (2 pods) that must stay in one rack, gated as the webhook gates it.
 fn rack_pod(name: &str) -> (String, Value) {
     (
