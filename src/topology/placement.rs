@@ -4,7 +4,9 @@
 //! free capacity per resource, eligibility) and what the podSet asks; a [`PlacementPolicy`]
 //! answers pod counts per leaf; [`verify`] checks any answer: every pod placed, on eligible
 //! leaves within their free capacity, inside one domain of a required level, whole slices per
-//! slice domain. [`KueueBestFit`] is Kueue's default algorithm (`findTopologyAssignment` in
+//! slice domain. [`KueueBestFit`] is Kueue's default algorithm — the `wasq-bestfit` crate
+//! (`crates/bestfit`), which the plugin SDK compiles in too, reading the request through
+//! `wasq_bestfit::Question` (`findTopologyAssignment` in
 //! `pkg/cache/scheduler/tas_flavor_snapshot.go`: BestFit by domain, then the lowest level's
 //! tightest fit; unconstrained requests take the least free capacity first, Kueue's
 //! `TASProfileMixed`, on by default), with a podSet group's leader placed with its workers
