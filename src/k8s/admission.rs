@@ -124,7 +124,7 @@ impl Controller {
                 .mirror
                 .workloads
                 .get(&key)
-                .is_none_or(has_quota_reservation);
+                .is_none_or(|wl| has_quota_reservation(wl));
             if reserved {
                 // Not yet back from its eviction (the job is stopping): wait.
                 if self.mirror.workloads.contains_key(&key) {

@@ -509,7 +509,7 @@ impl Controller {
                     obj.metadata.namespace.as_deref(),
                     obj.metadata.name.as_deref().unwrap_or_default(),
                 );
-                self.mirror.workloads.get(&key).cloned()
+                self.mirror.workloads.get(&key).map(|wl| (**wl).clone())
             }
             Err(e) => {
                 tracing::warn!(error = %e, "the API server returned a Workload that does not decode");
@@ -584,7 +584,7 @@ impl Controller {
                 .flatten()
                 .any(|o| o.uid == uid)
         });
-        owned.then(|| wl.clone())
+        owned.then(|| (**wl).clone())
     }
 
     /// The JSON Patch that starts job `key` of kind `i`, when it is suspended, not a managed

@@ -443,7 +443,7 @@ impl Controller {
             .mirror
             .workloads
             .get(&key)
-            .map(priority_class)
+            .map(|wl| priority_class(wl))
             .unwrap_or_default();
         self.metrics
             .evicted_workloads
