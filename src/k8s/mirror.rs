@@ -514,7 +514,7 @@ impl Mirror {
                     &mut self.workloads,
                     key(&o.metadata),
                     Box::new(o),
-                    rv(|o: &Box<Workload>| &o.metadata),
+                    |o| o.metadata.resource_version.clone(),
                     |a, b| {
                         a.spec == b.spec
                             && a.status == b.status

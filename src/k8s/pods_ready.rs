@@ -203,12 +203,13 @@ impl Controller {
             .and_then(|s| s.cluster.settings.wait_for_pods_ready.as_ref())
             .is_some_and(|w| w.block_admission);
         blocking
-            && self
-                .mirror
-                .reserved
-                .iter()
-                .filter_map(|k| self.mirror.workloads.get(k))
-                .any(|wl| has_quota_reservation(wl) && !is_finished(wl) && !is_pods_ready(wl))
+            && (self.inflight.admitting()
+                || self
+                    .mirror
+                    .reserved
+                    .iter()
+                    .filter_map(|k| self.mirror.workloads.get(k))
+                    .any(|wl| has_quota_reservation(wl) && !is_finished(wl) && !is_pods_ready(wl)))
     }
 
     /// Writes the `PodsReady` conditions that changed, and acts on expired timeouts.
