@@ -942,7 +942,7 @@ impl Controller {
                 if !has_quota_reservation(wl) || !is_evicted(wl) {
                     return None;
                 }
-                let mut st = wl.status.clone().unwrap_or_default();
+                let mut st = wl.status.as_deref().cloned().unwrap_or_default();
                 let ev = cond::find(&st.conditions, EVICTED).cloned()?;
                 let requeued = ev.reason == cond::EVICTED_BY_PREEMPTION;
                 let c = &mut st.conditions;
@@ -1060,7 +1060,7 @@ impl Controller {
                 if is_finished(wl) {
                     return None;
                 }
-                let mut st = wl.status.clone().unwrap_or_default();
+                let mut st = wl.status.as_deref().cloned().unwrap_or_default();
                 cond::set(
                     &mut st.conditions,
                     cond::condition(FINISHED, true, reason, message, now),
@@ -1264,7 +1264,7 @@ pub fn status_patch(wl: &Workload, status: &WorkloadStatus) -> Value {
             "conditions": status.conditions,
         }
     });
-    let old = wl.status.clone().unwrap_or_default();
+    let old = wl.status.as_deref().cloned().unwrap_or_default();
     if old.admission_checks != status.admission_checks {
         body["status"]["admissionChecks"] = json!(status.admission_checks);
     }

@@ -86,6 +86,9 @@ impl Controller {
                     None => results[i] = Some(Ok(None)),
                 }
             }
+            for (i, ..) in &sends {
+                self.count_status_write(writes[*i].manager);
+            }
             let writer = &self.writer;
             let answers: Vec<_> = futures::stream::iter(sends)
                 .map(|(i, ns, name, body)| async move {
@@ -128,6 +131,13 @@ impl Controller {
             }
         }
         results.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
+    }
+
+    pub(super) fn count_status_write(&self, what: &str) {
+        self.metrics
+            .workload_status_writes
+            .get_or_create(&self.metrics.labels(vec![("write", what.to_string())]))
+            .inc();
     }
 
     /// Writes a Workload status computed by `build` from the latest known object (a batch of
@@ -296,7 +306,7 @@ impl Controller {
             if has_quota_reservation(wl) || is_finished(wl) {
                 return None;
             }
-            let mut st = wl.status.clone().unwrap_or_default();
+            let mut st = wl.status.as_deref().cloned().unwrap_or_default();
             st.admission = Some(api_admission.clone());
             if two_phase {
                 st.admission_checks = Some(checks::reserved_states(
@@ -475,7 +485,7 @@ impl Controller {
                 if !has_quota_reservation(wl) || is_evicted(wl) || is_finished(wl) {
                     return None;
                 }
-                let mut st = wl.status.clone().unwrap_or_default();
+                let mut st = wl.status.as_deref().cloned().unwrap_or_default();
                 cond::set(
                     &mut st.conditions,
                     cond::condition(EVICTED, true, cond::EVICTED_BY_PREEMPTION, &m, now),
@@ -538,7 +548,7 @@ impl Controller {
             if has_quota_reservation(wl) || is_finished(wl) {
                 return None;
             }
-            let mut st = wl.status.clone().unwrap_or_default();
+            let mut st = wl.status.as_deref().cloned().unwrap_or_default();
             cond::set(
                 &mut st.conditions,
                 cond::condition(QUOTA_RESERVED, false, &r, &m, now),

@@ -164,6 +164,12 @@ impl Controller {
                 ))
             });
             if let Some(target) = target {
+                let what = match job.after {
+                    After::Admit { .. } => "admission",
+                    After::Evict { .. } => "eviction",
+                    After::Pending { .. } => "pending",
+                };
+                self.count_status_write(what);
                 let last = attempt >= MAX_ATTEMPTS;
                 tokio::spawn(send(
                     self.writer.clone(),

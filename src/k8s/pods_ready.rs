@@ -242,7 +242,7 @@ impl Controller {
                 if !running(wl) {
                     return None;
                 }
-                let mut st = wl.status.clone().unwrap_or_default();
+                let mut st = wl.status.as_deref().cloned().unwrap_or_default();
                 let previous = cond::find(&st.conditions, PODS_READY);
                 let (status, reason, message) = pods_ready_condition(previous, ready);
                 if previous.is_some_and(|c| (c.status == "True") == status && c.reason == reason) {
