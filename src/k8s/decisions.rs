@@ -10,7 +10,7 @@
 
 use futures::StreamExt;
 
-use super::inflight::Job;
+use super::inflight::DecisionWrite;
 use super::{
     Controller, Error, MAX_ATTEMPTS, api_admission, checks, cq_path, priority_class, queued_at,
 };
@@ -133,6 +133,7 @@ impl Controller {
         results.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
     }
 
+    /// Counts one Workload status patch sent (`wasq_workload_status_writes_total{write}`).
     pub(super) fn count_status_write(&self, what: &str) {
         self.metrics
             .workload_status_writes
@@ -208,7 +209,7 @@ impl Controller {
         writes.splice(0..0, ew);
         after.splice(0..0, ea);
         for (write, after) in writes.into_iter().zip(after) {
-            self.dispatch(Job { write, after, now }).await;
+            self.dispatch(DecisionWrite { write, after, now }).await;
         }
     }
 
@@ -217,7 +218,7 @@ impl Controller {
     pub(super) async fn retry_evictions(&mut self, now: Millis) {
         let (writes, after) = self.eviction_writes(now);
         for (write, after) in writes.into_iter().zip(after) {
-            self.dispatch(Job { write, after, now }).await;
+            self.dispatch(DecisionWrite { write, after, now }).await;
         }
     }
 

@@ -31,7 +31,7 @@ use crate::k8s::resources::KueueKind;
 use crate::k8s::writer::{MAX_IN_FLIGHT, Writer};
 
 /// A decision's write with what to do when it lands.
-pub(super) struct Job {
+pub(super) struct DecisionWrite {
     pub write: StatusWrite<'static>,
     pub after: After,
     /// The decision's time.
@@ -57,9 +57,9 @@ pub(super) struct InFlight {
     tx: mpsc::UnboundedSender<Landed>,
     rx: mpsc::UnboundedReceiver<Landed>,
     /// Workload key → its write in flight and the attempt it is.
-    flying: HashMap<String, (Job, usize)>,
+    flying: HashMap<String, (DecisionWrite, usize)>,
     /// Workload key → writes decided while one was in flight, in decision order.
-    waiting: HashMap<String, VecDeque<Job>>,
+    waiting: HashMap<String, VecDeque<DecisionWrite>>,
     permits: Arc<Semaphore>,
 }
 
@@ -88,7 +88,7 @@ impl InFlight {
 
     /// Whether an eviction of this Workload is in flight or waiting.
     pub fn evicting(&self, key: &str) -> bool {
-        let is_eviction = |j: &Job| matches!(j.after, After::Evict { .. });
+        let is_eviction = |d: &DecisionWrite| matches!(d.after, After::Evict { .. });
         self.flying.get(key).is_some_and(|(j, _)| is_eviction(j))
             || self
                 .waiting
@@ -99,7 +99,7 @@ impl InFlight {
     /// Whether an admission is in flight or waiting (its Workload holds quota the cluster does
     /// not show yet).
     pub fn admitting(&self) -> bool {
-        let is_admission = |j: &Job| matches!(j.after, After::Admit { .. });
+        let is_admission = |d: &DecisionWrite| matches!(d.after, After::Admit { .. });
         self.flying.values().any(|(j, _)| is_admission(j))
             || self.waiting.values().flatten().any(is_admission)
     }
@@ -137,34 +137,29 @@ async fn send(
 impl Controller {
     /// Sends a decision's write, or queues it behind the write of the same Workload in
     /// flight. A pending reason for a busy Workload is dropped.
-    pub(super) async fn dispatch(&mut self, job: Job) {
-        let key = job.write.key.clone();
+    pub(super) async fn dispatch(&mut self, d: DecisionWrite) {
+        let key = d.write.key.clone();
         if self.inflight.busy(&key) {
-            if !matches!(job.after, After::Pending { .. }) {
-                self.inflight.waiting.entry(key).or_default().push_back(job);
+            if !matches!(d.after, After::Pending { .. }) {
+                self.inflight.waiting.entry(key).or_default().push_back(d);
             }
             return;
         }
-        self.launch(job, 1).await;
+        self.launch(d, 1).await;
     }
 
     /// Computes a write from the latest known object and sends it; a write that no longer
     /// applies (or a Workload gone) is acted on at once, and the next waiting one launched.
-    async fn launch(&mut self, mut job: Job, mut attempt: usize) {
+    async fn launch(&mut self, mut d: DecisionWrite, mut attempt: usize) {
         loop {
-            let key = job.write.key.clone();
+            let key = d.write.key.clone();
             let target = self.mirror.workloads.get(&key).and_then(|wl| {
-                let status = (job.write.build)(wl)?;
+                let status = (d.write.build)(wl)?;
                 let (ns, name) = super::ns_name(wl);
-                Some((
-                    ns,
-                    name,
-                    super::status_patch(wl, &status),
-                    job.write.manager,
-                ))
+                Some((ns, name, super::status_patch(wl, &status), d.write.manager))
             });
             if let Some(target) = target {
-                let what = match job.after {
+                let what = match d.after {
                     After::Admit { .. } => "admission",
                     After::Evict { .. } => "eviction",
                     After::Pending { .. } => "pending",
@@ -179,13 +174,13 @@ impl Controller {
                     target,
                     last,
                 ));
-                self.inflight.flying.insert(key, (job, attempt));
+                self.inflight.flying.insert(key, (d, attempt));
                 return;
             }
-            self.after_write(&key, job.after, Ok(None), job.now).await;
+            self.after_write(&key, d.after, Ok(None), d.now).await;
             match self.next_waiting(&key) {
                 Some(next) => {
-                    job = next;
+                    d = next;
                     attempt = 1;
                 }
                 None => return,
@@ -193,7 +188,7 @@ impl Controller {
         }
     }
 
-    fn next_waiting(&mut self, key: &str) -> Option<Job> {
+    fn next_waiting(&mut self, key: &str) -> Option<DecisionWrite> {
         let queue = self.inflight.waiting.get_mut(key)?;
         let next = queue.pop_front();
         if queue.is_empty() {
@@ -221,7 +216,7 @@ impl Controller {
 
     async fn land(&mut self, landed: Landed) {
         let Landed { key, answer } = landed;
-        let Some((job, attempt)) = self.inflight.flying.remove(&key) else {
+        let Some((d, attempt)) = self.inflight.flying.remove(&key) else {
             return;
         };
         let result = match answer {
@@ -229,7 +224,7 @@ impl Controller {
             Answer::Conflict(_, Some(Ok(fresh))) => {
                 tracing::info!(workload = %key, attempt, "conflict writing status; reading the workload again");
                 self.observe(Observed::Applied(Source::Kueue(KueueKind::Workload), fresh));
-                self.launch(job, attempt + 1).await;
+                self.launch(d, attempt + 1).await;
                 return;
             }
             Answer::Conflict(_, Some(Err(e))) | Answer::Conflict(e, None) | Answer::Failed(e) => {
@@ -241,7 +236,7 @@ impl Controller {
                 }
             }
         };
-        self.after_write(&key, job.after, result, job.now).await;
+        self.after_write(&key, d.after, result, d.now).await;
         if let Some(next) = self.next_waiting(&key) {
             self.launch(next, 1).await;
         }
