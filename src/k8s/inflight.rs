@@ -16,6 +16,7 @@
 //!   again (at most [`MAX_ATTEMPTS`] attempts).
 //! - The reconcile pass lands every write before it looks at anything else
 //!   ([`Controller::land_all`]): only its scheduling cycles overlap with the writes.
+//! - Every write lands: a task that ends without an answer (a panic) lands as a failure.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -105,6 +106,31 @@ impl InFlight {
     }
 }
 
+/// Answers a write whose task ends without an answer (a panic, a cancelled task), so that
+/// [`Controller::land_all`] never waits for it forever.
+struct AnswerOnDrop {
+    tx: mpsc::UnboundedSender<Landed>,
+    key: Option<String>,
+}
+
+impl AnswerOnDrop {
+    fn answer(mut self, answer: Answer) {
+        if let Some(key) = self.key.take() {
+            let _ = self.tx.send(Landed { key, answer });
+        }
+    }
+}
+
+impl Drop for AnswerOnDrop {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            let object = key.clone();
+            let answer = Answer::Failed(Error::Unanswered { object });
+            let _ = self.tx.send(Landed { key, answer });
+        }
+    }
+}
+
 /// Sends one patch (after a permit), and on a conflict reads the Workload again unless this
 /// was the last attempt.
 async fn send(
@@ -115,6 +141,7 @@ async fn send(
     target: (String, String, serde_json::Value, &'static str),
     last: bool,
 ) {
+    let guard = AnswerOnDrop { tx, key: Some(key) };
     let (ns, name, body, manager) = target;
     let answer = {
         let _permit = permits.acquire_owned().await;
@@ -131,7 +158,7 @@ async fn send(
             Err(e) => Answer::Failed(e),
         }
     };
-    let _ = tx.send(Landed { key, answer });
+    guard.answer(answer);
 }
 
 impl Controller {
@@ -240,5 +267,45 @@ impl Controller {
         if let Some(next) = self.next_waiting(&key) {
             self.launch(next, 1).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_task_ending_without_an_answer_still_lands_as_a_failure() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let answered = AnswerOnDrop {
+            tx: tx.clone(),
+            key: Some("ns/a".into()),
+        };
+        answered.answer(Answer::Failed(Error::Unanswered {
+            object: "given".into(),
+        }));
+        drop(AnswerOnDrop {
+            tx,
+            key: Some("ns/b".into()),
+        });
+        let landed: Vec<(String, String)> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|l| match l.answer {
+                Answer::Failed(e) => (l.key, e.to_string()),
+                _ => (l.key, "other".into()),
+            })
+            .collect();
+        assert_eq!(
+            landed,
+            [
+                (
+                    "ns/a".to_string(),
+                    "given: the write ended without an answer".to_string()
+                ),
+                (
+                    "ns/b".to_string(),
+                    "ns/b: the write ended without an answer".to_string()
+                ),
+            ]
+        );
     }
 }
