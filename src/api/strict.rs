@@ -252,6 +252,15 @@ struct SeqReader<'a, I> {
 impl<'de, 'a, I: Iterator<Item = (usize, &'a Value)>> de::SeqAccess<'de> for SeqReader<'a, I> {
     type Error = DecodeError;
 
+    /// The items left: a `Vec` is decoded into exactly its length (without the hint it grows
+    /// by doubling from 4, and a one-element `Vec` of 240-byte `PodSet`s holds 960 bytes).
+    fn size_hint(&self) -> Option<usize> {
+        match self.items.size_hint() {
+            (low, Some(high)) if low == high => Some(low),
+            _ => None,
+        }
+    }
+
     fn next_element_seed<T: DeserializeSeed<'de>>(
         &mut self,
         seed: T,

@@ -325,8 +325,10 @@ pub struct WorkloadPriorityClass {
 pub struct Workload {
     pub metadata: ObjectMeta,
     pub spec: WorkloadSpec,
+    /// Boxed: a Workload nobody has written a status for yet (most pending ones, until they
+    /// reach the head of their queue) does not carry an empty one inline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<WorkloadStatus>,
+    pub status: Option<Box<WorkloadStatus>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -266,16 +266,18 @@ impl From<Workload> for types::Workload {
                 maximum_execution_time_seconds: s.maximum_execution_time_seconds,
                 preemption_gates: Vec::new(),
             },
-            status: wl.status.map(|st| types::WorkloadStatus {
-                admission: st.admission,
-                conditions: st.conditions,
-                requeue_state: st.requeue_state,
-                reclaimable_pods: st.reclaimable_pods,
-                admission_checks: st.admission_checks,
-                resource_requests: st.resource_requests,
-                accumulated_past_execution_time_seconds: st
-                    .accumulated_past_exexcution_time_seconds,
-                scheduling_stats: st.scheduling_stats,
+            status: wl.status.map(|st| {
+                Box::new(types::WorkloadStatus {
+                    admission: st.admission,
+                    conditions: st.conditions,
+                    requeue_state: st.requeue_state,
+                    reclaimable_pods: st.reclaimable_pods,
+                    admission_checks: st.admission_checks,
+                    resource_requests: st.resource_requests,
+                    accumulated_past_execution_time_seconds: st
+                        .accumulated_past_exexcution_time_seconds,
+                    scheduling_stats: st.scheduling_stats,
+                })
             }),
         }
     }

@@ -124,7 +124,7 @@ impl Controller {
                 .mirror
                 .workloads
                 .get(&key)
-                .is_none_or(has_quota_reservation);
+                .is_none_or(|wl| has_quota_reservation(wl));
             if reserved {
                 // Not yet back from its eviction (the job is stopping): wait.
                 if self.mirror.workloads.contains_key(&key) {
@@ -138,7 +138,7 @@ impl Controller {
                     if has_quota_reservation(wl) {
                         return None;
                     }
-                    let mut st = wl.status.clone().unwrap_or_default();
+                    let mut st = wl.status.as_deref().cloned().unwrap_or_default();
                     let requeued = cond::find(&st.conditions, REQUEUED);
                     if requeued.is_none_or(|c| c.status == "True")
                         && crate::k8s::core::requeue_at(wl).is_none()
@@ -379,7 +379,7 @@ impl Controller {
                 // Written only when the message changes: a create failing pass after pass
                 // does not rewrite the Workload every pass.
                 self.write_status_as(&workload_key(wl), provisioning::FIELD_MANAGER, |w| {
-                    let mut st = w.status.clone().unwrap_or_default();
+                    let mut st = w.status.as_deref().cloned().unwrap_or_default();
                     let states = st.admission_checks.as_mut()?;
                     let s = states.iter_mut().find(|s| s.name == check)?;
                     if s.message == message {
@@ -402,7 +402,7 @@ impl Controller {
                     if checks::states(w) != before.as_slice() {
                         return None;
                     }
-                    let mut st = w.status.clone().unwrap_or_default();
+                    let mut st = w.status.as_deref().cloned().unwrap_or_default();
                     st.admission_checks = Some(states.clone());
                     Some(st)
                 })
@@ -431,7 +431,7 @@ impl Controller {
                 if !has_quota_reservation(wl) || is_evicted(wl) || is_admitted(wl) {
                     return None;
                 }
-                let mut st = wl.status.clone().unwrap_or_default();
+                let mut st = wl.status.as_deref().cloned().unwrap_or_default();
                 cond::set(
                     &mut st.conditions,
                     cond::condition(ADMITTED, true, "Admitted", cond::ADMITTED_MESSAGE, now),
@@ -440,7 +440,7 @@ impl Controller {
             })
             .await?;
         let Some(wl) = written else { return Ok(()) };
-        let st = wl.status.clone().unwrap_or_default();
+        let st = wl.status.as_deref().cloned().unwrap_or_default();
         let cq = st
             .admission
             .as_ref()
@@ -503,7 +503,7 @@ impl Controller {
                 if !has_quota_reservation(wl) || is_evicted(wl) {
                     return None;
                 }
-                let mut st = wl.status.clone().unwrap_or_default();
+                let mut st = wl.status.as_deref().cloned().unwrap_or_default();
                 cond::set(
                     &mut st.conditions,
                     cond::condition(EVICTED, true, e.reason, &message, now),
@@ -574,7 +574,7 @@ impl Controller {
                 if !has_quota_reservation(wl) || is_evicted(wl) {
                     return None;
                 }
-                let mut st = wl.status.clone().unwrap_or_default();
+                let mut st = wl.status.as_deref().cloned().unwrap_or_default();
                 if cond::is_true(&st.conditions, checks::DEACTIVATION_TARGET) {
                     return None;
                 }
@@ -614,7 +614,7 @@ impl Controller {
                 if !has_quota_reservation(wl) || is_evicted(wl) {
                     return None;
                 }
-                let mut st = wl.status.clone().unwrap_or_default();
+                let mut st = wl.status.as_deref().cloned().unwrap_or_default();
                 st.conditions
                     .retain(|c| c.type_ != checks::DEACTIVATION_TARGET);
                 cond::set(

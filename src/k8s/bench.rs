@@ -89,6 +89,9 @@ pub struct ControllerBench {
     pub requests_per_admission: f64,
     /// Requests per `verb resource`.
     pub requests: BTreeMap<String, u64>,
+    /// Workload status patches per kind of write (`admission`, `eviction`, `pending`, or the
+    /// field manager of other writes), retries included.
+    pub workload_status_writes: BTreeMap<String, u64>,
     /// Peak resident memory of the process (Linux `VmHWM`), the double's store included.
     pub peak_memory_bytes: Option<u64>,
     /// User + system CPU time of the process (Linux `/proc/self/stat`).
@@ -343,9 +346,23 @@ async fn run_async(options: &Options) -> anyhow::Result<ControllerBench> {
         events_dropped: controller.events_dropped(),
         requests_per_admission: controller_requests as f64 / (admissions.max(1)) as f64,
         requests,
+        workload_status_writes: status_writes(&controller.metrics.encode()),
         peak_memory_bytes: crate::sim::bench::peak_rss(),
         cpu_seconds: cpu_seconds(),
     })
+}
+
+/// `wasq_workload_status_writes_total` per `write` label, from the metrics' text.
+fn status_writes(metrics: &str) -> BTreeMap<String, u64> {
+    metrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("wasq_workload_status_writes_total{"))
+        .filter_map(|l| {
+            let (labels, value) = l.rsplit_once(' ')?;
+            let write = labels.split("write=\"").nth(1)?.split('"').next()?;
+            Some((write.to_string(), value.parse().ok()?))
+        })
+        .collect()
 }
 
 /// (class, time to admit, admitted after the start) per admitted Workload.
@@ -483,6 +500,12 @@ impl ControllerBench {
             "  requests/admission   {:.2}",
             self.requests_per_admission
         );
+        let writes: Vec<String> = self
+            .workload_status_writes
+            .iter()
+            .map(|(w, n)| format!("{w} {n}"))
+            .collect();
+        let _ = writeln!(out, "  status writes        {}", writes.join(", "));
         if let Some(p) = self.peak_memory_bytes {
             let _ = writeln!(
                 out,

@@ -10,10 +10,13 @@
 //! path ([`core::build`]). Passes over running Workloads (checks, readiness) iterate the
 //! Workloads holding quota, not every Workload.
 //!
-//! Writes happen in decision order and each answer from the API server updates the mirror. A
-//! status write carries the resourceVersion it was computed from; on a conflict the Workload is
-//! read again and the write recomputed (at most [`MAX_ATTEMPTS`] times). An admission that
-//! cannot be written is released and requeued in memory, so memory never holds quota the
+//! A cycle's status writes go out in the background ([`inflight`]): the next cycle is
+//! scheduled while they are in flight, and the pass lands them all before it looks at
+//! anything else. Each Workload's writes happen in decision order and each answer from the API
+//! server updates the mirror. A status write carries the resourceVersion it was computed from;
+//! on a conflict the Workload is read again and the write recomputed (at most
+//! [`MAX_ATTEMPTS`] times). An admission that cannot be written is released and requeued in
+//! memory when its answer lands, so once the writes have landed memory holds no quota the
 //! cluster does not show.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -43,6 +46,8 @@ use crate::scheduler::{Decision, Scheduler};
 mod admission;
 #[path = "decisions.rs"]
 mod decisions;
+#[path = "inflight.rs"]
+mod inflight;
 #[path = "pods_ready.rs"]
 pub mod pods_ready;
 #[path = "tas_sync.rs"]
@@ -103,7 +108,10 @@ pub struct Controller {
     work: Work,
     kinds: Vec<JobKind>,
     pod_groups: bool,
-    writer: Writer,
+    /// Shared with the writes in flight.
+    writer: Arc<Writer>,
+    /// Decisions' status writes in flight, and those waiting behind them.
+    inflight: inflight::InFlight,
     pub metrics: Arc<Metrics>,
     clock: Clock,
     configure: Configure,
@@ -145,7 +153,8 @@ impl Controller {
             work: Work::default(),
             kinds,
             pod_groups,
-            writer,
+            writer: Arc::new(writer),
+            inflight: inflight::InFlight::default(),
             metrics,
             clock,
             configure,
@@ -335,6 +344,9 @@ impl Controller {
             self.retry_evictions(now).await;
             self.requeue_due(now).await;
             self.run_cycles(now).await;
+            // The cycles ran while their writes were in flight; the rest of the pass reads
+            // what they wrote.
+            self.land_all().await;
             self.sync_checks(now).await;
             self.sync_pods_ready(now).await;
             self.sync_jobs(now).await;
@@ -448,6 +460,12 @@ impl Controller {
     async fn run_cycles(&mut self, now: Millis) {
         self.write_failed = false;
         for _ in 0..MAX_CYCLES_PER_PASS {
+            // Writes of earlier cycles that have landed: admissions confirmed, or undone and
+            // queued again.
+            self.land_ready().await;
+            if self.write_failed {
+                break;
+            }
             // waitForPodsReady.blockAdmission: nothing is admitted while a Workload holding
             // quota is not PodsReady (as the simulator, the cycles are skipped).
             if self.admission_blocked() {
@@ -509,7 +527,7 @@ impl Controller {
                     obj.metadata.namespace.as_deref(),
                     obj.metadata.name.as_deref().unwrap_or_default(),
                 );
-                self.mirror.workloads.get(&key).cloned()
+                self.mirror.workloads.get(&key).map(|wl| (**wl).clone())
             }
             Err(e) => {
                 tracing::warn!(error = %e, "the API server returned a Workload that does not decode");
@@ -584,7 +602,7 @@ impl Controller {
                 .flatten()
                 .any(|o| o.uid == uid)
         });
-        owned.then(|| wl.clone())
+        owned.then(|| (**wl).clone())
     }
 
     /// The JSON Patch that starts job `key` of kind `i`, when it is suspended, not a managed
@@ -924,7 +942,7 @@ impl Controller {
                 if !has_quota_reservation(wl) || !is_evicted(wl) {
                     return None;
                 }
-                let mut st = wl.status.clone().unwrap_or_default();
+                let mut st = wl.status.as_deref().cloned().unwrap_or_default();
                 let ev = cond::find(&st.conditions, EVICTED).cloned()?;
                 let requeued = ev.reason == cond::EVICTED_BY_PREEMPTION;
                 let c = &mut st.conditions;
@@ -1042,7 +1060,7 @@ impl Controller {
                 if is_finished(wl) {
                     return None;
                 }
-                let mut st = wl.status.clone().unwrap_or_default();
+                let mut st = wl.status.as_deref().cloned().unwrap_or_default();
                 cond::set(
                     &mut st.conditions,
                     cond::condition(FINISHED, true, reason, message, now),
@@ -1246,7 +1264,7 @@ pub fn status_patch(wl: &Workload, status: &WorkloadStatus) -> Value {
             "conditions": status.conditions,
         }
     });
-    let old = wl.status.clone().unwrap_or_default();
+    let old = wl.status.as_deref().cloned().unwrap_or_default();
     if old.admission_checks != status.admission_checks {
         body["status"]["admissionChecks"] = json!(status.admission_checks);
     }

@@ -1,13 +1,16 @@
 //! A cycle's decisions written back (a child module of `controller.rs`): evictions of the
-//! preempted, admissions, and why the others wait — as Workload status writes that go out
-//! together, at most [`MAX_IN_FLIGHT`] at once, one per Workload per batch (so each object's
-//! writes stay in order), each computed from the latest known object and carrying its
-//! resourceVersion. A conflict re-reads the Workload and computes the write again (at most
-//! [`MAX_ATTEMPTS`] times). An admission that cannot be written is released in memory and the
-//! Workload queued again, so memory never holds quota the cluster does not show.
+//! preempted, admissions, and why the others wait — as Workload status writes sent in the
+//! background ([`super::inflight`]: at most [`MAX_IN_FLIGHT`] at once, one per Workload in
+//! flight, so each object's writes stay in order), each computed from the latest known object
+//! and carrying its resourceVersion. A conflict re-reads the Workload and computes the write
+//! again (at most [`MAX_ATTEMPTS`] times). An admission that cannot be written is released in
+//! memory and the Workload queued again when its answer lands, so once the writes have landed
+//! memory holds no quota the cluster does not show. Writes of other controllers' passes
+//! (checks, readiness) go out as batches awaited at once ([`Controller::write_batch`]).
 
 use futures::StreamExt;
 
+use super::inflight::DecisionWrite;
 use super::{
     Controller, Error, MAX_ATTEMPTS, api_admission, checks, cq_path, priority_class, queued_at,
 };
@@ -33,7 +36,7 @@ pub(super) struct StatusWrite<'a> {
 }
 
 /// What to do once a decision's write is answered.
-enum After {
+pub(super) enum After {
     Admit {
         id: WorkloadId,
         cq: String,
@@ -57,6 +60,11 @@ impl Controller {
         &mut self,
         writes: &[StatusWrite<'_>],
     ) -> Vec<Result<Option<Workload>, Error>> {
+        // A decision's write of one of these Workloads may still be in flight: land them all
+        // first, so that each object's writes stay in order.
+        if writes.iter().any(|w| self.inflight.busy(&w.key)) {
+            self.land_all().await;
+        }
         let mut results: Vec<Option<Result<Option<Workload>, Error>>> =
             writes.iter().map(|_| None).collect();
         let mut todo: Vec<usize> = (0..writes.len()).collect();
@@ -77,6 +85,9 @@ impl Controller {
                     Some((ns, name, body)) => sends.push((i, ns, name, body)),
                     None => results[i] = Some(Ok(None)),
                 }
+            }
+            for (i, ..) in &sends {
+                self.count_status_write(writes[*i].manager);
             }
             let writer = &self.writer;
             let answers: Vec<_> = futures::stream::iter(sends)
@@ -122,6 +133,14 @@ impl Controller {
         results.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
     }
 
+    /// Counts one Workload status patch sent (`wasq_workload_status_writes_total{write}`).
+    pub(super) fn count_status_write(&self, what: &str) {
+        self.metrics
+            .workload_status_writes
+            .get_or_create(&self.metrics.labels(vec![("write", what.to_string())]))
+            .inc();
+    }
+
     /// Writes a Workload status computed by `build` from the latest known object (a batch of
     /// one, as the scheduler's field manager).
     pub(super) async fn write_status(
@@ -150,8 +169,9 @@ impl Controller {
             .unwrap_or(Ok(None))
     }
 
-    /// Writes one cycle's decisions as one batch: the evictions still to write (this cycle's
-    /// victims and any earlier ones that failed), the admissions, and the pending reasons.
+    /// Sends one cycle's decisions' writes without waiting for them: the evictions still to
+    /// write (this cycle's victims and any earlier ones that failed), the admissions, and the
+    /// pending reasons.
     pub(super) async fn apply(&mut self, decisions: Vec<Decision>, now: Millis) {
         let mut writes = Vec::new();
         let mut after = Vec::new();
@@ -188,26 +208,22 @@ impl Controller {
         let (ew, ea) = self.eviction_writes(now);
         writes.splice(0..0, ew);
         after.splice(0..0, ea);
-        let results = self.write_batch(&writes).await;
-        for ((w, a), result) in writes.iter().zip(after).zip(results) {
-            self.after_write(&w.key, a, result, now).await;
+        for (write, after) in writes.into_iter().zip(after) {
+            self.dispatch(DecisionWrite { write, after, now }).await;
         }
     }
 
-    /// Writes the evictions decided but not yet recorded in the cluster.
+    /// Sends the evictions decided but not yet recorded in the cluster (landed with the
+    /// pass's cycles).
     pub(super) async fn retry_evictions(&mut self, now: Millis) {
         let (writes, after) = self.eviction_writes(now);
-        if writes.is_empty() {
-            return;
-        }
-        let results = self.write_batch(&writes).await;
-        for ((w, a), result) in writes.iter().zip(after).zip(results) {
-            self.after_write(&w.key, a, result, now).await;
+        for (write, after) in writes.into_iter().zip(after) {
+            self.dispatch(DecisionWrite { write, after, now }).await;
         }
     }
 
     /// Acts on the answer to a decision's write: metrics and Events, or the admission undone.
-    async fn after_write(
+    pub(super) async fn after_write(
         &mut self,
         key: &str,
         after: After,
@@ -291,7 +307,7 @@ impl Controller {
             if has_quota_reservation(wl) || is_finished(wl) {
                 return None;
             }
-            let mut st = wl.status.clone().unwrap_or_default();
+            let mut st = wl.status.as_deref().cloned().unwrap_or_default();
             st.admission = Some(api_admission.clone());
             if two_phase {
                 st.admission_checks = Some(checks::reserved_states(
@@ -443,7 +459,7 @@ impl Controller {
             .mirror
             .workloads
             .get(&key)
-            .map(priority_class)
+            .map(|wl| priority_class(wl))
             .unwrap_or_default();
         self.metrics
             .evicted_workloads
@@ -462,12 +478,15 @@ impl Controller {
         let mut writes = Vec::new();
         let mut after = Vec::new();
         for (key, (reason, message)) in &self.evictions {
+            if self.inflight.evicting(key) {
+                continue;
+            }
             let (reason, m) = (reason.clone(), message.clone());
             let build = move |wl: &Workload| {
                 if !has_quota_reservation(wl) || is_evicted(wl) || is_finished(wl) {
                     return None;
                 }
-                let mut st = wl.status.clone().unwrap_or_default();
+                let mut st = wl.status.as_deref().cloned().unwrap_or_default();
                 cond::set(
                     &mut st.conditions,
                     cond::condition(EVICTED, true, cond::EVICTED_BY_PREEMPTION, &m, now),
@@ -530,7 +549,7 @@ impl Controller {
             if has_quota_reservation(wl) || is_finished(wl) {
                 return None;
             }
-            let mut st = wl.status.clone().unwrap_or_default();
+            let mut st = wl.status.as_deref().cloned().unwrap_or_default();
             cond::set(
                 &mut st.conditions,
                 cond::condition(QUOTA_RESERVED, false, &r, &m, now),

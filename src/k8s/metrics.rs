@@ -58,6 +58,9 @@ pub struct Metrics {
     pub build_info: Family<Labels, Gauge>,
     pub plugin_fallbacks: Family<Labels, Counter>,
     pub write_failures: Family<Labels, Counter>,
+    /// Workload status patches sent, per kind (`admission`, `eviction`, `pending`, or the
+    /// field manager of other writes), retries included.
+    pub workload_status_writes: Family<Labels, Counter>,
     /// Core rebuilds from the mirror, per reason (`start`, `configuration`).
     pub core_rebuilds: Family<Labels, Counter>,
     /// Workloads taken into the live core one by one, per outcome (`added`, `updated`,
@@ -101,6 +104,7 @@ impl Metrics {
             build_info: Family::default(),
             plugin_fallbacks: Family::default(),
             write_failures: Family::default(),
+            workload_status_writes: Family::default(),
             core_rebuilds: Family::default(),
             core_workload_deltas: Family::default(),
             topology_rebuilds: Family::default(),
@@ -224,6 +228,11 @@ impl Metrics {
             "api_write_failures",
             "Writes to the API server that failed, per kind of write",
             m.write_failures.clone(),
+        );
+        wasq.register(
+            "workload_status_writes",
+            "Workload status patches sent, per kind of write (retries included)",
+            m.workload_status_writes.clone(),
         );
         wasq.register(
             "core_rebuilds",

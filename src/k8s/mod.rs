@@ -55,6 +55,10 @@ pub enum Error {
     Integration { kind: String, message: String },
     #[error("leader lease {lease}: {message}")]
     Lease { lease: String, message: String },
+    /// A write sent in the background ended without an answer (its task panicked or was
+    /// cancelled).
+    #[error("{object}: the write ended without an answer")]
+    Unanswered { object: String },
 }
 
 impl Error {

@@ -203,12 +203,13 @@ impl Controller {
             .and_then(|s| s.cluster.settings.wait_for_pods_ready.as_ref())
             .is_some_and(|w| w.block_admission);
         blocking
-            && self
-                .mirror
-                .reserved
-                .iter()
-                .filter_map(|k| self.mirror.workloads.get(k))
-                .any(|wl| has_quota_reservation(wl) && !is_finished(wl) && !is_pods_ready(wl))
+            && (self.inflight.admitting()
+                || self
+                    .mirror
+                    .reserved
+                    .iter()
+                    .filter_map(|k| self.mirror.workloads.get(k))
+                    .any(|wl| has_quota_reservation(wl) && !is_finished(wl) && !is_pods_ready(wl)))
     }
 
     /// Writes the `PodsReady` conditions that changed, and acts on expired timeouts.
@@ -241,7 +242,7 @@ impl Controller {
                 if !running(wl) {
                     return None;
                 }
-                let mut st = wl.status.clone().unwrap_or_default();
+                let mut st = wl.status.as_deref().cloned().unwrap_or_default();
                 let previous = cond::find(&st.conditions, PODS_READY);
                 let (status, reason, message) = pods_ready_condition(previous, ready);
                 if previous.is_some_and(|c| (c.status == "True") == status && c.reason == reason) {

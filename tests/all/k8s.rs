@@ -5,6 +5,7 @@
 
 mod events;
 mod incremental;
+mod inflight;
 mod pending;
 mod pods_ready;
 mod provisioning;

@@ -1,5 +1,6 @@
-//! What a test asks of the double besides serving: latency on every request, failures of
-//! chosen requests, and the log of requests received with counters per verb and resource.
+//! What a test asks of the double besides serving: latency on every request and more on
+//! chosen ones, failures of chosen requests, and the log of requests received with counters
+//! per verb and resource.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -38,10 +39,21 @@ struct Failure {
     times: usize,
 }
 
+/// Extra latency armed for the next `times` requests with this method whose path ends with
+/// `suffix`.
+#[derive(Debug, Clone)]
+struct Delay {
+    method: String,
+    suffix: String,
+    latency: Duration,
+    times: usize,
+}
+
 #[derive(Debug, Default)]
 pub struct Faults {
     pub latency: Duration,
     failures: Vec<Failure>,
+    delays: Vec<Delay>,
     pub record: bool,
     pub log: Vec<Recorded>,
     /// (verb, resource[/subresource]) → requests; verbs as the API server's audit names them
@@ -78,6 +90,33 @@ impl Faults {
             self.failures.remove(i);
         }
         Some(code)
+    }
+
+    pub fn delay(&mut self, method: &str, suffix: &str, latency: Duration, times: usize) {
+        self.delays.push(Delay {
+            method: method.to_ascii_uppercase(),
+            suffix: suffix.into(),
+            latency,
+            times,
+        });
+    }
+
+    /// The latency this request gets: the latency of every request, plus a delay armed for it
+    /// (consumed).
+    pub fn take_latency(&mut self, method: &str, path: &str) -> Duration {
+        let Some(i) = self
+            .delays
+            .iter()
+            .position(|d| d.method == method && path.ends_with(d.suffix.as_str()))
+        else {
+            return self.latency;
+        };
+        let extra = self.delays[i].latency;
+        self.delays[i].times -= 1;
+        if self.delays[i].times == 0 {
+            self.delays.remove(i);
+        }
+        self.latency + extra
     }
 
     /// Failures still armed.

@@ -204,6 +204,12 @@ impl ApiServer {
         self.faults().fail(method, suffix, code, times);
     }
 
+    /// The next `times` requests of `method` whose path (without query) ends with `suffix`
+    /// are answered `latency` later than the others (before an armed failure, if any).
+    pub fn delay(&self, method: &str, suffix: &str, latency: Duration, times: usize) {
+        self.faults().delay(method, suffix, latency, times);
+    }
+
     /// The next matching request fails once.
     pub fn fail_next(&self, method: &str, suffix: &str, code: u16) {
         self.fail(method, suffix, code, 1);

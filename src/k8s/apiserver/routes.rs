@@ -131,7 +131,10 @@ pub(crate) async fn serve(inner: Arc<Inner>, req: Request<kube::client::Body>) -
                 body: body.clone(),
             });
         }
-        (f.latency, f.take_failure(method.as_str(), &path))
+        (
+            f.take_latency(method.as_str(), &path),
+            f.take_failure(method.as_str(), &path),
+        )
     };
     if latency > Duration::ZERO {
         tokio::time::sleep(latency).await;

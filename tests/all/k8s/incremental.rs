@@ -121,6 +121,9 @@ enum Op {
     DeleteWorkload(usize),
     /// The next status write fails with this code.
     FailWrite(u16),
+    /// The next status write is answered this many milliseconds late: the next cycles run
+    /// while it is in flight, and the writes land out of order.
+    SlowWrite(u64),
     /// A reconcile pass.
     Step,
 }
@@ -132,6 +135,7 @@ fn op() -> impl proptest::strategy::Strategy<Value = Op> {
         2 => (0..8usize).prop_map(Op::Finish),
         1 => (0..8usize).prop_map(Op::DeleteWorkload),
         2 => prop_oneof![Just(409u16), Just(500u16)].prop_map(Op::FailWrite),
+        2 => (1..=30u64).prop_map(Op::SlowWrite),
         4 => Just(Op::Step),
     ]
 }
@@ -228,6 +232,10 @@ async fn run_ops(ops: Vec<Op>) -> Result<(), proptest::test_runner::TestCaseErro
                 ));
             }
             Op::FailWrite(code) => env.api.fail_next("PATCH", "/status", code),
+            Op::SlowWrite(ms) => {
+                env.api
+                    .delay("PATCH", "/status", std::time::Duration::from_millis(ms), 1)
+            }
             Op::Step => {
                 env.step().await;
                 // Workloads the controller created are delivered as their watch events.
@@ -257,8 +265,9 @@ async fn run_ops(ops: Vec<Op>) -> Result<(), proptest::test_runner::TestCaseErro
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
 
-    /// Random interleavings of job events, Workload deletions, failed writes and passes keep
-    /// the core's usage equal to the usage the API server's Workloads show, without rebuilds.
+    /// Random interleavings of job events, Workload deletions, failed and slow writes and
+    /// passes keep the core's usage equal to the usage the API server's Workloads show, without
+    /// rebuilds.
     #[test]
     fn memory_follows_the_cluster_under_random_events_and_write_failures(
         ops in proptest::collection::vec(op(), 1..30)
