@@ -100,6 +100,16 @@ fn unit_of(resource: &str) -> (&'static str, f64) {
     }
 }
 
+/// Appends `(t, y)` to a step function, or replaces its last value when it is at `t` too: of
+/// the changes at one instant (a release and the admission it makes room for) only the
+/// outcome is drawn.
+fn set(series: &mut Vec<(f64, f64)>, t: f64, y: f64) {
+    match series.last_mut() {
+        Some(last) if last.0 == t => last.1 = y,
+        _ => series.push((t, y)),
+    }
+}
+
 impl RunModel {
     /// The model of `sim` (run, not yet turned into its report) and its `report`.
     pub fn build(label: &str, sim: &Simulation, report: &Report) -> RunModel {
@@ -145,10 +155,10 @@ impl RunModel {
                 let cell = &mut current[g * n_fr + i];
                 *cell += delta;
                 let series = points.entry((i, g)).or_insert_with(|| vec![(0.0, 0.0)]);
-                series.push((t, *cell as f64 / per_unit[i]));
+                set(series, t, *cell as f64 / per_unit[i]);
                 total[i] += delta;
                 let series = totals.entry(i).or_insert_with(|| vec![(0.0, 0.0)]);
-                series.push((t, total[i] as f64 / per_unit[i]));
+                set(series, t, total[i] as f64 / per_unit[i]);
             }
         }
         let mut usage = Vec::new();
