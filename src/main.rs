@@ -62,6 +62,10 @@ enum Command {
         /// controller does: the report lists them per workload and sums usage per value.
         #[arg(long, value_delimiter = ',', value_name = "KEYS")]
         cost_attribution_labels: Vec<String>,
+        /// Also write a self-contained HTML report with charts to FILE (with --compare: both
+        /// runs, and the workloads whose fate differs).
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["watch", "speed"])]
+        report: Option<PathBuf>,
     },
     /// Kueue's performance-test shape simulated twice in one process — built-in native policies,
     /// then the three kueue-default WASM plugins — with the WASM/native ratio.
@@ -271,6 +275,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             watch,
             compare,
             cost_attribution_labels,
+            report: html,
         } => {
             if speed.is_some_and(|s| !(s > 0.0 && s.is_finite())) {
                 anyhow::bail!("--speed must be a positive number");
@@ -285,6 +290,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     &specs,
                     Limits { max_cycles, until },
                     output,
+                    html.as_deref(),
                 );
             }
             let policies = policies.load(speed.is_some())?;
@@ -306,7 +312,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 None => sim.run(&limits, None),
             }
-            let report = sim.into_report();
+            let report = match &html {
+                // The page reads the simulation too (its usage log), so the report is built
+                // beside it rather than from it.
+                Some(path) => {
+                    let report = sim.report();
+                    write_html(path, &wasq::sim::html::single(&sim, &report)?)?;
+                    report
+                }
+                None => sim.into_report(),
+            };
             match output {
                 Output::Json => print_json(&report)?,
                 Output::Table => print!("{}", report.to_table(max_events)),
@@ -314,6 +329,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// Writes the HTML report, naming the file on failure.
+fn write_html(path: &std::path::Path, page: &str) -> anyhow::Result<()> {
+    std::fs::write(path, page).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Writes a report as pretty JSON to stdout as it serializes (a large simulation's report is
@@ -348,6 +368,7 @@ fn compare_policies(
     specs: &[String],
     limits: Limits,
     output: Output,
+    html: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
     let [a, b] = specs else {
         anyhow::bail!("--compare takes two bindings, A and B");
@@ -356,12 +377,14 @@ fn compare_policies(
     let (bindings_a, bindings_b) = (policies.bindings_with(a)?, policies.bindings_with(b)?);
     let mut scenario = Scenario::load(paths).context("loading manifests")?;
     scenario.cluster.apply_budget_defaults(&policies.budgets);
-    let comparison = wasq::sim::compare::compare(
-        &scenario,
-        &limits,
-        (a, policies.fresh_bindings(bindings_a)),
-        (b, policies.fresh_bindings(bindings_b)),
-    )?;
+    let sim_a = wasq::sim::compare::run(&scenario, &limits, policies.fresh_bindings(bindings_a))?;
+    let sim_b = wasq::sim::compare::run(&scenario, &limits, policies.fresh_bindings(bindings_b))?;
+    let comparison = wasq::sim::compare::compare_runs((a, &sim_a), (b, &sim_b));
+    if let Some(path) = html {
+        let (report_a, report_b) = (sim_a.report(), sim_b.report());
+        let page = wasq::sim::html::compared((a, &sim_a, &report_a), (b, &sim_b, &report_b))?;
+        write_html(path, &page)?;
+    }
     match output {
         Output::Json => print_json(&comparison)?,
         Output::Table => print!("{}", comparison.to_table()),

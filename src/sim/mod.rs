@@ -15,6 +15,7 @@ pub use crate::api::duration;
 pub mod extensions;
 pub mod fairness;
 pub mod generate;
+pub mod html;
 pub mod nodes;
 pub mod readiness;
 pub mod report;

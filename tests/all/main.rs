@@ -6,6 +6,7 @@ mod cli;
 mod examples;
 mod fair_swap;
 mod fairness;
+mod html_report;
 mod invariants;
 mod job_kinds;
 mod k8s;
