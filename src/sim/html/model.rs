@@ -19,6 +19,10 @@ pub const MAX_POINTS: usize = 300;
 /// Above this many ClusterQueues, usage is drawn per cohort tree.
 pub const MAX_QUEUE_SERIES: usize = 10;
 
+/// The most groups drawn on one usage chart: those with the highest peaks (the total is drawn
+/// too).
+pub const MAX_GROUPS_DRAWN: usize = 7;
+
 /// A named series of (x, y) points, x sorted.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
@@ -37,7 +41,10 @@ pub struct UsageChart {
     pub groups: Vec<Series>,
     /// Every group's usage together (what the nominal quota is compared with).
     pub total: Series,
-    /// The groups' nominal quota together.
+    /// How many groups used the resource ([`UsageChart::groups`] holds the
+    /// [`MAX_GROUPS_DRAWN`] with the highest peaks).
+    pub of: usize,
+    /// The nominal quota of every ClusterQueue with this resource, together.
     pub nominal: f64,
 }
 
@@ -173,12 +180,18 @@ impl RunModel {
                     points: min_max(&p, MAX_POINTS),
                 }
             };
-            let groups: Vec<Series> = (0..group_names.len())
+            let mut groups: Vec<Series> = (0..group_names.len())
                 .filter_map(|g| {
                     let p = points.remove(&(fr.index(), g))?;
                     Some(until_end(group_names[g].clone(), p))
                 })
                 .collect();
+            let of = groups.len();
+            if of > MAX_GROUPS_DRAWN {
+                let peak = |s: &Series| s.points.iter().map(|p| p.1).fold(0.0, f64::max);
+                groups.sort_by(|a, b| peak(b).total_cmp(&peak(a)).then(a.name.cmp(&b.name)));
+                groups.truncate(MAX_GROUPS_DRAWN);
+            }
             let Some(all) = totals.remove(&fr.index()) else {
                 continue;
             };
@@ -197,6 +210,7 @@ impl RunModel {
                 resource,
                 unit,
                 total: until_end("all together".into(), all),
+                of,
                 groups,
                 nominal: nominal as f64 / per_unit,
             });

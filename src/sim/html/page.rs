@@ -121,8 +121,17 @@ fn usage_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
         out.push_str("<p>No quota was used.</p>");
     }
     for u in &run.usage {
+        let shown = if u.of > u.groups.len() {
+            format!(
+                " (the {} of {} with the highest peaks)",
+                u.groups.len(),
+                u.of
+            )
+        } else {
+            String::new()
+        };
         let title = format!(
-            "{}: usage of {} {}, against nominal quota",
+            "{}: usage of {} {}{shown}, against nominal quota",
             run.label, u.resource, run.grouping
         );
         let y = format!("{} ({})", u.resource, u.unit);
