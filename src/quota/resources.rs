@@ -26,6 +26,24 @@ impl FrIdx {
     }
 }
 
+/// Amounts per flavor-resource, sorted by [`FrIdx`], each index at most once: a workload's
+/// usage. Inline up to four entries (no heap allocation for the usual one or two resources).
+pub type FrAmounts = smallvec::SmallVec<[(FrIdx, i64); 4]>;
+
+/// Adds `v` to `fr`'s amount in a sorted [`FrAmounts`], inserting it in order when absent.
+pub fn add_amount(list: &mut FrAmounts, fr: FrIdx, v: i64) {
+    match list.binary_search_by_key(&fr, |&(k, _)| k) {
+        Ok(i) => list[i].1 += v,
+        Err(i) => list.insert(i, (fr, v)),
+    }
+}
+
+/// `fr`'s amount in a sorted [`FrAmounts`] (0 when absent).
+pub fn amount_of(list: &[(FrIdx, i64)], fr: FrIdx) -> i64 {
+    list.binary_search_by_key(&fr, |&(k, _)| k)
+        .map_or(0, |i| list[i].1)
+}
+
 /// Interns names once so that quota math works on small integers.
 #[derive(Debug, Clone, Default)]
 pub struct Names {
