@@ -132,3 +132,36 @@ impl QueueManager {
         self.queues.iter().any(|q| q.active_len() > 0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::RequeueReason;
+
+    /// `with_parked` lists exactly the queues holding parked workloads: parking adds a queue;
+    /// activating it or removing its last parked workload takes it out.
+    #[test]
+    fn lists_the_queues_with_parked_workloads() {
+        let mut m = QueueManager::new([QueueingStrategy::BestEffortFIFO; 3]);
+        let key = SortKey([0, 0, 0]);
+        for (cq, wl) in [(0, 1), (1, 2), (1, 3), (2, 4)] {
+            m.push(CqId(cq), WorkloadId(wl), key);
+        }
+        let heads = m.heads(|_| true);
+        assert_eq!(heads.len(), 3);
+        for (cq, wl) in heads {
+            let reason = if cq == CqId(2) {
+                RequeueReason::FailedAfterNomination
+            } else {
+                RequeueReason::NoFit
+            };
+            m.requeue(cq, wl, key, reason);
+        }
+        assert_eq!(m.with_parked().collect::<Vec<_>>(), [CqId(0), CqId(1)]);
+        m.remove(WorkloadId(1));
+        assert_eq!(m.with_parked().collect::<Vec<_>>(), [CqId(1)]);
+        m.requeue_inadmissible([CqId(1)]);
+        assert_eq!(m.with_parked().count(), 0);
+        assert!(m.queue(CqId(1)).active_len() == 2 && m.contains(WorkloadId(2)));
+    }
+}

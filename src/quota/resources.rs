@@ -1,6 +1,6 @@
 //! Interned names: resources, flavors, and the dense flavor-resource index used by every quota vector.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// An interned resource name (`cpu`, `memory`, `nvidia.com/gpu`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -53,6 +53,8 @@ pub struct Names {
     flavor_ids: HashMap<String, FlavorId>,
     frs: Vec<(FlavorId, ResourceId)>,
     fr_ids: HashMap<(FlavorId, ResourceId), FrIdx>,
+    /// `pods` once interned (flavor assignment asks for it per head).
+    pods: Option<ResourceId>,
 }
 
 impl Names {
@@ -63,6 +65,9 @@ impl Names {
         let id = ResourceId(self.resources.len() as u32);
         self.resources.push(name.to_string());
         self.resource_ids.insert(name.to_string(), id);
+        if name == "pods" {
+            self.pods = Some(id);
+        }
         id
     }
 
@@ -89,6 +94,11 @@ impl Names {
     /// Resources interned so far.
     pub fn n_resources(&self) -> usize {
         self.resources.len()
+    }
+
+    /// The `pods` resource, when some quota or request names it.
+    pub fn pods(&self) -> Option<ResourceId> {
+        self.pods
     }
 
     pub fn find_resource(&self, name: &str) -> Option<ResourceId> {

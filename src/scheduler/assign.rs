@@ -313,7 +313,7 @@ pub(super) fn assign_flavors(
         topology_pending: None,
         placed_by: Vec::new(),
     };
-    let pods = names.find_resource("pods");
+    let pods = names.pods();
     for (i, ps) in wl.pod_sets.iter().enumerate() {
         let count = counts.map_or(ps.count, |c| c[i]);
         // The podSet's total requests (`Cluster::pod_set_total`), inline.

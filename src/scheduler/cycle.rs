@@ -317,7 +317,7 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
         let parked = s.queues.is_inadmissible(wl);
         outcome.decisions.push(Decision::NotAdmitted {
             workload: wl,
-            reason: label,
+            reason: label.into(),
             message,
             parked,
             policy: s.policies_for(cq).flavors.id(),

@@ -49,7 +49,8 @@ pub enum Decision {
     /// Not admitted this cycle. `parked` = moved aside as inadmissible until capacity changes.
     NotAdmitted {
         workload: WorkloadId,
-        reason: &'static str,
+        /// Kueue's pending reason (a fixed word: no allocation per head and cycle).
+        reason: std::borrow::Cow<'static, str>,
         message: String,
         parked: bool,
         policy: PolicyRef,
