@@ -268,7 +268,7 @@ fn heads(cx: &PolicyContext<'_>, queued: &[QueuedWorkload]) -> Vec<HeadEntry> {
             queued: q.queued,
             local_queue: q.local_queue,
             key: builtin::sort_key(cx, q),
-            usage: Vec::new(),
+            usage: Default::default(),
         })
         .collect()
 }

@@ -183,7 +183,7 @@ pub fn build_cluster_with(
         let cohort = spec.cohort_name.clone();
         let mut inactive_reason = None;
         let mut resource_groups = Vec::new();
-        let mut rg_by_resource = HashMap::new();
+        let mut rg_by_resource = rustc_hash::FxHashMap::default();
         for (gi, g) in spec.resource_groups.iter().enumerate() {
             let covered: Vec<ResourceId> = g
                 .covered_resources

@@ -126,7 +126,8 @@ pub struct ClusterQueueInfo {
     pub node: NodeId,
     pub cohort: Option<String>,
     pub resource_groups: Vec<ResourceGroupInfo>,
-    pub rg_by_resource: HashMap<ResourceId, usize>,
+    /// Resource group index per covered resource (looked up per head and resource: FxHash).
+    pub rg_by_resource: rustc_hash::FxHashMap<ResourceId, usize>,
     pub strategy: QueueingStrategy,
     pub namespace_selector: Option<LabelSelector>,
     pub preemption: PreemptionConfig,

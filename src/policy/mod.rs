@@ -122,7 +122,7 @@ pub struct HeadEntry {
     /// The key it was queued under.
     pub key: SortKey,
     /// The quota the assignment takes, per flavor-resource.
-    pub usage: Vec<(FrIdx, i64)>,
+    pub usage: crate::quota::FrAmounts,
 }
 
 pub trait OrderingPolicy: Send + Sync {
@@ -198,7 +198,8 @@ pub struct Candidate {
     pub reserved_at: Millis,
     /// Already being evicted.
     pub evicted: bool,
-    pub usage: Vec<(FrIdx, i64)>,
+    /// The quota it holds, per flavor-resource (inline: no allocation per candidate).
+    pub usage: crate::quota::FrAmounts,
     /// Its LocalQueue's admission-fair-sharing usage, when its ClusterQueue uses admission
     /// fair sharing.
     pub local_queue_usage: Option<f64>,

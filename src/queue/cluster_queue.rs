@@ -96,9 +96,12 @@ impl PendingQueue {
     }
 
     pub fn activate_all(&mut self) {
-        for (id, key) in std::mem::take(&mut self.inadmissible) {
+        // Drained, not dropped: the set keeps its capacity for the next parked heads.
+        let mut parked = std::mem::take(&mut self.inadmissible);
+        for (id, key) in parked.drain() {
             self.push(id, key);
         }
+        self.inadmissible = parked;
     }
 
     pub fn remove(&mut self, id: WorkloadId) -> bool {

@@ -12,5 +12,5 @@ pub mod tree;
 
 pub use fair::Drs;
 pub use overlay::{UsageOverlay, UsageRead, UsageWrite};
-pub use resources::{FlavorId, FrIdx, Names, ResourceId};
+pub use resources::{FlavorId, FrAmounts, FrIdx, Names, ResourceId, add_amount, amount_of};
 pub use tree::{NodeId, NodeKind, NodeSpec, QuotaTree, ResourceQuota, Usage};

@@ -1,6 +1,6 @@
 //! Interned names: resources, flavors, and the dense flavor-resource index used by every quota vector.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// An interned resource name (`cpu`, `memory`, `nvidia.com/gpu`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -26,6 +26,24 @@ impl FrIdx {
     }
 }
 
+/// Amounts per flavor-resource, sorted by [`FrIdx`], each index at most once: a workload's
+/// usage. Inline up to four entries (no heap allocation for the usual one or two resources).
+pub type FrAmounts = smallvec::SmallVec<[(FrIdx, i64); 4]>;
+
+/// Adds `v` to `fr`'s amount in a sorted [`FrAmounts`], inserting it in order when absent.
+pub fn add_amount(list: &mut FrAmounts, fr: FrIdx, v: i64) {
+    match list.binary_search_by_key(&fr, |&(k, _)| k) {
+        Ok(i) => list[i].1 += v,
+        Err(i) => list.insert(i, (fr, v)),
+    }
+}
+
+/// `fr`'s amount in a sorted [`FrAmounts`] (0 when absent).
+pub fn amount_of(list: &[(FrIdx, i64)], fr: FrIdx) -> i64 {
+    list.binary_search_by_key(&fr, |&(k, _)| k)
+        .map_or(0, |i| list[i].1)
+}
+
 /// Interns names once so that quota math works on small integers.
 #[derive(Debug, Clone, Default)]
 pub struct Names {
@@ -35,6 +53,8 @@ pub struct Names {
     flavor_ids: HashMap<String, FlavorId>,
     frs: Vec<(FlavorId, ResourceId)>,
     fr_ids: HashMap<(FlavorId, ResourceId), FrIdx>,
+    /// `pods` once interned (flavor assignment asks for it per head).
+    pods: Option<ResourceId>,
 }
 
 impl Names {
@@ -45,6 +65,9 @@ impl Names {
         let id = ResourceId(self.resources.len() as u32);
         self.resources.push(name.to_string());
         self.resource_ids.insert(name.to_string(), id);
+        if name == "pods" {
+            self.pods = Some(id);
+        }
         id
     }
 
@@ -71,6 +94,11 @@ impl Names {
     /// Resources interned so far.
     pub fn n_resources(&self) -> usize {
         self.resources.len()
+    }
+
+    /// The `pods` resource, when some quota or request names it.
+    pub fn pods(&self) -> Option<ResourceId> {
+        self.pods
     }
 
     pub fn find_resource(&self, name: &str) -> Option<ResourceId> {

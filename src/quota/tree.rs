@@ -13,7 +13,7 @@
 //! All figures are `i64` milli-units; "unlimited" sums saturate instead of wrapping.
 
 use super::overlay::{UsageRead, UsageWrite};
-use super::resources::FrIdx;
+use super::resources::{FrAmounts, FrIdx};
 
 /// A node of the tree: a ClusterQueue or a Cohort.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -60,8 +60,9 @@ pub struct QuotaTree {
     n_fr: usize,
 }
 
-/// Usage per node and flavor-resource. Cheap to clone: this is the per-cycle snapshot.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Usage per node and flavor-resource. Cheap to copy: this is the per-cycle snapshot (a
+/// cycle copies it into the buffer the previous cycle used, see [`Usage::copy_from`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Usage {
     values: Vec<i64>,
     n_fr: usize,
@@ -343,9 +344,9 @@ impl QuotaTree {
         usage: &Usage,
         id: NodeId,
         requests: &[(FrIdx, i64)],
-    ) -> (bool, Vec<(FrIdx, i64)>) {
+    ) -> (bool, FrAmounts) {
         let mut fits = true;
-        let mut remaining = Vec::with_capacity(requests.len());
+        let mut remaining = FrAmounts::with_capacity(requests.len());
         for &(fr, v) in requests {
             if self.subtree_quota(id, fr) < usage.get(id, fr).saturating_add(v) {
                 fits = false;
@@ -370,6 +371,13 @@ impl UsageWrite for Usage {
 }
 
 impl Usage {
+    /// Makes `self` equal to `other`, reusing `self`'s buffer (no allocation once it is large
+    /// enough): a cycle's snapshot.
+    pub fn copy_from(&mut self, other: &Usage) {
+        self.values.clone_from(&other.values);
+        self.n_fr = other.n_fr;
+    }
+
     pub fn get(&self, id: NodeId, fr: FrIdx) -> i64 {
         self.values[self.index(id, fr)]
     }

@@ -2,12 +2,12 @@
 //! every flavor of the ClusterQueue against the quota snapshot, then let the flavor policy choose.
 //! Also partial admission (Kueue's `PodSetReducer`).
 
-use std::collections::BTreeMap;
+use smallvec::SmallVec;
 
 use crate::cluster::{CqId, WorkloadId};
 use crate::policy::builtin::{is_preferred, should_try_next_flavor};
 use crate::policy::{FitMode, FlavorChoiceRequest, FlavorOption, PolicyError, PolicyRef, verify};
-use crate::quota::{FlavorId, FrIdx, ResourceId, Usage};
+use crate::quota::{FlavorId, FrAmounts, FrIdx, Names, ResourceId, Usage, add_amount, amount_of};
 
 use super::preempt::{Ctx, simulate};
 
@@ -39,14 +39,92 @@ pub struct FlavorAssigned {
     pub borrow: u32,
 }
 
+/// Why a flavor could not take a podSet, kept as values and put into words only when a
+/// message or a flavor policy's options need them (Kueue's wording).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoFitReason {
+    /// The ClusterQueue covers no flavor for the resource.
+    ResourceUnavailable(ResourceId),
+    FlavorNotFound(FlavorId),
+    /// Taints, node affinity or topology: the flavor cannot host the podSet at all.
+    Mismatch(String),
+    /// More than the flavor-resource could ever hold.
+    OverCapacity {
+        fr: FrIdx,
+        assumed: i64,
+        request: i64,
+        max: i64,
+    },
+    /// More than is unused now.
+    Insufficient {
+        fr: FrIdx,
+        more: i64,
+    },
+}
+
+impl NoFitReason {
+    /// Appends the reason in words.
+    pub fn write(&self, names: &Names, out: &mut String) {
+        use crate::api::Quantity;
+        use std::fmt::Write as _;
+        let fr_names = |fr: FrIdx| {
+            let (f, r) = names.fr_parts(fr);
+            (names.resource_name(r), names.flavor_name(f))
+        };
+        let _ = match self {
+            NoFitReason::ResourceUnavailable(r) => write!(
+                out,
+                "resource {} unavailable in ClusterQueue",
+                names.resource_name(*r)
+            ),
+            NoFitReason::FlavorNotFound(f) => {
+                write!(out, "flavor {} not found", names.flavor_name(*f))
+            }
+            NoFitReason::Mismatch(m) => write!(out, "{m}"),
+            &NoFitReason::OverCapacity {
+                fr,
+                assumed,
+                request,
+                max,
+            } => {
+                let (rname, fname) = fr_names(fr);
+                write!(
+                    out,
+                    "insufficient quota for {rname} in flavor {fname}, previously considered podsets requests ({}) + current podset request ({}) > maximum capacity ({})",
+                    Quantity(assumed),
+                    Quantity(request),
+                    Quantity(max)
+                )
+            }
+            &NoFitReason::Insufficient { fr, more } => {
+                let (rname, fname) = fr_names(fr);
+                write!(
+                    out,
+                    "insufficient unused quota for {rname} in flavor {fname}, {} more needed",
+                    Quantity(more)
+                )
+            }
+        };
+    }
+
+    pub fn to_string(&self, names: &Names) -> String {
+        let mut out = String::new();
+        self.write(names, &mut out);
+        out
+    }
+}
+
+/// A few reasons, inline.
+pub type Reasons = SmallVec<[NoFitReason; 2]>;
+
+/// One podSet's flavors; the podSet is the workload's podSet at the same index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodSetAssignment {
-    pub name: String,
     pub count: i32,
-    pub flavors: Vec<FlavorAssigned>,
+    pub flavors: SmallVec<[FlavorAssigned; 4]>,
     /// Set when some requested resource got no flavor.
     pub failed: bool,
-    pub reasons: Vec<String>,
+    pub reasons: Reasons,
 }
 
 impl PodSetAssignment {
@@ -62,11 +140,15 @@ impl PodSetAssignment {
     }
 }
 
+/// Flavor-resources of one assignment (inline).
+pub type FrList = SmallVec<[FrIdx; 4]>;
+
 #[derive(Debug, Clone)]
 pub struct Assignment {
-    pub pod_sets: Vec<PodSetAssignment>,
-    /// Total usage per flavor-resource.
-    pub usage: BTreeMap<FrIdx, i64>,
+    /// Per podSet of the workload, in order (inline for a one-podSet workload).
+    pub pod_sets: SmallVec<[PodSetAssignment; 1]>,
+    /// Total usage per flavor-resource, sorted by flavor-resource.
+    pub usage: FrAmounts,
     /// Highest borrowing level of any flavor (0 = within nominal).
     pub borrowing: u32,
     /// Whether every podSet was assigned (a failure stops at the failing podSet).
@@ -98,8 +180,8 @@ impl Assignment {
     }
 
     /// Flavor-resources whose mode needs preemption.
-    pub(super) fn needs_preemption(&self, ctx: &Ctx<'_>) -> Vec<FrIdx> {
-        let mut out: Vec<FrIdx> = self
+    pub(super) fn needs_preemption(&self, ctx: &Ctx<'_>) -> FrList {
+        let mut out: FrList = self
             .pod_sets
             .iter()
             .flat_map(|ps| &ps.flavors)
@@ -111,33 +193,49 @@ impl Assignment {
         out
     }
 
-    pub fn usage_vec(&self) -> Vec<(FrIdx, i64)> {
-        self.usage.iter().map(|(&k, &v)| (k, v)).collect()
-    }
-
     /// A one-line explanation of why it does not fit.
-    pub fn message(&self) -> String {
-        let reasons: Vec<&str> = self
-            .pod_sets
-            .iter()
-            .flat_map(|ps| ps.reasons.iter().map(String::as_str))
-            .collect();
+    pub fn message(&self, names: &Names) -> String {
         if let Some(f) = &self.topology_failed {
-            f.message.clone()
-        } else if let Some(m) = &self.topology_pending {
-            m.clone()
-        } else if reasons.is_empty() {
-            "couldn't assign flavors".into()
-        } else {
-            format!("couldn't assign flavors: {}", reasons.join("; "))
+            return f.message.clone();
         }
+        if let Some(m) = &self.topology_pending {
+            return m.clone();
+        }
+        let mut reasons = self.pod_sets.iter().flat_map(|ps| &ps.reasons).peekable();
+        if reasons.peek().is_none() {
+            return "couldn't assign flavors".into();
+        }
+        let mut out = String::from("couldn't assign flavors: ");
+        for (i, r) in reasons.enumerate() {
+            if i > 0 {
+                out.push_str("; ");
+            }
+            r.write(names, &mut out);
+        }
+        out
     }
 }
 
-/// One flavor's evaluation: the public option plus the per-resource modes.
+/// One flavor's evaluation: its mode over the group, the per-resource modes, and why it does
+/// not fit outright.
 struct Evaluated {
-    option: FlavorOption,
-    per_resource: Vec<(ResourceId, FitMode, u32)>,
+    flavor: FlavorId,
+    mode: FitMode,
+    borrow_level: u32,
+    reasons: Reasons,
+    per_resource: SmallVec<[(ResourceId, FitMode, u32); 4]>,
+}
+
+impl Evaluated {
+    /// The option as a flavor policy sees it.
+    fn option(&self, names: &Names) -> FlavorOption {
+        FlavorOption {
+            flavor: self.flavor,
+            mode: self.mode,
+            borrow_level: self.borrow_level,
+            reasons: self.reasons.iter().map(|r| r.to_string(names)).collect(),
+        }
+    }
 }
 
 /// Kueue's `fitsResourceQuota`.
@@ -149,25 +247,23 @@ fn fits_resource_quota(
     fr: FrIdx,
     assumed: i64,
     request: i64,
-) -> (FitMode, u32, Option<String>) {
+) -> (FitMode, u32, Option<NoFitReason>) {
     let cluster = ctx.cluster;
     let tree = &cluster.tree;
     let info = cluster.cq(cq);
     let node = info.node;
     let val = assumed + request;
-    let (f, r) = cluster.names.fr_parts(fr);
-    let (fname, rname) = (cluster.names.flavor_name(f), cluster.names.resource_name(r));
     let max = tree.potential_available(node, fr);
     if val > max {
         return (
             FitMode::NoFit,
             0,
-            Some(format!(
-                "insufficient quota for {rname} in flavor {fname}, previously considered podsets requests ({}) + current podset request ({}) > maximum capacity ({})",
-                crate::api::Quantity(assumed),
-                crate::api::Quantity(request),
-                crate::api::Quantity(max)
-            )),
+            Some(NoFitReason::OverCapacity {
+                fr,
+                assumed,
+                request,
+                max,
+            }),
         );
     }
     let (borrow, may_reclaim) = tree.borrow_level(usage, node, fr, val);
@@ -175,10 +271,10 @@ fn fits_resource_quota(
     if val <= available {
         return (FitMode::Fit, borrow, None);
     }
-    let reason = format!(
-        "insufficient unused quota for {rname} in flavor {fname}, {} more needed",
-        crate::api::Quantity(val - available)
-    );
+    let reason = NoFitReason::Insufficient {
+        fr,
+        more: val - available,
+    };
     // Kueue's `canPreemptWhileBorrowing`: borrowWithinCohort allows it, or fair sharing with
     // reclaimWithinCohort set.
     let can_preempt_while_borrowing = info.preemption.borrow_within_cohort
@@ -201,12 +297,13 @@ pub(super) fn assign_flavors(
     counts: Option<&[i32]>,
 ) -> Assignment {
     let cluster = ctx.cluster;
+    let names = &cluster.names;
     let wl = cluster.workload(wl_id);
     let cq = cluster.cq(cq_id);
     let policy = &ctx.policies.flavors;
     let mut assignment = Assignment {
-        pod_sets: Vec::with_capacity(wl.pod_sets.len()),
-        usage: BTreeMap::new(),
+        pod_sets: SmallVec::with_capacity(wl.pod_sets.len()),
+        usage: FrAmounts::new(),
         borrowing: 0,
         complete: true,
         pending_flavors: false,
@@ -216,10 +313,15 @@ pub(super) fn assign_flavors(
         topology_pending: None,
         placed_by: Vec::new(),
     };
-    let pods = cluster.names.find_resource("pods");
+    let pods = names.pods();
     for (i, ps) in wl.pod_sets.iter().enumerate() {
         let count = counts.map_or(ps.count, |c| c[i]);
-        let mut requests = cluster.pod_set_total(ps, count);
+        // The podSet's total requests (`Cluster::pod_set_total`), inline.
+        let mut requests: SmallVec<[(ResourceId, i64); 4]> = ps
+            .requests
+            .iter()
+            .map(|&(r, v)| (r, v.saturating_mul(i64::from(count))))
+            .collect();
         if let Some(pods) = pods
             && cq.rg_by_resource.contains_key(&pods)
             && !requests.iter().any(|(r, _)| *r == pods)
@@ -227,18 +329,12 @@ pub(super) fn assign_flavors(
             requests.push((pods, i64::from(count) * 1000));
         }
         // Resource name order, for deterministic messages.
-        requests.sort_by(|a, b| {
-            cluster
-                .names
-                .resource_name(a.0)
-                .cmp(cluster.names.resource_name(b.0))
-        });
+        requests.sort_by(|a, b| names.resource_name(a.0).cmp(names.resource_name(b.0)));
         let mut psa = PodSetAssignment {
-            name: ps.name.clone(),
             count,
-            flavors: Vec::new(),
+            flavors: SmallVec::new(),
             failed: false,
-            reasons: Vec::new(),
+            reasons: Reasons::new(),
         };
         for &(res, qty) in &requests {
             if psa.flavors.iter().any(|f| f.resource == res) {
@@ -249,19 +345,16 @@ pub(super) fn assign_flavors(
                     continue;
                 }
                 psa.failed = true;
-                psa.reasons.push(format!(
-                    "resource {} unavailable in ClusterQueue",
-                    cluster.names.resource_name(res)
-                ));
+                psa.reasons.push(NoFitReason::ResourceUnavailable(res));
                 break;
             };
             let rg = &cq.resource_groups[rg_index];
-            let group: Vec<(ResourceId, i64)> = requests
+            let group: SmallVec<[(ResourceId, i64); 4]> = requests
                 .iter()
                 .filter(|(r, _)| rg.covered.contains(r))
                 .copied()
                 .collect();
-            let evaluated: Vec<Option<Evaluated>> = rg
+            let evaluated: SmallVec<[Option<Evaluated>; 2]> = rg
                 .flavors
                 .iter()
                 .map(|&flavor| {
@@ -278,65 +371,63 @@ pub(super) fn assign_flavors(
                     )
                 })
                 .collect();
-            let request = FlavorChoiceRequest {
-                workload: wl_id,
-                cluster_queue: cq_id,
-                pod_set: i,
-                requests: group.clone(),
-                options: evaluated
-                    .iter()
-                    .map(|e| e.as_ref().map(|e| e.option.clone()))
-                    .collect(),
-                fungibility: cq.fungibility,
-                cluster,
-                now: ctx.now,
-            };
             // Nothing to choose when at most one flavor can host the podSet: the host applies
-            // it (as Kueue's scan would) without a call. Part of the WIT contract.
-            let mut hosts = request
-                .options
-                .iter()
-                .enumerate()
-                .filter(|(_, o)| o.is_some());
+            // it (as Kueue's scan would) without a call, and without building the request.
+            // Part of the WIT contract.
+            let mut hosts = evaluated.iter().enumerate().filter(|(_, o)| o.is_some());
             let only = match (hosts.next(), hosts.next()) {
                 (None, _) => Some(None),
                 (Some((i, Some(o))), None) => Some((o.mode != FitMode::NoFit).then_some(i)),
                 _ => None,
             };
-            let answer = match only {
-                Some(choice) => Ok(choice),
+            let choice = match only {
+                Some(choice) => choice,
                 None => {
+                    let request = FlavorChoiceRequest {
+                        workload: wl_id,
+                        cluster_queue: cq_id,
+                        pod_set: i,
+                        requests: group.to_vec(),
+                        options: evaluated
+                            .iter()
+                            .map(|e| e.as_ref().map(|e| e.option(names)))
+                            .collect(),
+                        fungibility: cq.fungibility,
+                        cluster,
+                        now: ctx.now,
+                    };
                     let span = tracing::debug_span!("policy", extension = "flavor-assignment", plugin = %policy.id().name);
-                    span.in_scope(|| policy.choose_flavor(&request))
-                        .and_then(|choice| match choice {
-                            Some(c) => verify::flavor_choice(&request, c)
-                                .map(|()| Some(c))
-                                .map_err(|e| {
-                                    let e = PolicyError::Invalid(e);
-                                    policy.refused(&e);
-                                    e
-                                }),
-                            None => Ok(None),
-                        })
-                }
-            };
-            let choice = match answer {
-                Ok(choice) => choice,
-                Err(e) => {
-                    ctx.fallback(policy.id(), "flavor-assignment", e);
-                    assignment.policy = PolicyRef::builtin();
-                    crate::policy::builtin::choose_flavor(&request)
+                    let answer =
+                        span.in_scope(|| policy.choose_flavor(&request))
+                            .and_then(|choice| match choice {
+                                Some(c) => verify::flavor_choice(&request, c)
+                                    .map(|()| Some(c))
+                                    .map_err(|e| {
+                                        let e = PolicyError::Invalid(e);
+                                        policy.refused(&e);
+                                        e
+                                    }),
+                                None => Ok(None),
+                            });
+                    match answer {
+                        Ok(choice) => choice,
+                        Err(e) => {
+                            ctx.fallback(policy.id(), "flavor-assignment", e);
+                            assignment.policy = PolicyRef::builtin();
+                            crate::policy::builtin::choose_flavor(&request)
+                        }
+                    }
                 }
             };
             let Some(chosen) = choice.and_then(|c| evaluated[c].as_ref()) else {
                 psa.failed = true;
                 break;
             };
-            if chosen.option.mode == FitMode::NoFit {
+            if chosen.mode == FitMode::NoFit {
                 psa.failed = true;
                 break;
             }
-            let chosen_mode = (chosen.option.mode, chosen.option.borrow_level);
+            let chosen_mode = (chosen.mode, chosen.borrow_level);
             if choice.is_some_and(|c| c + 1 < rg.flavors.len())
                 && !should_try_next_flavor(chosen_mode, &cq.fungibility)
             {
@@ -345,7 +436,7 @@ pub(super) fn assign_flavors(
             for &(resource, mode, borrow) in &chosen.per_resource {
                 psa.flavors.push(FlavorAssigned {
                     resource,
-                    flavor: chosen.option.flavor,
+                    flavor: chosen.flavor,
                     mode,
                     borrow,
                 });
@@ -354,12 +445,12 @@ pub(super) fn assign_flavors(
         // Account this podSet's usage so later podSets see it.
         for f in &psa.flavors {
             assignment.borrowing = assignment.borrowing.max(f.borrow);
-            if let Some(fr) = cluster.names.find_fr(f.flavor, f.resource) {
+            if let Some(fr) = names.find_fr(f.flavor, f.resource) {
                 let amount = requests
                     .iter()
                     .find(|(r, _)| *r == f.resource)
                     .map_or(0, |&(_, v)| v);
-                *assignment.usage.entry(fr).or_default() += amount;
+                add_amount(&mut assignment.usage, fr, amount);
             }
         }
         psa.flavors.sort_by_key(|f| f.resource);
@@ -388,28 +479,25 @@ fn evaluate_flavor(
     let cluster = ctx.cluster;
     let fungibility = cluster.cq(cq_id).fungibility;
     let Some(info) = cluster.flavor(flavor) else {
-        psa.reasons.push(format!(
-            "flavor {} not found",
-            cluster.names.flavor_name(flavor)
-        ));
+        psa.reasons.push(NoFitReason::FlavorNotFound(flavor));
         return None;
     };
     let ps = &cluster.workload(wl_id).pod_sets[pod_set];
     if let Some(reason) = crate::cluster::matching::flavor_mismatch(info, ps)
         .or_else(|| super::tas::flavor_mismatch(cluster, cq_id, ps, info, group))
     {
-        psa.reasons.push(reason);
+        psa.reasons.push(NoFitReason::Mismatch(reason));
         return None;
     }
     let mut rep = (FitMode::Fit, 0u32);
-    let mut per_resource = Vec::with_capacity(group.len());
-    let mut reasons = Vec::new();
+    let mut per_resource = SmallVec::new();
+    let mut reasons = Reasons::new();
     for &(res, val) in group {
         let Some(fr) = cluster.names.find_fr(flavor, res) else {
             rep = (FitMode::NoFit, 0);
             break;
         };
-        let assumed = assignment.usage.get(&fr).copied().unwrap_or(0);
+        let assumed = amount_of(&assignment.usage, fr);
         let (mode, borrow, reason) =
             fits_resource_quota(ctx, usage, wl_id, cq_id, fr, assumed, val);
         if let Some(r) = reason {
@@ -425,12 +513,10 @@ fn evaluate_flavor(
     }
     psa.reasons.extend(reasons.iter().cloned());
     Some(Evaluated {
-        option: FlavorOption {
-            flavor,
-            mode: rep.0,
-            borrow_level: rep.1,
-            reasons,
-        },
+        flavor,
+        mode: rep.0,
+        borrow_level: rep.1,
+        reasons,
         per_resource,
     })
 }

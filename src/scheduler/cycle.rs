@@ -8,11 +8,11 @@ use crate::api::ReclaimWithinCohort;
 use crate::cluster::{Admission, CqId, Millis, PodSetAdmission, WorkloadId};
 use crate::policy::{HeadEntry, PolicyContext, PolicyRef, TopologyFit, verify};
 use crate::queue::RequeueReason;
-use crate::quota::{NodeId, Usage, UsageRead};
+use crate::quota::{FrAmounts, NodeId, Usage, UsageRead};
 use crate::topology::TasUsage;
 
 use super::assign::{Assignment, AssignmentMode, assign_flavors, reduce_pod_sets};
-use super::preempt::{Ctx, Target, get_targets, removed, without};
+use super::preempt::{Ctx, Target, TargetsMemo, get_targets, removed, without};
 use super::tas::{Placer, VictimFit};
 use super::{CycleOutcome, Decision, Scheduler};
 
@@ -39,9 +39,58 @@ enum Outcome {
     },
 }
 
+/// A head going back to its queue: (workload, ClusterQueue, reason, label, message).
+type Requeue = (WorkloadId, CqId, RequeueReason, &'static str, String);
+
+/// The buffers of a cycle, kept by the scheduler between cycles: emptied when a cycle ends,
+/// never dropped, so that the steady state allocates none of them again (a cycle at 10,000
+/// heads used to allocate and free several buffers of 64 KiB–2.5 MiB each, and every such
+/// free made glibc consolidate all the small chunks the cycle had freed).
+#[derive(Default)]
+pub(super) struct Scratch {
+    heads: Vec<(CqId, WorkloadId)>,
+    /// The cycle's quota snapshot, copied into the previous cycle's buffer.
+    snapshot: Usage,
+    entries: Vec<Entry>,
+    requeues: Vec<Requeue>,
+    /// The processing order (indices into `entries`).
+    order: Vec<usize>,
+    /// Per entry, the ordering policy (an index into `policies`) that placed it.
+    ordered_by: Vec<usize>,
+    policies: Vec<PolicyRef>,
+    processed: Vec<(usize, Outcome, Recomputed)>,
+    /// The ordering policy's input.
+    head_entries: Vec<HeadEntry>,
+    /// Victims found per question, for one head at a time (see [`Ctx::targets_memo`]).
+    targets_memo: RefCell<Vec<TargetsMemo>>,
+}
+
+impl Scratch {
+    /// Empties every buffer, keeping its capacity.
+    fn clear(&mut self) {
+        self.heads.clear();
+        self.entries.clear();
+        self.requeues.clear();
+        self.order.clear();
+        self.ordered_by.clear();
+        self.policies.clear();
+        self.processed.clear();
+        self.head_entries.clear();
+        self.targets_memo.get_mut().clear();
+    }
+}
+
 pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
     let span = tracing::info_span!("cycle", n = s.cycle);
     let _guard = span.enter();
+    let mut scratch = std::mem::take(&mut s.scratch);
+    let outcome = run_with(s, &mut scratch, now);
+    scratch.clear();
+    s.scratch = scratch;
+    outcome
+}
+
+fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutcome {
     let mut outcome = CycleOutcome {
         cycle: s.cycle,
         ..CycleOutcome::default()
@@ -49,20 +98,23 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
 
     // 1. Heads.
     let cluster = &s.cluster;
-    let heads = s.queues.heads(|cq| cluster.cq(cq).is_active());
-    outcome.heads = heads.len();
-    if heads.is_empty() {
+    s.queues
+        .heads_into(&mut scratch.heads, |cq| cluster.cq(cq).is_active());
+    outcome.heads = scratch.heads.len();
+    if scratch.heads.is_empty() {
         return outcome;
     }
+    outcome.decisions.reserve(scratch.heads.len());
 
     // 2. Snapshot.
-    let mut snapshot: Usage = s.cluster.usage.clone();
+    scratch.snapshot.copy_from(&s.cluster.usage);
+    let snapshot = &mut scratch.snapshot;
 
     // 3. Nominate.
     let fallbacks = RefCell::new(Vec::new());
-    let mut entries = Vec::new();
-    let mut requeues: Vec<(WorkloadId, CqId, RequeueReason, &'static str, String)> = Vec::new();
-    for &(cq, wl) in &heads {
+    let entries = &mut scratch.entries;
+    let requeues = &mut scratch.requeues;
+    for &(cq, wl) in &scratch.heads {
         let workload = s.cluster.workload(wl);
         debug_assert_eq!(
             workload.cluster_queue,
@@ -85,11 +137,11 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
             now,
             fallbacks: &fallbacks,
             budgets: &s.budgets,
-            targets_memo: Default::default(),
+            targets_memo: &scratch.targets_memo,
             placed_by: Default::default(),
         };
         let (assignment, targets) =
-            get_assignments(&ctx, &snapshot, s.cluster.tas.current(), wl, cq);
+            get_assignments(&ctx, snapshot, s.cluster.tas.current(), wl, cq);
         entries.push(Entry {
             workload: wl,
             cq,
@@ -117,13 +169,25 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
     };
     let tree = &s.cluster.tree;
     let root_of = |k: usize| tree.root(s.cluster.cq(entries[k].cq).node);
-    let all: Vec<usize> = (0..entries.len()).collect();
-    let (mut order, by) = order_entries(s, &entries, &all, &snapshot, &fallbacks, now);
+    let order = &mut scratch.order;
+    let by = order_entries(
+        s,
+        entries,
+        None,
+        &mut scratch.head_entries,
+        order,
+        snapshot,
+        &fallbacks,
+        now,
+    );
     let mut dynamic = speculative(&by);
-    let mut ordered_by = vec![by; entries.len()];
+    let policies = &mut scratch.policies;
+    policies.push(by);
+    let ordered_by = &mut scratch.ordered_by;
+    ordered_by.resize(entries.len(), 0);
     let mut preempted = Preempted::default();
     let mut tas_usage = s.cluster.tas.current().clone();
-    let mut processed = Vec::with_capacity(entries.len());
+    let processed = &mut scratch.processed;
     let mut pos = 0;
     while pos < order.len() {
         let i = order[pos];
@@ -135,16 +199,13 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
             now,
             fallbacks: &fallbacks,
             budgets: &s.budgets,
-            targets_memo: Default::default(),
+            targets_memo: &scratch.targets_memo,
             placed_by: Default::default(),
         };
-        let (result, recomputed, took) =
-            process(&ctx, &mut snapshot, &mut preempted, &mut tas_usage, e);
+        let (result, recomputed, took) = process(&ctx, snapshot, &mut preempted, &mut tas_usage, e);
         processed.push((i, result, recomputed));
         let node = s.cluster.cq(e.cq).node;
-        if !dynamic
-            || tree.parent(node).is_none()
-            || took.is_some_and(|u| u == e.assignment.usage_vec())
+        if !dynamic || tree.parent(node).is_none() || took.is_some_and(|u| u == e.assignment.usage)
         {
             continue;
         }
@@ -157,20 +218,31 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
         if same.len() < 2 {
             continue;
         }
-        let (again, by) = order_entries(s, &entries, &same, &snapshot, &fallbacks, now);
+        let mut again = Vec::with_capacity(same.len());
+        let by = order_entries(
+            s,
+            entries,
+            Some(&same),
+            &mut scratch.head_entries,
+            &mut again,
+            snapshot,
+            &fallbacks,
+            now,
+        );
         dynamic = speculative(&by);
+        policies.push(by);
+        let by = policies.len() - 1;
         let mut next = again.into_iter();
         for slot in &mut order[pos..] {
             if root_of(*slot) == root
                 && let Some(k) = next.next()
             {
                 *slot = k;
-                ordered_by[k] = by.clone();
+                ordered_by[k] = by;
             }
         }
     }
-    for (i, result, recomputed) in processed {
-        let ordered_by = ordered_by[i].clone();
+    for (i, result, recomputed) in processed.drain(..) {
         let e = &mut entries[i];
         if let Some((assignment, targets)) = recomputed {
             e.assignment = assignment;
@@ -178,7 +250,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
         }
         match result {
             Outcome::Admitted => {
-                let admission = to_admission(e, now);
+                let admission = to_admission(s, e, now);
                 if let Err(err) = s.cluster.reserve(e.workload, admission.clone()) {
                     tracing::error!(workload = %s.cluster.workload(e.workload).key, %err, "refused double admission");
                     continue;
@@ -190,8 +262,8 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
                     workload: e.workload,
                     admission,
                     policy: e.assignment.policy.clone(),
-                    ordered_by,
-                    placed_by: e.assignment.placed_by.clone(),
+                    ordered_by: policies[ordered_by[i]].clone(),
+                    placed_by: std::mem::take(&mut e.assignment.placed_by),
                 });
             }
             Outcome::Preempting => {
@@ -231,7 +303,7 @@ pub(super) fn run(s: &mut Scheduler, now: Millis) -> CycleOutcome {
     }
 
     // 6. Requeue.
-    for (wl, cq, reason, label, message) in requeues {
+    for (wl, cq, reason, label, message) in requeues.drain(..) {
         let key = match s.keys.get(&wl) {
             Some(&key) => key,
             None => {
@@ -348,40 +420,48 @@ fn targets_for(
         wl,
         cq,
         &a.needs_preemption(ctx),
-        &a.usage_vec(),
+        &a.usage,
         topology.as_ref().map(|t| t as &dyn TopologyFit),
     )
 }
 
-/// The order in which `subset` (indices into `entries`) is processed, by the default ordering
-/// binding, verified; the built-in order when the call fails. Also says which policy decided.
+/// The order in which `subset` (indices into `entries`; `None`: all of them) is processed, by
+/// the default ordering binding, verified; the built-in order when the call fails: written to
+/// `out` (cleared first). Returns which policy decided. `heads` is a buffer for the policy's
+/// input.
+#[allow(clippy::too_many_arguments)]
 fn order_entries(
     s: &Scheduler,
     entries: &[Entry],
-    subset: &[usize],
+    subset: Option<&[usize]>,
+    heads: &mut Vec<HeadEntry>,
+    out: &mut Vec<usize>,
     usage: &Usage,
     fallbacks: &RefCell<Vec<super::Fallback>>,
     now: Millis,
-) -> (Vec<usize>, PolicyRef) {
-    let heads: Vec<HeadEntry> = subset
-        .iter()
-        .map(|&i| {
-            let e = &entries[i];
-            let wl = s.cluster.workload(e.workload);
-            HeadEntry {
-                workload: e.workload,
-                cluster_queue: e.cq,
-                has_reservation: false,
-                borrow_level: e.assignment.borrowing,
-                priority: wl.effective_priority(),
-                created: wl.created,
-                queued: wl.queued,
-                local_queue: wl.lq,
-                key: s.keys.get(&e.workload).copied().unwrap_or_default(),
-                usage: e.assignment.usage_vec(),
-            }
-        })
-        .collect();
+) -> PolicyRef {
+    heads.clear();
+    let all = 0..entries.len();
+    let members: &mut dyn Iterator<Item = usize> = match subset {
+        Some(subset) => &mut subset.iter().copied(),
+        None => &mut all.into_iter(),
+    };
+    heads.extend(members.map(|i| {
+        let e = &entries[i];
+        let wl = s.cluster.workload(e.workload);
+        HeadEntry {
+            workload: e.workload,
+            cluster_queue: e.cq,
+            has_reservation: false,
+            borrow_level: e.assignment.borrowing,
+            priority: wl.effective_priority(),
+            created: wl.created,
+            queued: wl.queued,
+            local_queue: wl.lq,
+            key: s.keys.get(&e.workload).copied().unwrap_or_default(),
+            usage: e.assignment.usage.clone(),
+        }
+    }));
     // The cycle order spans every ClusterQueue, so the default binding decides it.
     let policy = &s.default_policies.ordering;
     let cx = PolicyContext {
@@ -391,7 +471,7 @@ fn order_entries(
     };
     let span = tracing::debug_span!("policy", extension = "ordering", call = "order-heads", plugin = %policy.id().name, batch = heads.len());
     let answer = span
-        .in_scope(|| policy.order_heads(&cx, &heads))
+        .in_scope(|| policy.order_heads(&cx, heads))
         .and_then(|order| {
             verify::head_order(&order, heads.len())
                 .map(|()| order)
@@ -410,12 +490,18 @@ fn order_entries(
                 error: e,
             });
             (
-                crate::policy::builtin::order_heads(&cx, &heads),
+                crate::policy::builtin::order_heads(&cx, heads),
                 PolicyRef::builtin(),
             )
         }
     };
-    (order.into_iter().map(|k| subset[k]).collect(), by)
+    out.clear();
+    out.extend(
+        order
+            .into_iter()
+            .map(|k| subset.map_or(k, |subset| subset[k])),
+    );
+    by
 }
 
 fn fits(
@@ -459,12 +545,22 @@ impl Preempted {
     }
 }
 
+/// A nomination computed again during processing (it replaces the entry's).
 type Recomputed = Option<(Assignment, Vec<Target>)>;
 
 /// The usage an entry added to the snapshot in full (admitted, preempting, or deferred), if so.
-type Took = Option<Vec<(crate::quota::FrIdx, i64)>>;
+type Took = Option<FrAmounts>;
 
-/// Kueue's `processEntry` on the snapshot.
+/// The entry's nomination, or the one computed again for it.
+fn current<'a>(e: &'a Entry, own: &'a Recomputed) -> (&'a Assignment, &'a [Target]) {
+    match own {
+        Some((a, t)) => (a, t),
+        None => (&e.assignment, &e.targets),
+    }
+}
+
+/// Kueue's `processEntry` on the snapshot. Reads the entry's nomination in place; only a
+/// nomination computed again is owned (and returned).
 fn process(
     ctx: &Ctx<'_>,
     snapshot: &mut Usage,
@@ -473,37 +569,37 @@ fn process(
     e: &Entry,
 ) -> (Outcome, Recomputed, Took) {
     let tree = &ctx.cluster.tree;
+    let names = &ctx.cluster.names;
     let node = ctx.cluster.cq(e.cq).node;
-    let mut assignment = e.assignment.clone();
-    let mut targets = e.targets.clone();
+    let mut own: Recomputed = None;
     let mut held = e.held;
-    let mut recomputed = None;
     let mut deferred = false;
 
     // Targets overlapping this cycle's earlier preemptions: recompute with those victims gone.
     // Only this tree's victims change the usage this entry's assignment reads.
     let root = tree.root(node);
-    if targets.iter().any(|t| preempted.contains(t.workload)) {
+    if e.targets.iter().any(|t| preempted.contains(t.workload)) {
         let others = without(ctx.cluster, snapshot, preempted.in_tree(root));
         let (a, t) = get_assignments(ctx, &others, tas, e.workload, e.cq);
         deferred = a.mode() == AssignmentMode::Fit;
-        assignment = a;
-        targets = t.targets;
         held = t.held;
-        recomputed = Some((assignment.clone(), targets.clone()));
+        own = Some((a, t.targets));
     }
     // A nomination whose placement no longer fits the leaves this cycle's earlier entries left
     // (a fit: on them as they are; a preemptor: once every victim of the cycle is gone) is
     // computed again on them (Kueue's `FitsCheckNoTAS` with
     // `TASRecomputeAssignmentWithinSchedulingCycle`, on by default).
-    if !deferred && topology_stale(ctx, tas, preempted, e, &assignment, &targets) {
+    let stale = !deferred && {
+        let (a, t) = current(e, &own);
+        topology_stale(ctx, tas, preempted, e, a, t)
+    };
+    if stale {
         let (a, t) = get_assignments(ctx, snapshot, tas, e.workload, e.cq);
-        assignment = a;
-        targets = t.targets;
         held = t.held;
-        recomputed = Some((assignment.clone(), targets.clone()));
+        own = Some((a, t.targets));
     }
-    let usage = assignment.usage_vec();
+    let (assignment, targets) = current(e, &own);
+    let usage = assignment.usage.clone();
     let mode = assignment.mode();
     // A preemptor is checked as if this cycle's victims were gone (Kueue). A workload admitted
     // now is checked against the snapshot as it is: victims keep their quota until their
@@ -531,22 +627,19 @@ fn process(
         }
     };
     if mode == AssignmentMode::NoFit {
-        return (
-            Outcome::Requeue {
-                reason: retry(RequeueReason::NoFit),
-                label: assignment
-                    .topology_failed
-                    .as_ref()
-                    .map_or("NoFit", |f| f.label),
-                message: assignment.message(),
-                wake: None,
-            },
-            recomputed,
-            None,
-        );
+        let outcome = Outcome::Requeue {
+            reason: retry(RequeueReason::NoFit),
+            label: assignment
+                .topology_failed
+                .as_ref()
+                .map_or("NoFit", |f| f.label),
+            message: assignment.message(names),
+            wake: None,
+        };
+        return (outcome, own, None);
     }
     if mode == AssignmentMode::Preempt && targets.is_empty() && !deferred {
-        reserve_for_unreclaimable(ctx, snapshot, tas, e.workload, e.cq, &assignment);
+        reserve_for_unreclaimable(ctx, snapshot, tas, e.workload, e.cq, assignment);
         // Held by a preemption budget: parked like a preemptor without candidates, with the
         // budget's reason, and retried when the per-minute budget has refilled enough.
         let (label, message, wake) = match held {
@@ -555,18 +648,15 @@ fn process(
                 h.message(ctx.cluster),
                 h.refill_at(),
             ),
-            None => ("WaitingForQuota", assignment.message(), None),
+            None => ("WaitingForQuota", assignment.message(names), None),
         };
-        return (
-            Outcome::Requeue {
-                reason: retry(RequeueReason::PreemptionNoCandidates),
-                label,
-                message,
-                wake,
-            },
-            recomputed,
-            None,
-        );
+        let outcome = Outcome::Requeue {
+            reason: retry(RequeueReason::PreemptionNoCandidates),
+            label,
+            message,
+            wake,
+        };
+        return (outcome, own, None);
     }
     if deferred {
         for &(fr, v) in &usage {
@@ -579,7 +669,7 @@ fn process(
                 message: "Workload has overlapping preemption targets with another workload, but will fit after these preemptions complete".into(),
                 wake: None,
             },
-            recomputed,
+            own,
             Some(usage),
         );
     }
@@ -591,7 +681,7 @@ fn process(
                 message: "Workload has overlapping preemption targets with another workload".into(),
                 wake: None,
             },
-            recomputed,
+            own,
             None,
         );
     }
@@ -603,7 +693,7 @@ fn process(
                 message: "Workload no longer fits after processing another workload".into(),
                 wake: None,
             },
-            recomputed,
+            own,
             None,
         );
     }
@@ -615,7 +705,7 @@ fn process(
             tas,
             e.workload,
             e.cq,
-            &assignment,
+            assignment,
             false,
         ) {
             Err(message) => {
@@ -626,7 +716,7 @@ fn process(
                         message,
                         wake: None,
                     },
-                    recomputed,
+                    own,
                     None,
                 );
             }
@@ -634,19 +724,24 @@ fn process(
                 for p in placements.iter().flatten() {
                     ctx.cluster.tas.add_to_snapshot(tas, p);
                 }
-                assignment.topology = placements;
-                assignment.placed_by = ctx.placed_by.take();
-                recomputed = Some((assignment.clone(), targets.clone()));
+                let (mut placed, targets) = match own.take() {
+                    Some(owned) => owned,
+                    None => (e.assignment.clone(), e.targets.clone()),
+                };
+                placed.topology = placements;
+                placed.placed_by = ctx.placed_by.take();
+                own = Some((placed, targets));
             }
             Ok(_) => {}
         }
     }
+    let (assignment, targets) = current(e, &own);
     // A preemptor's TAS podSets are placed on the capacity left once every victim of this
     // cycle (its own included) is gone, and reserve it so that entries processed after it
     // cannot take those leaves (Kueue's `fits` with the preempted workloads' usage removed,
     // then `AddUsage` of the preemptor's topology assignment).
     if mode == AssignmentMode::Preempt
-        && let Some(check) = VictimFit::of(ctx.cluster, tas, e.workload, e.cq, &assignment)
+        && let Some(check) = VictimFit::of(ctx.cluster, tas, e.workload, e.cq, assignment)
     {
         let gone = preempted
             .all
@@ -662,7 +757,7 @@ fn process(
                         message: "Workload no longer fits after processing another workload".into(),
                         wake: None,
                     },
-                    recomputed,
+                    own,
                     None,
                 );
             }
@@ -678,9 +773,9 @@ fn process(
         tree.add_usage(snapshot, node, fr, v);
     }
     if mode == AssignmentMode::Preempt {
-        return (Outcome::Preempting, recomputed, Some(usage));
+        return (Outcome::Preempting, own, Some(usage));
     }
-    (Outcome::Admitted, recomputed, Some(usage))
+    (Outcome::Admitted, own, Some(usage))
 }
 
 /// Whether `a`'s TAS podSets no longer have a placement on `tas` (see [`process`]).
@@ -735,7 +830,7 @@ fn reserve_for_unreclaimable(
         }
     }
     let tree = &ctx.cluster.tree;
-    for (&fr, &v) in &a.usage {
+    for &(fr, v) in &a.usage {
         let quota = tree.quota(info.node, fr);
         let used = snapshot.get(info.node, fr);
         let reserve = if a.borrowing > 0 {
@@ -771,7 +866,8 @@ fn charge_admission(s: &mut Scheduler, wl: WorkloadId, cq: CqId) {
     s.cluster.lq_usage.add_penalty(lq, &requests, &afs);
 }
 
-fn to_admission(e: &Entry, now: Millis) -> Admission {
+fn to_admission(s: &Scheduler, e: &Entry, now: Millis) -> Admission {
+    let info = s.cluster.workload(e.workload);
     Admission {
         cluster_queue: e.cq,
         pod_sets: e
@@ -780,13 +876,13 @@ fn to_admission(e: &Entry, now: Millis) -> Admission {
             .iter()
             .enumerate()
             .map(|(i, ps)| PodSetAdmission {
-                name: ps.name.clone(),
+                name: info.pod_sets[i].name.clone(),
                 count: ps.count,
                 flavors: ps.flavors.iter().map(|f| (f.resource, f.flavor)).collect(),
                 topology: e.assignment.topology.get(i).cloned().flatten(),
             })
             .collect(),
-        usage: e.assignment.usage.iter().map(|(&fr, &v)| (fr, v)).collect(),
+        usage: e.assignment.usage.to_vec(),
         reserved_at: now,
     }
 }

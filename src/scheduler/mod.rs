@@ -17,7 +17,9 @@ mod placement;
 mod preempt;
 mod tas;
 
-pub use assign::{Assignment, AssignmentMode, FlavorAssigned, PodSetAssignment};
+pub use assign::{
+    Assignment, AssignmentMode, FlavorAssigned, NoFitReason, PodSetAssignment, Reasons,
+};
 
 use crate::cluster::{Admission, Cluster, CqId, Millis, WorkloadId};
 use crate::policy::{PolicyContext, PolicyError, PolicyRef, PolicySet, QueuedWorkload};
@@ -47,7 +49,8 @@ pub enum Decision {
     /// Not admitted this cycle. `parked` = moved aside as inadmissible until capacity changes.
     NotAdmitted {
         workload: WorkloadId,
-        reason: String,
+        /// Kueue's pending reason (a fixed word: no allocation per head and cycle).
+        reason: std::borrow::Cow<'static, str>,
         message: String,
         parked: bool,
         policy: PolicyRef,
@@ -101,6 +104,12 @@ pub struct Scheduler {
     /// changed). Like Kueue's batched inadmissible requeue, this happens before the next cycle,
     /// not at once.
     retry: std::collections::BTreeSet<CqId>,
+    /// Cohort trees (by root) where quota was released since the last cycle: their
+    /// ClusterQueues' parked workloads get another chance, found among the queues that hold
+    /// parked workloads (not by walking the tree on every release).
+    retry_trees: rustc_hash::FxHashSet<crate::quota::NodeId>,
+    /// The cycle's buffers, reused from one cycle to the next.
+    scratch: cycle::Scratch,
     /// Preemption budgets: recent evictions per ClusterQueue, held preemptors' wake-ups.
     budgets: budget::Budgets,
 }
@@ -132,6 +141,8 @@ impl Scheduler {
             evicted: Default::default(),
             fallbacks: Vec::new(),
             retry: std::collections::BTreeSet::new(),
+            retry_trees: Default::default(),
+            scratch: Default::default(),
             budgets: budget::Budgets::default(),
         }
     }
@@ -421,21 +432,32 @@ impl Scheduler {
     }
 
     /// Parked workloads of every ClusterQueue in the same cohort tree go back to active before
-    /// the next cycle.
+    /// the next cycle. O(1) here; the next cycle visits the queues holding parked workloads.
     fn retry_inadmissible(&mut self, cq: CqId) {
         let node = self.cluster.cq(cq).node;
-        let root = self.cluster.tree.root(node);
-        for n in self.cluster.tree.subtree_cluster_queues(root) {
-            if let Some(cq) = self.cluster.cq_of_node(n) {
-                self.retry.insert(cq);
-            }
+        self.retry_trees.insert(self.cluster.tree.root(node));
+    }
+
+    /// The ClusterQueues with parked workloads in the trees of [`Scheduler::retry_trees`],
+    /// added to `retry` (then forgets those trees).
+    fn parked_in_retry_trees(&mut self, retry: &mut std::collections::BTreeSet<CqId>) {
+        if self.retry_trees.is_empty() {
+            return;
         }
+        let (cluster, trees) = (&self.cluster, &self.retry_trees);
+        retry.extend(
+            self.queues
+                .with_parked()
+                .filter(|&cq| trees.contains(&cluster.tree.root(cluster.cq(cq).node))),
+        );
+        self.retry_trees.clear();
     }
 
     /// Runs one scheduling cycle at time `now`.
     pub fn schedule(&mut self, now: Millis) -> CycleOutcome {
         self.cycle += 1;
         let mut retry = std::mem::take(&mut self.retry);
+        self.parked_in_retry_trees(&mut retry);
         // Preemptors held by a per-minute budget that has refilled get another chance.
         retry.extend(self.budgets.take_due(now));
         self.queues.requeue_inadmissible(retry);

@@ -11,7 +11,9 @@ use crate::policy::{
     Candidate, CandidateKind, FitMode, PolicyError, PolicyRef, PolicySet, PreemptionRequest,
     TopologyFit, builtin, verify,
 };
-use crate::quota::{FrIdx, NodeId, Usage, UsageOverlay};
+use crate::quota::{FrAmounts, FrIdx, NodeId, Usage, UsageOverlay};
+
+use super::assign::FrList;
 
 use super::Fallback;
 use super::budget::{Budgets, Hold};
@@ -25,14 +27,14 @@ pub(super) struct Ctx<'a> {
     /// Evictions within each ClusterQueue's budget window.
     pub budgets: &'a Budgets,
     /// Victims already chosen during one `get_assignments` call (one preemptor, one usage),
-    /// by (needs, requests).
-    pub targets_memo: RefCell<Vec<TargetsMemo>>,
+    /// by (needs, requests). The cycle's buffer, shared by its heads (cleared per call).
+    pub targets_memo: &'a RefCell<Vec<TargetsMemo>>,
     /// The placement policy of each podSet placed since it was last emptied, in order (what
     /// admitted placements are attributed to).
     pub placed_by: RefCell<Vec<PolicyRef>>,
 }
 
-type TargetsMemo = (Vec<FrIdx>, Vec<(FrIdx, i64)>, Targets);
+pub(super) type TargetsMemo = (FrList, FrAmounts, Targets);
 
 impl Ctx<'_> {
     pub fn fallback(&self, policy: PolicyRef, extension: &'static str, error: PolicyError) {
@@ -245,7 +247,7 @@ impl Collector<'_, '_> {
                 created: wl.created,
                 reserved_at: a.reserved_at,
                 evicted: cluster.is_evicting(id),
-                usage: a.usage.clone(),
+                usage: a.usage.as_slice().into(),
                 local_queue_usage: lq_usage(id),
             });
         }
@@ -336,6 +338,9 @@ fn collect_candidates(
 /// Candidates in Kueue's candidate order (a total order), so that a policy sorting them again
 /// — as Kueue's own algorithms do — finds them already sorted.
 fn in_candidate_order(out: Vec<Candidate>, cq: CqId) -> Vec<Candidate> {
+    if out.len() < 2 {
+        return out;
+    }
     let order = builtin::candidate_order(&out, cq);
     let mut slots: Vec<Option<Candidate>> = out.into_iter().map(Some).collect();
     order.into_iter().filter_map(|i| slots[i].take()).collect()
@@ -360,14 +365,14 @@ pub(super) fn get_targets(
         .targets_memo
         .borrow()
         .iter()
-        .find(|(n, r, _)| n == needs && r == requests)
+        .find(|(n, r, _)| n.as_slice() == needs && r.as_slice() == requests)
     {
         return t.clone();
     }
     let targets = find_targets(ctx, usage, preemptor, cq, needs, requests, None);
     ctx.targets_memo
         .borrow_mut()
-        .push((needs.to_vec(), requests.to_vec(), targets.clone()));
+        .push((needs.into(), requests.into(), targets.clone()));
     targets
 }
 

@@ -506,7 +506,7 @@ mod tests {
                     created: c.workload(w).created,
                     reserved_at: a.reserved_at,
                     evicted: false,
-                    usage: a.usage.clone(),
+                    usage: a.usage.as_slice().into(),
                     local_queue_usage: None,
                 });
             }

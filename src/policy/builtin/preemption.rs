@@ -234,7 +234,7 @@ mod order_tests {
             created: 0,
             reserved_at: 0,
             evicted: false,
-            usage: Vec::new(),
+            usage: Default::default(),
             local_queue_usage: usage,
         }
     }
