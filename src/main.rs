@@ -312,16 +312,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 None => sim.run(&limits, None),
             }
-            let report = match &html {
-                // The page reads the simulation too (its usage log), so the report is built
-                // beside it rather than from it.
-                Some(path) => {
-                    let report = sim.report();
-                    write_html(path, &wasq::sim::html::single(&sim, &report)?)?;
-                    report
-                }
-                None => sim.into_report(),
-            };
+            // The page reads the simulation too (its usage log): that part is taken before the
+            // report is made from it.
+            let prepared = html
+                .as_ref()
+                .map(|_| wasq::sim::html::RunModel::prepare("run", &sim));
+            let report = sim.into_report();
+            if let (Some(path), Some(prepared)) = (&html, prepared) {
+                write_html(path, &wasq::sim::html::single(prepared, &report)?)?;
+            }
             match output {
                 Output::Json => print_json(&report)?,
                 Output::Table => print!("{}", report.to_table(max_events)),
@@ -381,8 +380,11 @@ fn compare_policies(
     let sim_b = wasq::sim::compare::run(&scenario, &limits, policies.fresh_bindings(bindings_b))?;
     let comparison = wasq::sim::compare::compare_runs((a, &sim_a), (b, &sim_b));
     if let Some(path) = html {
-        let (report_a, report_b) = (sim_a.report(), sim_b.report());
-        let page = wasq::sim::html::compared((a, &sim_a, &report_a), (b, &sim_b, &report_b))?;
+        use wasq::sim::html::RunModel;
+        let prepared_a = RunModel::prepare(&format!("A ({a})"), &sim_a);
+        let prepared_b = RunModel::prepare(&format!("B ({b})"), &sim_b);
+        let (report_a, report_b) = (sim_a.into_report(), sim_b.into_report());
+        let page = wasq::sim::html::compared((prepared_a, &report_a), (prepared_b, &report_b))?;
         write_html(path, &page)?;
     }
     match output {

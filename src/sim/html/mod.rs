@@ -19,25 +19,19 @@ mod page;
 pub use charts::ChartError;
 pub use diff::{Difference, differences};
 pub use downsample::min_max;
-pub use model::RunModel;
+pub use model::{Prepared, RunModel};
 pub use page::render;
 
-use super::Simulation;
 use super::report::Report;
 
-/// The page for one finished run.
-pub fn single(sim: &Simulation, report: &Report) -> Result<String, ChartError> {
-    render(&[RunModel::build("run", sim, report)], None)
+/// The page for one run: `prepared` from the simulation before its `report` was made.
+pub fn single(prepared: Prepared, report: &Report) -> Result<String, ChartError> {
+    render(&[prepared.finish(report)], None)
 }
 
-/// The page for two runs of one scenario, A and B, labelled by their bindings.
-pub fn compared(
-    a: (&str, &Simulation, &Report),
-    b: (&str, &Simulation, &Report),
-) -> Result<String, ChartError> {
-    let runs = [
-        RunModel::build(&format!("A ({})", a.0), a.1, a.2),
-        RunModel::build(&format!("B ({})", b.0), b.1, b.2),
-    ];
-    render(&runs, Some(&differences(a.2, b.2)))
+/// The page for two runs of one scenario, A and B (each prepared from its simulation, then its
+/// report), with the workloads whose fate differs.
+pub fn compared(a: (Prepared, &Report), b: (Prepared, &Report)) -> Result<String, ChartError> {
+    let differences = differences(a.1, b.1);
+    render(&[a.0.finish(a.1), b.0.finish(b.1)], Some(&differences))
 }

@@ -117,9 +117,27 @@ fn set(series: &mut Vec<(f64, f64)>, t: f64, y: f64) {
     }
 }
 
+/// The part of a [`RunModel`] read from the simulation itself (its usage log and arrival and
+/// admission times), taken before the simulation is turned into its report, so that a large
+/// run's timeline is never held twice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    label: String,
+    duration: f64,
+    grouping: &'static str,
+    usage: Vec<UsageChart>,
+    waits_by: &'static str,
+    waits: Vec<Waits>,
+}
+
 impl RunModel {
-    /// The model of `sim` (run, not yet turned into its report) and its `report`.
+    /// The model of `sim` (run) and its `report`.
     pub fn build(label: &str, sim: &Simulation, report: &Report) -> RunModel {
+        RunModel::prepare(label, sim).finish(report)
+    }
+
+    /// What is read from the simulation; [`Prepared::finish`] adds what its report holds.
+    pub fn prepare(label: &str, sim: &Simulation) -> Prepared {
         let cluster = sim.cluster();
         let (t0, end) = (sim.t0(), sim.now());
         let secs = |t: i64| (t.max(t0) - t0) as f64 / 1000.0;
@@ -248,6 +266,30 @@ impl RunModel {
             })
             .collect();
 
+        Prepared {
+            label: label.to_string(),
+            duration,
+            grouping: if per_queue {
+                "per ClusterQueue"
+            } else {
+                "per cohort tree"
+            },
+            usage,
+            waits_by: if by_class {
+                "workload class"
+            } else {
+                "LocalQueue"
+            },
+            waits,
+        }
+    }
+}
+
+impl Prepared {
+    /// The whole model, with the admissions, preemptions, fairness samples and policies of
+    /// the run's `report`.
+    pub fn finish(self, report: &Report) -> RunModel {
+        let duration = self.duration;
         // Admissions and preemptions over time (cumulative counts).
         let cumulative = |name: String, times: Vec<f64>| {
             let mut p = vec![(0.0, 0.0)];
@@ -302,20 +344,12 @@ impl RunModel {
         }
 
         RunModel {
-            label: label.to_string(),
+            label: self.label,
             duration,
-            grouping: if per_queue {
-                "per ClusterQueue"
-            } else {
-                "per cohort tree"
-            },
-            usage,
-            waits_by: if by_class {
-                "workload class"
-            } else {
-                "LocalQueue"
-            },
-            waits,
+            grouping: self.grouping,
+            usage: self.usage,
+            waits_by: self.waits_by,
+            waits: self.waits,
             admissions: cumulative("admissions".into(), admitted),
             preemptions: by_reason
                 .into_iter()
