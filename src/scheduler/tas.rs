@@ -9,8 +9,8 @@ use crate::policy::{FitMode, TopologyFit};
 use crate::quota::{FlavorId, ResourceId};
 use crate::topology::tree::{DomainTree, PODS};
 use crate::topology::{
-    Constraint, Exclusions, KueueBestFit, LeafTable, PlacementPolicy, PlacementRequest,
-    PodSetPlacement, ResolveConstraint, TasUsage, verify,
+    Constraint, Exclusions, KueueBestFit, PlacementPolicy, PlacementRequest, PodSetPlacement,
+    ResolveConstraint, TasUsage, verify,
 };
 
 use super::assign::{Assignment, AssignmentMode};
@@ -267,7 +267,7 @@ fn place_pod_set(
         p
     });
     let free = if empty {
-        LeafTable::from(tree.capacity.as_slice())
+        tree.capacity.clone()
     } else {
         cluster.tas.free(flavor, usage).expect("a TAS flavor")
     };

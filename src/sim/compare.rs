@@ -135,18 +135,6 @@ pub fn run(
     Ok(sim)
 }
 
-/// Runs the scenario under both bindings (`(spec, bindings)` each) and compares.
-pub fn compare(
-    scenario: &Scenario,
-    limits: &Limits,
-    a: (&str, LiveBindings),
-    b: (&str, LiveBindings),
-) -> Result<Comparison, BindError> {
-    let sim_a = run(scenario, limits, a.1)?;
-    let sim_b = run(scenario, limits, b.1)?;
-    Ok(compare_runs((a.0, &sim_a), (b.0, &sim_b)))
-}
-
 /// The decisions of two reports of one scenario that differ: each decision line (an admission
 /// or preemption with its time, the workload, where and by whom; each workload's final state)
 /// found in only one of them, `-` for `a`, `+` for `b`, in `a`'s then `b`'s order. The deciding

@@ -143,7 +143,7 @@ mod tests {
         assert_eq!(tree.per_level[0].len(), 10);
         assert_eq!(tree.leaves.len(), 640);
         let cpu = tree.resource_index("cpu").unwrap();
-        assert!(tree.capacity.iter().all(|c| c[cpu] == 96_000));
+        assert!(tree.capacity.rows().all(|c| c[cpu] == 96_000));
         let two_blocks = generate(&NodeInventorySpec {
             blocks: 2,
             racks: 3,

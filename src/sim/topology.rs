@@ -180,7 +180,7 @@ impl TasLedger {
                             if let Some(acc) = self.integral.get(i) {
                                 used[c] += acc[leaf][c];
                             }
-                            capacity[c] += i128::from(tree.capacity[leaf][c]);
+                            capacity[c] += i128::from(tree.capacity.row(leaf)[c]);
                         }
                     }
                     let utilisation_percent = tree

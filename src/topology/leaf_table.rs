@@ -33,20 +33,29 @@ impl LeafTable {
         &mut self.values[leaf * self.columns..(leaf + 1) * self.columns]
     }
 
+    /// Appends a leaf's row (of `columns` values).
+    pub fn push_row(&mut self, row: &[i64]) {
+        debug_assert_eq!(row.len(), self.columns);
+        self.values.extend_from_slice(row);
+    }
+
     /// Every row, in leaf order.
     pub fn rows(&self) -> impl Iterator<Item = &[i64]> {
         (0..self.leaves()).map(|l| self.row(l))
     }
 
     /// The table `a - b - c`, element by element (the three of the same shape).
-    pub fn minus(a: &[Vec<i64>], b: &LeafTable, c: &LeafTable) -> LeafTable {
-        let columns = b.columns;
-        let mut values = Vec::with_capacity(b.values.len());
-        for (leaf, row) in a.iter().enumerate() {
-            let (used, other) = (b.row(leaf), c.row(leaf));
-            values.extend((0..columns).map(|k| row[k] - used[k] - other[k]));
+    pub fn minus(a: &LeafTable, b: &LeafTable, c: &LeafTable) -> LeafTable {
+        LeafTable {
+            columns: a.columns,
+            values: a
+                .values
+                .iter()
+                .zip(&b.values)
+                .zip(&c.values)
+                .map(|((x, y), z)| x - y - z)
+                .collect(),
         }
-        LeafTable { columns, values }
     }
 }
 
@@ -80,11 +89,15 @@ mod tests {
         used.row_mut(1)[0] = 5;
         let mut other = LeafTable::zeroed(3, 2);
         other.row_mut(2)[1] = 7;
-        let free = LeafTable::minus(&cap, &used, &other);
+        let free = LeafTable::minus(&t, &used, &other);
         assert_eq!(free.row(0), [10, 20]);
         assert_eq!(free.row(1), [25, 40]);
         assert_eq!(free.row(2), [50, 53]);
         assert_eq!(LeafTable::zeroed(0, 3).leaves(), 0);
         assert_eq!(LeafTable::default().leaves(), 0);
+        let mut grown = LeafTable::zeroed(0, 2);
+        grown.push_row(&[10, 20]);
+        grown.push_row(&[30, 40]);
+        assert_eq!(grown.rows().collect::<Vec<_>>(), [[10, 20], [30, 40]]);
     }
 }

@@ -198,7 +198,7 @@ impl Topologies {
                     });
                     for c in 0..tree.resources.len() {
                         e.0[c] += self.usage.0[i].row(leaf)[c];
-                        e.1[c] += tree.capacity[leaf][c];
+                        e.1[c] += tree.capacity.row(leaf)[c];
                     }
                     at = tree.domain(id).parent;
                 }

@@ -607,7 +607,7 @@ mod tests {
         }
         let request = PlacementRequest {
             tree: &tree,
-            free: LeafTable::from(tree.capacity.as_slice()),
+            free: tree.capacity.clone(),
             per_pod,
             missing,
             eligible: vec![true; tree.leaves.len()],
@@ -946,7 +946,7 @@ mod tests {
         per_pod[tree.resource_index("cpu").unwrap()] = 1000;
         let mut request = PlacementRequest {
             tree: &tree,
-            free: LeafTable::from(tree.capacity.as_slice()),
+            free: tree.capacity.clone(),
             per_pod,
             missing: None,
             eligible: vec![true; tree.leaves.len()],
@@ -1132,7 +1132,7 @@ mod tests {
         );
         let request = PlacementRequest {
             tree: &tree,
-            free: LeafTable::from(tree.capacity.as_slice()),
+            free: tree.capacity.clone(),
             per_pod: vec![0; tree.resources.len()],
             missing: None,
             eligible: vec![true; tree.leaves.len()],

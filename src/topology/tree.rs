@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::{Node, Taint};
 
+use super::LeafTable;
 use crate::api::Quantity;
 use crate::api::topology::HOSTNAME_LABEL;
 
@@ -62,7 +63,7 @@ pub struct DomainTree {
     /// Per leaf (in `per_level.last()` order): the leaf's domain and allocatable capacity in
     /// milli-units per column.
     pub leaves: Vec<DomainId>,
-    pub capacity: Vec<Vec<i64>>,
+    pub capacity: LeafTable,
     /// Per leaf, its node's labels and taints when leaves are nodes.
     pub nodes: Vec<LeafNode>,
     /// The leaf each node of the tree belongs to (what the usage of pods outside TAS, reported
@@ -129,6 +130,7 @@ impl DomainTree {
             }
         }
         resources[1..].sort();
+        let columns = resources.len();
         let mut tree = DomainTree {
             topology: topology.to_string(),
             levels: levels.to_vec(),
@@ -136,7 +138,7 @@ impl DomainTree {
             per_level: vec![Vec::new(); levels.len()],
             resources,
             leaves: Vec::new(),
-            capacity: Vec::new(),
+            capacity: LeafTable::zeroed(0, columns),
             nodes: Vec::new(),
             node_leaf: HashMap::new(),
         };
@@ -187,7 +189,7 @@ impl DomainTree {
             }
             tree.domains[leaf.index()].leaf = Some(tree.leaves.len());
             tree.leaves.push(leaf);
-            tree.capacity.push(capacity);
+            tree.capacity.push_row(&capacity);
             tree.nodes.push(if lowest_is_node {
                 LeafNode {
                     labels: nodes[0].metadata.labels.clone().unwrap_or_default(),

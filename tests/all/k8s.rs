@@ -143,19 +143,25 @@ fn counter(env: &Env, name: &str, label: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// A Workload's conditions with Kueue's `Finished` (`Succeeded`, `message`) added, as the job
+/// integration writes it when the job ends.
+fn conditions_with_finished(wl: &Value, message: &str) -> Value {
+    let mut conditions = wl["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    conditions.push(
+        json!({"type": "Finished", "status": "True", "reason": "Succeeded",
+                           "message": message, "lastTransitionTime": T}),
+    );
+    json!(conditions)
+}
+
 /// Workload `ns/name` marked `Finished` in the cluster, its watch event taken in, one pass.
 async fn finish(env: &mut Env, name: &str) {
     let path = format!("{KUEUE}/namespaces/ns/workloads/{name}");
     env.api.modify(&path, |wl| {
-        let mut conditions = wl["status"]["conditions"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        conditions.push(
-            json!({"type": "Finished", "status": "True", "reason": "Succeeded",
-            "message": "done", "lastTransitionTime": T}),
-        );
-        wl["status"]["conditions"] = json!(conditions);
+        wl["status"]["conditions"] = conditions_with_finished(wl, "done");
     });
     env.applied(Source::Kueue(KueueKind::Workload), &path);
     env.step().await;

@@ -15,6 +15,7 @@ mod plugin_scenarios;
 mod plugins;
 mod pods_ready;
 mod reload;
+mod rng;
 mod scenarios;
 mod sim_inputs;
 mod topology;

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use wasq::cluster::Holding;
 use wasq::sim::{EventType, Limits, Scenario, Simulation};
 
+use super::rng::Rng;
+
 fn example() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tas-racks.yaml")
 }
@@ -92,19 +94,6 @@ fn pending_reasons_tell_never_fitting_from_not_fitting_now() {
             r#"WaitingForQuota: couldn't assign flavors to pod set one: topology "tas-single-level" doesn't allow to fit any of 1 pod(s). Total nodes: 1; excluded: resource "cpu": 1"#
         )
     );
-}
-
-/// A small deterministic generator (no dependency): SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n
-    }
 }
 
 /// 40 random TAS workloads on 2 blocks × 2 racks × 3 nodes of 8 GPUs; with `preempt`, random
@@ -266,10 +255,10 @@ fn random_load_keeps_leaves_and_quota_exact(preempt: bool) {
             for (leaf, used) in expected.iter().enumerate() {
                 for (c, &u) in used.iter().enumerate() {
                     assert!(
-                        u <= f.tree.capacity[leaf][c],
+                        u <= f.tree.capacity.row(leaf)[c],
                         "seed {seed}: leaf {leaf} {} over-committed: {u} > {}",
                         f.tree.resources[c],
-                        f.tree.capacity[leaf][c]
+                        f.tree.capacity.row(leaf)[c]
                     );
                 }
             }

@@ -19,6 +19,7 @@ use wasq::topology::{Constraint, DomainTree, Exclusions, PlacementRequest, Resol
 use wasq::wasm::{HostOptions, Registry, WasmPlacement};
 
 use super::plugins::{bindings, built, plugins, registry, run, test_options};
+use super::rng::Rng;
 
 const KUEUE: &str = "placement=kueue-default-placement";
 
@@ -158,19 +159,6 @@ fn kueue_default_placement_decides_exactly_like_the_builtin_on_every_tas_scenari
 const BLOCK: &str = "cloud.wasq.dev/block";
 const RACK: &str = "cloud.wasq.dev/rack";
 
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n
-    }
-}
-
 fn node(block: u64, rack: u64, host: u64, cpu: u64, gpu: u64) -> Node {
     let labels = [
         (BLOCK, format!("b{block}")),
@@ -237,7 +225,7 @@ fn random_question(rng: &mut Rng) -> Question {
     // Free capacity: some of each leaf used.
     let free: Vec<Vec<i64>> = tree
         .capacity
-        .iter()
+        .rows()
         .map(|cap| {
             cap.iter()
                 .map(|&c| c - (c * rng.next(4) as i64) / 4)

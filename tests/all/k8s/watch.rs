@@ -247,14 +247,7 @@ async fn finish_admitted(api: &ApiServer, client: &kube::Client) -> usize {
         if !wl["status"]["admission"].is_object() || is_finished(&wl) {
             continue;
         }
-        let mut conditions = wl["status"]["conditions"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        conditions.push(
-            json!({"type": "Finished", "status": "True", "reason": "Succeeded",
-            "message": "Job finished successfully", "lastTransitionTime": "2026-01-01T00:00:00Z"}),
-        );
+        let conditions = super::conditions_with_finished(&wl, "Job finished successfully");
         let body = json!({"metadata": {"resourceVersion": wl["metadata"]["resourceVersion"]},
                           "status": {"conditions": conditions}});
         let name = wl["metadata"]["name"].as_str().unwrap();
