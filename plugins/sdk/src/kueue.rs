@@ -224,14 +224,22 @@ fn within_queue<C: CandidateTable + ?Sized>(t: &C, a: usize, b: usize) -> Orderi
 pub fn candidate_order<C: CandidateTable>(req: &Request<C>, subset: &[u32]) -> Vec<u32> {
     let own = req.preemptor.cluster_queue;
     let t = &req.candidates;
-    // Keys once per candidate, then a stable sort of (key, index): cheap when, as the host
-    // sends them, the candidates are in order already.
-    let mut keyed: Vec<(OrderKey, u32)> = subset
-        .iter()
-        .map(|&i| (order_key(t, i as usize, own), i))
-        .collect();
-    keyed.sort_by_key(|k| k.0);
-    let mut order: Vec<u32> = keyed.into_iter().map(|(_, i)| i).collect();
+    let key = |i: u32| order_key(t, i as usize, own);
+    // The host sends the candidates in this order: one pass confirms it (the stable sort
+    // below would keep such a list as it is), and only a list out of order is sorted, with
+    // keys computed once per candidate.
+    let mut keys = subset.iter().map(|&i| key(i));
+    let in_order = keys.next().is_none_or(|first| {
+        keys.try_fold(first, |prev, k| (prev <= k).then_some(k))
+            .is_some()
+    });
+    let mut order: Vec<u32> = if in_order {
+        subset.to_vec()
+    } else {
+        let mut keyed: Vec<(OrderKey, u32)> = subset.iter().map(|&i| (key(i), i)).collect();
+        keyed.sort_by_key(|k| k.0);
+        keyed.into_iter().map(|(_, i)| i).collect()
+    };
     let mut queues: Vec<ClusterQueueId> = order
         .iter()
         .filter(|&&i| t.local_queue_usage(i as usize).is_some())

@@ -88,23 +88,7 @@ impl<'c> QuotaView<'c> {
     ) -> QuotaView<'c> {
         let req_frs: Vec<FrId> = req.requests.iter().map(|r| r.fr).collect();
         let mut view = QuotaView::new(catalog, &req_frs);
-        view.reserve(req.usage_nodes.len());
-        let width = req.requests.len();
-        for (i, &node) in req.usage_nodes.iter().enumerate() {
-            view.include(node);
-            let Some(slot) = view.slot(node) else {
-                continue;
-            };
-            for (j, &fr) in req_frs.iter().enumerate() {
-                // With duplicate flavor-resources in `requests`, the first column wins.
-                if req_frs[..j].contains(&fr) {
-                    continue;
-                }
-                if let (Some(col), Some(&v)) = (view.column(fr), req.usage.get(i * width + j)) {
-                    view.usage[slot * view.frs.len() + col] = v;
-                }
-            }
-        }
+        view.load_rows(&req.usage_nodes, &req.usage, &req_frs);
         if let Some(node) = catalog.cluster_queue_node(req.preemptor.cluster_queue) {
             view.include(node);
         }
@@ -121,6 +105,59 @@ impl<'c> QuotaView<'c> {
             }
         }
         view
+    }
+
+    /// Loads usage rows: row `i` of `usage` (`width` entries, one per requested
+    /// flavor-resource, duplicates included) is the usage of `nodes[i]`. The host lists every
+    /// ancestor of a listed node, so one pass gives each node its slot and a second links
+    /// parents; an ancestor missing from the list is included with usage 0. A node listed
+    /// twice, or not in the catalog, is skipped.
+    fn load_rows(&mut self, nodes: &[NodeId], usage: &[Quantity], row_frs: &[FrId]) {
+        let catalog = self.catalog;
+        let (width, cols) = (row_frs.len(), self.frs.len());
+        // Column → its entry in a row; with duplicate flavor-resources the first one wins.
+        let entry: Vec<usize> = self
+            .frs
+            .iter()
+            .map(|fr| row_frs.iter().position(|f| f == fr).unwrap_or(usize::MAX))
+            .collect();
+        self.reserve(nodes.len());
+        for (i, &node) in nodes.iter().enumerate() {
+            let slot = match self.slot_of.get(node as usize) {
+                None => continue,
+                // Listed twice: the later row wins, as setting it again would.
+                Some(&s) if s != NONE => s as usize,
+                Some(_) => {
+                    self.slot_of[node as usize] = self.nodes.len() as u32;
+                    self.nodes.push(node);
+                    self.parent.push(NONE);
+                    self.cohort.push(catalog.is_cohort(node));
+                    for &fr in &self.frs {
+                        self.quotas.push(catalog.quota(node, fr));
+                        self.usage.push(0);
+                    }
+                    self.nodes.len() - 1
+                }
+            };
+            for (c, &j) in entry.iter().enumerate() {
+                if let Some(&v) = usage.get((i * width).saturating_add(j)) {
+                    self.usage[slot * cols + c] = v;
+                }
+            }
+        }
+        let loaded = self.nodes.len();
+        for slot in 0..loaded {
+            let Some(parent) = catalog.parent(self.nodes[slot]) else {
+                continue;
+            };
+            if self.slot_of.get(parent as usize) == Some(&NONE) {
+                self.include(parent);
+            }
+            if let Some(&p) = self.slot_of.get(parent as usize) {
+                self.parent[slot] = p;
+            }
+        }
+        debug_assert_eq!(self.usage.len(), self.nodes.len() * cols);
     }
 
     /// Room for `nodes` more nodes without reallocating.
@@ -346,7 +383,10 @@ impl<'c> QuotaView<'c> {
             let slot = match slot {
                 Some(s) => s,
                 None => {
-                    self.include(node);
+                    // Usually in the view already: `include` only when it is not.
+                    if self.slot(node).is_none() {
+                        self.include(node);
+                    }
                     let Some(s) = self.slot(node) else {
                         return;
                     };
