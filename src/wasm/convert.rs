@@ -452,6 +452,44 @@ pub fn fr_amounts(v: &[(FrIdx, i64)]) -> Vec<t::FrAmount> {
         .collect()
 }
 
+/// Which tree nodes a call has listed already: one stamp per node, reused from call to call
+/// (a new call is one increment), so that a call costs what it lists rather than the size of
+/// the whole tree.
+#[derive(Default)]
+struct Seen {
+    stamp: Vec<u32>,
+    epoch: u32,
+}
+
+impl Seen {
+    fn start(&mut self, nodes: usize) {
+        if self.stamp.len() != nodes {
+            self.stamp = vec![0; nodes];
+            self.epoch = 0;
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.stamp.fill(0);
+            self.epoch = 1;
+        }
+    }
+
+    /// Marks node `i`; false when it was marked already in this call (or is not a node).
+    fn insert(&mut self, i: usize) -> bool {
+        match self.stamp.get_mut(i) {
+            Some(s) if *s != self.epoch => {
+                *s = self.epoch;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+thread_local! {
+    static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::new(Seen::default());
+}
+
 /// Usage of `nodes` and all their ancestors (each once, in first-seen order) for the
 /// flavor-resources of `frs`, row-major.
 pub fn usage_rows(
@@ -460,18 +498,18 @@ pub fn usage_rows(
     nodes: impl IntoIterator<Item = NodeId>,
     frs: &[FrIdx],
 ) -> (Vec<u32>, Vec<i64>) {
-    // One flag per tree node: cheaper than hashing the ~100 nodes of a large cohort per call.
-    let mut seen = vec![false; cluster.tree.len()];
     let mut rows = Vec::new();
-    for node in nodes {
-        for n in std::iter::once(node).chain(cluster.tree.ancestors(node)) {
-            match seen.get_mut(n.0 as usize) {
-                Some(s) if !*s => *s = true,
-                _ => break,
+    SEEN.with_borrow_mut(|seen| {
+        seen.start(cluster.tree.len());
+        for node in nodes {
+            for n in std::iter::once(node).chain(cluster.tree.ancestors(node)) {
+                if !seen.insert(n.0 as usize) {
+                    break;
+                }
+                rows.push(n);
             }
-            rows.push(n);
         }
-    }
+    });
     let mut values = Vec::with_capacity(rows.len() * frs.len());
     for &n in &rows {
         values.extend(frs.iter().map(|&fr| usage.get(n, fr)));

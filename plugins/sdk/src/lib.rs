@@ -69,6 +69,7 @@ pub mod ordering;
 pub mod placement;
 pub mod preemption;
 pub mod quota;
+mod slots;
 pub mod testing;
 mod workload;
 

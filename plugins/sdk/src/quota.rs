@@ -18,9 +18,8 @@
 
 use crate::catalog::Catalog;
 use crate::preemption::{Candidate, CandidateTable, Request};
+use crate::slots::{NONE, SlotMap};
 use crate::types::{FrAmount, FrId, NodeId, NodeKind, Quantity, Quota, UsageTable};
-
-const NONE: u32 = u32::MAX;
 
 /// Quota usage of part of the quota tree, with Kueue's arithmetic.
 ///
@@ -36,7 +35,7 @@ pub struct QuotaView<'c> {
     /// Flavor-resource → column, `NONE` when not tracked.
     col_of: Vec<u32>,
     /// Catalog node → slot, `NONE` when not in the view.
-    slot_of: Vec<u32>,
+    slot_of: SlotMap,
     /// Slot → catalog node.
     nodes: Vec<NodeId>,
     /// Slot → the slot of its parent, `NONE` for a root. The ancestors of a node in the view
@@ -70,7 +69,7 @@ impl<'c> QuotaView<'c> {
             catalog,
             frs: columns,
             col_of,
-            slot_of: vec![NONE; catalog.nodes.len()],
+            slot_of: SlotMap::new(catalog.nodes.len()),
             nodes: Vec::new(),
             parent: Vec::new(),
             cohort: Vec::new(),
@@ -126,9 +125,9 @@ impl<'c> QuotaView<'c> {
             let slot = match self.slot_of.get(node as usize) {
                 None => continue,
                 // Listed twice: the later row wins, as setting it again would.
-                Some(&s) if s != NONE => s as usize,
+                Some(s) if s != NONE => s as usize,
                 Some(_) => {
-                    self.slot_of[node as usize] = self.nodes.len() as u32;
+                    self.slot_of.set(node as usize, self.nodes.len() as u32);
                     self.nodes.push(node);
                     self.parent.push(NONE);
                     self.cohort.push(catalog.is_cohort(node));
@@ -150,10 +149,10 @@ impl<'c> QuotaView<'c> {
             let Some(parent) = catalog.parent(self.nodes[slot]) else {
                 continue;
             };
-            if self.slot_of.get(parent as usize) == Some(&NONE) {
+            if self.slot_of.get(parent as usize) == Some(NONE) {
                 self.include(parent);
             }
-            if let Some(&p) = self.slot_of.get(parent as usize) {
+            if let Some(p) = self.slot_of.get(parent as usize) {
                 self.parent[slot] = p;
             }
         }
@@ -202,7 +201,7 @@ impl<'c> QuotaView<'c> {
     /// Nodes that are not in the catalog are ignored.
     pub fn include(&mut self, node: NodeId) {
         // Including a node always includes its ancestors: nothing to do if it is there.
-        if self.slot_of.get(node as usize).is_none_or(|&s| s != NONE) {
+        if self.slot_of.get(node as usize).is_none_or(|s| s != NONE) {
             return;
         }
         let catalog = self.catalog;
@@ -213,14 +212,14 @@ impl<'c> QuotaView<'c> {
             // The ancestors of an included node are included. A parent outside the catalog
             // ends the chain as a root would.
             match self.slot_of.get(n as usize) {
-                Some(&s) if s != NONE => {
+                Some(s) if s != NONE => {
                     above = s;
                     break;
                 }
                 Some(_) => {}
                 None => break,
             }
-            self.slot_of[n as usize] = self.nodes.len() as u32;
+            self.slot_of.set(n as usize, self.nodes.len() as u32);
             self.nodes.push(n);
             self.parent.push(self.nodes.len() as u32);
             self.cohort.push(catalog.is_cohort(n));
@@ -243,7 +242,7 @@ impl<'c> QuotaView<'c> {
 
     fn slot(&self, node: NodeId) -> Option<usize> {
         match self.slot_of.get(node as usize) {
-            Some(&s) if s != NONE => Some(s as usize),
+            Some(s) if s != NONE => Some(s as usize),
             _ => None,
         }
     }
