@@ -1,9 +1,10 @@
 //! Kueue's classical victim selection: order candidates, remove them one by one on a copy of the
 //! quota snapshot until the preemptor fits, then add back those that were not needed.
 
-use std::cmp::Ordering;
+use std::cmp::{Ordering, Reverse};
 
 use crate::api::BorrowWithinCohortPolicy;
+use crate::cluster::{Millis, WorkloadId};
 use crate::policy::{
     Candidate, CandidateKind, PolicyError, PolicyRef, PreemptionPolicy, PreemptionRequest,
     VictimSet,
@@ -21,6 +22,20 @@ pub fn candidates_ordering(a: &Candidate, b: &Candidate, own: crate::cluster::Cq
         .cmp(&a.evicted)
         .then_with(|| (a.cluster_queue == own).cmp(&(b.cluster_queue == own)))
         .then_with(|| by_priority_then_recency(a, b))
+}
+
+/// [`candidates_ordering`] as a sort key, smallest first: not evicted, in the preemptor's own
+/// queue, priority, admission time latest first, workload handle.
+type OrderKey = (bool, bool, i64, Reverse<Millis>, WorkloadId);
+
+fn order_key(c: &Candidate, own: crate::cluster::CqId) -> OrderKey {
+    (
+        !c.evicted,
+        c.cluster_queue == own,
+        c.priority,
+        Reverse(c.reserved_at),
+        c.workload,
+    )
 }
 
 /// The end of Kueue's candidate order: lower priority first, most recently admitted first,
@@ -48,8 +63,18 @@ fn within_queue(a: &Candidate, b: &Candidate) -> Ordering {
 /// then re-sorts each admission-fair-sharing queue's candidates among the positions that queue
 /// holds, with usage first. Without admission fair sharing this is [`candidates_ordering`].
 pub fn candidate_order(candidates: &[Candidate], own: crate::cluster::CqId) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..candidates.len()).collect();
-    order.sort_by(|&a, &b| candidates_ordering(&candidates[a], &candidates[b], own));
+    // Keys once per candidate, compared as tuples: a comparator called O(n log n) times
+    // re-read both candidates every time. Already in order (as the host passes them to a
+    // policy), one pass confirms it.
+    let mut keyed: Vec<(OrderKey, usize)> = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (order_key(c, own), i))
+        .collect();
+    if !keyed.is_sorted() {
+        keyed.sort_unstable();
+    }
+    let mut order: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
     let mut queues: Vec<crate::cluster::CqId> = candidates
         .iter()
         .filter(|c| c.local_queue_usage.is_some())
