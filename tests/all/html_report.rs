@@ -108,7 +108,8 @@ fn compare_lists_exactly_the_workloads_whose_fate_differs_and_why() {
         "usage of default/cpu in team, stacked per ClusterQueue",
         "time to admit by LocalQueue",
         "admissions, preemptions (by reason) and admission-check waits over time",
-        "against its weighted entitlement (dashed)",
+        "share of the cohort tree&#39;s default/cpu per ClusterQueue (solid) against its \
+         weighted entitlement (dashed)",
     ] {
         for run in ["A (preemption=builtin)", "B (preemption=min-runtime)"] {
             assert!(
@@ -225,7 +226,7 @@ fn every_chart_of_a_report_renders_in_a_browser_without_errors() {
                     .to_string(),
             ],
             vec![
-                "run: usage of nvidia.com/gpu",
+                "run: usage of a100/nvidia.com/gpu in gpus, stacked per ClusterQueue",
                 "run: workloads waiting for their admission checks",
             ],
         ),

@@ -75,6 +75,7 @@ pub fn unit_of(resource: &str) -> (&'static str, f64) {
         "cpu" => ("cores", 1000.0),
         "memory" | "ephemeral-storage" => ("GiB", 1000.0 * 1024.0 * 1024.0 * 1024.0),
         "pods" => ("pods", 1000.0),
+        "gpu" => ("GPUs", 1000.0),
         _ => ("units", 1000.0),
     }
 }
