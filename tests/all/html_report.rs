@@ -108,8 +108,8 @@ fn compare_lists_exactly_the_workloads_whose_fate_differs_and_why() {
         "usage of default/cpu in team, stacked per ClusterQueue",
         "time to admit by LocalQueue",
         "admissions, preemptions (by reason) and admission-check waits over time",
-        "share of the cohort tree&#39;s default/cpu per ClusterQueue (solid) against its \
-         weighted entitlement (dashed)",
+        "share of the tree&#39;s default/cpu (solid) vs weighted entitlement (dashed), per \
+         ClusterQueue",
     ] {
         for run in ["A (preemption=builtin)", "B (preemption=min-runtime)"] {
             assert!(
@@ -206,13 +206,14 @@ fn every_chart_of_a_report_renders_in_a_browser_without_errors() {
             ],
             vec![
                 "usage of default/cpu in all cohort trees, stacked per cohort tree",
-                "usage of default/cpu in cohort-0, stacked per ClusterQueue (the 7 of 10 with \
-                 the highest peaks, the rest together)",
-                "default/cpu borrowed beyond nominal quota per ClusterQueue of cohort-0",
+                "usage of default/cpu in cohort-0, stacked per ClusterQueue (top 7 of 10 by \
+                 peak, the rest together)",
+                "default/cpu borrowed beyond nominal quota, ClusterQueues of cohort-0 (top 7 of \
+                 10 by peak)",
                 "time to admit by workload class",
-                "time to admit by LocalQueue, the 7 with the longest p95 waits",
+                "time to admit by LocalQueue (top 7 of 20 by p95, the rest together)",
                 "admissions, preemptions (by reason) and admission-check waits over time",
-                "against its weighted entitlement (dashed)",
+                "vs weighted entitlement (dashed), per ClusterQueue, 4 of 20 furthest from it",
                 "Jain&#39;s index of the ClusterQueues&#39; shares over time (1 = equal)",
                 "Time to admit by workload class, A (solid) and B (dashed) overlaid",
             ],

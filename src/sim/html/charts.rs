@@ -56,19 +56,42 @@ pub struct ChartError {
     pub message: String,
 }
 
-const SIZE: (u32, u32) = (760, 340);
+/// The whole chart, and the width of the plot (the legend is drawn to its right, never over
+/// the data).
+const SIZE: (u32, u32) = (960, 340);
+const PLOT_WIDTH: u32 = 730;
 
-/// A legend sample: a line of 16 pixels, solid or in two dashes.
-fn legend_line<'a, DB: DrawingBackend + 'a>(
-    (x, y): (i32, i32),
-    style: ShapeStyle,
-    dashed: bool,
-) -> impl IntoDynElement<'a, DB, (i32, i32)> {
-    let gap = if dashed { 4 } else { 0 };
-    EmptyElement::at((x, y))
-        + PathElement::new(vec![(0, 0), (6, 0)], style)
-        + PathElement::new(vec![(6 + gap, 0), (16, 0)], style)
+/// Legend entries longer than this are cut (the table beneath has the whole name).
+const LEGEND_CHARS: usize = 32;
+
+/// `name` cut in the middle to [`LEGEND_CHARS`] (its end often tells series apart: a run's
+/// label, `share` or `entitlement`).
+fn shorten(name: &str) -> String {
+    let n = name.chars().count();
+    if n <= LEGEND_CHARS {
+        return name.to_string();
+    }
+    let head = (LEGEND_CHARS - 1) / 2;
+    let tail = LEGEND_CHARS - 1 - head;
+    name.chars()
+        .take(head)
+        .chain(['…'])
+        .chain(name.chars().skip(n - tail))
+        .collect()
 }
+
+/// How a legend entry is sampled.
+#[derive(Clone, Copy)]
+enum Sample {
+    Line { style: ShapeStyle, dashed: bool },
+    Fill(ShapeStyle),
+}
+
+type Chart<'b, 'a> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
 
 /// The chart's `<svg>` labelled for screen readers with its title.
 fn labelled(svg: String, title: &str) -> String {
@@ -86,179 +109,174 @@ fn extent(xs: impl Iterator<Item = f64>, ys: impl Iterator<Item = f64>) -> (f64,
     (x, y)
 }
 
-type Chart<'b, 'a> = ChartContext<
-    'a,
-    SVGBackend<'b>,
-    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
->;
-
-/// Draws the reference lines and the legend, then the chart.
-fn finish<'b: 'a, 'a>(
-    mut chart: Chart<'b, 'a>,
+/// A chart's frame: a title, axes with their labels and a light grid, `plot` drawn in it, the
+/// reference lines over it and the legend of what `plot` drew and of the references beside it.
+fn frame(
+    title: &str,
+    labels: (&str, &str),
+    max: (f64, f64),
     references: &[(String, f64)],
-    x_max: f64,
-    drew_something: bool,
-    fail: &dyn Fn(&dyn std::fmt::Display) -> ChartError,
-) -> Result<(), ChartError> {
-    for (k, (label, y)) in references.iter().enumerate() {
-        let style = BLACK.stroke_width(2);
-        let dashed = k > 0;
-        let line = [(0.0, *y), (x_max, *y)];
-        let anno = if dashed {
-            chart
-                .draw_series(DashedLineSeries::new(line, 8, 5, style))
-                .map_err(|e| fail(&e))?
-        } else {
-            chart
-                .draw_series(LineSeries::new(line, style))
-                .map_err(|e| fail(&e))?
-        };
-        anno.label(label.as_str())
-            .legend(move |at| legend_line(at, style, dashed));
-    }
-    if drew_something || !references.is_empty() {
+    plot: impl FnOnce(&mut Chart<'_, '_>) -> Result<Vec<(String, Sample)>, String>,
+) -> Result<String, ChartError> {
+    let fail = |e: &dyn std::fmt::Display| ChartError {
+        title: title.to_string(),
+        message: e.to_string(),
+    };
+    let (x_max, y_max) = max;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| fail(&e))?;
+        let root = root
+            .titled(title, ("sans-serif", 14))
+            .map_err(|e| fail(&e))?;
+        let (left, right) = root.split_horizontally(PLOT_WIDTH);
+        let mut chart = ChartBuilder::on(&left)
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..x_max, 0f64..y_max)
+            .map_err(|e| fail(&e))?;
         chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
+            .configure_mesh()
+            .x_desc(labels.0)
+            .y_desc(labels.1)
+            .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(|e| fail(&e))?;
+        let mut entries = plot(&mut chart).map_err(|e| fail(&e))?;
+        for (k, (label, y)) in references.iter().enumerate() {
+            let style = BLACK.stroke_width(2);
+            let dashed = k > 0;
+            let line = [(0.0, *y), (x_max, *y)];
+            if dashed {
+                chart.draw_series(DashedLineSeries::new(line, 8, 5, style))
+            } else {
+                chart.draw_series(LineSeries::new(line, style))
+            }
+            .map_err(|e| fail(&e))?;
+            entries.push((label.clone(), Sample::Line { style, dashed }));
+        }
+        for (k, (name, sample)) in entries.iter().enumerate() {
+            let y = 20 + 18 * k as i32;
+            match *sample {
+                Sample::Line { style, dashed } => {
+                    let gap = if dashed { 4 } else { 0 };
+                    right
+                        .draw(&PathElement::new(vec![(8, y), (15, y)], style))
+                        .and_then(|_| {
+                            right.draw(&PathElement::new(vec![(15 + gap, y), (26, y)], style))
+                        })
+                }
+                Sample::Fill(style) => {
+                    right.draw(&Rectangle::new([(8, y - 6), (26, y + 6)], style))
+                }
+            }
+            .map_err(|e| fail(&e))?;
+            let shown = shorten(name);
+            right
+                .draw(&Text::new(
+                    shown,
+                    (32, y - 6),
+                    ("sans-serif", 12).into_font().color(&BLACK),
+                ))
+                .map_err(|e| fail(&e))?;
+        }
+        root.present().map_err(|e| fail(&e))?;
     }
-    Ok(())
+    Ok(labelled(svg, title))
 }
 
 /// The chart as one `<svg>` element, labelled for screen readers with its title.
 pub fn line_chart(c: &LineChart<'_>) -> Result<String, ChartError> {
-    let fail = |e: &dyn std::fmt::Display| ChartError {
-        title: c.title.to_string(),
-        message: e.to_string(),
-    };
     let points = c.series.iter().flat_map(|s| &s.points);
-    let (x_max, y_max) = extent(
+    let max = extent(
         points.clone().map(|p| p.0),
         points.map(|p| p.1).chain(c.references.iter().map(|r| r.1)),
     );
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| fail(&e))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(c.title, ("sans-serif", 16))
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..x_max, 0f64..y_max)
-            .map_err(|e| fail(&e))?;
-        chart
-            .configure_mesh()
-            .x_desc(c.x_label)
-            .y_desc(c.y_label)
-            .light_line_style(RGBColor(235, 235, 235))
-            .draw()
-            .map_err(|e| fail(&e))?;
-        for (i, s) in c.series.iter().enumerate() {
-            let (colour_index, dashed) = if c.paired {
-                (i / 2, i % 2 == 1)
-            } else {
-                (i, false)
-            };
-            let colour = PALETTE[colour_index % PALETTE.len()];
-            // Past the palette, wider strokes tell repeated colours apart.
-            let width = 1 + (colour_index / PALETTE.len()) as u32 + u32::from(dashed);
-            let style = colour.stroke_width(width);
-            let points = s.points.iter().copied();
-            let anno = if dashed {
-                chart
-                    .draw_series(DashedLineSeries::new(points, 6, 4, style))
-                    .map_err(|e| fail(&e))?
-            } else {
-                chart
-                    .draw_series(LineSeries::new(points, style))
-                    .map_err(|e| fail(&e))?
-            };
-            anno.label(s.name.as_str())
-                .legend(move |at| legend_line(at, style, dashed));
-        }
-        finish(chart, c.references, x_max, !c.series.is_empty(), &fail)?;
-        root.present().map_err(|e| fail(&e))?;
-    }
-    Ok(labelled(svg, c.title))
+    frame(
+        c.title,
+        (c.x_label, c.y_label),
+        max,
+        c.references,
+        |chart| {
+            let mut entries = Vec::with_capacity(c.series.len());
+            for (i, s) in c.series.iter().enumerate() {
+                let (colour_index, dashed) = if c.paired {
+                    (i / 2, i % 2 == 1)
+                } else {
+                    (i, false)
+                };
+                let colour = PALETTE[colour_index % PALETTE.len()];
+                // Past the palette, wider strokes tell repeated colours apart.
+                let width = 1 + (colour_index / PALETTE.len()) as u32 + u32::from(dashed);
+                let style = colour.stroke_width(width);
+                let points = s.points.iter().copied();
+                if dashed {
+                    chart.draw_series(DashedLineSeries::new(points, 6, 4, style))
+                } else {
+                    chart.draw_series(LineSeries::new(points, style))
+                }
+                .map_err(|e| e.to_string())?;
+                entries.push((s.name.clone(), Sample::Line { style, dashed }));
+            }
+            Ok(entries)
+        },
+    )
 }
 
 /// The stacked chart as one `<svg>` element, labelled for screen readers with its title.
 pub fn stacked_chart(c: &StackedChart<'_>) -> Result<String, ChartError> {
-    let fail = |e: &dyn std::fmt::Display| ChartError {
-        title: c.title.to_string(),
-        message: e.to_string(),
-    };
     let tops: Vec<f64> = (0..c.times.len())
         .map(|k| c.layers.iter().map(|l| l.values[k]).sum())
         .collect();
-    let (x_max, y_max) = extent(
+    let max = extent(
         c.times.iter().copied(),
         tops.iter().copied().chain(c.references.iter().map(|r| r.1)),
     );
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| fail(&e))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(c.title, ("sans-serif", 16))
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..x_max, 0f64..y_max)
-            .map_err(|e| fail(&e))?;
-        chart
-            .configure_mesh()
-            .x_desc(c.x_label)
-            .y_desc(c.y_label)
-            .light_line_style(RGBColor(235, 235, 235))
-            .draw()
-            .map_err(|e| fail(&e))?;
-        let mut below = vec![0.0; c.times.len()];
-        for (i, layer) in c.layers.iter().enumerate() {
-            let above: Vec<f64> = below
-                .iter()
-                .zip(&layer.values)
-                .map(|(b, v)| b + v)
-                .collect();
-            let upper = super::downsample::steps(
-                &c.times
+    frame(
+        c.title,
+        (c.x_label, c.y_label),
+        max,
+        c.references,
+        |chart| {
+            let mut entries = Vec::with_capacity(c.layers.len());
+            let mut below = vec![0.0; c.times.len()];
+            let at = |values: &[f64]| -> Vec<(f64, f64)> {
+                let points: Vec<(f64, f64)> = c
+                    .times
                     .iter()
                     .copied()
-                    .zip(above.iter().copied())
-                    .collect::<Vec<_>>(),
-            );
-            let lower = super::downsample::steps(
-                &c.times
+                    .zip(values.iter().copied())
+                    .collect();
+                super::downsample::steps(&points)
+            };
+            for (i, layer) in c.layers.iter().enumerate() {
+                let above: Vec<f64> = below
+                    .iter()
+                    .zip(&layer.values)
+                    .map(|(b, v)| b + v)
+                    .collect();
+                let (upper, lower) = (at(&above), at(&below));
+                let outline: Vec<(f64, f64)> = upper
                     .iter()
                     .copied()
-                    .zip(below.iter().copied())
-                    .collect::<Vec<_>>(),
-            );
-            let outline: Vec<(f64, f64)> = upper
-                .iter()
-                .copied()
-                .chain(lower.into_iter().rev())
-                .collect();
-            let colour = PALETTE[i % PALETTE.len()];
-            let fill = colour.mix(0.8).filled();
-            chart
-                .draw_series(std::iter::once(Polygon::new(outline, fill)))
-                .map_err(|e| fail(&e))?
-                .label(layer.name.as_str())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], fill));
-            chart
-                .draw_series(LineSeries::new(upper, colour.stroke_width(1)))
-                .map_err(|e| fail(&e))?;
-            below = above;
-        }
-        finish(chart, c.references, x_max, !c.layers.is_empty(), &fail)?;
-        root.present().map_err(|e| fail(&e))?;
-    }
-    Ok(labelled(svg, c.title))
+                    .chain(lower.into_iter().rev())
+                    .collect();
+                let colour = PALETTE[i % PALETTE.len()];
+                let fill = colour.mix(0.8).filled();
+                chart
+                    .draw_series(std::iter::once(Polygon::new(outline, fill)))
+                    .map_err(|e| e.to_string())?;
+                chart
+                    .draw_series(LineSeries::new(upper, colour.stroke_width(1)))
+                    .map_err(|e| e.to_string())?;
+                entries.push((layer.name.clone(), Sample::Fill(fill)));
+                below = above;
+            }
+            Ok(entries)
+        },
+    )
 }
 
 #[cfg(test)]
@@ -314,6 +332,16 @@ mod tests {
         ] {
             assert!(svg.contains(text), "{text}");
         }
+    }
+
+    #[test]
+    fn long_legend_entries_are_cut_in_the_middle() {
+        assert_eq!(shorten("cq-a"), "cq-a");
+        let long = "cq-0-1-cohort-1/cq-0-1-cohort-1 (A)";
+        let short = shorten(long);
+        assert_eq!(short.chars().count(), LEGEND_CHARS);
+        assert!(short.starts_with("cq-0-1-cohort-1") && short.ends_with("cohort-1 (A)"));
+        assert!(short.contains('…'));
     }
 
     #[test]

@@ -29,9 +29,9 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:1600px;color:#111}\
+const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:2000px;color:#111}\
 h2{border-bottom:1px solid #999;margin-top:2em}.runs{display:flex;flex-wrap:wrap;gap:2em}\
-.run{flex:1 1 760px}.overlay{max-width:800px}figure{margin:1em 0}figcaption{font-weight:bold}\
+.run{flex:1 1 760px;min-width:0}.overlay{max-width:960px}svg{max-width:100%;height:auto}figure{margin:1em 0}figcaption{font-weight:bold}\
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;padding:2px 8px;\
 text-align:right}td:first-child,th:first-child{text-align:left}";
 
@@ -88,7 +88,8 @@ fn optional(x: Option<f64>) -> String {
     x.map_or_else(|| "none".to_string(), num)
 }
 
-/// The empirical distribution of each group's waits, as drawable series.
+/// The empirical distribution of each group's waits, as drawable series (steps: the share
+/// admitted within `x` seconds holds until the next wait).
 fn cdf(waits: &[&Waits]) -> Vec<Series> {
     waits
         .iter()
@@ -102,7 +103,7 @@ fn cdf(waits: &[&Waits]) -> Vec<Series> {
                 .collect();
             Series {
                 name: w.name.clone(),
-                points: super::downsample::min_max(&points, MAX_POINTS),
+                points: super::downsample::steps(&super::downsample::min_max(&points, MAX_POINTS)),
             }
         })
         .collect()
@@ -119,7 +120,7 @@ fn stepped(s: &Series) -> Series {
 fn stacked_figure(out: &mut String, label: &str, s: &Stacked) -> Result<(), ChartError> {
     let shown = if s.of > s.layers.len() {
         format!(
-            " (the {} of {} with the highest peaks, the rest together)",
+            " (top {} of {} by peak, the rest together)",
             s.layers.len() - 1,
             s.of
         )
@@ -174,17 +175,12 @@ fn stacked_figure(out: &mut String, label: &str, s: &Stacked) -> Result<(), Char
 
 fn borrowing_figure(out: &mut String, label: &str, b: &Borrowing) -> Result<(), ChartError> {
     let shown = if b.of > b.series.len() {
-        format!(
-            " (the {} of {} with the highest peaks)",
-            b.series.len(),
-            b.of
-        )
+        format!(" (top {} of {} by peak)", b.series.len(), b.of)
     } else {
         String::new()
     };
     let title = format!(
-        "{label}: {} borrowed beyond nominal quota per ClusterQueue of {}{shown}, against the \
-         borrowing limit",
+        "{label}: {} borrowed beyond nominal quota, ClusterQueues of {}{shown}",
         b.resource, b.tree
     );
     let y = format!("borrowed {} ({})", b.resource, b.unit);
@@ -295,14 +291,15 @@ fn waits_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
     for chart in &run.waits {
         let shown = if chart.of > chart.groups.len() {
             format!(
-                ", the {} with the longest p95 waits and the rest together",
-                chart.groups.len() - 1
+                " (top {} of {} by p95, the rest together)",
+                chart.groups.len() - 1,
+                chart.of
             )
         } else {
             String::new()
         };
         let title = format!(
-            "{}: time to admit by {}{shown} (cumulative share)",
+            "{}: time to admit by {}{shown}, cumulative",
             run.label, chart.by
         );
         let groups: Vec<&Waits> = chart.groups.iter().collect();
@@ -400,17 +397,13 @@ fn fairness_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> 
     }
     for chart in &run.shares {
         let shown = if chart.of > chart.rows.len() {
-            format!(
-                " (the {} of {} furthest from it)",
-                chart.rows.len(),
-                chart.of
-            )
+            format!(", {} of {} furthest from it", chart.rows.len(), chart.of)
         } else {
             String::new()
         };
         let title = format!(
-            "{}: share of the cohort tree's {} per ClusterQueue{shown} (solid) against its \
-             weighted entitlement (dashed)",
+            "{}: share of the tree's {} (solid) vs weighted entitlement (dashed), per \
+             ClusterQueue{shown}",
             run.label, chart.resource
         );
         let drawn: Vec<Series> = chart.series.iter().map(stepped).collect();
@@ -520,7 +513,7 @@ fn waits_overlay(out: &mut String, a: &RunModel, b: &RunModel) -> Result<(), Cha
         let (ga, gb): (Vec<&Waits>, Vec<&Waits>) = pairs.iter().copied().unzip();
         let series = interleave(&cdf(&ga), &cdf(&gb), labels);
         let title = format!(
-            "Time to admit by {}, {} (solid) and {} (dashed) overlaid (cumulative share)",
+            "Time to admit by {}, {} (solid) and {} (dashed) overlaid, cumulative",
             x.by, labels.0, labels.1
         );
         let mut rows = waits_rows(&ga, Some(labels.0));
