@@ -14,12 +14,14 @@
 //! - `downsample.rs`: a few hundred points per series, extremes kept;
 //! - `charts.rs`: the SVG charts (lines, stacked areas);
 //! - `diff.rs`: the workloads whose fate differs between two runs;
+//! - `overlay.rs`: two runs on the same axes;
 //! - `page.rs`: the HTML page, a table of numbers behind every chart.
 
 mod charts;
 mod diff;
 mod downsample;
 mod model;
+mod overlay;
 mod page;
 mod sharing;
 mod timeline;

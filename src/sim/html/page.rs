@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use super::charts::{ChartError, LineChart, StackedChart, line_chart, stacked_chart};
 use super::diff::Difference;
 use super::model::{MAX_POINTS, RunModel, Series};
+use super::overlay;
 use super::usage::{Borrowing, Stacked};
 use super::waits::{Waits, quantile};
 
@@ -73,7 +74,7 @@ fn figure(out: &mut String, title: &str, svg: &str, header: &[&str], rows: &[Vec
 }
 
 /// A line chart with its table.
-fn line_figure(
+pub(super) fn line_figure(
     out: &mut String,
     chart: &LineChart<'_>,
     header: &[&str],
@@ -90,7 +91,7 @@ fn optional(x: Option<f64>) -> String {
 
 /// The empirical distribution of each group's waits, as drawable series (steps: the share
 /// admitted within `x` seconds holds until the next wait).
-fn cdf(waits: &[&Waits]) -> Vec<Series> {
+pub(super) fn cdf(waits: &[&Waits]) -> Vec<Series> {
     waits
         .iter()
         .map(|w| {
@@ -263,7 +264,7 @@ fn usage_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
     Ok(())
 }
 
-fn waits_rows(waits: &[&Waits], run: Option<&str>) -> Vec<Vec<String>> {
+pub(super) fn waits_rows(waits: &[&Waits], run: Option<&str>) -> Vec<Vec<String>> {
     waits
         .iter()
         .map(|w| {
@@ -281,7 +282,7 @@ fn waits_rows(waits: &[&Waits], run: Option<&str>) -> Vec<Vec<String>> {
         .collect()
 }
 
-const WAIT_COLUMNS: [&str; 5] = ["admitted", "p50 (s)", "p90 (s)", "p95 (s)", "max (s)"];
+pub(super) const WAIT_COLUMNS: [&str; 5] = ["admitted", "p50 (s)", "p90 (s)", "p95 (s)", "max (s)"];
 
 fn waits_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
     if run.waits.is_empty() {
@@ -463,7 +464,7 @@ fn fairness_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> 
     )
 }
 
-fn jain_rows(series: &[Series], run: Option<&str>) -> Vec<Vec<String>> {
+pub(super) fn jain_rows(series: &[Series], run: Option<&str>) -> Vec<Vec<String>> {
     series
         .iter()
         .map(|s| {
@@ -475,129 +476,6 @@ fn jain_rows(series: &[Series], run: Option<&str>) -> Vec<Vec<String>> {
             row
         })
         .collect()
-}
-
-/// Series of run A and run B interleaved (A's first), each named after its run.
-fn interleave(a: &[Series], b: &[Series], labels: (&str, &str)) -> Vec<Series> {
-    let named = |s: &Series, run: &str| Series {
-        name: format!("{} ({run})", s.name),
-        points: s.points.clone(),
-    };
-    a.iter()
-        .filter_map(|x| Some((x, b.iter().find(|y| y.name == x.name)?)))
-        .flat_map(|(x, y)| [named(x, labels.0), named(y, labels.1)])
-        .collect()
-}
-
-/// The first word of a run's label (`A`, `B`).
-fn short(label: &str) -> &str {
-    label.split_whitespace().next().unwrap_or(label)
-}
-
-fn waits_overlay(out: &mut String, a: &RunModel, b: &RunModel) -> Result<(), ChartError> {
-    let labels = (short(&a.label), short(&b.label));
-    for x in &a.waits {
-        let Some(y) = b.waits.iter().find(|y| y.by == x.by) else {
-            continue;
-        };
-        let pairs: Vec<(&Waits, &Waits)> = x
-            .groups
-            .iter()
-            .filter(|g| !g.name.starts_with("the other "))
-            .filter_map(|g| Some((g, y.groups.iter().find(|h| h.name == g.name)?)))
-            .take(super::waits::MAX_GROUPS / 2 + 1)
-            .collect();
-        if pairs.is_empty() {
-            continue;
-        }
-        let (ga, gb): (Vec<&Waits>, Vec<&Waits>) = pairs.iter().copied().unzip();
-        let series = interleave(&cdf(&ga), &cdf(&gb), labels);
-        let title = format!(
-            "Time to admit by {}, {} (solid) and {} (dashed) overlaid, cumulative",
-            x.by, labels.0, labels.1
-        );
-        let mut rows = waits_rows(&ga, Some(labels.0));
-        rows.extend(waits_rows(&gb, Some(labels.1)));
-        rows.sort_by(|p, q| p[0].cmp(&q[0]).then_with(|| p[1].cmp(&q[1])));
-        let mut header = vec![x.by, "run"];
-        header.extend(WAIT_COLUMNS);
-        line_figure(
-            out,
-            &LineChart {
-                title: &title,
-                x_label: "time to admit (s)",
-                y_label: "share of admitted workloads",
-                series: &series,
-                references: &[],
-                paired: true,
-            },
-            &header,
-            &rows,
-        )?;
-    }
-    Ok(())
-}
-
-fn timeline_overlay(out: &mut String, a: &RunModel, b: &RunModel) -> Result<(), ChartError> {
-    let labels = (short(&a.label), short(&b.label));
-    let series = interleave(
-        &[a.admissions.clone(), a.all_preemptions.clone()],
-        &[b.admissions.clone(), b.all_preemptions.clone()],
-        labels,
-    );
-    let title = format!(
-        "Admissions and preemptions over time, {} (solid) and {} (dashed) overlaid",
-        labels.0, labels.1
-    );
-    let rows: Vec<Vec<String>> = series
-        .iter()
-        .map(|s| {
-            let total = s.points.last().map_or(0.0, |p| p.1);
-            vec![s.name.clone(), format!("{total:.0}")]
-        })
-        .collect();
-    line_figure(
-        out,
-        &LineChart {
-            title: &title,
-            x_label: "virtual time (s)",
-            y_label: "count so far",
-            series: &series,
-            references: &[],
-            paired: true,
-        },
-        &["event", "total"],
-        &rows,
-    )
-}
-
-fn fairness_overlay(out: &mut String, a: &RunModel, b: &RunModel) -> Result<(), ChartError> {
-    let labels = (short(&a.label), short(&b.label));
-    let series = interleave(&a.jain, &b.jain, labels);
-    if series.is_empty() {
-        return Ok(());
-    }
-    let title = format!(
-        "Jain's index of the ClusterQueues' shares over time, {} (solid) and {} (dashed) \
-         overlaid",
-        labels.0, labels.1
-    );
-    let mut rows = jain_rows(&a.jain, Some(labels.0));
-    rows.extend(jain_rows(&b.jain, Some(labels.1)));
-    rows.sort_by(|p, q| p[0].cmp(&q[0]).then_with(|| p[1].cmp(&q[1])));
-    line_figure(
-        out,
-        &LineChart {
-            title: &title,
-            x_label: "virtual time (s)",
-            y_label: "Jain's index",
-            series: &series,
-            references: &[],
-            paired: true,
-        },
-        &["flavor/resource", "run", "lowest", "at the end"],
-        &rows,
-    )
 }
 
 fn policies_section(out: &mut String, run: &RunModel) {
@@ -723,21 +601,21 @@ pub fn render(runs: &[RunModel], differences: Option<&[Difference]>) -> Result<S
         "Time to admit",
         runs,
         waits_section,
-        Some(waits_overlay),
+        Some(overlay::waits),
     )?;
     section(
         &mut out,
         "Admissions, preemptions and admission-check waits",
         runs,
         timeline_section,
-        Some(timeline_overlay),
+        Some(overlay::timeline),
     )?;
     section(
         &mut out,
         "Fair sharing",
         runs,
         fairness_section,
-        Some(fairness_overlay),
+        Some(overlay::fairness),
     )?;
     section(
         &mut out,
