@@ -244,10 +244,7 @@ fn every_chart_of_a_report_renders_in_a_browser_without_errors() {
             "{name}: one SVG per chart"
         );
         for title in titles {
-            assert!(
-                html.contains(&format!("{title}")),
-                "{name}: no chart {title:?}"
-            );
+            assert!(html.contains(title), "{name}: no chart {title:?}");
         }
         let (dom, console) = render(&browser, &page);
         // Every chart parsed as an SVG element, labelled, with its lines and axis labels, and

@@ -42,10 +42,13 @@ pub struct ShareChart {
     pub rows: Vec<ShareRow>,
 }
 
+/// (seconds, share) samples of one ClusterQueue.
+type Points = Vec<(f64, f64)>;
+
 /// The charts of `fairness`, over a run of `duration` seconds.
 pub fn shares(fairness: &Fairness, duration: f64) -> Vec<ShareChart> {
     // flavor/resource → ClusterQueue → its samples.
-    let mut per_fr: BTreeMap<&str, BTreeMap<&str, Vec<(f64, f64)>>> = BTreeMap::new();
+    let mut per_fr: BTreeMap<&str, BTreeMap<&str, Points>> = BTreeMap::new();
     for sample in &fairness.samples {
         for (cq, shares) in &sample.shares {
             for (fr, &s) in shares {
@@ -67,7 +70,7 @@ pub fn shares(fairness: &Fairness, duration: f64) -> Vec<ShareChart> {
                 .and_then(|q| q.resources.get(fr))
                 .map_or(0.0, |r| r.entitlement)
         };
-        let mut ranked: Vec<(&str, Vec<(f64, f64)>, f64)> = queues
+        let mut ranked: Vec<(&str, Points, f64)> = queues
             .into_iter()
             .map(|(cq, points)| {
                 let e = entitlement(cq);
