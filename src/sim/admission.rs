@@ -37,7 +37,9 @@ impl Simulation {
     pub(super) fn stopped(&mut self, workload: WorkloadId) {
         self.checks.released(workload);
         self.readiness.released(workload);
-        self.reserved_by.remove(&workload);
+        if self.reserved_by.remove(&workload).is_some() {
+            self.check_waits.ended(workload, self.now, false);
+        }
     }
 
     /// Pods that became ready, and PodsReady timeouts: eviction with reason `PodsReadyTimeout`
@@ -159,6 +161,7 @@ impl Simulation {
                         .reserved_by
                         .remove(&w)
                         .unwrap_or_else(|| (PolicyRef::builtin(), PolicyRef::builtin()));
+                    self.check_waits.ended(w, self.now, true);
                     self.admit(w, policy, ordered_by);
                 }
                 Outcome::Evict {

@@ -9,6 +9,7 @@
 mod admission;
 pub mod attribution;
 pub mod bench;
+pub mod check_waits;
 pub mod checks;
 pub mod compare;
 pub use crate::api::duration;
@@ -131,6 +132,8 @@ pub struct Simulation {
     reserved_by: BTreeMap<WorkloadId, (PolicyRef, PolicyRef)>,
     /// Pod readiness and the PodsReady timeouts (`waitForPodsReady`).
     readiness: readiness::Readiness,
+    /// Every wait for admission checks (the HTML report's timeline).
+    pub(crate) check_waits: check_waits::CheckWaits,
 }
 
 impl Simulation {
@@ -176,6 +179,7 @@ impl Simulation {
             checks: checks::SimChecks::default(),
             reserved_by: BTreeMap::new(),
             readiness: readiness::Readiness::default(),
+            check_waits: Default::default(),
         };
         let cluster = &sim.scheduler.cluster;
         sim.usage_integral = vec![0; cluster.tree.len() * cluster.tree.n_fr()];
@@ -453,6 +457,7 @@ impl Simulation {
                         self.checks
                             .reserved(&self.scheduler.cluster, workload, &names, self.now);
                         self.reserved_by.insert(workload, (policy, ordered_by));
+                        self.check_waits.started(workload, self.now);
                     }
                 }
                 Decision::Preempted {

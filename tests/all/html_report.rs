@@ -81,8 +81,43 @@ fn compare_lists_exactly_the_workloads_whose_fate_differs_and_why() {
     assert!(fresh[2].starts_with("admitted to team"), "{fresh:?}");
     assert!(long[1].starts_with("admitted to team"), "{long:?}");
     assert!(long[2].contains("after being preempted at"), "{long:?}");
-    // Both runs' charts: usage, time to admit, the timeline and Jain's index each.
-    assert_eq!(html.matches("<svg").count(), 8, "{html}");
+    // Every chart is a figure of its own with one labelled SVG; both runs' charts, and the
+    // distributions of times to admit, the admissions and preemptions and Jain's index of
+    // both runs overlaid on the same axes.
+    assert_eq!(
+        html.matches("<svg").count(),
+        html.matches("<figure>").count()
+    );
+    assert_eq!(
+        html.matches("<svg role=\"img\" aria-label=\"").count(),
+        html.matches("<svg").count()
+    );
+    for overlaid in [
+        "Time to admit by LocalQueue, A (solid) and B (dashed) overlaid",
+        "Admissions and preemptions over time, A (solid) and B (dashed) overlaid",
+        "Jain&#39;s index of the ClusterQueues&#39; shares over time, A (solid) and B (dashed) \
+         overlaid",
+    ] {
+        assert_eq!(
+            html.matches(&format!("<figcaption>{overlaid}")).count(),
+            1,
+            "{overlaid}"
+        );
+    }
+    for side_by_side in [
+        "usage of default/cpu in team, stacked per ClusterQueue",
+        "time to admit by LocalQueue",
+        "admissions, preemptions (by reason) and admission-check waits over time",
+        "share of the tree&#39;s default/cpu (solid) vs weighted entitlement (dashed), per \
+         ClusterQueue",
+    ] {
+        for run in ["A (preemption=builtin)", "B (preemption=min-runtime)"] {
+            assert!(
+                html.contains(&format!("<figcaption>{run}: {side_by_side}")),
+                "{run}: {side_by_side}"
+            );
+        }
+    }
     assert!(
         html.contains("min-runtime")
             && html.contains("<caption>B (preemption=min-runtime): plugins</caption>")
@@ -103,24 +138,24 @@ fn chromium() -> Option<PathBuf> {
         })
 }
 
-#[test]
-fn every_chart_of_a_report_renders_in_a_browser_without_errors() {
-    let browser = chromium().expect(
-        "headless Chromium is needed to check the HTML report: run .ci/ensure-chromium \
-         (installs Debian's chromium package)",
-    );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let page = dir.path().join("report.html");
-    let html = simulate(
-        &[root()
-            .join("examples/reclaim-borrowed-quota.yaml")
-            .to_str()
-            .unwrap()],
-        &page,
-    );
-    assert_self_contained(&html);
-    let charts = html.matches("<svg").count();
-    assert!(charts >= 4, "{charts} charts");
+/// Two cohorts of ten ClusterQueues (each its own LocalQueue), two classes of workloads that
+/// borrow and preempt.
+const TWO_COHORTS: &str = "
+apiVersion: sim.wasq.dev/v1alpha1
+kind: Generator
+metadata: {name: two-cohorts}
+spec:
+  seed: 7
+  cohorts: 2
+  queuesPerCohort: 10
+  quota: {nominal: 2, borrowingLimit: 3}
+  classes:
+  - {name: small, count: 6, interval: 100ms, runtime: 500ms, priority: 50, cpu: 1}
+  - {name: large, count: 3, interval: 300ms, runtime: 1s, priority: 100, cpu: 3}
+";
+
+/// Opens `page` in headless Chromium: the DOM it built, and its console messages.
+fn render(browser: &Path, page: &Path) -> (String, Vec<String>) {
     let out = Command::new(browser)
         .args([
             "--headless",
@@ -138,15 +173,97 @@ fn every_chart_of_a_report_renders_in_a_browser_without_errors() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let dom = String::from_utf8_lossy(&out.stdout);
-    // Every chart parsed as an SVG element with its lines and axis labels.
-    assert_eq!(dom.matches("<svg").count(), charts, "{dom}");
-    assert_eq!(dom.matches("</svg>").count(), charts);
-    assert!(dom.matches("<polyline").count() >= charts * 2);
-    assert!(dom.contains("virtual time (s)") && dom.contains("time to admit (s)"));
-    // The page has no script: any console message is an error (a blocked resource, a parse
-    // error reported by the browser).
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
-    assert!(console.is_empty(), "{console:?}");
+    let console = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), console)
+}
+
+#[test]
+fn every_chart_of_a_report_renders_in_a_browser_without_errors() {
+    let browser = chromium().expect(
+        "headless Chromium is needed to check the HTML report: run .ci/ensure-chromium \
+         (installs Debian's chromium package)",
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let shape = dir.path().join("two-cohorts.yaml");
+    std::fs::write(&shape, TWO_COHORTS).expect("writes the shape");
+    let plugins = built().plugins.clone();
+    // Two cohort trees compared under two preemption policies: every usage, waits, timeline
+    // and fair-sharing chart, and the overlays; then one run with admission checks.
+    let pages = [
+        (
+            "compare.html",
+            vec![
+                "--plugins".to_string(),
+                plugins.display().to_string(),
+                "--compare".into(),
+                "preemption=builtin".into(),
+                "preemption=least-lost-work".into(),
+                shape.display().to_string(),
+            ],
+            vec![
+                "usage of default/cpu in all cohort trees, stacked per cohort tree",
+                "usage of default/cpu in cohort-0, stacked per ClusterQueue (top 7 of 10 by \
+                 peak, the rest together)",
+                "default/cpu borrowed beyond nominal quota, ClusterQueues of cohort-0 (top 7 of \
+                 10 by peak)",
+                "time to admit by workload class",
+                "time to admit by LocalQueue (top 7 of 20 by p95, the rest together)",
+                "admissions, preemptions (by reason) and admission-check waits over time",
+                "vs weighted entitlement (dashed), per ClusterQueue, 4 of 20 furthest from it",
+                "Jain&#39;s index of the ClusterQueues&#39; shares over time (1 = equal)",
+                "Time to admit by workload class, A (solid) and B (dashed) overlaid",
+            ],
+        ),
+        (
+            "checks.html",
+            vec![
+                root()
+                    .join("examples/provisioning-retries.yaml")
+                    .display()
+                    .to_string(),
+            ],
+            vec![
+                "run: usage of a100/nvidia.com/gpu in gpus, stacked per ClusterQueue",
+                "run: workloads waiting for their admission checks",
+            ],
+        ),
+    ];
+    for (name, args, titles) in pages {
+        let page = dir.path().join(name);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let html = simulate(&args, &page);
+        assert_self_contained(&html);
+        let charts = html.matches("<figure>").count();
+        assert_eq!(
+            html.matches("<svg").count(),
+            charts,
+            "{name}: one SVG per chart"
+        );
+        for title in titles {
+            assert!(html.contains(title), "{name}: no chart {title:?}");
+        }
+        let (dom, console) = render(&browser, &page);
+        // Every chart parsed as an SVG element, labelled, with its lines and axis labels, and
+        // a table of its numbers.
+        assert_eq!(dom.matches("<svg").count(), charts, "{name}: {dom}");
+        assert_eq!(dom.matches("</svg>").count(), charts);
+        assert_eq!(dom.matches("role=\"img\" aria-label=\"").count(), charts);
+        assert_eq!(
+            dom.matches("<summary>The numbers</summary>").count(),
+            charts
+        );
+        assert!(dom.matches("<polyline").count() >= charts * 2);
+        assert!(
+            dom.matches("<polygon").count() >= 1,
+            "{name}: a stacked chart"
+        );
+        assert!(dom.contains("virtual time (s)") && dom.contains("time to admit (s)"));
+        // The page has no script: any console message is an error (a blocked resource, a
+        // parse error reported by the browser).
+        assert!(console.is_empty(), "{name}: {console:?}");
+    }
 }

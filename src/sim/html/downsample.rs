@@ -4,15 +4,24 @@
 /// At most `max` points of `points` (sorted by x): the first and last, and per bucket of equal
 /// x-width the lowest and the highest point, in x order. `max` below 4 is taken as 4.
 pub fn min_max(points: &[(f64, f64)], max: usize) -> Vec<(f64, f64)> {
+    min_max_indices(points, max)
+        .into_iter()
+        .map(|i| points[i])
+        .collect()
+}
+
+/// The indices of the points [`min_max`] keeps, ascending: for series drawn together (the
+/// layers of a stack), the instants chosen on their total.
+pub fn min_max_indices(points: &[(f64, f64)], max: usize) -> Vec<usize> {
     let max = max.max(4);
     if points.len() <= max {
-        return points.to_vec();
+        return (0..points.len()).collect();
     }
     let (first, last) = (points[0], points[points.len() - 1]);
     let buckets = (max - 2) / 2;
     let span = (last.0 - first.0).max(f64::MIN_POSITIVE);
     let mut out = Vec::with_capacity(max);
-    out.push(first);
+    out.push(0);
     let inner = &points[1..points.len() - 1];
     let mut at = 0;
     for b in 0..buckets {
@@ -34,15 +43,15 @@ pub fn min_max(points: &[(f64, f64)], max: usize) -> Vec<(f64, f64)> {
         ) else {
             continue;
         };
-        if lo.0 == hi.0 {
-            out.push(*lo.1);
-        } else if lo.0 < hi.0 {
-            out.extend([*lo.1, *hi.1]);
-        } else {
-            out.extend([*hi.1, *lo.1]);
+        // `inner` starts at index 1 of `points`.
+        let (lo, hi) = (start + lo.0 + 1, start + hi.0 + 1);
+        match lo.cmp(&hi) {
+            std::cmp::Ordering::Equal => out.push(lo),
+            std::cmp::Ordering::Less => out.extend([lo, hi]),
+            std::cmp::Ordering::Greater => out.extend([hi, lo]),
         }
     }
-    out.push(last);
+    out.push(points.len() - 1);
     out
 }
 

@@ -1,13 +1,18 @@
 //! The HTML page: one self-contained file (inline SVG and CSS, no script, no font or network
-//! access), a section per question — usage, time to admit, admissions and preemptions, fair
-//! sharing, policies — each chart with its numbers in a table beneath it, and with two runs
-//! the workloads whose fate differs.
+//! access), a section per question — usage, time to admit, admissions, preemptions and
+//! admission-check waits, fair sharing, policies — each chart with its numbers in a table
+//! beneath it. With two runs: each section side by side, the time-to-admit distributions,
+//! admissions and preemptions, and Jain's index also overlaid on the same axes (A solid, B
+//! dashed), and the workloads whose fate differs.
 
 use std::fmt::Write as _;
 
-use super::charts::{ChartError, LineChart, line_chart};
+use super::charts::{ChartError, LineChart, StackedChart, line_chart, stacked_chart};
 use super::diff::Difference;
-use super::model::{RunModel, Series, Waits};
+use super::model::{MAX_POINTS, RunModel, Series};
+use super::overlay;
+use super::usage::{Borrowing, Stacked};
+use super::waits::{Waits, quantile};
 
 /// `s` with HTML's special characters escaped.
 pub fn escape(s: &str) -> String {
@@ -25,9 +30,9 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:1600px;color:#111}\
+const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:2000px;color:#111}\
 h2{border-bottom:1px solid #999;margin-top:2em}.runs{display:flex;flex-wrap:wrap;gap:2em}\
-.run{flex:1 1 760px}figure{margin:1em 0}figcaption{font-weight:bold}\
+.run{flex:1 1 760px;min-width:0}.overlay{max-width:960px}svg{max-width:100%;height:auto}figure{margin:1em 0}figcaption{font-weight:bold}\
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;padding:2px 8px;\
 text-align:right}td:first-child,th:first-child{text-align:left}";
 
@@ -57,47 +62,36 @@ fn table(out: &mut String, caption: &str, header: &[&str], rows: &[Vec<String>])
     out.push_str("</table>");
 }
 
-/// A chart with its numbers behind a disclosure.
-fn figure(
+/// A chart's `<svg>` in a figure, with its numbers in a table behind a disclosure.
+fn figure(out: &mut String, title: &str, svg: &str, header: &[&str], rows: &[Vec<String>]) {
+    let _ = write!(
+        out,
+        "<figure><figcaption>{}</figcaption>{svg}<details><summary>The numbers</summary>",
+        escape(title)
+    );
+    table(out, title, header, rows);
+    out.push_str("</details></figure>");
+}
+
+/// A line chart with its table.
+pub(super) fn line_figure(
     out: &mut String,
     chart: &LineChart<'_>,
     header: &[&str],
     rows: &[Vec<String>],
 ) -> Result<(), ChartError> {
     let svg = line_chart(chart)?;
-    let _ = write!(
-        out,
-        "<figure><figcaption>{}</figcaption>{svg}<details><summary>The numbers</summary>",
-        escape(chart.title)
-    );
-    table(out, chart.title, header, rows);
-    out.push_str("</details></figure>");
+    figure(out, chart.title, &svg, header, rows);
     Ok(())
 }
 
-/// Per series: its largest value and its value at the end.
-fn extremes(series: &[Series]) -> Vec<Vec<String>> {
-    series
-        .iter()
-        .map(|s| {
-            let max = s.points.iter().map(|p| p.1).fold(f64::NAN, f64::max);
-            let last = s.points.last().map_or(f64::NAN, |p| p.1);
-            vec![s.name.clone(), num(max), num(last)]
-        })
-        .collect()
+fn optional(x: Option<f64>) -> String {
+    x.map_or_else(|| "none".to_string(), num)
 }
 
-/// The quantile `q` of sorted values (nearest rank).
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
-}
-
-/// The empirical distribution of each class's waits, as drawable series.
-fn cdf(waits: &[Waits]) -> Vec<Series> {
+/// The empirical distribution of each group's waits, as drawable series (steps: the share
+/// admitted within `x` seconds holds until the next wait).
+pub(super) fn cdf(waits: &[&Waits]) -> Vec<Series> {
     waits
         .iter()
         .map(|w| {
@@ -110,107 +104,233 @@ fn cdf(waits: &[Waits]) -> Vec<Series> {
                 .collect();
             Series {
                 name: w.name.clone(),
-                points: super::downsample::min_max(&points, super::model::MAX_POINTS),
+                points: super::downsample::steps(&super::downsample::min_max(&points, MAX_POINTS)),
             }
         })
         .collect()
 }
 
-fn usage_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
-    if run.usage.is_empty() {
-        out.push_str("<p>No quota was used.</p>");
+/// A step function as the line that draws it.
+fn stepped(s: &Series) -> Series {
+    Series {
+        name: s.name.clone(),
+        points: super::downsample::steps(&s.points),
     }
-    for u in &run.usage {
-        let shown = if u.of > u.groups.len() {
-            format!(
-                " (the {} of {} with the highest peaks)",
-                u.groups.len(),
-                u.of
-            )
-        } else {
-            String::new()
-        };
-        let title = format!(
-            "{}: usage of {} {}{shown}, against nominal quota",
-            run.label, u.resource, run.grouping
-        );
-        let y = format!("{} ({})", u.resource, u.unit);
-        let drawn: Vec<Series> = u
-            .groups
+}
+
+fn stacked_figure(out: &mut String, label: &str, s: &Stacked) -> Result<(), ChartError> {
+    let shown = if s.of > s.layers.len() {
+        format!(
+            " (top {} of {} by peak, the rest together)",
+            s.layers.len() - 1,
+            s.of
+        )
+    } else {
+        String::new()
+    };
+    let title = format!(
+        "{label}: usage of {} in {}, stacked per {}{shown}",
+        s.resource, s.group, s.member
+    );
+    let y = format!("{} ({})", s.resource, s.unit);
+    let svg = stacked_chart(&StackedChart {
+        title: &title,
+        x_label: "virtual time (s)",
+        y_label: &y,
+        times: &s.times,
+        layers: &s.layers,
+        references: &s.references,
+    })?;
+    let mut rows: Vec<Vec<String>> = s
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.name.clone(),
+                num(r.nominal),
+                optional(r.borrowing_limit),
+                num(r.peak),
+            ]
+        })
+        .collect();
+    rows.extend(
+        s.references
             .iter()
-            .chain(std::iter::once(&u.total))
-            .map(|s| Series {
-                name: s.name.clone(),
-                points: super::downsample::steps(&s.points),
-            })
-            .collect();
-        figure(
+            .map(|(name, v)| vec![name.clone(), num(*v), String::new(), String::new()]),
+    );
+    let unit = |what: &str| format!("{what} ({})", s.unit);
+    figure(
+        out,
+        &title,
+        &svg,
+        &[
+            s.member,
+            &unit("nominal quota"),
+            &unit("borrowing limit"),
+            &unit("peak usage"),
+        ],
+        &rows,
+    );
+    Ok(())
+}
+
+fn borrowing_figure(out: &mut String, label: &str, b: &Borrowing) -> Result<(), ChartError> {
+    let shown = if b.of > b.series.len() {
+        format!(" (top {} of {} by peak)", b.series.len(), b.of)
+    } else {
+        String::new()
+    };
+    let title = format!(
+        "{label}: {} borrowed beyond nominal quota, ClusterQueues of {}{shown}",
+        b.resource, b.tree
+    );
+    let y = format!("borrowed {} ({})", b.resource, b.unit);
+    let drawn: Vec<Series> = b.series.iter().map(stepped).collect();
+    let references: Vec<(String, f64)> = b
+        .limit
+        .map(|l| ("borrowing limit".to_string(), l))
+        .into_iter()
+        .collect();
+    let rows: Vec<Vec<String>> = b
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.name.clone(),
+                num(r.nominal),
+                optional(r.borrowing_limit),
+                num(r.peak_borrowed),
+                num(r.at_limit),
+            ]
+        })
+        .collect();
+    let unit = |what: &str| format!("{what} ({})", b.unit);
+    line_figure(
+        out,
+        &LineChart {
+            title: &title,
+            x_label: "virtual time (s)",
+            y_label: &y,
+            series: &drawn,
+            references: &references,
+            paired: false,
+        },
+        &[
+            "ClusterQueue",
+            &unit("nominal quota"),
+            &unit("borrowing limit"),
+            &unit("peak borrowed"),
+            "at the limit (s)",
+        ],
+        &rows,
+    )
+}
+
+fn usage_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
+    let u = &run.usage;
+    if u.trees.is_empty() {
+        out.push_str("<p>No quota was used.</p>");
+        return Ok(());
+    }
+    for s in &u.overall {
+        stacked_figure(out, &run.label, s)?;
+    }
+    if u.tree_count > super::usage::MAX_TREE_CHARTS {
+        let _ = write!(
             out,
-            &LineChart {
-                title: &title,
-                x_label: "virtual time (s)",
-                y_label: &y,
-                series: &drawn,
-                reference: Some(("nominal quota, all together", u.nominal)),
-            },
-            &["group", &format!("peak ({})", u.unit), "at the end"],
-            &extremes(&drawn),
-        )?;
+            "<p>Per ClusterQueue: the {} cohort trees (of {}) with the highest peaks of each \
+             flavor/resource; every tree is in the chart above.</p>",
+            super::usage::MAX_TREE_CHARTS,
+            u.tree_count
+        );
+    }
+    for s in &u.trees {
+        stacked_figure(out, &run.label, s)?;
+        if let Some(b) = u
+            .borrowing
+            .iter()
+            .find(|b| b.tree == s.group && b.resource == s.resource)
+        {
+            borrowing_figure(out, &run.label, b)?;
+        } else {
+            let _ = write!(
+                out,
+                "<p>No ClusterQueue of {} borrowed {}.</p>",
+                escape(&s.group),
+                escape(&s.resource)
+            );
+        }
     }
     Ok(())
 }
+
+pub(super) fn waits_rows(waits: &[&Waits], run: Option<&str>) -> Vec<Vec<String>> {
+    waits
+        .iter()
+        .map(|w| {
+            let mut row = vec![w.name.clone()];
+            row.extend(run.map(str::to_string));
+            row.extend([
+                w.seconds.len().to_string(),
+                num(quantile(&w.seconds, 0.5)),
+                num(quantile(&w.seconds, 0.9)),
+                num(quantile(&w.seconds, 0.95)),
+                num(w.seconds.last().copied().unwrap_or(f64::NAN)),
+            ]);
+            row
+        })
+        .collect()
+}
+
+pub(super) const WAIT_COLUMNS: [&str; 5] = ["admitted", "p50 (s)", "p90 (s)", "p95 (s)", "max (s)"];
 
 fn waits_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
     if run.waits.is_empty() {
         out.push_str("<p>Nothing was admitted.</p>");
         return Ok(());
     }
-    let title = format!(
-        "{}: time to admit by {} (cumulative share)",
-        run.label, run.waits_by
-    );
-    let rows: Vec<Vec<String>> = run
-        .waits
-        .iter()
-        .map(|w| {
-            vec![
-                w.name.clone(),
-                w.seconds.len().to_string(),
-                num(quantile(&w.seconds, 0.5)),
-                num(quantile(&w.seconds, 0.9)),
-                num(quantile(&w.seconds, 0.95)),
-                num(w.seconds.last().copied().unwrap_or(f64::NAN)),
-            ]
-        })
-        .collect();
-    figure(
-        out,
-        &LineChart {
-            title: &title,
-            x_label: "time to admit (s)",
-            y_label: "share of admitted workloads",
-            series: &cdf(&run.waits),
-            reference: None,
-        },
-        &[
-            run.waits_by,
-            "admitted",
-            "p50 (s)",
-            "p90 (s)",
-            "p95 (s)",
-            "max (s)",
-        ],
-        &rows,
-    )
+    for chart in &run.waits {
+        let shown = if chart.of > chart.groups.len() {
+            format!(
+                " (top {} of {} by p95, the rest together)",
+                chart.groups.len() - 1,
+                chart.of
+            )
+        } else {
+            String::new()
+        };
+        let title = format!(
+            "{}: time to admit by {}{shown}, cumulative",
+            run.label, chart.by
+        );
+        let groups: Vec<&Waits> = chart.groups.iter().collect();
+        let mut header = vec![chart.by];
+        header.extend(WAIT_COLUMNS);
+        line_figure(
+            out,
+            &LineChart {
+                title: &title,
+                x_label: "time to admit (s)",
+                y_label: "share of admitted workloads",
+                series: &cdf(&groups),
+                references: &[],
+                paired: false,
+            },
+            &header,
+            &waits_rows(&groups, None),
+        )?;
+    }
+    Ok(())
 }
 
 fn timeline_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
     let title = format!(
-        "{}: admissions and preemptions (by reason) over time",
+        "{}: admissions, preemptions (by reason) and admission-check waits over time",
         run.label
     );
     let mut series = vec![run.admissions.clone()];
     series.extend(run.preemptions.iter().cloned());
+    series.extend(run.checks.as_ref().map(|c| c.begun.clone()));
     let rows: Vec<Vec<String>> = series
         .iter()
         .map(|s| {
@@ -218,17 +338,56 @@ fn timeline_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> 
             vec![s.name.clone(), format!("{total:.0}")]
         })
         .collect();
-    figure(
+    line_figure(
         out,
         &LineChart {
             title: &title,
             x_label: "virtual time (s)",
             y_label: "count so far",
             series: &series,
-            reference: None,
+            references: &[],
+            paired: false,
         },
         &["event", "total"],
         &rows,
+    )?;
+    let Some(checks) = &run.checks else {
+        out.push_str("<p>No workload waited for admission checks.</p>");
+        return Ok(());
+    };
+    let title = format!(
+        "{}: workloads waiting for their admission checks",
+        run.label
+    );
+    let s = &checks.seconds;
+    line_figure(
+        out,
+        &LineChart {
+            title: &title,
+            x_label: "virtual time (s)",
+            y_label: "workloads waiting",
+            series: &[stepped(&checks.waiting)],
+            references: &[],
+            paired: false,
+        },
+        &[
+            "waits",
+            "ended admitted",
+            "ended otherwise",
+            "still waiting",
+            "p50 (s)",
+            "p95 (s)",
+            "max (s)",
+        ],
+        &[vec![
+            (checks.admitted + checks.released + checks.open).to_string(),
+            checks.admitted.to_string(),
+            checks.released.to_string(),
+            checks.open.to_string(),
+            num(quantile(s, 0.5)),
+            num(quantile(s, 0.95)),
+            num(s.last().copied().unwrap_or(f64::NAN)),
+        ]],
     )
 }
 
@@ -237,31 +396,86 @@ fn fairness_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> 
         out.push_str("<p>No ClusterQueue had demand.</p>");
         return Ok(());
     }
+    for chart in &run.shares {
+        let shown = if chart.of > chart.rows.len() {
+            format!(", {} of {} furthest from it", chart.rows.len(), chart.of)
+        } else {
+            String::new()
+        };
+        let title = format!(
+            "{}: share of the tree's {} (solid) vs weighted entitlement (dashed), per \
+             ClusterQueue{shown}",
+            run.label, chart.resource
+        );
+        let drawn: Vec<Series> = chart.series.iter().map(stepped).collect();
+        let rows: Vec<Vec<String>> = chart
+            .rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.name.clone(),
+                    r.tree.clone(),
+                    num(r.weight),
+                    num(r.entitlement),
+                    num(r.average),
+                    num(r.peak),
+                    optional(r.ratio),
+                ]
+            })
+            .collect();
+        line_figure(
+            out,
+            &LineChart {
+                title: &title,
+                x_label: "virtual time (s)",
+                y_label: "fraction of the tree's nominal quota",
+                series: &drawn,
+                references: &[],
+                paired: true,
+            },
+            &[
+                "ClusterQueue",
+                "cohort tree",
+                "weight",
+                "entitlement",
+                "average share",
+                "peak share",
+                "average / entitlement",
+            ],
+            &rows,
+        )?;
+    }
     let title = format!(
         "{}: Jain's index of the ClusterQueues' shares over time (1 = equal)",
         run.label
     );
-    let rows: Vec<Vec<String>> = run
-        .jain
-        .iter()
-        .map(|s| {
-            let min = s.points.iter().map(|p| p.1).fold(f64::NAN, f64::min);
-            let last = s.points.last().map_or(f64::NAN, |p| p.1);
-            vec![s.name.clone(), num(min), num(last)]
-        })
-        .collect();
-    figure(
+    line_figure(
         out,
         &LineChart {
             title: &title,
             x_label: "virtual time (s)",
             y_label: "Jain's index",
             series: &run.jain,
-            reference: None,
+            references: &[],
+            paired: false,
         },
         &["flavor/resource", "lowest", "at the end"],
-        &rows,
+        &jain_rows(&run.jain, None),
     )
+}
+
+pub(super) fn jain_rows(series: &[Series], run: Option<&str>) -> Vec<Vec<String>> {
+    series
+        .iter()
+        .map(|s| {
+            let min = s.points.iter().map(|p| p.1).fold(f64::NAN, f64::min);
+            let last = s.points.last().map_or(f64::NAN, |p| p.1);
+            let mut row = vec![s.name.clone()];
+            row.extend(run.map(str::to_string));
+            row.extend([num(min), num(last)]);
+            row
+        })
+        .collect()
 }
 
 fn policies_section(out: &mut String, run: &RunModel) {
@@ -322,18 +536,27 @@ fn policies_section(out: &mut String, run: &RunModel) {
     }
 }
 
-/// A section with one column per run.
+/// What a section draws of one run.
+type Body = fn(&mut String, &RunModel) -> Result<(), ChartError>;
+
+/// What a section draws of two runs on the same axes.
+type Overlay = fn(&mut String, &RunModel, &RunModel) -> Result<(), ChartError>;
+
+/// A section with one column per run, and with two runs what reads better overlaid.
 fn section(
     out: &mut String,
     title: &str,
     runs: &[RunModel],
-    body: impl Fn(&mut String, &RunModel) -> Result<(), ChartError>,
+    body: Body,
+    overlay: Option<Overlay>,
 ) -> Result<(), ChartError> {
-    let _ = write!(
-        out,
-        "<section><h2>{}</h2><div class=\"runs\">",
-        escape(title)
-    );
+    let _ = write!(out, "<section><h2>{}</h2>", escape(title));
+    if let (Some(overlay), [a, b]) = (overlay, runs) {
+        out.push_str("<div class=\"overlay\">");
+        overlay(out, a, b)?;
+        out.push_str("</div>");
+    }
+    out.push_str("<div class=\"runs\">");
     for run in runs {
         out.push_str("<div class=\"run\">");
         body(out, run)?;
@@ -372,19 +595,38 @@ pub fn render(runs: &[RunModel], differences: Option<&[Difference]>) -> Result<S
         &["run", "virtual seconds", "admissions"],
         &rows,
     );
-    section(&mut out, "Usage over time", runs, usage_section)?;
-    section(&mut out, "Time to admit", runs, waits_section)?;
+    section(&mut out, "Usage over time", runs, usage_section, None)?;
     section(
         &mut out,
-        "Admissions and preemptions",
+        "Time to admit",
+        runs,
+        waits_section,
+        Some(overlay::waits),
+    )?;
+    section(
+        &mut out,
+        "Admissions, preemptions and admission-check waits",
         runs,
         timeline_section,
+        Some(overlay::timeline),
     )?;
-    section(&mut out, "Fair sharing", runs, fairness_section)?;
-    section(&mut out, "Which policies decided", runs, |out, run| {
-        policies_section(out, run);
-        Ok(())
-    })?;
+    section(
+        &mut out,
+        "Fair sharing",
+        runs,
+        fairness_section,
+        Some(overlay::fairness),
+    )?;
+    section(
+        &mut out,
+        "Which policies decided",
+        runs,
+        |out, run| {
+            policies_section(out, run);
+            Ok(())
+        },
+        None,
+    )?;
     if let Some(diffs) = differences {
         out.push_str("<section><h2>Workloads whose fate differs</h2>");
         if diffs.is_empty() {

@@ -1,0 +1,136 @@
+//! Times to admit (first admission − arrival) of the admitted workloads, grouped by workload
+//! class (`sim.wasq.dev/class`) and by LocalQueue, each grouping drawn when the run has one:
+//! at most [`MAX_GROUPS`] groups per chart (those with the longest p95 waits), the others
+//! pooled into one.
+
+use std::collections::BTreeMap;
+
+use crate::sim::{CLASS, Simulation};
+
+/// Groups drawn per chart; the others are pooled.
+pub const MAX_GROUPS: usize = 7;
+
+/// Times to admit of one group, sorted ascending (seconds).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Waits {
+    pub name: String,
+    pub seconds: Vec<f64>,
+}
+
+/// The times to admit under one grouping.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaitsChart {
+    /// `workload class` or `LocalQueue`.
+    pub by: &'static str,
+    /// The groups with the longest p95 waits, then the others pooled.
+    pub groups: Vec<Waits>,
+    /// How many groups had an admitted workload.
+    pub of: usize,
+}
+
+/// The quantile `q` of sorted values (nearest rank); NaN for none.
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// One chart of `groups`: the [`MAX_GROUPS`] with the longest p95 waits, the others pooled.
+fn chart(by: &'static str, plural: &str, groups: BTreeMap<String, Vec<f64>>) -> WaitsChart {
+    let mut groups: Vec<Waits> = groups
+        .into_iter()
+        .map(|(name, mut seconds)| {
+            seconds.sort_by(f64::total_cmp);
+            Waits { name, seconds }
+        })
+        .collect();
+    let of = groups.len();
+    if of > MAX_GROUPS + 1 {
+        groups.sort_by(|a, b| {
+            quantile(&b.seconds, 0.95)
+                .total_cmp(&quantile(&a.seconds, 0.95))
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        let mut pooled: Vec<f64> = groups.drain(MAX_GROUPS..).flat_map(|w| w.seconds).collect();
+        pooled.sort_by(f64::total_cmp);
+        groups.push(Waits {
+            name: format!("the other {} {plural}", of - MAX_GROUPS),
+            seconds: pooled,
+        });
+    }
+    WaitsChart { by, groups, of }
+}
+
+/// The charts of a run: by workload class when any workload has one, by LocalQueue when any
+/// admitted workload came through one.
+pub fn build(sim: &Simulation) -> Vec<WaitsChart> {
+    let cluster = sim.cluster();
+    let mut by_class: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut by_lq: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut lq_names: Vec<Option<String>> = vec![None; cluster.local_queues.len()];
+    for wl in &cluster.workloads {
+        let i = wl.id.index();
+        let Some(admitted) = sim.first_admitted[i] else {
+            continue;
+        };
+        let wait = (admitted - sim.arrival[i]).max(0) as f64 / 1000.0;
+        if let Some(class) = wl.annotations.get(CLASS) {
+            by_class.entry(class.clone()).or_default().push(wait);
+        }
+        if let Some(lq) = wl.lq {
+            let name = lq_names[lq.index()].get_or_insert_with(|| {
+                let lq = &cluster.local_queues[lq.index()];
+                format!("{}/{}", lq.namespace, lq.name)
+            });
+            by_lq.entry(name.clone()).or_default().push(wait);
+        }
+    }
+    let mut out = Vec::new();
+    if !by_class.is_empty() {
+        out.push(chart("workload class", "classes", by_class));
+    }
+    if !by_lq.is_empty() {
+        out.push(chart("LocalQueue", "LocalQueues", by_lq));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn past_eight_groups_the_seven_longest_waits_are_drawn_and_the_rest_pooled() {
+        let groups: BTreeMap<String, Vec<f64>> = (0..10)
+            .map(|k| (format!("lq-{k}"), vec![k as f64 * 10.0, k as f64]))
+            .collect();
+        let c = chart("LocalQueue", "LocalQueues", groups);
+        assert_eq!(c.of, 10);
+        let names: Vec<&str> = c.groups.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "lq-9",
+                "lq-8",
+                "lq-7",
+                "lq-6",
+                "lq-5",
+                "lq-4",
+                "lq-3",
+                "the other 3 LocalQueues"
+            ]
+        );
+        assert_eq!(c.groups[0].seconds, [9.0, 90.0]);
+        assert_eq!(c.groups[7].seconds, [0.0, 0.0, 1.0, 2.0, 10.0, 20.0]);
+    }
+
+    #[test]
+    fn quantiles_are_nearest_rank() {
+        let xs = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(quantile(&xs, 0.5), 2.0);
+        assert_eq!(quantile(&xs, 0.95), 4.0);
+        assert!(quantile(&[], 0.5).is_nan());
+    }
+}
