@@ -17,13 +17,51 @@ pub trait UsageWrite: UsageRead {
     fn set(&mut self, id: NodeId, fr: FrIdx, v: i64);
 }
 
-/// Dense scratch rows reused across attempts: `stamp[i] == epoch` marks `values[i]` as
-/// changed by the current attempt, so starting a new attempt is one increment.
+/// Marks over a dense range that a new round clears in O(1): entry `i` is marked in this
+/// round when `stamp[i] == epoch`, so starting a round is one increment (and a full clear
+/// once every 2^32 rounds).
+#[derive(Debug, Default)]
+pub struct EpochMarks {
+    stamp: Vec<u32>,
+    epoch: u32,
+}
+
+impl EpochMarks {
+    /// Starts a round over `len` entries, none marked.
+    pub fn start(&mut self, len: usize) {
+        if self.stamp.len() != len {
+            self.stamp = vec![0; len];
+            self.epoch = 0;
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.stamp.fill(0);
+            self.epoch = 1;
+        }
+    }
+
+    pub fn is_marked(&self, i: usize) -> bool {
+        self.stamp[i] == self.epoch
+    }
+
+    /// Marks entry `i`; false when it was marked already in this round (or is out of range).
+    pub fn mark(&mut self, i: usize) -> bool {
+        match self.stamp.get_mut(i) {
+            Some(s) if *s != self.epoch => {
+                *s = self.epoch;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Dense scratch rows reused across attempts: a marked entry's `values[i]` was changed by the
+/// current attempt.
 #[derive(Default)]
 struct Scratch {
     values: Vec<i64>,
-    stamp: Vec<u32>,
-    epoch: u32,
+    marks: EpochMarks,
 }
 
 thread_local! {
@@ -42,16 +80,10 @@ impl<'a> UsageOverlay<'a> {
     pub fn new(base: &'a Usage) -> UsageOverlay<'a> {
         let mut scratch = POOL.with(|p| p.borrow_mut().pop()).unwrap_or_default();
         let len = base.len();
-        if scratch.stamp.len() != len {
+        if scratch.values.len() != len {
             scratch.values = vec![0; len];
-            scratch.stamp = vec![0; len];
-            scratch.epoch = 0;
         }
-        scratch.epoch = scratch.epoch.wrapping_add(1);
-        if scratch.epoch == 0 {
-            scratch.stamp.fill(0);
-            scratch.epoch = 1;
-        }
+        scratch.marks.start(len);
         UsageOverlay { base, scratch }
     }
 }
@@ -66,7 +98,7 @@ impl Drop for UsageOverlay<'_> {
 impl UsageRead for UsageOverlay<'_> {
     fn get(&self, id: NodeId, fr: FrIdx) -> i64 {
         let i = self.base.index(id, fr);
-        if self.scratch.stamp[i] == self.scratch.epoch {
+        if self.scratch.marks.is_marked(i) {
             self.scratch.values[i]
         } else {
             self.base.get(id, fr)
@@ -78,7 +110,7 @@ impl UsageWrite for UsageOverlay<'_> {
     fn set(&mut self, id: NodeId, fr: FrIdx, v: i64) {
         let i = self.base.index(id, fr);
         self.scratch.values[i] = v;
-        self.scratch.stamp[i] = self.scratch.epoch;
+        self.scratch.marks.mark(i);
     }
 }
 
@@ -88,6 +120,19 @@ mod tests {
     use crate::quota::tree::{NodeKind, NodeSpec, QuotaTree, ResourceQuota};
 
     const FR: FrIdx = FrIdx(0);
+
+    #[test]
+    fn a_new_round_clears_every_mark() {
+        let mut m = EpochMarks::default();
+        m.start(4);
+        assert!(m.mark(1) && !m.mark(1) && !m.mark(4));
+        assert!(m.is_marked(1) && !m.is_marked(2));
+        m.start(4);
+        assert!(!m.is_marked(1) && m.mark(1));
+        // A round over another length starts from nothing marked.
+        m.start(2);
+        assert!(!m.is_marked(1) && !m.mark(2));
+    }
 
     fn tree() -> QuotaTree {
         let quota = |nominal| {

@@ -452,42 +452,11 @@ pub fn fr_amounts(v: &[(FrIdx, i64)]) -> Vec<t::FrAmount> {
         .collect()
 }
 
-/// Which tree nodes a call has listed already: one stamp per node, reused from call to call
-/// (a new call is one increment), so that a call costs what it lists rather than the size of
-/// the whole tree.
-#[derive(Default)]
-struct Seen {
-    stamp: Vec<u32>,
-    epoch: u32,
-}
-
-impl Seen {
-    fn start(&mut self, nodes: usize) {
-        if self.stamp.len() != nodes {
-            self.stamp = vec![0; nodes];
-            self.epoch = 0;
-        }
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.stamp.fill(0);
-            self.epoch = 1;
-        }
-    }
-
-    /// Marks node `i`; false when it was marked already in this call (or is not a node).
-    fn insert(&mut self, i: usize) -> bool {
-        match self.stamp.get_mut(i) {
-            Some(s) if *s != self.epoch => {
-                *s = self.epoch;
-                true
-            }
-            _ => false,
-        }
-    }
-}
-
 thread_local! {
-    static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::new(Seen::default());
+    /// Which tree nodes a call has listed already, reused from call to call (a new call is
+    /// one increment), so that a call costs what it lists rather than the whole tree's size.
+    static SEEN: std::cell::RefCell<crate::quota::overlay::EpochMarks> =
+        std::cell::RefCell::new(crate::quota::overlay::EpochMarks::default());
 }
 
 /// Usage of `nodes` and all their ancestors (each once, in first-seen order) for the
@@ -503,7 +472,7 @@ pub fn usage_rows(
         seen.start(cluster.tree.len());
         for node in nodes {
             for n in std::iter::once(node).chain(cluster.tree.ancestors(node)) {
-                if !seen.insert(n.0 as usize) {
+                if !seen.mark(n.0 as usize) {
                     break;
                 }
                 rows.push(n);
