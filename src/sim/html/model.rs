@@ -302,26 +302,25 @@ impl Prepared {
         };
         let admitted: Vec<f64> = report
             .events
-            .iter()
-            .filter(|e| e.kind == EventType::Admitted)
-            .map(|e| e.time)
+            .refs()
+            .filter(|e| e.kind() == EventType::Admitted)
+            .map(|e| e.time())
             .collect();
         let mut by_reason: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for e in report
             .events
-            .iter()
-            .filter(|e| e.kind == EventType::Preempted)
+            .refs()
+            .filter(|e| e.kind() == EventType::Preempted)
         {
             let reason = e
-                .reason
-                .as_deref()
+                .reason()
                 .and_then(|r| r.split([':', ' ']).next())
                 .filter(|r| !r.is_empty())
                 .unwrap_or("Preempted");
             by_reason
                 .entry(reason.to_string())
                 .or_default()
-                .push(e.time);
+                .push(e.time());
         }
 
         // Jain's index over time, per flavor/resource, from the report's share samples.
