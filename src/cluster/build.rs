@@ -571,8 +571,16 @@ pub fn pod_requests(spec: &PodSpec) -> BTreeMap<String, i64> {
 }
 
 fn pod_set_info(ps: &api::PodSet, names: &mut Names) -> PodSetInfo {
-    let spec = ps.template.spec.clone().unwrap_or_default();
-    let mut requests: Vec<(ResourceId, i64)> = pod_requests(&spec)
+    // Read in place: a pod template's spec is large, and every workload has one per podSet.
+    let empty;
+    let spec = match &ps.template.spec {
+        Some(spec) => spec,
+        None => {
+            empty = PodSpec::default();
+            &empty
+        }
+    };
+    let mut requests: Vec<(ResourceId, i64)> = pod_requests(spec)
         .into_iter()
         .map(|(k, v)| (names.resource(&k), v))
         .collect();
