@@ -134,12 +134,12 @@ fn expand_with(manifests: &mut Manifests, lazy: bool) -> Result<TraceWorkloads, 
                     .map(Expanded::Records)
                     .map_err(ExtensionError::Trace)
             }),
-            None => expand_one(ext).map(Expanded::Objects),
+            None => expand_one(ext).map(|m| Expanded::Objects(Box::new(m))),
         };
         match expanded {
             Ok(Expanded::Objects(objects)) => {
                 let start = manifests.workloads.len();
-                append(manifests, objects);
+                append(manifests, *objects);
                 added.push((label, Added::Workloads(start..manifests.workloads.len())));
             }
             Ok(Expanded::Records(r)) if !lazy => {
@@ -171,7 +171,7 @@ fn expand_with(manifests: &mut Manifests, lazy: bool) -> Result<TraceWorkloads, 
 
 /// What one extension object expanded into.
 enum Expanded {
-    Objects(Manifests),
+    Objects(Box<Manifests>),
     Records(Vec<WorkloadRecord>),
 }
 
