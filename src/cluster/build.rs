@@ -369,7 +369,7 @@ pub fn build_cluster_with(
         },
         holdings: Vec::new(),
         workloads: Vec::new(),
-        by_key: HashMap::new(),
+        by_key: rustc_hash::FxHashMap::default(),
         admitted: vec![BTreeSet::new(); n_cq],
         removed: 0,
     };
@@ -379,9 +379,9 @@ pub fn build_cluster_with(
     sorted.sort_by(|a, b| {
         (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
     });
-    cluster
-        .workloads
-        .reserve(sorted.len() + extra.size_hint().0);
+    let expected = sorted.len() + extra.size_hint().0;
+    cluster.workloads.reserve(expected);
+    cluster.by_key.reserve(expected);
     let key = |wl: &api::Workload| {
         (
             wl.metadata.namespace.clone().unwrap_or_default(),
@@ -571,8 +571,16 @@ pub fn pod_requests(spec: &PodSpec) -> BTreeMap<String, i64> {
 }
 
 fn pod_set_info(ps: &api::PodSet, names: &mut Names) -> PodSetInfo {
-    let spec = ps.template.spec.clone().unwrap_or_default();
-    let mut requests: Vec<(ResourceId, i64)> = pod_requests(&spec)
+    // Read in place: a pod template's spec is large, and every workload has one per podSet.
+    let empty;
+    let spec = match &ps.template.spec {
+        Some(spec) => spec,
+        None => {
+            empty = PodSpec::default();
+            &empty
+        }
+    };
+    let mut requests: Vec<(ResourceId, i64)> = pod_requests(spec)
         .into_iter()
         .map(|(k, v)| (names.resource(&k), v))
         .collect();

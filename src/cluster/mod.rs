@@ -340,7 +340,7 @@ pub struct Cluster {
     pub lq_usage: LqUsage,
     pub namespace_labels: HashMap<String, BTreeMap<String, String>>,
     pub workloads: Vec<WorkloadInfo>,
-    pub by_key: HashMap<String, WorkloadId>,
+    pub by_key: rustc_hash::FxHashMap<String, WorkloadId>,
     /// What resolves a Workload's LocalQueue, ClusterQueue and priority class.
     pub(crate) lookup: WorkloadLookup,
     holdings: Vec<Holding>,

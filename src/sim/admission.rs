@@ -22,9 +22,7 @@ impl Simulation {
             self.schedule_finish(workload, self.now.saturating_add(after).saturating_add(dur));
         }
         self.push_event(EventType::Admitted, workload, None, None, Some(policy));
-        if let Some(e) = self.events.last_mut() {
-            e.ordered_by = Some(ordered_by);
-        }
+        self.events.set_last_ordered_by(ordered_by);
         if let Some(w) = &self.scheduler.cluster.settings.wait_for_pods_ready {
             let after =
                 readiness::ready_after(&self.scheduler.cluster.workload(workload).annotations);
@@ -65,8 +63,7 @@ impl Simulation {
                     wl,
                     Some(
                         "DeactivatedDueToRequeuingLimitExceeded: The workload is deactivated due \
-                         to exceeding the maximum number of re-queuing retries"
-                            .into(),
+                         to exceeding the maximum number of re-queuing retries",
                     ),
                     None,
                     None,
@@ -80,7 +77,7 @@ impl Simulation {
             self.push_event(
                 EventType::Evicted,
                 wl,
-                Some(format!(
+                Some(&format!(
                     "PodsReadyTimeout: Exceeded the PodsReady timeout {key}"
                 )),
                 None,
@@ -143,7 +140,7 @@ impl Simulation {
                 } else {
                     format!("{}: {} ({})", c.check, c.state.as_str(), c.message)
                 };
-                self.push_event(EventType::AdmissionCheck, w, Some(reason), None, None);
+                self.push_event(EventType::AdmissionCheck, w, Some(&reason), None, None);
             }
             if seen.insert(w) {
                 touched.push(w);
@@ -171,7 +168,7 @@ impl Simulation {
                     self.push_event(
                         EventType::Evicted,
                         w,
-                        Some(format!("AdmissionCheck: {message}")),
+                        Some(&format!("AdmissionCheck: {message}")),
                         None,
                         None,
                     );
@@ -189,7 +186,7 @@ impl Simulation {
                     self.push_event(
                         EventType::Deactivated,
                         w,
-                        Some(format!(
+                        Some(&format!(
                             "AdmissionCheckRejected: Deactivated due to {message}"
                         )),
                         None,

@@ -142,8 +142,8 @@ pub fn run_once(
     let report = sim.into_report();
     let admissions = report
         .events
-        .iter()
-        .filter(|e| e.kind == super::report::EventType::Admitted)
+        .refs()
+        .filter(|e| e.kind() == super::report::EventType::Admitted)
         .count() as u64;
     let t = generator_thresholds(generator);
     let usage_percent = report.summary.cluster_queue_classes.clone();

@@ -85,16 +85,74 @@ struct Object<S> {
 /// Replaces every simulator extension object with the objects it stands for. Every problem of
 /// every object is reported, one per line, each naming the manifest document it comes from.
 pub fn expand(manifests: &mut Manifests) -> Result<(), String> {
+    expand_with(manifests, false).map(|_| ())
+}
+
+/// The workloads of `Trace` objects, kept as their records (a few hundred bytes each, not a
+/// `Workload` object's kilobytes) and made one at a time, in namespace/name order, while the
+/// cluster takes them in.
+#[derive(Debug, Default)]
+pub struct TraceWorkloads {
+    /// Sorted by namespace/name.
+    records: Vec<WorkloadRecord>,
+}
+
+impl TraceWorkloads {
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The workloads in namespace/name order, each record dropped once made.
+    pub fn into_sorted(mut self) -> impl Iterator<Item = Workload> {
+        self.records
+            .sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        self.records.into_iter().map(WorkloadRecord::into_workload)
+    }
+}
+
+/// [`expand`], but the workloads of `Trace` objects are returned as records instead of added
+/// (see [`TraceWorkloads`]); the errors are the same.
+pub fn expand_lazily(manifests: &mut Manifests) -> Result<TraceWorkloads, String> {
+    expand_with(manifests, true)
+}
+
+/// [`expand`] (`lazy` false) or [`expand_lazily`].
+fn expand_with(manifests: &mut Manifests, lazy: bool) -> Result<TraceWorkloads, String> {
     let extensions = std::mem::take(&mut manifests.extensions);
     let mut errors = Vec::new();
-    let mut added: Vec<(String, Range<usize>)> = Vec::new();
+    let mut added: Vec<(String, Added)> = Vec::new();
+    let mut records: Vec<WorkloadRecord> = Vec::new();
     for ext in &extensions {
         let label = label(ext);
-        match expand_one(ext) {
-            Ok(objects) => {
+        let expanded = match trace_spec(ext) {
+            Some(spec) => spec.and_then(|(spec, base)| {
+                trace::load(&spec, base)
+                    .map(Expanded::Records)
+                    .map_err(ExtensionError::Trace)
+            }),
+            None => expand_one(ext).map(|m| Expanded::Objects(Box::new(m))),
+        };
+        match expanded {
+            Ok(Expanded::Objects(objects)) => {
                 let start = manifests.workloads.len();
-                append(manifests, objects);
-                added.push((label, start..manifests.workloads.len()));
+                append(manifests, *objects);
+                added.push((label, Added::Workloads(start..manifests.workloads.len())));
+            }
+            Ok(Expanded::Records(r)) if !lazy => {
+                let start = manifests.workloads.len();
+                manifests
+                    .workloads
+                    .extend(r.into_iter().map(WorkloadRecord::into_workload));
+                added.push((label, Added::Workloads(start..manifests.workloads.len())));
+            }
+            Ok(Expanded::Records(r)) => {
+                let start = records.len();
+                records.extend(r);
+                added.push((label, Added::Records(start..records.len())));
             }
             Err(ExtensionError::Trace(errs)) => {
                 errors.extend(errs.iter().map(|e| format!("{label}: {e}")));
@@ -103,13 +161,35 @@ pub fn expand(manifests: &mut Manifests) -> Result<(), String> {
         }
     }
     if !added.is_empty() {
-        errors.extend(duplicate_workloads(manifests, &added));
+        errors.extend(duplicate_workloads(manifests, &records, &added));
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(errors.join("\n"))
+    if !errors.is_empty() {
+        return Err(errors.join("\n"));
     }
+    Ok(TraceWorkloads { records })
+}
+
+/// What one extension object expanded into.
+enum Expanded {
+    Objects(Box<Manifests>),
+    Records(Vec<WorkloadRecord>),
+}
+
+/// Where an extension's workloads went: a range of the manifests' workloads or of the trace
+/// records.
+enum Added {
+    Workloads(Range<usize>),
+    Records(Range<usize>),
+}
+
+/// A `Trace` object's spec and the directory its path is relative to; `None` for any other
+/// object.
+fn trace_spec(ext: &Extension) -> Option<Result<(TraceSpec, &Path), ExtensionError>> {
+    if ext.api_version != API_VERSION || ext.kind != "Trace" {
+        return None;
+    }
+    let base = ext.origin.file.parent().unwrap_or(Path::new(""));
+    Some(spec_of(ext).map(|spec| (spec, base)))
 }
 
 /// Takes a lone `Generator` object out of the manifests, adding the objects it stands for but
@@ -228,7 +308,11 @@ fn append(into: &mut Manifests, from: Manifests) {
 }
 
 /// Workloads an extension added whose `namespace/name` is already taken.
-fn duplicate_workloads(m: &Manifests, added: &[(String, Range<usize>)]) -> Vec<String> {
+fn duplicate_workloads(
+    m: &Manifests,
+    records: &[WorkloadRecord],
+    added: &[(String, Added)],
+) -> Vec<String> {
     let key = |i: usize| {
         let meta = &m.workloads[i].metadata;
         (
@@ -236,13 +320,26 @@ fn duplicate_workloads(m: &Manifests, added: &[(String, Range<usize>)]) -> Vec<S
             meta.name.as_deref().unwrap_or_default(),
         )
     };
-    let first_added = added.first().map_or(m.workloads.len(), |(_, r)| r.start);
+    let first_added = added
+        .iter()
+        .find_map(|(_, a)| match a {
+            Added::Workloads(r) => Some(r.start),
+            Added::Records(_) => None,
+        })
+        .unwrap_or(m.workloads.len());
     let mut seen: HashMap<(&str, &str), Option<&str>> =
         (0..first_added).map(|i| (key(i), None)).collect();
     let mut errors = Vec::new();
     for (label, range) in added {
-        for i in range.clone() {
-            let (ns, name) = key(i);
+        let keys: Box<dyn Iterator<Item = (&str, &str)>> = match range {
+            Added::Workloads(r) => Box::new(r.clone().map(key)),
+            Added::Records(r) => Box::new(
+                records[r.clone()]
+                    .iter()
+                    .map(|w| (w.namespace.as_str(), w.name.as_str())),
+            ),
+        };
+        for (ns, name) in keys {
             if let Some(first) = seen.insert((ns, name), Some(label)) {
                 let first = first.unwrap_or("the manifests");
                 errors.push(format!(

@@ -43,7 +43,8 @@ pub struct UsageChange {
     pub workload: WorkloadId,
     /// Reserved (`true`) or released (`false`).
     pub reserved: bool,
-    pub admission: Admission,
+    /// Shared by a reservation and its release.
+    pub admission: std::sync::Arc<Admission>,
 }
 
 impl UsageChange {
@@ -416,10 +417,14 @@ pub fn build(sim: &Simulation) -> Fairness {
         }
         fairness.trees.insert(tree.name.clone(), summary);
     }
-    for e in &sim.events {
+    for e in &sim.events.records {
         if e.kind == EventType::Preempted {
-            let reason = e.reason.clone().unwrap_or_default();
-            *fairness.preemptions.entry(reason).or_default() += 1;
+            let reason = sim.events.reason(e).unwrap_or_default();
+            if let Some(n) = fairness.preemptions.get_mut(reason) {
+                *n += 1;
+            } else {
+                fairness.preemptions.insert(reason.to_string(), 1);
+            }
         }
     }
     fairness.samples = samples(sim, &trees, &tree_of, &cq_demand);

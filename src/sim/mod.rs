@@ -21,10 +21,12 @@ pub mod nodes;
 pub mod readiness;
 pub mod report;
 pub mod scenario;
+pub mod timeline;
 pub mod topology;
 pub mod trace;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 
 use crate::cluster::checks::{WorkloadChecks, applicable};
 use crate::cluster::{Cluster, Millis, WorkloadId};
@@ -33,6 +35,7 @@ use crate::scheduler::{Decision, Scheduler};
 
 pub use report::{Event, EventType, Report};
 pub use scenario::{Scenario, ScenarioError};
+pub use timeline::{EventRef, Timeline};
 
 /// Annotation: when the workload is submitted, relative to virtual time 0 (e.g. `90s`).
 pub const ARRIVAL: &str = "sim.wasq.dev/arrival";
@@ -96,15 +99,21 @@ pub struct Simulation {
     pub(crate) finished: Vec<bool>,
     /// How many of `finished` are true (the progress figure, read every cycle).
     settled: usize,
-    /// Last (reason, parked) reported per workload, to report changes only.
-    last_pending: Vec<Option<(String, bool)>>,
-    pub(crate) events: Vec<Event>,
+    /// Last (message, parked) reported per workload, to report changes only; the message as
+    /// its index among the timeline's texts.
+    last_pending: Vec<Option<(u32, bool)>>,
+    /// The timeline as recorded (names by id, texts interned).
+    pub(crate) events: timeline::Recorder,
+    /// A pending event's reason is put together here before it is interned.
+    reason_buf: String,
     pub(crate) usage_integral: Vec<i128>,
     /// Topology-aware scheduling: per-domain usage over time and each placement's span.
     pub(crate) tas: topology::TasLedger,
     /// Every reservation (+) and release (−) of quota, in time order: the fairness report
     /// replays it for per-LocalQueue usage and the share over time.
     pub(crate) usage_log: Vec<fairness::UsageChange>,
+    /// Per workload: the admission its last reservation logged, while it holds it.
+    logged_admission: Vec<Option<std::sync::Arc<crate::cluster::Admission>>>,
     pub(crate) preemptions: Vec<u64>,
     /// Per ClusterQueue: how often one of its preemptors started waiting for a preemption
     /// budget, and which preemptors did.
@@ -160,10 +169,12 @@ impl Simulation {
             finished: vec![false; n],
             settled: 0,
             last_pending: vec![None; n],
-            events: Vec::new(),
+            events: Default::default(),
+            reason_buf: String::new(),
             usage_integral: Vec::new(),
             tas: Default::default(),
             usage_log: Vec::new(),
+            logged_admission: vec![None; n],
             preemptions: Vec::new(),
             budget_waits: Vec::new(),
             budget_held: BTreeSet::new(),
@@ -319,15 +330,25 @@ impl Simulation {
     }
 
     /// Records that `id` reserved (`reserved`) or is about to release its current admission.
+    /// A release shares the copy its reservation logged (when the admission is unchanged).
     fn log_usage(&mut self, id: WorkloadId, reserved: bool) {
-        if let Some(a) = self.scheduler.cluster.admission(id) {
-            self.usage_log.push(fairness::UsageChange {
-                at: self.now,
-                workload: id,
-                reserved,
-                admission: a.clone(),
-            });
+        let Some(a) = self.scheduler.cluster.admission(id) else {
+            return;
+        };
+        let held = &mut self.logged_admission[id.index()];
+        let admission = match held.take() {
+            Some(logged) if *logged == *a => logged,
+            _ => std::sync::Arc::new(a.clone()),
+        };
+        if reserved {
+            *held = Some(admission.clone());
         }
+        self.usage_log.push(fairness::UsageChange {
+            at: self.now,
+            workload: id,
+            reserved,
+            admission,
+        });
     }
 
     fn seconds(&self, t: Millis) -> f64 {
@@ -338,27 +359,24 @@ impl Simulation {
         &mut self,
         kind: EventType,
         wl: WorkloadId,
-        reason: Option<String>,
+        reason: Option<&str>,
         preemptor: Option<WorkloadId>,
         policy: Option<PolicyRef>,
     ) {
         let cluster = &self.scheduler.cluster;
-        let info = cluster.workload(wl);
         let cq = cluster
             .admission(wl)
             .map(|a| a.cluster_queue)
-            .or(info.cluster_queue)
-            .map(|cq| cluster.cq(cq).name.clone());
-        self.events.push(Event {
+            .or(cluster.workload(wl).cluster_queue);
+        self.events.push(timeline::NewEvent {
             time: self.seconds(self.now),
             cycle: self.cycles,
             kind,
-            workload: info.key.clone(),
+            workload: wl,
             cluster_queue: cq,
             reason,
-            preemptor: preemptor.map(|p| cluster.workload(p).key.clone()),
-            policy: policy.unwrap_or_else(PolicyRef::builtin),
-            ordered_by: None,
+            preemptor,
+            policy,
         });
     }
 
@@ -403,8 +421,10 @@ impl Simulation {
             }
             for id in entry.remove() {
                 if let Err(e) = self.scheduler.submit(id) {
-                    self.last_pending[id.index()] = Some((e.to_string(), true));
-                    self.push_event(EventType::Inadmissible, id, Some(e.to_string()), None, None);
+                    let message = e.to_string();
+                    let text = self.events.texts.intern(&message);
+                    self.last_pending[id.index()] = Some((text, true));
+                    self.push_event(EventType::Inadmissible, id, Some(&message), None, None);
                 }
             }
         }
@@ -473,7 +493,7 @@ impl Simulation {
                     self.push_event(
                         EventType::Preempted,
                         workload,
-                        Some(reason.into()),
+                        Some(reason),
                         Some(preemptor),
                         Some(policy),
                     );
@@ -483,13 +503,7 @@ impl Simulation {
                     self.scheduler.complete_eviction(workload);
                     self.stopped(workload);
                     self.wl_checks[workload.index()].reset_on_eviction(self.now);
-                    self.push_event(
-                        EventType::Requeued,
-                        workload,
-                        Some("Preempted".into()),
-                        None,
-                        None,
-                    );
+                    self.push_event(EventType::Requeued, workload, Some("Preempted"), None, None);
                 }
                 Decision::NotAdmitted {
                     workload,
@@ -500,7 +514,7 @@ impl Simulation {
                 } => {
                     let i = workload.index();
                     progress |= parked;
-                    let state = Some((message.clone(), parked));
+                    let state = Some((self.events.texts.intern(&message), parked));
                     if self.last_pending[i] == state {
                         continue;
                     }
@@ -516,13 +530,11 @@ impl Simulation {
                     } else {
                         EventType::Requeued
                     };
-                    self.push_event(
-                        kind,
-                        workload,
-                        Some(format!("{reason}: {message}")),
-                        None,
-                        Some(policy),
-                    );
+                    let mut text = std::mem::take(&mut self.reason_buf);
+                    text.clear();
+                    let _ = write!(text, "{reason}: {message}");
+                    self.push_event(kind, workload, Some(&text), None, Some(policy));
+                    self.reason_buf = text;
                 }
             }
         }
@@ -617,8 +629,16 @@ impl Simulation {
     /// The report, ending the simulation: its timeline moves into the report instead of being
     /// copied (the largest part of a large run's memory).
     pub fn into_report(mut self) -> Report {
-        let mut report = report::build_from(&self, Vec::new());
-        report.events = std::mem::take(&mut self.events);
+        let mut report = report::build_from(&self, Timeline::default());
+        let events = std::mem::take(&mut self.events);
+        let keys = self
+            .scheduler
+            .cluster
+            .workloads
+            .iter_mut()
+            .map(|w| std::mem::take(&mut w.key).into_boxed_str())
+            .collect();
+        report.events = Timeline::new(events, keys, report::cq_names(self.cluster()));
         report
     }
 }

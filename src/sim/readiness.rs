@@ -32,7 +32,11 @@ pub enum Fired {
 pub struct Readiness {
     /// (time, workload, admission number, what).
     timers: BTreeSet<(Millis, WorkloadId, u64, Fired)>,
-    admission: BTreeMap<WorkloadId, u64>,
+    /// The same timers by workload, so that a release drops its own in O(log n).
+    by_workload: BTreeSet<(WorkloadId, Millis, u64, Fired)>,
+    /// Admission number per workload id (grown on demand; a timer of an older admission is
+    /// stale).
+    admission: Vec<u64>,
     /// Admitted workloads whose pods are not all ready (for `blockAdmission`).
     not_ready: BTreeSet<WorkloadId>,
     /// PodsReady timeouts so far per workload (Kueue's `requeueState.count`).
@@ -82,27 +86,47 @@ impl Readiness {
         ready_after: Option<Millis>,
         config: &WaitForPodsReady,
     ) {
-        let a = self.admission.entry(wl).or_default();
-        *a += 1;
-        let a = *a;
-        match ready_after {
+        let a = self.bump(wl);
+        let (at, fired) = match ready_after {
             Some(0) => return,
-            Some(d) if d < config.timeout => {
-                self.timers.insert((now + d, wl, a, Fired::Ready));
-            }
-            _ => {
-                self.timers
-                    .insert((now + config.timeout, wl, a, Fired::Timeout));
-            }
-        }
+            Some(d) if d < config.timeout => (now + d, Fired::Ready),
+            _ => (now + config.timeout, Fired::Timeout),
+        };
+        self.timers.insert((at, wl, a, fired));
+        self.by_workload.insert((wl, at, a, fired));
         self.not_ready.insert(wl);
+    }
+
+    /// Starts the workload's next admission; returns its number.
+    fn bump(&mut self, wl: WorkloadId) -> u64 {
+        if self.admission.len() <= wl.index() {
+            self.admission.resize(wl.index() + 1, 0);
+        }
+        let a = &mut self.admission[wl.index()];
+        *a += 1;
+        *a
     }
 
     /// `wl` no longer runs (finished, evicted): its timers are dropped.
     pub fn released(&mut self, wl: WorkloadId) {
-        *self.admission.entry(wl).or_default() += 1;
+        self.bump(wl);
         self.not_ready.remove(&wl);
-        self.timers.retain(|t| t.1 != wl);
+        let next = WorkloadId(wl.0.wrapping_add(1));
+        let mine: Vec<_> = if next.0 == 0 {
+            self.by_workload
+                .range((wl, Millis::MIN, 0, Fired::Ready)..)
+                .copied()
+                .collect()
+        } else {
+            self.by_workload
+                .range((wl, Millis::MIN, 0, Fired::Ready)..(next, Millis::MIN, 0, Fired::Ready))
+                .copied()
+                .collect()
+        };
+        for (w, at, a, fired) in mine {
+            self.by_workload.remove(&(w, at, a, fired));
+            self.timers.remove(&(at, w, a, fired));
+        }
     }
 
     /// Whether an admitted workload's pods are not all ready.
@@ -122,7 +146,8 @@ impl Readiness {
                 break;
             }
             self.timers.pop_first();
-            if self.admission.get(&wl) != Some(&a) {
+            self.by_workload.remove(&(wl, at, a, fired));
+            if self.admission.get(wl.index()) != Some(&a) {
                 continue;
             }
             if fired == Fired::Ready {

@@ -193,7 +193,8 @@ pub struct FallbackCount {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
     pub workloads: Vec<WorkloadReport>,
-    pub events: Vec<Event>,
+    /// Every event in order (compact; read as [`Event`]s).
+    pub events: super::Timeline,
     pub summary: Summary,
     pub fairness: super::fairness::Fairness,
     /// Topology-aware scheduling: per-domain utilisation and each placement's span.
@@ -295,12 +296,28 @@ pub(crate) fn round3(x: f64) -> f64 {
 }
 
 pub fn build(sim: &Simulation) -> Report {
-    build_from(sim, sim.events.clone())
+    let cluster = sim.cluster();
+    let keys = cluster
+        .workloads
+        .iter()
+        .map(|w| w.key.clone().into_boxed_str())
+        .collect();
+    let events = super::Timeline::new(sim.events.clone(), keys, cq_names(cluster));
+    build_from(sim, events)
+}
+
+/// ClusterQueue names by id, as a timeline names them.
+pub(crate) fn cq_names(cluster: &Cluster) -> std::sync::Arc<[Box<str>]> {
+    cluster
+        .cluster_queues
+        .iter()
+        .map(|cq| cq.name.clone().into_boxed_str())
+        .collect()
 }
 
 /// The report of `sim`, every figure read from `sim` (its events included), with `events` as
 /// its timeline ([`Simulation::into_report`] passes none and moves the simulation's in after).
-pub(crate) fn build_from(sim: &Simulation, events: Vec<Event>) -> Report {
+pub(crate) fn build_from(sim: &Simulation, events: super::Timeline) -> Report {
     let cluster = sim.cluster();
     let workloads = cluster
         .workloads
@@ -359,16 +376,12 @@ pub(crate) fn build_from(sim: &Simulation, events: Vec<Event>) -> Report {
             e.1.extend(wait);
         }
     }
-    let admissions = sim
-        .events
-        .iter()
-        .filter(|e| e.kind == super::EventType::Admitted)
-        .fold(BTreeMap::<&str, u64>::new(), |mut m, e| {
-            if let Some(cq) = &e.cluster_queue {
-                *m.entry(cq.as_str()).or_default() += 1;
-            }
-            m
-        });
+    let mut admissions = vec![0u64; cluster.cluster_queues.len()];
+    for e in &sim.events.records {
+        if let (EventType::Admitted, Some(cq)) = (e.kind, e.cluster_queue()) {
+            admissions[cq.index()] += 1;
+        }
+    }
     let n_fr = cluster.tree.n_fr();
     let mut cluster_queues = BTreeMap::new();
     let mut class_usage: BTreeMap<String, Vec<f64>> = BTreeMap::new();
@@ -392,7 +405,7 @@ pub(crate) fn build_from(sim: &Simulation, events: Vec<Event>) -> Report {
         cluster_queues.insert(
             cq.name.clone(),
             QueueSummary {
-                admitted: admissions.get(cq.name.as_str()).copied().unwrap_or(0),
+                admitted: admissions[cq.id.index()],
                 mean_wait_seconds: mean(w).map(round3),
                 p95_wait_seconds: p95(w).map(round3),
                 mean_wait_for_quota_seconds: mean(&quota_waits[cq.id.index()]).map(round3),
@@ -463,20 +476,19 @@ impl Report {
     pub fn decision_lines(&self) -> Vec<String> {
         let mut lines: Vec<String> = self
             .events
-            .iter()
-            .filter(|e| matches!(e.kind, EventType::Admitted | EventType::Preempted))
+            .refs()
+            .filter(|e| matches!(e.kind(), EventType::Admitted | EventType::Preempted))
             .map(|e| {
                 format!(
                     "{:>9.3}s {:?} {} {}{} [{}]",
-                    e.time,
-                    e.kind,
-                    e.workload,
-                    e.cluster_queue.as_deref().unwrap_or("-"),
-                    e.preemptor
-                        .as_ref()
+                    e.time(),
+                    e.kind(),
+                    e.workload(),
+                    e.cluster_queue().unwrap_or("-"),
+                    e.preemptor()
                         .map(|p| format!(" by {p}"))
                         .unwrap_or_default(),
-                    e.policy.name
+                    e.policy().name
                 )
             })
             .collect();
@@ -518,23 +530,23 @@ impl Report {
     pub fn to_table(&self, max_events: usize) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "Timeline ({} events):", self.events.len());
-        for e in self.events.iter().take(max_events) {
+        for e in self.events.refs().take(max_events) {
             let mut line = format!(
                 "  {:>9.3}s  cycle {:<4} {:<12} {:<32} {}",
-                e.time,
-                e.cycle,
-                format!("{:?}", e.kind),
-                e.workload,
-                e.cluster_queue.as_deref().unwrap_or("-")
+                e.time(),
+                e.cycle(),
+                format!("{:?}", e.kind()),
+                e.workload(),
+                e.cluster_queue().unwrap_or("-")
             );
-            if let Some(p) = &e.preemptor {
+            if let Some(p) = e.preemptor() {
                 let _ = write!(line, "  by {p}");
             }
-            if let Some(r) = &e.reason {
+            if let Some(r) = e.reason() {
                 let _ = write!(line, "  ({r})");
             }
-            if &*e.policy.name != "builtin" {
-                let _ = write!(line, "  [policy {}]", e.policy.name);
+            if &*e.policy().name != "builtin" {
+                let _ = write!(line, "  [policy {}]", e.policy().name);
             }
             let _ = writeln!(out, "{line}");
         }

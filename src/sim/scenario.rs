@@ -77,7 +77,8 @@ impl Scenario {
         generator: Option<super::generate::Generator>,
         labels_by_key: HashMap<String, BTreeMap<String, String>>,
     ) -> Result<Scenario, ScenarioError> {
-        super::extensions::expand(&mut manifests).map_err(ScenarioError::Extension)?;
+        let traces =
+            super::extensions::expand_lazily(&mut manifests).map_err(ScenarioError::Extension)?;
         let t0 = latest_timestamp(&manifests).unwrap_or(DEFAULT_T0);
         let mut errors = Vec::new();
         let offset = |wl: &api::Workload, key: &str, errors: &mut Vec<String>| -> Option<Millis> {
@@ -123,12 +124,12 @@ impl Scenario {
         if !errors.is_empty() {
             return Err(ScenarioError::Annotations(errors));
         }
-        // A generator's workloads are valid by construction and carry no timestamp: they are
-        // made one at a time while the cluster takes them in.
+        // A generator's and the traces' workloads are valid by construction and carry no
+        // timestamp: they are made one at a time while the cluster takes them in.
         let lazy = generator.as_ref().map(super::generate::LazyWorkloads::new);
         let cluster = build_cluster_with(
             &manifests,
-            lazy.iter().flat_map(|l| l.sorted()),
+            merge_sorted(lazy.iter().flat_map(|l| l.sorted()), traces.into_sorted()),
             &|wl| t0 + offset(wl, ARRIVAL, &mut Vec::new()).unwrap_or(0),
             t0,
         )
@@ -211,4 +212,21 @@ fn latest_timestamp(m: &Manifests) -> Option<Millis> {
         }
     }
     latest
+}
+
+/// Two streams of workloads in namespace/name order, merged in that order.
+fn merge_sorted(
+    a: impl Iterator<Item = api::Workload>,
+    b: impl Iterator<Item = api::Workload>,
+) -> impl Iterator<Item = api::Workload> {
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    std::iter::from_fn(move || match (a.peek(), b.peek()) {
+        (Some(x), Some(y)) => {
+            let first = (&x.metadata.namespace, &x.metadata.name)
+                <= (&y.metadata.namespace, &y.metadata.name);
+            if first { a.next() } else { b.next() }
+        }
+        (Some(_), None) => a.next(),
+        (None, _) => b.next(),
+    })
 }

@@ -126,25 +126,86 @@ fn field_error(field: impl Into<String>, message: impl Into<String>) -> FieldErr
     }
 }
 
-/// Reads the trace a `Trace` spec names; `base_dir` is the manifest file's directory.
+/// Reads the trace a `Trace` spec names; `base_dir` is the manifest file's directory. The file
+/// is read one line at a time: only the records it stands for are kept, never its text.
 pub fn load(spec: &TraceSpec, base_dir: &Path) -> Result<Vec<WorkloadRecord>, Vec<TraceError>> {
     let file = base_dir.join(&spec.path);
     let format = spec
         .format
         .or_else(|| TraceFormat::from_path(&file))
         .ok_or_else(|| vec![TraceError::UnknownFormat { file: file.clone() }])?;
-    let text = std::fs::read_to_string(&file).map_err(|source| {
+    let read_error = |source| {
         vec![TraceError::Read {
             file: file.clone(),
             source,
         }]
-    })?;
-    parse(
+    };
+    let reader = std::fs::File::open(&file).map_err(read_error)?;
+    let mut failed = None;
+    let records = parse_lines(
         &file,
         format,
-        &text,
+        Lines::new(
+            std::io::BufReader::with_capacity(1 << 16, reader),
+            &mut failed,
+        ),
         spec.namespace.as_deref().unwrap_or("default"),
-    )
+    );
+    match failed {
+        Some(source) => Err(read_error(source)),
+        None => records,
+    }
+}
+
+/// A reader's lines (without their `\n` or `\r\n`), one buffer reused; a read error ends them
+/// and is left in `failed`.
+struct Lines<'e, R> {
+    reader: R,
+    buf: String,
+    failed: &'e mut Option<std::io::Error>,
+}
+
+impl<'e, R: std::io::BufRead> Lines<'e, R> {
+    fn new(reader: R, failed: &'e mut Option<std::io::Error>) -> Self {
+        Lines {
+            reader,
+            buf: String::new(),
+            failed,
+        }
+    }
+
+    /// The next line, borrowed until the following call.
+    fn next_line(&mut self) -> Option<&str> {
+        self.buf.clear();
+        match self.reader.read_line(&mut self.buf) {
+            Ok(0) => None,
+            Ok(_) => {
+                let line = self.buf.strip_suffix('\n').unwrap_or(&self.buf);
+                Some(line.strip_suffix('\r').unwrap_or(line))
+            }
+            Err(e) => {
+                *self.failed = Some(e);
+                None
+            }
+        }
+    }
+}
+
+/// A source of lines for [`parse_lines`]: a file read as it goes, or text in memory.
+trait LineSource {
+    fn next_line(&mut self) -> Option<&str>;
+}
+
+impl<R: std::io::BufRead> LineSource for Lines<'_, R> {
+    fn next_line(&mut self) -> Option<&str> {
+        Lines::next_line(self)
+    }
+}
+
+impl LineSource for std::str::Lines<'_> {
+    fn next_line(&mut self) -> Option<&str> {
+        self.next()
+    }
 }
 
 /// Parses trace text; `file` is only used in errors and `namespace` is the rows' default.
@@ -154,12 +215,23 @@ pub fn parse(
     text: &str,
     namespace: &str,
 ) -> Result<Vec<WorkloadRecord>, Vec<TraceError>> {
+    parse_lines(file, format, text.lines(), namespace)
+}
+
+/// Parses a trace one line at a time (see [`parse`]).
+fn parse_lines(
+    file: &Path,
+    format: TraceFormat,
+    mut lines: impl LineSource,
+    namespace: &str,
+) -> Result<Vec<WorkloadRecord>, Vec<TraceError>> {
     let mut records = Vec::new();
     let mut errors = Vec::new();
     let mut seen: HashMap<(String, String), usize> = HashMap::new();
     let mut columns: Option<Vec<String>> = None;
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
+    let mut line = 0;
+    while let Some(raw) = lines.next_line() {
+        line += 1;
         let trimmed = raw.trim();
         if trimmed.is_empty() || (format == TraceFormat::Csv && trimmed.starts_with('#')) {
             continue;
@@ -713,5 +785,32 @@ mod tests {
         assert!(text_pod_sets("main:3{cpu=1}").is_err());
         assert!(text_pod_sets("{cpu=1}+").is_err());
         assert!(text_pod_sets("{cpu=lots}").is_err());
+    }
+
+    /// The file is read line by line: CRLF endings and a last line without one read as the
+    /// text's lines do, and an unreadable line is a read error naming the file.
+    #[test]
+    fn load_reads_lines_as_parse_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "{\"arrival\": 1, \"queue\": \"lq\", \"podSets\": [{}]}\r\n\r\n\
+                    {\"arrival\": \"2s\", \"queue\": \"lq\", \"podSets\": [{\"count\": 2}]}";
+        std::fs::write(dir.path().join("a.jsonl"), text).unwrap();
+        let spec = |path: &str| TraceSpec {
+            path: path.into(),
+            format: None,
+            namespace: Some("ns".into()),
+        };
+        let loaded = load(&spec("a.jsonl"), dir.path()).unwrap();
+        let parsed = parse(Path::new("a.jsonl"), TraceFormat::Jsonl, text, "ns").unwrap();
+        assert_eq!(loaded, parsed);
+        assert_eq!(loaded.len(), 2);
+        assert_eq!(loaded[1].name, "trace-3");
+
+        std::fs::write(dir.path().join("b.jsonl"), b"{}\n\xff\xfe\n").unwrap();
+        let errors = load(&spec("b.jsonl"), dir.path()).unwrap_err();
+        assert!(
+            matches!(&errors[..], [TraceError::Read { file, .. }] if file.ends_with("b.jsonl")),
+            "{errors:?}"
+        );
     }
 }

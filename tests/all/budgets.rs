@@ -19,7 +19,7 @@ fn scenario(name: &str) -> PathBuf {
         .join(format!("{name}.yaml"))
 }
 
-fn events<'a>(r: &'a Report, kind: EventType, workload: &str) -> Vec<&'a Event> {
+fn events(r: &Report, kind: EventType, workload: &str) -> Vec<Event> {
     r.events
         .iter()
         .filter(|e| e.kind == kind && e.workload == workload)

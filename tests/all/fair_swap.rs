@@ -238,7 +238,7 @@ fn lines(report: &Report, keep: impl Fn(f64) -> bool) -> Vec<String> {
         .events
         .iter()
         .filter(|e| keep(e.time))
-        .map(line)
+        .map(|e| line(&e))
         .collect()
 }
 
@@ -379,9 +379,9 @@ fn fair_share_algorithm_swapped_between_waves() {
     );
     let admitted_before: Vec<&str> = report
         .events
-        .iter()
-        .filter(|e| e.kind == EventType::Admitted && before(e.time))
-        .map(|e| e.workload.as_str())
+        .refs()
+        .filter(|e| e.kind() == EventType::Admitted && before(e.time()))
+        .map(|e| e.workload())
         .collect();
     assert_eq!(
         admitted_before,
@@ -400,7 +400,7 @@ fn fair_share_algorithm_swapped_between_waves() {
             r.events
                 .iter()
                 .filter(|e| e.workload == *w)
-                .map(line)
+                .map(|e| line(&e))
                 .collect()
         };
         assert_eq!(of(&report), of(&kueue), "{w}");

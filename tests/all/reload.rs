@@ -122,10 +122,13 @@ fn versions(report: &Report) -> Vec<String> {
     let mut per_cycle: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
     for e in report
         .events
-        .iter()
-        .filter(|e| e.kind == EventType::Preempted)
+        .refs()
+        .filter(|e| e.kind() == EventType::Preempted)
     {
-        per_cycle.entry(e.cycle).or_default().push(&e.policy.digest);
+        per_cycle
+            .entry(e.cycle())
+            .or_default()
+            .push(&e.policy().digest);
     }
     for (cycle, digests) in &per_cycle {
         assert!(
@@ -145,9 +148,9 @@ fn versions(report: &Report) -> Vec<String> {
 /// No admission without a preemption or finish between two of them; no preemption of a
 /// workload that was not admitted; no workload finished twice; and the run got far enough.
 fn nothing_lost_or_doubled(report: &Report, at_least: usize) {
-    let mut admitted: BTreeMap<&str, bool> = BTreeMap::new();
+    let mut admitted: BTreeMap<String, bool> = BTreeMap::new();
     for e in &report.events {
-        let held = admitted.entry(&e.workload).or_default();
+        let held = admitted.entry(e.workload.clone()).or_default();
         match e.kind {
             EventType::Admitted => {
                 assert!(!*held, "{} admitted twice: {e:?}", e.workload);
@@ -164,13 +167,13 @@ fn nothing_lost_or_doubled(report: &Report, at_least: usize) {
             _ => {}
         }
     }
-    let mut finished: BTreeMap<&str, u32> = BTreeMap::new();
+    let mut finished: BTreeMap<String, u32> = BTreeMap::new();
     for e in report
         .events
         .iter()
         .filter(|e| e.kind == EventType::Finished)
     {
-        *finished.entry(&e.workload).or_default() += 1;
+        *finished.entry(e.workload).or_default() += 1;
     }
     assert!(
         finished.values().all(|&n| n == 1),

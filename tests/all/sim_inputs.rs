@@ -569,3 +569,93 @@ fn into_report_equals_report() {
     );
     assert_eq!(kept, moved);
 }
+
+/// A trace is read one line at a time and its workloads are made while the cluster takes them
+/// in (`Scenario::load`): the scenario and every decision are those of the same trace expanded
+/// into `Workload` objects first, next to the manifests' own workloads.
+#[test]
+fn streamed_trace_decides_as_the_expanded_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_trace_form(dir.path(), 2, 3);
+    // Workloads of the manifests themselves sort among the trace's.
+    let mut yaml = std::fs::read_to_string(&manifest).unwrap();
+    yaml.push_str(
+        "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\n\
+         metadata: {namespace: cq-0-1-cohort-0, name: medium-0-3-1, \
+         annotations: {sim.wasq.dev/arrival: 5s, sim.wasq.dev/duration: 20s}}\n\
+         spec:\n  queueName: cq-0-1-cohort-0\n  podSets:\n  - name: main\n    count: 1\n\
+         \x20   template: {spec: {containers: [{name: c, resources: {requests: {cpu: '3'}}}]}}\n",
+    );
+    std::fs::write(&manifest, yaml).unwrap();
+
+    let streamed = Scenario::load(std::slice::from_ref(&manifest)).unwrap();
+    let mut m = wasq::api::load::load_paths(&[manifest]).unwrap();
+    expand(&mut m).unwrap();
+    assert!(m.extensions.is_empty());
+    let expanded = Scenario::from_manifests(m).unwrap();
+
+    let keys = |s: &Scenario| -> Vec<String> {
+        s.cluster.workloads.iter().map(|w| w.key.clone()).collect()
+    };
+    assert_eq!(streamed.cluster.workloads.len(), 6 * 18 + 1);
+    assert_eq!(keys(&streamed), keys(&expanded));
+    assert_eq!(streamed.arrival, expanded.arrival);
+    assert_eq!(streamed.durations, expanded.durations);
+    let run = |s: Scenario| {
+        let mut sim = Simulation::new(s);
+        sim.run(&Limits::default(), None);
+        serde_json::to_string(&sim.into_report()).unwrap()
+    };
+    let (a, b) = (run(streamed), run(expanded));
+    assert!(a.contains("\"Preempted\""), "the shape preempts");
+    assert_eq!(a, b);
+}
+
+/// Loading a scenario streams its trace: a bad line is still named by file, line and field,
+/// and a workload the manifests define too is still reported against the trace.
+#[test]
+fn streamed_trace_errors_name_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = [
+        r#"{"arrival": "1s", "queue": "lq", "name": "a", "podSets": [{"requests": {"cpu": "1"}}]}"#,
+        "",
+        r#"{"arrival": "2s", "queue": "lq", "name": "b", "podSets": [{"count": 0}]}"#,
+        r#"{"arrival": "3s", "queue": "lq", "name": "c" "podSets": []}"#,
+    ];
+    std::fs::write(dir.path().join("t.jsonl"), rows.join("\r\n")).unwrap();
+    let manifest = dir.path().join("s.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: sim.wasq.dev/v1alpha1\nkind: Trace\nmetadata: {name: t}\n\
+         spec: {path: t.jsonl}\n",
+    )
+    .unwrap();
+    let err = Scenario::load(std::slice::from_ref(&manifest))
+        .unwrap_err()
+        .to_string();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].ends_with("t.jsonl:3: podSets[0].count: must be at least 1"),
+        "{err}"
+    );
+    assert!(lines[1].contains("t.jsonl:4: invalid JSON: "), "{err}");
+    assert!(lines.iter().all(|l| l.contains("s.yaml doc 1: Trace t: ")));
+
+    // Valid rows, one of them also a Workload of the manifests.
+    std::fs::write(dir.path().join("t.jsonl"), rows[0]).unwrap();
+    let mut yaml = std::fs::read_to_string(&manifest).unwrap();
+    yaml.push_str(
+        "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\n\
+         metadata: {namespace: default, name: a}\n\
+         spec: {queueName: lq, podSets: [{name: main, count: 1, template: {spec: {containers: []}}}]}\n",
+    );
+    std::fs::write(&manifest, yaml).unwrap();
+    let err = Scenario::load(std::slice::from_ref(&manifest))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.ends_with("Trace t: Workload default/a is also defined by the manifests"),
+        "{err}"
+    );
+}

@@ -48,16 +48,16 @@ fn why(report: &Report, w: &WorkloadReport, key: &str) -> String {
     }
     let preempted = report
         .events
-        .iter()
+        .refs()
         .rev()
-        .find(|e| e.kind == EventType::Preempted && e.workload == key);
+        .find(|e| e.kind() == EventType::Preempted && e.workload() == key);
     match preempted {
         Some(e) => format!(
             "{} after being preempted at {:.1}s by {} ({})",
             w.state,
-            e.time,
-            e.preemptor.as_deref().unwrap_or("another workload"),
-            e.reason.as_deref().unwrap_or("no reason given"),
+            e.time(),
+            e.preemptor().unwrap_or("another workload"),
+            e.reason().unwrap_or("no reason given"),
         ),
         None => w.state.to_string(),
     }

@@ -95,28 +95,27 @@ pub fn check_waits(sim: &Simulation, duration: f64) -> Option<CheckWaitModel> {
 pub fn events(report: &Report, duration: f64) -> (Series, Vec<Series>, Series) {
     let admitted: Vec<f64> = report
         .events
-        .iter()
-        .filter(|e| e.kind == EventType::Admitted)
-        .map(|e| e.time)
+        .refs()
+        .filter(|e| e.kind() == EventType::Admitted)
+        .map(|e| e.time())
         .collect();
     let mut by_reason: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut all = Vec::new();
     for e in report
         .events
-        .iter()
-        .filter(|e| e.kind == EventType::Preempted)
+        .refs()
+        .filter(|e| e.kind() == EventType::Preempted)
     {
         let reason = e
-            .reason
-            .as_deref()
+            .reason()
             .and_then(|r| r.split([':', ' ']).next())
             .filter(|r| !r.is_empty())
             .unwrap_or("Preempted");
-        all.push(e.time);
+        all.push(e.time());
         by_reason
             .entry(reason.to_string())
             .or_default()
-            .push(e.time);
+            .push(e.time());
     }
     (
         cumulative("admissions".into(), &admitted, duration),

@@ -1,0 +1,331 @@
+//! The run's timeline, kept compact: one fixed-size [`Record`] per event, naming its workload,
+//! ClusterQueue and preemptor by id and its reason and policies by an index into tables that
+//! hold each distinct text and policy once. A large run has millions of events whose texts
+//! repeat (the same pending message for every workload of a shape), so the words are kept
+//! once and put together only when an event is read ([`Timeline::iter`], as an owned
+//! [`Event`]) or written ([`Timeline`]'s `Serialize`, the same JSON as a `Vec<Event>`).
+
+use std::fmt;
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+use serde::ser::{SerializeSeq, SerializeStruct};
+use serde::{Serialize, Serializer};
+
+use crate::cluster::{CqId, WorkloadId};
+use crate::policy::PolicyRef;
+
+use super::report::{Event, EventType};
+
+/// No id (an absent ClusterQueue, preemptor, reason or ordering policy).
+const NONE: u32 = u32::MAX;
+
+/// One event as recorded: ids and indexes only (48 bytes, no heap).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Record {
+    /// Seconds on the virtual clock.
+    pub time: f64,
+    pub cycle: u64,
+    pub workload: WorkloadId,
+    cluster_queue: u32,
+    preemptor: u32,
+    reason: u32,
+    policy: u32,
+    ordered_by: u32,
+    pub kind: EventType,
+}
+
+impl Record {
+    pub fn cluster_queue(&self) -> Option<CqId> {
+        (self.cluster_queue != NONE).then_some(CqId(self.cluster_queue))
+    }
+
+    pub fn preemptor(&self) -> Option<WorkloadId> {
+        (self.preemptor != NONE).then_some(WorkloadId(self.preemptor))
+    }
+}
+
+/// Each distinct text once, by index.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Texts {
+    list: Vec<Arc<str>>,
+    index: FxHashMap<Arc<str>, u32>,
+}
+
+impl Texts {
+    /// The index of `text`, added when new.
+    pub fn intern(&mut self, text: &str) -> u32 {
+        if let Some(&i) = self.index.get(text) {
+            return i;
+        }
+        let i = u32::try_from(self.list.len()).expect("fewer than 2^32 distinct texts");
+        let shared: Arc<str> = Arc::from(text);
+        self.list.push(shared.clone());
+        self.index.insert(shared, i);
+        i
+    }
+
+    pub fn get(&self, i: u32) -> &str {
+        &self.list[i as usize]
+    }
+}
+
+/// What the simulation records while it runs: the records, and the texts and policies they
+/// point into. Names of workloads and ClusterQueues stay in the cluster until the report.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Recorder {
+    pub records: Vec<Record>,
+    pub texts: Texts,
+    policies: Vec<PolicyRef>,
+}
+
+/// An event to record, before its texts and policies are interned.
+pub(crate) struct NewEvent<'a> {
+    pub time: f64,
+    pub cycle: u64,
+    pub kind: EventType,
+    pub workload: WorkloadId,
+    pub cluster_queue: Option<CqId>,
+    pub reason: Option<&'a str>,
+    pub preemptor: Option<WorkloadId>,
+    pub policy: Option<PolicyRef>,
+}
+
+impl Recorder {
+    pub fn push(&mut self, e: NewEvent<'_>) {
+        let reason = e.reason.map_or(NONE, |r| self.texts.intern(r));
+        let policy = self.policy_index(e.policy.unwrap_or_else(PolicyRef::builtin));
+        self.records.push(Record {
+            time: e.time,
+            cycle: e.cycle,
+            workload: e.workload,
+            cluster_queue: e.cluster_queue.map_or(NONE, |c| c.0),
+            preemptor: e.preemptor.map_or(NONE, |p| p.0),
+            reason,
+            policy,
+            ordered_by: NONE,
+            kind: e.kind,
+        });
+    }
+
+    /// Sets the last event's ordering policy (an admission's).
+    pub fn set_last_ordered_by(&mut self, policy: PolicyRef) {
+        let i = self.policy_index(policy);
+        if let Some(r) = self.records.last_mut() {
+            r.ordered_by = i;
+        }
+    }
+
+    /// A run binds a handful of policies: a short list, searched from its end.
+    fn policy_index(&mut self, policy: PolicyRef) -> u32 {
+        if let Some(i) = self.policies.iter().rposition(|p| *p == policy) {
+            return i as u32;
+        }
+        self.policies.push(policy);
+        (self.policies.len() - 1) as u32
+    }
+
+    pub fn reason(&self, r: &Record) -> Option<&str> {
+        (r.reason != NONE).then(|| self.texts.get(r.reason))
+    }
+
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+}
+
+/// The report's timeline: the records and the names they resolve to. Reads as a list of
+/// [`Event`]s (each put together when read) and serializes as one.
+#[derive(Clone, Default)]
+pub struct Timeline {
+    recorded: Recorder,
+    /// `namespace/name` by workload id.
+    workloads: Arc<[Box<str>]>,
+    /// By ClusterQueue id.
+    cluster_queues: Arc<[Box<str>]>,
+}
+
+/// One event of a [`Timeline`], borrowed: its texts are the timeline's.
+#[derive(Clone, Copy)]
+pub struct EventRef<'a> {
+    timeline: &'a Timeline,
+    record: &'a Record,
+}
+
+impl<'a> EventRef<'a> {
+    pub fn time(&self) -> f64 {
+        self.record.time
+    }
+
+    pub fn cycle(&self) -> u64 {
+        self.record.cycle
+    }
+
+    pub fn kind(&self) -> EventType {
+        self.record.kind
+    }
+
+    /// `namespace/name`.
+    pub fn workload(&self) -> &'a str {
+        &self.timeline.workloads[self.record.workload.index()]
+    }
+
+    pub fn cluster_queue(&self) -> Option<&'a str> {
+        let t = self.timeline;
+        self.record
+            .cluster_queue()
+            .map(|c| &*t.cluster_queues[c.index()])
+    }
+
+    pub fn reason(&self) -> Option<&'a str> {
+        self.timeline.recorded.reason(self.record)
+    }
+
+    pub fn preemptor(&self) -> Option<&'a str> {
+        let t = self.timeline;
+        self.record.preemptor().map(|p| &*t.workloads[p.index()])
+    }
+
+    pub fn policy(&self) -> &'a PolicyRef {
+        &self.timeline.recorded.policies[self.record.policy as usize]
+    }
+
+    pub fn ordered_by(&self) -> Option<&'a PolicyRef> {
+        let r = self.record.ordered_by;
+        (r != NONE).then(|| &self.timeline.recorded.policies[r as usize])
+    }
+
+    /// The event as an owned value.
+    pub fn to_event(&self) -> Event {
+        Event {
+            time: self.time(),
+            cycle: self.cycle(),
+            kind: self.kind(),
+            workload: self.workload().to_string(),
+            cluster_queue: self.cluster_queue().map(str::to_string),
+            reason: self.reason().map(str::to_string),
+            preemptor: self.preemptor().map(str::to_string),
+            policy: self.policy().clone(),
+            ordered_by: self.ordered_by().cloned(),
+        }
+    }
+}
+
+impl Timeline {
+    /// The timeline of `recorded`, its workloads and ClusterQueues named by `workloads` and
+    /// `cluster_queues` (indexed by id).
+    pub(crate) fn new(
+        recorded: Recorder,
+        workloads: Arc<[Box<str>]>,
+        cluster_queues: Arc<[Box<str>]>,
+    ) -> Timeline {
+        Timeline {
+            recorded,
+            workloads,
+            cluster_queues,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.recorded.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.recorded.records.is_empty()
+    }
+
+    /// The events, borrowed, in order.
+    pub fn refs(&self) -> impl DoubleEndedIterator<Item = EventRef<'_>> + ExactSizeIterator {
+        self.recorded.records.iter().map(move |record| EventRef {
+            timeline: self,
+            record,
+        })
+    }
+
+    /// The events as owned values, in order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = Event> + ExactSizeIterator + '_ {
+        self.refs().map(|e| e.to_event())
+    }
+
+    pub fn get(&self, i: usize) -> Option<Event> {
+        self.recorded.records.get(i).map(|record| {
+            EventRef {
+                timeline: self,
+                record,
+            }
+            .to_event()
+        })
+    }
+
+    pub fn first(&self) -> Option<Event> {
+        self.get(0)
+    }
+
+    pub fn last(&self) -> Option<Event> {
+        self.len().checked_sub(1).and_then(|i| self.get(i))
+    }
+
+    /// The events as owned values.
+    pub fn to_vec(&self) -> Vec<Event> {
+        self.iter().collect()
+    }
+}
+
+impl<'a> IntoIterator for &'a Timeline {
+    type Item = Event;
+    type IntoIter = Box<dyn Iterator<Item = Event> + 'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+impl fmt::Debug for Timeline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl PartialEq for Timeline {
+    fn eq(&self, other: &Timeline) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl PartialEq<Vec<Event>> for Timeline {
+    fn eq(&self, other: &Vec<Event>) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter().cloned())
+    }
+}
+
+/// Written exactly as [`Event`]'s derived `Serialize` writes it.
+impl Serialize for EventRef<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let ordered_by = self.ordered_by();
+        let n = 8 + usize::from(ordered_by.is_some());
+        let mut s = serializer.serialize_struct("Event", n)?;
+        s.serialize_field("time", &self.time())?;
+        s.serialize_field("cycle", &self.cycle())?;
+        s.serialize_field("type", &self.kind())?;
+        s.serialize_field("workload", self.workload())?;
+        s.serialize_field("clusterQueue", &self.cluster_queue())?;
+        s.serialize_field("reason", &self.reason())?;
+        s.serialize_field("preemptor", &self.preemptor())?;
+        s.serialize_field("policy", self.policy())?;
+        match ordered_by {
+            Some(p) => s.serialize_field("orderedBy", p)?,
+            None => s.skip_field("orderedBy")?,
+        }
+        s.end()
+    }
+}
+
+impl Serialize for Timeline {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.len()))?;
+        for e in self.refs() {
+            seq.serialize_element(&e)?;
+        }
+        seq.end()
+    }
+}
