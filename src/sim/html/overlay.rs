@@ -4,7 +4,7 @@
 
 use super::charts::{ChartError, LineChart};
 use super::model::{RunModel, Series};
-use super::page::{WAIT_COLUMNS, cdf, jain_rows, line_figure, waits_rows};
+use super::page::{WAIT_COLUMNS, cdf, counts_figure, jain_rows, line_figure, waits_rows};
 use super::waits::Waits;
 
 /// Series of run A and run B interleaved (A's first), each named after its run.
@@ -79,26 +79,7 @@ pub fn timeline(out: &mut String, a: &RunModel, b: &RunModel) -> Result<(), Char
         "Admissions and preemptions over time, {} (solid) and {} (dashed) overlaid",
         labels.0, labels.1
     );
-    let rows: Vec<Vec<String>> = series
-        .iter()
-        .map(|s| {
-            let total = s.points.last().map_or(0.0, |p| p.1);
-            vec![s.name.clone(), format!("{total:.0}")]
-        })
-        .collect();
-    line_figure(
-        out,
-        &LineChart {
-            title: &title,
-            x_label: "virtual time (s)",
-            y_label: "count so far",
-            series: &series,
-            references: &[],
-            paired: true,
-        },
-        &["event", "total"],
-        &rows,
-    )
+    counts_figure(out, &title, &series, true)
 }
 
 pub fn fairness(out: &mut String, a: &RunModel, b: &RunModel) -> Result<(), ChartError> {

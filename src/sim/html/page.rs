@@ -119,15 +119,7 @@ fn stepped(s: &Series) -> Series {
 }
 
 fn stacked_figure(out: &mut String, label: &str, s: &Stacked) -> Result<(), ChartError> {
-    let shown = if s.of > s.layers.len() {
-        format!(
-            " (top {} of {} by peak, the rest together)",
-            s.layers.len() - 1,
-            s.of
-        )
-    } else {
-        String::new()
-    };
+    let shown = top_of(s.layers.len(), s.of, "peak");
     let title = format!(
         "{label}: usage of {} in {}, stacked per {}{shown}",
         s.resource, s.group, s.member
@@ -290,15 +282,7 @@ fn waits_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
         return Ok(());
     }
     for chart in &run.waits {
-        let shown = if chart.of > chart.groups.len() {
-            format!(
-                " (top {} of {} by p95, the rest together)",
-                chart.groups.len() - 1,
-                chart.of
-            )
-        } else {
-            String::new()
-        };
+        let shown = top_of(chart.groups.len(), chart.of, "p95");
         let title = format!(
             "{}: time to admit by {}{shown}, cumulative",
             run.label, chart.by
@@ -323,14 +307,14 @@ fn waits_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
     Ok(())
 }
 
-fn timeline_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
-    let title = format!(
-        "{}: admissions, preemptions (by reason) and admission-check waits over time",
-        run.label
-    );
-    let mut series = vec![run.admissions.clone()];
-    series.extend(run.preemptions.iter().cloned());
-    series.extend(run.checks.as_ref().map(|c| c.begun.clone()));
+/// Cumulative counts over time (`paired`: two runs, A solid and B dashed), with each series'
+/// total in the table.
+pub(super) fn counts_figure(
+    out: &mut String,
+    title: &str,
+    series: &[Series],
+    paired: bool,
+) -> Result<(), ChartError> {
     let rows: Vec<Vec<String>> = series
         .iter()
         .map(|s| {
@@ -341,16 +325,37 @@ fn timeline_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> 
     line_figure(
         out,
         &LineChart {
-            title: &title,
+            title,
             x_label: "virtual time (s)",
             y_label: "count so far",
-            series: &series,
+            series,
             references: &[],
-            paired: false,
+            paired,
         },
         &["event", "total"],
         &rows,
-    )?;
+    )
+}
+
+/// What a title says when a chart draws only the top `kept - 1` of `of` (the last one pooling
+/// the rest), ranked `by`; nothing when it draws them all.
+fn top_of(kept: usize, of: usize, by: &str) -> String {
+    if of > kept {
+        format!(" (top {} of {of} by {by}, the rest together)", kept - 1)
+    } else {
+        String::new()
+    }
+}
+
+fn timeline_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
+    let title = format!(
+        "{}: admissions, preemptions (by reason) and admission-check waits over time",
+        run.label
+    );
+    let mut series = vec![run.admissions.clone()];
+    series.extend(run.preemptions.iter().cloned());
+    series.extend(run.checks.as_ref().map(|c| c.begun.clone()));
+    counts_figure(out, &title, &series, false)?;
     let Some(checks) = &run.checks else {
         out.push_str("<p>No workload waited for admission checks.</p>");
         return Ok(());
