@@ -523,6 +523,32 @@ mod tests {
     }
 
     #[test]
+    fn request_rows_load_as_setting_each_usage() {
+        let cat = two_queues();
+        // b listed before its cohort is missing from the list; a listed twice (the later row
+        // wins); the request names FR twice (the first entry of a row wins).
+        let mut loaded = QuotaView::new(&cat, &[FR, FR]);
+        loaded.load_rows(&[2, 1, 1, 99], &[5, 8, 3, 8, 7, 8, 1, 1], &[FR, FR]);
+        let mut set = QuotaView::new(&cat, &[FR]);
+        set.set_usage(2, FR, 5);
+        set.set_usage(1, FR, 7);
+        for node in 0..3 {
+            assert!(loaded.contains(node));
+            assert_eq!(loaded.usage(node, FR), set.usage(node, FR), "node {node}");
+            assert_eq!(
+                loaded.available(node, FR),
+                set.available(node, FR),
+                "node {node}"
+            );
+        }
+        assert!(!loaded.contains(99));
+        // The cohort came in as the parent of the nodes listed: usage added below bubbles up.
+        loaded.add_usage(2, FR, 2);
+        set.add_usage(2, FR, 2);
+        assert_eq!(loaded.usage(0, FR), set.usage(0, FR));
+    }
+
+    #[test]
     fn subtree_and_guaranteed_come_from_the_builder() {
         let cat = two_queues();
         let q = cat.quota(0, FR);
