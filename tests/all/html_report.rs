@@ -139,20 +139,8 @@ fn chromium() -> Option<PathBuf> {
 }
 
 /// Two cohorts of ten ClusterQueues (each its own LocalQueue), two classes of workloads that
-/// borrow and preempt.
-const TWO_COHORTS: &str = "
-apiVersion: sim.wasq.dev/v1alpha1
-kind: Generator
-metadata: {name: two-cohorts}
-spec:
-  seed: 7
-  cohorts: 2
-  queuesPerCohort: 10
-  quota: {nominal: 2, borrowingLimit: 3}
-  classes:
-  - {name: small, count: 6, interval: 100ms, runtime: 500ms, priority: 50, cpu: 1}
-  - {name: large, count: 3, interval: 300ms, runtime: 1s, priority: 100, cpu: 3}
-";
+/// borrow and preempt (shared with the report's unit tests).
+const TWO_COHORTS: &str = include_str!("../manifests/report-two-cohorts.yaml");
 
 /// Opens `page` in headless Chromium: the DOM it built, and its console messages.
 fn render(browser: &Path, page: &Path) -> (String, Vec<String>) {

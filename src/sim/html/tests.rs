@@ -10,21 +10,8 @@ use crate::sim::{Limits, Scenario, Simulation};
 use super::model::RunModel;
 use super::usage::MAX_LAYERS;
 
-/// Two cohorts of ten ClusterQueues (cpu nominal 2, borrowing limit 3), each its own
-/// LocalQueue, two classes of workloads.
-const SHAPE: &str = "
-apiVersion: sim.wasq.dev/v1alpha1
-kind: Generator
-metadata: {name: small}
-spec:
-  seed: 7
-  cohorts: 2
-  queuesPerCohort: 10
-  quota: {nominal: 2, borrowingLimit: 3}
-  classes:
-  - {name: small, count: 6, interval: 100ms, runtime: 500ms, priority: 50, cpu: 1}
-  - {name: large, count: 3, interval: 300ms, runtime: 1s, priority: 100, cpu: 3}
-";
+/// The tests' shape, shared with `tests/all/html_report.rs`.
+const SHAPE: &str = include_str!("../../../tests/manifests/report-two-cohorts.yaml");
 
 fn run(sim: &mut Simulation) {
     sim.run(&Limits::default(), None);
