@@ -219,11 +219,14 @@ fn within_queue<C: CandidateTable + ?Sized>(t: &C, a: usize, b: usize) -> Orderi
 /// queue holds, LocalQueue usage first. (Kueue compares usage only within one ClusterQueue,
 /// which makes its comparator cyclic across queues; this is its order made total.)
 ///
-/// The host sends candidates in this order, so with every candidate listed the sort only
-/// confirms it.
+/// The host sends candidates in this order ([`CandidateTable::in_candidate_order`]), so a
+/// subset listed in increasing index is returned as it is.
 pub fn candidate_order<C: CandidateTable>(req: &Request<C>, subset: &[u32]) -> Vec<u32> {
     let own = req.preemptor.cluster_queue;
     let t = &req.candidates;
+    if t.in_candidate_order() && subset.is_sorted() {
+        return subset.to_vec();
+    }
     let key = |i: u32| order_key(t, i as usize, own);
     // The host sends the candidates in this order: one pass confirms it (the stable sort
     // below would keep such a list as it is), and only a list out of order is sorted, with
@@ -277,15 +280,30 @@ fn class(kind: CandidateKind) -> u8 {
 /// class in [`candidate_order`].
 pub fn victim_order<C: CandidateTable>(req: &Request<C>, subset: &[u32]) -> Vec<u32> {
     let t = &req.candidates;
-    let mut keyed: Vec<(u8, u32)> = candidate_order(req, subset)
-        .into_iter()
-        .map(|i| {
-            let i_ = i as usize;
-            ((u8::from(!t.evicting(i_)) << 2) | class(t.kind(i_)), i)
-        })
-        .collect();
-    keyed.sort_by_key(|k| k.0);
-    keyed.into_iter().map(|(_, i)| i).collect()
+    let order = candidate_order(req, subset);
+    // A stable partition into the six groups (evicting or not × three classes), counted
+    // rather than sorted: group `g` starts where the groups before it end.
+    let group = |i: u32| {
+        let i = i as usize;
+        usize::from(!t.evicting(i)) * 3 + usize::from(class(t.kind(i)))
+    };
+    let mut start = [0usize; 7];
+    for &i in &order {
+        start[group(i) + 1] += 1;
+    }
+    if start.iter().filter(|&&n| n > 0).count() <= 1 {
+        return order;
+    }
+    for g in 1..start.len() {
+        start[g] += start[g - 1];
+    }
+    let mut out = vec![0; order.len()];
+    for &i in &order {
+        let g = group(i);
+        out[start[g]] = i;
+        start[g] += 1;
+    }
+    out
 }
 
 /// The borrowing modes Kueue tries, in order, for the candidates in `subset`: `true` allows the
@@ -387,11 +405,16 @@ pub fn greedy_victims<C: CandidateTable>(
     attempts: &[bool],
 ) -> Option<Victims> {
     let node = catalog.cluster_queue_node(req.preemptor.cluster_queue)?;
-    let initial = QuotaView::from_request(catalog, req);
+    let mut view = QuotaView::from_request(catalog, req);
     let t = &req.candidates;
+    let mut targets: Vec<u32> = Vec::new();
     for &allow in attempts {
-        let mut view = initial.clone();
-        let mut targets: Vec<u32> = Vec::new();
+        // Back to the request's usage: an attempt that found no fit removed `targets` only
+        // (putting usage back is exact, see `QuotaView::add_usage`).
+        for &i in &targets {
+            view.restore_candidate_of(t, i as usize);
+        }
+        targets.clear();
         for &i in order {
             if !candidate_is_valid(&view, req, i, allow) {
                 continue;
@@ -780,6 +803,30 @@ mod tests {
             let v = select_victims(&cat, &req);
             assert_eq!(select_victims(&cat, &columns), v, "round {round}");
             answered += usize::from(v.is_some());
+            // As the host sends them: in Kueue's order, which the columns then trust instead
+            // of sorting. The same workloads are chosen, in the same order.
+            let mut sorted = req.clone();
+            sorted.candidates = candidate_order(&req, &all)
+                .iter()
+                .map(|&i| req.candidates[i as usize].clone())
+                .collect();
+            let sorted_columns = sorted.to_columns();
+            assert!(sorted_columns.candidates.in_candidate_order());
+            let chosen = |r: &Request, v: Option<Victims>| {
+                v.map(|v| {
+                    let w: Vec<u32> = v
+                        .victims
+                        .iter()
+                        .map(|&i| r.candidates[i as usize].workload)
+                        .collect();
+                    (w, v.allow_borrowing)
+                })
+            };
+            assert_eq!(
+                chosen(&sorted, select_victims(&cat, &sorted_columns)),
+                chosen(&req, v),
+                "round {round}, in order"
+            );
         }
         // The rounds exercise both outcomes.
         assert!((30..=270).contains(&answered), "{answered} answered");

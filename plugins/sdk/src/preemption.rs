@@ -71,6 +71,9 @@ pub struct CandidateColumns {
     /// Per candidate, when any has admission-fair-sharing usage (the host lists those that
     /// do); empty otherwise.
     local_queue_usage: Vec<Option<f64>>,
+    /// Whether the rows are in Kueue's candidate order: as the host sends them, or as
+    /// [`Request::to_columns`] found them.
+    in_order: bool,
 }
 
 /// One preemptor and everything needed to choose its victims (`wit/preemption.wit`,
@@ -147,6 +150,13 @@ pub trait CandidateTable {
     fn labels(&self, i: usize) -> impl Iterator<Item = Entry> + '_;
     /// The annotations the allow-list passes.
     fn annotations(&self, i: usize) -> impl Iterator<Item = Entry> + '_;
+    /// Whether the rows are known to be in Kueue's candidate order (as the host sends
+    /// `request.candidates`), so that [`kueue::candidate_order`](crate::kueue::candidate_order)
+    /// need not sort or check them. `false` unless the table says otherwise: records a plugin
+    /// builds itself may come in any order.
+    fn in_candidate_order(&self) -> bool {
+        false
+    }
 
     /// Its namespace (see [`Identity::namespace`]).
     fn namespace<'c>(&self, catalog: &'c Catalog, i: usize) -> &'c str {
@@ -334,6 +344,10 @@ impl CandidateTable for CandidateColumns {
             i,
         )
     }
+    /// The host sends candidates in Kueue's candidate order (`request.candidates`).
+    fn in_candidate_order(&self) -> bool {
+        self.in_order
+    }
 }
 
 /// `no-local-queue` in `record candidates`' `local-queues`.
@@ -414,6 +428,7 @@ impl From<wit::Candidates> for CandidateColumns {
             raw: c,
             evicting,
             local_queue_usage,
+            in_order: true,
         }
     }
 }
@@ -537,11 +552,16 @@ impl Request {
                 c.local_queue_usage.push(usage);
             }
         }
+        let all: Vec<u32> = (0..list.len() as u32).collect();
+        let mut candidates = CandidateColumns::from(c);
+        // Records a test builds may come in any order; only those already in Kueue's order
+        // are marked so, as the host's always are.
+        candidates.in_order = crate::kueue::candidate_order(self, &all) == all;
         Request {
             preemptor: self.preemptor.clone(),
             requests: self.requests.clone(),
             needs_preemption: self.needs_preemption.clone(),
-            candidates: CandidateColumns::from(c),
+            candidates,
             usage_nodes: self.usage_nodes.clone(),
             usage: self.usage.clone(),
             tree_usage: self.tree_usage.clone(),

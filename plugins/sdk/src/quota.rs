@@ -329,7 +329,9 @@ impl<'c> QuotaView<'c> {
     }
 
     /// Adds `delta` (negative to remove) to the node's usage of `fr`, bubbling up only the part
-    /// above each node's guaranteed quota. Ignored for an untracked flavor-resource.
+    /// above each node's guaranteed quota. Ignored for an untracked flavor-resource. Exact and
+    /// order-independent: adding back what was removed, in any order, restores every node's
+    /// usage as it was.
     pub fn add_usage(&mut self, node: NodeId, fr: FrId, delta: Quantity) {
         if self.column(fr).is_none() {
             return;
