@@ -36,6 +36,28 @@ pub struct Catalog {
     /// The instance's string table (`new-strings`): what workloads' identities index. It
     /// outlives catalogs: a new catalog keeps it.
     strings: Vec<String>,
+    /// Which catalog this is, for what views keep between calls (see [`Serial`]).
+    serial: Serial,
+}
+
+/// A number given to each catalog made, so that what a [`QuotaView`](crate::QuotaView) kept
+/// from an earlier view is reused only with the catalog it was made for. A clone keeps it
+/// (same figures); it takes no part in comparing catalogs.
+#[derive(Debug, Clone, Copy)]
+struct Serial(u64);
+
+impl Serial {
+    fn next() -> Serial {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Serial(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+impl PartialEq for Serial {
+    /// Catalogs compare by their figures, not by when they were made.
+    fn eq(&self, _: &Serial) -> bool {
+        true
+    }
 }
 
 /// The figures of a flavor-resource a node does not list: all zero, no limits.
@@ -93,7 +115,13 @@ impl Catalog {
             quota_start,
             quotas,
             strings: Vec::new(),
+            serial: Serial::next(),
         }
+    }
+
+    /// Which catalog this is (see [`Serial`]).
+    pub(crate) fn serial(&self) -> u64 {
+        self.serial.0
     }
 
     /// Installs a new catalog from the host, keeping the string table.

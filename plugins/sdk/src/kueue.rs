@@ -288,10 +288,14 @@ pub fn victim_order<C: CandidateTable>(req: &Request<C>, subset: &[u32]) -> Vec<
         usize::from(!t.evicting(i)) * 3 + usize::from(class(t.kind(i)))
     };
     let mut start = [0usize; 7];
+    let (mut last, mut grouped) = (0, true);
     for &i in &order {
-        start[group(i) + 1] += 1;
+        let g = group(i);
+        grouped &= last <= g;
+        last = g;
+        start[g + 1] += 1;
     }
-    if start.iter().filter(|&&n| n > 0).count() <= 1 {
+    if grouped {
         return order;
     }
     for g in 1..start.len() {

@@ -64,12 +64,12 @@ pub mod fair;
 pub mod flavor_assignment;
 pub mod identity;
 pub mod kueue;
+mod layout;
 pub mod log;
 pub mod ordering;
 pub mod placement;
 pub mod preemption;
 pub mod quota;
-mod slots;
 pub mod testing;
 mod workload;
 

@@ -17,8 +17,8 @@
 //! of the catalog, which fair sharing's dominant resource share ([`QuotaView::drs`]) needs.
 
 use crate::catalog::Catalog;
+use crate::layout::{Layout, NONE};
 use crate::preemption::{Candidate, CandidateTable, Request};
-use crate::slots::{NONE, SlotMap};
 use crate::types::{FrAmount, FrId, NodeId, NodeKind, Quantity, Quota, UsageTable};
 
 /// Quota usage of part of the quota tree, with Kueue's arithmetic.
@@ -31,50 +31,25 @@ use crate::types::{FrAmount, FrId, NodeId, NodeKind, Quantity, Quota, UsageTable
 #[derive(Debug, Clone)]
 pub struct QuotaView<'c> {
     catalog: &'c Catalog,
-    frs: Vec<FrId>,
-    /// Flavor-resource → column, `NONE` when not tracked.
-    col_of: Vec<u32>,
-    /// Catalog node → slot, `NONE` when not in the view.
-    slot_of: SlotMap,
-    /// Slot → catalog node.
-    nodes: Vec<NodeId>,
-    /// Slot → the slot of its parent, `NONE` for a root. The ancestors of a node in the view
-    /// are in the view, so walks up the tree never leave it.
-    parent: Vec<u32>,
-    /// Slot → whether the node is a Cohort.
-    cohort: Vec<bool>,
-    /// Slot × column, row-major.
-    usage: Vec<Quantity>,
-    /// Slot × column, row-major.
-    quotas: Vec<Quota>,
+    /// The slots, columns, quotas and usage: kept by the instance between views of the same
+    /// catalog and columns (see [`Layout`]).
+    l: Layout,
+}
+
+impl Drop for QuotaView<'_> {
+    fn drop(&mut self) {
+        let layout = std::mem::replace(&mut self.l, Layout::empty());
+        layout.give_back();
+    }
 }
 
 impl<'c> QuotaView<'c> {
     /// An empty view (every usage 0) tracking the flavor-resources `frs`. Duplicates are
     /// ignored.
     pub fn new(catalog: &'c Catalog, frs: &[FrId]) -> QuotaView<'c> {
-        let mut columns: Vec<FrId> = Vec::with_capacity(frs.len());
-        let mut col_of: Vec<u32> = Vec::new();
-        for &fr in frs {
-            let f = fr as usize;
-            if col_of.len() <= f {
-                col_of.resize(f + 1, NONE);
-            }
-            if col_of[f] == NONE {
-                col_of[f] = columns.len() as u32;
-                columns.push(fr);
-            }
-        }
         QuotaView {
             catalog,
-            frs: columns,
-            col_of,
-            slot_of: SlotMap::new(catalog.nodes.len()),
-            nodes: Vec::new(),
-            parent: Vec::new(),
-            cohort: Vec::new(),
-            usage: Vec::new(),
-            quotas: Vec::new(),
+            l: Layout::take(catalog, frs),
         }
     }
 
@@ -107,66 +82,34 @@ impl<'c> QuotaView<'c> {
     }
 
     /// Loads usage rows: row `i` of `usage` (`width` entries, one per requested
-    /// flavor-resource, duplicates included) is the usage of `nodes[i]`. The host lists every
-    /// ancestor of a listed node, so one pass gives each node its slot and a second links
-    /// parents; an ancestor missing from the list is included with usage 0. A node listed
-    /// twice, or not in the catalog, is skipped.
+    /// flavor-resource, duplicates included) is the usage of `nodes[i]`, and its ancestors are
+    /// included (with usage 0 unless listed). A node listed twice takes its later row; a node
+    /// not in the catalog is skipped.
     fn load_rows(&mut self, nodes: &[NodeId], usage: &[Quantity], row_frs: &[FrId]) {
-        let catalog = self.catalog;
-        let (width, cols) = (row_frs.len(), self.frs.len());
+        let (width, cols) = (row_frs.len(), self.l.frs.len());
         // Column → its entry in a row; with duplicate flavor-resources the first one wins.
-        let entry: Vec<usize> = self
-            .frs
-            .iter()
-            .map(|fr| row_frs.iter().position(|f| f == fr).unwrap_or(usize::MAX))
-            .collect();
-        self.reserve(nodes.len());
+        let mut entry = [usize::MAX; 4];
+        let mut entries = Vec::new();
+        let entry: &mut [usize] = if cols <= entry.len() {
+            &mut entry[..cols]
+        } else {
+            entries.resize(cols, usize::MAX);
+            &mut entries
+        };
+        for (c, e) in entry.iter_mut().enumerate() {
+            let fr = self.l.frs[c];
+            *e = row_frs.iter().position(|&f| f == fr).unwrap_or(usize::MAX);
+        }
         for (i, &node) in nodes.iter().enumerate() {
-            let slot = match self.slot_of.get(node as usize) {
-                None => continue,
-                // Listed twice: the later row wins, as setting it again would.
-                Some(s) if s != NONE => s as usize,
-                Some(_) => {
-                    self.slot_of.set(node as usize, self.nodes.len() as u32);
-                    self.nodes.push(node);
-                    self.parent.push(NONE);
-                    self.cohort.push(catalog.is_cohort(node));
-                    for &fr in &self.frs {
-                        self.quotas.push(catalog.quota(node, fr));
-                        self.usage.push(0);
-                    }
-                    self.nodes.len() - 1
-                }
+            let Some(slot) = self.l.include(self.catalog, node) else {
+                continue;
             };
             for (c, &j) in entry.iter().enumerate() {
                 if let Some(&v) = usage.get((i * width).saturating_add(j)) {
-                    self.usage[slot * cols + c] = v;
+                    self.l.usage[slot * cols + c] = v;
                 }
             }
         }
-        let loaded = self.nodes.len();
-        for slot in 0..loaded {
-            let Some(parent) = catalog.parent(self.nodes[slot]) else {
-                continue;
-            };
-            if self.slot_of.get(parent as usize) == Some(NONE) {
-                self.include(parent);
-            }
-            if let Some(p) = self.slot_of.get(parent as usize) {
-                self.parent[slot] = p;
-            }
-        }
-        debug_assert_eq!(self.usage.len(), self.nodes.len() * cols);
-    }
-
-    /// Room for `nodes` more nodes without reallocating.
-    fn reserve(&mut self, nodes: usize) {
-        let cells = nodes * self.frs.len();
-        self.nodes.reserve(nodes);
-        self.parent.reserve(nodes);
-        self.cohort.reserve(nodes);
-        self.usage.reserve(cells);
-        self.quotas.reserve(cells);
     }
 
     /// The view of a `usage-table` (the cohort trees a fair-sharing decision is about): every
@@ -182,7 +125,7 @@ impl<'c> QuotaView<'c> {
                 continue;
             };
             let row = table.amounts.get(i * width..(i + 1) * width).unwrap_or(&[]);
-            view.usage[slot * width..slot * width + row.len()].copy_from_slice(row);
+            view.l.usage[slot * width..slot * width + row.len()].copy_from_slice(row);
         }
         view
     }
@@ -194,66 +137,35 @@ impl<'c> QuotaView<'c> {
 
     /// The tracked flavor-resources.
     pub fn flavor_resources(&self) -> &[FrId] {
-        &self.frs
+        &self.l.frs
     }
 
     /// Adds a node and its ancestors to the view (with usage 0 where not yet included).
     /// Nodes that are not in the catalog are ignored.
     pub fn include(&mut self, node: NodeId) {
-        // Including a node always includes its ancestors: nothing to do if it is there.
-        if self.slot_of.get(node as usize).is_none_or(|s| s != NONE) {
-            return;
-        }
-        let catalog = self.catalog;
-        let first = self.nodes.len();
-        // The slot the new chain hangs from: an included ancestor, or none (a root).
-        let mut above = NONE;
-        for n in std::iter::once(node).chain(catalog.ancestors(node)) {
-            // The ancestors of an included node are included. A parent outside the catalog
-            // ends the chain as a root would.
-            match self.slot_of.get(n as usize) {
-                Some(s) if s != NONE => {
-                    above = s;
-                    break;
-                }
-                Some(_) => {}
-                None => break,
-            }
-            self.slot_of.set(n as usize, self.nodes.len() as u32);
-            self.nodes.push(n);
-            self.parent.push(self.nodes.len() as u32);
-            self.cohort.push(catalog.is_cohort(n));
-            for &fr in &self.frs {
-                self.usage.push(0);
-                self.quotas.push(catalog.quota(n, fr));
-            }
-        }
-        if let Some(last) = self.parent.len().checked_sub(1).filter(|&l| l >= first) {
-            self.parent[last] = above;
-        }
+        self.l.include(self.catalog, node);
     }
 
     fn column(&self, fr: FrId) -> Option<usize> {
-        match self.col_of.get(fr as usize) {
+        match self.l.col_of.get(fr as usize) {
             Some(&c) if c != NONE => Some(c as usize),
             _ => None,
         }
     }
 
+    /// The node's slot in the layout. A slot the view does not hold reads as a node outside
+    /// the view would: usage 0 and the catalog's figures.
     fn slot(&self, node: NodeId) -> Option<usize> {
-        match self.slot_of.get(node as usize) {
-            Some(s) if s != NONE => Some(s as usize),
-            _ => None,
-        }
+        self.l.slot(node)
     }
 
     fn cell(&self, node: NodeId, fr: FrId) -> Option<usize> {
-        Some(self.slot(node)? * self.frs.len() + self.column(fr)?)
+        Some(self.slot(node)? * self.l.frs.len() + self.column(fr)?)
     }
 
     /// Whether the node is in the view.
     pub fn contains(&self, node: NodeId) -> bool {
-        self.slot(node).is_some()
+        self.slot(node).is_some_and(|s| self.l.is_member(s))
     }
 
     /// Sets a node's usage of `fr` as is, without bubbling to its parent (to load a snapshot).
@@ -264,20 +176,20 @@ impl<'c> QuotaView<'c> {
         }
         self.include(node);
         if let Some(cell) = self.cell(node, fr) {
-            self.usage[cell] = value;
+            self.l.usage[cell] = value;
         }
     }
 
     /// A node's usage of `fr` (for a Cohort: what its children use beyond their guaranteed
     /// quota).
     pub fn usage(&self, node: NodeId, fr: FrId) -> Quantity {
-        self.cell(node, fr).map_or(0, |c| self.usage[c])
+        self.cell(node, fr).map_or(0, |c| self.l.usage[c])
     }
 
     /// The quota figures of a node for `fr` (all zero and unlimited when it lists none).
     pub fn quota(&self, node: NodeId, fr: FrId) -> Quota {
         match self.cell(node, fr) {
-            Some(c) => self.quotas[c],
+            Some(c) => self.l.quotas[c],
             None => self.catalog.quota(node, fr),
         }
     }
@@ -291,7 +203,7 @@ impl<'c> QuotaView<'c> {
     /// ancestors allow: ≥ 0.
     pub fn available(&self, node: NodeId, fr: FrId) -> Quantity {
         match (self.slot(node), self.column(fr)) {
-            (Some(slot), Some(col)) => self.available_at(slot, col, self.nodes.len()),
+            (Some(slot), Some(col)) => self.available_at(slot, col, self.l.nodes.len()),
             _ => self.available_raw(node, fr, self.catalog.nodes.len()),
         }
         .max(0)
@@ -300,10 +212,10 @@ impl<'c> QuotaView<'c> {
     /// [`available`](QuotaView::available) of a node in the view on a tracked column, before
     /// clamping: walks parent slots only.
     fn available_at(&self, slot: usize, col: usize, depth: usize) -> Quantity {
-        let cell = slot * self.frs.len() + col;
-        let q = &self.quotas[cell];
-        let used = self.usage[cell];
-        let parent = self.parent[slot];
+        let cell = slot * self.l.frs.len() + col;
+        let q = &self.l.quotas[cell];
+        let used = self.l.usage[cell];
+        let parent = self.l.parent[slot];
         if parent == NONE || depth == 0 {
             return q.subtree.saturating_sub(used);
         }
@@ -345,15 +257,15 @@ impl<'c> QuotaView<'c> {
 
     /// [`add_usage`](QuotaView::add_usage) at a slot and column of the view.
     fn add_at(&mut self, slot: usize, col: usize, delta: Quantity) {
-        let width = self.frs.len();
+        let width = self.l.frs.len();
         let (mut slot, mut delta) = (slot, delta);
-        for _ in 0..self.nodes.len() {
+        for _ in 0..self.l.nodes.len() {
             let cell = slot * width + col;
-            let local = self.quotas[cell].guaranteed;
-            let before = self.usage[cell];
+            let local = self.l.quotas[cell].guaranteed;
+            let before = self.l.usage[cell];
             let after = before + delta;
-            self.usage[cell] = after;
-            let parent = self.parent[slot];
+            self.l.usage[cell] = after;
+            let parent = self.l.parent[slot];
             if parent == NONE {
                 return;
             }
@@ -384,12 +296,14 @@ impl<'c> QuotaView<'c> {
             let slot = match slot {
                 Some(s) => s,
                 None => {
-                    // Usually in the view already: `include` only when it is not.
-                    if self.slot(node).is_none() {
-                        self.include(node);
-                    }
-                    let Some(s) = self.slot(node) else {
-                        return;
+                    // Usually held already: `include` only when it is not. Usage is only
+                    // ever added to held slots (and their ancestors, held too).
+                    let s = match self.slot(node) {
+                        Some(s) if self.l.is_member(s) => s,
+                        _ => match self.l.include(self.catalog, node) {
+                            Some(s) => s,
+                            None => return,
+                        },
                     };
                     *slot.insert(s)
                 }
@@ -449,10 +363,10 @@ impl<'c> QuotaView<'c> {
                 .iter()
                 .all(|&fr| self.usage(node, fr) <= self.quota(node, fr).subtree);
         };
-        let row = slot * self.frs.len();
+        let row = slot * self.l.frs.len();
         frs.iter().all(|&fr| match self.column(fr) {
-            Some(col) => self.usage[row + col] <= self.quotas[row + col].subtree,
-            None => 0 <= self.catalog.quota(self.nodes[slot], fr).subtree,
+            Some(col) => self.l.usage[row + col] <= self.l.quotas[row + col].subtree,
+            None => 0 <= self.catalog.quota(self.l.nodes[slot], fr).subtree,
         })
     }
 
@@ -463,7 +377,7 @@ impl<'c> QuotaView<'c> {
         requests.iter().all(|r| match slot.zip(self.column(r.fr)) {
             Some((slot, col)) => {
                 (allow_borrowing || !self.borrowing_at(slot, col, r.amount))
-                    && r.amount <= self.available_at(slot, col, self.nodes.len()).max(0)
+                    && r.amount <= self.available_at(slot, col, self.l.nodes.len()).max(0)
             }
             None => {
                 (allow_borrowing || !self.borrowing_with(node, r.fr, r.amount))
@@ -474,14 +388,14 @@ impl<'c> QuotaView<'c> {
 
     /// [`borrowing_with`](QuotaView::borrowing_with) at a slot and column of the view.
     fn borrowing_at(&self, slot: usize, col: usize, extra: Quantity) -> bool {
-        let cell = slot * self.frs.len() + col;
-        let q = &self.quotas[cell];
-        let limit = if self.cohort[slot] {
+        let cell = slot * self.l.frs.len() + col;
+        let q = &self.l.quotas[cell];
+        let limit = if self.l.cohort[slot] {
             q.subtree
         } else {
             q.nominal
         };
-        limit < self.usage[cell].saturating_add(extra)
+        limit < self.l.usage[cell].saturating_add(extra)
     }
 }
 
@@ -624,7 +538,68 @@ mod tests {
         v.remove_workload(2, &amt(5));
         assert_eq!(v.usage(0, FR), 7);
         v.add_workload(2, &amt(5));
-        assert_eq!(v.usage, before.usage);
+        assert_eq!(v.l.usage, before.l.usage);
+    }
+
+    /// What one view held is gone from the next view of the same catalog, which reuses its
+    /// layout (slots, quotas), whether the first view was cloned or not.
+    #[test]
+    fn a_later_view_holds_nothing_of_an_earlier_one() {
+        let cat = two_queues();
+        let fresh = two_queues(); // another catalog: nothing kept for it yet
+        let expect = QuotaView::new(&fresh, &[FR]);
+        {
+            let mut v = QuotaView::new(&cat, &[FR]);
+            v.add_workload(1, &amt(9));
+            v.add_workload(2, &amt(8));
+            let mut c = v.clone();
+            c.set_usage(2, FR, 1);
+            assert_eq!(v.usage(2, FR), 8, "a clone is a copy");
+            assert_eq!(c.usage(1, FR), 9);
+        }
+        let later = QuotaView::new(&cat, &[FR]);
+        for node in 0..3 {
+            assert!(!later.contains(node), "node {node}");
+            assert_eq!(later.usage(node, FR), 0, "node {node}");
+            assert_eq!(
+                later.available(node, FR),
+                expect.available(node, FR),
+                "node {node}"
+            );
+            assert_eq!(later.borrowing(node, FR), expect.borrowing(node, FR));
+        }
+        // Adding to a node the earlier view held (it keeps its slot) holds it again.
+        let mut later = later;
+        later.add_workload(2, &amt(7));
+        assert!(later.contains(2) && later.contains(0) && !later.contains(1));
+        assert_eq!(
+            later.usage(0, FR),
+            3,
+            "7 past b's guaranteed 4 reaches the cohort"
+        );
+    }
+
+    /// A view of another catalog (other quotas) never reads what was kept for the first.
+    #[test]
+    fn views_of_different_catalogs_keep_their_own_figures() {
+        let a = two_queues();
+        let b = CatalogBuilder::new()
+            .flavor_resources(1)
+            .cohort("cohort", None)
+            .cluster_queue("a", Some(0))
+            .quota(1, FR, 3, None, None)
+            .cluster_queue("b", Some(0))
+            .quota(2, FR, 1, None, None)
+            .build();
+        let mut va = QuotaView::new(&a, &[FR]);
+        va.include(1);
+        drop(va);
+        let mut vb = QuotaView::new(&b, &[FR]);
+        vb.include(1);
+        assert_eq!(vb.quota(1, FR).nominal, 3);
+        assert_eq!(vb.available(1, FR), 4);
+        let va = QuotaView::new(&a, &[FR]);
+        assert_eq!(va.available(1, FR), 12);
     }
 
     #[test]

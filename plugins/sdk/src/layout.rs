@@ -1,0 +1,224 @@
+//! [`Layout`]: the storage of a [`QuotaView`](crate::QuotaView), kept by the instance between
+//! views. What a view holds of a node besides its usage (its slot, parent slot, kind and
+//! quotas) depends only on the catalog and the view's flavor-resources, so it is worked out
+//! once per node and reused by every later view of the same catalog and columns: a request's
+//! view then costs what its usage rows cost, not the work of placing each node again.
+//!
+//! A layout at rest holds no usage (every cell 0) and no members. A view marks the slots it
+//! holds with its own stamp (`stamp[slot] == epoch`), and on return clears the usage of
+//! exactly those slots, so giving a layout back costs what the view held.
+
+use std::cell::RefCell;
+
+use crate::catalog::Catalog;
+use crate::types::{FrId, NodeId, Quantity, Quota};
+
+/// The entry of a node that has no slot (`slot_of`), or of a root's parent.
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// How many layouts (catalog and columns) the instance keeps: a preemption plugin uses one per
+/// set of requested flavor-resources, a fair-sharing one also one with every column.
+const KEPT: usize = 4;
+
+thread_local! {
+    /// Layouts at rest, most recently returned last.
+    static KEPT_LAYOUTS: RefCell<Vec<Layout>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The slots of the nodes a catalog's views have held, with the figures that do not change
+/// while the catalog stays, and one view's usage and membership.
+#[derive(Debug, Clone)]
+pub(crate) struct Layout {
+    /// The catalog it was made for ([`Catalog::serial`]).
+    serial: u64,
+    /// The tracked flavor-resources (the columns), without duplicates.
+    pub(crate) frs: Vec<FrId>,
+    /// Flavor-resource → column, `NONE` when not tracked.
+    pub(crate) col_of: Vec<u32>,
+    /// Catalog node → slot, `NONE` when the node has none yet.
+    pub(crate) slot_of: Vec<u32>,
+    /// Slot → catalog node.
+    pub(crate) nodes: Vec<NodeId>,
+    /// Slot → the slot of its parent, `NONE` for a root. A node's ancestors get slots before
+    /// it, so walks up the tree never leave the layout.
+    pub(crate) parent: Vec<u32>,
+    /// Slot → whether the node is a Cohort.
+    pub(crate) cohort: Vec<bool>,
+    /// Slot × column, row-major.
+    pub(crate) quotas: Vec<Quota>,
+    /// Slot × column, row-major; 0 outside the current view's members.
+    pub(crate) usage: Vec<Quantity>,
+    /// Slot → the epoch of the last view that held it.
+    stamp: Vec<u32>,
+    /// The current view's epoch.
+    epoch: u32,
+    /// The slots the current view holds.
+    members: Vec<u32>,
+}
+
+impl Layout {
+    /// A layout for `catalog` tracking `frs` (duplicates ignored), with no view's members:
+    /// the one kept from an earlier view when there is one.
+    pub(crate) fn take(catalog: &Catalog, frs: &[FrId]) -> Layout {
+        let mut columns: Vec<FrId> = Vec::with_capacity(frs.len());
+        for &fr in frs {
+            if !columns.contains(&fr) {
+                columns.push(fr);
+            }
+        }
+        let serial = catalog.serial();
+        let kept = KEPT_LAYOUTS.with_borrow_mut(|kept| {
+            let at = kept
+                .iter()
+                .rposition(|l| l.serial == serial && l.frs == columns)?;
+            Some(kept.remove(at))
+        });
+        let mut layout = kept.unwrap_or_else(|| Layout::new(catalog, serial, columns));
+        layout.next_epoch();
+        layout
+    }
+
+    /// A layout holding nothing, allocating nothing (what a view leaves behind as it gives its
+    /// own back).
+    pub(crate) fn empty() -> Layout {
+        Layout {
+            serial: 0,
+            frs: Vec::new(),
+            col_of: Vec::new(),
+            slot_of: Vec::new(),
+            nodes: Vec::new(),
+            parent: Vec::new(),
+            cohort: Vec::new(),
+            quotas: Vec::new(),
+            usage: Vec::new(),
+            stamp: Vec::new(),
+            epoch: 0,
+            members: Vec::new(),
+        }
+    }
+
+    fn new(catalog: &Catalog, serial: u64, frs: Vec<FrId>) -> Layout {
+        let mut col_of: Vec<u32> = Vec::new();
+        for (c, &fr) in frs.iter().enumerate() {
+            let f = fr as usize;
+            if col_of.len() <= f {
+                col_of.resize(f + 1, NONE);
+            }
+            col_of[f] = c as u32;
+        }
+        Layout {
+            serial,
+            frs,
+            col_of,
+            slot_of: vec![NONE; catalog.nodes.len()],
+            nodes: Vec::new(),
+            parent: Vec::new(),
+            cohort: Vec::new(),
+            quotas: Vec::new(),
+            usage: Vec::new(),
+            stamp: Vec::new(),
+            epoch: 0,
+            members: Vec::new(),
+        }
+    }
+
+    /// Starts a new view: no slot is a member.
+    fn next_epoch(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            // Stamps of 4 billion views ago could read as members again.
+            self.stamp.fill(0);
+            self.epoch = 1;
+        }
+    }
+
+    /// Gives the layout back for later views: clears the usage the view held.
+    pub(crate) fn give_back(mut self) {
+        let cols = self.frs.len();
+        for &slot in &self.members {
+            let row = slot as usize * cols;
+            self.usage[row..row + cols].fill(0);
+        }
+        self.members.clear();
+        KEPT_LAYOUTS.with_borrow_mut(|kept| {
+            if let Some(at) = kept
+                .iter()
+                .position(|l| l.serial == self.serial && l.frs == self.frs)
+            {
+                kept.remove(at);
+            }
+            if kept.len() == KEPT {
+                kept.remove(0);
+            }
+            kept.push(self);
+        });
+    }
+
+    /// The node's slot, `None` when it has none (or is not a catalog node).
+    pub(crate) fn slot(&self, node: NodeId) -> Option<usize> {
+        match self.slot_of.get(node as usize) {
+            Some(&s) if s != NONE => Some(s as usize),
+            _ => None,
+        }
+    }
+
+    /// Whether the current view holds the slot.
+    pub(crate) fn is_member(&self, slot: usize) -> bool {
+        self.stamp[slot] == self.epoch
+    }
+
+    /// Makes the current view hold the node and its ancestors (giving them slots first if they
+    /// have none). Nodes that are not in the catalog are ignored; a parent outside the catalog
+    /// ends the chain as a root would.
+    pub(crate) fn include(&mut self, catalog: &Catalog, node: NodeId) -> Option<usize> {
+        let slot = match self.slot(node) {
+            Some(s) => s,
+            None => self.place(catalog, node)?,
+        };
+        // A member's ancestors are members: stop at the first one.
+        let mut s = slot;
+        while !self.is_member(s) {
+            self.stamp[s] = self.epoch;
+            self.members.push(s as u32);
+            match self.parent[s] {
+                NONE => break,
+                p => s = p as usize,
+            }
+        }
+        Some(slot)
+    }
+
+    /// Gives the node, and those of its ancestors that have none, a slot.
+    fn place(&mut self, catalog: &Catalog, node: NodeId) -> Option<usize> {
+        if node as usize >= self.slot_of.len() {
+            return None;
+        }
+        let first = self.nodes.len();
+        // The slot the new chain hangs from: an ancestor with a slot, or none (a root).
+        let mut above = NONE;
+        for n in std::iter::once(node).chain(catalog.ancestors(node)) {
+            match self.slot_of.get(n as usize) {
+                Some(&s) if s != NONE => {
+                    above = s;
+                    break;
+                }
+                Some(_) => {}
+                None => break,
+            }
+            self.slot_of[n as usize] = self.nodes.len() as u32;
+            self.nodes.push(n);
+            // The next node of the chain is this one's parent.
+            self.parent.push(self.nodes.len() as u32);
+            self.cohort.push(catalog.is_cohort(n));
+            self.stamp.push(0);
+            for &fr in &self.frs {
+                self.quotas.push(catalog.quota(n, fr));
+                self.usage.push(0);
+            }
+        }
+        if let Some(last) = self.parent.len().checked_sub(1).filter(|&l| l >= first) {
+            self.parent[last] = above;
+        }
+        Some(first)
+    }
+}
