@@ -13,6 +13,7 @@
 //! It differs from Kueue's default in nothing; it exists to check that the plugin path decides
 //! exactly as the built-in one (the parity suite) and as a starting point.
 
+use wasq_policy_sdk::ordering::{self, Heads};
 use wasq_policy_sdk::prelude::*;
 
 /// Kueue's ordering.
@@ -42,6 +43,20 @@ impl OrderingPolicy for KueueOrdering {
         _: Millis,
     ) -> Vec<u32> {
         kueue::order_heads_for(catalog, heads, usage)
+    }
+
+    /// Without fair sharing, Kueue's order reads four columns: no record per head.
+    fn order_heads_columns(
+        &mut self,
+        catalog: &Catalog,
+        heads: Heads,
+        usage: &QuotaView<'_>,
+        now: Millis,
+    ) -> Vec<u32> {
+        if catalog.fair_sharing.is_some() {
+            return self.order_heads_with_usage(catalog, &ordering::heads_of(heads), usage, now);
+        }
+        kueue::order_heads_columns(&heads)
     }
 }
 

@@ -110,9 +110,9 @@ pub(crate) fn owner_of(kind: StringId, api_version: StringId, name: StringId) ->
 }
 
 /// Entry columns (`label-offsets`/`-keys`/`-values`, or the annotation ones) made safe to
-/// index for `n` entries: keys and values cut to the same length, `n + 1` offsets,
-/// non-decreasing and in range (an empty offsets column, what the host sends when no entry has
-/// any, becomes all zeros).
+/// read with [`entries_of`] for `n` entries: keys and values cut to the same length, and
+/// either `n + 1` offsets, non-decreasing and in range, or, when there are no entries at all
+/// (what the host sends when no entry has any), no offsets.
 pub(crate) fn normalize_entries(
     offsets: &mut Vec<u32>,
     keys: &mut Vec<StringId>,
@@ -122,6 +122,10 @@ pub(crate) fn normalize_entries(
     let len = keys.len().min(values.len());
     keys.truncate(len);
     values.truncate(len);
+    if len == 0 {
+        offsets.clear();
+        return;
+    }
     if offsets.is_empty() {
         offsets.push(0);
     }
@@ -133,14 +137,17 @@ pub(crate) fn normalize_entries(
     }
 }
 
-/// Entry `i` of columns made safe by [`normalize_entries`].
+/// Entry `i` of columns made safe by [`normalize_entries`] (none without offsets).
 pub(crate) fn entries_of<'a>(
     offsets: &[u32],
     keys: &'a [StringId],
     values: &'a [StringId],
     i: usize,
 ) -> impl Iterator<Item = Entry> + 'a {
-    let range = offsets[i] as usize..offsets[i + 1] as usize;
+    let range = match (offsets.get(i), offsets.get(i + 1)) {
+        (Some(&from), Some(&to)) => from as usize..to as usize,
+        _ => 0..0,
+    };
     keys[range.clone()]
         .iter()
         .zip(&values[range])

@@ -14,7 +14,7 @@ use std::cmp::Ordering;
 
 use crate::catalog::Catalog;
 use crate::flavor_assignment::{FitMode, FlavorOption};
-use crate::ordering::{Head, SortKey};
+use crate::ordering::{Head, Heads, SortKey};
 use crate::preemption::{Candidate, CandidateKind, CandidateTable, Request, Victims};
 use crate::quota::QuotaView;
 use crate::types::{
@@ -125,7 +125,8 @@ pub fn order_heads(heads: &[Head]) -> Vec<u32> {
 /// Kueue's cycle order with the effective priority of each head given by `priority`.
 pub fn order_heads_by_priority(heads: &[Head], priority: impl Fn(&Head) -> i64) -> Vec<u32> {
     let mut order: Vec<u32> = (0..heads.len() as u32).collect();
-    order.sort_by_key(|&i| {
+    // Stable: equal heads keep the host's order.
+    order.sort_by_cached_key(|&i| {
         let h = &heads[i as usize];
         (
             !h.has_reservation,
@@ -135,6 +136,34 @@ pub fn order_heads_by_priority(heads: &[Head], priority: impl Fn(&Head) -> i64) 
         )
     });
     order
+}
+
+/// [`order_heads`] on the heads as the host sends them, without a record per head: the same
+/// order. A column shorter than `workloads` reads as 0 (`false` for `has-reservation`).
+pub fn order_heads_columns(heads: &Heads) -> Vec<u32> {
+    let n = heads.workloads.len();
+    let mut reserved = vec![false; n];
+    for &i in &heads.has_reservation {
+        if let Some(r) = reserved.get_mut(i as usize) {
+            *r = true;
+        }
+    }
+    let at = |v: &[i64], i: usize| v.get(i).copied().unwrap_or_default();
+    // The index ends each key, so that the unstable sort keeps equal heads in the host's
+    // order, as the stable one of `order_heads` does.
+    let mut keyed: Vec<((bool, u32, i64, i64), u32)> = (0..n)
+        .map(|i| {
+            let key = (
+                !reserved[i],
+                heads.borrow_levels.get(i).copied().unwrap_or_default(),
+                at(&heads.priorities, i).wrapping_neg(),
+                at(&heads.created, i),
+            );
+            (key, i as u32)
+        })
+        .collect();
+    keyed.sort_unstable();
+    keyed.into_iter().map(|(_, i)| i).collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -834,6 +863,57 @@ mod tests {
         }
         // The rounds exercise both outcomes.
         assert!((30..=270).contains(&answered), "{answered} answered");
+    }
+
+    /// The columns path orders heads exactly as the records path, ties included (equal heads
+    /// keep the host's order), with short columns read as defaults.
+    #[test]
+    fn head_columns_order_as_head_records() {
+        let mut x: u64 = 7;
+        let mut next = |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        for round in 0..200 {
+            let n = next(40) as usize;
+            let short = if round % 5 == 0 { n / 2 } else { n };
+            let heads = Heads {
+                workloads: (0..n as u32).collect(),
+                cluster_queues: vec![0; n],
+                local_queues: Vec::new(),
+                has_reservation: (0..n as u32).filter(|_| next(4) == 0).collect(),
+                borrow_levels: (0..short).map(|_| next(3) as u32).collect(),
+                priorities: (0..n).map(|_| next(3) as i64 - 1).collect(),
+                created: (0..short).map(|_| next(4) as i64).collect(),
+                queued: Vec::new(),
+                requeue_counts: Vec::new(),
+                requeue_reasons: Vec::new(),
+                key_primary: Vec::new(),
+                key_secondary: Vec::new(),
+                key_tertiary: Vec::new(),
+                namespaces: Vec::new(),
+                job_kinds: Vec::new(),
+                job_api_versions: Vec::new(),
+                job_names: Vec::new(),
+                label_offsets: Vec::new(),
+                label_keys: Vec::new(),
+                label_values: Vec::new(),
+                annotation_offsets: Vec::new(),
+                annotation_keys: Vec::new(),
+                annotation_values: Vec::new(),
+                usage_offsets: Vec::new(),
+                usage_frs: Vec::new(),
+                usage_amounts: Vec::new(),
+            };
+            let records = crate::ordering::heads_of(heads.clone());
+            assert_eq!(
+                order_heads_columns(&heads),
+                order_heads(&records),
+                "round {round}"
+            );
+        }
     }
 
     #[test]

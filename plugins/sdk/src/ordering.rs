@@ -13,6 +13,8 @@ use crate::types::{
 use crate::workload::requeue_reason_of;
 
 use crate::bindings::ordering::exports::wasq::policy::ordering as wit;
+/// The heads as the host sends them (`record heads`): one column per field.
+pub use wit::Heads;
 pub use wit::SortKey;
 
 /// One ClusterQueue head of a scheduling cycle, after the host assigned it flavors: one entry
@@ -219,6 +221,22 @@ pub trait OrderingPolicy: Default + 'static {
         let _ = usage;
         self.order_heads(catalog, heads, now)
     }
+
+    /// What the SDK calls for each cycle: the same decision on the heads as the host sends
+    /// them ([`Heads`], columns). The default builds one [`Head`] record per head
+    /// ([`heads_of`]) and calls [`order_heads_with_usage`](OrderingPolicy::order_heads_with_usage);
+    /// a policy that reads a few columns overrides it to skip that work (as
+    /// [`kueue::order_heads_columns`] does for Kueue's classical order). Both must decide
+    /// alike. Columns may be shorter than `workloads` (read them as defaults).
+    fn order_heads_columns(
+        &mut self,
+        catalog: &Catalog,
+        heads: Heads,
+        usage: &QuotaView<'_>,
+        now: Millis,
+    ) -> Vec<u32> {
+        self.order_heads_with_usage(catalog, &heads_of(heads), usage, now)
+    }
 }
 
 #[doc(hidden)]
@@ -274,7 +292,7 @@ pub mod glue {
     ) -> Vec<u32> {
         let (policy, catalog) = plugin.parts_with(strings);
         let view = QuotaView::from_usage_table(catalog, &usage);
-        policy.order_heads_with_usage(catalog, &heads_of(heads), &view, now)
+        policy.order_heads_columns(catalog, heads, &view, now)
     }
 }
 
