@@ -19,7 +19,7 @@ use crate::preemption::{Candidate, CandidateKind, CandidateTable, Request, Victi
 use crate::quota::QuotaView;
 use crate::types::{
     BorrowWithinCohort, ClusterQueueId, Fungibility, FungibilityPolicy, FungibilityPreference,
-    LocalQueueId, LocalQueueUsage, Needs, NodeId, PreemptionConfig, ReclaimWithinCohort,
+    LocalQueueId, LocalQueueUsage, Needs, NodeId, PreemptionConfig, Quantity, ReclaimWithinCohort,
     WithinClusterQueue, Workload,
 };
 
@@ -428,6 +428,70 @@ pub fn preemptor_fits<C>(
     view.fits(node, &req.requests, allow)
 }
 
+/// What [`greedy_victims`] asks once per candidate, with the request's flavor-resources
+/// resolved to the view's columns once per request ([`candidate_is_valid`] and
+/// [`preemptor_fits`] otherwise; the same answers).
+struct Search {
+    /// The preemptor's node's slot and the requests' columns with their amounts.
+    fits: Option<(usize, Vec<(usize, Quantity)>)>,
+    /// The columns of the flavor-resources that need preemption.
+    needs: Option<Vec<(usize, Quantity)>>,
+}
+
+impl Search {
+    fn new<C: CandidateTable>(view: &QuotaView<'_>, req: &Request<C>, node: NodeId) -> Search {
+        let requests = view.columns_of(req.requests.iter().map(|r| (r.fr, r.amount)));
+        Search {
+            fits: view.slot_of(node).zip(requests),
+            needs: view.columns_of(req.needs_preemption.iter().map(|&fr| (fr, 0))),
+        }
+    }
+
+    fn fits<C>(&self, view: &QuotaView<'_>, req: &Request<C>, node: NodeId, allow: bool) -> bool {
+        match &self.fits {
+            Some((slot, requests)) => view.fits_in(*slot, requests, allow),
+            None => preemptor_fits(view, req, node, allow),
+        }
+    }
+
+    fn is_valid<C: CandidateTable>(
+        &self,
+        view: &QuotaView<'_>,
+        req: &Request<C>,
+        i: u32,
+        allow: bool,
+    ) -> bool {
+        let Some(needs) = &self.needs else {
+            return candidate_is_valid(view, req, i, allow);
+        };
+        let (t, i) = (&req.candidates, i as usize);
+        let cq = t.cluster_queue(i);
+        if cq == req.preemptor.cluster_queue {
+            return true;
+        }
+        if allow && t.kind(i) == CandidateKind::ReclaimWithoutBorrowing {
+            return false;
+        }
+        let catalog = view.catalog();
+        let Some(node) = catalog.cluster_queue_node(cq) else {
+            return false;
+        };
+        if view.within_nominal_in(node, needs) {
+            return false;
+        }
+        let lca = t.lca(i);
+        for ancestor in catalog.ancestors(node) {
+            if Some(ancestor) == lca {
+                break;
+            }
+            if view.within_nominal_in(ancestor, needs) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
 /// Kueue's greedy search: for each borrowing mode in `attempts`, remove the still-valid
 /// candidates of `order` one by one until the preemptor fits, then put back every victim but
 /// the last, in reverse, keeping out only those still needed.
@@ -440,27 +504,29 @@ pub fn greedy_victims<C: CandidateTable>(
     let node = catalog.cluster_queue_node(req.preemptor.cluster_queue)?;
     let mut view = QuotaView::from_request(catalog, req);
     let t = &req.candidates;
+    let search = Search::new(&view, req, node);
+    let mut saved = Vec::new();
+    let held = view.save_usage(&mut saved);
     let mut targets: Vec<u32> = Vec::new();
-    for &allow in attempts {
-        // Back to the request's usage: an attempt that found no fit removed `targets` only
-        // (putting usage back is exact, see `QuotaView::add_usage`).
-        for &i in &targets {
-            view.restore_candidate_of(t, i as usize);
+    for (attempt, &allow) in attempts.iter().enumerate() {
+        if attempt > 0 {
+            // Back to the request's usage: the attempt before found no fit.
+            view.restore_usage(&saved, held);
+            targets.clear();
         }
-        targets.clear();
         for &i in order {
-            if !candidate_is_valid(&view, req, i, allow) {
+            if !search.is_valid(&view, req, i, allow) {
                 continue;
             }
             view.remove_candidate_of(t, i as usize);
             targets.push(i);
-            if preemptor_fits(&view, req, node, allow) {
+            if search.fits(&view, req, node, allow) {
                 let mut k = targets.len().saturating_sub(1);
                 while k > 0 {
                     k -= 1;
                     let victim = targets[k] as usize;
                     view.restore_candidate_of(t, victim);
-                    if preemptor_fits(&view, req, node, allow) {
+                    if search.fits(&view, req, node, allow) {
                         targets.swap_remove(k);
                     } else {
                         view.remove_candidate_of(t, victim);

@@ -154,6 +154,35 @@ impl Layout {
         });
     }
 
+    /// Copies the members' usage into `into`; returns how many members there are.
+    pub(crate) fn save(&self, into: &mut Vec<Quantity>) -> usize {
+        let cols = self.frs.len();
+        into.clear();
+        for &slot in &self.members {
+            let row = slot as usize * cols;
+            into.extend_from_slice(&self.usage[row..row + cols]);
+        }
+        self.members.len()
+    }
+
+    /// Back to what [`save`](Layout::save) copied: the first `held` members get their usage
+    /// back, later ones are no longer members (usage 0).
+    pub(crate) fn restore(&mut self, saved: &[Quantity], held: usize) {
+        let cols = self.frs.len();
+        for (k, &slot) in self.members.iter().enumerate() {
+            let row = slot as usize * cols;
+            match saved.get(k * cols..(k + 1) * cols).filter(|_| k < held) {
+                Some(was) => self.usage[row..row + cols].copy_from_slice(was),
+                None => {
+                    self.usage[row..row + cols].fill(0);
+                    // 0 is never a view's epoch.
+                    self.stamp[slot as usize] = 0;
+                }
+            }
+        }
+        self.members.truncate(held);
+    }
+
     /// The node's slot, `None` when it has none (or is not a catalog node).
     pub(crate) fn slot(&self, node: NodeId) -> Option<usize> {
         match self.slot_of.get(node as usize) {
@@ -170,7 +199,15 @@ impl Layout {
     /// Makes the current view hold the node and its ancestors (giving them slots first if they
     /// have none). Nodes that are not in the catalog are ignored; a parent outside the catalog
     /// ends the chain as a root would.
+    #[inline]
     pub(crate) fn include(&mut self, catalog: &Catalog, node: NodeId) -> Option<usize> {
+        match self.slot(node) {
+            Some(s) if self.is_member(s) => Some(s),
+            _ => self.include_new(catalog, node),
+        }
+    }
+
+    fn include_new(&mut self, catalog: &Catalog, node: NodeId) -> Option<usize> {
         let slot = match self.slot(node) {
             Some(s) => s,
             None => self.place(catalog, node)?,

@@ -386,6 +386,63 @@ impl<'c> QuotaView<'c> {
         })
     }
 
+    /// The columns of `amounts`' flavor-resources, each with its amount, in order (duplicates
+    /// kept): `None` when one is not tracked. For questions asked many times
+    /// ([`within_nominal_in`](QuotaView::within_nominal_in), [`fits_in`](QuotaView::fits_in)).
+    pub(crate) fn columns_of(
+        &self,
+        amounts: impl Iterator<Item = (FrId, Quantity)>,
+    ) -> Option<Vec<(usize, Quantity)>> {
+        amounts
+            .map(|(fr, amount)| Some((self.column(fr)?, amount)))
+            .collect()
+    }
+
+    /// The node's slot, when it has one (see [`columns_of`](QuotaView::columns_of)).
+    pub(crate) fn slot_of(&self, node: NodeId) -> Option<usize> {
+        self.slot(node)
+    }
+
+    /// [`within_nominal`](QuotaView::within_nominal) on resolved columns (amounts ignored).
+    pub(crate) fn within_nominal_in(&self, node: NodeId, cols: &[(usize, Quantity)]) -> bool {
+        match self.slot(node) {
+            Some(slot) => {
+                let row = slot * self.l.frs.len();
+                cols.iter()
+                    .all(|&(c, _)| self.l.usage[row + c] <= self.l.quotas[row + c].subtree)
+            }
+            None => cols
+                .iter()
+                .all(|&(c, _)| 0 <= self.catalog.quota(node, self.l.frs[c]).subtree),
+        }
+    }
+
+    /// [`fits`](QuotaView::fits) of the node at `slot` on resolved columns, each with its
+    /// requested amount.
+    pub(crate) fn fits_in(
+        &self,
+        slot: usize,
+        requests: &[(usize, Quantity)],
+        allow_borrowing: bool,
+    ) -> bool {
+        requests.iter().all(|&(col, amount)| {
+            (allow_borrowing || !self.borrowing_at(slot, col, amount))
+                && amount <= self.available_at(slot, col, self.l.nodes.len()).max(0)
+        })
+    }
+
+    /// Copies the usage the view holds into `into`, to go back to it with
+    /// [`restore_usage`](QuotaView::restore_usage); returns what that needs besides.
+    pub(crate) fn save_usage(&self, into: &mut Vec<Quantity>) -> usize {
+        self.l.save(into)
+    }
+
+    /// Back to the usage saved by [`save_usage`](QuotaView::save_usage) (`held` is what it
+    /// returned); nodes included since are no longer held.
+    pub(crate) fn restore_usage(&mut self, saved: &[Quantity], held: usize) {
+        self.l.restore(saved, held);
+    }
+
     /// [`borrowing_with`](QuotaView::borrowing_with) at a slot and column of the view.
     fn borrowing_at(&self, slot: usize, col: usize, extra: Quantity) -> bool {
         let cell = slot * self.l.frs.len() + col;
@@ -577,6 +634,29 @@ mod tests {
             3,
             "7 past b's guaranteed 4 reaches the cohort"
         );
+    }
+
+    /// Going back to saved usage undoes removals, additions and inclusions made since.
+    #[test]
+    fn restoring_saved_usage_undoes_everything_since() {
+        let cat = two_queues();
+        let mut v = QuotaView::new(&cat, &[FR]);
+        v.add_workload(2, &amt(8));
+        let before = v.clone();
+        let mut saved = Vec::new();
+        let held = v.save_usage(&mut saved);
+        v.remove_workload(2, &amt(3));
+        v.add_workload(1, &amt(11));
+        assert!(v.contains(1));
+        v.restore_usage(&saved, held);
+        assert!(!v.contains(1));
+        for node in 0..3 {
+            assert_eq!(v.usage(node, FR), before.usage(node, FR), "node {node}");
+            assert_eq!(v.contains(node), before.contains(node), "node {node}");
+        }
+        // Held again afterwards like any node.
+        v.add_workload(1, &amt(1));
+        assert_eq!((v.usage(1, FR), v.contains(1)), (1, true));
     }
 
     /// A view of another catalog (other quotas) never reads what was kept for the first.
