@@ -391,6 +391,20 @@ pub fn candidate_is_valid<C: CandidateTable>(
     i: u32,
     allow: bool,
 ) -> bool {
+    valid_when(view, req, i, allow, |node| {
+        view.within_nominal(node, &req.needs_preemption)
+    })
+}
+
+/// [`candidate_is_valid`] with `within_nominal(node)` answering whether a node is within its
+/// quota on the resources that need preemption.
+fn valid_when<C: CandidateTable>(
+    view: &QuotaView<'_>,
+    req: &Request<C>,
+    i: u32,
+    allow: bool,
+    within_nominal: impl Fn(NodeId) -> bool,
+) -> bool {
     let (t, i) = (&req.candidates, i as usize);
     let cq = t.cluster_queue(i);
     if cq == req.preemptor.cluster_queue {
@@ -403,7 +417,7 @@ pub fn candidate_is_valid<C: CandidateTable>(
     let Some(node) = catalog.cluster_queue_node(cq) else {
         return false;
     };
-    if view.within_nominal(node, &req.needs_preemption) {
+    if within_nominal(node) {
         return false;
     }
     let lca = t.lca(i);
@@ -411,7 +425,7 @@ pub fn candidate_is_valid<C: CandidateTable>(
         if Some(ancestor) == lca {
             break;
         }
-        if view.within_nominal(ancestor, &req.needs_preemption) {
+        if within_nominal(ancestor) {
             return false;
         }
     }
@@ -461,34 +475,12 @@ impl Search {
         i: u32,
         allow: bool,
     ) -> bool {
-        let Some(needs) = &self.needs else {
-            return candidate_is_valid(view, req, i, allow);
-        };
-        let (t, i) = (&req.candidates, i as usize);
-        let cq = t.cluster_queue(i);
-        if cq == req.preemptor.cluster_queue {
-            return true;
+        match &self.needs {
+            Some(needs) => valid_when(view, req, i, allow, |node| {
+                view.within_nominal_in(node, needs)
+            }),
+            None => candidate_is_valid(view, req, i, allow),
         }
-        if allow && t.kind(i) == CandidateKind::ReclaimWithoutBorrowing {
-            return false;
-        }
-        let catalog = view.catalog();
-        let Some(node) = catalog.cluster_queue_node(cq) else {
-            return false;
-        };
-        if view.within_nominal_in(node, needs) {
-            return false;
-        }
-        let lca = t.lca(i);
-        for ancestor in catalog.ancestors(node) {
-            if Some(ancestor) == lca {
-                break;
-            }
-            if view.within_nominal_in(ancestor, needs) {
-                return false;
-            }
-        }
-        true
     }
 }
 
