@@ -111,14 +111,7 @@ impl Layout {
             frs,
             col_of,
             slot_of: vec![NONE; catalog.nodes.len()],
-            nodes: Vec::new(),
-            parent: Vec::new(),
-            cohort: Vec::new(),
-            quotas: Vec::new(),
-            usage: Vec::new(),
-            stamp: Vec::new(),
-            epoch: 0,
-            members: Vec::new(),
+            ..Layout::empty()
         }
     }
 
