@@ -53,6 +53,12 @@ pub struct Ident {
 pub const NONE: u32 = u32::MAX;
 
 impl Ident {
+    /// Whether it has labels or annotations the plugin sees.
+    #[inline]
+    pub fn has_extras(&self) -> bool {
+        self.extras != NONE
+    }
+
     /// The owning job as the WIT's `owner` record; `None` for a bare Workload.
     pub fn owner(&self) -> Option<crate::wasm::bindings::types::Owner> {
         let [kind, api_version, name] = self.owner;
@@ -107,23 +113,34 @@ impl StringTable {
     /// The identity of workload `index` in cluster configuration `config`: `make` (which
     /// interns into this table) gives its namespace, owner, labels and annotations the first
     /// time it is asked for.
+    #[inline]
     pub fn ident(
         &mut self,
         config: u64,
         index: usize,
         make: impl FnOnce(&mut StringTable) -> Made,
     ) -> Ident {
+        if self.idents_of == config
+            && let Some(&ident) = self.idents.get(index)
+            && ident.namespace != NONE
+        {
+            return ident;
+        }
+        let made = make(self);
+        self.make_ident(config, index, made)
+    }
+
+    /// [`StringTable::ident`] the first time: records what `make` gave (off the fast path,
+    /// which is one array read per workload).
+    #[cold]
+    #[inline(never)]
+    fn make_ident(&mut self, config: u64, index: usize, made: Made) -> Ident {
         if self.idents_of != config {
             self.idents.clear();
             self.extras.clear();
             self.idents_of = config;
         }
-        if let Some(&ident) = self.idents.get(index)
-            && ident.namespace != NONE
-        {
-            return ident;
-        }
-        let (namespace, owner, local_queue, labels, annotations) = make(self);
+        let (namespace, owner, local_queue, labels, annotations) = made;
         let extras = if labels.is_empty() && annotations.is_empty() {
             NONE
         } else {
