@@ -707,6 +707,121 @@ spec:
         assert_eq!(annotations, ["example.com/ckpt=5m", "wasq.dev/cost=3"]);
     }
 
+    /// A second Workload: no owner, no labels or annotations the plugins see, two podSets.
+    const PLAIN: &str = "
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {namespace: prod, name: plain, labels: {team: ml}}
+spec:
+  queueName: main
+  podSets:
+  - name: a
+    count: 2
+    template:
+      spec:
+        containers:
+        - {name: c, image: pause, resources: {requests: {cpu: '1'}}}
+  - name: b
+    count: 3
+    template:
+      spec:
+        containers:
+        - {name: c, image: pause, resources: {requests: {cpu: '2'}}}
+";
+
+    /// The identity columns of `ids`, as plain vectors: (namespaces, jobs, label columns,
+    /// annotation columns).
+    type Columns = (Vec<u32>, [Vec<u32>; 3], [Vec<u32>; 3], [Vec<u32>; 3]);
+
+    fn fill_columns(columns: &mut Columns, strings: &StringTable, idents: &[Ident]) {
+        let (ns, [kinds, apis, names], [lo, lk, lv], [ao, ak, av]) = columns;
+        IdentityColumns {
+            namespaces: ns,
+            job_kinds: kinds,
+            job_api_versions: apis,
+            job_names: names,
+            label_offsets: lo,
+            label_keys: lk,
+            label_values: lv,
+            annotation_offsets: ao,
+            annotation_keys: ak,
+            annotation_values: av,
+        }
+        .fill(strings, idents);
+    }
+
+    #[test]
+    fn refilled_records_hold_only_what_the_latest_call_sends() {
+        let m = crate::api::load::load_str(
+            std::path::Path::new("t.yaml"),
+            &format!("{MANIFESTS}{PLAIN}"),
+        )
+        .expect("valid manifests");
+        let cluster = crate::cluster::build_cluster(&m, &|_| 0, 0).expect("builds");
+        let id = |key: &str| {
+            (0..cluster.workloads.len() as u32)
+                .map(WorkloadId)
+                .find(|&w| cluster.workload(w).key == key)
+                .expect("loaded")
+        };
+        let (nb, plain) = (id("prod/nb"), id("prod/plain"));
+        let catalog = catalog(&cluster, &Exposure::default(), &[]);
+        let mut strings = StringTable::default();
+        strings.begin();
+        // Columns for [plain, nb] (labels and annotations from the second entry on), then
+        // refilled for [plain] alone: nothing of the first call may remain.
+        let idents: Vec<Ident> = [plain, nb]
+            .iter()
+            .map(|&w| catalog.ident(&mut strings, &cluster, w))
+            .collect();
+        let mut columns = Columns::default();
+        fill_columns(&mut columns, &strings, &idents);
+        let (tier, gold) = (
+            strings.intern("kueue.x-k8s.io/tier"),
+            strings.intern("gold"),
+        );
+        assert_eq!(columns.2, [vec![0, 0, 1], vec![tier], vec![gold]]);
+        assert_eq!(columns.3[0], [0, 0, 1]);
+        assert_eq!(columns.1[0][0], NO_STRING);
+        fill_columns(&mut columns, &strings, &idents[..1]);
+        let mut fresh = Columns::default();
+        fill_columns(&mut fresh, &strings, &idents[..1]);
+        assert_eq!(columns, fresh);
+        assert!(
+            fresh.2.iter().all(Vec::is_empty),
+            "no labels: no offsets either"
+        );
+
+        // A workload record refilled over one with more podSets, labels and an owner.
+        let mut record = workload(&cluster, &catalog, &mut strings, plain, CqId(0), 5);
+        assert_eq!(record.pod_sets.len(), 2);
+        fill_workload(
+            &mut record,
+            &cluster,
+            &catalog,
+            &mut strings,
+            nb,
+            CqId(0),
+            7,
+        );
+        let expected = workload(&cluster, &catalog, &mut strings, nb, CqId(0), 7);
+        assert_eq!(format!("{record:?}"), format!("{expected:?}"));
+        assert_eq!(record.pod_sets.len(), 1);
+        fill_workload(
+            &mut record,
+            &cluster,
+            &catalog,
+            &mut strings,
+            plain,
+            CqId(0),
+            5,
+        );
+        let expected = workload(&cluster, &catalog, &mut strings, plain, CqId(0), 5);
+        assert_eq!(format!("{record:?}"), format!("{expected:?}"));
+        assert!(record.labels.is_empty() && record.owner.is_none());
+    }
+
     #[test]
     fn requeue_reasons_are_the_wit_cases() {
         // The reasons the scheduler records (`complete_eviction`, `release_for_retry`).

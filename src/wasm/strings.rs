@@ -236,6 +236,45 @@ mod tests {
     }
 
     #[test]
+    fn identities_are_made_again_when_the_table_starts_again() {
+        let mut t = StringTable::default();
+        t.begin();
+        let make = |t: &mut StringTable| {
+            let label = (t.intern("team"), t.intern("ml"));
+            (t.intern("prod"), None, 7, Box::from([label]), Box::from([]))
+        };
+        let big = "x".repeat(MAX_BYTES);
+        t.intern(&big);
+        let before = t.ident(1, 3, make);
+        assert_eq!(before.namespace, 3);
+        assert_eq!(t.labels(before), &[(1, 2)][..]);
+        t.take();
+        // Past its bounds: the next call starts the table (and the guest's) again at 0, so
+        // the cached ids (3, and 1 and 2 for the label) name nothing any more.
+        t.begin();
+        let mut made = false;
+        let after = t.ident(1, 3, |t| {
+            made = true;
+            make(t)
+        });
+        assert!(made, "a cached identity outlived its string table");
+        assert_eq!(
+            (after.namespace, after.local_queue, t.labels(after)),
+            (2, 7, &[(0, 1)][..])
+        );
+        // Its strings are sent again, with the call that uses them.
+        let sent = t.take();
+        assert_eq!(
+            (sent.first, sent.values),
+            (0, vec!["team".to_string(), "ml".into(), "prod".into()])
+        );
+        // And cached again from then on.
+        t.begin();
+        assert_eq!(t.ident(1, 3, |_| unreachable!()), after);
+        assert_eq!(t.take().values, Vec::<String>::new());
+    }
+
+    #[test]
     fn a_full_table_starts_again_at_zero() {
         let mut t = StringTable::default();
         t.begin();
