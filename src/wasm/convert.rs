@@ -510,12 +510,21 @@ pub fn fill_usage_rows(
     rows.clear();
     SEEN.with_borrow_mut(|seen| {
         seen.start(cluster.tree.len());
+        // Candidates come grouped by ClusterQueue: a node just listed is skipped at once.
+        let mut last = None;
         for node in nodes {
-            for n in std::iter::once(node).chain(cluster.tree.ancestors(node)) {
-                if !seen.mark(n.0 as usize) {
-                    break;
-                }
+            if last == Some(node) {
+                continue;
+            }
+            last = Some(node);
+            // The node, then its ancestors up to the first one listed already.
+            let mut n = node;
+            while seen.mark(n.0 as usize) {
                 rows.push(n.0);
+                match cluster.tree.parent(n) {
+                    Some(p) => n = p,
+                    None => break,
+                }
             }
         }
     });

@@ -407,17 +407,11 @@ fn fill_candidates(
         column.clear();
         column.extend(values);
     }
-    idents.clear();
-    idents.extend(
-        list.iter()
-            .map(|c| catalog.ident(strings, cluster, c.workload)),
-    );
     refill(&mut out.workloads, list.iter().map(|c| c.workload.0));
     refill(
         &mut out.cluster_queues,
         list.iter().map(|c| c.cluster_queue.0),
     );
-    refill(&mut out.local_queues, idents.iter().map(|i| i.local_queue));
     refill(&mut out.kinds, list.iter().map(|c| kind(c.kind)));
     refill(
         &mut out.lcas,
@@ -426,18 +420,28 @@ fn fill_candidates(
     refill(&mut out.priorities, list.iter().map(|c| c.priority));
     refill(&mut out.created, list.iter().map(|c| c.created));
     refill(&mut out.admitted, list.iter().map(|c| c.reserved_at));
+    // What is read through the workload's handle, and the sparse columns, in one pass.
+    idents.clear();
     out.requeue_counts.clear();
     out.requeue_reasons.clear();
-    for c in list {
+    out.evicting.clear();
+    out.local_queue_usage_of.clear();
+    out.local_queue_usage.clear();
+    for (i, c) in list.iter().enumerate() {
+        idents.push(catalog.ident(strings, cluster, c.workload));
         let wl = cluster.workload(c.workload);
         out.requeue_counts.push(wl.requeue_count);
         out.requeue_reasons
             .push(convert::requeue_reason_byte(wl.requeue_reason));
+        if c.evicted {
+            out.evicting.push(i as u32);
+        }
+        if let Some(u) = c.local_queue_usage {
+            out.local_queue_usage_of.push(i as u32);
+            out.local_queue_usage.push(u);
+        }
     }
-    refill(
-        &mut out.evicting,
-        (0..list.len() as u32).filter(|&i| list[i as usize].evicted),
-    );
+    refill(&mut out.local_queues, idents.iter().map(|i| i.local_queue));
     fill_usage_columns(
         (
             &mut out.usage_offsets,
@@ -447,14 +451,6 @@ fn fill_candidates(
         list.iter().map(|c| c.usage.as_slice()),
     );
     candidate_identities(out).fill(strings, idents);
-    refill(
-        &mut out.local_queue_usage_of,
-        (0..list.len() as u32).filter(|&i| list[i as usize].local_queue_usage.is_some()),
-    );
-    refill(
-        &mut out.local_queue_usage,
-        list.iter().filter_map(|c| c.local_queue_usage),
-    );
 }
 
 impl PreemptionPolicy for WasmPreemption {
