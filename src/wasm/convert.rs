@@ -280,75 +280,70 @@ fn entries(
         .collect()
 }
 
-/// Interned pairs as WIT entries.
-fn wit_entries(pairs: &[(u32, u32)]) -> Vec<t::Entry> {
-    pairs
-        .iter()
-        .map(|&(key, value)| t::Entry { key, value })
-        .collect()
-}
-
 /// `no-string`: a `string-id` that names no string (the job columns of a workload without an
 /// owner).
 pub use super::strings::NONE as NO_STRING;
 
-/// The identity columns of `record heads` and `record candidates` for `workloads`, in order.
-#[derive(Debug, Default)]
-pub struct IdentityColumns {
-    pub namespaces: Vec<u32>,
-    pub job_kinds: Vec<u32>,
-    pub job_api_versions: Vec<u32>,
-    pub job_names: Vec<u32>,
-    pub label_offsets: Vec<u32>,
-    pub label_keys: Vec<u32>,
-    pub label_values: Vec<u32>,
-    pub annotation_offsets: Vec<u32>,
-    pub annotation_keys: Vec<u32>,
-    pub annotation_values: Vec<u32>,
-    /// Each workload's LocalQueue (`no-local-queue` for none): `record candidates` sends it.
-    pub local_queues: Vec<u32>,
+/// The identity columns of `record heads` and `record candidates` (namespace, owning job,
+/// labels, annotations), borrowed from either record so that its buffers are refilled in
+/// place from call to call.
+pub struct IdentityColumns<'a> {
+    pub namespaces: &'a mut Vec<u32>,
+    pub job_kinds: &'a mut Vec<u32>,
+    pub job_api_versions: &'a mut Vec<u32>,
+    pub job_names: &'a mut Vec<u32>,
+    pub label_offsets: &'a mut Vec<u32>,
+    pub label_keys: &'a mut Vec<u32>,
+    pub label_values: &'a mut Vec<u32>,
+    pub annotation_offsets: &'a mut Vec<u32>,
+    pub annotation_keys: &'a mut Vec<u32>,
+    pub annotation_values: &'a mut Vec<u32>,
 }
 
-impl IdentityColumns {
-    pub fn of(
-        cluster: &Cluster,
-        catalog: &Catalog,
-        strings: &mut StringTable,
-        workloads: impl ExactSizeIterator<Item = WorkloadId>,
-    ) -> IdentityColumns {
-        let n = workloads.len();
-        let mut c = IdentityColumns {
-            namespaces: Vec::with_capacity(n),
-            job_kinds: Vec::with_capacity(n),
-            job_api_versions: Vec::with_capacity(n),
-            job_names: Vec::with_capacity(n),
-            local_queues: Vec::with_capacity(n),
-            ..IdentityColumns::default()
+impl IdentityColumns<'_> {
+    /// Replaces the columns' contents with the identities `idents` (made by `strings`), in
+    /// order.
+    pub fn fill(&mut self, strings: &StringTable, idents: &[Ident]) {
+        self.namespaces.clear();
+        self.namespaces.extend(idents.iter().map(|i| i.namespace));
+        self.job_kinds.clear();
+        self.job_kinds.extend(idents.iter().map(|i| i.owner[0]));
+        self.job_api_versions.clear();
+        self.job_api_versions
+            .extend(idents.iter().map(|i| i.owner[1]));
+        self.job_names.clear();
+        self.job_names.extend(idents.iter().map(|i| i.owner[2]));
+        for c in [
+            &mut *self.label_offsets,
+            self.label_keys,
+            self.label_values,
+            self.annotation_offsets,
+            self.annotation_keys,
+            self.annotation_values,
+        ] {
+            c.clear();
+        }
+        // Most workloads have neither labels nor annotations the plugin sees: nothing to add
+        // for them until one does.
+        let Some(first) = idents.iter().position(|i| i.has_extras()) else {
+            return;
         };
-        for (i, id) in workloads.enumerate() {
-            let ident = catalog.ident(strings, cluster, id);
-            c.namespaces.push(ident.namespace);
-            let [kind, api_version, name] = ident.owner;
-            c.job_kinds.push(kind);
-            c.job_api_versions.push(api_version);
-            c.job_names.push(name);
-            c.local_queues.push(ident.local_queue);
+        for (i, &ident) in idents.iter().enumerate().skip(first) {
             push_entries(
-                (&mut c.label_offsets, &mut c.label_keys, &mut c.label_values),
+                (self.label_offsets, self.label_keys, self.label_values),
                 i,
                 strings.labels(ident),
             );
             push_entries(
                 (
-                    &mut c.annotation_offsets,
-                    &mut c.annotation_keys,
-                    &mut c.annotation_values,
+                    self.annotation_offsets,
+                    self.annotation_keys,
+                    self.annotation_values,
                 ),
                 i,
                 strings.annotations(ident),
             );
         }
-        c
     }
 }
 
@@ -372,6 +367,25 @@ fn push_entries(
     }
 }
 
+/// A `workload` record with nothing in it, to be filled by [`fill_workload`].
+pub fn empty_workload() -> t::Workload {
+    t::Workload {
+        id: 0,
+        namespace: NO_STRING,
+        owner: None,
+        cluster_queue: 0,
+        local_queue: None,
+        priority: 0,
+        created: 0,
+        queued: 0,
+        requeue_count: 0,
+        requeue_reason: None,
+        pod_sets: Vec::new(),
+        labels: Vec::new(),
+        annotations: Vec::new(),
+    }
+}
+
 /// A workload as plugins see it, its strings interned in `strings`.
 pub fn workload(
     cluster: &Cluster,
@@ -381,43 +395,64 @@ pub fn workload(
     cq: CqId,
     queued: Millis,
 ) -> t::Workload {
+    let mut out = empty_workload();
+    fill_workload(&mut out, cluster, catalog, strings, id, cq, queued);
+    out
+}
+
+/// [`workload`] written over `out`, whose lists are refilled in place (a record kept from an
+/// earlier call allocates nothing for a workload no larger than the one it held).
+pub fn fill_workload(
+    out: &mut t::Workload,
+    cluster: &Cluster,
+    catalog: &Catalog,
+    strings: &mut StringTable,
+    id: WorkloadId,
+    cq: CqId,
+    queued: Millis,
+) {
     let ident = catalog.ident(strings, cluster, id);
-    let (namespace, owner) = (ident.namespace, ident.owner());
-    let (labels, annotations) = (
-        wit_entries(strings.labels(ident)),
-        wit_entries(strings.annotations(ident)),
-    );
     let wl = cluster.workload(id);
-    t::Workload {
-        id: id.0,
-        namespace,
-        owner,
-        cluster_queue: cq.0,
-        local_queue: wl.lq.map(|l| l.0),
-        priority: wl.effective_priority(),
-        created: wl.created,
-        queued,
-        requeue_count: wl.requeue_count,
-        requeue_reason: wl.requeue_reason.and_then(requeue_reason),
-        pod_sets: wl
-            .pod_sets
-            .iter()
-            .map(|ps| t::PodSet {
-                count: ps.count.max(0) as u32,
-                min_count: ps.min_count.map(|m| m.max(0) as u32),
-                per_pod: ps
-                    .requests
-                    .iter()
-                    .map(|&(r, amount)| t::ResourceAmount {
-                        resource: r.0,
-                        amount,
-                    })
-                    .collect(),
-            })
-            .collect(),
-        labels,
-        annotations,
+    out.id = id.0;
+    out.namespace = ident.namespace;
+    out.owner = ident.owner();
+    out.cluster_queue = cq.0;
+    out.local_queue = wl.lq.map(|l| l.0);
+    out.priority = wl.effective_priority();
+    out.created = wl.created;
+    out.queued = queued;
+    out.requeue_count = wl.requeue_count;
+    out.requeue_reason = wl.requeue_reason.and_then(requeue_reason);
+    out.pod_sets.truncate(wl.pod_sets.len());
+    for (i, ps) in wl.pod_sets.iter().enumerate() {
+        let count = ps.count.max(0) as u32;
+        let min_count = ps.min_count.map(|m| m.max(0) as u32);
+        let per_pod = ps.requests.iter().map(|&(r, amount)| t::ResourceAmount {
+            resource: r.0,
+            amount,
+        });
+        match out.pod_sets.get_mut(i) {
+            Some(p) => {
+                p.count = count;
+                p.min_count = min_count;
+                p.per_pod.clear();
+                p.per_pod.extend(per_pod);
+            }
+            None => out.pod_sets.push(t::PodSet {
+                count,
+                min_count,
+                per_pod: per_pod.collect(),
+            }),
+        }
     }
+    fill_entries(&mut out.labels, strings.labels(ident));
+    fill_entries(&mut out.annotations, strings.annotations(ident));
+}
+
+/// Interned pairs as WIT entries, written over `out`.
+fn fill_entries(out: &mut Vec<t::Entry>, pairs: &[(u32, u32)]) {
+    out.clear();
+    out.extend(pairs.iter().map(|&(key, value)| t::Entry { key, value }));
 }
 
 /// The WIT case of a `WorkloadInfo::requeue_reason` (the reason of the eviction that requeued
@@ -446,10 +481,13 @@ pub fn requeue_reason_byte(reason: Option<&str>) -> u8 {
         .map_or(NO_REQUEUE_REASON, |r| r as u8)
 }
 
-pub fn fr_amounts(v: &[(FrIdx, i64)]) -> Vec<t::FrAmount> {
-    v.iter()
-        .map(|&(fr, amount)| t::FrAmount { fr: fr.0, amount })
-        .collect()
+/// The preemptor's requests as WIT amounts, written over `out`.
+pub fn fill_fr_amounts(out: &mut Vec<t::FrAmount>, v: &[(FrIdx, i64)]) {
+    out.clear();
+    out.extend(
+        v.iter()
+            .map(|&(fr, amount)| t::FrAmount { fr: fr.0, amount }),
+    );
 }
 
 thread_local! {
@@ -460,58 +498,76 @@ thread_local! {
 }
 
 /// Usage of `nodes` and all their ancestors (each once, in first-seen order) for the
-/// flavor-resources of `frs`, row-major.
-pub fn usage_rows(
+/// flavor-resources of `frs`, row-major: the rows' nodes written over `rows`, their amounts
+/// over `values`.
+pub fn fill_usage_rows(
+    (rows, values): (&mut Vec<u32>, &mut Vec<i64>),
     cluster: &Cluster,
     usage: &crate::quota::Usage,
     nodes: impl IntoIterator<Item = NodeId>,
     frs: &[FrIdx],
-) -> (Vec<u32>, Vec<i64>) {
-    let mut rows = Vec::new();
+) {
+    rows.clear();
     SEEN.with_borrow_mut(|seen| {
         seen.start(cluster.tree.len());
+        // Candidates come grouped by ClusterQueue: a node just listed is skipped at once.
+        let mut last = None;
         for node in nodes {
-            for n in std::iter::once(node).chain(cluster.tree.ancestors(node)) {
-                if !seen.mark(n.0 as usize) {
-                    break;
+            if last == Some(node) {
+                continue;
+            }
+            last = Some(node);
+            // The node, then its ancestors up to the first one listed already.
+            let mut n = node;
+            while seen.mark(n.0 as usize) {
+                rows.push(n.0);
+                match cluster.tree.parent(n) {
+                    Some(p) => n = p,
+                    None => break,
                 }
-                rows.push(n);
             }
         }
     });
-    let mut values = Vec::with_capacity(rows.len() * frs.len());
-    for &n in &rows {
-        values.extend(frs.iter().map(|&fr| usage.get(n, fr)));
+    values.clear();
+    values.reserve(rows.len() * frs.len());
+    for &n in rows.iter() {
+        values.extend(frs.iter().map(|&fr| usage.get(NodeId(n), fr)));
     }
-    (rows.into_iter().map(|n| n.0).collect(), values)
 }
 
-/// Every node of the trees rooted at `roots` on every flavor-resource (a `usage-table`).
-pub fn usage_table(
+/// Every node of the trees rooted at `roots` on every flavor-resource (a `usage-table`),
+/// written over `out`.
+pub fn fill_usage_table(
+    out: &mut t::UsageTable,
     cluster: &Cluster,
     usage: &crate::quota::Usage,
     roots: impl IntoIterator<Item = NodeId>,
-) -> t::UsageTable {
-    let mut nodes: Vec<NodeId> = Vec::new();
+) {
+    let nodes = &mut out.nodes;
+    nodes.clear();
     for root in roots {
-        if nodes.contains(&root) {
+        if nodes.contains(&root.0) {
             continue;
         }
         let start = nodes.len();
-        nodes.push(root);
+        nodes.push(root.0);
         let mut i = start;
         while i < nodes.len() {
-            nodes.extend(cluster.tree.node(nodes[i]).children.iter().copied());
+            nodes.extend(
+                cluster
+                    .tree
+                    .node(NodeId(nodes[i]))
+                    .children
+                    .iter()
+                    .map(|c| c.0),
+            );
             i += 1;
         }
     }
-    let mut amounts = Vec::with_capacity(nodes.len() * usage.n_fr());
-    for &n in &nodes {
-        amounts.extend_from_slice(usage.of(n));
-    }
-    t::UsageTable {
-        nodes: nodes.into_iter().map(|n| n.0).collect(),
-        amounts,
+    out.amounts.clear();
+    out.amounts.reserve(nodes.len() * usage.n_fr());
+    for &n in nodes.iter() {
+        out.amounts.extend_from_slice(usage.of(NodeId(n)));
     }
 }
 
@@ -658,6 +714,121 @@ spec:
         let (_, _, labels, annotations) = strings_of(&own);
         assert_eq!(labels, ["kueue.x-k8s.io/tier=gold", "team=ml"]);
         assert_eq!(annotations, ["example.com/ckpt=5m", "wasq.dev/cost=3"]);
+    }
+
+    /// A second Workload: no owner, no labels or annotations the plugins see, two podSets.
+    const PLAIN: &str = "
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {namespace: prod, name: plain, labels: {team: ml}}
+spec:
+  queueName: main
+  podSets:
+  - name: a
+    count: 2
+    template:
+      spec:
+        containers:
+        - {name: c, image: pause, resources: {requests: {cpu: '1'}}}
+  - name: b
+    count: 3
+    template:
+      spec:
+        containers:
+        - {name: c, image: pause, resources: {requests: {cpu: '2'}}}
+";
+
+    /// The identity columns of `ids`, as plain vectors: (namespaces, jobs, label columns,
+    /// annotation columns).
+    type Columns = (Vec<u32>, [Vec<u32>; 3], [Vec<u32>; 3], [Vec<u32>; 3]);
+
+    fn fill_columns(columns: &mut Columns, strings: &StringTable, idents: &[Ident]) {
+        let (ns, [kinds, apis, names], [lo, lk, lv], [ao, ak, av]) = columns;
+        IdentityColumns {
+            namespaces: ns,
+            job_kinds: kinds,
+            job_api_versions: apis,
+            job_names: names,
+            label_offsets: lo,
+            label_keys: lk,
+            label_values: lv,
+            annotation_offsets: ao,
+            annotation_keys: ak,
+            annotation_values: av,
+        }
+        .fill(strings, idents);
+    }
+
+    #[test]
+    fn refilled_records_hold_only_what_the_latest_call_sends() {
+        let m = crate::api::load::load_str(
+            std::path::Path::new("t.yaml"),
+            &format!("{MANIFESTS}{PLAIN}"),
+        )
+        .expect("valid manifests");
+        let cluster = crate::cluster::build_cluster(&m, &|_| 0, 0).expect("builds");
+        let id = |key: &str| {
+            (0..cluster.workloads.len() as u32)
+                .map(WorkloadId)
+                .find(|&w| cluster.workload(w).key == key)
+                .expect("loaded")
+        };
+        let (nb, plain) = (id("prod/nb"), id("prod/plain"));
+        let catalog = catalog(&cluster, &Exposure::default(), &[]);
+        let mut strings = StringTable::default();
+        strings.begin();
+        // Columns for [plain, nb] (labels and annotations from the second entry on), then
+        // refilled for [plain] alone: nothing of the first call may remain.
+        let idents: Vec<Ident> = [plain, nb]
+            .iter()
+            .map(|&w| catalog.ident(&mut strings, &cluster, w))
+            .collect();
+        let mut columns = Columns::default();
+        fill_columns(&mut columns, &strings, &idents);
+        let (tier, gold) = (
+            strings.intern("kueue.x-k8s.io/tier"),
+            strings.intern("gold"),
+        );
+        assert_eq!(columns.2, [vec![0, 0, 1], vec![tier], vec![gold]]);
+        assert_eq!(columns.3[0], [0, 0, 1]);
+        assert_eq!(columns.1[0][0], NO_STRING);
+        fill_columns(&mut columns, &strings, &idents[..1]);
+        let mut fresh = Columns::default();
+        fill_columns(&mut fresh, &strings, &idents[..1]);
+        assert_eq!(columns, fresh);
+        assert!(
+            fresh.2.iter().all(Vec::is_empty),
+            "no labels: no offsets either"
+        );
+
+        // A workload record refilled over one with more podSets, labels and an owner.
+        let mut record = workload(&cluster, &catalog, &mut strings, plain, CqId(0), 5);
+        assert_eq!(record.pod_sets.len(), 2);
+        fill_workload(
+            &mut record,
+            &cluster,
+            &catalog,
+            &mut strings,
+            nb,
+            CqId(0),
+            7,
+        );
+        let expected = workload(&cluster, &catalog, &mut strings, nb, CqId(0), 7);
+        assert_eq!(format!("{record:?}"), format!("{expected:?}"));
+        assert_eq!(record.pod_sets.len(), 1);
+        fill_workload(
+            &mut record,
+            &cluster,
+            &catalog,
+            &mut strings,
+            plain,
+            CqId(0),
+            5,
+        );
+        let expected = workload(&cluster, &catalog, &mut strings, plain, CqId(0), 5);
+        assert_eq!(format!("{record:?}"), format!("{expected:?}"));
+        assert!(record.labels.is_empty() && record.owner.is_none());
     }
 
     #[test]

@@ -3,14 +3,16 @@
 //! wrong (a wrong number of entries) are refused here; whether they are acceptable (in range,
 //! no duplicates, victims enough, flavor fits) is checked by the scheduler for every policy.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::bindings::flavors::exports::wasq::policy::flavor_assignment as fa;
 use super::bindings::ordering::exports::wasq::policy::ordering as ord;
 use super::bindings::placement::exports::wasq::policy::placement as pl;
 use super::bindings::preemption::exports::wasq::policy::preemption as pre;
+use super::bindings::types as t;
 use super::convert;
 use super::plugin::Plugin;
+use super::strings::Ident;
 use crate::policy::verify::InvalidAnswer;
 use crate::policy::{
     CandidateKind, FitMode, FlavorAssignmentPolicy, FlavorChoiceRequest, HeadEntry, Needs,
@@ -39,15 +41,142 @@ fn single<T>(plugin: &Plugin, answers: Vec<T>) -> Result<T, PolicyError> {
 const NO_LOCAL_QUEUE: u32 = u32::MAX;
 
 /// An ordering plugin.
-pub struct WasmOrdering(pub Arc<Plugin>);
+pub struct WasmOrdering {
+    plugin: Arc<Plugin>,
+    /// The buffers of its requests, refilled in place from call to call.
+    scratch: Mutex<OrderingScratch>,
+}
+
+/// What an ordering plugin's calls send, kept between calls: each call clears and refills
+/// these lists instead of allocating and freeing them.
+struct OrderingScratch {
+    /// `sort-keys`: a `workload` record per workload of the batch (only the first
+    /// `batch.len()` are sent; the rest keep their lists for a larger batch).
+    workloads: Vec<t::Workload>,
+    lq_usage: Vec<t::LocalQueueUsage>,
+    /// `order-heads`.
+    heads: ord::Heads,
+    usage: t::UsageTable,
+    idents: Vec<Ident>,
+}
+
+/// A mutex's contents, poisoned or not (every call refills the scratch it reads).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl WasmOrdering {
+    pub fn new(plugin: Arc<Plugin>) -> WasmOrdering {
+        WasmOrdering {
+            plugin,
+            scratch: Mutex::new(OrderingScratch {
+                workloads: Vec::new(),
+                lq_usage: Vec::new(),
+                heads: ord::Heads {
+                    workloads: Vec::new(),
+                    cluster_queues: Vec::new(),
+                    local_queues: Vec::new(),
+                    has_reservation: Vec::new(),
+                    borrow_levels: Vec::new(),
+                    priorities: Vec::new(),
+                    created: Vec::new(),
+                    queued: Vec::new(),
+                    requeue_counts: Vec::new(),
+                    requeue_reasons: Vec::new(),
+                    key_primary: Vec::new(),
+                    key_secondary: Vec::new(),
+                    key_tertiary: Vec::new(),
+                    usage_offsets: Vec::new(),
+                    usage_frs: Vec::new(),
+                    usage_amounts: Vec::new(),
+                    namespaces: Vec::new(),
+                    job_kinds: Vec::new(),
+                    job_api_versions: Vec::new(),
+                    job_names: Vec::new(),
+                    label_offsets: Vec::new(),
+                    label_keys: Vec::new(),
+                    label_values: Vec::new(),
+                    annotation_offsets: Vec::new(),
+                    annotation_keys: Vec::new(),
+                    annotation_values: Vec::new(),
+                },
+                usage: convert::no_usage(),
+                idents: Vec::new(),
+            }),
+        }
+    }
+}
+
+/// The identity columns of `record heads`.
+fn head_identities(h: &mut ord::Heads) -> convert::IdentityColumns<'_> {
+    convert::IdentityColumns {
+        namespaces: &mut h.namespaces,
+        job_kinds: &mut h.job_kinds,
+        job_api_versions: &mut h.job_api_versions,
+        job_names: &mut h.job_names,
+        label_offsets: &mut h.label_offsets,
+        label_keys: &mut h.label_keys,
+        label_values: &mut h.label_values,
+        annotation_offsets: &mut h.annotation_offsets,
+        annotation_keys: &mut h.annotation_keys,
+        annotation_values: &mut h.annotation_values,
+    }
+}
+
+/// The heads as the WIT's columns, written over `out` (all but the identity columns, which
+/// come from the instance's string table in the call).
+fn fill_heads(out: &mut ord::Heads, cluster: &crate::cluster::Cluster, heads: &[HeadEntry]) {
+    fn refill<T>(column: &mut Vec<T>, values: impl Iterator<Item = T>) {
+        column.clear();
+        column.extend(values);
+    }
+    refill(&mut out.workloads, heads.iter().map(|h| h.workload.0));
+    refill(
+        &mut out.cluster_queues,
+        heads.iter().map(|h| h.cluster_queue.0),
+    );
+    refill(
+        &mut out.local_queues,
+        heads
+            .iter()
+            .map(|h| h.local_queue.map_or(NO_LOCAL_QUEUE, |l| l.0)),
+    );
+    refill(
+        &mut out.has_reservation,
+        (0..heads.len() as u32).filter(|&i| heads[i as usize].has_reservation),
+    );
+    refill(&mut out.borrow_levels, heads.iter().map(|h| h.borrow_level));
+    refill(&mut out.priorities, heads.iter().map(|h| h.priority));
+    refill(&mut out.created, heads.iter().map(|h| h.created));
+    refill(&mut out.queued, heads.iter().map(|h| h.queued));
+    out.requeue_counts.clear();
+    out.requeue_reasons.clear();
+    for h in heads {
+        let wl = cluster.workload(h.workload);
+        out.requeue_counts.push(wl.requeue_count);
+        out.requeue_reasons
+            .push(convert::requeue_reason_byte(wl.requeue_reason));
+    }
+    refill(&mut out.key_primary, heads.iter().map(|h| h.key.0[0]));
+    refill(&mut out.key_secondary, heads.iter().map(|h| h.key.0[1]));
+    refill(&mut out.key_tertiary, heads.iter().map(|h| h.key.0[2]));
+    fill_usage_columns(
+        (
+            &mut out.usage_offsets,
+            &mut out.usage_frs,
+            &mut out.usage_amounts,
+        ),
+        heads.iter().map(|h| h.usage.as_slice()),
+    );
+}
 
 impl OrderingPolicy for WasmOrdering {
     fn id(&self) -> PolicyRef {
-        self.0.id()
+        self.plugin.id()
     }
 
     fn needs(&self, cx: &PolicyContext<'_>) -> Needs {
-        self.0.needs(cx.cluster)
+        self.plugin.needs(cx.cluster)
     }
 
     fn sort_keys(
@@ -55,29 +184,43 @@ impl OrderingPolicy for WasmOrdering {
         cx: &PolicyContext<'_>,
         batch: &[QueuedWorkload],
     ) -> Result<Vec<SortKey>, PolicyError> {
-        let keys = self.0.call(cx.cluster, "sort-keys", batch.len(), |call| {
-            let workloads: Vec<_> = batch
-                .iter()
-                .map(|q| {
-                    convert::workload(
+        let mut scratch = lock(&self.scratch);
+        let scratch = &mut *scratch;
+        let keys = self
+            .plugin
+            .call(cx.cluster, "sort-keys", batch.len(), |call| {
+                let workloads = &mut scratch.workloads;
+                if workloads.len() < batch.len() {
+                    workloads.resize_with(batch.len(), convert::empty_workload);
+                }
+                for (out, q) in workloads.iter_mut().zip(batch) {
+                    convert::fill_workload(
+                        out,
                         cx.cluster,
                         call.catalog,
                         call.strings,
                         q.workload,
                         q.cluster_queue,
                         q.queued,
-                    )
-                })
-                .collect();
-            let lq_usage = if call.needs.local_queue_usage {
-                convert::local_queue_usage(cx.cluster, batch.iter().filter_map(|q| q.local_queue))
-            } else {
-                Vec::new()
-            };
-            let strings = call.strings.take();
-            let (guest, store) = call.ordering();
-            guest.call_sort_keys(store, &strings, &workloads, &lq_usage, cx.now)
-        })?;
+                    );
+                }
+                scratch.lq_usage.clear();
+                if call.needs.local_queue_usage {
+                    scratch.lq_usage = convert::local_queue_usage(
+                        cx.cluster,
+                        batch.iter().filter_map(|q| q.local_queue),
+                    );
+                }
+                let strings = call.strings.take();
+                let (guest, store) = call.ordering();
+                guest.call_sort_keys(
+                    store,
+                    &strings,
+                    &workloads[..batch.len()],
+                    &scratch.lq_usage,
+                    cx.now,
+                )
+            })?;
         Ok(keys
             .into_iter()
             .map(|k| SortKey([k.primary, k.secondary, k.tertiary]))
@@ -89,101 +232,57 @@ impl OrderingPolicy for WasmOrdering {
         cx: &PolicyContext<'_>,
         heads: &[HeadEntry],
     ) -> Result<Vec<usize>, PolicyError> {
-        let (usage_offsets, usage_frs, usage_amounts) =
-            usage_columns(heads.iter().map(|h| h.usage.as_slice()));
-        let mut columns = ord::Heads {
-            workloads: heads.iter().map(|h| h.workload.0).collect(),
-            cluster_queues: heads.iter().map(|h| h.cluster_queue.0).collect(),
-            local_queues: heads
-                .iter()
-                .map(|h| h.local_queue.map_or(NO_LOCAL_QUEUE, |l| l.0))
-                .collect(),
-            has_reservation: (0..heads.len() as u32)
-                .filter(|&i| heads[i as usize].has_reservation)
-                .collect(),
-            borrow_levels: heads.iter().map(|h| h.borrow_level).collect(),
-            priorities: heads.iter().map(|h| h.priority).collect(),
-            created: heads.iter().map(|h| h.created).collect(),
-            queued: heads.iter().map(|h| h.queued).collect(),
-            requeue_counts: heads
-                .iter()
-                .map(|h| cx.cluster.workload(h.workload).requeue_count)
-                .collect(),
-            requeue_reasons: heads
-                .iter()
-                .map(|h| {
-                    convert::requeue_reason_byte(cx.cluster.workload(h.workload).requeue_reason)
-                })
-                .collect(),
-            key_primary: heads.iter().map(|h| h.key.0[0]).collect(),
-            key_secondary: heads.iter().map(|h| h.key.0[1]).collect(),
-            key_tertiary: heads.iter().map(|h| h.key.0[2]).collect(),
-            usage_offsets,
-            usage_frs,
-            usage_amounts,
-            // Filled in the call, from the instance's string table.
-            namespaces: Vec::new(),
-            job_kinds: Vec::new(),
-            job_api_versions: Vec::new(),
-            job_names: Vec::new(),
-            label_offsets: Vec::new(),
-            label_keys: Vec::new(),
-            label_values: Vec::new(),
-            annotation_offsets: Vec::new(),
-            annotation_keys: Vec::new(),
-            annotation_values: Vec::new(),
-        };
+        let mut scratch = lock(&self.scratch);
+        let scratch = &mut *scratch;
+        fill_heads(&mut scratch.heads, cx.cluster, heads);
         let order = self
-            .0
+            .plugin
             .call(cx.cluster, "order-heads", heads.len(), |call| {
-                let ids = convert::IdentityColumns::of(
-                    cx.cluster,
-                    call.catalog,
-                    call.strings,
-                    heads.iter().map(|h| h.workload),
+                let idents = &mut scratch.idents;
+                idents.clear();
+                idents.extend(
+                    heads
+                        .iter()
+                        .map(|h| call.catalog.ident(call.strings, cx.cluster, h.workload)),
                 );
-                columns.namespaces = ids.namespaces;
-                columns.job_kinds = ids.job_kinds;
-                columns.job_api_versions = ids.job_api_versions;
-                columns.job_names = ids.job_names;
-                columns.label_offsets = ids.label_offsets;
-                columns.label_keys = ids.label_keys;
-                columns.label_values = ids.label_values;
-                columns.annotation_offsets = ids.annotation_offsets;
-                columns.annotation_keys = ids.annotation_keys;
-                columns.annotation_values = ids.annotation_values;
-                let usage = if call.needs.tree_usage {
+                head_identities(&mut scratch.heads).fill(call.strings, idents);
+                if call.needs.tree_usage {
                     let tree = &cx.cluster.tree;
-                    convert::usage_table(
+                    convert::fill_usage_table(
+                        &mut scratch.usage,
                         cx.cluster,
                         cx.usage,
                         heads
                             .iter()
                             .map(|h| tree.root(cx.cluster.cq(h.cluster_queue).node)),
-                    )
+                    );
                 } else {
-                    convert::no_usage()
-                };
+                    scratch.usage.nodes.clear();
+                    scratch.usage.amounts.clear();
+                }
                 let strings = call.strings.take();
                 let (guest, store) = call.ordering();
-                guest.call_order_heads(store, &strings, &columns, &usage, cx.now)
+                guest.call_order_heads(store, &strings, &scratch.heads, &scratch.usage, cx.now)
             })?;
         Ok(order.into_iter().map(|i| i as usize).collect())
     }
 
     fn refused(&self, error: &PolicyError) {
-        self.0.refused(error);
+        self.plugin.refused(error);
     }
 }
 
 /// The usage columns of a list (`usage-offsets`, `usage-frs`, `usage-amounts` in `record heads`
-/// and `record candidates`): entry `i` holds the amounts `offsets[i]..offsets[i + 1]`.
-fn usage_columns<'a>(
+/// and `record candidates`), written over `offsets`, `frs` and `amounts`: entry `i` holds the
+/// amounts `offsets[i]..offsets[i + 1]`.
+fn fill_usage_columns<'a>(
+    (offsets, frs, amounts): (&mut Vec<u32>, &mut Vec<u32>, &mut Vec<i64>),
     usages: impl ExactSizeIterator<Item = &'a [(FrIdx, i64)]>,
-) -> (Vec<u32>, Vec<u32>, Vec<i64>) {
-    let mut offsets = Vec::with_capacity(usages.len() + 1);
-    let mut frs = Vec::with_capacity(usages.len());
-    let mut amounts = Vec::with_capacity(usages.len());
+) {
+    offsets.clear();
+    frs.clear();
+    amounts.clear();
+    offsets.reserve(usages.len() + 1);
     offsets.push(0);
     for usage in usages {
         for &(fr, amount) in usage {
@@ -192,11 +291,71 @@ fn usage_columns<'a>(
         }
         offsets.push(frs.len() as u32);
     }
-    (offsets, frs, amounts)
 }
 
 /// A preemption plugin.
-pub struct WasmPreemption(pub Arc<Plugin>);
+pub struct WasmPreemption {
+    plugin: Arc<Plugin>,
+    /// The buffers of its request, refilled in place from call to call.
+    scratch: Mutex<PreemptionScratch>,
+}
+
+/// What a `select-victims` call sends, kept between calls: each call clears and refills
+/// these lists instead of allocating and freeing about thirty of them.
+struct PreemptionScratch {
+    request: pre::Request,
+    frs: Vec<FrIdx>,
+    idents: Vec<Ident>,
+}
+
+impl WasmPreemption {
+    pub fn new(plugin: Arc<Plugin>) -> WasmPreemption {
+        WasmPreemption {
+            plugin,
+            scratch: Mutex::new(PreemptionScratch {
+                request: pre::Request {
+                    preemptor: convert::empty_workload(),
+                    requests: Vec::new(),
+                    needs_preemption: Vec::new(),
+                    candidates: pre::Candidates {
+                        workloads: Vec::new(),
+                        cluster_queues: Vec::new(),
+                        local_queues: Vec::new(),
+                        kinds: Vec::new(),
+                        lcas: Vec::new(),
+                        priorities: Vec::new(),
+                        created: Vec::new(),
+                        admitted: Vec::new(),
+                        requeue_counts: Vec::new(),
+                        requeue_reasons: Vec::new(),
+                        evicting: Vec::new(),
+                        usage_offsets: Vec::new(),
+                        usage_frs: Vec::new(),
+                        usage_amounts: Vec::new(),
+                        namespaces: Vec::new(),
+                        job_kinds: Vec::new(),
+                        job_api_versions: Vec::new(),
+                        job_names: Vec::new(),
+                        label_offsets: Vec::new(),
+                        label_keys: Vec::new(),
+                        label_values: Vec::new(),
+                        annotation_offsets: Vec::new(),
+                        annotation_keys: Vec::new(),
+                        annotation_values: Vec::new(),
+                        local_queue_usage_of: Vec::new(),
+                        local_queue_usage: Vec::new(),
+                    },
+                    usage_nodes: Vec::new(),
+                    usage: Vec::new(),
+                    tree_usage: convert::no_usage(),
+                    now: 0,
+                },
+                frs: Vec::new(),
+                idents: Vec::new(),
+            }),
+        }
+    }
+}
 
 /// Plugin setting (`pluginSettings.<plugin>.allowExtraVictims: "true"` in `--config`): the
 /// host accepts victims the preemptor does not need, for policies that evict whole groups on
@@ -218,72 +377,93 @@ fn kind(k: CandidateKind) -> u8 {
 /// `no-node`: a `node-id` that names no node (`record candidates`, `lcas`).
 const NO_NODE: u32 = u32::MAX;
 
-/// The candidates as the WIT's columns (one pass per column: each is a tight loop).
-fn candidates(
+/// The identity columns of `record candidates`.
+fn candidate_identities(c: &mut pre::Candidates) -> convert::IdentityColumns<'_> {
+    convert::IdentityColumns {
+        namespaces: &mut c.namespaces,
+        job_kinds: &mut c.job_kinds,
+        job_api_versions: &mut c.job_api_versions,
+        job_names: &mut c.job_names,
+        label_offsets: &mut c.label_offsets,
+        label_keys: &mut c.label_keys,
+        label_values: &mut c.label_values,
+        annotation_offsets: &mut c.annotation_offsets,
+        annotation_keys: &mut c.annotation_keys,
+        annotation_values: &mut c.annotation_values,
+    }
+}
+
+/// The candidates as the WIT's columns, written over `out` (one tight loop per column, into
+/// buffers kept from the previous call). `idents` is scratch for their identities.
+fn fill_candidates(
+    out: &mut pre::Candidates,
+    idents: &mut Vec<Ident>,
     cluster: &crate::cluster::Cluster,
     catalog: &convert::Catalog,
     strings: &mut super::strings::StringTable,
     list: &[crate::policy::Candidate],
-) -> pre::Candidates {
-    let indices = |f: fn(&crate::policy::Candidate) -> bool| -> Vec<u32> {
-        (0..list.len() as u32)
-            .filter(|&i| f(&list[i as usize]))
-            .collect()
-    };
-    let (usage_offsets, usage_frs, usage_amounts) =
-        usage_columns(list.iter().map(|c| c.usage.as_slice()));
-    let ids =
-        convert::IdentityColumns::of(cluster, catalog, strings, list.iter().map(|c| c.workload));
-    pre::Candidates {
-        workloads: list.iter().map(|c| c.workload.0).collect(),
-        cluster_queues: list.iter().map(|c| c.cluster_queue.0).collect(),
-        local_queues: ids.local_queues,
-        kinds: list.iter().map(|c| kind(c.kind)).collect(),
-        lcas: list
-            .iter()
-            .map(|c| c.lca.map_or(NO_NODE, |n| n.0))
-            .collect(),
-        priorities: list.iter().map(|c| c.priority).collect(),
-        created: list.iter().map(|c| c.created).collect(),
-        admitted: list.iter().map(|c| c.reserved_at).collect(),
-        requeue_counts: list
-            .iter()
-            .map(|c| cluster.workload(c.workload).requeue_count)
-            .collect(),
-        requeue_reasons: list
-            .iter()
-            .map(|c| convert::requeue_reason_byte(cluster.workload(c.workload).requeue_reason))
-            .collect(),
-        evicting: indices(|c| c.evicted),
-        usage_offsets,
-        usage_frs,
-        usage_amounts,
-        namespaces: ids.namespaces,
-        job_kinds: ids.job_kinds,
-        job_api_versions: ids.job_api_versions,
-        job_names: ids.job_names,
-        label_offsets: ids.label_offsets,
-        label_keys: ids.label_keys,
-        label_values: ids.label_values,
-        annotation_offsets: ids.annotation_offsets,
-        annotation_keys: ids.annotation_keys,
-        annotation_values: ids.annotation_values,
-        local_queue_usage_of: indices(|c| c.local_queue_usage.is_some()),
-        local_queue_usage: list.iter().filter_map(|c| c.local_queue_usage).collect(),
+) {
+    fn refill<T>(column: &mut Vec<T>, values: impl Iterator<Item = T>) {
+        column.clear();
+        column.extend(values);
     }
+    refill(&mut out.workloads, list.iter().map(|c| c.workload.0));
+    refill(
+        &mut out.cluster_queues,
+        list.iter().map(|c| c.cluster_queue.0),
+    );
+    refill(&mut out.kinds, list.iter().map(|c| kind(c.kind)));
+    refill(
+        &mut out.lcas,
+        list.iter().map(|c| c.lca.map_or(NO_NODE, |n| n.0)),
+    );
+    refill(&mut out.priorities, list.iter().map(|c| c.priority));
+    refill(&mut out.created, list.iter().map(|c| c.created));
+    refill(&mut out.admitted, list.iter().map(|c| c.reserved_at));
+    // What is read through the workload's handle, and the sparse columns, in one pass.
+    idents.clear();
+    out.requeue_counts.clear();
+    out.requeue_reasons.clear();
+    out.evicting.clear();
+    out.local_queue_usage_of.clear();
+    out.local_queue_usage.clear();
+    for (i, c) in list.iter().enumerate() {
+        idents.push(catalog.ident(strings, cluster, c.workload));
+        let wl = cluster.workload(c.workload);
+        out.requeue_counts.push(wl.requeue_count);
+        out.requeue_reasons
+            .push(convert::requeue_reason_byte(wl.requeue_reason));
+        if c.evicted {
+            out.evicting.push(i as u32);
+        }
+        if let Some(u) = c.local_queue_usage {
+            out.local_queue_usage_of.push(i as u32);
+            out.local_queue_usage.push(u);
+        }
+    }
+    refill(&mut out.local_queues, idents.iter().map(|i| i.local_queue));
+    fill_usage_columns(
+        (
+            &mut out.usage_offsets,
+            &mut out.usage_frs,
+            &mut out.usage_amounts,
+        ),
+        list.iter().map(|c| c.usage.as_slice()),
+    );
+    candidate_identities(out).fill(strings, idents);
 }
 
 impl PreemptionPolicy for WasmPreemption {
     fn id(&self) -> PolicyRef {
-        self.0.id()
+        self.plugin.id()
     }
 
     fn allows_extra_victims(&self) -> bool {
-        self.0.setting(ALLOW_EXTRA_VICTIMS) == Some("true")
+        self.plugin.setting(ALLOW_EXTRA_VICTIMS) == Some("true")
     }
 
     fn extra_victims(&self, n: usize) {
-        self.0.count_extra_victims(n);
+        self.plugin.count_extra_victims(n);
     }
 
     fn select_victims(
@@ -291,43 +471,63 @@ impl PreemptionPolicy for WasmPreemption {
         req: &PreemptionRequest<'_>,
     ) -> Result<Option<VictimSet>, PolicyError> {
         let cluster = req.cluster;
-        let frs: Vec<_> = req.requests.iter().map(|&(fr, _)| fr).collect();
-        let (usage_nodes, usage) = convert::usage_rows(
+        let mut scratch = lock(&self.scratch);
+        let PreemptionScratch {
+            request,
+            frs,
+            idents,
+        } = &mut *scratch;
+        frs.clear();
+        frs.extend(req.requests.iter().map(|&(fr, _)| fr));
+        convert::fill_usage_rows(
+            (&mut request.usage_nodes, &mut request.usage),
             cluster,
             req.usage,
             std::iter::once(req.node).chain(req.candidates.iter().map(|c| c.node)),
-            &frs,
+            frs,
         );
-        let answers = self
-            .0
-            .call(cluster, "select-victims", req.candidates.len(), |call| {
-                let preemptor = cluster.workload(req.preemptor);
-                let request = pre::Request {
-                    preemptor: convert::workload(
+        convert::fill_fr_amounts(&mut request.requests, &req.requests);
+        request.needs_preemption.clear();
+        request
+            .needs_preemption
+            .extend(req.needs_preemption.iter().map(|f| f.0));
+        request.now = req.now;
+        let answers =
+            self.plugin
+                .call(cluster, "select-victims", req.candidates.len(), |call| {
+                    convert::fill_workload(
+                        &mut request.preemptor,
                         cluster,
                         call.catalog,
                         call.strings,
                         req.preemptor,
                         req.cluster_queue,
-                        preemptor.queued,
-                    ),
-                    requests: convert::fr_amounts(&req.requests),
-                    needs_preemption: req.needs_preemption.iter().map(|f| f.0).collect(),
-                    candidates: candidates(cluster, call.catalog, call.strings, &req.candidates),
-                    usage_nodes,
-                    usage,
-                    tree_usage: if call.needs.tree_usage {
-                        convert::usage_table(cluster, req.usage, [cluster.tree.root(req.node)])
+                        cluster.workload(req.preemptor).queued,
+                    );
+                    fill_candidates(
+                        &mut request.candidates,
+                        idents,
+                        cluster,
+                        call.catalog,
+                        call.strings,
+                        &req.candidates,
+                    );
+                    if call.needs.tree_usage {
+                        convert::fill_usage_table(
+                            &mut request.tree_usage,
+                            cluster,
+                            req.usage,
+                            [cluster.tree.root(req.node)],
+                        );
                     } else {
-                        convert::no_usage()
-                    },
-                    now: req.now,
-                };
-                let strings = call.strings.take();
-                let (guest, store) = call.preemption();
-                guest.call_select_victims(store, &strings, std::slice::from_ref(&request))
-            })?;
-        let answer = single(&self.0, answers)?;
+                        request.tree_usage.nodes.clear();
+                        request.tree_usage.amounts.clear();
+                    }
+                    let strings = call.strings.take();
+                    let (guest, store) = call.preemption();
+                    guest.call_select_victims(store, &strings, std::slice::from_ref(request))
+                })?;
+        let answer = single(&self.plugin, answers)?;
         Ok(answer.map(|v| VictimSet {
             victims: v.victims.into_iter().map(|i| i as usize).collect(),
             allow_borrowing: v.allow_borrowing,
@@ -335,7 +535,7 @@ impl PreemptionPolicy for WasmPreemption {
     }
 
     fn refused(&self, error: &PolicyError) {
-        self.0.refused(error);
+        self.plugin.refused(error);
     }
 }
 

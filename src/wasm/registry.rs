@@ -316,8 +316,10 @@ impl Registry {
             match self.resolve(kind, name, context)? {
                 Resolved::Builtin => {}
                 Resolved::Plugin(plugin) => match kind {
-                    PluginKind::Ordering => set.ordering = Arc::new(WasmOrdering(plugin)),
-                    PluginKind::Preemption => set.preemption = Arc::new(WasmPreemption(plugin)),
+                    PluginKind::Ordering => set.ordering = Arc::new(WasmOrdering::new(plugin)),
+                    PluginKind::Preemption => {
+                        set.preemption = Arc::new(WasmPreemption::new(plugin))
+                    }
                     PluginKind::FlavorAssignment => set.flavors = Arc::new(WasmFlavors(plugin)),
                     PluginKind::Placement => set.placement = Arc::new(WasmPlacement(plugin)),
                 },

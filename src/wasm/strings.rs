@@ -53,6 +53,12 @@ pub struct Ident {
 pub const NONE: u32 = u32::MAX;
 
 impl Ident {
+    /// Whether it has labels or annotations the plugin sees.
+    #[inline]
+    pub fn has_extras(&self) -> bool {
+        self.extras != NONE
+    }
+
     /// The owning job as the WIT's `owner` record; `None` for a bare Workload.
     pub fn owner(&self) -> Option<crate::wasm::bindings::types::Owner> {
         let [kind, api_version, name] = self.owner;
@@ -107,23 +113,34 @@ impl StringTable {
     /// The identity of workload `index` in cluster configuration `config`: `make` (which
     /// interns into this table) gives its namespace, owner, labels and annotations the first
     /// time it is asked for.
+    #[inline]
     pub fn ident(
         &mut self,
         config: u64,
         index: usize,
         make: impl FnOnce(&mut StringTable) -> Made,
     ) -> Ident {
+        if self.idents_of == config
+            && let Some(&ident) = self.idents.get(index)
+            && ident.namespace != NONE
+        {
+            return ident;
+        }
+        let made = make(self);
+        self.make_ident(config, index, made)
+    }
+
+    /// [`StringTable::ident`] the first time: records what `make` gave (off the fast path,
+    /// which is one array read per workload).
+    #[cold]
+    #[inline(never)]
+    fn make_ident(&mut self, config: u64, index: usize, made: Made) -> Ident {
         if self.idents_of != config {
             self.idents.clear();
             self.extras.clear();
             self.idents_of = config;
         }
-        if let Some(&ident) = self.idents.get(index)
-            && ident.namespace != NONE
-        {
-            return ident;
-        }
-        let (namespace, owner, local_queue, labels, annotations) = make(self);
+        let (namespace, owner, local_queue, labels, annotations) = made;
         let extras = if labels.is_empty() && annotations.is_empty() {
             NONE
         } else {
@@ -216,6 +233,45 @@ mod tests {
             make(t)
         });
         assert!(made);
+    }
+
+    #[test]
+    fn identities_are_made_again_when_the_table_starts_again() {
+        let mut t = StringTable::default();
+        t.begin();
+        let make = |t: &mut StringTable| {
+            let label = (t.intern("team"), t.intern("ml"));
+            (t.intern("prod"), None, 7, Box::from([label]), Box::from([]))
+        };
+        let big = "x".repeat(MAX_BYTES);
+        t.intern(&big);
+        let before = t.ident(1, 3, make);
+        assert_eq!(before.namespace, 3);
+        assert_eq!(t.labels(before), &[(1, 2)][..]);
+        t.take();
+        // Past its bounds: the next call starts the table (and the guest's) again at 0, so
+        // the cached ids (3, and 1 and 2 for the label) name nothing any more.
+        t.begin();
+        let mut made = false;
+        let after = t.ident(1, 3, |t| {
+            made = true;
+            make(t)
+        });
+        assert!(made, "a cached identity outlived its string table");
+        assert_eq!(
+            (after.namespace, after.local_queue, t.labels(after)),
+            (2, 7, &[(0, 1)][..])
+        );
+        // Its strings are sent again, with the call that uses them.
+        let sent = t.take();
+        assert_eq!(
+            (sent.first, sent.values),
+            (0, vec!["team".to_string(), "ml".into(), "prod".into()])
+        );
+        // And cached again from then on.
+        t.begin();
+        assert_eq!(t.ident(1, 3, |_| unreachable!()), after);
+        assert_eq!(t.take().values, Vec::<String>::new());
     }
 
     #[test]
