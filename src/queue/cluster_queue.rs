@@ -27,14 +27,18 @@ pub enum RequeueReason {
     Generic,
 }
 
+/// One ClusterQueue's pending workloads. It does not remember the key of an active workload:
+/// whoever takes one out by id ([`PendingQueue::remove`], [`PendingQueue::rekey`]) says the
+/// key it was pushed with ([`QueueManager`](super::QueueManager) keeps them, one slot per
+/// workload, so that no step of a cycle hashes into a per-queue map).
 #[derive(Debug, Clone)]
 pub struct PendingQueue {
     strategy: QueueingStrategy,
     active: BTreeSet<(SortKey, WorkloadId)>,
     inadmissible: rustc_hash::FxHashMap<WorkloadId, SortKey>,
-    keys: rustc_hash::FxHashMap<WorkloadId, SortKey>,
-    /// A BestEffortFIFO preemptor stays at the head until it is admitted or fails.
-    sticky: Option<WorkloadId>,
+    /// A BestEffortFIFO preemptor stays at the head until it is admitted or fails; with the key
+    /// it is queued under.
+    sticky: Option<(WorkloadId, SortKey)>,
 }
 
 impl PendingQueue {
@@ -43,7 +47,6 @@ impl PendingQueue {
             strategy,
             active: BTreeSet::new(),
             inadmissible: Default::default(),
-            keys: Default::default(),
             sticky: None,
         }
     }
@@ -53,20 +56,16 @@ impl PendingQueue {
     }
 
     pub fn push(&mut self, id: WorkloadId, key: SortKey) {
-        self.keys.insert(id, key);
         self.active.insert((key, id));
     }
 
     pub fn pop(&mut self) -> Option<WorkloadId> {
-        if let Some(id) = self.sticky
-            && let Some(&key) = self.keys.get(&id)
+        if let Some((id, key)) = self.sticky
             && self.active.remove(&(key, id))
         {
-            self.keys.remove(&id);
             return Some(id);
         }
         let (_, id) = self.active.pop_first()?;
-        self.keys.remove(&id);
         Some(id)
     }
 
@@ -83,9 +82,9 @@ impl PendingQueue {
         };
         if reason == RequeueReason::PendingPreemption {
             if self.strategy == QueueingStrategy::BestEffortFIFO {
-                self.sticky = Some(id);
+                self.sticky = Some((id, key));
             }
-        } else if self.sticky == Some(id) {
+        } else if self.is_sticky(id) {
             self.sticky = None;
         }
         if immediate {
@@ -96,44 +95,53 @@ impl PendingQueue {
     }
 
     pub fn activate_all(&mut self) {
+        self.activate_all_with(|_| {});
+    }
+
+    /// [`activate_all`](PendingQueue::activate_all), telling `activated` each workload moved.
+    pub fn activate_all_with(&mut self, mut activated: impl FnMut(WorkloadId)) {
         // Drained, not dropped: the set keeps its capacity for the next parked heads.
         let mut parked = std::mem::take(&mut self.inadmissible);
         for (id, key) in parked.drain() {
             self.push(id, key);
+            activated(id);
         }
         self.inadmissible = parked;
     }
 
-    pub fn remove(&mut self, id: WorkloadId) -> bool {
-        if self.sticky == Some(id) {
+    fn is_sticky(&self, id: WorkloadId) -> bool {
+        self.sticky.is_some_and(|(s, _)| s == id)
+    }
+
+    /// Takes out a pending workload, active under `key` or parked. Returns whether it was here.
+    pub fn remove(&mut self, id: WorkloadId, key: SortKey) -> bool {
+        if self.is_sticky(id) {
             self.sticky = None;
         }
-        if let Some(key) = self.keys.remove(&id) {
-            return self.active.remove(&(key, id));
-        }
-        self.inadmissible.remove(&id).is_some()
+        self.active.remove(&(key, id)) || self.inadmissible.remove(&id).is_some()
     }
 
     pub fn is_inadmissible(&self, id: WorkloadId) -> bool {
         self.inadmissible.contains_key(&id)
     }
 
-    /// Gives a pending workload a new key, active or parked as it was (admission fair sharing:
-    /// its LocalQueue's usage changed). Returns whether it was pending here.
-    pub fn rekey(&mut self, id: WorkloadId, key: SortKey) -> bool {
+    /// Gives a pending workload a new key, active (under `old`) or parked as it was (admission
+    /// fair sharing: its LocalQueue's usage changed). Returns whether it was pending here.
+    pub fn rekey(&mut self, id: WorkloadId, old: SortKey, key: SortKey) -> bool {
         if let Some(parked) = self.inadmissible.get_mut(&id) {
             *parked = key;
             return true;
         }
-        match self.keys.get_mut(&id) {
-            Some(old) => {
-                self.active.remove(&(*old, id));
-                *old = key;
-                self.active.insert((key, id));
-                true
-            }
-            None => false,
+        if !self.active.remove(&(old, id)) {
+            return false;
         }
+        self.active.insert((key, id));
+        if let Some((s, k)) = &mut self.sticky
+            && *s == id
+        {
+            *k = key;
+        }
+        true
     }
 
     pub fn active_len(&self) -> usize {

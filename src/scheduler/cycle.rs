@@ -12,7 +12,7 @@ use crate::quota::{FrAmounts, NodeId, Usage, UsageRead};
 use crate::topology::TasUsage;
 
 use super::assign::{Assignment, AssignmentMode, assign_flavors, reduce_pod_sets};
-use super::preempt::{Ctx, Target, TargetsMemo, get_targets, removed, without};
+use super::preempt::{CandidateBuffers, Ctx, Target, TargetsMemo, get_targets, removed, without};
 use super::tas::{Placer, VictimFit};
 use super::{CycleOutcome, Decision, Scheduler};
 
@@ -63,6 +63,8 @@ pub(super) struct Scratch {
     head_entries: Vec<HeadEntry>,
     /// Victims found per question, for one head at a time (see [`Ctx::targets_memo`]).
     targets_memo: RefCell<Vec<TargetsMemo>>,
+    /// See [`Ctx::candidate_buffers`]: kept across cycles.
+    candidate_buffers: CandidateBuffers,
 }
 
 impl Scratch {
@@ -138,6 +140,7 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
             fallbacks: &fallbacks,
             budgets: &s.budgets,
             targets_memo: &scratch.targets_memo,
+            candidate_buffers: &scratch.candidate_buffers,
             placed_by: Default::default(),
         };
         let (assignment, targets) =
@@ -200,6 +203,7 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
             fallbacks: &fallbacks,
             budgets: &s.budgets,
             targets_memo: &scratch.targets_memo,
+            candidate_buffers: &scratch.candidate_buffers,
             placed_by: Default::default(),
         };
         let (result, recomputed, took) = process(&ctx, snapshot, &mut preempted, &mut tas_usage, e);
@@ -255,7 +259,7 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
                     tracing::error!(workload = %s.cluster.workload(e.workload).key, %err, "refused double admission");
                     continue;
                 }
-                s.keys.remove(&e.workload);
+                s.keys.remove(e.workload);
                 charge_admission(s, e.workload, e.cq);
                 tracing::debug!(workload = %s.cluster.workload(e.workload).key, "admitted");
                 outcome.decisions.push(Decision::Admitted {
@@ -304,8 +308,8 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
 
     // 6. Requeue.
     for (wl, cq, reason, label, message) in requeues.drain(..) {
-        let key = match s.keys.get(&wl) {
-            Some(&key) => key,
+        let key = match s.keys.get(wl) {
+            Some(key) => key,
             None => {
                 let q = s.queued_workload(wl, cq, now);
                 let key = s.sort_keys(cq, &[q], now)[0];
@@ -458,7 +462,7 @@ fn order_entries(
             created: wl.created,
             queued: wl.queued,
             local_queue: wl.lq,
-            key: s.keys.get(&e.workload).copied().unwrap_or_default(),
+            key: s.keys.get(e.workload).unwrap_or_default(),
             usage: e.assignment.usage.clone(),
         }
     }));

@@ -90,7 +90,7 @@ pub struct Scheduler {
     cq_policies: Vec<Option<PolicySet>>,
     cycle: u64,
     /// Sort key each pending workload was queued under.
-    keys: rustc_hash::FxHashMap<WorkloadId, SortKey>,
+    keys: crate::queue::KeyTable,
     /// Submitted workloads waiting for their sort keys, computed in one batch per ordering
     /// policy before the next cycle.
     unkeyed: Vec<WorkloadId>,
@@ -194,7 +194,7 @@ impl Scheduler {
             }
             for id in self.queues.queue(cq).ordered() {
                 self.queues.remove(id);
-                self.keys.remove(&id);
+                self.keys.remove(id);
                 if self.unkeyed_set.insert(id) {
                     self.unkeyed.push(id);
                 }
@@ -339,7 +339,7 @@ impl Scheduler {
     /// Takes a workload out of its queue (or the batch waiting for sort keys), if it is there.
     pub fn dequeue(&mut self, id: WorkloadId) {
         self.queues.remove(id);
-        self.keys.remove(&id);
+        self.keys.remove(id);
         if self.unkeyed_set.remove(&id) {
             self.unkeyed.retain(|&w| w != id);
         }

@@ -71,12 +71,29 @@ pub struct BenchReport {
     pub thresholds: Option<Thresholds>,
     pub native: RunFigures,
     pub wasm: RunFigures,
-    /// WASM wall time / native wall time.
+    /// WASM wall time / native wall time, fastest run of each.
     pub ratio: f64,
-    /// Whether both runs made exactly the same decisions at the same virtual times.
+    /// Median WASM wall time / median native wall time (the figure issue targets name).
+    pub median_ratio: f64,
+    /// Every run's wall time (the simulation alone), in the order run.
+    pub native_wall_seconds: Vec<f64>,
+    pub wasm_wall_seconds: Vec<f64>,
+    /// Whether every run, of both sides, made exactly the same decisions at the same virtual
+    /// times.
     pub identical_decisions: bool,
-    /// Runs per side; the fastest is reported.
+    /// Runs per side; `native` and `wasm` are the fastest of each.
     pub repeat: usize,
+}
+
+/// The median of some wall times (the mean of the middle two for an even count).
+pub fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 pub fn shape_name(shape: Shape) -> &'static str {
@@ -181,31 +198,42 @@ pub fn run_once(
 }
 
 /// Both runs and their comparison. With `repeat` > 1 the two alternate (native, WASM, native,
-/// …) and each keeps its fastest run, which cancels drift and noise on a shared machine.
+/// …); each side reports its fastest run and the median of all, which cancels drift and noise
+/// on a shared machine. Every run's decisions are compared with the first native run's.
 pub fn bench(
     generator: &Generator,
     repeat: usize,
     wasm: impl Fn() -> LiveBindings,
     progress: Option<NewProgress<'_>>,
 ) -> anyhow::Result<BenchReport> {
-    let fastest = |a: Option<(RunFigures, Vec<String>)>, b: (RunFigures, Vec<String>)| match a {
-        Some(a) if a.0.wall_seconds <= b.0.wall_seconds => Some(a),
+    let fastest = |a: Option<RunFigures>, b: RunFigures| match a {
+        Some(a) if a.wall_seconds <= b.wall_seconds => Some(a),
         _ => Some(b),
     };
     let (mut native, mut wasm_run) = (None, None);
+    let (mut native_walls, mut wasm_walls) = (Vec::new(), Vec::new());
+    let mut reference: Option<Vec<String>> = None;
+    let mut identical = true;
+    let mut same = |lines: Vec<String>| match &reference {
+        Some(r) => identical &= *r == lines,
+        None => reference = Some(lines),
+    };
     for _ in 0..repeat.max(1) {
-        native = fastest(native, run_once(generator, "builtin", None, progress)?);
-        wasm_run = fastest(
-            wasm_run,
-            run_once(
-                generator,
-                "kueue-default plugins (WASM)",
-                Some(wasm()),
-                progress,
-            )?,
-        );
+        let (figures, lines) = run_once(generator, "builtin", None, progress)?;
+        same(lines);
+        native_walls.push(figures.wall_seconds);
+        native = fastest(native, figures);
+        let (figures, lines) = run_once(
+            generator,
+            "kueue-default plugins (WASM)",
+            Some(wasm()),
+            progress,
+        )?;
+        same(lines);
+        wasm_walls.push(figures.wall_seconds);
+        wasm_run = fastest(wasm_run, figures);
     }
-    let ((native, native_lines), (wasm, wasm_lines)) = (
+    let (native, wasm) = (
         native.expect("at least one run"),
         wasm_run.expect("at least one run"),
     );
@@ -214,11 +242,78 @@ pub fn bench(
         cluster_queues: generator.cluster_queues(),
         thresholds: generator_thresholds(generator),
         ratio: wasm.wall_seconds / native.wall_seconds,
-        identical_decisions: native_lines == wasm_lines,
+        median_ratio: median(&wasm_walls) / median(&native_walls),
+        native_wall_seconds: native_walls,
+        wasm_wall_seconds: wasm_walls,
+        identical_decisions: identical,
         repeat: repeat.max(1),
         native,
         wasm,
     })
+}
+
+/// `wasq bench` at several scales of one shape, in one process: each scale's report, and how
+/// each figure grows from the first scale.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScalingReport {
+    pub scales: Vec<u32>,
+    pub runs: Vec<BenchReport>,
+}
+
+impl ScalingReport {
+    pub fn to_table(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        for r in &self.runs {
+            out.push_str(&r.to_table());
+            out.push('\n');
+        }
+        let (Some(first), Some(&base)) = (self.runs.first(), self.scales.first()) else {
+            return out;
+        };
+        let _ = writeln!(
+            out,
+            "Scaling (median wall time of the simulation alone; x = times the {base}x figure)"
+        );
+        let _ = writeln!(
+            out,
+            "{:>6} {:>10} {:>9} {:>10} {:>9} {:>7} {:>9} {:>9} {:>11} {:>11}",
+            "scale",
+            "native",
+            "x",
+            "wasm",
+            "x",
+            "ratio",
+            "cycles/s",
+            "peak MiB",
+            "B/workload",
+            "wasm MiB"
+        );
+        let (n0, w0) = (
+            median(&first.native_wall_seconds),
+            median(&first.wasm_wall_seconds),
+        );
+        for (scale, r) in self.scales.iter().zip(&self.runs) {
+            let (n, w) = (median(&r.native_wall_seconds), median(&r.wasm_wall_seconds));
+            let peak = r.native.peak_memory_bytes.unwrap_or(0);
+            let _ = writeln!(
+                out,
+                "{:>5}x {:>9.2}s {:>8.2}x {:>9.2}s {:>8.2}x {:>7.3} {:>9.0} {:>9.0} {:>11.0} {:>11.0}",
+                scale,
+                n,
+                n / n0,
+                w,
+                w / w0,
+                r.median_ratio,
+                r.native.cycles as f64 / n,
+                peak as f64 / 1048576.0,
+                peak as f64 / r.native.workloads.max(1) as f64,
+                r.wasm.peak_memory_bytes.unwrap_or(0) as f64 / 1048576.0,
+            );
+        }
+        out
+    }
 }
 
 impl BenchReport {
@@ -236,6 +331,12 @@ impl BenchReport {
             "shape {} ({} ClusterQueues, {} workloads), fastest of {} run(s) per side",
             self.shape, self.cluster_queues, n.workloads, self.repeat
         );
+        let runs = |v: &[f64]| {
+            v.iter()
+                .map(|s| format!("{s:.2}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         let _ = writeln!(out, "{:<28} {:>16} {:>16}", "", "native", "wasm");
         let rows: [(&str, String, String); 7] = [
             (
@@ -273,7 +374,28 @@ impl BenchReport {
         for (k, a, b) in rows {
             let _ = writeln!(out, "{k:<28} {a:>16} {b:>16}");
         }
+        let _ = writeln!(
+            out,
+            "{:<28} {:>16} {:>16}",
+            "wall time, median",
+            format!("{:.2} s", median(&self.native_wall_seconds)),
+            format!("{:.2} s", median(&self.wasm_wall_seconds)),
+        );
+        if self.repeat > 1 {
+            let _ = writeln!(
+                out,
+                "{:<28} {:>16} {:>16}",
+                "every run, s",
+                runs(&self.native_wall_seconds),
+                runs(&self.wasm_wall_seconds)
+            );
+        }
         let _ = writeln!(out, "WASM/native wall-time ratio  {:.3}", self.ratio);
+        let _ = writeln!(
+            out,
+            "  of the medians              {:.3}",
+            self.median_ratio
+        );
         let _ = writeln!(
             out,
             "identical decisions          {}",
@@ -306,5 +428,18 @@ impl BenchReport {
             );
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[7.5]), 7.5);
+        assert!(median(&[]).is_nan());
     }
 }

@@ -629,6 +629,13 @@ impl Simulation {
     /// The report, ending the simulation: its timeline moves into the report instead of being
     /// copied (the largest part of a large run's memory).
     pub fn into_report(mut self) -> Report {
+        self.take_report()
+    }
+
+    /// [`into_report`](Simulation::into_report) that leaves the emptied simulation with the
+    /// caller: a process about to exit need not free it (see `wasq simulate`). The simulation
+    /// must not run again.
+    pub fn take_report(&mut self) -> Report {
         let mut report = report::build_from(&self, Timeline::default());
         let events = std::mem::take(&mut self.events);
         let keys = self
