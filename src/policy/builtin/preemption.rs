@@ -38,6 +38,29 @@ fn order_key(c: &Candidate, own: crate::cluster::CqId) -> OrderKey {
     )
 }
 
+/// [`order_key`] packed into one integer that compares the same way, when the figures fit:
+/// bit 127 not evicted, bit 126 in the preemptor's own queue, 32 bits of priority (offset to
+/// be unsigned), 62 bits of admission time (inverted: latest first), 32 bits of workload id.
+/// `None` for a priority outside `i32` (Kueue's priorities are `int32`) or an admission time
+/// outside `0 .. 2^62` ms.
+fn packed_order_key(c: &Candidate, own: crate::cluster::CqId) -> Option<u128> {
+    const TIME_BITS: u32 = 62;
+    let priority = i32::try_from(c.priority).ok()?;
+    let reserved = u64::try_from(c.reserved_at).ok()?;
+    if reserved >= 1 << TIME_BITS {
+        return None;
+    }
+    let priority = u128::from((priority as u32) ^ 0x8000_0000);
+    let latest_first = u128::from((1u64 << TIME_BITS) - 1 - reserved);
+    Some(
+        u128::from(!c.evicted) << 127
+            | u128::from(c.cluster_queue == own) << 126
+            | priority << (126 - 32)
+            | latest_first << 32
+            | u128::from(c.workload.0),
+    )
+}
+
 /// The end of Kueue's candidate order: lower priority first, most recently admitted first,
 /// then a stable id.
 fn by_priority_then_recency(a: &Candidate, b: &Candidate) -> Ordering {
@@ -63,18 +86,37 @@ fn within_queue(a: &Candidate, b: &Candidate) -> Ordering {
 /// then re-sorts each admission-fair-sharing queue's candidates among the positions that queue
 /// holds, with usage first. Without admission fair sharing this is [`candidates_ordering`].
 pub fn candidate_order(candidates: &[Candidate], own: crate::cluster::CqId) -> Vec<usize> {
-    // Keys once per candidate, compared as tuples: a comparator called O(n log n) times
-    // re-read both candidates every time. Already in order (as the host passes them to a
-    // policy), one pass confirms it.
-    let mut keyed: Vec<(OrderKey, usize)> = candidates
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (order_key(c, own), i))
-        .collect();
-    if !keyed.is_sorted() {
-        keyed.sort_unstable();
+    // Keys once per candidate: a comparator called O(n log n) times re-read both candidates
+    // every time. Already in order (as the host passes them to a policy), one pass confirms
+    // it. Usually each key packs into one integer, compared in two instructions rather than
+    // field by field (a tenth of a native run at Kueue's large scale sorted tuples).
+    let mut keyed: Vec<(u128, u32)> = Vec::with_capacity(candidates.len());
+    for (i, c) in candidates.iter().enumerate() {
+        match packed_order_key(c, own) {
+            Some(k) => keyed.push((k, i as u32)),
+            None => break,
+        }
     }
-    let mut order: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
+    let packed = keyed.len() == candidates.len();
+    let mut order: Vec<usize> = match packed.then_some(keyed) {
+        Some(mut keyed) => {
+            if !keyed.is_sorted_by_key(|k| k.0) {
+                keyed.sort_unstable_by_key(|k| k.0);
+            }
+            keyed.into_iter().map(|(_, i)| i as usize).collect()
+        }
+        None => {
+            let mut keyed: Vec<(OrderKey, usize)> = candidates
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (order_key(c, own), i))
+                .collect();
+            if !keyed.is_sorted() {
+                keyed.sort_unstable();
+            }
+            keyed.into_iter().map(|(_, i)| i).collect()
+        }
+    };
     let mut queues: Vec<crate::cluster::CqId> = candidates
         .iter()
         .filter(|c| c.local_queue_usage.is_some())
@@ -304,6 +346,77 @@ mod order_tests {
                 .map(|&i| list[i].local_queue_usage.unwrap_or(0.0))
                 .collect();
             assert!(usage.windows(2).all(|w| w[0] >= w[1]), "{usage:?}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::cluster::CqId;
+    use crate::quota::NodeId;
+
+    fn candidate(id: u32, cq: u32, priority: i64, reserved_at: Millis, evicted: bool) -> Candidate {
+        Candidate {
+            workload: WorkloadId(id),
+            cluster_queue: CqId(cq),
+            node: NodeId(cq),
+            kind: CandidateKind::SameQueue,
+            lca: None,
+            priority,
+            created: 0,
+            reserved_at,
+            evicted,
+            usage: Default::default(),
+            local_queue_usage: None,
+        }
+    }
+
+    fn any_candidate(priority: impl Strategy<Value = i64>) -> impl Strategy<Value = Candidate> {
+        (
+            0u32..8,
+            0u32..3,
+            priority,
+            prop_oneof![0i64..4, 0i64..(1 << 62)],
+            any::<bool>(),
+        )
+            .prop_map(|(id, cq, p, t, e)| candidate(id, cq, p, t, e))
+    }
+
+    proptest! {
+        /// The packed key orders any two candidates as the tuple key does.
+        #[test]
+        fn packed_keys_order_as_tuples(
+            a in any_candidate(prop_oneof![-3i64..3, i64::from(i32::MIN)..=i64::from(i32::MAX)]),
+            b in any_candidate(prop_oneof![-3i64..3, i64::from(i32::MIN)..=i64::from(i32::MAX)]),
+        ) {
+            let own = CqId(1);
+            let (pa, pb) = (packed_order_key(&a, own).unwrap(), packed_order_key(&b, own).unwrap());
+            prop_assert_eq!(pa.cmp(&pb), order_key(&a, own).cmp(&order_key(&b, own)));
+        }
+
+        /// `candidate_order` is Kueue's comparator order whether the keys pack or not (a
+        /// priority outside `i32` or a negative admission time does not).
+        #[test]
+        fn candidate_order_sorts_by_the_comparator(
+            list in proptest::collection::vec(any_candidate(prop_oneof![-3i64..3, any::<i64>()]), 0..40),
+            negative_time in any::<bool>(),
+        ) {
+            let mut list = list;
+            // Unique workloads, as a cycle's candidates are.
+            for (i, c) in list.iter_mut().enumerate() {
+                c.workload = WorkloadId(i as u32 * 7 % 41);
+                if negative_time && i == 0 {
+                    c.reserved_at = -5;
+                }
+            }
+            let own = CqId(1);
+            let order = candidate_order(&list, own);
+            let mut expected: Vec<usize> = (0..list.len()).collect();
+            expected.sort_by(|&x, &y| candidates_ordering(&list[x], &list[y], own));
+            prop_assert_eq!(order, expected);
         }
     }
 }
