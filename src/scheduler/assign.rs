@@ -205,7 +205,15 @@ impl Assignment {
         if reasons.peek().is_none() {
             return "couldn't assign flavors".into();
         }
-        let mut out = String::from("couldn't assign flavors: ");
+        // Sized for the usual reasons (about 100 bytes each) up front: grown from empty, every
+        // message of every requeued head was reallocated five times.
+        let count = self
+            .pod_sets
+            .iter()
+            .map(|ps| ps.reasons.len())
+            .sum::<usize>();
+        let mut out = String::with_capacity(32 + 128 * count);
+        out.push_str("couldn't assign flavors: ");
         for (i, r) in reasons.enumerate() {
             if i > 0 {
                 out.push_str("; ");

@@ -351,7 +351,7 @@ mod order_tests {
 }
 
 #[cfg(test)]
-mod tests {
+mod packed_key_tests {
     use proptest::prelude::*;
 
     use super::*;
