@@ -72,7 +72,8 @@ impl PendingQueue {
     /// Kueue's `RequeueIfNotPresent`: StrictFIFO keeps the head blocking unless the namespace
     /// does not match; BestEffortFIFO parks it unless it failed only after nomination or is
     /// waiting for preemptions.
-    pub fn requeue(&mut self, id: WorkloadId, key: SortKey, reason: RequeueReason) {
+    /// Returns whether the workload was parked (rather than made active again).
+    pub fn requeue(&mut self, id: WorkloadId, key: SortKey, reason: RequeueReason) -> bool {
         let immediate = match self.strategy {
             QueueingStrategy::StrictFIFO => reason != RequeueReason::NamespaceMismatch,
             QueueingStrategy::BestEffortFIFO => matches!(
@@ -92,6 +93,7 @@ impl PendingQueue {
         } else {
             self.inadmissible.insert(id, key);
         }
+        !immediate
     }
 
     pub fn activate_all(&mut self) {
@@ -191,9 +193,9 @@ mod tests {
         q.push(WorkloadId(1), key(5, 0));
         q.push(WorkloadId(2), key(1, 0));
         let head = q.pop().unwrap();
-        q.requeue(head, key(5, 0), RequeueReason::NoFit);
+        assert!(!q.requeue(head, key(5, 0), RequeueReason::NoFit));
         assert_eq!(q.pop(), Some(WorkloadId(1)));
-        q.requeue(WorkloadId(1), key(5, 0), RequeueReason::NamespaceMismatch);
+        assert!(q.requeue(WorkloadId(1), key(5, 0), RequeueReason::NamespaceMismatch));
         assert!(q.is_inadmissible(WorkloadId(1)));
         assert_eq!(q.pop(), Some(WorkloadId(2)));
     }
@@ -204,7 +206,7 @@ mod tests {
         q.push(WorkloadId(1), key(5, 0));
         q.push(WorkloadId(2), key(1, 0));
         let head = q.pop().unwrap();
-        q.requeue(head, key(5, 0), RequeueReason::NoFit);
+        assert!(q.requeue(head, key(5, 0), RequeueReason::NoFit));
         assert!(q.is_inadmissible(WorkloadId(1)));
         assert_eq!(q.pop(), Some(WorkloadId(2)));
         q.activate_all();
@@ -217,7 +219,7 @@ mod tests {
         q.push(WorkloadId(1), key(1, 0));
         q.push(WorkloadId(2), key(1, 1));
         let head = q.pop().unwrap();
-        q.requeue(head, key(1, 0), RequeueReason::PendingPreemption);
+        assert!(!q.requeue(head, key(1, 0), RequeueReason::PendingPreemption));
         q.push(WorkloadId(0), key(9, 0));
         assert_eq!(q.pop(), Some(WorkloadId(1)));
     }

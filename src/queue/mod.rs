@@ -140,9 +140,7 @@ impl QueueManager {
     /// Puts a popped head back according to the queue's strategy and the reason.
     pub fn requeue(&mut self, cq: CqId, id: WorkloadId, key: SortKey, reason: RequeueReason) {
         self.remove(id);
-        let q = &mut self.queues[cq.index()];
-        q.requeue(id, key, reason);
-        let parked = q.is_inadmissible(id);
+        let parked = self.queues[cq.index()].requeue(id, key, reason);
         if parked {
             self.parked.insert(cq);
         }

@@ -636,7 +636,7 @@ impl Simulation {
     /// caller: a process about to exit need not free it (see `wasq simulate`). The simulation
     /// must not run again.
     pub fn take_report(&mut self) -> Report {
-        let mut report = report::build_from(&self, Timeline::default());
+        let mut report = report::build_from(self, Timeline::default());
         let events = std::mem::take(&mut self.events);
         let keys = self
             .scheduler
