@@ -205,8 +205,8 @@ impl Assignment {
         if reasons.peek().is_none() {
             return "couldn't assign flavors".into();
         }
-        // Sized for the usual reasons (about 100 bytes each) up front: grown from empty, every
-        // message of every requeued head was reallocated five times.
+        // Sized for the usual reasons (about 100 bytes each) up front: grown from its prefix,
+        // every message of every requeued head was reallocated several times.
         let count = self
             .pod_sets
             .iter()

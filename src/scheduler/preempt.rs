@@ -41,9 +41,9 @@ pub(super) struct Ctx<'a> {
 pub(super) type TargetsMemo = (FrList, FrAmounts, Targets);
 
 /// Candidate lists to reuse. A preemption question at Kueue's large scale collects about a
-/// hundred candidates; grown from empty, each list was reallocated and copied seven times, and
-/// ordering them built two more lists: a tenth of a native run's instructions. A list goes
-/// back emptied, capacity kept, once its question is answered.
+/// hundred candidates; each list was grown from empty, reallocated and copied as it grew, and
+/// ordering them built two more lists. A list goes back emptied, capacity kept, once its
+/// question is answered.
 #[derive(Default)]
 pub(super) struct CandidateBuffers(RefCell<Vec<Vec<Candidate>>>);
 

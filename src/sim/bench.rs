@@ -73,7 +73,7 @@ pub struct BenchReport {
     pub wasm: RunFigures,
     /// WASM wall time / native wall time, fastest run of each.
     pub ratio: f64,
-    /// Median WASM wall time / median native wall time (the figure issue targets name).
+    /// Median WASM wall time / median native wall time (what the targets are stated in).
     pub median_ratio: f64,
     /// Every run's wall time (the simulation alone), in the order run.
     pub native_wall_seconds: Vec<f64>,
