@@ -227,7 +227,9 @@ fn load_cluster() -> Cluster {
 }
 
 fn id(cluster: &Cluster, name: &str) -> WorkloadId {
-    cluster.by_key[&format!("default/{name}")]
+    cluster
+        .find_workload(&format!("default/{name}"))
+        .expect("registered")
 }
 
 fn cq(cluster: &Cluster, name: &str) -> CqId {

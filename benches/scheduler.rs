@@ -385,11 +385,7 @@ fn memory_report(_: &mut Criterion) {
         .map(workload_info_bytes)
         .sum();
     let vec_slack = (c.workloads.capacity() - c.workloads.len()) * size_of::<WorkloadInfo>();
-    // hashbrown: buckets = capacity / (7/8) rounded to a power of two; one control byte each.
-    let buckets = |cap: usize| (cap * 8 / 7).next_power_of_two();
-    let map_bytes = |cap: usize, entry: usize| buckets(cap) * (entry + 1);
-    let by_key = map_bytes(c.by_key.capacity(), size_of::<(String, WorkloadId)>())
-        + c.by_key.keys().map(String::capacity).sum::<usize>();
+    let by_key = c.key_index_bytes();
     let holdings = c.workloads.len() * size_of::<Holding>();
     // The queues' and the scheduler's tables by workload id (one entry per workload).
     let location = c.workloads.len() * QueueManager::BYTES_PER_ID;

@@ -369,8 +369,8 @@ pub fn build_cluster_with(
         },
         holdings: Vec::new(),
         workloads: Vec::new(),
-        by_key: rustc_hash::FxHashMap::default(),
-        admitted: vec![BTreeSet::new(); n_cq],
+        by_key: Default::default(),
+        admitted: vec![Default::default(); n_cq],
         removed: 0,
     };
 
@@ -380,8 +380,7 @@ pub fn build_cluster_with(
         (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
     });
     let expected = sorted.len() + extra.size_hint().0;
-    cluster.workloads.reserve(expected);
-    cluster.by_key.reserve(expected);
+    cluster.reserve_workloads(expected);
     let key = |wl: &api::Workload| {
         (
             wl.metadata.namespace.clone().unwrap_or_default(),
@@ -408,7 +407,7 @@ pub fn build_cluster_with(
             &made
         };
         let info = cluster.workload_info(wl, default_created(wl));
-        if !take_own && cluster.by_key.contains_key(&info.key) {
+        if !take_own && cluster.find_workload(&info.key).is_some() {
             let (ns, name) = key(wl);
             errors.push(BuildError {
                 object: format!("Workload {ns}/{name}"),
@@ -433,7 +432,7 @@ pub fn build_cluster_with(
             wl.metadata.namespace.as_deref().unwrap_or("default"),
             wl.metadata.name.as_deref().unwrap_or_default()
         );
-        let id = cluster.by_key[&key];
+        let id = cluster.find_workload(&key).expect("registered above");
         let reserved_at = status
             .condition("QuotaReserved")
             .filter(|c| c.status == "True")

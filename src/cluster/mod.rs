@@ -7,15 +7,17 @@
 //! - usage changes only through [`Cluster::reserve`] / [`Cluster::release`], so the quota tree's
 //!   usage always equals the sum of the admitted workloads' usage.
 
+pub mod admitted;
 pub mod afs;
 pub mod budget;
 mod build;
 pub mod checks;
+mod index;
 pub mod matching;
 mod settings;
 mod topology;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::{NodeSelectorTerm, Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -26,6 +28,7 @@ use crate::api::{
 };
 use crate::quota::{FlavorId, FrIdx, Names, NodeId, QuotaTree, ResourceId, Usage};
 
+pub use admitted::{AdmittedRow, AdmittedRows};
 pub use afs::{Changed, LqUsage};
 pub use budget::{BudgetDefaults, PreemptionBudget};
 pub use build::{BuildError, build_cluster, build_cluster_with, fair_weight, pod_requests};
@@ -301,14 +304,16 @@ pub struct Admission {
     pub reserved_at: Millis,
 }
 
+/// The quota a workload holds. The admission is boxed: every workload has a holding and most
+/// hold no quota (16 bytes each rather than 72).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Holding {
     /// Holds no quota.
     None,
     /// Holds quota.
-    Admitted(Admission),
+    Admitted(Box<Admission>),
     /// Preempted: still holds quota until the eviction completes.
-    Evicting(Admission),
+    Evicting(Box<Admission>),
 }
 
 /// The cluster: configuration, workloads, and the quota they hold.
@@ -340,12 +345,13 @@ pub struct Cluster {
     pub lq_usage: LqUsage,
     pub namespace_labels: HashMap<String, BTreeMap<String, String>>,
     pub workloads: Vec<WorkloadInfo>,
-    pub by_key: rustc_hash::FxHashMap<String, WorkloadId>,
+    /// Workload ids by `namespace/name` ([`Cluster::find_workload`]).
+    by_key: index::KeyIndex,
     /// What resolves a Workload's LocalQueue, ClusterQueue and priority class.
     pub(crate) lookup: WorkloadLookup,
     holdings: Vec<Holding>,
     /// Workloads holding quota, per ClusterQueue.
-    admitted: Vec<BTreeSet<WorkloadId>>,
+    admitted: Vec<AdmittedRows>,
     /// Slots of removed workloads (handles are never reused; the next build compacts them).
     removed: usize,
 }
@@ -418,6 +424,23 @@ impl Cluster {
         &self.workloads[id.index()]
     }
 
+    /// The workload named `namespace/name`, if registered.
+    pub fn find_workload(&self, key: &str) -> Option<WorkloadId> {
+        self.by_key.get(&self.workloads, key)
+    }
+
+    /// Room for `additional` more workloads.
+    pub fn reserve_workloads(&mut self, additional: usize) {
+        self.workloads.reserve(additional);
+        self.holdings.reserve(additional);
+        self.by_key.reserve(additional, &self.workloads);
+    }
+
+    /// Bytes the table of workloads by key holds (memory reports).
+    pub fn key_index_bytes(&self) -> usize {
+        self.by_key.heap_bytes()
+    }
+
     pub fn holding(&self, id: WorkloadId) -> &Holding {
         &self.holdings[id.index()]
     }
@@ -425,7 +448,7 @@ impl Cluster {
     pub fn admission(&self, id: WorkloadId) -> Option<&Admission> {
         match &self.holdings[id.index()] {
             Holding::None => None,
-            Holding::Admitted(a) | Holding::Evicting(a) => Some(a),
+            Holding::Admitted(a) | Holding::Evicting(a) => Some(&**a),
         }
     }
 
@@ -433,9 +456,14 @@ impl Cluster {
         matches!(self.holdings[id.index()], Holding::Evicting(_))
     }
 
-    /// Workloads holding quota in a ClusterQueue (admitted or being evicted).
-    pub fn admitted_in(&self, cq: CqId) -> &BTreeSet<WorkloadId> {
-        &self.admitted[cq.index()]
+    /// Workloads holding quota in a ClusterQueue (admitted or being evicted), in id order.
+    pub fn admitted_in(&self, cq: CqId) -> impl ExactSizeIterator<Item = WorkloadId> + '_ {
+        self.admitted[cq.index()].ids()
+    }
+
+    /// What preemption reads of the workloads holding quota in a ClusterQueue, in id order.
+    pub fn admitted_rows(&self, cq: CqId) -> &[AdmittedRow] {
+        self.admitted[cq.index()].rows()
     }
 
     pub fn cq_of_node(&self, node: NodeId) -> Option<CqId> {
@@ -458,8 +486,18 @@ impl Cluster {
         {
             self.tas.add(p, 1);
         }
-        self.admitted[admission.cluster_queue.index()].insert(id);
-        self.holdings[id.index()] = Holding::Admitted(admission);
+        let wl = self.workload(id);
+        let row = AdmittedRow {
+            workload: id,
+            evicting: false,
+            lq: wl.lq,
+            priority: wl.effective_priority(),
+            created: wl.created,
+            reserved_at: admission.reserved_at,
+            usage: crate::quota::FrAmounts::from_slice(&admission.usage),
+        };
+        self.admitted[admission.cluster_queue.index()].insert(row);
+        self.holdings[id.index()] = Holding::Admitted(Box::new(admission));
         Ok(())
     }
 
@@ -467,6 +505,7 @@ impl Cluster {
     pub fn mark_evicting(&mut self, id: WorkloadId) -> Result<(), QuotaError> {
         match std::mem::replace(&mut self.holdings[id.index()], Holding::None) {
             Holding::Admitted(a) | Holding::Evicting(a) => {
+                self.admitted[a.cluster_queue.index()].set_evicting(id);
                 self.holdings[id.index()] = Holding::Evicting(a);
                 Ok(())
             }
@@ -477,7 +516,7 @@ impl Cluster {
     /// Releases a workload's quota (finished, evicted or deleted) and returns what it held.
     pub fn release(&mut self, id: WorkloadId) -> Result<Admission, QuotaError> {
         let admission = match std::mem::replace(&mut self.holdings[id.index()], Holding::None) {
-            Holding::Admitted(a) | Holding::Evicting(a) => a,
+            Holding::Admitted(a) | Holding::Evicting(a) => *a,
             Holding::None => return Err(QuotaError::NotAdmitted(self.workload(id).key.clone())),
         };
         let node = self.cq(admission.cluster_queue).node;
@@ -491,7 +530,7 @@ impl Cluster {
         {
             self.tas.add(p, -1);
         }
-        self.admitted[admission.cluster_queue.index()].remove(&id);
+        self.admitted[admission.cluster_queue.index()].remove(id);
         Ok(admission)
     }
 
@@ -502,11 +541,9 @@ impl Cluster {
         if self.admission(id).is_some() {
             return Err(QuotaError::AlreadyAdmitted(self.workload(id).key.clone()));
         }
-        let slot = &mut self.workloads[id.index()];
-        if self.by_key.get(&slot.key) == Some(&id) {
-            self.by_key.remove(&slot.key);
-        }
-        *slot = WorkloadInfo::removed(id);
+        let key = std::mem::take(&mut self.workloads[id.index()].key);
+        self.by_key.remove(&self.workloads, &key, id);
+        self.workloads[id.index()] = WorkloadInfo::removed(id);
         self.removed += 1;
         Ok(())
     }
@@ -520,7 +557,6 @@ impl Cluster {
     /// `namespace_matches` is decided here.
     pub fn add_workload(&mut self, info: WorkloadInfo) -> WorkloadId {
         let id = WorkloadId(self.workloads.len() as u32);
-        self.by_key.insert(info.key.clone(), id);
         let namespace_matches = self.namespace_matches(info.cluster_queue, &info.namespace);
         self.workloads.push(WorkloadInfo {
             id,
@@ -529,6 +565,7 @@ impl Cluster {
             requeue_reason: None,
             ..info
         });
+        self.by_key.insert(&self.workloads, id);
         self.holdings.push(Holding::None);
         id
     }

@@ -454,7 +454,7 @@ impl Controller {
     }
 
     fn id_of(&self, key: &str) -> Option<WorkloadId> {
-        self.scheduler.as_ref()?.cluster.by_key.get(key).copied()
+        self.scheduler.as_ref()?.cluster.find_workload(key)
     }
 
     async fn run_cycles(&mut self, now: Millis) {

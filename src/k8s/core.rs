@@ -291,7 +291,7 @@ pub fn sync_workload(
         .workloads
         .get(key)
         .and_then(|wl| core_view(key, wl, catalog));
-    let id = s.cluster.by_key.get(key).copied();
+    let id = s.cluster.find_workload(key);
     match (want, id) {
         (None, None) => Synced::Unchanged,
         (None, Some(id)) => {

@@ -230,7 +230,7 @@ pub fn local_queue_status(
         .count() as i32;
     let mut usage: BTreeMap<(String, String), i64> = BTreeMap::new();
     let mut holding = 0;
-    for &id in cluster.admitted_in(cq) {
+    for id in cluster.admitted_in(cq) {
         if !mine(id) {
             continue;
         }

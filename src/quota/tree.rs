@@ -45,18 +45,30 @@ pub struct Node {
     pub kind: NodeKind,
     pub parent: Option<NodeId>,
     pub children: Vec<NodeId>,
-    /// Declared quota per flavor-resource (dense, indexed by [`FrIdx`]).
-    pub quotas: Vec<ResourceQuota>,
-    /// Subtree quota per flavor-resource, derived at build time.
-    pub subtree: Vec<i64>,
     /// Cohort height as Kueue's `getNodeHeight` computes it (0 for ClusterQueues).
     pub height: u32,
+}
+
+/// What the tree knows of one node and flavor-resource: its declared quota and what is
+/// derived from it at build time. All of a node's cells sit side by side, and the cells of
+/// every node in one array (as [`Usage`] keeps usage): a quota check reads one cache line
+/// rather than a node and two lists of its own.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cell {
+    quota: ResourceQuota,
+    /// Subtree quota: the nominal quota plus what the children may lend.
+    subtree: i64,
+    /// The part of the subtree quota the node keeps from its parent (its lending limit's
+    /// complement; 0 without a lending limit).
+    local: i64,
 }
 
 /// The immutable structure of every cohort tree.
 #[derive(Debug, Clone, Default)]
 pub struct QuotaTree {
     nodes: Vec<Node>,
+    /// Quota per node and flavor-resource, at `node * n_fr + fr`.
+    cells: Vec<Cell>,
     n_fr: usize,
 }
 
@@ -81,30 +93,32 @@ impl QuotaTree {
     /// Builds the tree. `specs[i]` becomes `NodeId(i)`; parents must not form cycles (the caller
     /// detaches cyclic cohorts first).
     pub fn build(specs: Vec<NodeSpec>, n_fr: usize) -> QuotaTree {
+        let mut cells = vec![Cell::default(); specs.len() * n_fr];
         let mut nodes: Vec<Node> = specs
             .into_iter()
-            .map(|s| {
-                let mut quotas = vec![ResourceQuota::default(); n_fr];
+            .enumerate()
+            .map(|(i, s)| {
                 for (fr, q) in s.quotas {
-                    quotas[fr.index()] = q;
+                    cells[i * n_fr + fr.index()].quota = q;
                 }
                 Node {
                     name: s.name,
                     kind: s.kind,
                     parent: s.parent,
                     children: Vec::new(),
-                    subtree: quotas.iter().map(|q| q.nominal).collect(),
-                    quotas,
                     height: 0,
                 }
             })
             .collect();
+        for cell in &mut cells {
+            cell.subtree = cell.quota.nominal;
+        }
         for i in 0..nodes.len() {
             if let Some(p) = nodes[i].parent {
                 nodes[p.index()].children.push(NodeId(i as u32));
             }
         }
-        let mut tree = QuotaTree { nodes, n_fr };
+        let mut tree = QuotaTree { nodes, cells, n_fr };
         let roots: Vec<NodeId> = (0..tree.nodes.len())
             .filter(|&i| tree.nodes[i].parent.is_none())
             .map(|i| NodeId(i as u32))
@@ -115,7 +129,11 @@ impl QuotaTree {
         tree
     }
 
-    /// Post-order: subtree quota and height.
+    fn cell(&self, id: NodeId, fr: FrIdx) -> &Cell {
+        &self.cells[id.index() * self.n_fr + fr.index()]
+    }
+
+    /// Post-order: subtree quota, local quota and height.
     fn accumulate(&mut self, id: NodeId) {
         let children = self.nodes[id.index()].children.clone();
         // Kueue's getNodeHeight: min(child count, 1), then max over child cohorts' height + 1.
@@ -126,22 +144,22 @@ impl QuotaTree {
                 height = height.max(self.nodes[child.index()].height + 1);
             }
             for fr in 0..self.n_fr {
-                let c = &self.nodes[child.index()];
-                let delta = c.subtree[fr].saturating_sub(self.local_quota_of(c, fr));
-                let parent = &mut self.nodes[id.index()];
-                parent.subtree[fr] = parent.subtree[fr].saturating_add(delta);
+                let c = self.cells[child.index() * self.n_fr + fr];
+                let delta = c.subtree.saturating_sub(c.local);
+                let parent = &mut self.cells[id.index() * self.n_fr + fr];
+                parent.subtree = parent.subtree.saturating_add(delta);
             }
+        }
+        // The node's subtree quota is final: so is what it keeps from its parent.
+        for cell in &mut self.cells[id.index() * self.n_fr..(id.index() + 1) * self.n_fr] {
+            cell.local = match cell.quota.lending_limit {
+                Some(limit) => (cell.subtree.saturating_sub(limit)).max(0),
+                None => 0,
+            };
         }
         let node = &mut self.nodes[id.index()];
         if node.kind == NodeKind::Cohort {
             node.height = height;
-        }
-    }
-
-    fn local_quota_of(&self, node: &Node, fr: usize) -> i64 {
-        match node.quotas[fr].lending_limit {
-            Some(limit) => (node.subtree[fr].saturating_sub(limit)).max(0),
-            None => 0,
         }
     }
 
@@ -203,15 +221,22 @@ impl QuotaTree {
     }
 
     pub fn quota(&self, id: NodeId, fr: FrIdx) -> ResourceQuota {
-        self.nodes[id.index()].quotas[fr.index()]
+        self.cell(id, fr).quota
+    }
+
+    /// The node's declared quota for every flavor-resource, in [`FrIdx`] order.
+    pub fn quotas(&self, id: NodeId) -> impl Iterator<Item = &ResourceQuota> {
+        self.cells[id.index() * self.n_fr..(id.index() + 1) * self.n_fr]
+            .iter()
+            .map(|c| &c.quota)
     }
 
     pub fn subtree_quota(&self, id: NodeId, fr: FrIdx) -> i64 {
-        self.nodes[id.index()].subtree[fr.index()]
+        self.cell(id, fr).subtree
     }
 
     pub fn local_quota(&self, id: NodeId, fr: FrIdx) -> i64 {
-        self.local_quota_of(&self.nodes[id.index()], fr.index())
+        self.cell(id, fr).local
     }
 
     pub fn new_usage(&self) -> Usage {
@@ -232,36 +257,34 @@ impl QuotaTree {
     }
 
     fn available_raw(&self, usage: &impl UsageRead, id: NodeId, fr: FrIdx) -> i64 {
-        let node = &self.nodes[id.index()];
+        let cell = self.cell(id, fr);
         let used = usage.get(id, fr);
-        let Some(parent) = node.parent else {
-            return node.subtree[fr.index()].saturating_sub(used);
+        let Some(parent) = self.parent(id) else {
+            return cell.subtree.saturating_sub(used);
         };
         let mut from_parent = self.available_raw(usage, parent, fr);
-        if let Some(limit) = node.quotas[fr.index()].borrowing_limit {
-            let local = self.local_quota(id, fr);
-            let stored_in_parent = node.subtree[fr.index()].saturating_sub(local);
-            let used_in_parent = (used - local).max(0);
+        if let Some(limit) = cell.quota.borrowing_limit {
+            let stored_in_parent = cell.subtree.saturating_sub(cell.local);
+            let used_in_parent = (used - cell.local).max(0);
             let cap = stored_in_parent
                 .saturating_sub(used_in_parent)
                 .saturating_add(limit);
             from_parent = from_parent.min(cap);
         }
-        self.local_available(usage, id, fr)
-            .saturating_add(from_parent)
+        (cell.local - used).max(0).saturating_add(from_parent)
     }
 
     /// The most the node could ever hold of `fr`, ignoring current usage.
     pub fn potential_available(&self, id: NodeId, fr: FrIdx) -> i64 {
-        let node = &self.nodes[id.index()];
-        let Some(parent) = node.parent else {
-            return node.subtree[fr.index()];
+        let cell = self.cell(id, fr);
+        let Some(parent) = self.parent(id) else {
+            return cell.subtree;
         };
-        let mut avail = self
-            .local_quota(id, fr)
+        let mut avail = cell
+            .local
             .saturating_add(self.potential_available(parent, fr));
-        if let Some(limit) = node.quotas[fr.index()].borrowing_limit {
-            avail = avail.min(node.subtree[fr.index()].saturating_add(limit));
+        if let Some(limit) = cell.quota.borrowing_limit {
+            avail = avail.min(cell.subtree.saturating_add(limit));
         }
         avail
     }
@@ -296,10 +319,10 @@ impl QuotaTree {
         fr: FrIdx,
         extra: i64,
     ) -> bool {
-        let node = &self.nodes[id.index()];
-        let limit = match node.kind {
-            NodeKind::ClusterQueue => node.quotas[fr.index()].nominal,
-            NodeKind::Cohort => node.subtree[fr.index()],
+        let cell = self.cell(id, fr);
+        let limit = match self.nodes[id.index()].kind {
+            NodeKind::ClusterQueue => cell.quota.nominal,
+            NodeKind::Cohort => cell.subtree,
         };
         limit < usage.get(id, fr).saturating_add(extra)
     }

@@ -477,13 +477,11 @@ impl Scheduler {
         }
         let mut admitted = Vec::new();
         for cq in &self.cluster.cluster_queues {
-            for &id in self.cluster.admitted_in(cq.id) {
-                let (Some(lq), Some(a)) =
-                    (self.cluster.workload(id).lq, self.cluster.admission(id))
-                else {
+            for row in self.cluster.admitted_rows(cq.id) {
+                let Some(lq) = row.lq else {
                     continue;
                 };
-                for &(fr, v) in &a.usage {
+                for &(fr, v) in &row.usage {
                     admitted.push((lq, self.cluster.names.fr_parts(fr).1, v));
                 }
             }

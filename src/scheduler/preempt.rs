@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 
 use crate::api::{BorrowWithinCohortPolicy, ReclaimWithinCohort, WithinClusterQueue};
-use crate::cluster::{Cluster, CqId, Millis, WorkloadId, WorkloadInfo};
+use crate::cluster::{AdmittedRow, Cluster, CqId, Millis, PreemptionConfig, WorkloadId};
 use crate::policy::{
     Candidate, CandidateKind, FitMode, PolicyError, PolicyRef, PolicySet, PreemptionRequest,
     TopologyFit, builtin, verify,
@@ -123,18 +123,14 @@ fn reclaim(p: ReclaimWithinCohort) -> Policy {
     }
 }
 
-/// Kueue's `SatisfiesPreemptionPolicy`.
-fn satisfies(policy: Policy, preemptor: &WorkloadInfo, candidate: &WorkloadInfo) -> bool {
-    let (p, c) = (
-        preemptor.effective_priority(),
-        candidate.effective_priority(),
-    );
+/// Kueue's `SatisfiesPreemptionPolicy`, on the preemptor's and the candidate's (priority,
+/// queue-order timestamp).
+fn satisfies(policy: Policy, preemptor: (i64, Millis), candidate: &AdmittedRow) -> bool {
+    let (p, c) = (preemptor.0, candidate.priority);
     match policy {
         Policy::Never => false,
         Policy::LowerPriority => p > c,
-        Policy::LowerOrNewerEqualPriority => {
-            p > c || (p == c && preemptor.created < candidate.created)
-        }
+        Policy::LowerOrNewerEqualPriority => p > c || (p == c && preemptor.1 < candidate.created),
         Policy::Any => true,
     }
 }
@@ -142,45 +138,37 @@ fn satisfies(policy: Policy, preemptor: &WorkloadInfo, candidate: &WorkloadInfo)
 struct Collector<'a, 'c> {
     ctx: &'a Ctx<'c>,
     usage: &'a Usage,
-    preemptor: &'a WorkloadInfo,
+    /// The preemptor's effective priority and queue-order timestamp.
+    preemptor: (i64, Millis),
     cq: CqId,
+    config: PreemptionConfig,
     needs: &'a [FrIdx],
     out: Vec<Candidate>,
 }
 
 impl Collector<'_, '_> {
-    /// Kueue's `WorkloadUsesResources`: the workload holds quota of a flavor-resource that
-    /// needs preemption (its usage lists exactly the flavor-resources its podSets were
-    /// assigned).
-    fn uses_needed(&self, id: WorkloadId) -> bool {
-        self.ctx
-            .cluster
-            .admission(id)
-            .is_some_and(|a| a.usage.iter().any(|(fr, _)| self.needs.contains(fr)))
-    }
-
-    /// Kueue's `findCandidatesForPolicy`: the workload holds quota that needs preemption, and
-    /// the preemptor's policy for its queue (`withinClusterQueue` for the own queue,
-    /// `reclaimWithinCohort` for others) allows preempting it.
-    fn eligible(&self, id: WorkloadId, in_cq: CqId) -> bool {
-        if !self.uses_needed(id) {
+    /// Kueue's `findCandidatesForPolicy`: the workload holds quota of a flavor-resource that
+    /// needs preemption (Kueue's `WorkloadUsesResources`: its usage lists exactly the
+    /// flavor-resources its podSets were assigned), and the preemptor's policy for its queue
+    /// (`withinClusterQueue` for the own queue, `reclaimWithinCohort` for others) allows
+    /// preempting it.
+    fn eligible(&self, row: &AdmittedRow, in_cq: CqId) -> bool {
+        if !row.usage.iter().any(|(fr, _)| self.needs.contains(fr)) {
             return false;
         }
-        let config = self.ctx.cluster.cq(self.cq).preemption;
         let policy = if in_cq == self.cq {
-            within(config.within_cluster_queue)
+            within(self.config.within_cluster_queue)
         } else {
-            reclaim(config.reclaim_within_cohort)
+            reclaim(self.config.reclaim_within_cohort)
         };
-        satisfies(policy, self.preemptor, self.ctx.cluster.workload(id))
+        satisfies(policy, self.preemptor, row)
     }
 
-    fn classify(&self, id: WorkloadId, in_cq: CqId, advantage: bool) -> Option<CandidateKind> {
-        if !self.eligible(id, in_cq) {
+    fn classify(&self, row: &AdmittedRow, in_cq: CqId, advantage: bool) -> Option<CandidateKind> {
+        if !self.eligible(row, in_cq) {
             return None;
         }
-        let config = self.ctx.cluster.cq(self.cq).preemption;
-        let candidate = self.ctx.cluster.workload(id);
+        let config = self.config;
         if in_cq == self.cq {
             return Some(CandidateKind::SameQueue);
         }
@@ -190,10 +178,7 @@ impl Collector<'_, '_> {
         if config.borrow_within_cohort == BorrowWithinCohortPolicy::Never {
             return Some(CandidateKind::ReclaimWithoutBorrowing);
         }
-        let (c, p) = (
-            candidate.effective_priority(),
-            self.preemptor.effective_priority(),
-        );
+        let (c, p) = (row.priority, self.preemptor.0);
         let above_threshold = c >= p
             || config
                 .max_priority_threshold
@@ -206,7 +191,7 @@ impl Collector<'_, '_> {
     }
 
     fn add_from_cq(&mut self, cq: CqId, lca: Option<NodeId>, advantage: bool) {
-        self.add_classified(cq, lca, |c, id| c.classify(id, cq, advantage));
+        self.add_classified(cq, lca, |c, row| c.classify(row, cq, advantage));
     }
 
     /// Fair sharing's candidates of one ClusterQueue (Kueue's `findCandidatesForPolicy`): own
@@ -222,8 +207,8 @@ impl Collector<'_, '_> {
                 tree.lowest_common_ancestor(cluster.cq(self.cq).node, cluster.cq(cq).node)
             })
             .flatten();
-        self.add_classified(cq, lca, |c, id| {
-            if !c.eligible(id, cq) {
+        self.add_classified(cq, lca, |c, row| {
+            if !c.eligible(row, cq) {
                 return None;
             }
             Some(if cq == c.cq {
@@ -236,45 +221,45 @@ impl Collector<'_, '_> {
         });
     }
 
+    /// The ClusterQueue's admitted workloads that `classify` keeps, as candidates. Reads only
+    /// the queue's [`AdmittedRow`]s (and, under admission fair sharing, the LocalQueue usage).
     fn add_classified(
         &mut self,
         cq: CqId,
         lca: Option<NodeId>,
-        classify: impl Fn(&Self, WorkloadId) -> Option<CandidateKind>,
+        classify: impl Fn(&Self, &AdmittedRow) -> Option<CandidateKind>,
     ) {
         let cluster = self.ctx.cluster;
-        let lq_usage = |id: WorkloadId| {
-            let afs = cluster.settings.admission_fair_sharing.as_ref()?;
-            if !cluster.cq(cq).admission_fair_sharing {
-                return None;
-            }
-            let lq = cluster.workload(id).lq?;
+        let info = cluster.cq(cq);
+        let afs = cluster
+            .settings
+            .admission_fair_sharing
+            .as_ref()
+            .filter(|_| info.admission_fair_sharing);
+        let lq_usage = |row: &AdmittedRow| {
+            let (afs, lq) = (afs?, row.lq?);
             Some(
                 cluster
                     .lq_usage
                     .weighted(lq, afs, cluster.local_queues[lq.index()].fair_weight),
             )
         };
-        for &id in cluster.admitted_in(cq) {
-            let Some(kind) = classify(self, id) else {
+        for row in cluster.admitted_rows(cq) {
+            let Some(kind) = classify(self, row) else {
                 continue;
             };
-            let Some(a) = cluster.admission(id) else {
-                continue;
-            };
-            let wl = cluster.workload(id);
             self.out.push(Candidate {
-                workload: id,
+                workload: row.workload,
                 cluster_queue: cq,
-                node: cluster.cq(cq).node,
+                node: info.node,
                 kind,
                 lca,
-                priority: wl.effective_priority(),
-                created: wl.created,
-                reserved_at: a.reserved_at,
-                evicted: cluster.is_evicting(id),
-                usage: crate::quota::FrAmounts::from_slice(&a.usage),
-                local_queue_usage: lq_usage(id),
+                priority: row.priority,
+                created: row.created,
+                reserved_at: row.reserved_at,
+                evicted: row.evicting,
+                usage: row.usage.clone(),
+                local_queue_usage: lq_usage(row),
             });
         }
     }
@@ -309,11 +294,13 @@ fn collect_candidates(
 ) -> Vec<Candidate> {
     let cluster = ctx.cluster;
     let info = cluster.cq(cq);
+    let wl = cluster.workload(preemptor);
     let mut c = Collector {
         ctx,
         usage,
-        preemptor: cluster.workload(preemptor),
+        preemptor: (wl.effective_priority(), wl.created),
         cq,
+        config: info.preemption,
         needs,
         out: ctx.candidate_buffers.take(),
     };

@@ -223,8 +223,8 @@ fn side(bindings: &str, sim: &Simulation, report: &Report) -> Side {
     let n_fr = cluster.tree.n_fr();
     let elapsed = sim.now() - sim.t0();
     let mut capacity = vec![0i64; n_fr];
-    for (_, node) in cluster.tree.nodes() {
-        for (c, q) in capacity.iter_mut().zip(&node.quotas) {
+    for (id, _) in cluster.tree.nodes() {
+        for (c, q) in capacity.iter_mut().zip(cluster.tree.quotas(id)) {
             *c = c.saturating_add(q.nominal);
         }
     }

@@ -160,11 +160,10 @@ fn trees(cluster: &Cluster) -> (Vec<Tree>, Vec<usize>) {
             let mut capacity = vec![0i64; tree.n_fr()];
             let mut stack = vec![root];
             while let Some(n) = stack.pop() {
-                let node = tree.node(n);
-                for (c, q) in capacity.iter_mut().zip(&node.quotas) {
+                for (c, q) in capacity.iter_mut().zip(tree.quotas(n)) {
                     *c = c.saturating_add(q.nominal);
                 }
-                stack.extend(node.children.iter().copied());
+                stack.extend(tree.node(n).children.iter().copied());
             }
             let mut name = tree.node(root).name.clone();
             if !names.insert(name.clone()) {
@@ -222,11 +221,11 @@ fn lq_current(cluster: &Cluster) -> Vec<i64> {
     let n_fr = cluster.tree.n_fr();
     let mut current = vec![0i64; cluster.local_queues.len() * n_fr];
     for cq in &cluster.cluster_queues {
-        for &wl in cluster.admitted_in(cq.id) {
-            let (Some(lq), Some(a)) = (cluster.workload(wl).lq, cluster.admission(wl)) else {
+        for row in cluster.admitted_rows(cq.id) {
+            let Some(lq) = row.lq else {
                 continue;
             };
-            for &(fr, v) in &a.usage {
+            for &(fr, v) in &row.usage {
                 current[lq.index() * n_fr + fr.index()] += v;
             }
         }

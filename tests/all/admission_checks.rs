@@ -170,7 +170,7 @@ fn a_request_failing_twice_is_retried_with_backoff_releasing_quota_between_attem
         None,
     );
     let cq = sim.cluster().cq_by_name["cq"];
-    assert!(sim.cluster().admitted_in(cq).is_empty());
+    assert!(sim.cluster().admitted_rows(cq).is_empty());
     sim.run(&Limits::default(), None);
     let r = sim.report();
     let retry = |n: u32| {
@@ -227,8 +227,11 @@ fn a_rejected_check_deactivates_the_workload_and_frees_its_quota() {
     );
     assert_eq!(r.workloads[0].state, "deactivated");
     let cq = sim.cluster().cq_by_name["cq"];
-    assert!(sim.cluster().admitted_in(cq).is_empty());
-    assert!(!sim.scheduler.is_pending(sim.cluster().by_key["ns/train"]));
+    assert!(sim.cluster().admitted_rows(cq).is_empty());
+    assert!(
+        !sim.scheduler
+            .is_pending(sim.cluster().find_workload("ns/train").expect("registered"))
+    );
 }
 
 #[test]

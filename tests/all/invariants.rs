@@ -550,7 +550,7 @@ fn check_usage_recomputes(cluster: &Cluster) -> Check {
                 cluster.tree.add_usage(&mut fresh, node, fr, v);
             }
             prop_assert!(
-                cluster.admitted_in(a.cluster_queue).contains(&w.id),
+                cluster.admitted_in(a.cluster_queue).any(|id| id == w.id),
                 "{} holds quota in {} but is not listed there",
                 w.key,
                 cluster.cq(a.cluster_queue).name
@@ -558,14 +558,27 @@ fn check_usage_recomputes(cluster: &Cluster) -> Check {
         }
     }
     for cq in &cluster.cluster_queues {
-        for &id in cluster.admitted_in(cq.id) {
+        for row in cluster.admitted_rows(cq.id) {
+            let id = row.workload;
+            let admission = cluster.admission(id);
             prop_assert_eq!(
-                cluster.admission(id).map(|a| a.cluster_queue),
+                admission.map(|a| a.cluster_queue),
                 Some(cq.id),
                 "{} is listed in {} but holds no quota there",
                 &cluster.workload(id).key,
                 &cq.name
             );
+            // The row preemption reads is what the workload and its admission say.
+            let wl = cluster.workload(id);
+            let a = admission.expect("checked above");
+            prop_assert_eq!(
+                (row.priority, row.created, row.lq, row.reserved_at),
+                (wl.effective_priority(), wl.created, wl.lq, a.reserved_at),
+                "{}'s admitted row",
+                &wl.key
+            );
+            prop_assert_eq!(row.usage.as_slice(), a.usage.as_slice());
+            prop_assert_eq!(row.evicting, cluster.is_evicting(id));
         }
     }
     prop_assert!(
@@ -696,7 +709,7 @@ fn check_decisions(s: &Scheduler, held_before: &[bool], decisions: &[Decision]) 
                 );
                 prop_assert_eq!(
                     cluster.holding(*workload),
-                    &Holding::Admitted(admission.clone()),
+                    &Holding::Admitted(Box::new(admission.clone())),
                     "{} holding after admission",
                     key
                 );

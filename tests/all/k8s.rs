@@ -573,7 +573,7 @@ async fn a_finished_job_finishes_its_workload_and_releases_quota() {
     );
     let s = env.controller.scheduler().unwrap();
     let cq = s.cluster.cq_by_name["cq"];
-    assert!(s.cluster.admitted_in(cq).is_empty());
+    assert!(s.cluster.admitted_rows(cq).is_empty());
 }
 
 #[tokio::test]
@@ -613,7 +613,7 @@ async fn a_failed_admission_write_is_released_in_memory_and_retried_later() {
     let s = env.controller.scheduler().unwrap();
     let cq = s.cluster.cq_by_name["cq"];
     assert!(
-        s.cluster.admitted_in(cq).is_empty(),
+        s.cluster.admitted_rows(cq).is_empty(),
         "memory must not be ahead of the cluster"
     );
     assert!(
@@ -1140,7 +1140,11 @@ async fn a_lone_gated_pod_is_its_own_workload_and_carries_its_teams_label_when_r
         "{finished}"
     );
     let s = env.controller.scheduler().unwrap();
-    assert!(s.cluster.admitted_in(s.cluster.cq_by_name["cq"]).is_empty());
+    assert!(
+        s.cluster
+            .admitted_rows(s.cluster.cq_by_name["cq"])
+            .is_empty()
+    );
 }
 
 #[tokio::test]

@@ -478,7 +478,8 @@ mod tests {
     }
 
     fn id(c: &Cluster, name: &str) -> WorkloadId {
-        c.by_key[&format!("default/{name}")]
+        c.find_workload(&format!("default/{name}"))
+            .expect("a workload of the test")
     }
 
     /// The host's fair-sharing candidates for "incoming" in the first queue: its own queue's
@@ -494,7 +495,7 @@ mod tests {
             } else {
                 continue;
             };
-            for &w in c.admitted_in(cq.id) {
+            for w in c.admitted_in(cq.id) {
                 let a = c.admission(w).unwrap();
                 out.push(Candidate {
                     workload: w,

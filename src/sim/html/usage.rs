@@ -353,11 +353,10 @@ pub fn build(sim: &Simulation, duration: f64) -> Usage {
             let mut sum = vec![0i64; n_fr];
             let mut stack = vec![root];
             while let Some(n) = stack.pop() {
-                let node = tree.node(n);
-                for (s, q) in sum.iter_mut().zip(&node.quotas) {
+                for (s, q) in sum.iter_mut().zip(tree.quotas(n)) {
                     *s = s.saturating_add(q.nominal);
                 }
-                stack.extend(node.children.iter().copied());
+                stack.extend(tree.node(n).children.iter().copied());
             }
             sum
         })

@@ -10,7 +10,10 @@ use super::{Env, KUEUE, basics, cluster_queue, counter, job, job_wl, queue_label
 
 fn parked(env: &Env, workload: &str) -> bool {
     let s = env.controller.scheduler().unwrap();
-    let id = s.cluster.by_key[&format!("ns/{workload}")];
+    let id = s
+        .cluster
+        .find_workload(&format!("ns/{workload}"))
+        .expect("registered");
     s.queues.is_inadmissible(id)
 }
 
@@ -75,7 +78,7 @@ async fn workload_and_job_events_change_the_live_core_without_a_rebuild() {
     ));
     env.step().await;
     let s = env.controller.scheduler().unwrap();
-    assert!(s.cluster.by_key.contains_key(&format!("ns/{big}")));
+    assert!(s.cluster.find_workload(&format!("ns/{big}")).is_some());
     assert_eq!(s.cluster.live_workloads(), 3);
 
     assert_eq!(

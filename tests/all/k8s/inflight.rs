@@ -55,11 +55,11 @@ fn held(env: &Env) -> Vec<(String, i64)> {
     let s = env.controller.scheduler().expect("a core");
     let c = &s.cluster;
     let mut out: Vec<(String, i64)> = c
-        .by_key
+        .workloads
         .iter()
-        .filter_map(|(key, &id)| {
-            let a = c.admission(id)?;
-            let name = key.rsplit('/').next().unwrap_or_default().to_string();
+        .filter_map(|w| {
+            let a = c.admission(w.id)?;
+            let name = w.key.rsplit('/').next().unwrap_or_default().to_string();
             Some((name, a.usage.iter().map(|(_, v)| v).sum()))
         })
         .collect();

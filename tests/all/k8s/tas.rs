@@ -294,7 +294,10 @@ async fn nodes_that_change_rebuild_the_trees_alone_and_placements_move_with_them
     // `first` still holds its rack after the rebuild, and the other rack has one Ready node
     // (2 pods): `second` (3 pods in one rack) waits.
     let s = env.controller.scheduler().unwrap();
-    let id = s.cluster.by_key[&format!("ns/{}", job_wl("first"))];
+    let id = s
+        .cluster
+        .find_workload(&format!("ns/{}", job_wl("first")))
+        .expect("registered");
     let held = s.cluster.admission(id).unwrap();
     assert!(
         held.pod_sets[0].topology.is_some(),
@@ -332,7 +335,10 @@ async fn a_failed_node_leaves_the_rest_of_its_placement_charged() {
     // `first`'s pods on its other node still hold it: `second` has no room anywhere.
     assert!(assignment(&env, "second").is_empty());
     let s = env.controller.scheduler().unwrap();
-    let id = s.cluster.by_key[&format!("ns/{}", job_wl("first"))];
+    let id = s
+        .cluster
+        .find_workload(&format!("ns/{}", job_wl("first")))
+        .expect("registered");
     let held = s.cluster.admission(id).unwrap().pod_sets[0]
         .topology
         .clone()

@@ -117,11 +117,11 @@ fn memory_usage(c: &Controller) -> BTreeMap<String, i64> {
         return BTreeMap::new();
     };
     s.cluster
-        .by_key
+        .workloads
         .iter()
-        .filter_map(|(key, &id)| {
-            let a = s.cluster.admission(id)?;
-            Some((key.clone(), a.usage.iter().map(|(_, v)| v).sum()))
+        .filter_map(|w| {
+            let a = s.cluster.admission(w.id)?;
+            Some((w.key.clone(), a.usage.iter().map(|(_, v)| v).sum()))
         })
         .collect()
 }
