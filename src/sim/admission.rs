@@ -16,17 +16,14 @@ impl Simulation {
         self.first_admitted[i].get_or_insert(self.now);
         self.checks.admitted(workload);
         // The job runs its duration once its pods are ready; pods never ready never finish.
-        let ready_after =
-            readiness::ready_after(&self.scheduler.cluster.workload(workload).annotations);
+        let ready_after = self.ready_after[i];
         if let (Some(dur), Some(after)) = (self.durations[i], ready_after) {
             self.schedule_finish(workload, self.now.saturating_add(after).saturating_add(dur));
         }
         self.push_event(EventType::Admitted, workload, None, None, Some(policy));
         self.events.set_last_ordered_by(ordered_by);
         if let Some(w) = &self.scheduler.cluster.settings.wait_for_pods_ready {
-            let after =
-                readiness::ready_after(&self.scheduler.cluster.workload(workload).annotations);
-            self.readiness.admitted(workload, self.now, after, w);
+            self.readiness.admitted(workload, self.now, ready_after, w);
         }
     }
 

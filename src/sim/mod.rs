@@ -94,6 +94,9 @@ pub struct Simulation {
     finishes: BTreeSet<(Millis, WorkloadId)>,
     finish_at: Vec<Option<Millis>>,
     durations: Vec<Option<Millis>>,
+    /// How long each workload's pods take to become ready once admitted (`None`: never), read
+    /// once from its annotations ([`readiness::ready_after`]) rather than at every admission.
+    ready_after: Vec<Option<Millis>>,
     pub(crate) arrival: Vec<Millis>,
     pub(crate) first_admitted: Vec<Option<Millis>>,
     pub(crate) finished: Vec<bool>,
@@ -156,6 +159,11 @@ impl Simulation {
             labels,
         } = scenario;
         let n = cluster.workloads.len();
+        let ready_after = cluster
+            .workloads
+            .iter()
+            .map(|w| readiness::ready_after(&w.annotations))
+            .collect();
         let mut sim = Simulation {
             scheduler: Scheduler::new(cluster),
             t0,
@@ -164,6 +172,7 @@ impl Simulation {
             finishes: BTreeSet::new(),
             finish_at: vec![None; n],
             durations,
+            ready_after,
             arrival,
             first_admitted: vec![None; n],
             finished: vec![false; n],
