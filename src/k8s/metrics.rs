@@ -332,7 +332,7 @@ impl Metrics {
             }
             for id in q.ordered() {
                 let wl = c.workload(id);
-                let status = if q.is_inadmissible(id) {
+                let status = if s.queues.is_inadmissible(id) {
                     "inadmissible"
                 } else {
                     "active"

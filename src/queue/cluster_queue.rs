@@ -35,7 +35,11 @@ pub enum RequeueReason {
 pub struct PendingQueue {
     strategy: QueueingStrategy,
     active: BTreeSet<(SortKey, WorkloadId)>,
-    inadmissible: rustc_hash::FxHashMap<WorkloadId, SortKey>,
+    /// Parked workloads with their keys, in no order. A list rather than a map: parking is a
+    /// push and activating a drain, where a hash table per ClusterQueue missed the cache on
+    /// most parked heads at ten times Kueue's scale. Whoever takes one out says where it sits
+    /// ([`PendingQueue::requeue`] tells; [`QueueManager`](super::QueueManager) keeps it).
+    inadmissible: Vec<(WorkloadId, SortKey)>,
     /// A BestEffortFIFO preemptor stays at the head until it is admitted or fails; with the key
     /// it is queued under.
     sticky: Option<(WorkloadId, SortKey)>,
@@ -72,8 +76,13 @@ impl PendingQueue {
     /// Kueue's `RequeueIfNotPresent`: StrictFIFO keeps the head blocking unless the namespace
     /// does not match; BestEffortFIFO parks it unless it failed only after nomination or is
     /// waiting for preemptions.
-    /// Returns whether the workload was parked (rather than made active again).
-    pub fn requeue(&mut self, id: WorkloadId, key: SortKey, reason: RequeueReason) -> bool {
+    /// Returns where the workload was parked (`None`: made active again).
+    pub fn requeue(
+        &mut self,
+        id: WorkloadId,
+        key: SortKey,
+        reason: RequeueReason,
+    ) -> Option<usize> {
         let immediate = match self.strategy {
             QueueingStrategy::StrictFIFO => reason != RequeueReason::NamespaceMismatch,
             QueueingStrategy::BestEffortFIFO => matches!(
@@ -90,10 +99,10 @@ impl PendingQueue {
         }
         if immediate {
             self.push(id, key);
-        } else {
-            self.inadmissible.insert(id, key);
+            return None;
         }
-        !immediate
+        self.inadmissible.push((id, key));
+        Some(self.inadmissible.len() - 1)
     }
 
     pub fn activate_all(&mut self) {
@@ -104,7 +113,7 @@ impl PendingQueue {
     pub fn activate_all_with(&mut self, mut activated: impl FnMut(WorkloadId)) {
         // Drained, not dropped: the set keeps its capacity for the next parked heads.
         let mut parked = std::mem::take(&mut self.inadmissible);
-        for (id, key) in parked.drain() {
+        for (id, key) in parked.drain(..) {
             self.push(id, key);
             activated(id);
         }
@@ -115,25 +124,37 @@ impl PendingQueue {
         self.sticky.is_some_and(|(s, _)| s == id)
     }
 
-    /// Takes out a pending workload, active under `key` or parked. Returns whether it was here.
+    /// Takes out an active workload queued under `key`. Returns whether it was here.
     pub fn remove(&mut self, id: WorkloadId, key: SortKey) -> bool {
         if self.is_sticky(id) {
             self.sticky = None;
         }
-        self.active.remove(&(key, id)) || self.inadmissible.remove(&id).is_some()
+        self.active.remove(&(key, id))
     }
 
+    /// Takes out the parked workload at `at` (where [`PendingQueue::requeue`] parked it, or
+    /// where a later removal moved it). Returns it, and the workload moved into `at` in its
+    /// place, if any (its place is now `at`).
+    pub fn remove_parked(&mut self, at: usize) -> (WorkloadId, Option<WorkloadId>) {
+        let (id, _) = self.inadmissible.swap_remove(at);
+        (id, self.inadmissible.get(at).map(|&(moved, _)| moved))
+    }
+
+    /// Whether the workload is parked here: a scan of the parked list, for one-off reads
+    /// ([`QueueManager::is_inadmissible`](super::QueueManager::is_inadmissible) answers from
+    /// its table).
     pub fn is_inadmissible(&self, id: WorkloadId) -> bool {
-        self.inadmissible.contains_key(&id)
+        self.inadmissible.iter().any(|&(p, _)| p == id)
     }
 
-    /// Gives a pending workload a new key, active (under `old`) or parked as it was (admission
-    /// fair sharing: its LocalQueue's usage changed). Returns whether it was pending here.
+    /// Gives the parked workload at `at` a new key (it stays parked).
+    pub fn rekey_parked(&mut self, at: usize, key: SortKey) {
+        self.inadmissible[at].1 = key;
+    }
+
+    /// Gives an active workload a new key (admission fair sharing: its LocalQueue's usage
+    /// changed). Returns whether it was active here under `old`.
     pub fn rekey(&mut self, id: WorkloadId, old: SortKey, key: SortKey) -> bool {
-        if let Some(parked) = self.inadmissible.get_mut(&id) {
-            *parked = key;
-            return true;
-        }
         if !self.active.remove(&(old, id)) {
             return false;
         }
@@ -157,7 +178,7 @@ impl PendingQueue {
     /// All pending workloads in queue order (active then parked, each by key), for visibility.
     pub fn ordered(&self) -> Vec<WorkloadId> {
         let mut parked: Vec<(SortKey, WorkloadId)> =
-            self.inadmissible.iter().map(|(&id, &k)| (k, id)).collect();
+            self.inadmissible.iter().map(|&(id, k)| (k, id)).collect();
         parked.sort();
         self.active
             .iter()
@@ -193,9 +214,12 @@ mod tests {
         q.push(WorkloadId(1), key(5, 0));
         q.push(WorkloadId(2), key(1, 0));
         let head = q.pop().unwrap();
-        assert!(!q.requeue(head, key(5, 0), RequeueReason::NoFit));
+        assert!(q.requeue(head, key(5, 0), RequeueReason::NoFit).is_none());
         assert_eq!(q.pop(), Some(WorkloadId(1)));
-        assert!(q.requeue(WorkloadId(1), key(5, 0), RequeueReason::NamespaceMismatch));
+        assert_eq!(
+            q.requeue(WorkloadId(1), key(5, 0), RequeueReason::NamespaceMismatch),
+            Some(0)
+        );
         assert!(q.is_inadmissible(WorkloadId(1)));
         assert_eq!(q.pop(), Some(WorkloadId(2)));
     }
@@ -206,7 +230,7 @@ mod tests {
         q.push(WorkloadId(1), key(5, 0));
         q.push(WorkloadId(2), key(1, 0));
         let head = q.pop().unwrap();
-        assert!(q.requeue(head, key(5, 0), RequeueReason::NoFit));
+        assert_eq!(q.requeue(head, key(5, 0), RequeueReason::NoFit), Some(0));
         assert!(q.is_inadmissible(WorkloadId(1)));
         assert_eq!(q.pop(), Some(WorkloadId(2)));
         q.activate_all();
@@ -219,7 +243,10 @@ mod tests {
         q.push(WorkloadId(1), key(1, 0));
         q.push(WorkloadId(2), key(1, 1));
         let head = q.pop().unwrap();
-        assert!(!q.requeue(head, key(1, 0), RequeueReason::PendingPreemption));
+        assert!(
+            q.requeue(head, key(1, 0), RequeueReason::PendingPreemption)
+                .is_none()
+        );
         q.push(WorkloadId(0), key(9, 0));
         assert_eq!(q.pop(), Some(WorkloadId(1)));
     }

@@ -34,8 +34,8 @@ pub struct QueueManager {
 struct Slot {
     /// The ClusterQueue's index, or [`Slot::NONE`] when the workload is not pending.
     cq: u32,
-    /// Parked in the queue's inadmissible set rather than active.
-    parked: bool,
+    /// Where it sits in the queue's parked list, or [`Slot::NONE`] when it is active.
+    parked_at: u32,
     key: SortKey,
 }
 
@@ -43,12 +43,16 @@ impl Slot {
     const NONE: u32 = u32::MAX;
     const EMPTY: Slot = Slot {
         cq: Slot::NONE,
-        parked: false,
+        parked_at: Slot::NONE,
         key: SortKey([0; 3]),
     };
 
     fn cq(&self) -> Option<CqId> {
         (self.cq != Slot::NONE).then_some(CqId(self.cq))
+    }
+
+    fn parked_at(&self) -> Option<usize> {
+        (self.parked_at != Slot::NONE).then_some(self.parked_at as usize)
     }
 }
 
@@ -69,8 +73,8 @@ impl QueueManager {
         self.slots.get(id.index()).copied().unwrap_or(Slot::EMPTY)
     }
 
-    /// Records that `id` is pending in `cq` under `key`.
-    fn place(&mut self, id: WorkloadId, cq: CqId, key: SortKey, parked: bool) {
+    /// Records that `id` is pending in `cq` under `key`, active or parked at `parked_at`.
+    fn place(&mut self, id: WorkloadId, cq: CqId, key: SortKey, parked_at: Option<usize>) {
         let i = id.index();
         if i >= self.slots.len() {
             self.slots.resize(i + 1, Slot::EMPTY);
@@ -81,7 +85,9 @@ impl QueueManager {
         }
         *slot = Slot {
             cq: cq.0,
-            parked,
+            parked_at: parked_at.map_or(Slot::NONE, |at| {
+                u32::try_from(at).expect("fewer than 2^32 parked workloads")
+            }),
             key,
         };
     }
@@ -106,7 +112,7 @@ impl QueueManager {
     pub fn push(&mut self, cq: CqId, id: WorkloadId, key: SortKey) {
         self.remove(id);
         self.queues[cq.index()].push(id, key);
-        self.place(id, cq, key, false);
+        self.place(id, cq, key, None);
     }
 
     /// Pops the head of every ClusterQueue whose id `is_active` accepts: at most one per queue.
@@ -140,11 +146,11 @@ impl QueueManager {
     /// Puts a popped head back according to the queue's strategy and the reason.
     pub fn requeue(&mut self, cq: CqId, id: WorkloadId, key: SortKey, reason: RequeueReason) {
         self.remove(id);
-        let parked = self.queues[cq.index()].requeue(id, key, reason);
-        if parked {
+        let parked_at = self.queues[cq.index()].requeue(id, key, reason);
+        if parked_at.is_some() {
             self.parked.insert(cq);
         }
-        self.place(id, cq, key, parked);
+        self.place(id, cq, key, parked_at);
     }
 
     /// Moves every parked workload of these queues back to their active heaps (capacity changed).
@@ -153,7 +159,7 @@ impl QueueManager {
             let slots = &mut self.slots;
             self.queues[cq.index()].activate_all_with(|id| {
                 if let Some(slot) = slots.get_mut(id.index()) {
-                    slot.parked = false;
+                    slot.parked_at = Slot::NONE;
                 }
             });
             self.parked.remove(&cq);
@@ -171,7 +177,17 @@ impl QueueManager {
             Some(slot) => {
                 let cq = slot.cq().expect("a vacated slot names its queue");
                 let q = &mut self.queues[cq.index()];
-                let was = q.remove(id, slot.key);
+                let was = match slot.parked_at() {
+                    Some(at) => {
+                        let (removed, moved) = q.remove_parked(at);
+                        debug_assert_eq!(removed, id, "the slot says where it is parked");
+                        if let Some(moved) = moved {
+                            self.slots[moved.index()].parked_at = at as u32;
+                        }
+                        true
+                    }
+                    None => q.remove(id, slot.key),
+                };
                 if q.inadmissible_len() == 0 {
                     self.parked.remove(&cq);
                 }
@@ -187,7 +203,13 @@ impl QueueManager {
         let Some(cq) = slot.cq() else {
             return false;
         };
-        let done = self.queues[cq.index()].rekey(id, slot.key, key);
+        let done = match slot.parked_at() {
+            Some(at) => {
+                self.queues[cq.index()].rekey_parked(at, key);
+                true
+            }
+            None => self.queues[cq.index()].rekey(id, slot.key, key),
+        };
         if done {
             self.slots[id.index()].key = key;
         }
@@ -200,7 +222,7 @@ impl QueueManager {
 
     pub fn is_inadmissible(&self, id: WorkloadId) -> bool {
         let slot = self.slot(id);
-        slot.cq().is_some() && slot.parked
+        slot.cq().is_some() && slot.parked_at().is_some()
     }
 
     pub fn pending_total(&self) -> usize {
@@ -282,5 +304,47 @@ mod tests {
         assert!(m.rekey(a, SortKey([9, 0, 0])));
         assert_eq!(m.heads(|cq| cq == CqId(0)), [(CqId(0), a)]);
         assert_eq!(m.pending_total(), 1);
+    }
+
+    /// Parked workloads are found where their slot says, however earlier removals moved them
+    /// around the parked list: removed in any order, rekeyed, and activated, each is where the
+    /// queue and the slots agree it is.
+    #[test]
+    fn parked_places_follow_removals() {
+        let mut m = QueueManager::new([QueueingStrategy::BestEffortFIFO; 1]);
+        let ids: Vec<WorkloadId> = (0..8).map(WorkloadId).collect();
+        for &id in &ids {
+            m.push(CqId(0), id, SortKey([id.0 as i64, 0, 0]));
+        }
+        // Park them all, one head per cycle.
+        for _ in 0..ids.len() {
+            let [(cq, id)] = m.heads(|_| true)[..] else {
+                panic!("one head")
+            };
+            m.requeue(cq, id, SortKey([id.0 as i64, 0, 0]), RequeueReason::NoFit);
+        }
+        assert!(ids.iter().all(|&id| m.is_inadmissible(id)));
+        assert!(m.heads(|_| true).is_empty());
+        // Removing the first moves the last into its place; the first again moves another.
+        for gone in [ids[0], ids[1], ids[5]] {
+            assert!(m.remove(gone) && !m.contains(gone) && !m.remove(gone));
+        }
+        // A parked workload that was moved is rekeyed where it now sits.
+        assert!(m.rekey(ids[7], SortKey([-1, 0, 0])));
+        assert_eq!(m.pending_total(), 5);
+        let left = [ids[7], ids[2], ids[3], ids[4], ids[6]];
+        assert_eq!(m.queue(CqId(0)).ordered(), left);
+        for &id in &left {
+            assert!(m.is_inadmissible(id) && m.queue(CqId(0)).is_inadmissible(id));
+        }
+        assert!(m.remove(ids[6]) && m.remove(ids[2]));
+        assert_eq!(m.with_parked().collect::<Vec<_>>(), [CqId(0)]);
+        m.requeue_inadmissible([CqId(0)]);
+        assert!(m.with_parked().next().is_none());
+        assert!(!m.is_inadmissible(ids[7]) && m.contains(ids[7]));
+        // Active again, in key order: the rekeyed one first.
+        assert_eq!(m.heads(|_| true), [(CqId(0), ids[7])]);
+        assert_eq!(m.heads(|_| true), [(CqId(0), ids[3])]);
+        assert!(m.remove(ids[4]) && m.pending_total() == 0);
     }
 }

@@ -345,8 +345,17 @@ impl Simulation {
             return;
         };
         let held = &mut self.logged_admission[id.index()];
+        // The copy logged when this admission reserved its quota: an admission does not change
+        // while it is held, so when and where it reserved identify it (comparing it whole read
+        // a copy written long before, a cache miss per release at ten times Kueue's scale).
         let admission = match held.take() {
-            Some(logged) if *logged == *a => logged,
+            Some(logged)
+                if logged.reserved_at == a.reserved_at
+                    && logged.cluster_queue == a.cluster_queue =>
+            {
+                debug_assert_eq!(*logged, *a, "an admission changed while held");
+                logged
+            }
             _ => std::sync::Arc::new(a.clone()),
         };
         if reserved {
