@@ -15,6 +15,11 @@ pub trait UsageRead {
 /// Writing usage (through [`super::QuotaTree::add_usage`], which keeps cohorts consistent).
 pub trait UsageWrite: UsageRead {
     fn set(&mut self, id: NodeId, fr: FrIdx, v: i64);
+
+    /// A child of `parent` went over its subtree quota of `fr` (`over`), or back within it.
+    /// [`super::Usage`] counts these for [`super::QuotaTree::any_child_over`]; other writers
+    /// need not.
+    fn child_crossed(&mut self, _parent: NodeId, _fr: FrIdx, _over: bool) {}
 }
 
 /// Marks over a dense range that a new round clears in O(1): entry `i` is marked in this

@@ -77,6 +77,10 @@ pub struct QuotaTree {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Usage {
     values: Vec<i64>,
+    /// Per node and flavor-resource: how many of the node's children hold more than their
+    /// subtree quota (are not within nominal, in Kueue's words). Kept by
+    /// [`QuotaTree::add_usage`]; read by [`QuotaTree::any_child_over`].
+    over: Vec<u32>,
     n_fr: usize,
 }
 
@@ -242,6 +246,7 @@ impl QuotaTree {
     pub fn new_usage(&self) -> Usage {
         Usage {
             values: vec![0; self.nodes.len() * self.n_fr],
+            over: vec![0; self.nodes.len() * self.n_fr],
             n_fr: self.n_fr,
         }
     }
@@ -295,13 +300,18 @@ impl QuotaTree {
         let mut node = id;
         let mut delta = delta;
         loop {
-            let local = self.local_quota(node, fr);
+            let cell = self.cell(node, fr);
             let before = usage.get(node, fr);
             let after = before + delta;
             usage.set(node, fr, after);
             let Some(parent) = self.parent(node) else {
                 return;
             };
+            let over = after > cell.subtree;
+            if (before > cell.subtree) != over {
+                usage.child_crossed(parent, fr, over);
+            }
+            let local = cell.local;
             delta = (after - local).max(0) - (before - local).max(0);
             if delta == 0 {
                 return;
@@ -329,6 +339,14 @@ impl QuotaTree {
 
     pub fn borrowing(&self, usage: &impl UsageRead, id: NodeId, fr: FrIdx) -> bool {
         self.borrowing_with(usage, id, fr, 0)
+    }
+
+    /// Whether some child of `id` holds more than its subtree quota of one of `frs`: the only
+    /// children Kueue's `collectCandidatesInSubtree` looks into. `false`: a walk of the
+    /// children for preemption candidates would find none (one read per flavor-resource rather
+    /// than one per child).
+    pub fn any_child_over(&self, usage: &Usage, id: NodeId, frs: &[FrIdx]) -> bool {
+        frs.iter().any(|&fr| usage.over[usage.index(id, fr)] > 0)
     }
 
     /// Kueue's `IsWithinNominalInResources`: usage ≤ subtree quota on every listed resource.
@@ -391,6 +409,15 @@ impl UsageWrite for Usage {
         let i = self.index(id, fr);
         self.values[i] = v;
     }
+
+    fn child_crossed(&mut self, parent: NodeId, fr: FrIdx, over: bool) {
+        let i = self.index(parent, fr);
+        if over {
+            self.over[i] += 1;
+        } else {
+            self.over[i] -= 1;
+        }
+    }
 }
 
 impl Usage {
@@ -398,6 +425,7 @@ impl Usage {
     /// enough): a cycle's snapshot.
     pub fn copy_from(&mut self, other: &Usage) {
         self.values.clone_from(&other.values);
+        self.over.clone_from(&other.over);
         self.n_fr = other.n_fr;
     }
 
@@ -834,6 +862,22 @@ mod tests {
                         "usage of {} fr{}",
                         &r.forest.specs[n].name,
                         fr
+                    );
+                    // The count of children over their subtree quota, recomputed.
+                    let over = (0..r.forest.specs.len())
+                        .filter(|&c| r.forest.specs[c].parent == Some(id))
+                        .filter(|&c| {
+                            let c = NodeId(c as u32);
+                            u.get(c, f) > t.subtree_quota(c, f)
+                        })
+                        .count();
+                    prop_assert_eq!(
+                        t.any_child_over(u, id, &[f]),
+                        over > 0,
+                        "{} fr{}: {} children over their subtree quota",
+                        &r.forest.specs[n].name,
+                        fr,
+                        over
                     );
                     let (available, potential) =
                         (t.available(u, id, f), t.potential_available(id, f));

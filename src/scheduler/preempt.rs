@@ -265,8 +265,13 @@ impl Collector<'_, '_> {
     }
 
     /// Kueue's `collectCandidatesInSubtree`: queues and cohorts over their quota below `node`.
+    /// Only children over their subtree quota are looked into, so a node with none is passed
+    /// over without visiting its children ([`crate::quota::QuotaTree::any_child_over`]).
     fn add_subtree(&mut self, node: NodeId, root: NodeId, skip: Option<NodeId>, advantage: bool) {
         let tree = &self.ctx.cluster.tree;
+        if !tree.any_child_over(self.usage, node, self.needs) {
+            return;
+        }
         let own_node = self.ctx.cluster.cq(self.cq).node;
         for &child in &tree.node(node).children {
             if Some(child) == skip || child == own_node {
