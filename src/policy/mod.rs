@@ -90,6 +90,9 @@ pub struct Needs {
     /// Sort keys depend on LocalQueue usage (admission fair sharing): the host re-keys the
     /// queues of ClusterQueues with `admissionScope` whenever that usage changes.
     pub local_queue_usage: bool,
+    /// The policy reads who workloads are (namespace, owning job, labels, annotations): a
+    /// plugin is sent them only then (WIT `needs.identity`). The built-in policies never do.
+    pub identity: bool,
 }
 
 /// What the ordering policy sees of one queued workload.

@@ -284,66 +284,75 @@ fn entries(
 /// owner).
 pub use super::strings::NONE as NO_STRING;
 
-/// The identity columns of `record heads` and `record candidates` (namespace, owning job,
-/// labels, annotations), borrowed from either record so that its buffers are refilled in
-/// place from call to call.
-pub struct IdentityColumns<'a> {
-    pub namespaces: &'a mut Vec<u32>,
-    pub job_kinds: &'a mut Vec<u32>,
-    pub job_api_versions: &'a mut Vec<u32>,
-    pub job_names: &'a mut Vec<u32>,
-    pub label_offsets: &'a mut Vec<u32>,
-    pub label_keys: &'a mut Vec<u32>,
-    pub label_values: &'a mut Vec<u32>,
-    pub annotation_offsets: &'a mut Vec<u32>,
-    pub annotation_keys: &'a mut Vec<u32>,
-    pub annotation_values: &'a mut Vec<u32>,
-}
-
-impl IdentityColumns<'_> {
-    /// Replaces the columns' contents with the identities `idents` (made by `strings`), in
-    /// order.
-    pub fn fill(&mut self, strings: &StringTable, idents: &[Ident]) {
-        self.namespaces.clear();
-        self.namespaces.extend(idents.iter().map(|i| i.namespace));
-        self.job_kinds.clear();
-        self.job_kinds.extend(idents.iter().map(|i| i.owner[0]));
-        self.job_api_versions.clear();
-        self.job_api_versions
-            .extend(idents.iter().map(|i| i.owner[1]));
-        self.job_names.clear();
-        self.job_names.extend(idents.iter().map(|i| i.owner[2]));
-        for c in [
-            &mut *self.label_offsets,
-            self.label_keys,
-            self.label_values,
-            self.annotation_offsets,
-            self.annotation_keys,
-            self.annotation_values,
-        ] {
-            c.clear();
-        }
-        // Most workloads have neither labels nor annotations the plugin sees: nothing to add
-        // for them until one does.
-        let Some(first) = idents.iter().position(|i| i.has_extras()) else {
-            return;
-        };
-        for (i, &ident) in idents.iter().enumerate().skip(first) {
-            push_entries(
-                (self.label_offsets, self.label_keys, self.label_values),
-                i,
-                strings.labels(ident),
-            );
-            push_entries(
-                (
-                    self.annotation_offsets,
-                    self.annotation_keys,
-                    self.annotation_values,
-                ),
-                i,
-                strings.annotations(ident),
-            );
-        }
+/// `identities` (the identity columns of `record heads` and `record candidates`: namespace,
+/// owning job, labels, annotations) written over `slot` when the plugin reads identity (its
+/// buffers refilled in place from call to call), else `none`. `idents` gives the identities,
+/// in order (unread without `identity`).
+pub fn fill_identities(
+    slot: &mut Option<t::Identities>,
+    identity: bool,
+    strings: &StringTable,
+    idents: &[Ident],
+) {
+    if !identity {
+        *slot = None;
+        return;
+    }
+    let out = slot.get_or_insert_with(|| t::Identities {
+        namespaces: Vec::new(),
+        job_kinds: Vec::new(),
+        job_api_versions: Vec::new(),
+        job_names: Vec::new(),
+        label_offsets: Vec::new(),
+        label_keys: Vec::new(),
+        label_values: Vec::new(),
+        annotation_offsets: Vec::new(),
+        annotation_keys: Vec::new(),
+        annotation_values: Vec::new(),
+    });
+    out.namespaces.clear();
+    out.namespaces.extend(idents.iter().map(|i| i.namespace));
+    out.job_kinds.clear();
+    out.job_kinds.extend(idents.iter().map(|i| i.owner[0]));
+    out.job_api_versions.clear();
+    out.job_api_versions
+        .extend(idents.iter().map(|i| i.owner[1]));
+    out.job_names.clear();
+    out.job_names.extend(idents.iter().map(|i| i.owner[2]));
+    for c in [
+        &mut out.label_offsets,
+        &mut out.label_keys,
+        &mut out.label_values,
+        &mut out.annotation_offsets,
+        &mut out.annotation_keys,
+        &mut out.annotation_values,
+    ] {
+        c.clear();
+    }
+    // Most workloads have neither labels nor annotations the plugin sees: nothing to add for
+    // them until one does.
+    let Some(first) = idents.iter().position(|i| i.has_extras()) else {
+        return;
+    };
+    for (i, &ident) in idents.iter().enumerate().skip(first) {
+        push_entries(
+            (
+                &mut out.label_offsets,
+                &mut out.label_keys,
+                &mut out.label_values,
+            ),
+            i,
+            strings.labels(ident),
+        );
+        push_entries(
+            (
+                &mut out.annotation_offsets,
+                &mut out.annotation_keys,
+                &mut out.annotation_values,
+            ),
+            i,
+            strings.annotations(ident),
+        );
     }
 }
 
@@ -371,8 +380,7 @@ fn push_entries(
 pub fn empty_workload() -> t::Workload {
     t::Workload {
         id: 0,
-        namespace: NO_STRING,
-        owner: None,
+        identity: None,
         cluster_queue: 0,
         local_queue: None,
         priority: 0,
@@ -381,12 +389,11 @@ pub fn empty_workload() -> t::Workload {
         requeue_count: 0,
         requeue_reason: None,
         pod_sets: Vec::new(),
-        labels: Vec::new(),
-        annotations: Vec::new(),
     }
 }
 
-/// A workload as plugins see it, its strings interned in `strings`.
+/// A workload as plugins see it; with `identity`, who it is, its strings interned in
+/// `strings`.
 pub fn workload(
     cluster: &Cluster,
     catalog: &Catalog,
@@ -394,28 +401,26 @@ pub fn workload(
     id: WorkloadId,
     cq: CqId,
     queued: Millis,
+    identity: bool,
 ) -> t::Workload {
     let mut out = empty_workload();
-    fill_workload(&mut out, cluster, catalog, strings, id, cq, queued);
+    fill_workload(&mut out, cluster, id, cq, queued);
+    fill_identity(&mut out.identity, identity, cluster, catalog, strings, id);
     out
 }
 
-/// [`workload`] written over `out`, whose lists are refilled in place (a record kept from an
-/// earlier call allocates nothing for a workload no larger than the one it held).
+/// [`workload`] but its identity, written over `out`, whose lists are refilled in place (a
+/// record kept from an earlier call allocates nothing for a workload no larger than the one
+/// it held). [`fill_identity`] writes the rest.
 pub fn fill_workload(
     out: &mut t::Workload,
     cluster: &Cluster,
-    catalog: &Catalog,
-    strings: &mut StringTable,
     id: WorkloadId,
     cq: CqId,
     queued: Millis,
 ) {
-    let ident = catalog.ident(strings, cluster, id);
     let wl = cluster.workload(id);
     out.id = id.0;
-    out.namespace = ident.namespace;
-    out.owner = ident.owner();
     out.cluster_queue = cq.0;
     out.local_queue = wl.lq.map(|l| l.0);
     out.priority = wl.effective_priority();
@@ -445,6 +450,31 @@ pub fn fill_workload(
             }),
         }
     }
+}
+
+/// A workload's `identity` written over `slot` (lists refilled in place) when the plugin
+/// reads identity, else `none`.
+pub fn fill_identity(
+    slot: &mut Option<t::WorkloadIdentity>,
+    identity: bool,
+    cluster: &Cluster,
+    catalog: &Catalog,
+    strings: &mut StringTable,
+    id: WorkloadId,
+) {
+    if !identity {
+        *slot = None;
+        return;
+    }
+    let ident = catalog.ident(strings, cluster, id);
+    let out = slot.get_or_insert_with(|| t::WorkloadIdentity {
+        namespace: NO_STRING,
+        owner: None,
+        labels: Vec::new(),
+        annotations: Vec::new(),
+    });
+    out.namespace = ident.namespace;
+    out.owner = ident.owner();
     fill_entries(&mut out.labels, strings.labels(ident));
     fill_entries(&mut out.annotations, strings.annotations(ident));
 }
@@ -683,7 +713,8 @@ spec:
             let catalog = catalog(&cluster, exposure, &[]);
             let mut table = StringTable::default();
             table.begin();
-            let wl = workload(&cluster, &catalog, &mut table, id, CqId(0), 0);
+            let wl = workload(&cluster, &catalog, &mut table, id, CqId(0), 0, true);
+            let wl = wl.identity.expect("identity asked for");
             let sent = table.take();
             assert_eq!(sent.first, 0);
             let s = |i: u32| sent.values[i as usize].clone();
@@ -739,25 +770,18 @@ spec:
         - {name: c, image: pause, resources: {requests: {cpu: '2'}}}
 ";
 
-    /// The identity columns of `ids`, as plain vectors: (namespaces, jobs, label columns,
+    /// The identity columns of `idents`, as plain vectors: (namespaces, jobs, label columns,
     /// annotation columns).
     type Columns = (Vec<u32>, [Vec<u32>; 3], [Vec<u32>; 3], [Vec<u32>; 3]);
 
-    fn fill_columns(columns: &mut Columns, strings: &StringTable, idents: &[Ident]) {
-        let (ns, [kinds, apis, names], [lo, lk, lv], [ao, ak, av]) = columns;
-        IdentityColumns {
-            namespaces: ns,
-            job_kinds: kinds,
-            job_api_versions: apis,
-            job_names: names,
-            label_offsets: lo,
-            label_keys: lk,
-            label_values: lv,
-            annotation_offsets: ao,
-            annotation_keys: ak,
-            annotation_values: av,
-        }
-        .fill(strings, idents);
+    fn columns(slot: &Option<t::Identities>) -> Columns {
+        let c = slot.clone().expect("identities sent");
+        (
+            c.namespaces,
+            [c.job_kinds, c.job_api_versions, c.job_names],
+            [c.label_offsets, c.label_keys, c.label_values],
+            [c.annotation_offsets, c.annotation_keys, c.annotation_values],
+        )
     }
 
     #[test]
@@ -784,51 +808,56 @@ spec:
             .iter()
             .map(|&w| catalog.ident(&mut strings, &cluster, w))
             .collect();
-        let mut columns = Columns::default();
-        fill_columns(&mut columns, &strings, &idents);
+        let mut slot = None;
+        fill_identities(&mut slot, true, &strings, &idents);
         let (tier, gold) = (
             strings.intern("kueue.x-k8s.io/tier"),
             strings.intern("gold"),
         );
-        assert_eq!(columns.2, [vec![0, 0, 1], vec![tier], vec![gold]]);
-        assert_eq!(columns.3[0], [0, 0, 1]);
-        assert_eq!(columns.1[0][0], NO_STRING);
-        fill_columns(&mut columns, &strings, &idents[..1]);
-        let mut fresh = Columns::default();
-        fill_columns(&mut fresh, &strings, &idents[..1]);
-        assert_eq!(columns, fresh);
+        let first = columns(&slot);
+        assert_eq!(first.2, [vec![0, 0, 1], vec![tier], vec![gold]]);
+        assert_eq!(first.3[0], [0, 0, 1]);
+        assert_eq!(first.1[0][0], NO_STRING);
+        fill_identities(&mut slot, true, &strings, &idents[..1]);
+        let mut fresh = None;
+        fill_identities(&mut fresh, true, &strings, &idents[..1]);
+        assert_eq!(columns(&slot), columns(&fresh));
         assert!(
-            fresh.2.iter().all(Vec::is_empty),
+            columns(&fresh).2.iter().all(Vec::is_empty),
             "no labels: no offsets either"
         );
+        // A plugin that does not read identity gets none.
+        fill_identities(&mut slot, false, &strings, &idents);
+        assert!(slot.is_none());
 
         // A workload record refilled over one with more podSets, labels and an owner.
-        let mut record = workload(&cluster, &catalog, &mut strings, plain, CqId(0), 5);
+        let mut record = workload(&cluster, &catalog, &mut strings, plain, CqId(0), 5, true);
         assert_eq!(record.pod_sets.len(), 2);
-        fill_workload(
-            &mut record,
-            &cluster,
-            &catalog,
-            &mut strings,
-            nb,
-            CqId(0),
-            7,
-        );
-        let expected = workload(&cluster, &catalog, &mut strings, nb, CqId(0), 7);
+        let refill = |record: &mut t::Workload, strings: &mut StringTable, id, queued, identity| {
+            fill_workload(record, &cluster, id, CqId(0), queued);
+            fill_identity(
+                &mut record.identity,
+                identity,
+                &cluster,
+                &catalog,
+                strings,
+                id,
+            );
+        };
+        refill(&mut record, &mut strings, nb, 7, true);
+        let expected = workload(&cluster, &catalog, &mut strings, nb, CqId(0), 7, true);
         assert_eq!(format!("{record:?}"), format!("{expected:?}"));
         assert_eq!(record.pod_sets.len(), 1);
-        fill_workload(
-            &mut record,
-            &cluster,
-            &catalog,
-            &mut strings,
-            plain,
-            CqId(0),
-            5,
-        );
-        let expected = workload(&cluster, &catalog, &mut strings, plain, CqId(0), 5);
+        refill(&mut record, &mut strings, plain, 5, true);
+        let expected = workload(&cluster, &catalog, &mut strings, plain, CqId(0), 5, true);
         assert_eq!(format!("{record:?}"), format!("{expected:?}"));
-        assert!(record.labels.is_empty() && record.owner.is_none());
+        let identity = record.identity.as_ref().expect("identity");
+        assert!(identity.labels.is_empty() && identity.owner.is_none());
+        // Without identity the record says nothing of who the workload is.
+        refill(&mut record, &mut strings, nb, 7, false);
+        let expected = workload(&cluster, &catalog, &mut strings, nb, CqId(0), 7, false);
+        assert_eq!(format!("{record:?}"), format!("{expected:?}"));
+        assert!(record.identity.is_none());
     }
 
     #[test]

@@ -158,12 +158,21 @@ pub(super) struct CallCx<'a> {
     pub needs: crate::policy::Needs,
 }
 
+/// What a flavor-assignment or placement plugin is sent: their `set-catalog` answers nothing,
+/// and they are always told who the workload is.
+const IDENTITY_ONLY: crate::policy::Needs = crate::policy::Needs {
+    tree_usage: false,
+    local_queue_usage: false,
+    identity: true,
+};
+
 /// The WIT `needs` flags as the policy traits see them.
 fn needs(flags: super::bindings::types::Needs) -> crate::policy::Needs {
     use super::bindings::types::Needs as N;
     crate::policy::Needs {
         tree_usage: flags.contains(N::TREE_USAGE),
         local_queue_usage: flags.contains(N::LOCAL_QUEUE_USAGE),
+        identity: flags.contains(N::IDENTITY),
     }
 }
 
@@ -427,14 +436,15 @@ impl Plugin {
                     .wasq_policy_preemption()
                     .call_set_catalog(&mut live.store, &catalog.wit)
                     .map(needs),
+                // These worlds answer no `needs`: their (rarer) calls always carry identity.
                 Instance::FlavorAssignment(p) => p
                     .wasq_policy_flavor_assignment()
                     .call_set_catalog(&mut live.store, &catalog.wit)
-                    .map(|()| crate::policy::Needs::default()),
+                    .map(|()| IDENTITY_ONLY),
                 Instance::Placement(p) => p
                     .wasq_policy_placement()
                     .call_set_catalog(&mut live.store, &catalog.wit)
-                    .map(|()| crate::policy::Needs::default()),
+                    .map(|()| IDENTITY_ONLY),
             };
             live.needs = r.map_err(|e| classify(e, &live.store, &self.limits))?;
             live.catalog_of = Some(cluster.config_id);

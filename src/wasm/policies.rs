@@ -89,37 +89,12 @@ impl WasmOrdering {
                     usage_offsets: Vec::new(),
                     usage_frs: Vec::new(),
                     usage_amounts: Vec::new(),
-                    namespaces: Vec::new(),
-                    job_kinds: Vec::new(),
-                    job_api_versions: Vec::new(),
-                    job_names: Vec::new(),
-                    label_offsets: Vec::new(),
-                    label_keys: Vec::new(),
-                    label_values: Vec::new(),
-                    annotation_offsets: Vec::new(),
-                    annotation_keys: Vec::new(),
-                    annotation_values: Vec::new(),
+                    identities: None,
                 },
                 usage: convert::no_usage(),
                 idents: Vec::new(),
             }),
         }
-    }
-}
-
-/// The identity columns of `record heads`.
-fn head_identities(h: &mut ord::Heads) -> convert::IdentityColumns<'_> {
-    convert::IdentityColumns {
-        namespaces: &mut h.namespaces,
-        job_kinds: &mut h.job_kinds,
-        job_api_versions: &mut h.job_api_versions,
-        job_names: &mut h.job_names,
-        label_offsets: &mut h.label_offsets,
-        label_keys: &mut h.label_keys,
-        label_values: &mut h.label_values,
-        annotation_offsets: &mut h.annotation_offsets,
-        annotation_keys: &mut h.annotation_keys,
-        annotation_values: &mut h.annotation_values,
     }
 }
 
@@ -194,14 +169,14 @@ impl OrderingPolicy for WasmOrdering {
                     workloads.resize_with(batch.len(), convert::empty_workload);
                 }
                 for (out, q) in workloads.iter_mut().zip(batch) {
-                    convert::fill_workload(
-                        out,
+                    convert::fill_workload(out, cx.cluster, q.workload, q.cluster_queue, q.queued);
+                    convert::fill_identity(
+                        &mut out.identity,
+                        call.needs.identity,
                         cx.cluster,
                         call.catalog,
                         call.strings,
                         q.workload,
-                        q.cluster_queue,
-                        q.queued,
                     );
                 }
                 scratch.lq_usage.clear();
@@ -240,12 +215,19 @@ impl OrderingPolicy for WasmOrdering {
             .call(cx.cluster, "order-heads", heads.len(), |call| {
                 let idents = &mut scratch.idents;
                 idents.clear();
-                idents.extend(
-                    heads
-                        .iter()
-                        .map(|h| call.catalog.ident(call.strings, cx.cluster, h.workload)),
+                if call.needs.identity {
+                    idents.extend(
+                        heads
+                            .iter()
+                            .map(|h| call.catalog.ident(call.strings, cx.cluster, h.workload)),
+                    );
+                }
+                convert::fill_identities(
+                    &mut scratch.heads.identities,
+                    call.needs.identity,
+                    call.strings,
+                    idents,
                 );
-                head_identities(&mut scratch.heads).fill(call.strings, idents);
                 if call.needs.tree_usage {
                     let tree = &cx.cluster.tree;
                     convert::fill_usage_table(
@@ -332,16 +314,7 @@ impl WasmPreemption {
                         usage_offsets: Vec::new(),
                         usage_frs: Vec::new(),
                         usage_amounts: Vec::new(),
-                        namespaces: Vec::new(),
-                        job_kinds: Vec::new(),
-                        job_api_versions: Vec::new(),
-                        job_names: Vec::new(),
-                        label_offsets: Vec::new(),
-                        label_keys: Vec::new(),
-                        label_values: Vec::new(),
-                        annotation_offsets: Vec::new(),
-                        annotation_keys: Vec::new(),
-                        annotation_values: Vec::new(),
+                        identities: None,
                         local_queue_usage_of: Vec::new(),
                         local_queue_usage: Vec::new(),
                     },
@@ -377,22 +350,6 @@ fn kind(k: CandidateKind) -> u8 {
 /// `no-node`: a `node-id` that names no node (`record candidates`, `lcas`).
 const NO_NODE: u32 = u32::MAX;
 
-/// The identity columns of `record candidates`.
-fn candidate_identities(c: &mut pre::Candidates) -> convert::IdentityColumns<'_> {
-    convert::IdentityColumns {
-        namespaces: &mut c.namespaces,
-        job_kinds: &mut c.job_kinds,
-        job_api_versions: &mut c.job_api_versions,
-        job_names: &mut c.job_names,
-        label_offsets: &mut c.label_offsets,
-        label_keys: &mut c.label_keys,
-        label_values: &mut c.label_values,
-        annotation_offsets: &mut c.annotation_offsets,
-        annotation_keys: &mut c.annotation_keys,
-        annotation_values: &mut c.annotation_values,
-    }
-}
-
 /// The candidates as the WIT's columns, written over `out` (one tight loop per column, into
 /// buffers kept from the previous call). `idents` is scratch for their identities.
 fn fill_candidates(
@@ -402,6 +359,7 @@ fn fill_candidates(
     catalog: &convert::Catalog,
     strings: &mut super::strings::StringTable,
     list: &[crate::policy::Candidate],
+    identity: bool,
 ) {
     fn refill<T>(column: &mut Vec<T>, values: impl Iterator<Item = T>) {
         column.clear();
@@ -427,9 +385,13 @@ fn fill_candidates(
     out.evicting.clear();
     out.local_queue_usage_of.clear();
     out.local_queue_usage.clear();
+    out.local_queues.clear();
     for (i, c) in list.iter().enumerate() {
-        idents.push(catalog.ident(strings, cluster, c.workload));
+        if identity {
+            idents.push(catalog.ident(strings, cluster, c.workload));
+        }
         let wl = cluster.workload(c.workload);
+        out.local_queues.push(wl.lq.map_or(NO_LOCAL_QUEUE, |l| l.0));
         out.requeue_counts.push(wl.requeue_count);
         out.requeue_reasons
             .push(convert::requeue_reason_byte(wl.requeue_reason));
@@ -441,7 +403,6 @@ fn fill_candidates(
             out.local_queue_usage.push(u);
         }
     }
-    refill(&mut out.local_queues, idents.iter().map(|i| i.local_queue));
     fill_usage_columns(
         (
             &mut out.usage_offsets,
@@ -450,7 +411,7 @@ fn fill_candidates(
         ),
         list.iter().map(|c| c.usage.as_slice()),
     );
-    candidate_identities(out).fill(strings, idents);
+    convert::fill_identities(&mut out.identities, identity, strings, idents);
 }
 
 impl PreemptionPolicy for WasmPreemption {
@@ -495,14 +456,21 @@ impl PreemptionPolicy for WasmPreemption {
         let answers =
             self.plugin
                 .call(cluster, "select-victims", req.candidates.len(), |call| {
+                    let identity = call.needs.identity;
                     convert::fill_workload(
                         &mut request.preemptor,
+                        cluster,
+                        req.preemptor,
+                        req.cluster_queue,
+                        cluster.workload(req.preemptor).queued,
+                    );
+                    convert::fill_identity(
+                        &mut request.preemptor.identity,
+                        identity,
                         cluster,
                         call.catalog,
                         call.strings,
                         req.preemptor,
-                        req.cluster_queue,
-                        cluster.workload(req.preemptor).queued,
                     );
                     fill_candidates(
                         &mut request.candidates,
@@ -511,6 +479,7 @@ impl PreemptionPolicy for WasmPreemption {
                         call.catalog,
                         call.strings,
                         &req.candidates,
+                        identity,
                     );
                     if call.needs.tree_usage {
                         convert::fill_usage_table(
@@ -570,6 +539,7 @@ impl FlavorAssignmentPolicy for WasmFlavors {
                         req.workload,
                         req.cluster_queue,
                         cluster.workload(req.workload).queued,
+                        call.needs.identity,
                     ),
                     pod_set: req.pod_set as u32,
                     requests: req
@@ -663,6 +633,7 @@ impl PlacementPolicy for WasmPlacement {
                     req.workload,
                     req.cluster_queue,
                     cluster.workload(req.workload).queued,
+                    call.needs.identity,
                 ),
                 pod_set: req.pod_set as u32,
                 flavor: req.flavor.0,

@@ -47,8 +47,9 @@ impl PreemptionPolicy for ProtectNamespace {
         self.protected = parse_namespaces(catalog.setting(SETTING).unwrap_or(DEFAULT_NAMESPACES));
     }
 
+    /// Kueue's needs, and who the candidates are (their namespaces).
     fn needs(&self, catalog: &Catalog) -> Needs {
-        kueue::preemption_needs(catalog)
+        kueue::preemption_needs(catalog) | Needs::IDENTITY
     }
 
     fn select_victims(&mut self, catalog: &Catalog, req: &Request) -> Option<Victims> {

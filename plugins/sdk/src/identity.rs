@@ -19,7 +19,7 @@
 //! ```
 
 use crate::catalog::Catalog;
-use crate::types::{Entry, LocalQueueId, Owner, StringId, Workload};
+use crate::types::{Entry, Identities, LocalQueueId, Owner, StringId, Workload};
 
 /// `no-string` in the identity columns: none (a workload without an owning job).
 pub const NO_STRING: StringId = u32::MAX;
@@ -74,7 +74,7 @@ pub trait Identity {
 }
 
 /// Implements [`Identity`] for a type with the fields `namespace`, `owner`, `local_queue`,
-/// `labels` and `annotations` (a workload record, a head, a candidate).
+/// `labels` and `annotations` (a head, a candidate).
 macro_rules! identity_from_fields {
     ($t:ty) => {
         impl $crate::identity::Identity for $t {
@@ -98,7 +98,88 @@ macro_rules! identity_from_fields {
 }
 pub(crate) use identity_from_fields;
 
-identity_from_fields!(Workload);
+/// A workload record's identity is `none` unless the plugin's `needs` include
+/// [`Needs::IDENTITY`](crate::types::Needs::IDENTITY): it then reads as namespace `""`, no
+/// owner, no labels or annotations.
+impl Identity for Workload {
+    fn namespace_id(&self) -> StringId {
+        self.identity.as_ref().map_or(NO_STRING, |i| i.namespace)
+    }
+    fn owner(&self) -> Option<Owner> {
+        self.identity.as_ref().and_then(|i| i.owner)
+    }
+    fn local_queue_id(&self) -> Option<LocalQueueId> {
+        self.local_queue
+    }
+    fn label_entries(&self) -> &[Entry] {
+        self.identity.as_ref().map_or(&[], |i| &i.labels)
+    }
+    fn annotation_entries(&self) -> &[Entry] {
+        self.identity.as_ref().map_or(&[], |i| &i.annotations)
+    }
+}
+
+/// The identity columns of `n` workloads made safe to read with [`namespace_at`],
+/// [`owner_at`], [`labels_at`] and [`annotations_at`]: `none` (a plugin without
+/// [`Needs::IDENTITY`](crate::types::Needs::IDENTITY)) reads as no identities; the entry
+/// columns are normalized ([`normalize_entries`]); short string columns read as `no-string`.
+pub(crate) fn normalize_identities(ids: Option<Identities>, n: usize) -> Identities {
+    let mut c = ids.unwrap_or_else(|| Identities {
+        namespaces: Vec::new(),
+        job_kinds: Vec::new(),
+        job_api_versions: Vec::new(),
+        job_names: Vec::new(),
+        label_offsets: Vec::new(),
+        label_keys: Vec::new(),
+        label_values: Vec::new(),
+        annotation_offsets: Vec::new(),
+        annotation_keys: Vec::new(),
+        annotation_values: Vec::new(),
+    });
+    normalize_entries(
+        &mut c.label_offsets,
+        &mut c.label_keys,
+        &mut c.label_values,
+        n,
+    );
+    normalize_entries(
+        &mut c.annotation_offsets,
+        &mut c.annotation_keys,
+        &mut c.annotation_values,
+        n,
+    );
+    c
+}
+
+/// Workload `i`'s namespace in identity columns (`no-string` when not sent).
+pub(crate) fn namespace_at(c: &Identities, i: usize) -> StringId {
+    c.namespaces.get(i).copied().unwrap_or(NO_STRING)
+}
+
+/// Workload `i`'s owner in identity columns (none when not sent).
+pub(crate) fn owner_at(c: &Identities, i: usize) -> Option<Owner> {
+    let string = |v: &Vec<StringId>| v.get(i).copied().unwrap_or(NO_STRING);
+    owner_of(
+        string(&c.job_kinds),
+        string(&c.job_api_versions),
+        string(&c.job_names),
+    )
+}
+
+/// Workload `i`'s labels in identity columns made safe by [`normalize_identities`].
+pub(crate) fn labels_at(c: &Identities, i: usize) -> impl Iterator<Item = Entry> + '_ {
+    entries_of(&c.label_offsets, &c.label_keys, &c.label_values, i)
+}
+
+/// Workload `i`'s annotations in identity columns made safe by [`normalize_identities`].
+pub(crate) fn annotations_at(c: &Identities, i: usize) -> impl Iterator<Item = Entry> + '_ {
+    entries_of(
+        &c.annotation_offsets,
+        &c.annotation_keys,
+        &c.annotation_values,
+        i,
+    )
+}
 
 /// An owner from the three job columns (`no-string` in `kind` = none).
 pub(crate) fn owner_of(kind: StringId, api_version: StringId, name: StringId) -> Option<Owner> {
@@ -166,15 +247,18 @@ mod tests {
             .build();
         let mut wl = workload(1, 0, 0, 0);
         wl.local_queue = Some(0);
-        wl.namespace = intern(&mut cat, "team-a");
-        wl.owner = Some(Owner {
-            kind: intern(&mut cat, "RayJob"),
-            api_version: intern(&mut cat, "ray.io/v1"),
-            name: intern(&mut cat, "train"),
-        });
-        wl.labels.push(Entry {
-            key: intern(&mut cat, "kueue.x-k8s.io/tier"),
-            value: intern(&mut cat, "gold"),
+        wl.identity = Some(crate::types::WorkloadIdentity {
+            namespace: intern(&mut cat, "team-a"),
+            owner: Some(Owner {
+                kind: intern(&mut cat, "RayJob"),
+                api_version: intern(&mut cat, "ray.io/v1"),
+                name: intern(&mut cat, "train"),
+            }),
+            labels: vec![Entry {
+                key: intern(&mut cat, "kueue.x-k8s.io/tier"),
+                value: intern(&mut cat, "gold"),
+            }],
+            annotations: Vec::new(),
         });
         assert_eq!(wl.namespace(&cat), "team-a");
         assert_eq!(wl.job_kind(&cat), Some("RayJob"));
@@ -186,6 +270,23 @@ mod tests {
         assert_eq!(wl.annotation(&cat, "kueue.x-k8s.io/tier"), None);
         let bare = workload(2, 0, 0, 0);
         assert_eq!((bare.job_kind(&cat), bare.local_queue(&cat)), (None, None));
+        // No identity sent (the plugin did not ask): nobody in particular.
+        assert_eq!(
+            (
+                bare.namespace(&cat),
+                bare.label(&cat, "kueue.x-k8s.io/tier")
+            ),
+            ("", None)
+        );
+        let none = normalize_identities(None, 3);
+        assert_eq!(
+            (namespace_at(&none, 2), owner_at(&none, 2)),
+            (NO_STRING, None)
+        );
+        assert_eq!(
+            labels_at(&none, 2).count() + annotations_at(&none, 0).count(),
+            0
+        );
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub use placement::place;
 
 /// What Kueue's ordering reads under the catalog's configuration: quota usage of the cohort
 /// trees when fair sharing is on (its tournament), LocalQueue usage when admission fair sharing
-/// is on.
+/// is on; never who workloads are (no `Needs::IDENTITY`).
 pub fn ordering_needs(catalog: &Catalog) -> Needs {
     let mut needs = Needs::empty();
     if catalog.fair_sharing.is_some() {
@@ -170,7 +170,8 @@ pub fn order_heads_columns(heads: &Heads) -> Vec<u32> {
 // Preemption
 
 /// What Kueue's preemption reads under the catalog's configuration: quota usage of the
-/// preemptor's cohort tree when fair sharing is on (fair sharing's shares).
+/// preemptor's cohort tree when fair sharing is on (fair sharing's shares); never who
+/// workloads are (no `Needs::IDENTITY`).
 pub fn preemption_needs(catalog: &Catalog) -> Needs {
     if catalog.fair_sharing.is_some() {
         Needs::TREE_USAGE
@@ -951,16 +952,7 @@ mod tests {
                 key_primary: Vec::new(),
                 key_secondary: Vec::new(),
                 key_tertiary: Vec::new(),
-                namespaces: Vec::new(),
-                job_kinds: Vec::new(),
-                job_api_versions: Vec::new(),
-                job_names: Vec::new(),
-                label_offsets: Vec::new(),
-                label_keys: Vec::new(),
-                label_values: Vec::new(),
-                annotation_offsets: Vec::new(),
-                annotation_keys: Vec::new(),
-                annotation_values: Vec::new(),
+                identities: None,
                 usage_offsets: Vec::new(),
                 usage_frs: Vec::new(),
                 usage_amounts: Vec::new(),

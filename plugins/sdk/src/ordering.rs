@@ -3,7 +3,7 @@
 
 use crate::catalog::Catalog;
 use crate::columns::{normalize_usage, usage_of};
-use crate::identity::{NO_STRING, entries_of, normalize_entries, owner_of};
+use crate::identity::{annotations_at, labels_at, namespace_at, normalize_identities, owner_at};
 use crate::kueue;
 use crate::quota::QuotaView;
 use crate::types::{
@@ -73,22 +73,10 @@ pub fn heads_of(mut c: wit::Heads) -> Vec<Head> {
         &mut c.usage_amounts,
         n,
     );
-    normalize_entries(
-        &mut c.label_offsets,
-        &mut c.label_keys,
-        &mut c.label_values,
-        n,
-    );
-    normalize_entries(
-        &mut c.annotation_offsets,
-        &mut c.annotation_keys,
-        &mut c.annotation_values,
-        n,
-    );
+    let ids = normalize_identities(c.identities.take(), n);
     let mut heads: Vec<Head> = (0..n)
         .map(|i| {
             let at = |v: &Vec<i64>| v.get(i).copied().unwrap_or_default();
-            let string = |v: &Vec<StringId>| v.get(i).copied().unwrap_or(NO_STRING);
             Head {
                 workload: c.workloads[i],
                 cluster_queue: c.cluster_queues.get(i).copied().unwrap_or_default(),
@@ -114,20 +102,10 @@ pub fn heads_of(mut c: wit::Heads) -> Vec<Head> {
                     tertiary: at(&c.key_tertiary),
                 },
                 usage: usage_of(&c.usage_offsets, &c.usage_frs, &c.usage_amounts, i).collect(),
-                namespace: string(&c.namespaces),
-                owner: owner_of(
-                    string(&c.job_kinds),
-                    string(&c.job_api_versions),
-                    string(&c.job_names),
-                ),
-                labels: entries_of(&c.label_offsets, &c.label_keys, &c.label_values, i).collect(),
-                annotations: entries_of(
-                    &c.annotation_offsets,
-                    &c.annotation_keys,
-                    &c.annotation_values,
-                    i,
-                )
-                .collect(),
+                namespace: namespace_at(&ids, i),
+                owner: owner_at(&ids, i),
+                labels: labels_at(&ids, i).collect(),
+                annotations: annotations_at(&ids, i).collect(),
             }
         })
         .collect();
@@ -163,10 +141,14 @@ pub trait OrderingPolicy: Default + 'static {
     /// LocalQueue usage in [`sort_key_with_usage`](OrderingPolicy::sort_key_with_usage),
     /// `Needs::TREE_USAGE` for quota usage in
     /// [`order_heads_with_usage`](OrderingPolicy::order_heads_with_usage) (which makes the head
-    /// order speculative, see there). The host prepares and sends only that. Default: nothing.
+    /// order speculative, see there), `Needs::IDENTITY` for who workloads are (namespace,
+    /// owning job, labels, annotations: [`Identity`](crate::identity::Identity); without it
+    /// every workload reads as nobody in particular). The host prepares and sends only that.
+    /// Default: `Needs::IDENTITY` (Kueue's own ordering, [`kueue::ordering_needs`], reads no
+    /// identity).
     fn needs(&self, catalog: &Catalog) -> Needs {
         let _ = catalog;
-        Needs::empty()
+        Needs::IDENTITY
     }
 
     /// The key a workload is queued under; workloads are popped smallest key first. `now` is
@@ -359,6 +341,7 @@ macro_rules! export_ordering {
 mod tests {
     use super::*;
     use crate::identity::Identity;
+    use crate::identity::NO_STRING;
 
     fn columns() -> wit::Heads {
         wit::Heads {
@@ -378,16 +361,18 @@ mod tests {
             usage_offsets: vec![0, 2, 2, 3],
             usage_frs: vec![0, 1, 0],
             usage_amounts: vec![1000, 2000, 500],
-            namespaces: vec![0, 1, 0],
-            job_kinds: vec![2, NO_STRING, 3],
-            job_api_versions: vec![4, NO_STRING, 4],
-            job_names: vec![5, NO_STRING, 6],
-            label_offsets: vec![0, 0, 1, 1],
-            label_keys: vec![7],
-            label_values: vec![8],
-            annotation_offsets: Vec::new(),
-            annotation_keys: Vec::new(),
-            annotation_values: Vec::new(),
+            identities: Some(crate::types::Identities {
+                namespaces: vec![0, 1, 0],
+                job_kinds: vec![2, NO_STRING, 3],
+                job_api_versions: vec![4, NO_STRING, 4],
+                job_names: vec![5, NO_STRING, 6],
+                label_offsets: vec![0, 0, 1, 1],
+                label_keys: vec![7],
+                label_values: vec![8],
+                annotation_offsets: Vec::new(),
+                annotation_keys: Vec::new(),
+                annotation_values: Vec::new(),
+            }),
         }
     }
 

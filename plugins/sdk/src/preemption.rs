@@ -8,10 +8,12 @@
 
 use crate::catalog::Catalog;
 use crate::columns::{normalize_usage, usage_of};
-use crate::identity::{NO_STRING, entries_of, normalize_entries, owner_of};
+use crate::identity::{
+    NO_STRING, annotations_at, labels_at, namespace_at, normalize_identities, owner_at,
+};
 use crate::types::{
-    ClusterQueueId, Entry, FrAmount, LocalQueueId, Millis, Needs, NewStrings, NodeId, Owner,
-    RequeueReason, StringId, UsageTable, Workload,
+    ClusterQueueId, Entry, FrAmount, Identities, LocalQueueId, Millis, Needs, NewStrings, NodeId,
+    Owner, RequeueReason, StringId, UsageTable, Workload,
 };
 use crate::workload::{NO_REQUEUE_REASON, requeue_reason_of};
 
@@ -66,6 +68,9 @@ crate::identity::identity_from_fields!(Candidate);
 #[derive(Debug, Clone, PartialEq)]
 pub struct CandidateColumns {
     raw: wit::Candidates,
+    /// Who each candidate is (empty columns when the plugin did not ask: see
+    /// [`Needs::IDENTITY`](crate::types::Needs::IDENTITY)).
+    ids: Identities,
     /// Per candidate: being evicted (the host lists the few that are).
     evicting: Vec<bool>,
     /// Per candidate, when any has admission-fair-sharing usage (the host lists those that
@@ -325,24 +330,16 @@ impl CandidateTable for CandidateColumns {
         Some(self.raw.local_queues[i]).filter(|&l| l != NO_LOCAL_QUEUE)
     }
     fn namespace_id(&self, i: usize) -> StringId {
-        self.raw.namespaces[i]
+        namespace_at(&self.ids, i)
     }
     fn owner(&self, i: usize) -> Option<Owner> {
-        let c = &self.raw;
-        owner_of(c.job_kinds[i], c.job_api_versions[i], c.job_names[i])
+        owner_at(&self.ids, i)
     }
     fn labels(&self, i: usize) -> impl Iterator<Item = Entry> + '_ {
-        let c = &self.raw;
-        entries_of(&c.label_offsets, &c.label_keys, &c.label_values, i)
+        labels_at(&self.ids, i)
     }
     fn annotations(&self, i: usize) -> impl Iterator<Item = Entry> + '_ {
-        let c = &self.raw;
-        entries_of(
-            &c.annotation_offsets,
-            &c.annotation_keys,
-            &c.annotation_values,
-            i,
-        )
+        annotations_at(&self.ids, i)
     }
     /// The host sends candidates in Kueue's candidate order (`request.candidates`).
     fn in_candidate_order(&self) -> bool {
@@ -387,22 +384,7 @@ impl From<wit::Candidates> for CandidateColumns {
         c.requeue_counts.resize(n, 0);
         c.requeue_reasons.resize(n, NO_REQUEUE_REASON);
         c.local_queues.resize(n, NO_LOCAL_QUEUE);
-        c.namespaces.resize(n, NO_STRING);
-        c.job_kinds.resize(n, NO_STRING);
-        c.job_api_versions.resize(n, NO_STRING);
-        c.job_names.resize(n, NO_STRING);
-        normalize_entries(
-            &mut c.label_offsets,
-            &mut c.label_keys,
-            &mut c.label_values,
-            n,
-        );
-        normalize_entries(
-            &mut c.annotation_offsets,
-            &mut c.annotation_keys,
-            &mut c.annotation_values,
-            n,
-        );
+        let ids = normalize_identities(c.identities.take(), n);
         normalize_usage(
             &mut c.usage_offsets,
             &mut c.usage_frs,
@@ -426,6 +408,7 @@ impl From<wit::Candidates> for CandidateColumns {
         }
         CandidateColumns {
             raw: c,
+            ids,
             evicting,
             local_queue_usage,
             in_order: true,
@@ -510,25 +493,27 @@ impl Request {
                 .iter()
                 .map(|c| c.local_queue.unwrap_or(NO_LOCAL_QUEUE))
                 .collect(),
-            namespaces: list.iter().map(|c| c.namespace).collect(),
-            job_kinds: list
-                .iter()
-                .map(|c| c.owner.map_or(NO_STRING, |o| o.kind))
-                .collect(),
-            job_api_versions: list
-                .iter()
-                .map(|c| c.owner.map_or(NO_STRING, |o| o.api_version))
-                .collect(),
-            job_names: list
-                .iter()
-                .map(|c| c.owner.map_or(NO_STRING, |o| o.name))
-                .collect(),
-            label_offsets: vec![0],
-            label_keys: Vec::new(),
-            label_values: Vec::new(),
-            annotation_offsets: vec![0],
-            annotation_keys: Vec::new(),
-            annotation_values: Vec::new(),
+            identities: Some(Identities {
+                namespaces: list.iter().map(|c| c.namespace).collect(),
+                job_kinds: list
+                    .iter()
+                    .map(|c| c.owner.map_or(NO_STRING, |o| o.kind))
+                    .collect(),
+                job_api_versions: list
+                    .iter()
+                    .map(|c| c.owner.map_or(NO_STRING, |o| o.api_version))
+                    .collect(),
+                job_names: list
+                    .iter()
+                    .map(|c| c.owner.map_or(NO_STRING, |o| o.name))
+                    .collect(),
+                label_offsets: vec![0],
+                label_keys: Vec::new(),
+                label_values: Vec::new(),
+                annotation_offsets: vec![0],
+                annotation_keys: Vec::new(),
+                annotation_values: Vec::new(),
+            }),
             local_queue_usage_of: Vec::new(),
             local_queue_usage: Vec::new(),
         };
@@ -539,14 +524,17 @@ impl Request {
             c.usage_frs.extend(cand.usage.iter().map(|u| u.fr));
             c.usage_amounts.extend(cand.usage.iter().map(|u| u.amount));
             c.usage_offsets.push(c.usage_frs.len() as u32);
-            c.label_keys.extend(cand.labels.iter().map(|e| e.key));
-            c.label_values.extend(cand.labels.iter().map(|e| e.value));
-            c.label_offsets.push(c.label_keys.len() as u32);
-            c.annotation_keys
-                .extend(cand.annotations.iter().map(|e| e.key));
-            c.annotation_values
-                .extend(cand.annotations.iter().map(|e| e.value));
-            c.annotation_offsets.push(c.annotation_keys.len() as u32);
+            if let Some(ids) = c.identities.as_mut() {
+                ids.label_keys.extend(cand.labels.iter().map(|e| e.key));
+                ids.label_values.extend(cand.labels.iter().map(|e| e.value));
+                ids.label_offsets.push(ids.label_keys.len() as u32);
+                ids.annotation_keys
+                    .extend(cand.annotations.iter().map(|e| e.key));
+                ids.annotation_values
+                    .extend(cand.annotations.iter().map(|e| e.value));
+                ids.annotation_offsets
+                    .push(ids.annotation_keys.len() as u32);
+            }
             if let Some(usage) = cand.local_queue_usage {
                 c.local_queue_usage_of.push(i as u32);
                 c.local_queue_usage.push(usage);
@@ -585,11 +573,15 @@ pub trait PreemptionPolicy: Default + 'static {
     /// [`catalog_changed`](PreemptionPolicy::catalog_changed)): `Needs::TREE_USAGE` fills each
     /// request's `tree_usage` with every node of the preemptor's cohort tree on every
     /// flavor-resource (read it with [`QuotaView::from_usage_table`](crate::QuotaView::from_usage_table);
-    /// fair sharing's shares need it, see [`kueue::preemption_needs`](crate::kueue::preemption_needs)).
-    /// Default: nothing.
+    /// fair sharing's shares need it, see [`kueue::preemption_needs`](crate::kueue::preemption_needs));
+    /// `Needs::IDENTITY` sends who the preemptor and the candidates are (namespace, owning
+    /// job, labels, annotations: [`Identity`](crate::identity::Identity) and
+    /// [`CandidateTable`]; without it they read as nobody in particular). Default:
+    /// `Needs::IDENTITY` (Kueue's own victim selection, [`kueue::preemption_needs`], reads no
+    /// identity).
     fn needs(&self, catalog: &Catalog) -> Needs {
         let _ = catalog;
-        Needs::empty()
+        Needs::IDENTITY
     }
 
     /// The victims for one preemptor (indices into `req.candidates`), or `None` when preemption
@@ -688,6 +680,22 @@ mod tests {
     use super::*;
     use crate::identity::Identity;
 
+    /// A policy that says nothing of what it reads is told who workloads are; Kueue's own
+    /// victim selection reads none of it.
+    #[test]
+    fn identity_is_sent_unless_a_policy_says_what_it_reads() {
+        #[derive(Default)]
+        struct Plain;
+        impl PreemptionPolicy for Plain {
+            fn select_victims(&mut self, _: &Catalog, _: &Request) -> Option<Victims> {
+                None
+            }
+        }
+        let catalog = crate::testing::CatalogBuilder::new().build();
+        assert_eq!(Plain.needs(&catalog), Needs::IDENTITY);
+        assert!(!crate::kueue::preemption_needs(&catalog).contains(Needs::IDENTITY));
+    }
+
     #[test]
     fn columns_become_one_record_per_candidate() {
         let columns = wit::Candidates {
@@ -705,16 +713,18 @@ mod tests {
             usage_frs: vec![0, 1, 0],
             usage_amounts: vec![1000, 2000, 3000],
             local_queues: vec![3, NO_LOCAL_QUEUE],
-            namespaces: vec![0, 1],
-            job_kinds: vec![2, NO_STRING],
-            job_api_versions: vec![3, NO_STRING],
-            job_names: vec![4, NO_STRING],
-            label_offsets: Vec::new(),
-            label_keys: Vec::new(),
-            label_values: Vec::new(),
-            annotation_offsets: vec![0, 0, 1],
-            annotation_keys: vec![5],
-            annotation_values: vec![6],
+            identities: Some(crate::types::Identities {
+                namespaces: vec![0, 1],
+                job_kinds: vec![2, NO_STRING],
+                job_api_versions: vec![3, NO_STRING],
+                job_names: vec![4, NO_STRING],
+                label_offsets: Vec::new(),
+                label_keys: Vec::new(),
+                label_values: Vec::new(),
+                annotation_offsets: vec![0, 0, 1],
+                annotation_keys: vec![5],
+                annotation_values: vec![6],
+            }),
             local_queue_usage_of: vec![0],
             local_queue_usage: vec![0.5],
         };
@@ -814,17 +824,19 @@ mod tests {
             usage_frs: vec![0, 1, 0],
             usage_amounts: vec![10, 20],
             local_queues: vec![1],
-            namespaces: Vec::new(),
-            job_kinds: vec![1, 2, 3, 4],
-            job_api_versions: Vec::new(),
-            job_names: Vec::new(),
-            // Decreasing and out of range.
-            label_offsets: vec![0, 3, 1],
-            label_keys: vec![1, 2],
-            label_values: vec![3],
-            annotation_offsets: Vec::new(),
-            annotation_keys: vec![1],
-            annotation_values: Vec::new(),
+            identities: Some(crate::types::Identities {
+                namespaces: Vec::new(),
+                job_kinds: vec![1, 2, 3, 4],
+                job_api_versions: Vec::new(),
+                job_names: Vec::new(),
+                // Decreasing and out of range.
+                label_offsets: vec![0, 3, 1],
+                label_keys: vec![1, 2],
+                label_values: vec![3],
+                annotation_offsets: Vec::new(),
+                annotation_keys: vec![1],
+                annotation_values: Vec::new(),
+            }),
             local_queue_usage_of: vec![2, 5, 1],
             local_queue_usage: vec![0.25, 1.0],
         };

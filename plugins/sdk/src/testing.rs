@@ -4,7 +4,7 @@
 //! Nothing here calls the host, so it works in `cargo test` on the build machine.
 
 use crate::catalog::Catalog;
-use crate::identity::NO_STRING;
+use crate::identity::{Identity, NO_STRING};
 use crate::kueue::{self, default_fungibility, default_preemption};
 use crate::ordering::Head;
 use crate::preemption::{Candidate, CandidateKind};
@@ -351,11 +351,21 @@ pub fn workload(id: u32, cluster_queue: u32, priority: i64, created: i64) -> Wor
             min_count: None,
             per_pod: Vec::new(),
         }],
-        namespace: NO_STRING,
-        owner: None,
-        labels: Vec::new(),
-        annotations: Vec::new(),
+        identity: None,
     }
+}
+
+/// `workload`'s identity, made empty (in no namespace, without owner, labels or annotations)
+/// if it has none: what the host sends a plugin whose `needs` include `identity`.
+fn identity_of(workload: &mut Workload) -> &mut types::WorkloadIdentity {
+    workload
+        .identity
+        .get_or_insert_with(|| types::WorkloadIdentity {
+            namespace: NO_STRING,
+            owner: None,
+            labels: Vec::new(),
+            annotations: Vec::new(),
+        })
 }
 
 /// The id of `value` in the catalog's string table, adding it if new (the host interns a
@@ -372,12 +382,15 @@ pub fn with_identity(
     namespace: &str,
     owner: Option<(&str, &str, &str)>,
 ) -> Workload {
-    workload.namespace = catalog.intern(namespace);
-    workload.owner = owner.map(|(kind, api_version, name)| Owner {
+    let namespace = catalog.intern(namespace);
+    let owner = owner.map(|(kind, api_version, name)| Owner {
         kind: catalog.intern(kind),
         api_version: catalog.intern(api_version),
         name: catalog.intern(name),
     });
+    let identity = identity_of(&mut workload);
+    identity.namespace = namespace;
+    identity.owner = owner;
     workload
 }
 
@@ -388,10 +401,11 @@ pub fn with_label(
     key: &str,
     value: &str,
 ) -> Workload {
-    workload.labels.push(Entry {
+    let entry = Entry {
         key: catalog.intern(key),
         value: catalog.intern(value),
-    });
+    };
+    identity_of(&mut workload).labels.push(entry);
     workload
 }
 
@@ -402,10 +416,11 @@ pub fn with_annotation(
     key: &str,
     value: &str,
 ) -> Workload {
-    workload.annotations.push(Entry {
+    let entry = Entry {
         key: catalog.intern(key),
         value: catalog.intern(value),
-    });
+    };
+    identity_of(&mut workload).annotations.push(entry);
     workload
 }
 
@@ -417,9 +432,9 @@ pub fn candidate(workload: &Workload, priority: i64, admitted: Millis) -> Candid
         workload: workload.id,
         cluster_queue: workload.cluster_queue,
         local_queue: workload.local_queue,
-        namespace: workload.namespace,
-        owner: workload.owner,
-        labels: workload.labels.clone(),
+        namespace: workload.namespace_id(),
+        owner: Identity::owner(workload),
+        labels: workload.label_entries().to_vec(),
         kind: CandidateKind::SameQueue,
         lca: None,
         priority,
@@ -429,7 +444,7 @@ pub fn candidate(workload: &Workload, priority: i64, admitted: Millis) -> Candid
         requeue_reason: workload.requeue_reason,
         evicting: false,
         usage: Vec::new(),
-        annotations: workload.annotations.clone(),
+        annotations: workload.annotation_entries().to_vec(),
         local_queue_usage: None,
     }
 }
@@ -461,10 +476,10 @@ pub fn head(workload: u32, cluster_queue: u32, priority: i64, created: i64) -> H
 /// `head` with the identity of `workload` (namespace, owner, labels, annotations, LocalQueue).
 pub fn head_of(mut head: Head, workload: &Workload) -> Head {
     head.local_queue = workload.local_queue;
-    head.namespace = workload.namespace;
-    head.owner = workload.owner;
-    head.labels = workload.labels.clone();
-    head.annotations = workload.annotations.clone();
+    head.namespace = workload.namespace_id();
+    head.owner = Identity::owner(workload);
+    head.labels = workload.label_entries().to_vec();
+    head.annotations = workload.annotation_entries().to_vec();
     head
 }
 
