@@ -315,12 +315,11 @@ impl WasmPreemption {
                         usage_frs: Vec::new(),
                         usage_amounts: Vec::new(),
                         identities: None,
-                        local_queue_usage_of: Vec::new(),
-                        local_queue_usage: Vec::new(),
+                        local_queue_usage: None,
                     },
                     usage_nodes: Vec::new(),
                     usage: Vec::new(),
-                    tree_usage: convert::no_usage(),
+                    tree_usage: None,
                     now: 0,
                 },
                 frs: Vec::new(),
@@ -383,8 +382,16 @@ fn fill_candidates(
     out.requeue_counts.clear();
     out.requeue_reasons.clear();
     out.evicting.clear();
-    out.local_queue_usage_of.clear();
-    out.local_queue_usage.clear();
+    // Kept for its buffers while no candidate has admission-fair-sharing usage.
+    let mut afs = out
+        .local_queue_usage
+        .take()
+        .unwrap_or_else(|| pre::CandidatesLocalQueueUsage {
+            of: Vec::new(),
+            usage: Vec::new(),
+        });
+    afs.of.clear();
+    afs.usage.clear();
     out.local_queues.clear();
     for (i, c) in list.iter().enumerate() {
         if identity {
@@ -399,8 +406,8 @@ fn fill_candidates(
             out.evicting.push(i as u32);
         }
         if let Some(u) = c.local_queue_usage {
-            out.local_queue_usage_of.push(i as u32);
-            out.local_queue_usage.push(u);
+            afs.of.push(i as u32);
+            afs.usage.push(u);
         }
     }
     fill_usage_columns(
@@ -412,6 +419,7 @@ fn fill_candidates(
         list.iter().map(|c| c.usage.as_slice()),
     );
     convert::fill_identities(&mut out.identities, identity, strings, idents);
+    out.local_queue_usage = (!afs.of.is_empty()).then_some(afs);
 }
 
 impl PreemptionPolicy for WasmPreemption {
@@ -483,14 +491,13 @@ impl PreemptionPolicy for WasmPreemption {
                     );
                     if call.needs.tree_usage {
                         convert::fill_usage_table(
-                            &mut request.tree_usage,
+                            request.tree_usage.get_or_insert_with(convert::no_usage),
                             cluster,
                             req.usage,
                             [cluster.tree.root(req.node)],
                         );
                     } else {
-                        request.tree_usage.nodes.clear();
-                        request.tree_usage.amounts.clear();
+                        request.tree_usage = None;
                     }
                     let strings = call.strings.take();
                     let (guest, store) = call.preemption();

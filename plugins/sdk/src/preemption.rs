@@ -398,9 +398,9 @@ impl From<wit::Candidates> for CandidateColumns {
             }
         }
         let mut local_queue_usage = Vec::new();
-        if !c.local_queue_usage_of.is_empty() {
+        if let Some(afs) = c.local_queue_usage.as_ref().filter(|a| !a.of.is_empty()) {
             local_queue_usage.resize(n, None);
-            for (&i, &u) in c.local_queue_usage_of.iter().zip(&c.local_queue_usage) {
+            for (&i, &u) in afs.of.iter().zip(&afs.usage) {
                 if let Some(slot) = local_queue_usage.get_mut(i as usize) {
                     *slot = Some(u);
                 }
@@ -419,7 +419,7 @@ impl From<wit::Candidates> for CandidateColumns {
 impl CandidateColumns {
     /// The columns as the host sent them, with the per-candidate lists padded or truncated to
     /// `workloads`, unknown kinds set to 0 and the usage offsets clamped; the lists by index
-    /// (`evicting`, `local-queue-usage-of`) are as sent, out-of-range indices
+    /// (`evicting`, `local-queue-usage.of`) are as sent, out-of-range indices
     /// included. Decode `kinds` with [`KINDS`] and `lcas` with [`NO_NODE`].
     pub fn raw(&self) -> &wit::Candidates {
         &self.raw
@@ -435,7 +435,10 @@ impl From<wit::Request> for Request<CandidateColumns> {
             candidates: CandidateColumns::from(r.candidates),
             usage_nodes: r.usage_nodes,
             usage: r.usage,
-            tree_usage: r.tree_usage,
+            tree_usage: r.tree_usage.unwrap_or_else(|| UsageTable {
+                nodes: Vec::new(),
+                amounts: Vec::new(),
+            }),
             now: r.now,
         }
     }
@@ -514,8 +517,7 @@ impl Request {
                 annotation_keys: Vec::new(),
                 annotation_values: Vec::new(),
             }),
-            local_queue_usage_of: Vec::new(),
-            local_queue_usage: Vec::new(),
+            local_queue_usage: None,
         };
         for (i, cand) in list.iter().enumerate() {
             if cand.evicting {
@@ -536,8 +538,14 @@ impl Request {
                     .push(ids.annotation_keys.len() as u32);
             }
             if let Some(usage) = cand.local_queue_usage {
-                c.local_queue_usage_of.push(i as u32);
-                c.local_queue_usage.push(usage);
+                let afs =
+                    c.local_queue_usage
+                        .get_or_insert_with(|| wit::CandidatesLocalQueueUsage {
+                            of: Vec::new(),
+                            usage: Vec::new(),
+                        });
+                afs.of.push(i as u32);
+                afs.usage.push(usage);
             }
         }
         let all: Vec<u32> = (0..list.len() as u32).collect();
@@ -725,8 +733,10 @@ mod tests {
                 annotation_keys: vec![5],
                 annotation_values: vec![6],
             }),
-            local_queue_usage_of: vec![0],
-            local_queue_usage: vec![0.5],
+            local_queue_usage: Some(wit::CandidatesLocalQueueUsage {
+                of: vec![0],
+                usage: vec![0.5],
+            }),
         };
         let req: Request = Request::from(wit::Request {
             preemptor: crate::testing::workload(5, 1, 0, 0),
@@ -735,10 +745,7 @@ mod tests {
             candidates: columns,
             usage_nodes: Vec::new(),
             usage: Vec::new(),
-            tree_usage: UsageTable {
-                nodes: Vec::new(),
-                amounts: Vec::new(),
-            },
+            tree_usage: None,
             now: 0,
         });
         let [a, b] = &req.candidates[..] else {
@@ -837,8 +844,10 @@ mod tests {
                 annotation_keys: vec![1],
                 annotation_values: Vec::new(),
             }),
-            local_queue_usage_of: vec![2, 5, 1],
-            local_queue_usage: vec![0.25, 1.0],
+            local_queue_usage: Some(wit::CandidatesLocalQueueUsage {
+                of: vec![2, 5, 1],
+                usage: vec![0.25, 1.0],
+            }),
         };
         let t = CandidateColumns::from(columns);
         assert_eq!(t.len(), 3);
