@@ -80,30 +80,39 @@ pub fn victims(
 ) -> Result<(), InvalidAnswer> {
     check_indices(&answer.victims, req.candidates.len())?;
     let allow_borrowing = borrowing_allowed(req, answer, &answer.victims)?;
-    let fits_without = |victims: &[usize], allow_borrowing: bool| {
-        let mut usage = UsageOverlay::new(req.usage);
-        for &i in victims {
-            let c = &req.candidates[i];
-            for &(fr, v) in &c.usage {
-                req.tree.add_usage(&mut usage, c.node, fr, -v);
-            }
+    let shift = |usage: &mut UsageOverlay<'_>, i: usize, sign: i64| {
+        let c = &req.candidates[i];
+        for &(fr, v) in &c.usage {
+            req.tree.add_usage(usage, c.node, fr, sign * v);
         }
-        fits_after(req, &usage, allow_borrowing, victims)
     };
-    if !fits_without(&answer.victims, allow_borrowing) {
+    let mut usage = UsageOverlay::new(req.usage);
+    for &i in &answer.victims {
+        shift(&mut usage, i, -1);
+    }
+    if !fits_after(req, &usage, allow_borrowing, &answer.victims) {
         return Err(InvalidAnswer::VictimsInsufficient);
     }
     if !allow_extra {
+        // Each victim left running in turn, the others gone: put back, asked, taken again.
+        // The usage arithmetic is exact and order-independent, so this is the state of
+        // removing the others alone (one pass, not one overlay per victim).
+        let mut others = Vec::with_capacity(answer.victims.len());
         for (k, &j) in answer.victims.iter().enumerate() {
-            let others: Vec<usize> = answer
-                .victims
-                .iter()
-                .enumerate()
-                .filter(|&(m, _)| m != k)
-                .map(|(_, &i)| i)
-                .collect();
+            others.clear();
+            others.extend(
+                answer
+                    .victims
+                    .iter()
+                    .enumerate()
+                    .filter(|&(m, _)| m != k)
+                    .map(|(_, &i)| i),
+            );
             let allow = borrowing_allowed(req, answer, &others)?;
-            if fits_without(&others, allow) {
+            shift(&mut usage, j, 1);
+            let fits = fits_after(req, &usage, allow, &others);
+            shift(&mut usage, j, -1);
+            if fits {
                 return Err(InvalidAnswer::UnneededVictim(j));
             }
         }

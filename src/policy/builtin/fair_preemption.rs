@@ -800,4 +800,95 @@ mod tests {
             Err(InvalidAnswer::UnneededVictim(index(a2)))
         );
     }
+
+    /// The host's check of an answer, one overlay for all (`verify::victims`), judges every
+    /// answer as the definition does: the victims gone, then each left running in turn with
+    /// only the others gone, each state built from the snapshot.
+    #[test]
+    fn the_check_of_an_answer_is_the_definition_on_every_subset() {
+        use crate::policy::VictimSet;
+        use crate::policy::verify::{InvalidAnswer, victims as check};
+        use crate::quota::UsageOverlay;
+        // Three queues over their quota by different amounts, workloads of 1 and 2 cpu, and
+        // one same-queue candidate: removals cross guaranteed and subtree quotas both ways.
+        let adm = [
+            ("a1", "a", 2, 0),
+            ("a2", "a", 2, 1),
+            ("b1", "b", 2, 2),
+            ("b2", "b", 1, 3),
+            ("b3", "b", 2, 4),
+            ("c1", "c", 2, 5),
+            ("c2", "c", 1, 6),
+            ("c3", "c", 2, 7),
+            ("d1", "d", 1, 8),
+        ];
+        let cl = cluster(&QUEUES, &adm);
+        let own = cl.cq_by_name["a"];
+        let mut list = candidates(&cl, own, CandidateKind::ReclaimWhileBorrowing);
+        // One candidate another queue may only lose while the preemptor does not borrow.
+        if let Some(c) = list.iter_mut().find(|c| c.cluster_queue != own) {
+            c.kind = CandidateKind::ReclaimWithoutBorrowing;
+        }
+        let n = list.len();
+        assert!(n >= 7, "{n} candidates");
+        let definition = |req: &PreemptionRequest<'_>, answer: &VictimSet| {
+            let gone = |victims: &[usize]| {
+                let mut usage = UsageOverlay::new(req.usage);
+                for &i in victims {
+                    let c = &req.candidates[i];
+                    for &(fr, v) in &c.usage {
+                        req.tree.add_usage(&mut usage, c.node, fr, -v);
+                    }
+                }
+                usage
+            };
+            let allow = |victims: &[usize]| match victims
+                .iter()
+                .find(|&&i| req.candidates[i].kind == CandidateKind::ReclaimWithoutBorrowing)
+            {
+                Some(&i) if answer.allow_borrowing && req.candidates[i].cluster_queue != own => {
+                    Err(InvalidAnswer::BorrowingNotAllowed(i))
+                }
+                Some(_) => Ok(false),
+                None => Ok(answer.allow_borrowing),
+            };
+            let all = &answer.victims;
+            if !super::super::fits_after(req, &gone(all), allow(all)?, all) {
+                return Err(InvalidAnswer::VictimsInsufficient);
+            }
+            for k in 0..all.len() {
+                let mut others = all.clone();
+                others.remove(k);
+                if super::super::fits_after(req, &gone(&others), allow(&others)?, &others) {
+                    return Err(InvalidAnswer::UnneededVictim(all[k]));
+                }
+            }
+            Ok(())
+        };
+        let (mut accepted, mut refused) = (0, 0);
+        for need in [1000, 3000, 6000] {
+            let req = request(&cl, need, list.clone());
+            for subset in 1u32..(1 << n) {
+                let victims: Vec<usize> = (0..n).filter(|&i| subset & (1 << i) != 0).collect();
+                for allow_borrowing in [false, true] {
+                    let answer = VictimSet {
+                        victims: victims.clone(),
+                        allow_borrowing,
+                    };
+                    let got = check(&req, &answer, false);
+                    assert_eq!(got, definition(&req, &answer), "{need} {answer:?}");
+                    if got.is_ok() {
+                        accepted += 1;
+                    } else {
+                        refused += 1;
+                    }
+                }
+            }
+        }
+        // Both outcomes occur, so the comparison means something.
+        assert!(
+            accepted > 0 && refused > 0,
+            "{accepted} accepted, {refused} refused"
+        );
+    }
 }
