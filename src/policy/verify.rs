@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 
 use super::builtin::fits_after;
+use super::builtin::remove_candidate;
 use super::{CandidateKind, FitMode, FlavorChoiceRequest, PreemptionRequest, VictimSet};
 use crate::quota::UsageOverlay;
 
@@ -80,15 +81,9 @@ pub fn victims(
 ) -> Result<(), InvalidAnswer> {
     check_indices(&answer.victims, req.candidates.len())?;
     let allow_borrowing = borrowing_allowed(req, answer, &answer.victims)?;
-    let shift = |usage: &mut UsageOverlay<'_>, i: usize, sign: i64| {
-        let c = &req.candidates[i];
-        for &(fr, v) in &c.usage {
-            req.tree.add_usage(usage, c.node, fr, sign * v);
-        }
-    };
     let mut usage = UsageOverlay::new(req.usage);
     for &i in &answer.victims {
-        shift(&mut usage, i, -1);
+        remove_candidate(req, &mut usage, &req.candidates[i], 1);
     }
     if !fits_after(req, &usage, allow_borrowing, &answer.victims) {
         return Err(InvalidAnswer::VictimsInsufficient);
@@ -109,9 +104,9 @@ pub fn victims(
                     .map(|(_, &i)| i),
             );
             let allow = borrowing_allowed(req, answer, &others)?;
-            shift(&mut usage, j, 1);
+            remove_candidate(req, &mut usage, &req.candidates[j], -1);
             let fits = fits_after(req, &usage, allow, &others);
-            shift(&mut usage, j, -1);
+            remove_candidate(req, &mut usage, &req.candidates[j], 1);
             if fits {
                 return Err(InvalidAnswer::UnneededVictim(j));
             }
@@ -134,10 +129,7 @@ pub fn extra_victims(req: &PreemptionRequest<'_>, answer: &VictimSet) -> usize {
         };
         let mut usage = UsageOverlay::new(req.usage);
         for &i in &others {
-            let c = &req.candidates[i];
-            for &(fr, v) in &c.usage {
-                req.tree.add_usage(&mut usage, c.node, fr, -v);
-            }
+            remove_candidate(req, &mut usage, &req.candidates[i], 1);
         }
         if fits_after(req, &usage, allow, &others) {
             kept = others;

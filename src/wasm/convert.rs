@@ -40,7 +40,6 @@ impl Catalog {
                         strings.intern(&o.name),
                     ]
                 }),
-                wl.lq.map_or(NO_STRING, |l| l.0),
                 entries(strings, &wl.labels, |k| self.exposure.exposes_label(k)),
                 entries(strings, &wl.annotations, |k| self.exposure.exposes(k)),
             )

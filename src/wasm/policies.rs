@@ -382,7 +382,7 @@ fn fill_candidates(
     out.requeue_counts.clear();
     out.requeue_reasons.clear();
     out.evicting.clear();
-    // Kept for its buffers while no candidate has admission-fair-sharing usage.
+    // The previous call's lists, when it sent any; sent again only if some candidate has usage.
     let mut afs = out
         .local_queue_usage
         .take()

@@ -44,9 +44,6 @@ pub struct Ident {
     pub owner: [u32; 3],
     /// Its labels and annotations: an index into the table's extras, or [`NONE`] for none.
     extras: u32,
-    /// Its LocalQueue's id, or [`NONE`] (kept here so that a candidate's columns read one
-    /// dense entry, not the workload's whole record).
-    pub local_queue: u32,
 }
 
 /// No string, no extras (the WIT's `no-string`); also marks an identity not computed yet.
@@ -74,12 +71,10 @@ const UNSET: Ident = Ident {
     namespace: NONE,
     owner: [NONE; 3],
     extras: NONE,
-    local_queue: NONE,
 };
 
-/// What [`StringTable::ident`]'s `make` returns: namespace, owner, LocalQueue, labels and
-/// annotations.
-pub type Made = (u32, Option<[u32; 3]>, u32, Pairs, Pairs);
+/// What [`StringTable::ident`]'s `make` returns: namespace, owner, labels and annotations.
+pub type Made = (u32, Option<[u32; 3]>, Pairs, Pairs);
 
 /// Labels and annotations the plugin's allow-list passes, (key, value).
 pub type Pairs = Box<[(u32, u32)]>;
@@ -140,7 +135,7 @@ impl StringTable {
             self.extras.clear();
             self.idents_of = config;
         }
-        let (namespace, owner, local_queue, labels, annotations) = made;
+        let (namespace, owner, labels, annotations) = made;
         let extras = if labels.is_empty() && annotations.is_empty() {
             NONE
         } else {
@@ -151,7 +146,6 @@ impl StringTable {
             namespace,
             owner: owner.unwrap_or([NONE; 3]),
             extras,
-            local_queue,
         };
         if self.idents.len() <= index {
             self.idents.resize(index + 1, UNSET);
@@ -210,13 +204,7 @@ mod tests {
         t.begin();
         let make = |t: &mut StringTable| {
             let label = (t.intern("team"), t.intern("ml"));
-            (
-                t.intern("prod"),
-                None,
-                NONE,
-                Box::from([label]),
-                Box::from([]),
-            )
+            (t.intern("prod"), None, Box::from([label]), Box::from([]))
         };
         let ident = t.ident(1, 3, make);
         assert_eq!((ident.namespace, ident.owner), (2, [NONE; 3]));
@@ -241,7 +229,7 @@ mod tests {
         t.begin();
         let make = |t: &mut StringTable| {
             let label = (t.intern("team"), t.intern("ml"));
-            (t.intern("prod"), None, 7, Box::from([label]), Box::from([]))
+            (t.intern("prod"), None, Box::from([label]), Box::from([]))
         };
         let big = "x".repeat(MAX_BYTES);
         t.intern(&big);
@@ -258,10 +246,7 @@ mod tests {
             make(t)
         });
         assert!(made, "a cached identity outlived its string table");
-        assert_eq!(
-            (after.namespace, after.local_queue, t.labels(after)),
-            (2, 7, &[(0, 1)][..])
-        );
+        assert_eq!((after.namespace, t.labels(after)), (2, &[(0, 1)][..]));
         // Its strings are sent again, with the call that uses them.
         let sent = t.take();
         assert_eq!(

@@ -11,6 +11,7 @@ mod preemption;
 pub use flavors::{KueueFlavors, choose_flavor, is_preferred, should_try_next_flavor};
 pub use ordering::{KueueOrdering, classical_order, needs, order_bits, order_heads, sort_key};
 pub use placement::{KueuePlacement, best_fit};
+pub(crate) use preemption::remove_candidate;
 pub use preemption::{
     KueuePreemption, candidate_order, candidates_ordering, fits_after, select_victims,
 };

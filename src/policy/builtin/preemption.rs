@@ -167,7 +167,13 @@ fn all_but(victims: &[usize], k: usize) -> Vec<usize> {
     out
 }
 
-fn remove(req: &PreemptionRequest<'_>, usage: &mut impl UsageWrite, c: &Candidate, sign: i64) {
+/// Takes candidate `c`'s quota out of `usage` (`sign` = 1) or puts it back (`sign` = -1).
+pub(crate) fn remove_candidate(
+    req: &PreemptionRequest<'_>,
+    usage: &mut impl UsageWrite,
+    c: &Candidate,
+    sign: i64,
+) {
     for &(fr, v) in &c.usage {
         req.tree.add_usage(usage, c.node, fr, -sign * v);
     }
@@ -259,7 +265,7 @@ pub fn select_victims(req: &PreemptionRequest<'_>) -> Option<VictimSet> {
             if !still_valid(req, &usage, c, allow) {
                 continue;
             }
-            remove(req, &mut usage, c, 1);
+            remove_candidate(req, &mut usage, c, 1);
             targets.push(i);
             if fits_after(req, &usage, allow, &targets) {
                 // Fill back: re-add every target but the last, keeping those not needed.
@@ -267,11 +273,11 @@ pub fn select_victims(req: &PreemptionRequest<'_>) -> Option<VictimSet> {
                 while k > 0 {
                     k -= 1;
                     let c = &req.candidates[targets[k]];
-                    remove(req, &mut usage, c, -1);
+                    remove_candidate(req, &mut usage, c, -1);
                     if fits_after(req, &usage, allow, &all_but(&targets, k)) {
                         targets.swap_remove(k);
                     } else {
-                        remove(req, &mut usage, c, 1);
+                        remove_candidate(req, &mut usage, c, 1);
                     }
                 }
                 return Some(VictimSet {
