@@ -192,9 +192,16 @@ impl Controller {
         let mut keys = std::mem::take(&mut self.work.checks);
         keys.extend(self.mirror.reserved.iter().cloned());
         for key in keys {
-            let Some(wl) = self.mirror.workloads.get(&key).cloned() else {
+            let Some(wl) = self.mirror.workloads.get(&key) else {
                 continue;
             };
+            // Most Workloads have no checks and no ProvisioningRequest: nothing to do, and
+            // nothing copied.
+            let prs = &self.mirror.provisioning_requests;
+            if checks::states(wl).is_empty() && !prs.values().any(|p| provisioning::owns(p, wl)) {
+                continue;
+            }
+            let wl = wl.clone();
             if let Err(e) = self.sync_provisioning(&wl, &defs, now).await {
                 tracing::warn!(workload = %key, error = %e, "ProvisioningRequest check failed; will retry");
                 self.write_failed("provisioning-request");

@@ -7,8 +7,10 @@
 //! alone ([`core::sync_workload`]), so parking, sticky preemptors, requeue history and
 //! admission fair sharing's ledger survive. Only a configuration change (queues, cohorts,
 //! flavors, namespaces, priority classes, checks) rebuilds the core, through the restart
-//! path ([`core::build`]). Passes over running Workloads (checks, readiness) iterate the
-//! Workloads holding quota, not every Workload.
+//! path ([`core::build`]). Readiness (`waitForPodsReady`) is looked at for the Workloads whose
+//! Workload, job or pod group changed, and again when a not-ready one's timeout comes; the
+//! admission-check pass walks the Workloads holding quota but reads further only those with
+//! checks or ProvisioningRequests.
 //!
 //! A cycle's status writes go out in the background ([`inflight`]): the next cycle is
 //! scheduled while they are in flight, and the pass lands them all before it looks at
@@ -96,6 +98,13 @@ struct Work {
     node_usage: BTreeSet<String>,
     /// Workloads whose TAS pods may need ungating.
     ungate: BTreeSet<String>,
+    /// Workloads whose pods' readiness is looked at again: the Workload, its job or its pod
+    /// group changed.
+    readiness: BTreeSet<String>,
+    /// Every running Workload's readiness is looked at (after a rebuild).
+    readiness_all: bool,
+    /// When a running Workload that is not ready times out: it is looked at again then.
+    readiness_due: BTreeSet<(Millis, String)>,
 }
 
 pub struct Controller {
@@ -243,6 +252,13 @@ impl Controller {
     /// Moves what the mirror recorded as changed into the pass's work lists.
     fn absorb(&mut self) {
         let d = self.mirror.take_dirty();
+        // A job's readiness is its Workload's; a pod group's Workload is named after it.
+        let this = &*self;
+        let made: Vec<String> = (d.jobs.iter())
+            .flat_map(|(&i, keys)| keys.iter().filter_map(move |k| this.job_workload_key(i, k)))
+            .collect();
+        self.work.readiness.extend(made);
+        self.work.readiness.extend(d.pod_groups.iter().cloned());
         self.dirty |= d.config;
         self.work.core.extend(d.workloads);
         for (i, keys) in d.jobs {
@@ -253,6 +269,7 @@ impl Controller {
         self.work.nodes |= d.nodes;
         self.work.node_usage.extend(d.node_usage);
         self.work.ungate.extend(d.tas_pods);
+        self.work.readiness.extend(d.touched.iter().cloned());
         // A Workload admitted since its pods appeared: they are ungated now.
         let tas_pods = &self.mirror.tas.tas_pods;
         self.work.ungate.extend(
@@ -420,6 +437,8 @@ impl Controller {
             .inc();
         self.scheduler = Some(s);
         self.dirty = false;
+        // The readiness timeouts come from a configuration that may have changed.
+        self.work.readiness_all = true;
         // The build read every node and pod; every Workload with TAS pods is looked at.
         self.work.nodes = false;
         self.work.node_usage.clear();

@@ -109,12 +109,12 @@ fn running(wl: &Workload) -> bool {
 }
 
 impl Controller {
-    /// Readiness of every running Workload whose job or pod group is known, by Workload key.
-    /// Only Workloads holding quota can run: those are the ones looked at.
-    fn readiness(&self) -> BTreeMap<String, bool> {
+    /// Readiness of the running Workloads among `keys` whose job or pod group is known, by
+    /// Workload key. Only Workloads holding quota can run.
+    fn readiness<'k>(&self, keys: impl Iterator<Item = &'k String>) -> BTreeMap<String, bool> {
         let mut out = BTreeMap::new();
         let mut groups: Option<BTreeMap<String, podgroup::Group>> = None;
-        for key in &self.mirror.reserved {
+        for key in keys {
             let Some(wl) = self.mirror.workloads.get(key) else {
                 continue;
             };
@@ -151,6 +151,16 @@ impl Controller {
             }
         }
         out
+    }
+
+    /// The key of the Workload a job makes (its kind's name for it, in the job's namespace),
+    /// if the mirror has the job.
+    pub(super) fn job_workload_key(&self, kind: usize, job_key: &str) -> Option<String> {
+        let job = self.mirror.jobs.get(kind)?.get(job_key)?;
+        let name = job.metadata.name.as_deref().unwrap_or_default();
+        let uid = job.metadata.uid.as_deref().unwrap_or_default();
+        let made = self.kinds.get(kind)?.workload_name(name, uid, None);
+        Some(key_of(job.metadata.namespace.as_deref(), &made))
     }
 
     /// The job that owns a Workload (its owner of a managed kind, with the Workload name that
@@ -221,21 +231,45 @@ impl Controller {
         else {
             return;
         };
-        for (key, ready) in self.readiness() {
-            if let Err(e) = self.sync_workload_readiness(&key, ready, &w, now).await {
-                tracing::warn!(workload = %key, error = %e, "cannot act on the pods' readiness; will retry");
-                self.write_failed("pods-ready");
+        // What changed (the writes that just landed included), and the timeouts that came;
+        // every running Workload after a rebuild.
+        self.absorb();
+        let mut keys = std::mem::take(&mut self.work.readiness);
+        let due = &mut self.work.readiness_due;
+        while let Some(first) = due.first().filter(|(at, _)| *at <= now) {
+            keys.insert(first.1.clone());
+            due.pop_first();
+        }
+        let readiness = if std::mem::take(&mut self.work.readiness_all) {
+            self.work.readiness_due.clear();
+            self.readiness(self.mirror.reserved.iter())
+        } else {
+            self.readiness(keys.iter())
+        };
+        for (key, ready) in readiness {
+            match self.sync_workload_readiness(&key, ready, &w, now).await {
+                Ok(Some(at)) => {
+                    self.work.readiness_due.insert((at, key));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(workload = %key, error = %e, "cannot act on the pods' readiness; will retry");
+                    self.write_failed("pods-ready");
+                    self.mirror.touch(&key);
+                }
             }
         }
     }
 
+    /// Writes one Workload's `PodsReady` condition and acts on its timeout; returns when it
+    /// times out if that is still to come.
     async fn sync_workload_readiness(
         &mut self,
         key: &str,
         ready: bool,
         w: &WaitForPodsReady,
         now: Millis,
-    ) -> Result<(), crate::k8s::Error> {
+    ) -> Result<Option<Millis>, crate::k8s::Error> {
         // Kueue's job reconciler writes it, as the job controller.
         let written = self
             .write_status_as(key, crate::k8s::writer::JOB_MANAGER, |wl| {
@@ -264,19 +298,19 @@ impl Controller {
             self.observe_ready(wl, now);
         }
         if ready {
-            return Ok(());
+            return Ok(None);
         }
         let Some(wl) = self.mirror.workloads.get(key).cloned() else {
-            return Ok(());
+            return Ok(None);
         };
         if !running(&wl) {
-            return Ok(());
+            return Ok(None);
         }
         let Some((at, cause)) = deadline(&wl, w) else {
-            return Ok(());
+            return Ok(None);
         };
         if now < at {
-            return Ok(());
+            return Ok(Some(at));
         }
         let state = wl.status.as_ref().and_then(|s| s.requeue_state.as_ref());
         let count = state
@@ -292,7 +326,8 @@ impl Controller {
                     None,
                     now,
                 )
-                .await;
+                .await
+                .map(|()| None);
         }
         let n = count + 1;
         let wait = backoff_seconds(w.backoff_base_seconds, w.backoff_max_seconds, n);
@@ -306,7 +341,9 @@ impl Controller {
             count: Some(n),
             cause,
         };
-        self.evict_for_retry(key, &eviction, now).await
+        self.evict_for_retry(key, &eviction, now)
+            .await
+            .map(|()| None)
     }
 }
 
