@@ -41,6 +41,10 @@ enum Command {
         /// Stop at this virtual time (e.g. 90s, 10m).
         #[arg(long, value_parser = parse_millis)]
         until: Option<i64>,
+        /// Move the clock on after this many cycles at one instant that keep changing
+        /// something (a livelock guard; default 1,000 + 10 per ClusterQueue).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        max_cycles_per_instant: Option<u64>,
         /// How many timeline events the table shows.
         #[arg(long, default_value_t = 60)]
         max_events: usize,
@@ -293,6 +297,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             output,
             max_cycles,
             until,
+            max_cycles_per_instant,
             max_events,
             policies,
             speed,
@@ -304,15 +309,20 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             if speed.is_some_and(|s| !(s > 0.0 && s.is_finite())) {
                 anyhow::bail!("--speed must be a positive number");
             }
+            let limits = Limits {
+                max_cycles,
+                until,
+                max_cycles_per_instant,
+            };
             if watch {
-                return cli::watch::run(&paths, &policies, Limits { max_cycles, until });
+                return cli::watch::run(&paths, &policies, limits);
             }
             if let Some(specs) = compare {
                 return compare_policies(
                     &paths,
                     &policies,
                     &specs,
-                    Limits { max_cycles, until },
+                    limits,
                     output,
                     html.as_deref(),
                 );
@@ -328,7 +338,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             if let Some(speed) = speed {
                 sim.pace(speed);
             }
-            let limits = Limits { max_cycles, until };
             match cli::progress::Bar::new("simulate", total) {
                 Some(bar) => {
                     let mut update = |t: f64, done: usize, _total: usize| bar.update(t, done);

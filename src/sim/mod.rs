@@ -50,6 +50,9 @@ pub struct Limits {
     pub max_cycles: Option<u64>,
     /// Virtual time after which nothing more happens.
     pub until: Option<Millis>,
+    /// Cycles at one instant (the clock not moving) after which the clock moves on; by
+    /// default 1,000 + 10 per ClusterQueue.
+    pub max_cycles_per_instant: Option<u64>,
 }
 
 /// Progress callback: (virtual seconds, workloads settled, total).
@@ -565,8 +568,9 @@ impl Simulation {
         let until = limits.until.map(|u| self.t0 + u);
         // Guard against a livelock at one instant (e.g. two preemptors evicting each other's
         // victims forever): after this many cycles without the clock moving, move it.
-        let max_cycles_per_instant =
-            1_000 + 10 * self.scheduler.cluster.cluster_queues.len() as u64;
+        let max_cycles_per_instant = limits
+            .max_cycles_per_instant
+            .unwrap_or(1_000 + 10 * self.scheduler.cluster.cluster_queues.len() as u64);
         let mut cycles_at_instant = 0u64;
         loop {
             self.settle_time_events();

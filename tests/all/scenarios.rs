@@ -18,6 +18,7 @@ pub fn limits_of(text: &str) -> Limits {
             match pair[0] {
                 "--max-cycles" => limits.max_cycles = pair[1].parse().ok(),
                 "--until" => limits.until = wasq::sim::duration::parse_millis(pair[1]).ok(),
+                "--max-cycles-per-instant" => limits.max_cycles_per_instant = pair[1].parse().ok(),
                 _ => {}
             }
         }

@@ -211,7 +211,7 @@ fn random_load_keeps_leaves_and_quota_exact(preempt: bool) {
             sim.run(
                 &Limits {
                     max_cycles: Some(cycles),
-                    until: None,
+                    ..Limits::default()
                 },
                 None,
             );
@@ -302,7 +302,7 @@ fn pending_reasons(file: &str, cycles: Option<u64>) -> Vec<(String, String)> {
     sim.run(
         &Limits {
             max_cycles: cycles,
-            until: None,
+            ..Limits::default()
         },
         None,
     );

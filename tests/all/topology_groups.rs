@@ -116,7 +116,7 @@ fn outcome(mut sim: Simulation) -> (Result<Vec<String>, String>, Vec<String>) {
     sim.run(
         &Limits {
             max_cycles: Some(1),
-            until: None,
+            ..Limits::default()
         },
         None,
     );
