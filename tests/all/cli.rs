@@ -185,3 +185,46 @@ fn plugin_check_against_a_scenario_lists_what_the_plugin_would_change() {
             .contains("is not needed")
     );
 }
+
+/// Generated fair-sharing scenario 6 preempts and readmits the same Workloads at one instant
+/// without end (both sides decide alike; see the parity tests): `--max-cycles-per-instant`
+/// is how many such cycles run before the clock moves on, and 0 is refused.
+#[test]
+fn max_cycles_per_instant_bounds_a_livelock_and_refuses_zero() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("livelock.yaml");
+    let scenario = super::wasm_parity::generated_scenario(6, true, false);
+    std::fs::write(&path, scenario).expect("write scenario");
+    let cycles = |guard: &str| {
+        let out = wasq()
+            .arg("simulate")
+            .arg(&path)
+            .args(["--until", "3m", "--output", "json"])
+            .args(["--max-cycles-per-instant", guard])
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("no steady state at this instant"), "{err}");
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+        report["summary"]["cycles"].as_u64().expect("cycles")
+    };
+    let (few, more) = (cycles("5"), cycles("50"));
+    assert!(
+        few < more,
+        "a lower guard runs fewer cycles: {few} against {more}"
+    );
+    let out = wasq()
+        .arg("simulate")
+        .arg(&path)
+        .args(["--max-cycles-per-instant", "0"])
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--max-cycles-per-instant"), "{err}");
+}

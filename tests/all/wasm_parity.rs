@@ -145,7 +145,7 @@ impl Rng {
 /// settings, queueing strategies and admission scopes; two LocalQueues per ClusterQueue with
 /// random weights; workloads arriving over ten minutes with random sizes, priorities and
 /// durations.
-fn generated_scenario(seed: u64, fair: bool, afs: bool) -> String {
+pub fn generated_scenario(seed: u64, fair: bool, afs: bool) -> String {
     let mut r = Rng::new(seed);
     let mut y = format!(
         "# generated: seed {seed}, fair sharing {fair}, admission fair sharing {afs}\n# wasq-test: --until 30m --max-cycles-per-instant 100\n"
