@@ -229,6 +229,11 @@ impl Controller {
             .as_ref()
             .and_then(|s| s.cluster.settings.wait_for_pods_ready.clone())
         else {
+            // Off: nothing is kept for it. A configuration that turns it on rebuilds the core,
+            // and the pass after a rebuild looks at every running Workload.
+            self.work.readiness.clear();
+            self.work.readiness_due.clear();
+            self.work.readiness_all = false;
             return;
         };
         // What changed (the writes that just landed included), and the timeouts that came;
@@ -236,14 +241,13 @@ impl Controller {
         self.absorb();
         let mut keys = std::mem::take(&mut self.work.readiness);
         let due = &mut self.work.readiness_due;
-        while let Some(first) = due.first().filter(|(at, _)| *at <= now) {
-            keys.insert(first.1.clone());
-            due.pop_first();
-        }
         let readiness = if std::mem::take(&mut self.work.readiness_all) {
-            self.work.readiness_due.clear();
+            due.clear();
             self.readiness(self.mirror.reserved.iter())
         } else {
+            while due.first().is_some_and(|(at, _)| *at <= now) {
+                keys.extend(due.pop_first().map(|(_, key)| key));
+            }
             self.readiness(keys.iter())
         };
         for (key, ready) in readiness {
