@@ -130,7 +130,7 @@ impl Layout {
         let cols = self.frs.len();
         for &slot in &self.members {
             let row = slot as usize * cols;
-            self.usage[row..row + cols].fill(0);
+            clear_row(&mut self.usage[row..row + cols]);
         }
         self.members.clear();
         KEPT_LAYOUTS.with_borrow_mut(|kept| {
@@ -153,7 +153,11 @@ impl Layout {
         into.clear();
         for &slot in &self.members {
             let row = slot as usize * cols;
-            into.extend_from_slice(&self.usage[row..row + cols]);
+            match &self.usage[row..row + cols] {
+                &[a] => into.push(a),
+                &[a, b] => into.extend([a, b]),
+                cells => into.extend_from_slice(cells),
+            }
         }
         self.members.len()
     }
@@ -164,10 +168,15 @@ impl Layout {
         let cols = self.frs.len();
         for (k, &slot) in self.members.iter().enumerate() {
             let row = slot as usize * cols;
+            let cells = &mut self.usage[row..row + cols];
             match saved.get(k * cols..(k + 1) * cols).filter(|_| k < held) {
-                Some(was) => self.usage[row..row + cols].copy_from_slice(was),
+                Some(was) => match (cells, was) {
+                    ([a], &[x]) => *a = x,
+                    ([a, b], &[x, y]) => (*a, *b) = (x, y),
+                    (cells, was) => cells.copy_from_slice(was),
+                },
                 None => {
-                    self.usage[row..row + cols].fill(0);
+                    clear_row(cells);
                     // 0 is never a view's epoch.
                     self.stamp[slot as usize] = 0;
                 }
@@ -250,5 +259,16 @@ impl Layout {
             self.parent[last] = above;
         }
         Some(first)
+    }
+}
+
+/// Sets a row's cells to 0. Most views track one or two flavor-resources: a store or two,
+/// where a slice `fill` compiles to a bulk-memory instruction that the runtime carries out
+/// as a call out of the guest.
+fn clear_row(cells: &mut [Quantity]) {
+    match cells {
+        [a] => *a = 0,
+        [a, b] => (*a, *b) = (0, 0),
+        cells => cells.fill(0),
     }
 }
