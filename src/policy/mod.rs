@@ -93,6 +93,10 @@ pub struct Needs {
     /// The policy reads who workloads are (namespace, owning job, labels, annotations): a
     /// plugin is sent them only then (WIT `needs.identity`). The built-in policies never do.
     pub identity: bool,
+    /// The policy reads what workloads request (their podSets): a plugin is sent them in
+    /// `sort-keys` and a preemption request's preemptor only then (WIT `needs.pod-sets`). The
+    /// built-in policies never do.
+    pub pod_sets: bool,
 }
 
 /// What the ordering policy sees of one queued workload.

@@ -387,7 +387,7 @@ pub fn empty_workload() -> t::Workload {
         queued: 0,
         requeue_count: 0,
         requeue_reason: None,
-        pod_sets: Vec::new(),
+        pod_sets: None,
     }
 }
 
@@ -403,20 +403,22 @@ pub fn workload(
     identity: bool,
 ) -> t::Workload {
     let mut out = empty_workload();
-    fill_workload(&mut out, cluster, id, cq, queued);
+    fill_workload(&mut out, cluster, id, cq, queued, true);
     fill_identity(&mut out.identity, identity, cluster, catalog, strings, id);
     out
 }
 
 /// [`workload`] but its identity, written over `out`, whose lists are refilled in place (a
 /// record kept from an earlier call allocates nothing for a workload no larger than the one
-/// it held). [`fill_identity`] writes the rest.
+/// it held); its podSets only with `pod_sets` (else `none`). [`fill_identity`] writes the
+/// rest.
 pub fn fill_workload(
     out: &mut t::Workload,
     cluster: &Cluster,
     id: WorkloadId,
     cq: CqId,
     queued: Millis,
+    pod_sets: bool,
 ) {
     let wl = cluster.workload(id);
     out.id = id.0;
@@ -427,7 +429,12 @@ pub fn fill_workload(
     out.queued = queued;
     out.requeue_count = wl.requeue_count;
     out.requeue_reason = wl.requeue_reason.and_then(requeue_reason);
-    out.pod_sets.truncate(wl.pod_sets.len());
+    if !pod_sets {
+        out.pod_sets = None;
+        return;
+    }
+    let out = out.pod_sets.get_or_insert_with(Vec::new);
+    out.truncate(wl.pod_sets.len());
     for (i, ps) in wl.pod_sets.iter().enumerate() {
         let count = ps.count.max(0) as u32;
         let min_count = ps.min_count.map(|m| m.max(0) as u32);
@@ -435,14 +442,14 @@ pub fn fill_workload(
             resource: r.0,
             amount,
         });
-        match out.pod_sets.get_mut(i) {
+        match out.get_mut(i) {
             Some(p) => {
                 p.count = count;
                 p.min_count = min_count;
                 p.per_pod.clear();
                 p.per_pod.extend(per_pod);
             }
-            None => out.pod_sets.push(t::PodSet {
+            None => out.push(t::PodSet {
                 count,
                 min_count,
                 per_pod: per_pod.collect(),
@@ -831,9 +838,9 @@ spec:
 
         // A workload record refilled over one with more podSets, labels and an owner.
         let mut record = workload(&cluster, &catalog, &mut strings, plain, CqId(0), 5, true);
-        assert_eq!(record.pod_sets.len(), 2);
+        assert_eq!(record.pod_sets.as_ref().map(Vec::len), Some(2));
         let refill = |record: &mut t::Workload, strings: &mut StringTable, id, queued, identity| {
-            fill_workload(record, &cluster, id, CqId(0), queued);
+            fill_workload(record, &cluster, id, CqId(0), queued, true);
             fill_identity(
                 &mut record.identity,
                 identity,
@@ -846,7 +853,7 @@ spec:
         refill(&mut record, &mut strings, nb, 7, true);
         let expected = workload(&cluster, &catalog, &mut strings, nb, CqId(0), 7, true);
         assert_eq!(format!("{record:?}"), format!("{expected:?}"));
-        assert_eq!(record.pod_sets.len(), 1);
+        assert_eq!(record.pod_sets.as_ref().map(Vec::len), Some(1));
         refill(&mut record, &mut strings, plain, 5, true);
         let expected = workload(&cluster, &catalog, &mut strings, plain, CqId(0), 5, true);
         assert_eq!(format!("{record:?}"), format!("{expected:?}"));
@@ -857,6 +864,22 @@ spec:
         let expected = workload(&cluster, &catalog, &mut strings, nb, CqId(0), 7, false);
         assert_eq!(format!("{record:?}"), format!("{expected:?}"));
         assert!(record.identity.is_none());
+        // Without podSets (a plugin whose `needs` lack `pod-sets`) the record has none, the
+        // rest as before; asked again, they are back.
+        fill_workload(&mut record, &cluster, nb, CqId(0), 7, false);
+        assert!(record.pod_sets.is_none());
+        assert_eq!(
+            format!(
+                "{:?}",
+                t::Workload {
+                    pod_sets: expected.pod_sets.clone(),
+                    ..record.clone()
+                }
+            ),
+            format!("{expected:?}")
+        );
+        fill_workload(&mut record, &cluster, plain, CqId(0), 5, true);
+        assert_eq!(record.pod_sets.as_ref().map(Vec::len), Some(2));
     }
 
     #[test]

@@ -159,11 +159,12 @@ pub(super) struct CallCx<'a> {
 }
 
 /// What a flavor-assignment or placement plugin is sent: their `set-catalog` answers nothing,
-/// and they are always told who the workload is.
+/// and they are always told who the workload is and what it requests.
 const IDENTITY_ONLY: crate::policy::Needs = crate::policy::Needs {
     tree_usage: false,
     local_queue_usage: false,
     identity: true,
+    pod_sets: true,
 };
 
 /// The WIT `needs` flags as the policy traits see them.
@@ -173,6 +174,7 @@ fn needs(flags: super::bindings::types::Needs) -> crate::policy::Needs {
         tree_usage: flags.contains(N::TREE_USAGE),
         local_queue_usage: flags.contains(N::LOCAL_QUEUE_USAGE),
         identity: flags.contains(N::IDENTITY),
+        pod_sets: flags.contains(N::POD_SETS),
     }
 }
 

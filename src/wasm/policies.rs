@@ -169,7 +169,14 @@ impl OrderingPolicy for WasmOrdering {
                     workloads.resize_with(batch.len(), convert::empty_workload);
                 }
                 for (out, q) in workloads.iter_mut().zip(batch) {
-                    convert::fill_workload(out, cx.cluster, q.workload, q.cluster_queue, q.queued);
+                    convert::fill_workload(
+                        out,
+                        cx.cluster,
+                        q.workload,
+                        q.cluster_queue,
+                        q.queued,
+                        call.needs.pod_sets,
+                    );
                     convert::fill_identity(
                         &mut out.identity,
                         call.needs.identity,
@@ -471,6 +478,7 @@ impl PreemptionPolicy for WasmPreemption {
                         req.preemptor,
                         req.cluster_queue,
                         cluster.workload(req.preemptor).queued,
+                        call.needs.pod_sets,
                     );
                     convert::fill_identity(
                         &mut request.preemptor.identity,

@@ -128,7 +128,7 @@ impl DrrLocalQueues {
             return 0;
         };
         workload
-            .pod_sets
+            .pod_sets()
             .iter()
             .flat_map(|ps| {
                 ps.per_pod
@@ -180,7 +180,8 @@ impl OrderingPolicy for DrrLocalQueues {
     }
 
     fn needs(&self, _: &Catalog) -> Needs {
-        Needs::TREE_USAGE
+        // A workload's cost is what its podSets request.
+        Needs::TREE_USAGE | Needs::POD_SETS
     }
 
     fn sort_key(&mut self, catalog: &Catalog, workload: &Workload, _: Millis) -> SortKey {
@@ -270,7 +271,7 @@ mod tests {
         let cq = if lq == 2 { 1 } else { 0 };
         let mut w = testing::workload(id, cq, 0, created);
         w.local_queue = Some(lq);
-        w.pod_sets = vec![PodSet {
+        w.pod_sets = Some(vec![PodSet {
             count,
             min_count: None,
             per_pod: vec![
@@ -283,7 +284,7 @@ mod tests {
                     amount: 1 << 30,
                 },
             ],
-        }];
+        }]);
         w
     }
 
@@ -324,7 +325,8 @@ mod tests {
         let p = policy(&cat);
         assert_eq!(p.resource(), "cpu");
         let mut w = wl(1, 0, 3, 500, 0);
-        w.pod_sets.push(w.pod_sets[0].clone());
+        let first = w.pod_sets()[0].clone();
+        w.pod_sets.get_or_insert_default().push(first);
         assert_eq!(p.cost(&w), 3000);
         let cat = CatalogBuilder::new()
             .resource_flavors(&["cpu", "memory"])
@@ -444,7 +446,7 @@ mod tests {
     fn cycle_order_is_kueues() {
         let cat = catalog(1000);
         let mut p = policy(&cat);
-        assert_eq!(p.needs(&cat), Needs::TREE_USAGE);
+        assert_eq!(p.needs(&cat), Needs::TREE_USAGE | Needs::POD_SETS);
         let heads = [testing::head(0, 0, 1, 5), testing::head(1, 1, 9, 7)];
         let order = p.order_heads_with_usage(&cat, &heads, &no_usage(&cat), 0);
         assert_eq!(order, kueue::order_heads(&heads));
@@ -459,7 +461,7 @@ mod tests {
             .fair_sharing(&[FairSharingStrategy::LessThanOrEqualToFinalShare])
             .build();
         let mut p = policy(&cat);
-        assert_eq!(p.needs(&cat), Needs::TREE_USAGE);
+        assert_eq!(p.needs(&cat), Needs::TREE_USAGE | Needs::POD_SETS);
         let mut heads = [testing::head(10, 0, 5, 0), testing::head(11, 1, 0, 9)];
         heads[0].usage = testing::amounts(&[(0, 2)]);
         heads[1].usage = testing::amounts(&[(0, 2)]);

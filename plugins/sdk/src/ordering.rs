@@ -143,12 +143,13 @@ pub trait OrderingPolicy: Default + 'static {
     /// [`order_heads_with_usage`](OrderingPolicy::order_heads_with_usage) (which makes the head
     /// order speculative, see there), `Needs::IDENTITY` for who workloads are (namespace,
     /// owning job, labels, annotations: [`Identity`](crate::identity::Identity); without it
-    /// every workload reads as nobody in particular). The host prepares and sends only that.
-    /// Default: `Needs::IDENTITY` (Kueue's own ordering, [`kueue::ordering_needs`], reads no
-    /// identity).
+    /// every workload reads as nobody in particular), `Needs::POD_SETS` for what they request
+    /// ([`Workload::pod_sets`]; without it no podSets). The host prepares and sends only that.
+    /// Default: `Needs::IDENTITY | Needs::POD_SETS` (Kueue's own ordering,
+    /// [`kueue::ordering_needs`], reads neither).
     fn needs(&self, catalog: &Catalog) -> Needs {
         let _ = catalog;
-        Needs::IDENTITY
+        Needs::IDENTITY | Needs::POD_SETS
     }
 
     /// The key a workload is queued under; workloads are popped smallest key first. `now` is

@@ -584,12 +584,14 @@ pub trait PreemptionPolicy: Default + 'static {
     /// fair sharing's shares need it, see [`kueue::preemption_needs`](crate::kueue::preemption_needs));
     /// `Needs::IDENTITY` sends who the preemptor and the candidates are (namespace, owning
     /// job, labels, annotations: [`Identity`](crate::identity::Identity) and
-    /// [`CandidateTable`]; without it they read as nobody in particular). Default:
-    /// `Needs::IDENTITY` (Kueue's own victim selection, [`kueue::preemption_needs`], reads no
-    /// identity).
+    /// [`CandidateTable`]; without it they read as nobody in particular); `Needs::POD_SETS`
+    /// sends what the preemptor requests ([`Workload::pod_sets`]; without it no podSets; what
+    /// it needs under the flavors tried is `req.requests` either way). Default:
+    /// `Needs::IDENTITY | Needs::POD_SETS` (Kueue's own victim selection,
+    /// [`kueue::preemption_needs`], reads neither).
     fn needs(&self, catalog: &Catalog) -> Needs {
         let _ = catalog;
-        Needs::IDENTITY
+        Needs::IDENTITY | Needs::POD_SETS
     }
 
     /// The victims for one preemptor (indices into `req.candidates`), or `None` when preemption
@@ -688,10 +690,10 @@ mod tests {
     use super::*;
     use crate::identity::Identity;
 
-    /// A policy that says nothing of what it reads is told who workloads are; Kueue's own
-    /// victim selection reads none of it.
+    /// A policy that says nothing of what it reads is told who workloads are and what the
+    /// preemptor requests; Kueue's own victim selection and ordering read neither.
     #[test]
-    fn identity_is_sent_unless_a_policy_says_what_it_reads() {
+    fn identity_and_pod_sets_are_sent_unless_a_policy_says_what_it_reads() {
         #[derive(Default)]
         struct Plain;
         impl PreemptionPolicy for Plain {
@@ -700,8 +702,16 @@ mod tests {
             }
         }
         let catalog = crate::testing::CatalogBuilder::new().build();
-        assert_eq!(Plain.needs(&catalog), Needs::IDENTITY);
-        assert!(!crate::kueue::preemption_needs(&catalog).contains(Needs::IDENTITY));
+        assert_eq!(Plain.needs(&catalog), Needs::IDENTITY | Needs::POD_SETS);
+        for kueue in [
+            crate::kueue::preemption_needs(&catalog),
+            crate::kueue::ordering_needs(&catalog),
+        ] {
+            assert!(
+                !kueue.intersects(Needs::IDENTITY | Needs::POD_SETS),
+                "{kueue:?}"
+            );
+        }
     }
 
     #[test]

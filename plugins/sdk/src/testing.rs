@@ -346,11 +346,11 @@ pub fn workload(id: u32, cluster_queue: u32, priority: i64, created: i64) -> Wor
         queued: created,
         requeue_count: 0,
         requeue_reason: None,
-        pod_sets: vec![types::PodSet {
+        pod_sets: Some(vec![types::PodSet {
             count: 1,
             min_count: None,
             per_pod: Vec::new(),
-        }],
+        }]),
         identity: None,
     }
 }

@@ -1,8 +1,16 @@
-//! Typed accessors of [`Workload`]: what the record says about the workload's history.
+//! Typed accessors of [`Workload`]: what the record says about the workload's history and
+//! what it requests.
 
-use crate::types::{RequeueReason, Workload};
+use crate::types::{PodSet, RequeueReason, Workload};
 
 impl Workload {
+    /// Its podSets, in the Workload's order: empty when the host sent none (an ordering or
+    /// preemption plugin whose `needs` lack `Needs::POD_SETS`). Flavor-assignment and
+    /// placement requests always carry them.
+    pub fn pod_sets(&self) -> &[PodSet] {
+        self.pod_sets.as_deref().unwrap_or_default()
+    }
+
     /// How often the workload was evicted and queued again: preempted, sent back by an
     /// admission check in `Retry`, or evicted by the PodsReady timeout (0 = never).
     pub fn requeue_count(&self) -> u32 {

@@ -43,6 +43,7 @@ pub fn needs(cx: &PolicyContext<'_>) -> Needs {
         tree_usage: settings.fair_sharing_enabled(),
         local_queue_usage: settings.admission_fair_sharing.is_some(),
         identity: false,
+        pod_sets: false,
     }
 }
 
