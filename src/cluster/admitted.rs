@@ -23,6 +23,11 @@ pub struct AdmittedRow {
     pub created: Millis,
     /// When it reserved quota.
     pub reserved_at: Millis,
+    /// How often it was evicted and queued again, and the last reason
+    /// ([`super::WorkloadInfo::requeue_count`] and `requeue_reason`, which change only when it
+    /// is queued again).
+    pub requeue_count: u32,
+    pub requeue_reason: Option<&'static str>,
     /// The quota it holds, per flavor-resource (the admission's `usage`).
     pub usage: FrAmounts,
 }
@@ -88,6 +93,8 @@ mod tests {
             priority: i64::from(id),
             created: 0,
             reserved_at: 0,
+            requeue_count: 0,
+            requeue_reason: None,
             usage: FrAmounts::new(),
         }
     }

@@ -494,6 +494,8 @@ impl Cluster {
             priority: wl.effective_priority(),
             created: wl.created,
             reserved_at: admission.reserved_at,
+            requeue_count: wl.requeue_count,
+            requeue_reason: wl.requeue_reason,
             usage: crate::quota::FrAmounts::from_slice(&admission.usage),
         };
         self.admitted[admission.cluster_queue.index()].insert(row);

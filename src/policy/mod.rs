@@ -205,6 +205,11 @@ pub struct Candidate {
     pub reserved_at: Millis,
     /// Already being evicted.
     pub evicted: bool,
+    /// Its LocalQueue, and how often and why it was requeued (what plugins are sent of it;
+    /// read from its admitted row, not its workload record).
+    pub local_queue: Option<crate::cluster::LqId>,
+    pub requeue_count: u32,
+    pub requeue_reason: Option<&'static str>,
     /// The quota it holds, per flavor-resource (inline: no allocation per candidate).
     pub usage: crate::quota::FrAmounts,
     /// Its LocalQueue's admission-fair-sharing usage, when its ClusterQueue uses admission

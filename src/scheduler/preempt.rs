@@ -258,6 +258,9 @@ impl Collector<'_, '_> {
                 created: row.created,
                 reserved_at: row.reserved_at,
                 evicted: row.evicting,
+                local_queue: row.lq,
+                requeue_count: row.requeue_count,
+                requeue_reason: row.requeue_reason,
                 usage: row.usage.clone(),
                 local_queue_usage: lq_usage(row),
             });

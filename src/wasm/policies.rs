@@ -404,11 +404,12 @@ fn fill_candidates(
         if identity {
             idents.push(catalog.ident(strings, cluster, c.workload));
         }
-        let wl = cluster.workload(c.workload);
-        out.local_queues.push(wl.lq.map_or(NO_LOCAL_QUEUE, |l| l.0));
-        out.requeue_counts.push(wl.requeue_count);
+        // From the candidate (its admitted row): no read of each workload's record.
+        out.local_queues
+            .push(c.local_queue.map_or(NO_LOCAL_QUEUE, |l| l.0));
+        out.requeue_counts.push(c.requeue_count);
         out.requeue_reasons
-            .push(convert::requeue_reason_byte(wl.requeue_reason));
+            .push(convert::requeue_reason_byte(c.requeue_reason));
         if c.evicted {
             out.evicting.push(i as u32);
         }

@@ -577,6 +577,12 @@ fn check_usage_recomputes(cluster: &Cluster) -> Check {
                 "{}'s admitted row",
                 &wl.key
             );
+            prop_assert_eq!(
+                (row.requeue_count, row.requeue_reason),
+                (wl.requeue_count, wl.requeue_reason),
+                "{}'s admitted row",
+                &wl.key
+            );
             prop_assert_eq!(row.usage.as_slice(), a.usage.as_slice());
             prop_assert_eq!(row.evicting, cluster.is_evicting(id));
         }

@@ -507,6 +507,9 @@ mod tests {
                     created: c.workload(w).created,
                     reserved_at: a.reserved_at,
                     evicted: false,
+                    local_queue: c.workload(w).lq,
+                    requeue_count: c.workload(w).requeue_count,
+                    requeue_reason: c.workload(w).requeue_reason,
                     usage: a.usage.as_slice().into(),
                     local_queue_usage: None,
                 });

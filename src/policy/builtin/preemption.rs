@@ -307,6 +307,9 @@ mod order_tests {
             created: 0,
             reserved_at: 0,
             evicted: false,
+            local_queue: None,
+            requeue_count: 0,
+            requeue_reason: None,
             usage: Default::default(),
             local_queue_usage: usage,
         }
@@ -375,6 +378,9 @@ mod packed_key_tests {
             created: 0,
             reserved_at,
             evicted,
+            local_queue: None,
+            requeue_count: 0,
+            requeue_reason: None,
             usage: Default::default(),
             local_queue_usage: None,
         }
