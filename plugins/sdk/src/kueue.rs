@@ -495,7 +495,7 @@ pub fn greedy_victims<C: CandidateTable>(
     attempts: &[bool],
 ) -> Option<Victims> {
     let node = catalog.cluster_queue_node(req.preemptor.cluster_queue)?;
-    let mut view = QuotaView::from_request(catalog, req);
+    let mut view = QuotaView::from_request_rows(catalog, req);
     let t = &req.candidates;
     let search = Search::new(&view, req, node);
     let mut saved = Vec::new();

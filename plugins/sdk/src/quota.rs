@@ -60,12 +60,7 @@ impl<'c> QuotaView<'c> {
         catalog: &'c Catalog,
         req: &Request<C>,
     ) -> QuotaView<'c> {
-        let req_frs: Vec<FrId> = req.requests.iter().map(|r| r.fr).collect();
-        let mut view = QuotaView::new(catalog, &req_frs);
-        view.load_rows(&req.usage_nodes, &req.usage, &req_frs);
-        if let Some(node) = catalog.cluster_queue_node(req.preemptor.cluster_queue) {
-            view.include(node);
-        }
+        let mut view = QuotaView::from_request_rows(catalog, req);
         let t = &req.candidates;
         let mut last = None;
         for i in 0..t.len() {
@@ -77,6 +72,25 @@ impl<'c> QuotaView<'c> {
                     view.include(node);
                 }
             }
+        }
+        view
+    }
+
+    /// [`from_request`](QuotaView::from_request) without including the candidates' queues
+    /// beyond the request's usage rows: a search takes usage from a queue through
+    /// [`remove_candidate_of`](QuotaView::remove_candidate_of), which includes it then, and
+    /// until then a node outside the view reads as it would included (usage 0, the catalog's
+    /// quotas). The host lists every candidate's queue among the rows anyway; this saves a
+    /// lookup per candidate when it does.
+    pub(crate) fn from_request_rows<C: CandidateTable>(
+        catalog: &'c Catalog,
+        req: &Request<C>,
+    ) -> QuotaView<'c> {
+        let req_frs: Vec<FrId> = req.requests.iter().map(|r| r.fr).collect();
+        let mut view = QuotaView::new(catalog, &req_frs);
+        view.load_rows(&req.usage_nodes, &req.usage, &req_frs);
+        if let Some(node) = catalog.cluster_queue_node(req.preemptor.cluster_queue) {
+            view.include(node);
         }
         view
     }
