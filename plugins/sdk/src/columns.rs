@@ -25,6 +25,7 @@ pub(crate) fn normalize_usage(
 }
 
 /// Entry `i`'s usage, from columns made safe by [`normalize_usage`].
+#[inline]
 pub(crate) fn usage_of<'a>(
     offsets: &[u32],
     frs: &'a [u32],

@@ -265,43 +265,56 @@ macro_rules! records_table {
 records_table!([Candidate], Vec<Candidate>);
 
 impl CandidateTable for CandidateColumns {
+    #[inline]
     fn len(&self) -> usize {
         self.raw.workloads.len()
     }
+    #[inline]
     fn workload(&self, i: usize) -> u32 {
         self.raw.workloads[i]
     }
+    #[inline]
     fn cluster_queue(&self, i: usize) -> ClusterQueueId {
         self.raw.cluster_queues[i]
     }
+    #[inline]
     fn kind(&self, i: usize) -> CandidateKind {
         KINDS[usize::from(self.raw.kinds[i])]
     }
+    #[inline]
     fn lca(&self, i: usize) -> Option<NodeId> {
         Some(self.raw.lcas[i]).filter(|&n| n != NO_NODE)
     }
+    #[inline]
     fn priority(&self, i: usize) -> i64 {
         self.raw.priorities[i]
     }
+    #[inline]
     fn created(&self, i: usize) -> Millis {
         self.raw.created[i]
     }
+    #[inline]
     fn admitted(&self, i: usize) -> Millis {
         self.raw.admitted[i]
     }
+    #[inline]
     fn requeue_count(&self, i: usize) -> u32 {
         self.raw.requeue_counts[i]
     }
+    #[inline]
     fn requeue_reason(&self, i: usize) -> Option<RequeueReason> {
         requeue_reason_of(self.raw.requeue_reasons[i])
     }
+    #[inline]
     fn evicting(&self, i: usize) -> bool {
         self.evicting[i]
     }
+    #[inline]
     fn usage(&self, i: usize) -> impl Iterator<Item = FrAmount> + '_ {
         let c = &self.raw;
         usage_of(&c.usage_offsets, &c.usage_frs, &c.usage_amounts, i)
     }
+    #[inline]
     fn local_queue_usage(&self, i: usize) -> Option<f64> {
         self.local_queue_usage.get(i).copied().flatten()
     }
@@ -326,6 +339,7 @@ impl CandidateTable for CandidateColumns {
             local_queue_usage: self.local_queue_usage(i),
         }
     }
+    #[inline]
     fn local_queue_id(&self, i: usize) -> Option<LocalQueueId> {
         Some(self.raw.local_queues[i]).filter(|&l| l != NO_LOCAL_QUEUE)
     }
@@ -342,6 +356,7 @@ impl CandidateTable for CandidateColumns {
         annotations_at(&self.ids, i)
     }
     /// The host sends candidates in Kueue's candidate order (`request.candidates`).
+    #[inline]
     fn in_candidate_order(&self) -> bool {
         self.in_order
     }
