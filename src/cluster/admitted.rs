@@ -14,6 +14,10 @@ use super::{LqId, Millis, WorkloadId};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdmittedRow {
     pub workload: WorkloadId,
+    /// This admission's serial ([`next_admission_serial`]): unique in the process, so that a
+    /// copy of the row kept elsewhere (a plugin instance's table of admitted workloads) is
+    /// known to be this admission's, unchanged.
+    pub serial: u64,
     /// Being evicted (preempted): still holds its quota.
     pub evicting: bool,
     pub lq: Option<LqId>,
@@ -30,6 +34,14 @@ pub struct AdmittedRow {
     pub requeue_reason: Option<&'static str>,
     /// The quota it holds, per flavor-resource (the admission's `usage`).
     pub usage: FrAmounts,
+}
+
+/// A serial never handed out before in this process (the first is 1): one per reservation of
+/// quota, whichever cluster makes it, so that no two admissions share one even across rebuilt
+/// or copied clusters.
+pub fn next_admission_serial() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// One ClusterQueue's rows, in workload-id order (the order its users always saw).
@@ -88,6 +100,7 @@ mod tests {
     fn row(id: u32) -> AdmittedRow {
         AdmittedRow {
             workload: WorkloadId(id),
+            serial: next_admission_serial(),
             evicting: false,
             lq: None,
             priority: i64::from(id),

@@ -28,7 +28,7 @@ use crate::api::{
 };
 use crate::quota::{FlavorId, FrIdx, Names, NodeId, QuotaTree, ResourceId, Usage};
 
-pub use admitted::{AdmittedRow, AdmittedRows};
+pub use admitted::{AdmittedRow, AdmittedRows, next_admission_serial};
 pub use afs::{Changed, LqUsage};
 pub use budget::{BudgetDefaults, PreemptionBudget};
 pub use build::{BuildError, build_cluster, build_cluster_with, fair_weight, pod_requests};
@@ -489,6 +489,7 @@ impl Cluster {
         let wl = self.workload(id);
         let row = AdmittedRow {
             workload: id,
+            serial: next_admission_serial(),
             evicting: false,
             lq: wl.lq,
             priority: wl.effective_priority(),

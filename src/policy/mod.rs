@@ -193,6 +193,11 @@ impl CandidateKind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
     pub workload: WorkloadId,
+    /// Its admission's serial ([`crate::cluster::AdmittedRow::serial`]; 0 for a candidate made
+    /// up without one). Two candidates with the same serial agree on every field but those
+    /// that relate them to a preemptor or change during the admission (`kind`, `lca`,
+    /// `evicted`, `local_queue_usage`).
+    pub serial: u64,
     pub cluster_queue: CqId,
     /// The candidate's ClusterQueue node in the quota tree.
     pub node: NodeId,

@@ -250,6 +250,7 @@ impl Collector<'_, '_> {
             };
             self.out.push(Candidate {
                 workload: row.workload,
+                serial: row.serial,
                 cluster_queue: cq,
                 node: info.node,
                 kind,

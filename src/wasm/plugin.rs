@@ -12,6 +12,7 @@ use super::convert;
 use super::engine::WasmEngine;
 use super::limits::Limits;
 use super::load::{Loaded, PluginInfo, PluginKind, Pre};
+use super::rows::RowTable;
 use super::state::State;
 use super::strings::StringTable;
 use crate::cluster::Cluster;
@@ -106,6 +107,8 @@ struct Live {
     needs: crate::policy::Needs,
     /// The instance's string table (`new-strings`).
     strings: StringTable,
+    /// The instance's table of admitted workloads (`new-rows`; preemption plugins only).
+    rows: RowTable,
 }
 
 struct Inner {
@@ -153,6 +156,9 @@ pub(super) struct CallCx<'a> {
     /// The instance's string table: intern what the call sends, then send
     /// [`StringTable::take`] as its `strings`.
     pub strings: &'a mut StringTable,
+    /// The instance's table of admitted workloads: take each candidate's row, then send
+    /// [`RowTable::take`] as `select-victims`' `rows`.
+    pub rows: &'a mut RowTable,
     instance: &'a Instance,
     /// What the instance reads beyond its requests (its answer to the catalog).
     pub needs: crate::policy::Needs,
@@ -324,6 +330,7 @@ impl Plugin {
             catalog_of: None,
             needs: crate::policy::Needs::default(),
             strings: StringTable::default(),
+            rows: RowTable::default(),
         })
     }
 
@@ -450,14 +457,18 @@ impl Plugin {
             };
             live.needs = r.map_err(|e| classify(e, &live.store, &self.limits))?;
             live.catalog_of = Some(cluster.config_id);
+            // Rows name ClusterQueues and LocalQueues of the previous catalog.
+            live.rows.clear();
             inner.needs = Some((cluster.config_id, live.needs));
         }
         self.arm(&mut live.store, items)?;
         live.strings.begin();
+        live.rows.begin();
         let mut cx = CallCx {
             store: &mut live.store,
             catalog: &catalog,
             strings: &mut live.strings,
+            rows: &mut live.rows,
             instance: &live.instance,
             needs: live.needs,
         };
@@ -482,7 +493,7 @@ impl Plugin {
             Instance::Preemption(p) => {
                 let g = p.wasq_policy_preemption();
                 g.call_set_catalog(&mut *store, &empty)
-                    .and_then(|_| g.call_select_victims(&mut *store, &no_strings(), &[]))
+                    .and_then(|_| g.call_select_victims(&mut *store, &no_strings(), None, &[]))
                     .map(|a| a.len())
             }
             Instance::FlavorAssignment(p) => {

@@ -307,20 +307,10 @@ impl WasmPreemption {
                     requests: Vec::new(),
                     needs_preemption: Vec::new(),
                     candidates: pre::Candidates {
-                        workloads: Vec::new(),
-                        cluster_queues: Vec::new(),
-                        local_queues: Vec::new(),
+                        rows: Vec::new(),
                         kinds: Vec::new(),
                         lcas: Vec::new(),
-                        priorities: Vec::new(),
-                        created: Vec::new(),
-                        admitted: Vec::new(),
-                        requeue_counts: Vec::new(),
-                        requeue_reasons: Vec::new(),
                         evicting: Vec::new(),
-                        usage_offsets: Vec::new(),
-                        usage_frs: Vec::new(),
-                        usage_amounts: Vec::new(),
                         identities: None,
                         local_queue_usage: None,
                     },
@@ -356,38 +346,30 @@ fn kind(k: CandidateKind) -> u8 {
 /// `no-node`: a `node-id` that names no node (`record candidates`, `lcas`).
 const NO_NODE: u32 = u32::MAX;
 
-/// The candidates as the WIT's columns, written over `out` (one tight loop per column, into
-/// buffers kept from the previous call). `idents` is scratch for their identities.
+/// The candidates as the WIT's columns, written over `out` (into buffers kept from the
+/// previous call): each one's row of the instance's table of admitted workloads (added to
+/// `rows` when new), and what relates it to this preemptor. `idents` is scratch for their
+/// identities.
+#[allow(clippy::too_many_arguments)]
 fn fill_candidates(
     out: &mut pre::Candidates,
     idents: &mut Vec<Ident>,
     cluster: &crate::cluster::Cluster,
     catalog: &convert::Catalog,
     strings: &mut super::strings::StringTable,
+    rows: &mut super::rows::RowTable,
     list: &[crate::policy::Candidate],
     identity: bool,
 ) {
-    fn refill<T>(column: &mut Vec<T>, values: impl Iterator<Item = T>) {
-        column.clear();
-        column.extend(values);
-    }
-    refill(&mut out.workloads, list.iter().map(|c| c.workload.0));
-    refill(
-        &mut out.cluster_queues,
-        list.iter().map(|c| c.cluster_queue.0),
-    );
-    refill(&mut out.kinds, list.iter().map(|c| kind(c.kind)));
-    refill(
-        &mut out.lcas,
-        list.iter().map(|c| c.lca.map_or(NO_NODE, |n| n.0)),
-    );
-    refill(&mut out.priorities, list.iter().map(|c| c.priority));
-    refill(&mut out.created, list.iter().map(|c| c.created));
-    refill(&mut out.admitted, list.iter().map(|c| c.reserved_at));
-    // What is read through the workload's handle, and the sparse columns, in one pass.
+    out.rows.clear();
+    out.rows.extend(list.iter().map(|c| rows.row(c)));
+    out.kinds.clear();
+    out.kinds.extend(list.iter().map(|c| kind(c.kind)));
+    out.lcas.clear();
+    out.lcas
+        .extend(list.iter().map(|c| c.lca.map_or(NO_NODE, |n| n.0)));
+    // The sparse columns, and the identities when asked for, in one pass.
     idents.clear();
-    out.requeue_counts.clear();
-    out.requeue_reasons.clear();
     out.evicting.clear();
     // The previous call's lists, when it sent any; sent again only if some candidate has usage.
     let mut afs = out
@@ -399,17 +381,10 @@ fn fill_candidates(
         });
     afs.of.clear();
     afs.usage.clear();
-    out.local_queues.clear();
     for (i, c) in list.iter().enumerate() {
         if identity {
             idents.push(catalog.ident(strings, cluster, c.workload));
         }
-        // From the candidate (its admitted row): no read of each workload's record.
-        out.local_queues
-            .push(c.local_queue.map_or(NO_LOCAL_QUEUE, |l| l.0));
-        out.requeue_counts.push(c.requeue_count);
-        out.requeue_reasons
-            .push(convert::requeue_reason_byte(c.requeue_reason));
         if c.evicted {
             out.evicting.push(i as u32);
         }
@@ -418,14 +393,6 @@ fn fill_candidates(
             afs.usage.push(u);
         }
     }
-    fill_usage_columns(
-        (
-            &mut out.usage_offsets,
-            &mut out.usage_frs,
-            &mut out.usage_amounts,
-        ),
-        list.iter().map(|c| c.usage.as_slice()),
-    );
     convert::fill_identities(&mut out.identities, identity, strings, idents);
     out.local_queue_usage = (!afs.of.is_empty()).then_some(afs);
 }
@@ -495,6 +462,7 @@ impl PreemptionPolicy for WasmPreemption {
                         cluster,
                         call.catalog,
                         call.strings,
+                        call.rows,
                         &req.candidates,
                         identity,
                     );
@@ -509,8 +477,16 @@ impl PreemptionPolicy for WasmPreemption {
                         request.tree_usage = None;
                     }
                     let strings = call.strings.take();
+                    let rows = call.rows.take();
                     let (guest, store) = call.preemption();
-                    guest.call_select_victims(store, &strings, std::slice::from_ref(request))
+                    let answers = guest.call_select_victims(
+                        store,
+                        &strings,
+                        rows.as_ref(),
+                        std::slice::from_ref(request),
+                    );
+                    call.rows.give_back(rows);
+                    answers
                 })?;
         let answer = single(&self.plugin, answers)?;
         Ok(answer.map(|v| VictimSet {

@@ -54,6 +54,7 @@
 #![warn(missing_docs)]
 
 #[doc(hidden)]
+mod admitted;
 pub mod bindings;
 pub mod catalog;
 mod columns;

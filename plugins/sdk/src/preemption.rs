@@ -6,8 +6,10 @@
 //! to simulate removals), and `allow_borrowing` must be `false` when a victim is a
 //! reclaim-without-borrowing candidate of another ClusterQueue.
 
+use std::rc::Rc;
+
+use crate::admitted::AdmittedTable;
 use crate::catalog::Catalog;
-use crate::columns::{normalize_usage, usage_of};
 use crate::identity::{
     NO_STRING, annotations_at, labels_at, namespace_at, normalize_identities, owner_at,
 };
@@ -15,7 +17,6 @@ use crate::types::{
     ClusterQueueId, Entry, FrAmount, Identities, LocalQueueId, Millis, Needs, NewStrings, NodeId,
     Owner, RequeueReason, StringId, UsageTable, Workload,
 };
-use crate::workload::{NO_REQUEUE_REASON, requeue_reason_of};
 
 use crate::bindings::preemption::exports::wasq::policy::preemption as wit;
 pub use wit::{CandidateKind, Victims};
@@ -63,11 +64,14 @@ pub struct Candidate {
 crate::identity::identity_from_fields!(Candidate);
 
 /// The candidates as the host sends them (`wit/preemption.wit`, `record candidates`): one
-/// column per field, no record per candidate, made safe to index when received. Read them
-/// through [`CandidateTable`].
+/// column per field, no record per candidate, made safe to index when received; what does not
+/// depend on the preemptor is read from the candidate's row of the instance's table of
+/// admitted workloads (`record new-rows`). Read them through [`CandidateTable`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct CandidateColumns {
     raw: wit::Candidates,
+    /// The instance's table of admitted workloads (as of this call) that `raw.rows` index.
+    table: Rc<AdmittedTable>,
     /// Who each candidate is (empty columns when the plugin did not ask: see
     /// [`Needs::IDENTITY`](crate::types::Needs::IDENTITY)).
     ids: Identities,
@@ -264,18 +268,26 @@ macro_rules! records_table {
 
 records_table!([Candidate], Vec<Candidate>);
 
+impl CandidateColumns {
+    /// Candidate `i`'s row of the table (checked when received).
+    #[inline]
+    fn row(&self, i: usize) -> usize {
+        self.raw.rows[i] as usize
+    }
+}
+
 impl CandidateTable for CandidateColumns {
     #[inline]
     fn len(&self) -> usize {
-        self.raw.workloads.len()
+        self.raw.rows.len()
     }
     #[inline]
     fn workload(&self, i: usize) -> u32 {
-        self.raw.workloads[i]
+        self.table.workloads[self.row(i)]
     }
     #[inline]
     fn cluster_queue(&self, i: usize) -> ClusterQueueId {
-        self.raw.cluster_queues[i]
+        self.table.cluster_queues[self.row(i)]
     }
     #[inline]
     fn kind(&self, i: usize) -> CandidateKind {
@@ -287,23 +299,23 @@ impl CandidateTable for CandidateColumns {
     }
     #[inline]
     fn priority(&self, i: usize) -> i64 {
-        self.raw.priorities[i]
+        self.table.priorities[self.row(i)]
     }
     #[inline]
     fn created(&self, i: usize) -> Millis {
-        self.raw.created[i]
+        self.table.created[self.row(i)]
     }
     #[inline]
     fn admitted(&self, i: usize) -> Millis {
-        self.raw.admitted[i]
+        self.table.admitted[self.row(i)]
     }
     #[inline]
     fn requeue_count(&self, i: usize) -> u32 {
-        self.raw.requeue_counts[i]
+        self.table.requeue_counts[self.row(i)]
     }
     #[inline]
     fn requeue_reason(&self, i: usize) -> Option<RequeueReason> {
-        requeue_reason_of(self.raw.requeue_reasons[i])
+        self.table.requeue_reason(self.raw.rows[i])
     }
     #[inline]
     fn evicting(&self, i: usize) -> bool {
@@ -311,8 +323,7 @@ impl CandidateTable for CandidateColumns {
     }
     #[inline]
     fn usage(&self, i: usize) -> impl Iterator<Item = FrAmount> + '_ {
-        let c = &self.raw;
-        usage_of(&c.usage_offsets, &c.usage_frs, &c.usage_amounts, i)
+        self.table.usage(self.raw.rows[i])
     }
     #[inline]
     fn local_queue_usage(&self, i: usize) -> Option<f64> {
@@ -341,7 +352,7 @@ impl CandidateTable for CandidateColumns {
     }
     #[inline]
     fn local_queue_id(&self, i: usize) -> Option<LocalQueueId> {
-        Some(self.raw.local_queues[i]).filter(|&l| l != NO_LOCAL_QUEUE)
+        Some(self.table.local_queues[self.row(i)]).filter(|&l| l != NO_LOCAL_QUEUE)
     }
     fn namespace_id(&self, i: usize) -> StringId {
         namespace_at(&self.ids, i)
@@ -377,15 +388,17 @@ pub const KINDS: [CandidateKind; 5] = [
 /// `no-node` in `record candidates`' `lcas`: no lowest common ancestor.
 pub const NO_NODE: NodeId = u32::MAX;
 
-/// Makes the host's columns safe to index: a column shorter than `workloads` is padded with
-/// defaults, a longer one truncated, an unknown kind reads as `same-queue` (an unknown requeue
-/// reason as none), usage offsets are
-/// clamped into range and made non-decreasing, and indices out of range are ignored (the host
-/// never sends such columns; a plugin must not trap if it did).
-impl From<wit::Candidates> for CandidateColumns {
-    fn from(mut c: wit::Candidates) -> CandidateColumns {
-        let n = c.workloads.len();
-        c.cluster_queues.resize(n, 0);
+impl CandidateColumns {
+    /// The candidates of a request, reading the instance's table of admitted workloads
+    /// `table`, made safe to index: a column shorter than `rows` is padded with defaults, a
+    /// longer one truncated, a row the table does not hold reads as an empty row (workload 0,
+    /// no quota), an unknown kind as `same-queue`, and indices out of range are ignored (the
+    /// host never sends such columns; a plugin must not trap if it did).
+    pub(crate) fn new(mut c: wit::Candidates, table: Rc<AdmittedTable>) -> CandidateColumns {
+        let n = c.rows.len();
+        for r in &mut c.rows {
+            *r = table.checked(*r);
+        }
         c.kinds.resize(n, 0);
         for k in &mut c.kinds {
             if usize::from(*k) >= KINDS.len() {
@@ -393,19 +406,7 @@ impl From<wit::Candidates> for CandidateColumns {
             }
         }
         c.lcas.resize(n, NO_NODE);
-        c.priorities.resize(n, 0);
-        c.created.resize(n, 0);
-        c.admitted.resize(n, 0);
-        c.requeue_counts.resize(n, 0);
-        c.requeue_reasons.resize(n, NO_REQUEUE_REASON);
-        c.local_queues.resize(n, NO_LOCAL_QUEUE);
         let ids = normalize_identities(c.identities.take(), n);
-        normalize_usage(
-            &mut c.usage_offsets,
-            &mut c.usage_frs,
-            &mut c.usage_amounts,
-            n,
-        );
         let mut evicting = vec![false; n];
         for &i in &c.evicting {
             if let Some(e) = evicting.get_mut(i as usize) {
@@ -423,6 +424,7 @@ impl From<wit::Candidates> for CandidateColumns {
         }
         CandidateColumns {
             raw: c,
+            table,
             ids,
             evicting,
             local_queue_usage,
@@ -433,21 +435,26 @@ impl From<wit::Candidates> for CandidateColumns {
 
 impl CandidateColumns {
     /// The columns as the host sent them, with the per-candidate lists padded or truncated to
-    /// `workloads`, unknown kinds set to 0 and the usage offsets clamped; the lists by index
-    /// (`evicting`, `local-queue-usage.of`) are as sent, out-of-range indices
-    /// included. Decode `kinds` with [`KINDS`] and `lcas` with [`NO_NODE`].
+    /// `rows`, rows the table does not hold replaced by the empty row's and unknown kinds set
+    /// to 0; the lists by index (`evicting`, `local-queue-usage.of`) are as sent, out-of-range
+    /// indices included. Decode `kinds` with [`KINDS`] and `lcas` with [`NO_NODE`]. (The rows
+    /// themselves are read through [`CandidateTable`].)
     pub fn raw(&self) -> &wit::Candidates {
         &self.raw
     }
 }
 
-impl From<wit::Request> for Request<CandidateColumns> {
-    fn from(r: wit::Request) -> Request<CandidateColumns> {
+impl Request<CandidateColumns> {
+    /// A request as the host sent it, its candidates' rows read from `table`.
+    pub(crate) fn received(
+        r: wit::Request,
+        table: &Rc<AdmittedTable>,
+    ) -> Request<CandidateColumns> {
         Request {
             preemptor: r.preemptor,
             requests: r.requests,
             needs_preemption: r.needs_preemption,
-            candidates: CandidateColumns::from(r.candidates),
+            candidates: CandidateColumns::new(r.candidates, table.clone()),
             usage_nodes: r.usage_nodes,
             usage: r.usage,
             tree_usage: r.tree_usage.unwrap_or_else(|| UsageTable {
@@ -456,12 +463,6 @@ impl From<wit::Request> for Request<CandidateColumns> {
             }),
             now: r.now,
         }
-    }
-}
-
-impl From<wit::Request> for Request {
-    fn from(r: wit::Request) -> Request {
-        Request::<CandidateColumns>::from(r).to_records()
     }
 }
 
@@ -490,27 +491,31 @@ impl Request {
     pub fn to_columns(&self) -> Request<CandidateColumns> {
         let list = &self.candidates;
         let position = |kind: CandidateKind| KINDS.iter().position(|&k| k == kind).unwrap_or(0);
+        // A table of its own: one row per candidate, in order.
+        let mut table = AdmittedTable::default();
+        table.add(wit::NewRows {
+            first: 0,
+            rows: list
+                .iter()
+                .map(|c| wit::AdmittedRow {
+                    workload: c.workload,
+                    cluster_queue: c.cluster_queue,
+                    local_queue: c.local_queue,
+                    priority: c.priority,
+                    created: c.created,
+                    admitted: c.admitted,
+                    requeue_count: c.requeue_count,
+                    requeue_reason: c.requeue_reason,
+                    usage_len: c.usage.len() as u32,
+                })
+                .collect(),
+            usage: list.iter().flat_map(|c| c.usage.iter().copied()).collect(),
+        });
         let mut c = wit::Candidates {
-            workloads: list.iter().map(|c| c.workload).collect(),
-            cluster_queues: list.iter().map(|c| c.cluster_queue).collect(),
+            rows: (0..list.len() as u32).collect(),
             kinds: list.iter().map(|c| position(c.kind) as u8).collect(),
             lcas: list.iter().map(|c| c.lca.unwrap_or(NO_NODE)).collect(),
-            priorities: list.iter().map(|c| c.priority).collect(),
-            created: list.iter().map(|c| c.created).collect(),
-            admitted: list.iter().map(|c| c.admitted).collect(),
-            requeue_counts: list.iter().map(|c| c.requeue_count).collect(),
-            requeue_reasons: list
-                .iter()
-                .map(|c| c.requeue_reason.map_or(NO_REQUEUE_REASON, |r| r as u8))
-                .collect(),
             evicting: Vec::new(),
-            usage_offsets: vec![0],
-            usage_frs: Vec::new(),
-            usage_amounts: Vec::new(),
-            local_queues: list
-                .iter()
-                .map(|c| c.local_queue.unwrap_or(NO_LOCAL_QUEUE))
-                .collect(),
             identities: Some(Identities {
                 namespaces: list.iter().map(|c| c.namespace).collect(),
                 job_kinds: list
@@ -538,9 +543,6 @@ impl Request {
             if cand.evicting {
                 c.evicting.push(i as u32);
             }
-            c.usage_frs.extend(cand.usage.iter().map(|u| u.fr));
-            c.usage_amounts.extend(cand.usage.iter().map(|u| u.amount));
-            c.usage_offsets.push(c.usage_frs.len() as u32);
             if let Some(ids) = c.identities.as_mut() {
                 ids.label_keys.extend(cand.labels.iter().map(|e| e.key));
                 ids.label_values.extend(cand.labels.iter().map(|e| e.value));
@@ -564,7 +566,7 @@ impl Request {
             }
         }
         let all: Vec<u32> = (0..list.len() as u32).collect();
-        let mut candidates = CandidateColumns::from(c);
+        let mut candidates = CandidateColumns::new(c, Rc::new(table));
         // Records a test builds may come in any order; only those already in Kueue's order
         // are marked so, as the host's always are.
         candidates.in_order = crate::kueue::candidate_order(self, &all) == all;
@@ -635,10 +637,17 @@ pub mod glue {
     use super::*;
     use crate::export::Plugin;
 
+    ::std::thread_local! {
+        /// The instance's table of admitted workloads (`new-rows`), as of the last call.
+        static ROWS: ::core::cell::RefCell<Rc<AdmittedTable>> = Default::default();
+    }
+
     pub fn set_catalog<P: PreemptionPolicy>(
         plugin: &mut Plugin<P>,
         catalog: crate::types::Catalog,
     ) -> Needs {
+        // Rows name the previous catalog's queues; the host starts a new table too.
+        ROWS.with_borrow_mut(|t| *t = Rc::default());
         plugin.set_catalog(catalog, P::catalog_changed);
         let (policy, catalog) = plugin.parts();
         policy.needs(catalog)
@@ -647,12 +656,19 @@ pub mod glue {
     pub fn select_victims<P: PreemptionPolicy>(
         plugin: &mut Plugin<P>,
         strings: NewStrings,
+        rows: Option<wit::NewRows>,
         requests: Vec<wit::Request>,
     ) -> Vec<Option<Victims>> {
         let (policy, catalog) = plugin.parts_with(strings);
+        let table = ROWS.with_borrow_mut(|t| {
+            if let Some(rows) = rows {
+                Rc::make_mut(t).add(rows);
+            }
+            t.clone()
+        });
         requests
             .into_iter()
-            .map(|r| policy.select_victims_columns(catalog, &Request::from(r)))
+            .map(|r| policy.select_victims_columns(catalog, &Request::received(r, &table)))
             .collect()
     }
 }
@@ -684,12 +700,15 @@ macro_rules! export_preemption {
                 }
                 fn select_victims(
                     strings: $crate::types::NewStrings,
+                    rows: ::core::option::Option<
+                        $crate::bindings::preemption::exports::wasq::policy::preemption::NewRows,
+                    >,
                     requests: ::std::vec::Vec<
                         $crate::bindings::preemption::exports::wasq::policy::preemption::Request,
                     >,
                 ) -> ::std::vec::Vec<::core::option::Option<$crate::preemption::Victims>> {
                     __WASQ_PLUGIN.with_borrow_mut(|p| {
-                        $crate::preemption::glue::select_victims(p, strings, requests)
+                        $crate::preemption::glue::select_victims(p, strings, rows, requests)
                     })
                 }
             }
@@ -729,23 +748,59 @@ mod tests {
         }
     }
 
+    /// A row of the table of admitted workloads.
+    fn row(
+        workload: u32,
+        cluster_queue: u32,
+        local_queue: Option<u32>,
+        priority: i64,
+        times: (i64, i64),
+        requeue: (u32, Option<RequeueReason>),
+        usage_len: u32,
+    ) -> wit::AdmittedRow {
+        wit::AdmittedRow {
+            workload,
+            cluster_queue,
+            local_queue,
+            priority,
+            created: times.0,
+            admitted: times.1,
+            requeue_count: requeue.0,
+            requeue_reason: requeue.1,
+            usage_len,
+        }
+    }
+
+    fn amounts(v: &[(u32, i64)]) -> Vec<FrAmount> {
+        crate::testing::amounts(v)
+    }
+
     #[test]
     fn columns_become_one_record_per_candidate() {
+        // The instance's table holds three rows; the request names two of them.
+        let mut table = AdmittedTable::default();
+        table.add(wit::NewRows {
+            first: 0,
+            rows: vec![
+                row(1, 0, None, 0, (0, 0), (0, None), 1),
+                row(7, 1, Some(3), -1, (10, 11), (0, None), 2),
+                row(
+                    9,
+                    2,
+                    None,
+                    3,
+                    (20, 21),
+                    (2, Some(RequeueReason::AdmissionCheck)),
+                    1,
+                ),
+            ],
+            usage: amounts(&[(1, 5), (0, 1000), (1, 2000), (0, 3000)]),
+        });
         let columns = wit::Candidates {
-            workloads: vec![7, 9],
-            cluster_queues: vec![1, 2],
+            rows: vec![1, 2],
             kinds: vec![0, 4],
             lcas: vec![u32::MAX, 4],
-            priorities: vec![-1, 3],
-            created: vec![10, 20],
-            admitted: vec![11, 21],
-            requeue_counts: vec![0, 2],
-            requeue_reasons: vec![NO_REQUEUE_REASON, 1],
             evicting: vec![1],
-            usage_offsets: vec![0, 2, 3],
-            usage_frs: vec![0, 1, 0],
-            usage_amounts: vec![1000, 2000, 3000],
-            local_queues: vec![3, NO_LOCAL_QUEUE],
             identities: Some(crate::types::Identities {
                 namespaces: vec![0, 1],
                 job_kinds: vec![2, NO_STRING],
@@ -763,16 +818,20 @@ mod tests {
                 usage: vec![0.5],
             }),
         };
-        let req: Request = Request::from(wit::Request {
-            preemptor: crate::testing::workload(5, 1, 0, 0),
-            requests: Vec::new(),
-            needs_preemption: Vec::new(),
-            candidates: columns,
-            usage_nodes: Vec::new(),
-            usage: Vec::new(),
-            tree_usage: None,
-            now: 0,
-        });
+        let req: Request = Request::received(
+            wit::Request {
+                preemptor: crate::testing::workload(5, 1, 0, 0),
+                requests: Vec::new(),
+                needs_preemption: Vec::new(),
+                candidates: columns,
+                usage_nodes: Vec::new(),
+                usage: Vec::new(),
+                tree_usage: None,
+                now: 0,
+            },
+            &Rc::new(table),
+        )
+        .to_records();
         let [a, b] = &req.candidates[..] else {
             panic!("two candidates: {:?}", req.candidates)
         };
@@ -840,22 +899,30 @@ mod tests {
 
     #[test]
     fn malformed_columns_are_made_safe_to_index() {
+        let mut table = AdmittedTable::default();
+        table.add(wit::NewRows {
+            first: 0,
+            rows: vec![
+                row(
+                    1,
+                    0,
+                    Some(1),
+                    5,
+                    (0, 0),
+                    (4, Some(RequeueReason::Preempted)),
+                    2,
+                ),
+                // Says it holds more quota than the call sent.
+                row(2, 0, None, 6, (0, 0), (0, None), 3),
+            ],
+            usage: amounts(&[(0, 10), (1, 20), (0, 30)]),
+        });
         let columns = wit::Candidates {
-            workloads: vec![1, 2, 3],
-            cluster_queues: vec![0],
+            // Row 9 was never sent: it reads as the empty row.
+            rows: vec![0, 1, 9],
             kinds: vec![3, 9],
             lcas: vec![u32::MAX, 1, 2, 5],
-            priorities: vec![5, 6, 7],
-            created: Vec::new(),
-            admitted: Vec::new(),
-            requeue_counts: vec![4],
-            requeue_reasons: vec![0, 200],
             evicting: vec![0, 7],
-            // Decreasing, out of range, and one short.
-            usage_offsets: vec![0, 2, 1],
-            usage_frs: vec![0, 1, 0],
-            usage_amounts: vec![10, 20],
-            local_queues: vec![1],
             identities: Some(crate::types::Identities {
                 namespaces: Vec::new(),
                 job_kinds: vec![1, 2, 3, 4],
@@ -874,7 +941,7 @@ mod tests {
                 usage: vec![0.25, 1.0],
             }),
         };
-        let t = CandidateColumns::from(columns);
+        let t = CandidateColumns::new(columns, Rc::new(table));
         assert_eq!(t.len(), 3);
         assert_eq!(t.cluster_queue(2), 0);
         assert_eq!(t.kind(0), CandidateKind::ReclaimWhileBorrowing);
@@ -883,23 +950,28 @@ mod tests {
         assert_eq!(t.kind(2), CandidateKind::SameQueue);
         assert_eq!((t.lca(0), t.lca(1), t.lca(2)), (None, Some(1), Some(2)));
         assert!(t.evicting(0) && !t.evicting(1) && !t.evicting(2));
-        // Missing counts read as 0, unknown or missing reasons as none.
+        // The row never sent reads as an empty row.
         assert_eq!(
             (0..3)
-                .map(|i| (t.requeue_count(i), t.requeue_reason(i)))
+                .map(|i| (t.workload(i), t.requeue_count(i), t.requeue_reason(i)))
                 .collect::<Vec<_>>(),
-            vec![(4, Some(RequeueReason::Preempted)), (0, None), (0, None)]
+            vec![
+                (1, 4, Some(RequeueReason::Preempted)),
+                (2, 0, None),
+                (0, 0, None)
+            ]
         );
         let usage = |i| t.usage(i).map(|u| (u.fr, u.amount)).collect::<Vec<_>>();
         assert_eq!(usage(0), vec![(0, 10), (1, 20)]);
-        assert_eq!(usage(1), Vec::new());
+        // Cut to the quota the call sent.
+        assert_eq!(usage(1), vec![(0, 30)]);
         assert_eq!(usage(2), Vec::new());
         // Index 5 is out of range; candidate 1's usage has no value to pair with.
         assert_eq!(
             (0..3).map(|i| t.local_queue_usage(i)).collect::<Vec<_>>(),
             vec![None, None, Some(0.25)]
         );
-        assert_eq!(t.candidate(2).priority, 7);
+        assert_eq!((t.candidate(1).priority, t.candidate(2).priority), (6, 0));
         // Missing identity columns read as none; entries are cut to what pairs up.
         assert_eq!((t.local_queue_id(0), t.local_queue_id(1)), (Some(1), None));
         assert_eq!(

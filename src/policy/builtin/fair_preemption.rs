@@ -495,10 +495,12 @@ mod tests {
             } else {
                 continue;
             };
-            for w in c.admitted_in(cq.id) {
+            for row in c.admitted_rows(cq.id) {
+                let w = row.workload;
                 let a = c.admission(w).unwrap();
                 out.push(Candidate {
                     workload: w,
+                    serial: row.serial,
                     cluster_queue: cq.id,
                     node: cq.node,
                     kind,

@@ -299,6 +299,7 @@ mod order_tests {
     fn cand(id: u32, cq: u32, priority: i64, usage: Option<f64>) -> Candidate {
         Candidate {
             workload: WorkloadId(id),
+            serial: 0,
             cluster_queue: CqId(cq),
             node: NodeId(cq),
             kind: CandidateKind::FairSharing,
@@ -370,6 +371,7 @@ mod packed_key_tests {
     fn candidate(id: u32, cq: u32, priority: i64, reserved_at: Millis, evicted: bool) -> Candidate {
         Candidate {
             workload: WorkloadId(id),
+            serial: 0,
             cluster_queue: CqId(cq),
             node: NodeId(cq),
             kind: CandidateKind::SameQueue,
