@@ -397,6 +397,15 @@ pub fn candidate_is_valid<C: CandidateTable>(
     })
 }
 
+/// Whether [`candidate_is_valid`] turns candidate `i` down without reading usage: a
+/// reclaim-without-borrowing candidate of another ClusterQueue while the preemptor may borrow.
+fn turned_down_without_usage<C: CandidateTable>(req: &Request<C>, i: u32, allow: bool) -> bool {
+    let (t, i) = (&req.candidates, i as usize);
+    allow
+        && t.kind(i) == CandidateKind::ReclaimWithoutBorrowing
+        && t.cluster_queue(i) != req.preemptor.cluster_queue
+}
+
 /// [`candidate_is_valid`] with `within_nominal(node)` answering whether a node is within its
 /// quota on the resources that need preemption.
 fn valid_when<C: CandidateTable>(
@@ -406,13 +415,13 @@ fn valid_when<C: CandidateTable>(
     allow: bool,
     within_nominal: impl Fn(NodeId) -> bool,
 ) -> bool {
+    if turned_down_without_usage(req, i, allow) {
+        return false;
+    }
     let (t, i) = (&req.candidates, i as usize);
     let cq = t.cluster_queue(i);
     if cq == req.preemptor.cluster_queue {
         return true;
-    }
-    if allow && t.kind(i) == CandidateKind::ReclaimWithoutBorrowing {
-        return false;
     }
     let catalog = view.catalog();
     let Some(node) = catalog.cluster_queue_node(cq) else {
@@ -495,31 +504,38 @@ pub fn greedy_victims<C: CandidateTable>(
     attempts: &[bool],
 ) -> Option<Victims> {
     let node = catalog.cluster_queue_node(req.preemptor.cluster_queue)?;
-    let mut view = QuotaView::from_request_rows(catalog, req);
     let t = &req.candidates;
-    let search = Search::new(&view, req, node);
-    let mut saved = Vec::new();
-    let held = view.save_usage(&mut saved);
+    // The view is built at the first candidate whose validity reads usage (building it is
+    // most of what a request costs the plugin besides the search): a request whose every
+    // candidate is turned down without reading usage never builds one.
+    let mut searching: Option<Searching<'_>> = None;
     let mut targets: Vec<u32> = Vec::new();
     for (attempt, &allow) in attempts.iter().enumerate() {
         if attempt > 0 {
             // Back to the request's usage: the attempt before found no fit.
-            view.restore_usage(&saved, held);
+            if let Some(s) = searching.as_mut() {
+                s.view.restore_usage(&s.saved, s.held);
+            }
             targets.clear();
         }
         for &i in order {
-            if !search.is_valid(&view, req, i, allow) {
+            if turned_down_without_usage(req, i, allow) {
+                continue;
+            }
+            let Searching { view, search, .. } =
+                searching.get_or_insert_with(|| Searching::new(catalog, req, node));
+            if !search.is_valid(view, req, i, allow) {
                 continue;
             }
             view.remove_candidate_of(t, i as usize);
             targets.push(i);
-            if search.fits(&view, req, node, allow) {
+            if search.fits(view, req, node, allow) {
                 let mut k = targets.len().saturating_sub(1);
                 while k > 0 {
                     k -= 1;
                     let victim = targets[k] as usize;
                     view.restore_candidate_of(t, victim);
-                    if search.fits(&view, req, node, allow) {
+                    if search.fits(view, req, node, allow) {
                         targets.swap_remove(k);
                     } else {
                         view.remove_candidate_of(t, victim);
@@ -533,6 +549,30 @@ pub fn greedy_victims<C: CandidateTable>(
         }
     }
     None
+}
+
+/// A search's view of the request's usage, what it resolved of the request, and the usage it
+/// started from (for the next attempt).
+struct Searching<'c> {
+    view: QuotaView<'c>,
+    search: Search,
+    saved: Vec<Quantity>,
+    held: usize,
+}
+
+impl<'c> Searching<'c> {
+    fn new<C: CandidateTable>(catalog: &'c Catalog, req: &Request<C>, node: NodeId) -> Self {
+        let view = QuotaView::from_request_rows(catalog, req);
+        let search = Search::new(&view, req, node);
+        let mut saved = Vec::new();
+        let held = view.save_usage(&mut saved);
+        Searching {
+            view,
+            search,
+            saved,
+            held,
+        }
+    }
 }
 
 /// Kueue's victim selection restricted to the candidates in `subset` (indices into
@@ -790,6 +830,33 @@ mod tests {
         // Newest first: 4, then 3 → b at 4 ≤ 5; a has 5 - 2 = 3.
         assert_eq!(v.victims, vec![3, 2]);
         assert!(!v.allow_borrowing);
+    }
+
+    /// While the preemptor may borrow, reclaim-without-borrowing candidates are turned down
+    /// (the search then never builds its view); the attempt without borrowing takes them.
+    #[test]
+    fn reclaim_without_borrowing_waits_for_the_attempt_without_borrowing() {
+        let cat = pair();
+        let mk = |w, admitted| {
+            let mut c = cand(w, 1, CandidateKind::ReclaimWithoutBorrowing, 0, admitted);
+            c.lca = Some(0);
+            c.usage = vec![amt(0, 2)];
+            c
+        };
+        let req = request(
+            0,
+            3,
+            vec![mk(1, 1), mk(2, 2), mk(3, 3), mk(4, 4)],
+            vec![(0, 10), (1, 2), (2, 8)],
+        );
+        let all: Vec<u32> = (0..4).collect();
+        let order = victim_order(&req, &all);
+        assert_eq!(greedy_victims(&cat, &req, &order, &[true]), None);
+        let v = greedy_victims(&cat, &req, &order, &[true, false]).unwrap();
+        assert_eq!((v.victims, v.allow_borrowing), (vec![3, 2], false));
+        // The same through the columns the host sends.
+        let columns = req.to_columns();
+        assert_eq!(greedy_victims(&cat, &columns, &order, &[true]), None);
     }
 
     #[test]
