@@ -810,22 +810,27 @@ mod tests {
             .build()
     }
 
-    #[test]
-    fn reclaim_stops_once_the_lender_is_back_within_nominal() {
-        let cat = pair();
+    /// In [`pair`]: b uses 8 (3 borrowed) in four reclaim-without-borrowing candidates of 2,
+    /// a uses 2 and needs 3 more within its nominal.
+    fn reclaim_from_a_borrowing_lender() -> Request {
         let mk = |w, admitted| {
             let mut c = cand(w, 1, CandidateKind::ReclaimWithoutBorrowing, 0, admitted);
             c.lca = Some(0);
             c.usage = vec![amt(0, 2)];
             c
         };
-        // b uses 8 (3 borrowed), a uses 2 and needs 3 more within its nominal.
-        let req = request(
+        request(
             0,
             3,
             vec![mk(1, 1), mk(2, 2), mk(3, 3), mk(4, 4)],
             vec![(0, 10), (1, 2), (2, 8)],
-        );
+        )
+    }
+
+    #[test]
+    fn reclaim_stops_once_the_lender_is_back_within_nominal() {
+        let cat = pair();
+        let req = reclaim_from_a_borrowing_lender();
         let v = select_victims(&cat, &req).unwrap();
         // Newest first: 4, then 3 → b at 4 ≤ 5; a has 5 - 2 = 3.
         assert_eq!(v.victims, vec![3, 2]);
@@ -837,18 +842,7 @@ mod tests {
     #[test]
     fn reclaim_without_borrowing_waits_for_the_attempt_without_borrowing() {
         let cat = pair();
-        let mk = |w, admitted| {
-            let mut c = cand(w, 1, CandidateKind::ReclaimWithoutBorrowing, 0, admitted);
-            c.lca = Some(0);
-            c.usage = vec![amt(0, 2)];
-            c
-        };
-        let req = request(
-            0,
-            3,
-            vec![mk(1, 1), mk(2, 2), mk(3, 3), mk(4, 4)],
-            vec![(0, 10), (1, 2), (2, 8)],
-        );
+        let req = reclaim_from_a_borrowing_lender();
         let all: Vec<u32> = (0..4).collect();
         let order = victim_order(&req, &all);
         assert_eq!(greedy_victims(&cat, &req, &order, &[true]), None);
