@@ -505,12 +505,11 @@ pub fn requeue_reason(reason: &str) -> Option<t::RequeueReason> {
     }
 }
 
-/// `no-requeue-reason`: a workload never requeued (the `requeue-reasons` columns of `record
-/// heads` and `record candidates`).
+/// `no-requeue-reason`: a workload never requeued (`record heads`).
 pub const NO_REQUEUE_REASON: u8 = u8::MAX;
 
-/// A workload's `requeue-reasons` entry: the position of its `requeue-reason` case, or
-/// [`NO_REQUEUE_REASON`].
+/// A workload's requeue-reason byte in `record heads`: the position of its `requeue-reason`
+/// case, or [`NO_REQUEUE_REASON`].
 pub fn requeue_reason_byte(reason: Option<&str>) -> u8 {
     reason
         .and_then(requeue_reason)
@@ -897,7 +896,7 @@ spec:
             requeue_reason("PodsReadyTimeout"),
             Some(t::RequeueReason::PodsReadyTimeout)
         );
-        // The columns' bytes are the case positions; 255 when never requeued.
+        // The heads' bytes are the case positions; 255 when never requeued.
         assert_eq!(requeue_reason_byte(None), NO_REQUEUE_REASON);
         assert_eq!(
             [

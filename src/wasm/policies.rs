@@ -37,9 +37,6 @@ fn single<T>(plugin: &Plugin, answers: Vec<T>) -> Result<T, PolicyError> {
     Ok(answer)
 }
 
-/// `no-local-queue`: a `local-queue-id` that names no LocalQueue (`record heads`).
-const NO_LOCAL_QUEUE: u32 = u32::MAX;
-
 /// An ordering plugin.
 pub struct WasmOrdering {
     plugin: Arc<Plugin>,
@@ -73,20 +70,8 @@ impl WasmOrdering {
                 workloads: Vec::new(),
                 lq_usage: Vec::new(),
                 heads: ord::Heads {
-                    workloads: Vec::new(),
-                    cluster_queues: Vec::new(),
-                    local_queues: Vec::new(),
-                    has_reservation: Vec::new(),
-                    borrow_levels: Vec::new(),
-                    priorities: Vec::new(),
-                    created: Vec::new(),
-                    queued: Vec::new(),
-                    requeue_counts: Vec::new(),
-                    requeue_reasons: Vec::new(),
-                    key_primary: Vec::new(),
-                    key_secondary: Vec::new(),
-                    key_tertiary: Vec::new(),
-                    usage_offsets: Vec::new(),
+                    ints: Vec::new(),
+                    times: Vec::new(),
                     usage_frs: Vec::new(),
                     usage_amounts: Vec::new(),
                     identities: None,
@@ -98,52 +83,42 @@ impl WasmOrdering {
     }
 }
 
-/// The heads as the WIT's columns, written over `out` (all but the identity columns, which
-/// come from the instance's string table in the call).
+/// The heads as the WIT's four lists (`record heads`), written over `out` (all but the
+/// identity columns, which come from the instance's string table in the call).
 fn fill_heads(out: &mut ord::Heads, cluster: &crate::cluster::Cluster, heads: &[HeadEntry]) {
-    fn refill<T>(column: &mut Vec<T>, values: impl Iterator<Item = T>) {
-        column.clear();
-        column.extend(values);
-    }
-    refill(&mut out.workloads, heads.iter().map(|h| h.workload.0));
-    refill(
-        &mut out.cluster_queues,
-        heads.iter().map(|h| h.cluster_queue.0),
-    );
-    refill(
-        &mut out.local_queues,
-        heads
-            .iter()
-            .map(|h| h.local_queue.map_or(NO_LOCAL_QUEUE, |l| l.0)),
-    );
-    refill(
-        &mut out.has_reservation,
-        (0..heads.len() as u32).filter(|&i| heads[i as usize].has_reservation),
-    );
-    refill(&mut out.borrow_levels, heads.iter().map(|h| h.borrow_level));
-    refill(&mut out.priorities, heads.iter().map(|h| h.priority));
-    refill(&mut out.created, heads.iter().map(|h| h.created));
-    refill(&mut out.queued, heads.iter().map(|h| h.queued));
-    out.requeue_counts.clear();
-    out.requeue_reasons.clear();
+    out.ints.clear();
+    out.times.clear();
+    out.usage_frs.clear();
+    out.usage_amounts.clear();
+    out.ints.reserve(heads.len() * HEAD_INTS);
+    out.times.reserve(heads.len() * HEAD_TIMES);
     for h in heads {
         let wl = cluster.workload(h.workload);
-        out.requeue_counts.push(wl.requeue_count);
-        out.requeue_reasons
-            .push(convert::requeue_reason_byte(wl.requeue_reason));
+        out.ints.extend([
+            h.workload.0,
+            h.cluster_queue.0,
+            h.local_queue.map_or(NO_LOCAL_QUEUE, |l| l.0),
+            u32::from(h.has_reservation),
+            h.borrow_level,
+            wl.requeue_count,
+            convert::requeue_reason_byte(wl.requeue_reason).into(),
+            h.usage.len() as u32,
+        ]);
+        out.times
+            .extend([h.priority, h.created, h.queued, h.key.0[0], h.key.0[1], h.key.0[2]]);
+        for &(fr, amount) in &h.usage {
+            out.usage_frs.push(fr.0);
+            out.usage_amounts.push(amount);
+        }
     }
-    refill(&mut out.key_primary, heads.iter().map(|h| h.key.0[0]));
-    refill(&mut out.key_secondary, heads.iter().map(|h| h.key.0[1]));
-    refill(&mut out.key_tertiary, heads.iter().map(|h| h.key.0[2]));
-    fill_usage_columns(
-        (
-            &mut out.usage_offsets,
-            &mut out.usage_frs,
-            &mut out.usage_amounts,
-        ),
-        heads.iter().map(|h| h.usage.as_slice()),
-    );
 }
+
+/// Integers and times per head in `record heads`.
+const HEAD_INTS: usize = 8;
+const HEAD_TIMES: usize = 6;
+
+/// `no-local-queue`: a `local-queue-id` that names no LocalQueue (`record heads`).
+const NO_LOCAL_QUEUE: u32 = u32::MAX;
 
 impl OrderingPolicy for WasmOrdering {
     fn id(&self) -> PolicyRef {
@@ -258,27 +233,6 @@ impl OrderingPolicy for WasmOrdering {
 
     fn refused(&self, error: &PolicyError) {
         self.plugin.refused(error);
-    }
-}
-
-/// The usage columns of a list (`usage-offsets`, `usage-frs`, `usage-amounts` in `record heads`
-/// and `record candidates`), written over `offsets`, `frs` and `amounts`: entry `i` holds the
-/// amounts `offsets[i]..offsets[i + 1]`.
-fn fill_usage_columns<'a>(
-    (offsets, frs, amounts): (&mut Vec<u32>, &mut Vec<u32>, &mut Vec<i64>),
-    usages: impl ExactSizeIterator<Item = &'a [(FrIdx, i64)]>,
-) {
-    offsets.clear();
-    frs.clear();
-    amounts.clear();
-    offsets.reserve(usages.len() + 1);
-    offsets.push(0);
-    for usage in usages {
-        for &(fr, amount) in usage {
-            frs.push(fr.0);
-            amounts.push(amount);
-        }
-        offsets.push(frs.len() as u32);
     }
 }
 

@@ -138,29 +138,13 @@ pub fn order_heads_by_priority(heads: &[Head], priority: impl Fn(&Head) -> i64) 
     order
 }
 
-/// [`order_heads`] on the heads as the host sends them, without a record per head: the same
-/// order. A column shorter than `workloads` reads as 0 (`false` for `has-reservation`).
+/// [`order_heads`] on the heads as the host sends them, without building a [`Head`] per head:
+/// the same order.
 pub fn order_heads_columns(heads: &Heads) -> Vec<u32> {
-    let n = heads.workloads.len();
-    let mut reserved = vec![false; n];
-    for &i in &heads.has_reservation {
-        if let Some(r) = reserved.get_mut(i as usize) {
-            *r = true;
-        }
-    }
-    let at = |v: &[i64], i: usize| v.get(i).copied().unwrap_or_default();
     // The index ends each key, so that the unstable sort keeps equal heads in the host's
     // order, as the stable one of `order_heads` does.
-    let mut keyed: Vec<((bool, u32, i64, i64), u32)> = (0..n)
-        .map(|i| {
-            let key = (
-                !reserved[i],
-                heads.borrow_levels.get(i).copied().unwrap_or_default(),
-                at(&heads.priorities, i).wrapping_neg(),
-                at(&heads.created, i),
-            );
-            (key, i as u32)
-        })
+    let mut keyed: Vec<((bool, u32, i64, i64), u32)> = (0..crate::ordering::head_count(heads))
+        .map(|i| (crate::ordering::classical_key(heads, i), i as u32))
         .collect();
     keyed.sort_unstable();
     keyed.into_iter().map(|(_, i)| i).collect()
@@ -985,8 +969,8 @@ mod tests {
         assert!((30..=270).contains(&answered), "{answered} answered");
     }
 
-    /// The columns path orders heads exactly as the records path, ties included (equal heads
-    /// keep the host's order), with short columns read as defaults.
+    /// The path over the host's heads orders them exactly as the one over `Head`s, ties
+    /// included (equal heads keep the host's order).
     #[test]
     fn head_columns_order_as_head_records() {
         let mut x: u64 = 7;
@@ -998,26 +982,22 @@ mod tests {
         };
         for round in 0..200 {
             let n = next(40) as usize;
-            let short = if round % 5 == 0 { n / 2 } else { n };
-            let heads = Heads {
-                workloads: (0..n as u32).collect(),
-                cluster_queues: vec![0; n],
-                local_queues: Vec::new(),
-                has_reservation: (0..n as u32).filter(|_| next(4) == 0).collect(),
-                borrow_levels: (0..short).map(|_| next(3) as u32).collect(),
-                priorities: (0..n).map(|_| next(3) as i64 - 1).collect(),
-                created: (0..short).map(|_| next(4) as i64).collect(),
-                queued: Vec::new(),
-                requeue_counts: Vec::new(),
-                requeue_reasons: Vec::new(),
-                key_primary: Vec::new(),
-                key_secondary: Vec::new(),
-                key_tertiary: Vec::new(),
-                identities: None,
-                usage_offsets: Vec::new(),
+            let mut heads = Heads {
+                ints: Vec::new(),
+                times: Vec::new(),
                 usage_frs: Vec::new(),
                 usage_amounts: Vec::new(),
+                identities: None,
             };
+            for w in 0..n as u32 {
+                let reserved = u32::from(next(4) == 0);
+                heads
+                    .ints
+                    .extend([w, 0, u32::MAX, reserved, next(3) as u32, 0, 255, 0]);
+                heads
+                    .times
+                    .extend([next(3) as i64 - 1, next(4) as i64, 0, 0, 0, 0]);
+            }
             let records = crate::ordering::heads_of(heads.clone());
             assert_eq!(
                 order_heads_columns(&heads),

@@ -2,7 +2,6 @@
 //! [`export_ordering!`](crate::export_ordering).
 
 use crate::catalog::Catalog;
-use crate::columns::{normalize_usage, usage_of};
 use crate::identity::{annotations_at, labels_at, namespace_at, normalize_identities, owner_at};
 use crate::kueue;
 use crate::quota::QuotaView;
@@ -10,15 +9,17 @@ use crate::types::{
     ClusterQueueId, Entry, FrAmount, LocalQueueId, LocalQueueUsage, Millis, Needs, NewStrings,
     Owner, RequeueReason, StringId, UsageTable, Workload, WorkloadId,
 };
+
 use crate::workload::requeue_reason_of;
 
 use crate::bindings::ordering::exports::wasq::policy::ordering as wit;
-/// The heads as the host sends them (`record heads`): one column per field.
+/// The heads as the host sends them (`record heads`): eight integers and six times per head,
+/// their usage back to back, identities as columns. Read them with [`heads_of`].
 pub use wit::Heads;
 pub use wit::SortKey;
 
 /// One ClusterQueue head of a scheduling cycle, after the host assigned it flavors: one entry
-/// of `order-heads`' columns (`wit/ordering.wit`, `record heads`), as one record.
+/// of `order-heads`' `record heads` (`wit/ordering.wit`), as one record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Head {
     /// The workload's handle.
@@ -59,62 +60,98 @@ pub struct Head {
 
 crate::identity::identity_from_fields!(Head);
 
-/// `no-local-queue` in `record heads`' `local-queues`.
+/// Integers per head in `record heads`' `ints`, and their positions.
+const HEAD_INTS: usize = 8;
+const WORKLOAD: usize = 0;
+const CLUSTER_QUEUE: usize = 1;
+const LOCAL_QUEUE: usize = 2;
+const HAS_RESERVATION: usize = 3;
+const BORROW_LEVEL: usize = 4;
+const REQUEUE_COUNT: usize = 5;
+const REQUEUE_REASON: usize = 6;
+const USAGE_LEN: usize = 7;
+/// Values per head in `record heads`' `times`, and their positions.
+const HEAD_TIMES: usize = 6;
+const PRIORITY: usize = 0;
+const CREATED: usize = 1;
+const QUEUED: usize = 2;
+const KEY: usize = 3;
+
+/// `no-local-queue` in `record heads`.
 const NO_LOCAL_QUEUE: LocalQueueId = u32::MAX;
 
-/// The host's columns as one record per head. Columns shorter than `workloads` read as
-/// defaults and usage offsets are made safe (the host never sends them otherwise; a plugin
-/// must not trap if it did).
+/// How many heads the host sent: whole groups of `ints` (a trailing partial one is ignored).
+pub(crate) fn head_count(c: &wit::Heads) -> usize {
+    c.ints.len() / HEAD_INTS
+}
+
+/// Head `i`'s integer `k` (`i` < [`head_count`]).
+#[inline]
+fn int_at(c: &wit::Heads, i: usize, k: usize) -> u32 {
+    c.ints[i * HEAD_INTS + k]
+}
+
+/// Head `i`'s time or key part `k`; 0 when `times` is short.
+#[inline]
+fn time_at(c: &wit::Heads, i: usize, k: usize) -> i64 {
+    c.times.get(i * HEAD_TIMES + k).copied().unwrap_or_default()
+}
+
+/// What Kueue's classical head order compares, for head `i`: second pass first, then lower
+/// borrowing level, higher priority, older.
+pub(crate) fn classical_key(c: &wit::Heads, i: usize) -> (bool, u32, i64, i64) {
+    (
+        int_at(c, i, HAS_RESERVATION) == 0,
+        int_at(c, i, BORROW_LEVEL),
+        time_at(c, i, PRIORITY).wrapping_neg(),
+        time_at(c, i, CREATED),
+    )
+}
+
+/// The host's heads as one [`Head`] record each, with their usage and identity. Values the
+/// host did not send (short `times`, usage or identity columns) read as defaults and an unknown
+/// requeue reason as none (the host never sends such heads; a plugin must not trap if it did).
 pub fn heads_of(mut c: wit::Heads) -> Vec<Head> {
-    let n = c.workloads.len();
-    normalize_usage(
-        &mut c.usage_offsets,
-        &mut c.usage_frs,
-        &mut c.usage_amounts,
-        n,
-    );
+    let n = head_count(&c);
     let ids = normalize_identities(c.identities.take(), n);
-    let mut heads: Vec<Head> = (0..n)
+    let entries = c.usage_frs.len().min(c.usage_amounts.len());
+    let mut at = 0;
+    (0..n)
         .map(|i| {
-            let at = |v: &Vec<i64>| v.get(i).copied().unwrap_or_default();
+            let end = (at + int_at(&c, i, USAGE_LEN) as usize).min(entries);
+            let usage = (at..end)
+                .map(|k| FrAmount {
+                    fr: c.usage_frs[k],
+                    amount: c.usage_amounts[k],
+                })
+                .collect();
+            at = end;
             Head {
-                workload: c.workloads[i],
-                cluster_queue: c.cluster_queues.get(i).copied().unwrap_or_default(),
-                local_queue: c
-                    .local_queues
-                    .get(i)
-                    .copied()
-                    .filter(|&l| l != NO_LOCAL_QUEUE),
-                has_reservation: false,
-                borrow_level: c.borrow_levels.get(i).copied().unwrap_or_default(),
-                priority: at(&c.priorities),
-                created: at(&c.created),
-                queued: at(&c.queued),
-                requeue_count: c.requeue_counts.get(i).copied().unwrap_or_default(),
-                requeue_reason: c
-                    .requeue_reasons
-                    .get(i)
-                    .copied()
+                workload: int_at(&c, i, WORKLOAD),
+                cluster_queue: int_at(&c, i, CLUSTER_QUEUE),
+                local_queue: Some(int_at(&c, i, LOCAL_QUEUE)).filter(|&l| l != NO_LOCAL_QUEUE),
+                has_reservation: int_at(&c, i, HAS_RESERVATION) != 0,
+                borrow_level: int_at(&c, i, BORROW_LEVEL),
+                priority: time_at(&c, i, PRIORITY),
+                created: time_at(&c, i, CREATED),
+                queued: time_at(&c, i, QUEUED),
+                requeue_count: int_at(&c, i, REQUEUE_COUNT),
+                requeue_reason: u8::try_from(int_at(&c, i, REQUEUE_REASON))
+                    .ok()
                     .and_then(requeue_reason_of),
                 key: SortKey {
-                    primary: at(&c.key_primary),
-                    secondary: at(&c.key_secondary),
-                    tertiary: at(&c.key_tertiary),
+                    primary: time_at(&c, i, KEY),
+                    secondary: time_at(&c, i, KEY + 1),
+                    tertiary: time_at(&c, i, KEY + 2),
                 },
-                usage: usage_of(&c.usage_offsets, &c.usage_frs, &c.usage_amounts, i).collect(),
+                usage,
                 namespace: namespace_at(&ids, i),
                 owner: owner_at(&ids, i),
                 labels: labels_at(&ids, i).collect(),
                 annotations: annotations_at(&ids, i).collect(),
             }
         })
-        .collect();
-    for &i in &c.has_reservation {
-        if let Some(h) = heads.get_mut(i as usize) {
-            h.has_reservation = true;
-        }
-    }
-    heads
+        .collect()
 }
 
 /// An admission-ordering policy. The decisions default to Kueue's classical behaviour (without
@@ -206,11 +243,10 @@ pub trait OrderingPolicy: Default + 'static {
     }
 
     /// What the SDK calls for each cycle: the same decision on the heads as the host sends
-    /// them ([`Heads`], columns). The default builds one [`Head`] record per head
-    /// ([`heads_of`]) and calls [`order_heads_with_usage`](OrderingPolicy::order_heads_with_usage);
-    /// a policy that reads a few columns overrides it to skip that work (as
-    /// [`kueue::order_heads_columns`] does for Kueue's classical order). Both must decide
-    /// alike. Columns may be shorter than `workloads` (read them as defaults).
+    /// them ([`Heads`]). The default builds one [`Head`] per head ([`heads_of`]), and calls
+    /// [`order_heads_with_usage`](OrderingPolicy::order_heads_with_usage); a policy that reads
+    /// a few fields overrides it to skip that work (as [`kueue::order_heads_columns`] does for
+    /// Kueue's classical order). Both must decide alike.
     fn order_heads_columns(
         &mut self,
         catalog: &Catalog,
@@ -345,21 +381,29 @@ mod tests {
     use crate::identity::NO_STRING;
 
     fn columns() -> wit::Heads {
+        let rr = |r: Option<RequeueReason>| u32::from(r.map_or(255, |r| r as u8));
         wit::Heads {
-            workloads: vec![4, 5, 6],
-            cluster_queues: vec![0, 1, 2],
-            local_queues: vec![7, NO_LOCAL_QUEUE, 8],
-            has_reservation: vec![2],
-            borrow_levels: vec![0, 1, 2],
-            priorities: vec![10, -1, 3],
-            created: vec![100, 200, 300],
-            queued: vec![101, 201, 301],
-            requeue_counts: vec![0, 3, 1],
-            requeue_reasons: vec![crate::workload::NO_REQUEUE_REASON, 2, 0],
-            key_primary: vec![-10, 1, -3],
-            key_secondary: vec![100, 200, 300],
-            key_tertiary: vec![0, 0, 9],
-            usage_offsets: vec![0, 2, 2, 3],
+            ints: [
+                [4, 0, 7, 0, 0, 0, rr(None), 2],
+                [
+                    5,
+                    1,
+                    NO_LOCAL_QUEUE,
+                    0,
+                    1,
+                    3,
+                    rr(Some(RequeueReason::PodsReadyTimeout)),
+                    0,
+                ],
+                [6, 2, 8, 1, 2, 1, rr(Some(RequeueReason::Preempted)), 1],
+            ]
+            .concat(),
+            times: [
+                [10, 100, 101, -10, 100, 0],
+                [-1, 200, 201, 1, 200, 0],
+                [3, 300, 301, -3, 300, 9],
+            ]
+            .concat(),
             usage_frs: vec![0, 1, 0],
             usage_amounts: vec![1000, 2000, 500],
             identities: Some(crate::types::Identities {
@@ -426,25 +470,25 @@ mod tests {
     }
 
     #[test]
-    fn malformed_columns_do_not_trap() {
+    fn malformed_heads_do_not_trap() {
         let mut c = columns();
-        c.cluster_queues.truncate(1);
-        c.priorities.clear();
-        c.has_reservation = vec![9, 1];
-        c.usage_offsets = vec![0, 5];
+        // A partial fourth head, short times, less usage than the heads say, an unknown
+        // requeue reason, and identity columns that do not pair up.
+        c.ints.extend([9, 9]);
+        c.ints[8 + 6] = 7;
+        c.times.truncate(14);
         c.usage_amounts.truncate(1);
-        c.requeue_counts.clear();
-        c.requeue_reasons = vec![7];
+        if let Some(ids) = c.identities.as_mut() {
+            ids.namespaces.truncate(1);
+            ids.label_offsets = vec![0, 5];
+        }
         let heads = heads_of(c);
-        assert!(
-            heads
-                .iter()
-                .all(|h| h.requeue_count == 0 && h.requeue_reason.is_none())
-        );
         assert_eq!(heads.len(), 3);
-        assert_eq!((heads[2].cluster_queue, heads[2].priority), (0, 0));
-        assert!(heads[1].has_reservation);
-        // Offsets past the entries are clamped; missing ones point at the end.
+        assert_eq!(heads[1].requeue_reason, None);
+        assert_eq!(
+            (heads[2].priority, heads[2].created, heads[2].queued),
+            (3, 300, 0)
+        );
         assert_eq!(
             heads[0].usage,
             vec![FrAmount {
@@ -453,6 +497,7 @@ mod tests {
             }]
         );
         assert!(heads[1].usage.is_empty() && heads[2].usage.is_empty());
+        assert_eq!(heads[2].namespace, NO_STRING);
     }
 
     /// The example of `plugins/README.md` ("Demoting flapping workloads"): Kueue's order, but a
