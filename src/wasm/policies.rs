@@ -104,8 +104,9 @@ fn fill_heads(out: &mut ord::Heads, cluster: &crate::cluster::Cluster, heads: &[
             convert::requeue_reason_byte(wl.requeue_reason).into(),
             h.usage.len() as u32,
         ]);
-        out.times
-            .extend([h.priority, h.created, h.queued, h.key.0[0], h.key.0[1], h.key.0[2]]);
+        out.times.extend([
+            h.priority, h.created, h.queued, h.key.0[0], h.key.0[1], h.key.0[2],
+        ]);
         for &(fr, amount) in &h.usage {
             out.usage_frs.push(fr.0);
             out.usage_amounts.push(amount);
