@@ -91,9 +91,11 @@ impl AdmittedTable {
         if new.first == 0 {
             *self = AdmittedTable::default();
         }
-        self.truncate(self.len().min(new.first as usize));
-        while self.len() < new.first as usize {
-            self.push_before_empty(&EMPTY, std::iter::empty());
+        let first = new.first as usize;
+        // The empty row comes off, the rows go at `first`, and the empty row goes back last.
+        self.truncate_all(self.len().min(first));
+        while self.workloads.len() < first {
+            self.push(&EMPTY, std::iter::empty());
         }
         let mut usage = new.usage.into_iter();
         for r in new.rows {
@@ -107,11 +109,12 @@ impl AdmittedTable {
                 requeue_count: r.requeue_count,
                 requeue_reason: r.requeue_reason.map_or(NO_REQUEUE_REASON, |r| r as u8),
             };
-            self.push_before_empty(&row, usage.by_ref().take(r.usage_len as usize));
+            self.push(&row, usage.by_ref().take(r.usage_len as usize));
         }
+        self.push(&EMPTY, std::iter::empty());
     }
 
-    /// Appends a row (the last one, in a table without the empty row).
+    /// Appends a row.
     fn push(&mut self, row: &Row, usage: impl Iterator<Item = FrAmount>) {
         self.workloads.push(row.workload);
         self.cluster_queues.push(row.cluster_queue);
@@ -128,23 +131,7 @@ impl AdmittedTable {
         self.usage_offsets.push(self.usage_frs.len() as u32);
     }
 
-    /// Adds a row before the empty one.
-    fn push_before_empty(&mut self, row: &Row, usage: impl Iterator<Item = FrAmount>) {
-        let len = self.len();
-        self.truncate_all(len);
-        self.push(row, usage);
-        self.push(&EMPTY, std::iter::empty());
-    }
-
-    /// Keeps the first `rows` rows, then the empty row.
-    fn truncate(&mut self, rows: usize) {
-        if rows < self.len() {
-            self.truncate_all(rows);
-            self.push(&EMPTY, std::iter::empty());
-        }
-    }
-
-    /// Keeps the first `rows` entries of every column, the empty row included if within.
+    /// Keeps the first `rows` entries of every column (the empty row included if within).
     fn truncate_all(&mut self, rows: usize) {
         self.workloads.truncate(rows);
         self.cluster_queues.truncate(rows);
