@@ -197,9 +197,10 @@ pub fn run_once(
     Ok((figures, report.decision_lines_without_policy()))
 }
 
-/// Both runs and their comparison. With `repeat` > 1 the two alternate (native, WASM, native,
-/// …); each side reports its fastest run and the median of all, which cancels drift and noise
-/// on a shared machine. Every run's decisions are compared with the first native run's.
+/// Both runs and their comparison. With `repeat` > 1 the two alternate in ABBA order (native,
+/// WASM, WASM, native, native, …); each side reports its fastest run and the median of all,
+/// which cancels drift and noise on a shared machine. Every run's decisions are compared with
+/// the first run's.
 pub fn bench(
     generator: &Generator,
     repeat: usize,
@@ -218,20 +219,33 @@ pub fn bench(
         Some(r) => identical &= *r == lines,
         None => reference = Some(lines),
     };
-    for _ in 0..repeat.max(1) {
-        let (figures, lines) = run_once(generator, "builtin", None, progress)?;
-        same(lines);
-        native_walls.push(figures.wall_seconds);
-        native = fastest(native, figures);
-        let (figures, lines) = run_once(
-            generator,
-            "kueue-default plugins (WASM)",
-            Some(wasm()),
-            progress,
-        )?;
-        same(lines);
-        wasm_walls.push(figures.wall_seconds);
-        wasm_run = fastest(wasm_run, figures);
+    for round in 0..repeat.max(1) {
+        // ABBA: native first in even rounds, WASM first in odd ones, so whatever drifts over
+        // the process's life (heap layout, a neighbour on the machine) weighs on both sides
+        // alike instead of always on the side run second.
+        let order = if round % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        for is_wasm in order {
+            if is_wasm {
+                let (figures, lines) = run_once(
+                    generator,
+                    "kueue-default plugins (WASM)",
+                    Some(wasm()),
+                    progress,
+                )?;
+                same(lines);
+                wasm_walls.push(figures.wall_seconds);
+                wasm_run = fastest(wasm_run, figures);
+            } else {
+                let (figures, lines) = run_once(generator, "builtin", None, progress)?;
+                same(lines);
+                native_walls.push(figures.wall_seconds);
+                native = fastest(native, figures);
+            }
+        }
     }
     let (native, wasm) = (
         native.expect("at least one run"),
@@ -433,7 +447,59 @@ impl BenchReport {
 
 #[cfg(test)]
 mod tests {
-    use super::median;
+    use std::cell::RefCell;
+    use std::sync::Arc;
+
+    use super::{NewProgress, RunProgress, bench, median};
+    use crate::sim::generate::{ClassSpec, GeneratorObjectSpec, Shape};
+    use crate::wasm::{Bindings, LiveBindings, PluginSource, Registry, WasmEngine};
+
+    /// Runs alternate ABBA, so drift over the process's life does not always fall on the side
+    /// run second; both sides still decide alike.
+    #[test]
+    fn runs_alternate_abba() {
+        let generator = GeneratorObjectSpec {
+            shape: Some(Shape::LargeScale),
+            seed: Some(7),
+            scale: None,
+            cohorts: Some(1),
+            queues_per_cohort: Some(2),
+            quota: None,
+            classes: Some(vec![ClassSpec {
+                name: "small".into(),
+                count: 3,
+                interval: "1s".into(),
+                runtime: "5s".into(),
+                priority: 0,
+                cpu: 1,
+            }]),
+        }
+        .validate()
+        .expect("a valid shape");
+        let engine = WasmEngine::new(false).expect("engine");
+        let registry = Arc::new(Registry::empty(engine));
+        let labels = RefCell::new(Vec::new());
+        let record = |label: &str, _: usize| -> Option<RunProgress<'_>> {
+            labels.borrow_mut().push(label.starts_with("builtin"));
+            None
+        };
+        let progress: NewProgress<'_> = &record;
+        let report = bench(
+            &generator,
+            4,
+            || LiveBindings::new(PluginSource::Fixed(registry.clone()), Bindings::default()),
+            Some(progress),
+        )
+        .expect("bench");
+        // true = native.
+        assert_eq!(
+            labels.into_inner(),
+            [true, false, false, true, true, false, false, true]
+        );
+        assert!(report.identical_decisions);
+        assert_eq!(report.native_wall_seconds.len(), 4);
+        assert_eq!(report.wasm_wall_seconds.len(), 4);
+    }
 
     #[test]
     fn median_of_odd_and_even_counts() {
