@@ -532,27 +532,22 @@ thread_local! {
         std::cell::RefCell::new(crate::quota::overlay::EpochMarks::default());
 }
 
-/// Usage of `nodes` and all their ancestors (each once, in first-seen order) for the
-/// flavor-resources of `frs`, row-major: the rows' nodes written over `rows`, their amounts
-/// over `values`.
+/// Usage of the preemptor's node, its candidates' nodes and all their ancestors (each once,
+/// in first-seen order) for the flavor-resources of `frs`, row-major: the rows' nodes written
+/// over `rows`, their amounts over `values`.
 pub fn fill_usage_rows(
     (rows, values): (&mut Vec<u32>, &mut Vec<i64>),
     cluster: &Cluster,
     usage: &crate::quota::Usage,
-    nodes: impl IntoIterator<Item = NodeId>,
+    preemptor: NodeId,
+    candidates: &[crate::policy::Candidate],
     frs: &[FrIdx],
 ) {
     rows.clear();
     SEEN.with_borrow_mut(|seen| {
         seen.start(cluster.tree.len());
-        // Candidates come grouped by ClusterQueue: a node just listed is skipped at once.
-        let mut last = None;
-        for node in nodes {
-            if last == Some(node) {
-                continue;
-            }
-            last = Some(node);
-            // The node, then its ancestors up to the first one listed already.
+        // The node, then its ancestors up to the first one listed already.
+        let mut list = |node: NodeId| {
             let mut n = node;
             while seen.mark(n.0 as usize) {
                 rows.push(n.0);
@@ -560,6 +555,16 @@ pub fn fill_usage_rows(
                     Some(p) => n = p,
                     None => break,
                 }
+            }
+        };
+        list(preemptor);
+        // Candidates come in candidate order, often several of one queue in a row: a node just
+        // listed is passed over without a look at the marks.
+        let mut last = preemptor;
+        for c in candidates {
+            if c.node != last {
+                last = c.node;
+                list(c.node);
             }
         }
     });

@@ -382,7 +382,8 @@ impl PreemptionPolicy for WasmPreemption {
             (&mut request.usage_nodes, &mut request.usage),
             cluster,
             req.usage,
-            std::iter::once(req.node).chain(req.candidates.iter().map(|c| c.node)),
+            req.node,
+            &req.candidates,
             frs,
         );
         convert::fill_fr_amounts(&mut request.requests, &req.requests);

@@ -512,6 +512,11 @@ pub fn greedy_victims<C: CandidateTable>(
                 continue;
             }
             view.remove_candidate_of(t, i as usize);
+            if targets.is_empty() {
+                // Once, to its largest size: a search often takes out a hundred candidates
+                // or more, and growing one by one reallocates at every doubling.
+                targets.reserve(order.len());
+            }
             targets.push(i);
             if search.fits(view, req, node, allow) {
                 let mut k = targets.len().saturating_sub(1);

@@ -151,6 +151,7 @@ impl Layout {
     pub(crate) fn save(&self, into: &mut Vec<Quantity>) -> usize {
         let cols = self.frs.len();
         into.clear();
+        into.reserve(self.members.len() * cols);
         for &slot in &self.members {
             let row = slot as usize * cols;
             match &self.usage[row..row + cols] {
