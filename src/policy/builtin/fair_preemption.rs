@@ -23,7 +23,7 @@
 use std::cmp::Ordering;
 use std::collections::VecDeque;
 
-use super::preemption::{candidate_order, candidates_ordering, fits_after};
+use super::preemption::{candidate_order, candidates_ordering, fits_after, fits_after_but};
 use crate::api::config::PreemptionStrategy;
 use crate::policy::{CandidateKind, PreemptionRequest, VictimSet};
 use crate::quota::{Drs, NodeId, NodeKind, Usage, fair};
@@ -210,14 +210,7 @@ impl Simulation<'_, '_> {
             k -= 1;
             let i = self.targets[k];
             self.candidate(i, 1);
-            let others: Vec<usize> = self
-                .targets
-                .iter()
-                .enumerate()
-                .filter(|&(m, _)| m != k)
-                .map(|(_, &j)| j)
-                .collect();
-            if fits_after(self.req, &self.usage, true, &others) {
+            if fits_after_but(self.req, &self.usage, true, &self.targets, Some(k)) {
                 self.targets.swap_remove(k);
             } else {
                 self.candidate(i, -1);

@@ -146,6 +146,20 @@ pub fn fits_after(
     allow_borrowing: bool,
     victims: &[usize],
 ) -> bool {
+    fits_after_but(req, usage, allow_borrowing, victims, None)
+}
+
+/// [`fits_after`] with the victim at position `but` of `victims` back in place (Kueue's
+/// fill-back tries each victim back in turn). The list of workloads gone is made only for a
+/// preemptor with TAS podSets: a fill-back over a hundred victims made and dropped a copy of
+/// the list per step.
+pub fn fits_after_but(
+    req: &PreemptionRequest<'_>,
+    usage: &impl UsageRead,
+    allow_borrowing: bool,
+    victims: &[usize],
+    but: Option<usize>,
+) -> bool {
     let quota = req.requests.iter().all(|&(fr, v)| {
         (allow_borrowing || !req.tree.borrowing_with(usage, req.node, fr, v))
             && v <= req.tree.available(usage, req.node, fr)
@@ -154,17 +168,12 @@ pub fn fits_after(
         && req.topology.is_none_or(|t| {
             let gone: Vec<_> = victims
                 .iter()
-                .map(|&i| req.candidates[i].workload)
+                .enumerate()
+                .filter(|&(m, _)| Some(m) != but)
+                .map(|(_, &i)| req.candidates[i].workload)
                 .collect();
             t.fits_without(&gone)
         })
-}
-
-/// `victims` but the one at position `k`.
-fn all_but(victims: &[usize], k: usize) -> Vec<usize> {
-    let mut out = victims.to_vec();
-    out.remove(k);
-    out
 }
 
 /// Takes candidate `c`'s quota out of `usage` (`sign` = 1) or puts it back (`sign` = -1).
@@ -274,7 +283,7 @@ pub fn select_victims(req: &PreemptionRequest<'_>) -> Option<VictimSet> {
                     k -= 1;
                     let c = &req.candidates[targets[k]];
                     remove_candidate(req, &mut usage, c, -1);
-                    if fits_after(req, &usage, allow, &all_but(&targets, k)) {
+                    if fits_after_but(req, &usage, allow, &targets, Some(k)) {
                         targets.swap_remove(k);
                     } else {
                         remove_candidate(req, &mut usage, c, 1);
