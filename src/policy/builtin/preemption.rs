@@ -232,6 +232,33 @@ impl PreemptionPolicy for KueuePreemption {
     }
 }
 
+/// `order` stably partitioned into the six groups `group` numbers 0 to 5 (smallest first),
+/// counted rather than sorted; as it is when already grouped (the host's candidate order puts
+/// evicted candidates first and the preemptor's own queue last, so it usually is).
+fn grouped(order: Vec<usize>, group: impl Fn(usize) -> usize) -> Vec<usize> {
+    let mut start = [0usize; 7];
+    let (mut last, mut in_groups) = (0, true);
+    for &i in &order {
+        let g = group(i);
+        in_groups &= last <= g;
+        last = g;
+        start[g + 1] += 1;
+    }
+    if in_groups {
+        return order;
+    }
+    for g in 1..start.len() {
+        start[g] += start[g - 1];
+    }
+    let mut out = vec![0; order.len()];
+    for &i in &order {
+        let g = group(i);
+        out[start[g]] = i;
+        start[g] += 1;
+    }
+    out
+}
+
 /// Kueue's victim selection: fair sharing's when the request carries its strategies, else the
 /// classical one.
 pub fn select_victims(req: &PreemptionRequest<'_>) -> Option<VictimSet> {
@@ -247,11 +274,12 @@ pub fn select_victims(req: &PreemptionRequest<'_>) -> Option<VictimSet> {
         | CandidateKind::FairSharing => 1,
         CandidateKind::SameQueue => 2,
     };
-    // Evicted ones of each class first, then the rest, each class in candidate order.
-    let mut list = idx.clone();
-    list.sort_by_key(|i| (!req.candidates[*i].evicted, class(i)));
     let no_hierarchical = !idx.iter().any(|i| class(i) == 0);
     let no_other = !idx.iter().any(|i| class(i) < 2);
+    // Evicted ones of each class first, then the rest, each class in candidate order.
+    let list = grouped(idx, |i| {
+        usize::from(!req.candidates[i].evicted) * 3 + class(&i)
+    });
 
     let forbidden = req.config.borrow_within_cohort == BorrowWithinCohortPolicy::Never;
     let under_nominal = req
@@ -322,6 +350,31 @@ mod order_tests {
             requeue_reason: None,
             usage: Default::default(),
             local_queue_usage: usage,
+        }
+    }
+
+    /// The counted partition is the stable sort by group, grouped input or not.
+    #[test]
+    fn grouped_is_a_stable_sort_by_group() {
+        let mut x: u64 = 11;
+        let mut next = |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        for len in [0usize, 1, 2, 7, 50, 300] {
+            for spread in [1u64, 2, 6] {
+                let groups: Vec<usize> = (0..len).map(|_| next(spread) as usize).collect();
+                let shuffle: Vec<u64> = (0..len).map(|_| next(1000)).collect();
+                let mut order: Vec<usize> = (0..len).collect();
+                order.sort_by_key(|&i| shuffle[i]);
+                let mut expected = order.clone();
+                expected.sort_by_key(|&i| groups[i]);
+                assert_eq!(grouped(order.clone(), |i| groups[i]), expected);
+                // Already grouped: returned as is.
+                assert_eq!(grouped(expected.clone(), |i| groups[i]), expected);
+            }
         }
     }
 
