@@ -2,8 +2,6 @@
 //! conservative than the ClusterQueue's settings, never more aggressive, and can never make the
 //! scheduler over-commit quota.
 
-use std::collections::HashSet;
-
 use super::builtin::fits_after;
 use super::builtin::remove_candidate;
 use super::{CandidateKind, FitMode, FlavorChoiceRequest, PreemptionRequest, VictimSet};
@@ -35,14 +33,17 @@ pub enum InvalidAnswer {
 }
 
 fn check_indices(indices: &[usize], len: usize) -> Result<(), InvalidAnswer> {
-    let mut seen = HashSet::with_capacity(indices.len());
+    // One bit per index in range: an order over thousands of heads is checked every cycle.
+    let mut seen = vec![0u64; len.div_ceil(64)];
     for &index in indices {
         if index >= len {
             return Err(InvalidAnswer::OutOfRange { index, len });
         }
-        if !seen.insert(index) {
+        let (word, bit) = (index / 64, 1u64 << (index % 64));
+        if seen[word] & bit != 0 {
             return Err(InvalidAnswer::Duplicate(index));
         }
+        seen[word] |= bit;
     }
     Ok(())
 }
@@ -170,5 +171,39 @@ pub fn flavor_choice(req: &FlavorChoiceRequest, choice: usize) -> Result<(), Inv
         Some(None) => Err(InvalidAnswer::FlavorDoesNotFit(choice)),
         Some(Some(o)) if o.mode == FitMode::NoFit => Err(InvalidAnswer::FlavorDoesNotFit(choice)),
         Some(Some(_)) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{InvalidAnswer, head_order};
+
+    #[test]
+    fn an_order_is_a_permutation() {
+        let order: Vec<usize> = (0..130).rev().collect();
+        assert!(head_order(&order, 130).is_ok());
+        // A repeat in a later word of the bitset, and one in the first.
+        let mut twice = order.clone();
+        twice[1] = 100;
+        assert!(matches!(
+            head_order(&twice, 130),
+            Err(InvalidAnswer::Duplicate(100))
+        ));
+        let mut low = order.clone();
+        low[129] = 3;
+        assert!(matches!(
+            head_order(&low, 130),
+            Err(InvalidAnswer::Duplicate(3))
+        ));
+        let mut out = order;
+        out[5] = 130;
+        assert!(matches!(
+            head_order(&out, 130),
+            Err(InvalidAnswer::OutOfRange {
+                index: 130,
+                len: 130
+            })
+        ));
+        assert!(head_order(&[], 0).is_ok());
     }
 }
