@@ -365,16 +365,21 @@ mod order_tests {
         }
     }
 
-    /// The counted partition is the stable sort by group, grouped input or not.
-    #[test]
-    fn grouped_is_a_stable_sort_by_group() {
-        let mut x: u64 = 11;
-        let mut next = |m: u64| {
+    /// Pseudo-random numbers below `m` (a linear congruential generator from `seed`).
+    fn numbers(seed: u64) -> impl FnMut(u64) -> u64 {
+        let mut x = seed;
+        move |m| {
             x = x
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             (x >> 33) % m
-        };
+        }
+    }
+
+    /// The counted partition is the stable sort by group, grouped input or not.
+    #[test]
+    fn grouped_is_a_stable_sort_by_group() {
+        let mut next = numbers(11);
         for len in [0usize, 1, 2, 7, 50, 300] {
             for spread in [1u64, 2, 6] {
                 let groups: Vec<usize> = (0..len).map(|_| next(spread) as usize).collect();
@@ -404,13 +409,7 @@ mod order_tests {
 
     #[test]
     fn any_mix_of_queues_usage_and_priorities_sorts_without_a_cycle() {
-        let mut x: u64 = 7;
-        let mut next = |m: u64| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (x >> 33) % m
-        };
+        let mut next = numbers(7);
         let list: Vec<Candidate> = (0..300)
             .map(|i| {
                 let cq = next(4) as u32;
