@@ -229,22 +229,20 @@ pub fn bench(
             [true, false]
         };
         for is_wasm in order {
-            if is_wasm {
-                let (figures, lines) = run_once(
-                    generator,
-                    "kueue-default plugins (WASM)",
-                    Some(wasm()),
-                    progress,
-                )?;
-                same(lines);
-                wasm_walls.push(figures.wall_seconds);
-                wasm_run = fastest(wasm_run, figures);
+            let (label, policies) = if is_wasm {
+                ("kueue-default plugins (WASM)", Some(wasm()))
             } else {
-                let (figures, lines) = run_once(generator, "builtin", None, progress)?;
-                same(lines);
-                native_walls.push(figures.wall_seconds);
-                native = fastest(native, figures);
-            }
+                ("builtin", None)
+            };
+            let (figures, lines) = run_once(generator, label, policies, progress)?;
+            same(lines);
+            let (walls, best) = if is_wasm {
+                (&mut wasm_walls, &mut wasm_run)
+            } else {
+                (&mut native_walls, &mut native)
+            };
+            walls.push(figures.wall_seconds);
+            *best = fastest(best.take(), figures);
         }
     }
     let (native, wasm) = (
