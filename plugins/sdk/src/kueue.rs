@@ -440,8 +440,8 @@ pub fn preemptor_fits<C>(
 /// resolved to the view's columns once per request ([`candidate_is_valid`] and
 /// [`preemptor_fits`] otherwise; the same answers).
 struct Search {
-    /// The preemptor's node's slot and the requests' columns with their amounts.
-    fits: Option<(usize, Vec<(usize, Quantity)>)>,
+    /// The cells of the preemptor's node for the requests, with their amounts.
+    fits: Option<Vec<(u32, Quantity)>>,
     /// The columns of the flavor-resources that need preemption.
     needs: Option<Vec<(usize, Quantity)>>,
 }
@@ -450,14 +450,17 @@ impl Search {
     fn new<C: CandidateTable>(view: &QuotaView<'_>, req: &Request<C>, node: NodeId) -> Search {
         let requests = view.columns_of(req.requests.iter().map(|r| (r.fr, r.amount)));
         Search {
-            fits: view.slot_of(node).zip(requests),
+            fits: view
+                .slot_of(node)
+                .zip(requests)
+                .map(|(slot, cols)| view.cells_of(slot, &cols)),
             needs: view.columns_of(req.needs_preemption.iter().map(|&fr| (fr, 0))),
         }
     }
 
     fn fits<C>(&self, view: &QuotaView<'_>, req: &Request<C>, node: NodeId, allow: bool) -> bool {
         match &self.fits {
-            Some((slot, requests)) => view.fits_in(*slot, requests, allow),
+            Some(requests) => view.fits_cells(requests, allow),
             None => preemptor_fits(view, req, node, allow),
         }
     }
@@ -494,6 +497,10 @@ pub fn greedy_victims<C: CandidateTable>(
     // candidate is turned down without reading usage never builds one.
     let mut searching: Option<Searching<'_>> = None;
     let mut targets: Vec<u32> = Vec::new();
+    // Per target, the cells and amounts taking it out took (`taken[spans[k]]`): putting it
+    // back and taking it out again in the fill-back walk these alone.
+    let mut spans: Vec<(u32, u32)> = Vec::new();
+    let mut taken: Vec<(u32, Quantity)> = Vec::new();
     for (attempt, &allow) in attempts.iter().enumerate() {
         if attempt > 0 {
             // Back to the request's usage: the attempt before found no fit.
@@ -501,6 +508,8 @@ pub fn greedy_victims<C: CandidateTable>(
                 s.view.restore_usage(&s.saved, s.held);
             }
             targets.clear();
+            spans.clear();
+            taken.clear();
         }
         for &i in order {
             if turned_down_without_usage(req, i, allow) {
@@ -511,23 +520,29 @@ pub fn greedy_victims<C: CandidateTable>(
             if !search.is_valid(view, req, i, allow) {
                 continue;
             }
-            view.remove_candidate_of(t, i as usize);
             if targets.is_empty() {
-                // Once, to its largest size: a search often takes out a hundred candidates
-                // or more, and growing one by one reallocates at every doubling.
+                // Once, to their largest size: a search often takes out a hundred
+                // candidates or more, and growing one by one reallocates at every doubling.
                 targets.reserve(order.len());
+                spans.reserve(order.len());
+                taken.reserve(order.len());
             }
+            let start = taken.len() as u32;
+            view.take_out(t, i as usize, &mut taken);
             targets.push(i);
+            spans.push((start, taken.len() as u32));
             if search.fits(view, req, node, allow) {
                 let mut k = targets.len().saturating_sub(1);
                 while k > 0 {
                     k -= 1;
-                    let victim = targets[k] as usize;
-                    view.restore_candidate_of(t, victim);
+                    let (from, to) = spans[k];
+                    let cells = &taken[from as usize..to as usize];
+                    view.put_back(cells);
                     if search.fits(view, req, node, allow) {
                         targets.swap_remove(k);
+                        spans.swap_remove(k);
                     } else {
-                        view.remove_candidate_of(t, victim);
+                        view.take_out_again(cells);
                     }
                 }
                 return Some(Victims {

@@ -16,6 +16,35 @@ use crate::types::{FrId, NodeId, Quantity, Quota};
 /// The entry of a node that has no slot (`slot_of`), or of a root's parent.
 pub(crate) const NONE: u32 = u32::MAX;
 
+/// One node's usage of one tracked flavor-resource, with the figures Kueue's arithmetic reads
+/// beside it and the same column's cell of its parent: adding usage, or asking what is
+/// available, walks these cells alone.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Cell {
+    pub(crate) usage: Quantity,
+    /// The part of the subtree quota never lent to the parent.
+    pub(crate) guaranteed: Quantity,
+    pub(crate) subtree: Quantity,
+    /// Past this usage the node borrows: nominal for a ClusterQueue, subtree for a Cohort.
+    pub(crate) own_limit: Quantity,
+    pub(crate) borrowing_limit: Option<Quantity>,
+    /// The parent's cell of the same column, `NONE` for a root.
+    pub(crate) parent: u32,
+}
+
+impl Cell {
+    fn new(quota: &Quota, cohort: bool) -> Cell {
+        Cell {
+            usage: 0,
+            guaranteed: quota.guaranteed,
+            subtree: quota.subtree,
+            own_limit: if cohort { quota.subtree } else { quota.nominal },
+            borrowing_limit: quota.borrowing_limit,
+            parent: NONE,
+        }
+    }
+}
+
 /// How many layouts (catalog and columns) the instance keeps: a preemption plugin uses one per
 /// set of requested flavor-resources, a fair-sharing one also one with every column.
 const KEPT: usize = 4;
@@ -42,12 +71,11 @@ pub(crate) struct Layout {
     /// Slot → the slot of its parent, `NONE` for a root. A node's ancestors get slots before
     /// it, so walks up the tree never leave the layout.
     pub(crate) parent: Vec<u32>,
-    /// Slot → whether the node is a Cohort.
-    pub(crate) cohort: Vec<bool>,
-    /// Slot × column, row-major.
+    /// Slot × column, row-major: the catalog's figures as they are (to read them back).
     pub(crate) quotas: Vec<Quota>,
-    /// Slot × column, row-major; 0 outside the current view's members.
-    pub(crate) usage: Vec<Quantity>,
+    /// Slot × column, row-major (the same index as `quotas`); usage 0 outside the current
+    /// view's members.
+    pub(crate) cells: Vec<Cell>,
     /// Slot → the epoch of the last view that held it.
     stamp: Vec<u32>,
     /// The current view's epoch.
@@ -88,9 +116,8 @@ impl Layout {
             slot_of: Vec::new(),
             nodes: Vec::new(),
             parent: Vec::new(),
-            cohort: Vec::new(),
             quotas: Vec::new(),
-            usage: Vec::new(),
+            cells: Vec::new(),
             stamp: Vec::new(),
             epoch: 0,
             members: Vec::new(),
@@ -130,7 +157,7 @@ impl Layout {
         let cols = self.frs.len();
         for &slot in &self.members {
             let row = slot as usize * cols;
-            clear_row(&mut self.usage[row..row + cols]);
+            clear_row(&mut self.cells[row..row + cols]);
         }
         self.members.clear();
         KEPT_LAYOUTS.with_borrow_mut(|kept| {
@@ -154,10 +181,10 @@ impl Layout {
         into.reserve(self.members.len() * cols);
         for &slot in &self.members {
             let row = slot as usize * cols;
-            match &self.usage[row..row + cols] {
-                &[a] => into.push(a),
-                &[a, b] => into.extend([a, b]),
-                cells => into.extend_from_slice(cells),
+            match &self.cells[row..row + cols] {
+                [a] => into.push(a.usage),
+                [a, b] => into.extend([a.usage, b.usage]),
+                cells => into.extend(cells.iter().map(|c| c.usage)),
             }
         }
         self.members.len()
@@ -169,12 +196,16 @@ impl Layout {
         let cols = self.frs.len();
         for (k, &slot) in self.members.iter().enumerate() {
             let row = slot as usize * cols;
-            let cells = &mut self.usage[row..row + cols];
+            let cells = &mut self.cells[row..row + cols];
             match saved.get(k * cols..(k + 1) * cols).filter(|_| k < held) {
                 Some(was) => match (cells, was) {
-                    ([a], &[x]) => *a = x,
-                    ([a, b], &[x, y]) => (*a, *b) = (x, y),
-                    (cells, was) => cells.copy_from_slice(was),
+                    ([a], &[x]) => a.usage = x,
+                    ([a, b], &[x, y]) => (a.usage, b.usage) = (x, y),
+                    (cells, was) => {
+                        for (c, &x) in cells.iter_mut().zip(was) {
+                            c.usage = x;
+                        }
+                    }
                 },
                 None => {
                     clear_row(cells);
@@ -249,27 +280,37 @@ impl Layout {
             self.nodes.push(n);
             // The next node of the chain is this one's parent.
             self.parent.push(self.nodes.len() as u32);
-            self.cohort.push(catalog.is_cohort(n));
             self.stamp.push(0);
+            let cohort = catalog.is_cohort(n);
             for &fr in &self.frs {
-                self.quotas.push(catalog.quota(n, fr));
-                self.usage.push(0);
+                let quota = catalog.quota(n, fr);
+                self.cells.push(Cell::new(&quota, cohort));
+                self.quotas.push(quota);
             }
         }
         if let Some(last) = self.parent.len().checked_sub(1).filter(|&l| l >= first) {
             self.parent[last] = above;
         }
+        // Each new cell's parent is the same column's cell of the parent slot.
+        let cols = self.frs.len();
+        for slot in first..self.nodes.len() {
+            let parent = self.parent[slot];
+            for col in 0..cols {
+                self.cells[slot * cols + col].parent = match parent {
+                    NONE => NONE,
+                    p => (p as usize * cols + col) as u32,
+                };
+            }
+        }
         Some(first)
     }
 }
 
-/// Sets a row's cells to 0. Most views track one or two flavor-resources: a store or two,
-/// where a slice `fill` compiles to a bulk-memory instruction that the runtime carries out
-/// as a call out of the guest.
-fn clear_row(cells: &mut [Quantity]) {
+/// Sets a row's usage to 0. Most views track one or two flavor-resources: a store or two.
+fn clear_row(cells: &mut [Cell]) {
     match cells {
-        [a] => *a = 0,
-        [a, b] => (*a, *b) = (0, 0),
-        cells => cells.fill(0),
+        [a] => a.usage = 0,
+        [a, b] => (a.usage, b.usage) = (0, 0),
+        cells => cells.iter_mut().for_each(|c| c.usage = 0),
     }
 }

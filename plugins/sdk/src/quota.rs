@@ -17,7 +17,7 @@
 //! of the catalog, which fair sharing's dominant resource share ([`QuotaView::drs`]) needs.
 
 use crate::catalog::Catalog;
-use crate::layout::{Layout, NONE};
+use crate::layout::{Cell, Layout, NONE};
 use crate::preemption::{Candidate, CandidateTable, Request};
 use crate::types::{FrAmount, FrId, NodeId, NodeKind, Quantity, Quota, UsageTable};
 
@@ -120,7 +120,7 @@ impl<'c> QuotaView<'c> {
             };
             for (c, &j) in entry.iter().enumerate() {
                 if let Some(&v) = usage.get((i * width).saturating_add(j)) {
-                    self.l.usage[slot * cols + c] = v;
+                    self.l.cells[slot * cols + c].usage = v;
                 }
             }
         }
@@ -139,7 +139,10 @@ impl<'c> QuotaView<'c> {
                 continue;
             };
             let row = table.amounts.get(i * width..(i + 1) * width).unwrap_or(&[]);
-            view.l.usage[slot * width..slot * width + row.len()].copy_from_slice(row);
+            let cells = &mut view.l.cells[slot * width..slot * width + row.len()];
+            for (cell, &v) in cells.iter_mut().zip(row) {
+                cell.usage = v;
+            }
         }
         view
     }
@@ -190,14 +193,14 @@ impl<'c> QuotaView<'c> {
         }
         self.include(node);
         if let Some(cell) = self.cell(node, fr) {
-            self.l.usage[cell] = value;
+            self.l.cells[cell].usage = value;
         }
     }
 
     /// A node's usage of `fr` (for a Cohort: what its children use beyond their guaranteed
     /// quota).
     pub fn usage(&self, node: NodeId, fr: FrId) -> Quantity {
-        self.cell(node, fr).map_or(0, |c| self.l.usage[c])
+        self.cell(node, fr).map_or(0, |c| self.l.cells[c].usage)
     }
 
     /// The quota figures of a node for `fr` (all zero and unlimited when it lists none).
@@ -217,24 +220,16 @@ impl<'c> QuotaView<'c> {
     /// ancestors allow: ≥ 0.
     pub fn available(&self, node: NodeId, fr: FrId) -> Quantity {
         match (self.slot(node), self.column(fr)) {
-            (Some(slot), Some(col)) => self.available_at(slot, col, self.l.nodes.len()),
+            (Some(slot), Some(col)) => self.available_in(slot * self.l.frs.len() + col),
             _ => self.available_raw(node, fr, self.catalog.nodes.len()),
         }
         .max(0)
     }
 
-    /// [`available`](QuotaView::available) of a node in the view on a tracked column, before
-    /// clamping: walks parent slots only.
-    fn available_at(&self, slot: usize, col: usize, depth: usize) -> Quantity {
-        let cell = slot * self.l.frs.len() + col;
-        let q = &self.l.quotas[cell];
-        let used = self.l.usage[cell];
-        let parent = self.l.parent[slot];
-        if parent == NONE || depth == 0 {
-            return q.subtree.saturating_sub(used);
-        }
-        let from_parent = self.available_at(parent as usize, col, depth - 1);
-        available_below(q, used, from_parent)
+    /// [`available`](QuotaView::available) at a cell of the view, before clamping: walks
+    /// parent cells only.
+    fn available_in(&self, cell: usize) -> Quantity {
+        available_from(&self.l.cells, cell, self.l.nodes.len())
     }
 
     fn available_raw(&self, node: NodeId, fr: FrId, depth: usize) -> Quantity {
@@ -245,7 +240,15 @@ impl<'c> QuotaView<'c> {
             _ => return q.subtree.saturating_sub(used),
         };
         let from_parent = self.available_raw(parent, fr, depth - 1);
-        available_below(&q, used, from_parent)
+        let cell = Cell {
+            usage: used,
+            guaranteed: q.guaranteed,
+            subtree: q.subtree,
+            own_limit: q.nominal,
+            borrowing_limit: q.borrowing_limit,
+            parent: NONE,
+        };
+        available_below(&cell, from_parent)
     }
 
     /// Kueue's `potentialAvailable` (see [`Catalog::potential_available`]): independent of
@@ -266,28 +269,30 @@ impl<'c> QuotaView<'c> {
         let (Some(slot), Some(col)) = (self.slot(node), self.column(fr)) else {
             return;
         };
-        self.add_at(slot, col, delta);
+        self.add_in(slot * self.l.frs.len() + col, delta);
     }
 
-    /// [`add_usage`](QuotaView::add_usage) at a slot and column of the view.
-    fn add_at(&mut self, slot: usize, col: usize, delta: Quantity) {
-        let width = self.l.frs.len();
-        let (mut slot, mut delta) = (slot, delta);
-        for _ in 0..self.l.nodes.len() {
-            let cell = slot * width + col;
-            let local = self.l.quotas[cell].guaranteed;
-            let before = self.l.usage[cell];
+    /// [`add_usage`](QuotaView::add_usage) at a cell of the view.
+    fn add_in(&mut self, cell: usize, delta: Quantity) {
+        let depth = self.l.nodes.len();
+        let cells = &mut self.l.cells;
+        let (mut cell, mut delta) = (cell, delta);
+        for _ in 0..depth {
+            let Some(c) = cells.get_mut(cell) else {
+                return;
+            };
+            let before = c.usage;
             let after = before + delta;
-            self.l.usage[cell] = after;
-            let parent = self.l.parent[slot];
-            if parent == NONE {
+            c.usage = after;
+            let local = c.guaranteed;
+            if c.parent == NONE {
                 return;
             }
             delta = (after - local).max(0) - (before - local).max(0);
             if delta == 0 {
                 return;
             }
-            slot = parent as usize;
+            cell = c.parent as usize;
         }
     }
 
@@ -322,7 +327,7 @@ impl<'c> QuotaView<'c> {
                     *slot.insert(s)
                 }
             };
-            self.add_at(slot, col, sign * u.amount);
+            self.add_in(slot * self.l.frs.len() + col, sign * u.amount);
         }
     }
 
@@ -379,7 +384,7 @@ impl<'c> QuotaView<'c> {
         };
         let row = slot * self.l.frs.len();
         frs.iter().all(|&fr| match self.column(fr) {
-            Some(col) => self.l.usage[row + col] <= self.l.quotas[row + col].subtree,
+            Some(col) => within_subtree(&self.l.cells[row + col]),
             None => 0 <= self.catalog.quota(self.l.nodes[slot], fr).subtree,
         })
     }
@@ -391,7 +396,7 @@ impl<'c> QuotaView<'c> {
         requests.iter().all(|r| match slot.zip(self.column(r.fr)) {
             Some((slot, col)) => {
                 (allow_borrowing || !self.borrowing_at(slot, col, r.amount))
-                    && r.amount <= self.available_at(slot, col, self.l.nodes.len()).max(0)
+                    && r.amount <= self.available_in(slot * self.l.frs.len() + col).max(0)
             }
             None => {
                 (allow_borrowing || !self.borrowing_with(node, r.fr, r.amount))
@@ -421,9 +426,9 @@ impl<'c> QuotaView<'c> {
     pub(crate) fn within_nominal_in(&self, node: NodeId, cols: &[(usize, Quantity)]) -> bool {
         match self.slot(node) {
             Some(slot) => {
-                let row = slot * self.l.frs.len();
+                let row = &self.l.cells[slot * self.l.frs.len()..];
                 cols.iter()
-                    .all(|&(c, _)| self.l.usage[row + c] <= self.l.quotas[row + c].subtree)
+                    .all(|&(c, _)| row.get(c).is_some_and(within_subtree))
             }
             None => cols
                 .iter()
@@ -431,18 +436,74 @@ impl<'c> QuotaView<'c> {
         }
     }
 
-    /// [`fits`](QuotaView::fits) of the node at `slot` on resolved columns, each with its
-    /// requested amount.
-    pub(crate) fn fits_in(
-        &self,
-        slot: usize,
-        requests: &[(usize, Quantity)],
-        allow_borrowing: bool,
-    ) -> bool {
-        requests.iter().all(|&(col, amount)| {
-            (allow_borrowing || !self.borrowing_at(slot, col, amount))
-                && amount <= self.available_at(slot, col, self.l.nodes.len()).max(0)
+    /// The cells of the node at `slot` for resolved columns, each with its amount (see
+    /// [`fits_cells`](QuotaView::fits_cells)).
+    pub(crate) fn cells_of(&self, slot: usize, cols: &[(usize, Quantity)]) -> Vec<(u32, Quantity)> {
+        let width = self.l.frs.len();
+        cols.iter()
+            .map(|&(c, amount)| ((slot * width + c) as u32, amount))
+            .collect()
+    }
+
+    /// [`fits`](QuotaView::fits) on the cells of a node, each with its requested amount
+    /// ([`cells_of`](QuotaView::cells_of)).
+    pub(crate) fn fits_cells(&self, requests: &[(u32, Quantity)], allow_borrowing: bool) -> bool {
+        let cells = &self.l.cells;
+        let depth = self.l.nodes.len();
+        requests.iter().all(|&(cell, amount)| {
+            let Some(c) = cells.get(cell as usize) else {
+                return false;
+            };
+            (allow_borrowing || c.usage.saturating_add(amount) <= c.own_limit)
+                && amount <= available_from(cells, cell as usize, depth).max(0)
         })
+    }
+
+    /// Takes candidate `i` of a table out of its ClusterQueue, as
+    /// [`remove_candidate_of`](QuotaView::remove_candidate_of) does, and appends to `removed`
+    /// the cells and amounts it took, for [`put_back`](QuotaView::put_back) and
+    /// [`take_out_again`](QuotaView::take_out_again).
+    pub(crate) fn take_out<C: CandidateTable + ?Sized>(
+        &mut self,
+        table: &C,
+        i: usize,
+        removed: &mut Vec<(u32, Quantity)>,
+    ) {
+        let Some(node) = self.catalog.cluster_queue_node(table.cluster_queue(i)) else {
+            return;
+        };
+        let mut row = None;
+        for u in table.usage(i) {
+            let Some(col) = self.column(u.fr) else {
+                continue;
+            };
+            let row = match row {
+                Some(r) => r,
+                None => {
+                    let Some(slot) = self.l.include(self.catalog, node) else {
+                        return;
+                    };
+                    *row.insert(slot * self.l.frs.len())
+                }
+            };
+            let cell = row + col;
+            self.add_in(cell, -u.amount);
+            removed.push((cell as u32, u.amount));
+        }
+    }
+
+    /// Puts back what [`take_out`](QuotaView::take_out) took.
+    pub(crate) fn put_back(&mut self, removed: &[(u32, Quantity)]) {
+        for &(cell, amount) in removed {
+            self.add_in(cell as usize, amount);
+        }
+    }
+
+    /// Takes out again what [`put_back`](QuotaView::put_back) put back.
+    pub(crate) fn take_out_again(&mut self, removed: &[(u32, Quantity)]) {
+        for &(cell, amount) in removed {
+            self.add_in(cell as usize, -amount);
+        }
     }
 
     /// Copies the usage the view holds into `into`, to go back to it with
@@ -459,31 +520,43 @@ impl<'c> QuotaView<'c> {
 
     /// [`borrowing_with`](QuotaView::borrowing_with) at a slot and column of the view.
     fn borrowing_at(&self, slot: usize, col: usize, extra: Quantity) -> bool {
-        let cell = slot * self.l.frs.len() + col;
-        let q = &self.l.quotas[cell];
-        let limit = if self.l.cohort[slot] {
-            q.subtree
-        } else {
-            q.nominal
-        };
-        limit < self.l.usage[cell].saturating_add(extra)
+        let c = &self.l.cells[slot * self.l.frs.len() + col];
+        c.own_limit < c.usage.saturating_add(extra)
     }
+}
+
+/// Kueue's `IsWithinNominalInResources` of one cell: usage ≤ subtree quota.
+fn within_subtree(c: &Cell) -> bool {
+    c.usage <= c.subtree
+}
+
+/// Kueue's `available` at `cell`, before clamping: a root's subtree quota less its usage;
+/// below, [`available_below`] of what the parent has. At most `depth` steps up.
+fn available_from(cells: &[Cell], cell: usize, depth: usize) -> Quantity {
+    let Some(c) = cells.get(cell) else {
+        return 0;
+    };
+    if c.parent == NONE || depth == 0 {
+        return c.subtree.saturating_sub(c.usage);
+    }
+    let from_parent = available_from(cells, c.parent as usize, depth - 1);
+    available_below(c, from_parent)
 }
 
 /// Kueue's `available` of a node that is not a root: what its guaranteed quota leaves, plus
 /// what its parent has available (`from_parent`), capped by its borrowing limit.
-fn available_below(q: &Quota, used: Quantity, from_parent: Quantity) -> Quantity {
+fn available_below(c: &Cell, from_parent: Quantity) -> Quantity {
+    let (used, local) = (c.usage, c.guaranteed);
     let mut from_parent = from_parent;
-    if let Some(limit) = q.borrowing_limit {
-        let local = q.guaranteed;
-        let stored_in_parent = q.subtree.saturating_sub(local);
+    if let Some(limit) = c.borrowing_limit {
+        let stored_in_parent = c.subtree.saturating_sub(local);
         let used_in_parent = (used - local).max(0);
         let cap = stored_in_parent
             .saturating_sub(used_in_parent)
             .saturating_add(limit);
         from_parent = from_parent.min(cap);
     }
-    (q.guaranteed - used).max(0).saturating_add(from_parent)
+    (local - used).max(0).saturating_add(from_parent)
 }
 
 #[cfg(test)]
@@ -609,7 +682,7 @@ mod tests {
         v.remove_workload(2, &amt(5));
         assert_eq!(v.usage(0, FR), 7);
         v.add_workload(2, &amt(5));
-        assert_eq!(v.l.usage, before.l.usage);
+        assert_eq!(v.l.cells, before.l.cells);
     }
 
     /// What one view held is gone from the next view of the same catalog, which reuses its
