@@ -293,24 +293,62 @@ fn class(kind: CandidateKind) -> u8 {
 /// `req.candidates`): evicting ones of each class first, then the rest of each class, each
 /// class in [`candidate_order`].
 pub fn victim_order<C: CandidateTable>(req: &Request<C>, subset: &[u32]) -> Vec<u32> {
+    let tags = tag(req, subset);
+    grouped(candidate_order(req, subset), &tags).0
+}
+
+/// A candidate's [`tag`]: its group in Kueue's victim order (evicting or not × [`class`]).
+const GROUP: u8 = 0b111;
+/// A candidate's [`tag`]: another queue's reclaim-without-borrowing candidate, turned down
+/// whenever the preemptor may borrow ([`turned_down_without_usage`]).
+const TURNED_DOWN_WHEN_BORROWING: u8 = 0b1000;
+
+/// What the search asks of each candidate in `subset` before reading usage, by candidate
+/// index, in one pass over the table: its group ([`GROUP`]) and whether it is
+/// [`TURNED_DOWN_WHEN_BORROWING`]. Candidates outside `subset` read 0.
+#[inline(never)]
+fn tag<C: CandidateTable>(req: &Request<C>, subset: &[u32]) -> Vec<u8> {
     let t = &req.candidates;
-    let order = candidate_order(req, subset);
-    // A stable partition into the six groups (evicting or not × three classes), counted
-    // rather than sorted: group `g` starts where the groups before it end.
-    let group = |i: u32| {
+    let own = req.preemptor.cluster_queue;
+    let mut tags = vec![0u8; t.len()];
+    for &i in subset {
+        let Some(tag) = tags.get_mut(i as usize) else {
+            continue;
+        };
         let i = i as usize;
-        usize::from(!t.evicting(i)) * 3 + usize::from(class(t.kind(i)))
-    };
+        let kind = t.kind(i);
+        let group = u8::from(!t.evicting(i)) * 3 + class(kind);
+        let turned_down =
+            kind == CandidateKind::ReclaimWithoutBorrowing && t.cluster_queue(i) != own;
+        *tag = group
+            | if turned_down {
+                TURNED_DOWN_WHEN_BORROWING
+            } else {
+                0
+            };
+    }
+    tags
+}
+
+/// `order` stably partitioned into the six groups of `tags`, counted rather than sorted
+/// (group `g` starts where the groups before it end), with how many candidates each group
+/// has. An order already grouped (as the host's candidate order usually is) comes back as it
+/// is.
+#[inline(never)]
+fn grouped(order: Vec<u32>, tags: &[u8]) -> (Vec<u32>, [usize; 6]) {
+    let group = |i: u32| usize::from(tags.get(i as usize).map_or(0, |t| t & GROUP)).min(5);
     let mut start = [0usize; 7];
-    let (mut last, mut grouped) = (0, true);
+    let (mut last, mut in_groups) = (0, true);
     for &i in &order {
         let g = group(i);
-        grouped &= last <= g;
+        in_groups &= last <= g;
         last = g;
         start[g + 1] += 1;
     }
-    if grouped {
-        return order;
+    let mut counts = [0usize; 6];
+    counts.copy_from_slice(&start[1..]);
+    if in_groups {
+        return (order, counts);
     }
     for g in 1..start.len() {
         start[g] += start[g - 1];
@@ -321,7 +359,7 @@ pub fn victim_order<C: CandidateTable>(req: &Request<C>, subset: &[u32]) -> Vec<
         out[start[g]] = i;
         start[g] += 1;
     }
-    out
+    (out, counts)
 }
 
 /// The borrowing modes Kueue tries, in order, for the candidates in `subset`: `true` allows the
@@ -331,13 +369,21 @@ pub fn borrowing_attempts<C: CandidateTable>(
     req: &Request<C>,
     subset: &[u32],
 ) -> Vec<bool> {
-    let classes = || {
-        subset
-            .iter()
-            .map(|&i| class(req.candidates.kind(i as usize)))
-    };
-    let no_hierarchical = !classes().any(|c| c == 0);
-    let no_other = !classes().any(|c| c < 2);
+    let mut present = [false; 3];
+    for &i in subset {
+        present[usize::from(class(req.candidates.kind(i as usize)))] = true;
+    }
+    attempts_for(catalog, req, present)
+}
+
+/// [`borrowing_attempts`] given which classes the candidates have (`present[class]`).
+fn attempts_for<C: CandidateTable>(
+    catalog: &Catalog,
+    req: &Request<C>,
+    present: [bool; 3],
+) -> Vec<bool> {
+    let no_hierarchical = !present[0];
+    let no_other = !present[0] && !present[1];
     let cq = catalog.cluster_queue(req.preemptor.cluster_queue);
     let forbidden =
         cq.is_none_or(|cq| cq.preemption.borrow_within_cohort == BorrowWithinCohort::Never);
@@ -376,9 +422,10 @@ pub fn candidate_is_valid<C: CandidateTable>(
     i: u32,
     allow: bool,
 ) -> bool {
-    valid_when(view, req, i, allow, |node| {
-        view.within_nominal(node, &req.needs_preemption)
-    })
+    !turned_down_without_usage(req, i, allow)
+        && valid_past_kind(view, req, i, |node| {
+            view.within_nominal(node, &req.needs_preemption)
+        })
 }
 
 /// Whether [`candidate_is_valid`] turns candidate `i` down without reading usage: a
@@ -390,18 +437,15 @@ fn turned_down_without_usage<C: CandidateTable>(req: &Request<C>, i: u32, allow:
         && t.cluster_queue(i) != req.preemptor.cluster_queue
 }
 
-/// [`candidate_is_valid`] with `within_nominal(node)` answering whether a node is within its
-/// quota on the resources that need preemption.
-fn valid_when<C: CandidateTable>(
+/// [`candidate_is_valid`] of a candidate [`turned_down_without_usage`] did not turn down, with
+/// `within_nominal(node)` answering whether a node is within its quota on the resources that
+/// need preemption.
+fn valid_past_kind<C: CandidateTable>(
     view: &QuotaView<'_>,
     req: &Request<C>,
     i: u32,
-    allow: bool,
     within_nominal: impl Fn(NodeId) -> bool,
 ) -> bool {
-    if turned_down_without_usage(req, i, allow) {
-        return false;
-    }
     let (t, i) = (&req.candidates, i as usize);
     let cq = t.cluster_queue(i);
     if cq == req.preemptor.cluster_queue {
@@ -473,9 +517,9 @@ impl Search {
         allow: bool,
     ) -> bool {
         match &self.needs {
-            Some(needs) => valid_when(view, req, i, allow, |node| {
-                view.within_nominal_in(node, needs)
-            }),
+            Some(needs) => {
+                valid_past_kind(view, req, i, |node| view.within_nominal_in(node, needs))
+            }
             None => candidate_is_valid(view, req, i, allow),
         }
     }
@@ -488,6 +532,18 @@ pub fn greedy_victims<C: CandidateTable>(
     catalog: &Catalog,
     req: &Request<C>,
     order: &[u32],
+    attempts: &[bool],
+) -> Option<Victims> {
+    greedy_tagged(catalog, req, order, &tag(req, order), attempts)
+}
+
+/// [`greedy_victims`] with the candidates' [`tag`]s.
+#[inline(never)]
+fn greedy_tagged<C: CandidateTable>(
+    catalog: &Catalog,
+    req: &Request<C>,
+    order: &[u32],
+    tags: &[u8],
     attempts: &[bool],
 ) -> Option<Victims> {
     let node = catalog.cluster_queue_node(req.preemptor.cluster_queue)?;
@@ -511,8 +567,9 @@ pub fn greedy_victims<C: CandidateTable>(
             spans.clear();
             taken.clear();
         }
+        let turned_down = if allow { TURNED_DOWN_WHEN_BORROWING } else { 0 };
         for &i in order {
-            if turned_down_without_usage(req, i, allow) {
+            if tags.get(i as usize).is_some_and(|&t| t & turned_down != 0) {
                 continue;
             }
             let Searching { view, search, .. } =
@@ -586,9 +643,12 @@ pub fn select_victims_among<C: CandidateTable>(
     req: &Request<C>,
     subset: &[u32],
 ) -> Option<Victims> {
-    let order = victim_order(req, subset);
-    let attempts = borrowing_attempts(catalog, req, subset);
-    greedy_victims(catalog, req, &order, &attempts)
+    let tags = tag(req, subset);
+    let (order, counts) = grouped(candidate_order(req, subset), &tags);
+    // A class is present when its evicting or its other group has candidates.
+    let present = [0, 1, 2].map(|c| counts[c] + counts[c + 3] > 0);
+    let attempts = attempts_for(catalog, req, present);
+    greedy_tagged(catalog, req, &order, &tags, &attempts)
 }
 
 /// Kueue's classical victim selection (without fair sharing), exactly as the host's built-in
