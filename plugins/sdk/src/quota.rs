@@ -533,13 +533,39 @@ fn within_subtree(c: &Cell) -> bool {
 /// Kueue's `available` at `cell`, before clamping: a root's subtree quota less its usage;
 /// below, [`available_below`] of what the parent has. At most `depth` steps up.
 fn available_from(cells: &[Cell], cell: usize, depth: usize) -> Quantity {
+    // Up once, keeping the path (a few cells in practice), then down from the top.
+    let mut path = [0u32; 8];
+    let (mut n, mut at) = (0, cell);
+    let mut available = loop {
+        let Some(c) = cells.get(at) else {
+            // What a missing cell has available, as the top of the path.
+            break 0;
+        };
+        if c.parent == NONE || n == depth {
+            break c.subtree.saturating_sub(c.usage);
+        }
+        let Some(slot) = path.get_mut(n) else {
+            return available_deep(cells, cell, depth);
+        };
+        *slot = at as u32;
+        n += 1;
+        at = c.parent as usize;
+    };
+    for &below in path[..n].iter().rev() {
+        available = available_below(&cells[below as usize], available);
+    }
+    available
+}
+
+/// [`available_from`] for a path longer than it keeps, by recursion.
+fn available_deep(cells: &[Cell], cell: usize, depth: usize) -> Quantity {
     let Some(c) = cells.get(cell) else {
         return 0;
     };
     if c.parent == NONE || depth == 0 {
         return c.subtree.saturating_sub(c.usage);
     }
-    let from_parent = available_from(cells, c.parent as usize, depth - 1);
+    let from_parent = available_deep(cells, c.parent as usize, depth - 1);
     available_below(c, from_parent)
 }
 
@@ -778,6 +804,53 @@ mod tests {
         v.add_usage(99, FR, 5);
         assert_eq!(v.usage(99, FR), 0);
         assert_eq!(v.available(99, FR), 0);
+    }
+
+    /// Kueue's `available`, recursively, from the view's quotas and usage (the reference).
+    fn reference_available(v: &QuotaView<'_>, node: NodeId) -> Quantity {
+        let (q, used) = (v.quota(node, FR), v.usage(node, FR));
+        let Some(parent) = v.catalog().parent(node) else {
+            return q.subtree.saturating_sub(used);
+        };
+        let mut from_parent = reference_available(v, parent);
+        if let Some(limit) = q.borrowing_limit {
+            let in_parent = q.subtree - q.guaranteed - (used - q.guaranteed).max(0);
+            from_parent = from_parent.min(in_parent + limit);
+        }
+        (q.guaranteed - used).max(0) + from_parent
+    }
+
+    /// Trees shallower and deeper than the path `available` keeps give Kueue's figure at every
+    /// level, with lending and borrowing limits along the way.
+    #[test]
+    fn available_at_every_depth() {
+        for depth in [1usize, 2, 7, 8, 9, 14] {
+            let mut b = CatalogBuilder::new().flavor_resources(1);
+            for level in 0..depth {
+                let parent = (level as NodeId).checked_sub(1);
+                b = b.cohort(&format!("c{level}"), parent).quota(
+                    level as NodeId,
+                    FR,
+                    3 + level as i64,
+                    (level % 3 == 1).then_some(2),
+                    (level % 2 == 1).then_some(1),
+                );
+            }
+            let cat = b
+                .cluster_queue("cq", Some(depth as NodeId - 1))
+                .quota(depth as NodeId, FR, 4, Some(5), Some(2))
+                .build();
+            let mut v = QuotaView::new(&cat, &[FR]);
+            v.include(depth as NodeId);
+            for node in (0..=depth as NodeId).step_by(2) {
+                v.add_usage(node, FR, 3);
+            }
+            for node in 0..=depth as NodeId {
+                assert!(v.contains(node));
+                let want = reference_available(&v, node).max(0);
+                assert_eq!(v.available(node, FR), want, "depth {depth}, node {node}");
+            }
+        }
     }
 
     #[test]
