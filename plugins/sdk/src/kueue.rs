@@ -293,8 +293,8 @@ fn class(kind: CandidateKind) -> u8 {
 /// `req.candidates`): evicting ones of each class first, then the rest of each class, each
 /// class in [`candidate_order`].
 pub fn victim_order<C: CandidateTable>(req: &Request<C>, subset: &[u32]) -> Vec<u32> {
-    let tags = tag(req, subset);
-    grouped(candidate_order(req, subset), &tags).0
+    let order = candidate_order(req, subset);
+    tag(req, &order).grouped(order)
 }
 
 /// A candidate's [`tag`]: its group in Kueue's victim order (evicting or not × [`class`]).
@@ -303,16 +303,23 @@ const GROUP: u8 = 0b111;
 /// whenever the preemptor may borrow ([`turned_down_without_usage`]).
 const TURNED_DOWN_WHEN_BORROWING: u8 = 0b1000;
 
-/// What the search asks of each candidate in `subset` before reading usage, by candidate
-/// index, in one pass over the table: its group ([`GROUP`]) and whether it is
-/// [`TURNED_DOWN_WHEN_BORROWING`]. Candidates outside `subset` read 0.
+/// What the search asks of each candidate of `order` before reading usage, by candidate
+/// index: its group ([`GROUP`]) and whether it is [`TURNED_DOWN_WHEN_BORROWING`]; candidates
+/// not in `order` read 0. With them, how many candidates each group has and whether `order`
+/// lists the groups in turn already (as the host's candidate order usually does): one pass
+/// over the table.
 #[inline(never)]
-fn tag<C: CandidateTable>(req: &Request<C>, subset: &[u32]) -> Vec<u8> {
+fn tag<C: CandidateTable>(req: &Request<C>, order: &[u32]) -> Tags {
     let t = &req.candidates;
     let own = req.preemptor.cluster_queue;
-    let mut tags = vec![0u8; t.len()];
-    for &i in subset {
-        let Some(tag) = tags.get_mut(i as usize) else {
+    let mut tags = Tags {
+        tags: vec![0u8; t.len()],
+        counts: [0; 6],
+        in_groups: true,
+    };
+    let mut last = 0;
+    for &i in order {
+        let Some(tag) = tags.tags.get_mut(i as usize) else {
             continue;
         };
         let i = i as usize;
@@ -326,40 +333,46 @@ fn tag<C: CandidateTable>(req: &Request<C>, subset: &[u32]) -> Vec<u8> {
             } else {
                 0
             };
+        tags.in_groups &= last <= group;
+        last = group;
+        tags.counts[usize::from(group)] += 1;
     }
     tags
 }
 
-/// `order` stably partitioned into the six groups of `tags`, counted rather than sorted
-/// (group `g` starts where the groups before it end), with how many candidates each group
-/// has. An order already grouped (as the host's candidate order usually is) comes back as it
-/// is.
-#[inline(never)]
-fn grouped(order: Vec<u32>, tags: &[u8]) -> (Vec<u32>, [usize; 6]) {
-    let group = |i: u32| usize::from(tags.get(i as usize).map_or(0, |t| t & GROUP)).min(5);
-    let mut start = [0usize; 7];
-    let (mut last, mut in_groups) = (0, true);
-    for &i in &order {
-        let g = group(i);
-        in_groups &= last <= g;
-        last = g;
-        start[g + 1] += 1;
+/// What [`tag`] finds.
+struct Tags {
+    /// By candidate index.
+    tags: Vec<u8>,
+    /// How many candidates each group has.
+    counts: [usize; 6],
+    /// Whether the order tagged lists the groups in turn.
+    in_groups: bool,
+}
+
+impl Tags {
+    fn group(&self, i: u32) -> usize {
+        usize::from(self.tags.get(i as usize).map_or(0, |t| t & GROUP)).min(5)
     }
-    let mut counts = [0usize; 6];
-    counts.copy_from_slice(&start[1..]);
-    if in_groups {
-        return (order, counts);
+
+    /// The tagged `order` stably partitioned into the six groups, counted rather than sorted
+    /// (group `g` starts where the groups before it end); as it is when already in groups.
+    fn grouped(&self, order: Vec<u32>) -> Vec<u32> {
+        if self.in_groups {
+            return order;
+        }
+        let mut start = [0usize; 6];
+        for g in 1..start.len() {
+            start[g] = start[g - 1] + self.counts[g - 1];
+        }
+        let mut out = vec![0; order.len()];
+        for &i in &order {
+            let g = self.group(i);
+            out[start[g]] = i;
+            start[g] += 1;
+        }
+        out
     }
-    for g in 1..start.len() {
-        start[g] += start[g - 1];
-    }
-    let mut out = vec![0; order.len()];
-    for &i in &order {
-        let g = group(i);
-        out[start[g]] = i;
-        start[g] += 1;
-    }
-    (out, counts)
 }
 
 /// The borrowing modes Kueue tries, in order, for the candidates in `subset`: `true` allows the
@@ -534,7 +547,7 @@ pub fn greedy_victims<C: CandidateTable>(
     order: &[u32],
     attempts: &[bool],
 ) -> Option<Victims> {
-    greedy_tagged(catalog, req, order, &tag(req, order), attempts)
+    greedy_tagged(catalog, req, order, &tag(req, order).tags, attempts)
 }
 
 /// [`greedy_victims`] with the candidates' [`tag`]s.
@@ -643,12 +656,13 @@ pub fn select_victims_among<C: CandidateTable>(
     req: &Request<C>,
     subset: &[u32],
 ) -> Option<Victims> {
-    let tags = tag(req, subset);
-    let (order, counts) = grouped(candidate_order(req, subset), &tags);
+    let order = candidate_order(req, subset);
+    let tags = tag(req, &order);
     // A class is present when its evicting or its other group has candidates.
-    let present = [0, 1, 2].map(|c| counts[c] + counts[c + 3] > 0);
+    let present = [0, 1, 2].map(|c| tags.counts[c] + tags.counts[c + 3] > 0);
     let attempts = attempts_for(catalog, req, present);
-    greedy_tagged(catalog, req, &order, &tags, &attempts)
+    let order = tags.grouped(order);
+    greedy_tagged(catalog, req, &order, &tags.tags, &attempts)
 }
 
 /// Kueue's classical victim selection (without fair sharing), exactly as the host's built-in
