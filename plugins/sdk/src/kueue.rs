@@ -15,7 +15,7 @@ use std::cmp::Ordering;
 use crate::catalog::Catalog;
 use crate::flavor_assignment::{FitMode, FlavorOption};
 use crate::ordering::{Head, Heads, SortKey};
-use crate::preemption::{Candidate, CandidateKind, CandidateTable, Request, Victims};
+use crate::preemption::{Candidate, CandidateKind, CandidateTable, KINDS, Request, Victims};
 use crate::quota::QuotaView;
 use crate::types::{
     BorrowWithinCohort, ClusterQueueId, Fungibility, FungibilityPolicy, FungibilityPreference,
@@ -279,7 +279,7 @@ pub fn candidate_order<C: CandidateTable>(req: &Request<C>, subset: &[u32]) -> V
 
 /// Kueue's grouping of candidates: hierarchical reclaim, then other ClusterQueues (reclaim,
 /// fair sharing), then same queue.
-fn class(kind: CandidateKind) -> u8 {
+const fn class(kind: CandidateKind) -> u8 {
     match kind {
         CandidateKind::HierarchicalReclaim => 0,
         CandidateKind::ReclaimWithoutBorrowing
@@ -318,16 +318,8 @@ fn tag<C: CandidateTable>(req: &Request<C>, order: &[u32]) -> Tags {
         in_groups: true,
     };
     let mut last = 0;
-    for &i in order {
-        let Some(tag) = tags.tags.get_mut(i as usize) else {
-            continue;
-        };
-        let i = i as usize;
-        let kind = t.kind(i);
-        let group = u8::from(!t.evicting(i)) * 3 + class(kind);
-        let turned_down =
-            kind == CandidateKind::ReclaimWithoutBorrowing && t.cluster_queue(i) != own;
-        *tag = group
+    let mut note = |tags: &mut Tags, i: usize, group: u8, turned_down: bool| {
+        tags.tags[i] = group
             | if turned_down {
                 TURNED_DOWN_WHEN_BORROWING
             } else {
@@ -336,9 +328,49 @@ fn tag<C: CandidateTable>(req: &Request<C>, order: &[u32]) -> Tags {
         tags.in_groups &= last <= group;
         last = group;
         tags.counts[usize::from(group)] += 1;
+    };
+    if let Some((kinds, evicting)) = t.kind_columns() {
+        // The host's columns: two bytes per candidate; the queue only for a reclaim
+        // without borrowing.
+        for &i in order {
+            let i = i as usize;
+            let (Some(&code), Some(&evicted)) = (kinds.get(i), evicting.get(i)) else {
+                continue;
+            };
+            let Some(&(class, reclaim_without_borrowing)) = CODES.get(usize::from(code)) else {
+                continue;
+            };
+            let group = u8::from(!evicted) * 3 + class;
+            let turned_down = reclaim_without_borrowing && t.cluster_queue(i) != own;
+            note(&mut tags, i, group, turned_down);
+        }
+        return tags;
+    }
+    for &i in order {
+        let i = i as usize;
+        if i >= tags.tags.len() {
+            continue;
+        }
+        let kind = t.kind(i);
+        let group = u8::from(!t.evicting(i)) * 3 + class(kind);
+        let turned_down =
+            kind == CandidateKind::ReclaimWithoutBorrowing && t.cluster_queue(i) != own;
+        note(&mut tags, i, group, turned_down);
     }
     tags
 }
+
+/// Per kind byte ([`KINDS`]): its [`class`] and whether it is a reclaim without borrowing.
+const CODES: [(u8, bool); KINDS.len()] = {
+    let mut codes = [(0, false); KINDS.len()];
+    let mut k = 0;
+    while k < KINDS.len() {
+        let reclaim_without_borrowing = matches!(KINDS[k], CandidateKind::ReclaimWithoutBorrowing);
+        codes[k] = (class(KINDS[k]), reclaim_without_borrowing);
+        k += 1;
+    }
+    codes
+};
 
 /// What [`tag`] finds.
 struct Tags {
@@ -998,6 +1030,7 @@ mod tests {
             CandidateKind::ReclaimWithoutBorrowing,
             CandidateKind::ReclaimWhileBorrowing,
             CandidateKind::HierarchicalReclaim,
+            CandidateKind::FairSharing,
         ];
         let mut answered = 0;
         for round in 0..300 {
@@ -1008,7 +1041,7 @@ mod tests {
                     let mut c = cand(
                         w,
                         cq,
-                        kinds[next(4) as usize],
+                        kinds[next(5) as usize],
                         next(5) as i64,
                         next(9) as i64,
                     );
@@ -1031,6 +1064,15 @@ mod tests {
             let columns = req.to_columns();
             let all: Vec<u32> = (0..n).collect();
             assert_eq!(candidate_order(&req, &all), candidate_order(&columns, &all));
+            // Tagged from the host's columns as from the records, one at a time.
+            let (a, b) = (tag(&req, &all), tag(&columns, &all));
+            assert!(columns.candidates.kind_columns().is_some());
+            assert!(req.candidates.kind_columns().is_none());
+            assert_eq!(
+                (a.tags, a.counts, a.in_groups),
+                (b.tags, b.counts, b.in_groups),
+                "round {round}"
+            );
             let v = select_victims(&cat, &req);
             assert_eq!(select_victims(&cat, &columns), v, "round {round}");
             answered += usize::from(v.is_some());

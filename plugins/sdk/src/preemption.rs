@@ -166,6 +166,13 @@ pub trait CandidateTable {
     fn in_candidate_order(&self) -> bool {
         false
     }
+    /// The kinds as `record candidates` sends them (decode with [`KINDS`]) and whether each
+    /// candidate is being evicted, by index, when the table holds them as such columns (the
+    /// host's [`CandidateColumns`]), so that a pass over every candidate reads two slices;
+    /// `None` for a table read one candidate at a time (the default).
+    fn kind_columns(&self) -> Option<(&[u8], &[bool])> {
+        None
+    }
 
     /// Its namespace (see [`Identity::namespace`]).
     fn namespace<'c>(&self, catalog: &'c Catalog, i: usize) -> &'c str {
@@ -370,6 +377,9 @@ impl CandidateTable for CandidateColumns {
     #[inline]
     fn in_candidate_order(&self) -> bool {
         self.in_order
+    }
+    fn kind_columns(&self) -> Option<(&[u8], &[bool])> {
+        Some((&self.raw.kinds, &self.evicting))
     }
 }
 
