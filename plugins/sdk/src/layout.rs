@@ -1,6 +1,6 @@
 //! [`Layout`]: the storage of a [`QuotaView`](crate::QuotaView), kept by the instance between
-//! views. What a view holds of a node besides its usage (its slot, parent slot, kind and
-//! quotas) depends only on the catalog and the view's flavor-resources, so it is worked out
+//! views. What a view holds of a node besides its usage (its slot, parent slot, and per
+//! column a cell with its quotas and its parent's cell) depends only on the catalog and the view's flavor-resources, so it is worked out
 //! once per node and reused by every later view of the same catalog and columns: a request's
 //! view then costs what its usage rows cost, not the work of placing each node again.
 //!
