@@ -50,8 +50,9 @@ impl PreemptionPolicy for KueuePreemption {
 wasq_policy_sdk::export_preemption!(KueuePreemption);
 
 /// Talc instead of the C library's dlmalloc: a request lowers about ten lists into the
-/// instance, each allocated and freed once, and the search adds a few vectors of its own;
-/// dlmalloc spent ≈ 180 instructions an operation on them (BENCHMARKS.md, stop 34).
+/// instance, each allocated and freed once, and the bindings and the search add about ten
+/// vectors of their own; dlmalloc spent ≈ 185 instructions an allocation and ≈ 150 a free on
+/// them (BENCHMARKS.md, stop 34).
 #[cfg(all(not(target_feature = "atomics"), target_family = "wasm"))]
 #[global_allocator]
 static TALC: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();

@@ -351,10 +351,8 @@ fn tag<C: CandidateTable>(req: &Request<C>, order: &[u32]) -> Tags {
         if i >= tags.tags.len() {
             continue;
         }
-        let kind = t.kind(i);
-        let group = u8::from(!t.evicting(i)) * 3 + class(kind);
-        let turned_down =
-            kind == CandidateKind::ReclaimWithoutBorrowing && t.cluster_queue(i) != own;
+        let group = u8::from(!t.evicting(i)) * 3 + class(t.kind(i));
+        let turned_down = turned_down_without_usage(req, i as u32, true);
         note(&mut tags, i, group, turned_down);
     }
     tags
@@ -384,7 +382,7 @@ struct Tags {
 
 impl Tags {
     fn group(&self, i: u32) -> usize {
-        usize::from(self.tags.get(i as usize).map_or(0, |t| t & GROUP)).min(5)
+        usize::from(self.tags.get(i as usize).map_or(0, |t| t & GROUP))
     }
 
     /// The tagged `order` stably partitioned into the six groups, counted rather than sorted

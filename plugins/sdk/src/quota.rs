@@ -298,36 +298,42 @@ impl<'c> QuotaView<'c> {
 
     /// Adds a workload's usage (one entry per flavor-resource) at a node.
     pub fn add_workload(&mut self, node: NodeId, usage: &[FrAmount]) {
-        self.add_signed(node, usage.iter().copied(), 1);
+        self.add_signed(node, usage.iter().copied(), 1, |_, _| {});
     }
 
     /// Removes a workload's usage at a node.
     pub fn remove_workload(&mut self, node: NodeId, usage: &[FrAmount]) {
-        self.add_signed(node, usage.iter().copied(), -1);
+        self.add_signed(node, usage.iter().copied(), -1, |_, _| {});
     }
 
-    fn add_signed(&mut self, node: NodeId, usage: impl Iterator<Item = FrAmount>, sign: Quantity) {
-        let mut slot = None;
+    /// Adds `usage` times `sign` at a node (held first: usage is only ever added to held
+    /// slots and their ancestors), telling `taken` each cell and amount.
+    /// Always inlined: a search takes candidates out through it hundreds of times a request,
+    /// and as a call it cost the search 0.04 G at Kueue's large scale.
+    #[inline(always)]
+    fn add_signed(
+        &mut self,
+        node: NodeId,
+        usage: impl Iterator<Item = FrAmount>,
+        sign: Quantity,
+        mut taken: impl FnMut(u32, Quantity),
+    ) {
+        let mut row = None;
         for u in usage {
             let Some(col) = self.column(u.fr) else {
                 continue;
             };
-            let slot = match slot {
-                Some(s) => s,
+            let row = match row {
+                Some(r) => r,
                 None => {
-                    // Usually held already: `include` only when it is not. Usage is only
-                    // ever added to held slots (and their ancestors, held too).
-                    let s = match self.slot(node) {
-                        Some(s) if self.l.is_member(s) => s,
-                        _ => match self.l.include(self.catalog, node) {
-                            Some(s) => s,
-                            None => return,
-                        },
+                    let Some(slot) = self.l.include(self.catalog, node) else {
+                        return;
                     };
-                    *slot.insert(s)
+                    *row.insert(slot * self.l.frs.len())
                 }
             };
-            self.add_in(slot * self.l.frs.len() + col, sign * u.amount);
+            self.add_in(row + col, sign * u.amount);
+            taken((row + col) as u32, u.amount);
         }
     }
 
@@ -344,14 +350,14 @@ impl<'c> QuotaView<'c> {
     /// Removes candidate `i` of a table from its ClusterQueue (as if it were evicted).
     pub fn remove_candidate_of<C: CandidateTable + ?Sized>(&mut self, table: &C, i: usize) {
         if let Some(node) = self.catalog.cluster_queue_node(table.cluster_queue(i)) {
-            self.add_signed(node, table.usage(i), -1);
+            self.add_signed(node, table.usage(i), -1, |_, _| {});
         }
     }
 
     /// Puts candidate `i` of a table back.
     pub fn restore_candidate_of<C: CandidateTable + ?Sized>(&mut self, table: &C, i: usize) {
         if let Some(node) = self.catalog.cluster_queue_node(table.cluster_queue(i)) {
-            self.add_signed(node, table.usage(i), 1);
+            self.add_signed(node, table.usage(i), 1, |_, _| {});
         }
     }
 
@@ -407,7 +413,7 @@ impl<'c> QuotaView<'c> {
 
     /// The columns of `amounts`' flavor-resources, each with its amount, in order (duplicates
     /// kept): `None` when one is not tracked. For questions asked many times
-    /// ([`within_nominal_in`](QuotaView::within_nominal_in), [`fits_in`](QuotaView::fits_in)).
+    /// ([`within_nominal_in`](QuotaView::within_nominal_in)).
     pub(crate) fn columns_of(
         &self,
         amounts: impl Iterator<Item = (FrId, Quantity)>,
@@ -415,11 +421,6 @@ impl<'c> QuotaView<'c> {
         amounts
             .map(|(fr, amount)| Some((self.column(fr)?, amount)))
             .collect()
-    }
-
-    /// The node's slot, when it has one (see [`columns_of`](QuotaView::columns_of)).
-    pub(crate) fn slot_of(&self, node: NodeId) -> Option<usize> {
-        self.slot(node)
     }
 
     /// [`within_nominal`](QuotaView::within_nominal) on resolved columns (amounts ignored).
@@ -434,6 +435,11 @@ impl<'c> QuotaView<'c> {
                 .iter()
                 .all(|&(c, _)| 0 <= self.catalog.quota(node, self.l.frs[c]).subtree),
         }
+    }
+
+    /// The node's slot, when it has one (see [`cells_of`](QuotaView::cells_of)).
+    pub(crate) fn slot_of(&self, node: NodeId) -> Option<usize> {
+        self.slot(node)
     }
 
     /// The cells of the node at `slot` for resolved columns, each with its amount (see
@@ -469,26 +475,10 @@ impl<'c> QuotaView<'c> {
         i: usize,
         removed: &mut Vec<(u32, Quantity)>,
     ) {
-        let Some(node) = self.catalog.cluster_queue_node(table.cluster_queue(i)) else {
-            return;
-        };
-        let mut row = None;
-        for u in table.usage(i) {
-            let Some(col) = self.column(u.fr) else {
-                continue;
-            };
-            let row = match row {
-                Some(r) => r,
-                None => {
-                    let Some(slot) = self.l.include(self.catalog, node) else {
-                        return;
-                    };
-                    *row.insert(slot * self.l.frs.len())
-                }
-            };
-            let cell = row + col;
-            self.add_in(cell, -u.amount);
-            removed.push((cell as u32, u.amount));
+        if let Some(node) = self.catalog.cluster_queue_node(table.cluster_queue(i)) {
+            self.add_signed(node, table.usage(i), -1, |cell, amount| {
+                removed.push((cell, amount));
+            });
         }
     }
 
