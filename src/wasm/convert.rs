@@ -525,56 +525,6 @@ pub fn fill_fr_amounts(out: &mut Vec<t::FrAmount>, v: &[(FrIdx, i64)]) {
     );
 }
 
-thread_local! {
-    /// Which tree nodes a call has listed already, reused from call to call (a new call is
-    /// one increment), so that a call costs what it lists rather than the whole tree's size.
-    static SEEN: std::cell::RefCell<crate::quota::overlay::EpochMarks> =
-        std::cell::RefCell::new(crate::quota::overlay::EpochMarks::default());
-}
-
-/// Usage of the preemptor's node, its candidates' nodes and all their ancestors (each once,
-/// in first-seen order) for the flavor-resources of `frs`, row-major: the rows' nodes written
-/// over `rows`, their amounts over `values`.
-pub fn fill_usage_rows(
-    (rows, values): (&mut Vec<u32>, &mut Vec<i64>),
-    cluster: &Cluster,
-    usage: &crate::quota::Usage,
-    preemptor: NodeId,
-    candidates: &[crate::policy::Candidate],
-    frs: &[FrIdx],
-) {
-    rows.clear();
-    SEEN.with_borrow_mut(|seen| {
-        seen.start(cluster.tree.len());
-        // The node, then its ancestors up to the first one listed already.
-        let mut list = |node: NodeId| {
-            let mut n = node;
-            while seen.mark(n.0 as usize) {
-                rows.push(n.0);
-                match cluster.tree.parent(n) {
-                    Some(p) => n = p,
-                    None => break,
-                }
-            }
-        };
-        list(preemptor);
-        // Candidates come in candidate order, often several of one queue in a row: a node just
-        // listed is passed over without a look at the marks.
-        let mut last = preemptor;
-        for c in candidates {
-            if c.node != last {
-                last = c.node;
-                list(c.node);
-            }
-        }
-    });
-    values.clear();
-    values.reserve(rows.len() * frs.len());
-    for &n in rows.iter() {
-        values.extend(frs.iter().map(|&fr| usage.get(NodeId(n), fr)));
-    }
-}
-
 /// Every node of the trees rooted at `roots` on every flavor-resource (a `usage-table`),
 /// written over `out`.
 pub fn fill_usage_table(

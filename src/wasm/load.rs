@@ -278,7 +278,7 @@ mod tests {
 
     #[test]
     fn allow_list() {
-        assert!(import_allowed("wasq:policy/host@0.10.0"));
+        assert!(import_allowed("wasq:policy/host@0.11.0"));
         assert!(import_allowed("wasi:cli/stderr@0.2.4"));
         assert!(import_allowed("wasi:io/streams@0.2.0"));
         assert!(!import_allowed("wasq:policy/host@0.1.0"));

@@ -15,6 +15,7 @@ use super::load::{Loaded, PluginInfo, PluginKind, Pre};
 use super::rows::RowTable;
 use super::state::State;
 use super::strings::StringTable;
+use super::usage_rows::SentUsage;
 use crate::cluster::Cluster;
 use crate::policy::{PolicyError, PolicyRef};
 
@@ -109,6 +110,8 @@ struct Live {
     strings: StringTable,
     /// The instance's table of admitted workloads (`new-rows`; preemption plugins only).
     rows: RowTable,
+    /// The usage rows the instance holds (`request.usage-epoch`; preemption plugins only).
+    usage: SentUsage,
 }
 
 struct Inner {
@@ -159,6 +162,9 @@ pub(super) struct CallCx<'a> {
     /// The instance's table of admitted workloads: take each candidate's row, then send
     /// [`RowTable::take`] as `select-victims`' `rows`.
     pub rows: &'a mut RowTable,
+    /// The usage rows the instance holds: a request carries a tree's rows when
+    /// [`SentUsage::must_send`] says so.
+    pub usage: &'a mut SentUsage,
     instance: &'a Instance,
     /// What the instance reads beyond its requests (its answer to the catalog).
     pub needs: crate::policy::Needs,
@@ -331,6 +337,7 @@ impl Plugin {
             needs: crate::policy::Needs::default(),
             strings: StringTable::default(),
             rows: RowTable::default(),
+            usage: SentUsage::default(),
         })
     }
 
@@ -459,6 +466,7 @@ impl Plugin {
             live.catalog_of = Some(cluster.config_id);
             // Rows name ClusterQueues and LocalQueues of the previous catalog.
             live.rows.clear();
+            live.usage.clear();
             inner.needs = Some((cluster.config_id, live.needs));
         }
         self.arm(&mut live.store, items)?;
@@ -469,6 +477,7 @@ impl Plugin {
             catalog: &catalog,
             strings: &mut live.strings,
             rows: &mut live.rows,
+            usage: &mut live.usage,
             instance: &live.instance,
             needs: live.needs,
         };

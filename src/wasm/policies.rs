@@ -269,6 +269,7 @@ impl WasmPreemption {
                         identities: None,
                         local_queue_usage: None,
                     },
+                    usage_kept: false,
                     usage_nodes: Vec::new(),
                     usage: Vec::new(),
                     tree_usage: None,
@@ -378,14 +379,8 @@ impl PreemptionPolicy for WasmPreemption {
         } = &mut *scratch;
         frs.clear();
         frs.extend(req.requests.iter().map(|&(fr, _)| fr));
-        convert::fill_usage_rows(
-            (&mut request.usage_nodes, &mut request.usage),
-            cluster,
-            req.usage,
-            req.node,
-            &req.candidates,
-            frs,
-        );
+        // Only the rows the instance does not hold ([`super::usage_rows`]).
+        request.usage_kept = true;
         convert::fill_fr_amounts(&mut request.requests, &req.requests);
         request.needs_preemption.clear();
         request
@@ -395,6 +390,13 @@ impl PreemptionPolicy for WasmPreemption {
         let answers =
             self.plugin
                 .call(cluster, "select-victims", req.candidates.len(), |call| {
+                    call.usage.fill_changed(
+                        (&mut request.usage_nodes, &mut request.usage),
+                        cluster,
+                        req.usage,
+                        cluster.tree.root(req.node),
+                        frs,
+                    );
                     let identity = call.needs.identity;
                     convert::fill_workload(
                         &mut request.preemptor,

@@ -123,6 +123,7 @@ mod tests {
             }],
             needs_preemption: vec![0],
             candidates,
+            usage_kept: false,
             usage_nodes: usage.iter().map(|u| u.0).collect(),
             usage: usage.iter().map(|u| u.1).collect(),
             tree_usage: no_usage_table(),

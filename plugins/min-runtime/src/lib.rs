@@ -149,6 +149,7 @@ mod tests {
             needs_preemption: vec![0],
             // Kueue would take the lower-priority one (index 0), admitted recently.
             candidates: vec![candidate(1, 0, now - 1_000), candidate(2, 1, now - 2 * MIN)],
+            usage_kept: false,
             usage_nodes: vec![0],
             usage: vec![10],
             tree_usage: no_usage_table(),

@@ -433,17 +433,10 @@ fn attempts_for<C: CandidateTable>(
     // Read straight from the request's usage rows: building a whole view for one row is the
     // most expensive part of a call on large cohorts.
     let under_nominal = match cq {
-        Some(cq) => {
-            let width = req.requests.len();
-            let row = req.usage_nodes.iter().position(|&n| n == cq.node);
-            req.needs_preemption.iter().all(|&fr| {
-                let used = row
-                    .zip(req.requests.iter().position(|r| r.fr == fr))
-                    .and_then(|(i, j)| req.usage.get(i * width + j).copied())
-                    .unwrap_or(0);
-                catalog.quota(cq.node, fr).nominal > used
-            })
-        }
+        Some(cq) => req.needs_preemption.iter().all(|&fr| {
+            catalog.quota(cq.node, fr).nominal
+                > crate::quota::request_usage(catalog, req, cq.node, fr)
+        }),
         None => false,
     };
     if no_other || (forbidden && !under_nominal) {
@@ -604,7 +597,7 @@ fn greedy_tagged<C: CandidateTable>(
         if attempt > 0 {
             // Back to the request's usage: the attempt before found no fit.
             if let Some(s) = searching.as_mut() {
-                s.view.restore_usage(&s.saved, s.held);
+                put_back_all(&mut s.view, &spans, &taken);
             }
             targets.clear();
             spans.clear();
@@ -645,6 +638,9 @@ fn greedy_tagged<C: CandidateTable>(
                         view.take_out_again(cells);
                     }
                 }
+                // The view goes back as it came (a usage epoch's view is kept for the next
+                // request).
+                put_back_all(view, &spans, &taken);
                 return Some(Victims {
                     victims: targets,
                     allow_borrowing: allow,
@@ -652,30 +648,31 @@ fn greedy_tagged<C: CandidateTable>(
             }
         }
     }
+    if let Some(s) = searching.as_mut() {
+        put_back_all(&mut s.view, &spans, &taken);
+    }
     None
 }
 
-/// A search's view of the request's usage, what it resolved of the request, and the usage it
-/// started from (for the next attempt).
+/// Puts back every target still taken out (`taken[spans[k]]` each): the view's usage is the
+/// request's again.
+fn put_back_all(view: &mut QuotaView<'_>, spans: &[(u32, u32)], taken: &[(u32, Quantity)]) {
+    for &(from, to) in spans.iter().rev() {
+        view.put_back(&taken[from as usize..to as usize]);
+    }
+}
+
+/// A search's view of the request's usage and what it resolved of the request.
 struct Searching<'c> {
     view: QuotaView<'c>,
     search: Search,
-    saved: Vec<Quantity>,
-    held: usize,
 }
 
 impl<'c> Searching<'c> {
     fn new<C: CandidateTable>(catalog: &'c Catalog, req: &Request<C>, node: NodeId) -> Self {
         let view = QuotaView::from_request_rows(catalog, req);
         let search = Search::new(&view, req, node);
-        let mut saved = Vec::new();
-        let held = view.save_usage(&mut saved);
-        Searching {
-            view,
-            search,
-            saved,
-            held,
-        }
+        Searching { view, search }
     }
 }
 
@@ -849,6 +846,7 @@ mod tests {
             requests: vec![amt(0, need)],
             needs_preemption: vec![0],
             candidates,
+            usage_kept: false,
             usage_nodes: usage.iter().map(|u| u.0).collect(),
             usage: usage.iter().map(|u| u.1).collect(),
             tree_usage: UsageTable {
@@ -959,6 +957,59 @@ mod tests {
         // The same through the columns the host sends.
         let columns = req.to_columns();
         assert_eq!(greedy_victims(&cat, &columns, &order, &[true]), None);
+    }
+
+    /// With kept usage a row crosses once, and again when it changes: later requests carry
+    /// only what changed and decide as if they carried every row, search after search (each
+    /// search leaves the kept view as it found it).
+    #[test]
+    fn requests_on_kept_usage_decide_as_with_their_rows() {
+        let cat = pair();
+        let full = reclaim_from_a_borrowing_lender();
+        let expected = select_victims(&cat, &full);
+        assert!(expected.is_some());
+        let kept = |nodes: Vec<u32>, usage: Vec<i64>| {
+            let mut r = full.clone();
+            r.usage_kept = true;
+            crate::kept::receive(&cat, &nodes, &r.requests, &usage);
+            (r.usage_nodes, r.usage) = (nodes, usage);
+            r
+        };
+        // The first request carries the whole tree, the next ones nothing.
+        let first = kept(vec![0, 1, 2], vec![10, 2, 8]);
+        assert_eq!(select_victims(&cat, &first), expected);
+        for _ in 0..3 {
+            let later = kept(Vec::new(), Vec::new());
+            assert_eq!(select_victims(&cat, &later), expected);
+            assert_eq!(select_victims(&cat, &later.to_columns()), expected);
+        }
+        let later = kept(Vec::new(), Vec::new());
+        let mut view = QuotaView::from_request(&cat, &later);
+        assert_eq!(
+            (view.usage(0, 0), view.usage(1, 0), view.usage(2, 0)),
+            (10, 2, 8)
+        );
+        // Changed through the view: the next view reads the kept usage again.
+        view.remove_workload(2, &[amt(0, 8)]);
+        assert_eq!(view.usage(2, 0), 0);
+        drop(view);
+        let view = QuotaView::from_request(&cat, &later);
+        assert_eq!((view.usage(0, 0), view.usage(2, 0)), (10, 8));
+        drop(view);
+        // b gives back 4 (two candidates gone): the rows of b and the cohort change, and a
+        // request carrying only them decides as one carrying every row.
+        let mut smaller = full.clone();
+        smaller.candidates.truncate(2);
+        smaller.usage = vec![6, 2, 4];
+        let expected = select_victims(&cat, &smaller);
+        let mut changed = kept(vec![0, 2], vec![6, 4]);
+        changed.candidates.truncate(2);
+        assert_eq!(select_victims(&cat, &changed), expected);
+        let view = QuotaView::from_request(&cat, &changed);
+        assert_eq!(
+            (view.usage(0, 0), view.usage(1, 0), view.usage(2, 0)),
+            (6, 2, 4)
+        );
     }
 
     #[test]

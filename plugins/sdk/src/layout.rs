@@ -4,13 +4,18 @@
 //! once per node and reused by every later view of the same catalog and columns: a request's
 //! view then costs what its usage rows cost, not the work of placing each node again.
 //!
-//! A layout at rest holds no usage (every cell 0) and no members. A view marks the slots it
-//! holds with its own stamp (`stamp[slot] == epoch`), and on return clears the usage of
-//! exactly those slots, so giving a layout back costs what the view held.
+//! A layout at rest holds no usage (every cell 0) and no members, unless it holds the usage
+//! the instance keeps ([`crate::kept`], WIT 0.11.0 `request.usage-kept`): then its members
+//! are every node received, with their usage as received, kept for the next view. A view marks
+//! the slots it holds with its own stamp (`stamp[slot] == epoch`); a view of its own usage
+//! clears the usage of exactly those slots on return, so giving a layout back costs what the
+//! view held. A view of kept usage leaves its members' usage as it found it, or, if changed
+//! through the public [`QuotaView`](crate::QuotaView) methods, has it read again on return.
 
 use std::cell::RefCell;
 
 use crate::catalog::Catalog;
+use crate::kept::KeptUsage;
 use crate::types::{FrId, NodeId, Quantity, Quota};
 
 /// The entry of a node that has no slot (`slot_of`), or of a root's parent.
@@ -82,12 +87,23 @@ pub(crate) struct Layout {
     epoch: u32,
     /// The slots the current view holds.
     members: Vec<u32>,
+    /// Whether the members hold the usage the instance keeps ([`crate::kept`]), rather than
+    /// the view's own.
+    kept: bool,
+    /// Under kept usage: how many arrivals of rows the members are up to date with
+    /// ([`crate::kept::KeptUsage::arrivals`]).
+    synced: usize,
+    /// Whether usage was changed in a way the view does not undo itself (a public
+    /// [`QuotaView`](crate::QuotaView) method): kept members are read again on return.
+    pub(crate) dirty: bool,
 }
 
 impl Layout {
     /// A layout for `catalog` tracking `frs` (duplicates ignored), with no view's members:
     /// the one kept from an earlier view when there is one.
-    pub(crate) fn take(catalog: &Catalog, frs: &[FrId]) -> Layout {
+    /// With `kept`, the layout's members are every node whose usage the instance keeps, with
+    /// that usage ([`crate::kept`]); else the view starts with none (every usage 0).
+    pub(crate) fn take(catalog: &Catalog, frs: &[FrId], kept: bool) -> Layout {
         let mut columns: Vec<FrId> = Vec::with_capacity(frs.len());
         for &fr in frs {
             if !columns.contains(&fr) {
@@ -95,15 +111,67 @@ impl Layout {
             }
         }
         let serial = catalog.serial();
-        let kept = KEPT_LAYOUTS.with_borrow_mut(|kept| {
+        let at_rest = KEPT_LAYOUTS.with_borrow_mut(|kept| {
             let at = kept
                 .iter()
                 .rposition(|l| l.serial == serial && l.frs == columns)?;
             Some(kept.remove(at))
         });
-        let mut layout = kept.unwrap_or_else(|| Layout::new(catalog, serial, columns));
-        layout.next_epoch();
+        let mut layout = at_rest.unwrap_or_else(|| Layout::new(catalog, serial, columns));
+        if layout.kept != kept {
+            layout.clear_members();
+            layout.next_epoch();
+            (layout.kept, layout.synced) = (kept, 0);
+        }
+        if kept {
+            crate::kept::with(catalog, |k| layout.sync(catalog, k));
+        } else {
+            layout.next_epoch();
+        }
         layout
+    }
+
+    /// Holds every node whose rows arrived since the last time, with their usage as received
+    /// (a node read as a non-member would read 0: a request lists no row for it).
+    fn sync(&mut self, catalog: &Catalog, k: &KeptUsage) {
+        let cols = self.frs.len();
+        let arrived = match k.arrived_since(self.synced) {
+            Some(arrived) => arrived,
+            // Some are forgotten: every node received.
+            None => k.nodes(),
+        };
+        for &node in arrived {
+            match self.slot(node) {
+                Some(slot) if self.is_member(slot) => {
+                    for (c, &fr) in self.frs.iter().enumerate() {
+                        self.cells[slot * cols + c].usage = k.get(node, fr);
+                    }
+                }
+                _ => _ = self.include_from(catalog, node, Some(k)),
+            }
+        }
+        self.synced = k.arrivals();
+    }
+
+    /// Reads the members' usage again from what the instance keeps.
+    fn reload_members(&mut self, k: &KeptUsage) {
+        let cols = self.frs.len();
+        for &slot in &self.members {
+            let node = self.nodes[slot as usize];
+            for (c, &fr) in self.frs.iter().enumerate() {
+                self.cells[slot as usize * cols + c].usage = k.get(node, fr);
+            }
+        }
+    }
+
+    /// No member, every usage 0.
+    fn clear_members(&mut self) {
+        let cols = self.frs.len();
+        for &slot in &self.members {
+            let row = slot as usize * cols;
+            clear_row(&mut self.cells[row..row + cols]);
+        }
+        self.members.clear();
     }
 
     /// A layout holding nothing, allocating nothing (what a view leaves behind as it gives its
@@ -121,6 +189,9 @@ impl Layout {
             stamp: Vec::new(),
             epoch: 0,
             members: Vec::new(),
+            kept: false,
+            synced: 0,
+            dirty: false,
         }
     }
 
@@ -152,14 +223,24 @@ impl Layout {
         }
     }
 
-    /// Gives the layout back for later views: clears the usage the view held.
+    /// Gives the layout back for later views: clears the usage the view held, or, holding
+    /// kept usage, leaves the members holding it.
     pub(crate) fn give_back(mut self) {
-        let cols = self.frs.len();
-        for &slot in &self.members {
-            let row = slot as usize * cols;
-            clear_row(&mut self.cells[row..row + cols]);
+        if !self.kept {
+            self.clear_members();
+        } else if self.dirty {
+            // The catalog is the one the kept usage is laid out for: the view's.
+            let serial = self.serial;
+            crate::kept::with_current(|k| {
+                if k.serial() == serial {
+                    self.reload_members(k);
+                } else {
+                    self.clear_members();
+                    self.kept = false;
+                }
+            });
         }
-        self.members.clear();
+        self.dirty = false;
         KEPT_LAYOUTS.with_borrow_mut(|kept| {
             if let Some(at) = kept
                 .iter()
@@ -172,49 +253,6 @@ impl Layout {
             }
             kept.push(self);
         });
-    }
-
-    /// Copies the members' usage into `into`; returns how many members there are.
-    pub(crate) fn save(&self, into: &mut Vec<Quantity>) -> usize {
-        let cols = self.frs.len();
-        into.clear();
-        into.reserve(self.members.len() * cols);
-        for &slot in &self.members {
-            let row = slot as usize * cols;
-            match &self.cells[row..row + cols] {
-                [a] => into.push(a.usage),
-                [a, b] => into.extend([a.usage, b.usage]),
-                cells => into.extend(cells.iter().map(|c| c.usage)),
-            }
-        }
-        self.members.len()
-    }
-
-    /// Back to what [`save`](Layout::save) copied: the first `held` members get their usage
-    /// back, later ones are no longer members (usage 0).
-    pub(crate) fn restore(&mut self, saved: &[Quantity], held: usize) {
-        let cols = self.frs.len();
-        for (k, &slot) in self.members.iter().enumerate() {
-            let row = slot as usize * cols;
-            let cells = &mut self.cells[row..row + cols];
-            match saved.get(k * cols..(k + 1) * cols).filter(|_| k < held) {
-                Some(was) => match (cells, was) {
-                    ([a], &[x]) => a.usage = x,
-                    ([a, b], &[x, y]) => (a.usage, b.usage) = (x, y),
-                    (cells, was) => {
-                        for (c, &x) in cells.iter_mut().zip(was) {
-                            c.usage = x;
-                        }
-                    }
-                },
-                None => {
-                    clear_row(cells);
-                    // 0 is never a view's epoch.
-                    self.stamp[slot as usize] = 0;
-                }
-            }
-        }
-        self.members.truncate(held);
     }
 
     /// The node's slot, `None` when it has none (or is not a catalog node).
@@ -233,7 +271,9 @@ impl Layout {
     /// Makes the current view hold the node and its ancestors (giving them slots first if they
     /// have none). Nodes that are not in the catalog are ignored; a parent outside the catalog
     /// ends the chain as a root would.
-    #[inline]
+    /// Always inlined, the rest not: a search includes the queue of every candidate it takes
+    /// out, which is nearly always a member already.
+    #[inline(always)]
     pub(crate) fn include(&mut self, catalog: &Catalog, node: NodeId) -> Option<usize> {
         match self.slot(node) {
             Some(s) if self.is_member(s) => Some(s),
@@ -241,12 +281,29 @@ impl Layout {
         }
     }
 
+    #[inline(never)]
     fn include_new(&mut self, catalog: &Catalog, node: NodeId) -> Option<usize> {
+        if self.kept {
+            crate::kept::with(catalog, |k| self.include_from(catalog, node, Some(k)))
+        } else {
+            self.include_from(catalog, node, None)
+        }
+    }
+
+    /// [`include`](Layout::include) of a node that is not a member; new members read their
+    /// usage from `kept` (else 0).
+    fn include_from(
+        &mut self,
+        catalog: &Catalog,
+        node: NodeId,
+        kept: Option<&KeptUsage>,
+    ) -> Option<usize> {
         let slot = match self.slot(node) {
             Some(s) => s,
             None => self.place(catalog, node)?,
         };
         // A member's ancestors are members: stop at the first one.
+        let first_new = self.members.len();
         let mut s = slot;
         while !self.is_member(s) {
             self.stamp[s] = self.epoch;
@@ -254,6 +311,15 @@ impl Layout {
             match self.parent[s] {
                 NONE => break,
                 p => s = p as usize,
+            }
+        }
+        if let Some(k) = kept {
+            let cols = self.frs.len();
+            for &m in &self.members[first_new..] {
+                let (m, node) = (m as usize, self.nodes[m as usize]);
+                for (c, &fr) in self.frs.iter().enumerate() {
+                    self.cells[m * cols + c].usage = k.get(node, fr);
+                }
             }
         }
         Some(slot)

@@ -64,6 +64,7 @@ pub mod export;
 pub mod fair;
 pub mod flavor_assignment;
 pub mod identity;
+mod kept;
 pub mod kueue;
 mod layout;
 pub mod log;

@@ -101,8 +101,16 @@ pub struct Request<C = Vec<Candidate>> {
     /// Eligible candidates, in Kueue's candidate order (see `wit/preemption.wit`); answers
     /// refer to them by index.
     pub candidates: C,
-    /// The quota-tree nodes whose usage `usage` holds: the preemptor's and every candidate's
-    /// ClusterQueue, and their ancestors.
+    /// Whether the instance keeps the usage rows it receives (see `wit/preemption.wit`,
+    /// `usage-kept`; the host sends `true`): `usage_nodes` then lists only the nodes of the
+    /// preemptor's cohort tree whose usage changed since the instance last received it, and
+    /// [`QuotaView::from_request`] reads the others from what the SDK kept. A request built by
+    /// hand uses `false` and lists its own rows.
+    ///
+    /// [`QuotaView::from_request`]: crate::QuotaView::from_request
+    pub usage_kept: bool,
+    /// The quota-tree nodes whose usage `usage` holds: with `usage_kept`, see there; else the
+    /// preemptor's and every candidate's ClusterQueue, and their ancestors.
     pub usage_nodes: Vec<u32>,
     /// Row-major: entry `i * len(requests) + j` is the usage of `usage_nodes[i]` for
     /// `requests[j].fr`.
@@ -465,6 +473,7 @@ impl Request<CandidateColumns> {
             requests: r.requests,
             needs_preemption: r.needs_preemption,
             candidates: CandidateColumns::new(r.candidates, table.clone()),
+            usage_kept: r.usage_kept,
             usage_nodes: r.usage_nodes,
             usage: r.usage,
             tree_usage: r.tree_usage.unwrap_or_else(|| UsageTable {
@@ -486,6 +495,7 @@ impl<C: CandidateTable> Request<C> {
             candidates: (0..self.candidates.len())
                 .map(|i| self.candidates.candidate(i))
                 .collect(),
+            usage_kept: self.usage_kept,
             usage_nodes: self.usage_nodes.clone(),
             usage: self.usage.clone(),
             tree_usage: self.tree_usage.clone(),
@@ -585,6 +595,7 @@ impl Request {
             requests: self.requests.clone(),
             needs_preemption: self.needs_preemption.clone(),
             candidates,
+            usage_kept: self.usage_kept,
             usage_nodes: self.usage_nodes.clone(),
             usage: self.usage.clone(),
             tree_usage: self.tree_usage.clone(),
@@ -678,7 +689,13 @@ pub mod glue {
         });
         requests
             .into_iter()
-            .map(|r| policy.select_victims_columns(catalog, &Request::received(r, &table)))
+            .map(|r| {
+                if r.usage_kept {
+                    // Filed before the plugin looks: the requests after it rely on them.
+                    crate::kept::receive(catalog, &r.usage_nodes, &r.requests, &r.usage);
+                }
+                policy.select_victims_columns(catalog, &Request::received(r, &table))
+            })
             .collect()
     }
 }
@@ -834,6 +851,7 @@ mod tests {
                 requests: Vec::new(),
                 needs_preemption: Vec::new(),
                 candidates: columns,
+                usage_kept: false,
                 usage_nodes: Vec::new(),
                 usage: Vec::new(),
                 tree_usage: None,

@@ -17,6 +17,7 @@
 //! of the catalog, which fair sharing's dominant resource share ([`QuotaView::drs`]) needs.
 
 use crate::catalog::Catalog;
+use crate::kept;
 use crate::layout::{Cell, Layout, NONE};
 use crate::preemption::{Candidate, CandidateTable, Request};
 use crate::types::{FrAmount, FrId, NodeId, NodeKind, Quantity, Quota, UsageTable};
@@ -49,13 +50,14 @@ impl<'c> QuotaView<'c> {
     pub fn new(catalog: &'c Catalog, frs: &[FrId]) -> QuotaView<'c> {
         QuotaView {
             catalog,
-            l: Layout::take(catalog, frs),
+            l: Layout::take(catalog, frs, false),
         }
     }
 
     /// The view of a preemption request: columns are the preemptor's requested
-    /// flavor-resources, usage is the request's `usage` of `usage-nodes`, and the preemptor's
-    /// and every candidate's ClusterQueue (with their ancestors) are included.
+    /// flavor-resources, usage is the request's `usage` of `usage-nodes` (with `usage_kept`,
+    /// the usage the instance keeps, this request's rows included), and the preemptor's and
+    /// every candidate's ClusterQueue (with their ancestors) are included.
     pub fn from_request<C: CandidateTable>(
         catalog: &'c Catalog,
         req: &Request<C>,
@@ -87,8 +89,14 @@ impl<'c> QuotaView<'c> {
         req: &Request<C>,
     ) -> QuotaView<'c> {
         let req_frs: Vec<FrId> = req.requests.iter().map(|r| r.fr).collect();
-        let mut view = QuotaView::new(catalog, &req_frs);
-        view.load_rows(&req.usage_nodes, &req.usage, &req_frs);
+        let kept = req.usage_kept;
+        let mut view = QuotaView {
+            catalog,
+            l: Layout::take(catalog, &req_frs, kept),
+        };
+        if !kept {
+            view.load_rows(&req.usage_nodes, &req.usage, &req_frs);
+        }
         if let Some(node) = catalog.cluster_queue_node(req.preemptor.cluster_queue) {
             view.include(node);
         }
@@ -188,6 +196,7 @@ impl<'c> QuotaView<'c> {
     /// Sets a node's usage of `fr` as is, without bubbling to its parent (to load a snapshot).
     /// Ignored for an untracked flavor-resource or a node not in the catalog.
     pub fn set_usage(&mut self, node: NodeId, fr: FrId, value: Quantity) {
+        self.l.dirty = true;
         if self.column(fr).is_none() {
             return;
         }
@@ -262,6 +271,7 @@ impl<'c> QuotaView<'c> {
     /// order-independent: adding back what was removed, in any order, restores every node's
     /// usage as it was.
     pub fn add_usage(&mut self, node: NodeId, fr: FrId, delta: Quantity) {
+        self.l.dirty = true;
         if self.column(fr).is_none() {
             return;
         }
@@ -298,11 +308,13 @@ impl<'c> QuotaView<'c> {
 
     /// Adds a workload's usage (one entry per flavor-resource) at a node.
     pub fn add_workload(&mut self, node: NodeId, usage: &[FrAmount]) {
+        self.l.dirty = true;
         self.add_signed(node, usage.iter().copied(), 1, |_, _| {});
     }
 
     /// Removes a workload's usage at a node.
     pub fn remove_workload(&mut self, node: NodeId, usage: &[FrAmount]) {
+        self.l.dirty = true;
         self.add_signed(node, usage.iter().copied(), -1, |_, _| {});
     }
 
@@ -349,6 +361,7 @@ impl<'c> QuotaView<'c> {
 
     /// Removes candidate `i` of a table from its ClusterQueue (as if it were evicted).
     pub fn remove_candidate_of<C: CandidateTable + ?Sized>(&mut self, table: &C, i: usize) {
+        self.l.dirty = true;
         if let Some(node) = self.catalog.cluster_queue_node(table.cluster_queue(i)) {
             self.add_signed(node, table.usage(i), -1, |_, _| {});
         }
@@ -356,6 +369,7 @@ impl<'c> QuotaView<'c> {
 
     /// Puts candidate `i` of a table back.
     pub fn restore_candidate_of<C: CandidateTable + ?Sized>(&mut self, table: &C, i: usize) {
+        self.l.dirty = true;
         if let Some(node) = self.catalog.cluster_queue_node(table.cluster_queue(i)) {
             self.add_signed(node, table.usage(i), 1, |_, _| {});
         }
@@ -496,23 +510,35 @@ impl<'c> QuotaView<'c> {
         }
     }
 
-    /// Copies the usage the view holds into `into`, to go back to it with
-    /// [`restore_usage`](QuotaView::restore_usage); returns what that needs besides.
-    pub(crate) fn save_usage(&self, into: &mut Vec<Quantity>) -> usize {
-        self.l.save(into)
-    }
-
-    /// Back to the usage saved by [`save_usage`](QuotaView::save_usage) (`held` is what it
-    /// returned); nodes included since are no longer held.
-    pub(crate) fn restore_usage(&mut self, saved: &[Quantity], held: usize) {
-        self.l.restore(saved, held);
-    }
-
     /// [`borrowing_with`](QuotaView::borrowing_with) at a slot and column of the view.
     fn borrowing_at(&self, slot: usize, col: usize, extra: Quantity) -> bool {
         let c = &self.l.cells[slot * self.l.frs.len() + col];
         c.own_limit < c.usage.saturating_add(extra)
     }
+}
+
+/// The usage of `node` for `fr` as a request has it, without a view: its row, or, when the
+/// instance keeps usage, what it received last. 0 for a node or flavor-resource the request
+/// has no row for.
+pub(crate) fn request_usage<C>(
+    catalog: &Catalog,
+    req: &Request<C>,
+    node: NodeId,
+    fr: FrId,
+) -> Quantity {
+    if req.usage_kept {
+        if !req.requests.iter().any(|r| r.fr == fr) {
+            return 0;
+        }
+        return kept::with(catalog, |k| k.get(node, fr));
+    }
+    let width = req.requests.len();
+    req.usage_nodes
+        .iter()
+        .position(|&n| n == node)
+        .zip(req.requests.iter().position(|r| r.fr == fr))
+        .and_then(|(i, j)| req.usage.get(i * width + j).copied())
+        .unwrap_or(0)
 }
 
 /// Kueue's `IsWithinNominalInResources` of one cell: usage ≤ subtree quota.
@@ -737,29 +763,6 @@ mod tests {
             3,
             "7 past b's guaranteed 4 reaches the cohort"
         );
-    }
-
-    /// Going back to saved usage undoes removals, additions and inclusions made since.
-    #[test]
-    fn restoring_saved_usage_undoes_everything_since() {
-        let cat = two_queues();
-        let mut v = QuotaView::new(&cat, &[FR]);
-        v.add_workload(2, &amt(8));
-        let before = v.clone();
-        let mut saved = Vec::new();
-        let held = v.save_usage(&mut saved);
-        v.remove_workload(2, &amt(3));
-        v.add_workload(1, &amt(11));
-        assert!(v.contains(1));
-        v.restore_usage(&saved, held);
-        assert!(!v.contains(1));
-        for node in 0..3 {
-            assert_eq!(v.usage(node, FR), before.usage(node, FR), "node {node}");
-            assert_eq!(v.contains(node), before.contains(node), "node {node}");
-        }
-        // Held again afterwards like any node.
-        v.add_workload(1, &amt(1));
-        assert_eq!((v.usage(1, FR), v.contains(1)), (1, true));
     }
 
     /// A view of another catalog (other quotas) never reads what was kept for the first.

@@ -530,6 +530,7 @@ mod tests {
             requests: amounts(&[(0, cpu)]),
             needs_preemption: vec![0],
             candidates,
+            usage_kept: false,
             usage_nodes: Vec::new(),
             usage: Vec::new(),
             tree_usage: table,

@@ -117,6 +117,7 @@ mod tests {
             requests: vec![FrAmount { fr: 0, amount: 5 }],
             needs_preemption: vec![0],
             candidates: vec![low, high],
+            usage_kept: false,
             usage_nodes: vec![0],
             usage: vec![10],
             tree_usage: no_usage_table(),

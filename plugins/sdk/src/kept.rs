@@ -1,0 +1,150 @@
+//! The quota usage a preemption instance keeps between requests (WIT 0.11.0,
+//! `request.usage-kept`): the host sends each node's usage row once, and again only when it
+//! changed, so what a request does not carry the instance received earlier and finds here.
+//!
+//! The glue files every request's rows here as it receives them, before the plugin sees the
+//! request (a plugin that answers without reading usage must not lose them for the requests
+//! after it). A [`QuotaView`](crate::QuotaView) of such a request reads its usage from here:
+//! its [`Layout`](crate::layout::Layout) holds every node received, kept from view to view and
+//! brought up to date from the rows that arrived since ([`KeptUsage::arrived_since`]).
+
+use std::cell::RefCell;
+
+use crate::catalog::Catalog;
+use crate::types::{FrAmount, FrId, NodeId, Quantity};
+
+/// Past this many arrivals not yet read by every layout, the oldest are forgotten: a layout
+/// that had not read them reads every node again.
+const LOG_LIMIT: usize = 1 << 14;
+
+/// The usage received, by node and flavor-resource of the catalog.
+#[derive(Debug, Default)]
+pub(crate) struct KeptUsage {
+    /// The catalog it is laid out for ([`Catalog::serial`]).
+    serial: u64,
+    /// Flavor-resources of the catalog: a node's entries are `node * width ..`.
+    width: usize,
+    /// The usage received last (0 where none was).
+    values: Vec<Quantity>,
+    /// Every node a row arrived for, once each, and by node whether it is listed.
+    nodes: Vec<NodeId>,
+    listed: Vec<bool>,
+    /// The nodes of the rows that arrived, in order: arrival `first + k` is `log[k]`.
+    log: Vec<NodeId>,
+    first: usize,
+}
+
+thread_local! {
+    static KEPT: RefCell<KeptUsage> = RefCell::new(KeptUsage::default());
+}
+
+/// Files a request's rows (row `i` of `usage`, one entry per entry of `requests`, is the usage
+/// of `nodes[i]`). A new catalog drops what was kept first. Rows of unknown flavor-resources
+/// or nodes are skipped.
+pub(crate) fn receive(
+    catalog: &Catalog,
+    nodes: &[NodeId],
+    requests: &[FrAmount],
+    usage: &[Quantity],
+) {
+    KEPT.with_borrow_mut(|k| k.receive(catalog, nodes, requests, usage));
+}
+
+/// Runs `f` on what is kept for `catalog` (nothing, for another catalog).
+pub(crate) fn with<R>(catalog: &Catalog, f: impl FnOnce(&KeptUsage) -> R) -> R {
+    KEPT.with_borrow_mut(|k| {
+        k.lay_out(catalog);
+        f(k)
+    })
+}
+
+/// Runs `f` on what is kept, whichever catalog it is laid out for.
+pub(crate) fn with_current<R>(f: impl FnOnce(&KeptUsage) -> R) -> R {
+    KEPT.with_borrow(f)
+}
+
+impl KeptUsage {
+    /// Starts again (holding nothing) unless laid out for `catalog`.
+    fn lay_out(&mut self, catalog: &Catalog) {
+        let width = catalog.flavor_resources.len();
+        let len = catalog.nodes.len() * width;
+        if self.serial != catalog.serial() || self.values.len() != len || self.width != width {
+            *self = KeptUsage {
+                serial: catalog.serial(),
+                width,
+                values: vec![0; len],
+                nodes: Vec::new(),
+                listed: vec![false; catalog.nodes.len()],
+                log: Vec::new(),
+                first: 0,
+            };
+        }
+    }
+
+    fn receive(
+        &mut self,
+        catalog: &Catalog,
+        nodes: &[NodeId],
+        requests: &[FrAmount],
+        usage: &[Quantity],
+    ) {
+        self.lay_out(catalog);
+        if self.log.len() + nodes.len() > LOG_LIMIT {
+            self.first += self.log.len();
+            self.log.clear();
+        }
+        let (w, width) = (requests.len(), self.width);
+        for (i, &node) in nodes.iter().enumerate() {
+            let n = node as usize;
+            if n >= self.listed.len() {
+                continue;
+            }
+            let row = usage.get(i * w..(i + 1) * w).unwrap_or(&[]);
+            for (r, &v) in requests.iter().zip(row) {
+                if (r.fr as usize) < width {
+                    self.values[n * width + r.fr as usize] = v;
+                }
+            }
+            if !self.listed[n] {
+                self.listed[n] = true;
+                self.nodes.push(node);
+            }
+            self.log.push(node);
+        }
+    }
+
+    /// The node's usage of `fr` as received last; 0 when none was.
+    #[inline]
+    pub(crate) fn get(&self, node: NodeId, fr: FrId) -> Quantity {
+        if fr as usize >= self.width {
+            return 0;
+        }
+        let at = (node as usize)
+            .saturating_mul(self.width)
+            .saturating_add(fr as usize);
+        self.values.get(at).copied().unwrap_or(0)
+    }
+
+    /// How many rows have arrived (the number of the next arrival).
+    pub(crate) fn arrivals(&self) -> usize {
+        self.first + self.log.len()
+    }
+
+    /// The nodes of the rows that arrived from arrival `since` on, in order; `None` when some
+    /// of them are forgotten (then every node received may have changed: [`nodes`]).
+    ///
+    /// [`nodes`]: KeptUsage::nodes
+    pub(crate) fn arrived_since(&self, since: usize) -> Option<&[NodeId]> {
+        self.log.get(since.checked_sub(self.first)?..)
+    }
+
+    /// Every node a row arrived for.
+    pub(crate) fn nodes(&self) -> &[NodeId] {
+        &self.nodes
+    }
+
+    /// Which catalog it is laid out for.
+    pub(crate) fn serial(&self) -> u64 {
+        self.serial
+    }
+}

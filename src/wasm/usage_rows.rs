@@ -1,0 +1,150 @@
+//! The quota usage a preemption request carries (WIT 0.11.0, `request.usage-kept`). The
+//! instance keeps every usage row it receives, so a request carries only the rows of the
+//! preemptor's cohort tree whose usage changed since the instance last received them (the
+//! whole tree the first time): between two requests a cycle admits a workload or two, which
+//! changes a queue and its cohorts, and most requests carry a row or two instead of one per
+//! candidate's queue.
+//!
+//! The host's side mirrors what the instance holds, by node and flavor-resource. It lives as
+//! long as the instance and its catalog (a discarded instance, or a new catalog, starts it
+//! again, as the instance does).
+
+use crate::cluster::Cluster;
+use crate::quota::{FrIdx, NodeId, Usage};
+
+/// What one instance holds of the cluster's usage.
+#[derive(Debug, Default)]
+pub struct SentUsage {
+    /// By node × flavor-resource (`node * width + fr`): the usage the instance holds, when
+    /// `held`.
+    values: Vec<i64>,
+    held: Vec<bool>,
+    width: usize,
+    /// The tree being walked (reused from call to call).
+    walk: Vec<u32>,
+}
+
+impl SentUsage {
+    /// The instance holds nothing (a new instance or a new catalog).
+    pub fn clear(&mut self) {
+        self.values.clear();
+        self.held.clear();
+    }
+
+    /// The rows of the tree rooted at `root` (breadth first from the root) whose usage of
+    /// `frs` the instance does not hold as `usage` has it, row-major: their nodes written over
+    /// `rows`, the amounts over `values`. The instance holds them from now on.
+    pub fn fill_changed(
+        &mut self,
+        (rows, values): (&mut Vec<u32>, &mut Vec<i64>),
+        cluster: &Cluster,
+        usage: &Usage,
+        root: NodeId,
+        frs: &[FrIdx],
+    ) {
+        let width = usage.n_fr();
+        let len = cluster.tree.len() * width;
+        if self.width != width || self.values.len() != len {
+            self.width = width;
+            self.values = vec![0; len];
+            self.held = vec![false; len];
+        }
+        rows.clear();
+        values.clear();
+        let walk = &mut self.walk;
+        walk.clear();
+        walk.push(root.0);
+        let mut i = 0;
+        while i < walk.len() {
+            let node = NodeId(walk[i]);
+            i += 1;
+            walk.extend(cluster.tree.node(node).children.iter().map(|c| c.0));
+            let at = node.index() * width;
+            let changed = frs.iter().any(|&fr| {
+                let k = at + fr.index();
+                !self.held[k] || self.values[k] != usage.get(node, fr)
+            });
+            if !changed {
+                continue;
+            }
+            rows.push(node.0);
+            for &fr in frs {
+                let (k, v) = (at + fr.index(), usage.get(node, fr));
+                self.values[k] = v;
+                self.held[k] = true;
+                values.push(v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::quota::UsageWrite;
+
+    /// An example with ClusterQueues in a cohort.
+    fn cluster() -> Cluster {
+        crate::sim::Scenario::load(&[std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/gpu-cohort-borrowing.yaml"
+        ))])
+        .expect("loads")
+        .cluster
+    }
+
+    #[test]
+    fn rows_cross_once_until_they_change() {
+        let cluster = cluster();
+        let tree = &cluster.tree;
+        let mut usage = tree.new_usage();
+        let leaf = (0..tree.len() as u32)
+            .map(NodeId)
+            .find(|&n| tree.node(n).children.is_empty() && tree.parent(n).is_some())
+            .expect("a queue in a cohort");
+        let root = tree.root(leaf);
+        let fr = FrIdx(0);
+        let mut sent = SentUsage::default();
+        let (mut rows, mut values) = (Vec::new(), Vec::new());
+        let mut fill = |sent: &mut SentUsage, usage: &Usage, frs: &[FrIdx]| {
+            sent.fill_changed((&mut rows, &mut values), &cluster, usage, root, frs);
+            (rows.clone(), values.clone())
+        };
+        let (first, _) = fill(&mut sent, &usage, &[fr]);
+        assert_eq!(first[0], root.0, "the whole tree, root first");
+        assert!(first.contains(&leaf.0));
+        assert_eq!(
+            fill(&mut sent, &usage, &[fr]).0,
+            Vec::<u32>::new(),
+            "nothing changed"
+        );
+        tree.add_usage(&mut usage, leaf, fr, 7);
+        let (changed, amounts) = fill(&mut sent, &usage, &[fr]);
+        assert!(changed.contains(&leaf.0), "the queue whose usage changed");
+        assert_eq!(
+            amounts[changed.iter().position(|&n| n == leaf.0).unwrap()],
+            7
+        );
+        assert!(changed.len() < first.len(), "not the whole tree again");
+        assert_eq!(fill(&mut sent, &usage, &[fr]).0, Vec::<u32>::new());
+        // Another flavor-resource was never sent: the whole tree for it.
+        if usage.n_fr() > 1 {
+            assert_eq!(
+                fill(&mut sent, &usage, &[fr, FrIdx(1)]).0.len(),
+                first.len()
+            );
+        }
+        usage.set(leaf, fr, 7);
+        assert_eq!(
+            fill(&mut sent, &usage, &[fr]).0,
+            Vec::<u32>::new(),
+            "the same figure"
+        );
+        sent.clear();
+        assert_eq!(
+            fill(&mut sent, &usage, &[fr]).0,
+            first,
+            "a new instance holds nothing"
+        );
+    }
+}
