@@ -20,8 +20,10 @@ pub struct SentUsage {
     values: Vec<i64>,
     held: Vec<bool>,
     width: usize,
-    /// The tree being walked (reused from call to call).
-    walk: Vec<u32>,
+    /// The nodes of each tree walked so far, breadth first from its root, back to back: the
+    /// tree of root `r` is `trees[spans[r].0 .. spans[r].1]` (an empty span: not walked yet).
+    trees: Vec<u32>,
+    spans: Vec<(u32, u32)>,
 }
 
 impl SentUsage {
@@ -29,6 +31,32 @@ impl SentUsage {
     pub fn clear(&mut self) {
         self.values.clear();
         self.held.clear();
+        // A new catalog may come with another quota tree.
+        self.trees.clear();
+        self.spans.clear();
+    }
+
+    /// The nodes of the tree rooted at `root`, breadth first from the root: walked once, then
+    /// read from `trees`.
+    fn tree(&mut self, cluster: &Cluster, root: NodeId) -> std::ops::Range<usize> {
+        if self.spans.len() != cluster.tree.len() {
+            self.spans = vec![(0, 0); cluster.tree.len()];
+            self.trees.clear();
+        }
+        let (from, to) = self.spans[root.index()];
+        if from < to {
+            return from as usize..to as usize;
+        }
+        let start = self.trees.len();
+        self.trees.push(root.0);
+        let mut i = start;
+        while i < self.trees.len() {
+            let node = cluster.tree.node(NodeId(self.trees[i]));
+            self.trees.extend(node.children.iter().map(|c| c.0));
+            i += 1;
+        }
+        self.spans[root.index()] = (start as u32, self.trees.len() as u32);
+        start..self.trees.len()
     }
 
     /// The rows of the tree rooted at `root` (breadth first from the root) whose usage of
@@ -51,14 +79,9 @@ impl SentUsage {
         }
         rows.clear();
         values.clear();
-        let walk = &mut self.walk;
-        walk.clear();
-        walk.push(root.0);
-        let mut i = 0;
-        while i < walk.len() {
-            let node = NodeId(walk[i]);
-            i += 1;
-            walk.extend(cluster.tree.node(node).children.iter().map(|c| c.0));
+        let tree = self.tree(cluster, root);
+        for &n in &self.trees[tree] {
+            let node = NodeId(n);
             let at = node.index() * width;
             let changed = frs.iter().any(|&fr| {
                 let k = at + fr.index();
@@ -67,7 +90,7 @@ impl SentUsage {
             if !changed {
                 continue;
             }
-            rows.push(node.0);
+            rows.push(n);
             for &fr in frs {
                 let (k, v) = (at + fr.index(), usage.get(node, fr));
                 self.values[k] = v;
