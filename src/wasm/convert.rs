@@ -433,7 +433,12 @@ pub fn fill_workload(
         out.pod_sets = None;
         return;
     }
-    let out = out.pod_sets.get_or_insert_with(Vec::new);
+    fill_pod_sets(out.pod_sets.get_or_insert_with(Vec::new), cluster, id);
+}
+
+/// A workload's podSets written over `out` (lists refilled in place).
+pub fn fill_pod_sets(out: &mut Vec<t::PodSet>, cluster: &Cluster, id: WorkloadId) {
+    let wl = cluster.workload(id);
     out.truncate(wl.pod_sets.len());
     for (i, ps) in wl.pod_sets.iter().enumerate() {
         let count = ps.count.max(0) as u32;

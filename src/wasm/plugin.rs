@@ -496,7 +496,15 @@ impl Plugin {
             Instance::Ordering(p) => {
                 let g = p.wasq_policy_ordering();
                 g.call_set_catalog(&mut *store, &empty)
-                    .and_then(|_| g.call_sort_keys(&mut *store, &no_strings(), &[], &[], 0))
+                    .and_then(|_| {
+                        g.call_sort_keys(
+                            &mut *store,
+                            &no_strings(),
+                            &super::policies::empty_queued(),
+                            &[],
+                            0,
+                        )
+                    })
                     .map(|a| a.len())
             }
             Instance::Preemption(p) => {

@@ -47,9 +47,8 @@ pub struct WasmOrdering {
 /// What an ordering plugin's calls send, kept between calls: each call clears and refills
 /// these lists instead of allocating and freeing them.
 struct OrderingScratch {
-    /// `sort-keys`: a `workload` record per workload of the batch (only the first
-    /// `batch.len()` are sent; the rest keep their lists for a larger batch).
-    workloads: Vec<t::Workload>,
+    /// `sort-keys`: the batch as columns.
+    queued: ord::Queued,
     lq_usage: Vec<t::LocalQueueUsage>,
     /// `order-heads`.
     heads: ord::Heads,
@@ -67,7 +66,7 @@ impl WasmOrdering {
         WasmOrdering {
             plugin,
             scratch: Mutex::new(OrderingScratch {
-                workloads: Vec::new(),
+                queued: empty_queued(),
                 lq_usage: Vec::new(),
                 heads: ord::Heads {
                     ints: Vec::new(),
@@ -114,6 +113,43 @@ fn fill_heads(out: &mut ord::Heads, cluster: &crate::cluster::Cluster, heads: &[
     }
 }
 
+/// The batch of `sort-keys` as the WIT's columns (`record queued`), written over `out` (all but
+/// the identity columns and podSets, which depend on the plugin's needs).
+fn fill_queued(out: &mut ord::Queued, cluster: &crate::cluster::Cluster, batch: &[QueuedWorkload]) {
+    out.ints.clear();
+    out.times.clear();
+    out.ints.reserve(batch.len() * QUEUED_INTS);
+    out.times.reserve(batch.len() * QUEUED_TIMES);
+    for q in batch {
+        let wl = cluster.workload(q.workload);
+        out.ints.extend([
+            q.workload.0,
+            q.cluster_queue.0,
+            wl.lq.map_or(NO_LOCAL_QUEUE, |l| l.0),
+            wl.requeue_count,
+            convert::requeue_reason_byte(wl.requeue_reason).into(),
+        ]);
+        out.times
+            .extend([wl.effective_priority(), wl.created, q.queued]);
+    }
+}
+
+/// An empty `record queued`.
+pub(super) fn empty_queued() -> ord::Queued {
+    ord::Queued {
+        ints: Vec::new(),
+        times: Vec::new(),
+        identities: None,
+        pod_sets: None,
+    }
+}
+
+/// Integers and times per workload in `record queued`, and entries per key in `sort-keys`'
+/// answer.
+const QUEUED_INTS: usize = 5;
+const QUEUED_TIMES: usize = 3;
+const SORT_KEY_LEN: usize = 3;
+
 /// Integers and times per head in `record heads`.
 const HEAD_INTS: usize = 8;
 const HEAD_TIMES: usize = 6;
@@ -140,27 +176,38 @@ impl OrderingPolicy for WasmOrdering {
         let keys = self
             .plugin
             .call(cx.cluster, "sort-keys", batch.len(), |call| {
-                let workloads = &mut scratch.workloads;
-                if workloads.len() < batch.len() {
-                    workloads.resize_with(batch.len(), convert::empty_workload);
+                let queued = &mut scratch.queued;
+                fill_queued(queued, cx.cluster, batch);
+                let idents = &mut scratch.idents;
+                idents.clear();
+                if call.needs.identity {
+                    idents.extend(
+                        batch
+                            .iter()
+                            .map(|q| call.catalog.ident(call.strings, cx.cluster, q.workload)),
+                    );
                 }
-                for (out, q) in workloads.iter_mut().zip(batch) {
-                    convert::fill_workload(
-                        out,
-                        cx.cluster,
-                        q.workload,
-                        q.cluster_queue,
-                        q.queued,
-                        call.needs.pod_sets,
-                    );
-                    convert::fill_identity(
-                        &mut out.identity,
-                        call.needs.identity,
-                        cx.cluster,
-                        call.catalog,
-                        call.strings,
-                        q.workload,
-                    );
+                convert::fill_identities(
+                    &mut queued.identities,
+                    call.needs.identity,
+                    call.strings,
+                    idents,
+                );
+                if call.needs.pod_sets {
+                    let lists = queued.pod_sets.get_or_insert_with(Vec::new);
+                    lists.truncate(batch.len());
+                    for (i, q) in batch.iter().enumerate() {
+                        match lists.get_mut(i) {
+                            Some(list) => convert::fill_pod_sets(list, cx.cluster, q.workload),
+                            None => {
+                                let mut list = Vec::new();
+                                convert::fill_pod_sets(&mut list, cx.cluster, q.workload);
+                                lists.push(list);
+                            }
+                        }
+                    }
+                } else {
+                    queued.pod_sets = None;
                 }
                 scratch.lq_usage.clear();
                 if call.needs.local_queue_usage {
@@ -171,17 +218,17 @@ impl OrderingPolicy for WasmOrdering {
                 }
                 let strings = call.strings.take();
                 let (guest, store) = call.ordering();
-                guest.call_sort_keys(
-                    store,
-                    &strings,
-                    &workloads[..batch.len()],
-                    &scratch.lq_usage,
-                    cx.now,
-                )
+                guest.call_sort_keys(store, &strings, queued, &scratch.lq_usage, cx.now)
             })?;
+        // Three entries per workload.
+        if keys.len() != batch.len() * SORT_KEY_LEN {
+            let e = wrong_length(keys.len() / SORT_KEY_LEN, batch.len());
+            self.plugin.refused(&e);
+            return Err(e);
+        }
         Ok(keys
-            .into_iter()
-            .map(|k| SortKey([k.primary, k.secondary, k.tertiary]))
+            .chunks_exact(SORT_KEY_LEN)
+            .map(|k| SortKey([k[0], k[1], k[2]]))
             .collect())
     }
 

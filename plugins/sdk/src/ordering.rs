@@ -7,7 +7,7 @@ use crate::kueue;
 use crate::quota::QuotaView;
 use crate::types::{
     ClusterQueueId, Entry, FrAmount, LocalQueueId, LocalQueueUsage, Millis, Needs, NewStrings,
-    Owner, RequeueReason, StringId, UsageTable, Workload, WorkloadId,
+    Owner, RequeueReason, StringId, UsageTable, Workload, WorkloadId, WorkloadIdentity,
 };
 
 use crate::workload::requeue_reason_of;
@@ -16,7 +16,23 @@ use crate::bindings::ordering::exports::wasq::policy::ordering as wit;
 /// The heads as the host sends them (`record heads`): eight integers and six times per head,
 /// their usage back to back, identities as columns. Read them with [`heads_of`].
 pub use wit::Heads;
-pub use wit::SortKey;
+/// The workloads of a `sort-keys` call as the host sends them (`record queued`): five integers
+/// and three times per workload, identities and podSets as options. Read them with
+/// [`queued_workloads`].
+pub use wit::Queued;
+
+/// A queue-order key (three entries of `sort-keys`' answer per workload). Workloads are popped
+/// smallest first, comparing `primary`, then `secondary`, then `tertiary`; equal keys keep the
+/// host's order (by workload handle).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct SortKey {
+    /// Compared first.
+    pub primary: i64,
+    /// Compared when the primary parts are equal.
+    pub secondary: i64,
+    /// Compared when the primary and secondary parts are equal.
+    pub tertiary: i64,
+}
 
 /// One ClusterQueue head of a scheduling cycle, after the host assigned it flavors: one entry
 /// of `order-heads`' `record heads` (`wit/ordering.wit`), as one record.
@@ -79,6 +95,48 @@ const KEY: usize = 3;
 
 /// `no-local-queue` in `record heads`.
 const NO_LOCAL_QUEUE: LocalQueueId = u32::MAX;
+
+/// Integers and times per workload in `record queued`.
+const QUEUED_INTS: usize = 5;
+const QUEUED_TIMES: usize = 3;
+
+/// One [`Workload`] record per workload of a `sort-keys` batch (`record queued`), in order:
+/// whole groups of `ints` (a trailing partial one is ignored); short `times` read as 0, a
+/// missing podSet list as none.
+pub fn queued_workloads(mut c: wit::Queued) -> Vec<Workload> {
+    let n = c.ints.len() / QUEUED_INTS;
+    let identity = c.identities.is_some();
+    let ids = normalize_identities(c.identities.take(), n);
+    let mut pod_sets = c.pod_sets.take().map(Vec::into_iter);
+    (0..n)
+        .map(|i| {
+            let int = |k: usize| c.ints[i * QUEUED_INTS + k];
+            let time = |k: usize| {
+                c.times
+                    .get(i * QUEUED_TIMES + k)
+                    .copied()
+                    .unwrap_or_default()
+            };
+            Workload {
+                id: int(0),
+                identity: identity.then(|| WorkloadIdentity {
+                    namespace: namespace_at(&ids, i),
+                    owner: owner_at(&ids, i),
+                    labels: labels_at(&ids, i).collect(),
+                    annotations: annotations_at(&ids, i).collect(),
+                }),
+                cluster_queue: int(1),
+                local_queue: Some(int(2)).filter(|&l| l != NO_LOCAL_QUEUE),
+                priority: time(0),
+                created: time(1),
+                queued: time(2),
+                requeue_count: int(3),
+                requeue_reason: u8::try_from(int(4)).ok().and_then(requeue_reason_of),
+                pod_sets: pod_sets.as_mut().map(|p| p.next().unwrap_or_default()),
+            }
+        })
+        .collect()
+}
 
 /// How many heads the host sent: whole groups of `ints` (a trailing partial one is ignored).
 pub(crate) fn head_count(c: &wit::Heads) -> usize {
@@ -275,10 +333,10 @@ pub mod glue {
     pub fn sort_keys<P: OrderingPolicy>(
         plugin: &mut Plugin<P>,
         strings: NewStrings,
-        workloads: Vec<Workload>,
+        workloads: wit::Queued,
         local_queue_usage: Vec<LocalQueueUsage>,
         now: Millis,
-    ) -> Vec<SortKey> {
+    ) -> Vec<i64> {
         let (policy, catalog) = plugin.parts_with(strings);
         let mut by_lq: Vec<(u32, usize)> = local_queue_usage
             .iter()
@@ -293,13 +351,14 @@ pub mod glue {
                 .filter(|&&(l, _)| l == lq)
                 .map(|&(_, i)| &local_queue_usage[i])
         };
-        workloads
-            .iter()
-            .map(|w| {
-                let lq = w.local_queue.and_then(find);
-                policy.sort_key_with_usage(catalog, w, lq, now)
-            })
-            .collect()
+        let workloads = queued_workloads(workloads);
+        let mut keys = Vec::with_capacity(workloads.len() * 3);
+        for w in &workloads {
+            let lq = w.local_queue.and_then(find);
+            let k = policy.sort_key_with_usage(catalog, w, lq, now);
+            keys.extend([k.primary, k.secondary, k.tertiary]);
+        }
+        keys
     }
 
     pub fn order_heads<P: OrderingPolicy>(
@@ -342,10 +401,10 @@ macro_rules! export_ordering {
                 }
                 fn sort_keys(
                     strings: $crate::types::NewStrings,
-                    workloads: ::std::vec::Vec<$crate::types::Workload>,
+                    workloads: $crate::ordering::Queued,
                     local_queue_usage: ::std::vec::Vec<$crate::types::LocalQueueUsage>,
                     now: $crate::types::Millis,
-                ) -> ::std::vec::Vec<$crate::ordering::SortKey> {
+                ) -> ::std::vec::Vec<i64> {
                     __WASQ_PLUGIN.with_borrow_mut(|p| {
                         $crate::ordering::glue::sort_keys(
                             p,
@@ -379,6 +438,82 @@ mod tests {
     use super::*;
     use crate::identity::Identity;
     use crate::identity::NO_STRING;
+
+    /// The columns of `sort-keys` read back as the records they stand for: identities,
+    /// podSets, no LocalQueue and no requeue reason included; a trailing partial group of
+    /// integers is ignored.
+    #[test]
+    fn queued_columns_read_as_workload_records() {
+        let queued = wit::Queued {
+            ints: vec![7, 1, 3, 2, 0, 8, 2, NO_LOCAL_QUEUE, 0, 255, 9],
+            times: vec![5, 100, 150, -1, 200],
+            identities: Some(crate::types::Identities {
+                namespaces: vec![10, 11],
+                job_kinds: vec![12, NO_STRING],
+                job_api_versions: vec![13, NO_STRING],
+                job_names: vec![14, NO_STRING],
+                label_offsets: vec![0, 1, 1],
+                label_keys: vec![15],
+                label_values: vec![16],
+                annotation_offsets: Vec::new(),
+                annotation_keys: Vec::new(),
+                annotation_values: Vec::new(),
+            }),
+            pod_sets: Some(vec![vec![crate::types::PodSet {
+                count: 2,
+                min_count: Some(1),
+                per_pod: Vec::new(),
+            }]]),
+        };
+        let w = queued_workloads(queued);
+        assert_eq!(w.len(), 2);
+        let first = &w[0];
+        assert_eq!(
+            (first.id, first.cluster_queue, first.local_queue),
+            (7, 1, Some(3))
+        );
+        assert_eq!((first.priority, first.created, first.queued), (5, 100, 150));
+        assert_eq!(
+            (first.requeue_count, first.requeue_reason),
+            (2, Some(RequeueReason::Preempted))
+        );
+        let id = first.identity.as_ref().expect("identities were sent");
+        assert_eq!(id.namespace, 10);
+        assert_eq!(
+            id.owner,
+            Some(Owner {
+                kind: 12,
+                api_version: 13,
+                name: 14
+            })
+        );
+        assert_eq!(id.labels, vec![Entry { key: 15, value: 16 }]);
+        assert!(id.annotations.is_empty());
+        assert_eq!(first.pod_sets.as_ref().map(Vec::len), Some(1));
+        let second = &w[1];
+        assert_eq!(
+            (second.id, second.local_queue, second.requeue_reason),
+            (8, None, None)
+        );
+        assert_eq!(
+            (second.priority, second.created, second.queued),
+            (-1, 200, 0),
+            "short times"
+        );
+        assert_eq!(second.identity.as_ref().and_then(|i| i.owner), None);
+        assert_eq!(second.pod_sets, Some(Vec::new()), "a missing list is empty");
+        // Without identities or podSets, none.
+        let bare = queued_workloads(wit::Queued {
+            ints: vec![7, 1, 3, 2, 0],
+            times: vec![5, 100, 150],
+            identities: None,
+            pod_sets: None,
+        });
+        assert_eq!(
+            (bare[0].identity.is_none(), bare[0].pod_sets.is_none()),
+            (true, true)
+        );
+    }
 
     fn columns() -> wit::Heads {
         let rr = |r: Option<RequeueReason>| u32::from(r.map_or(255, |r| r as u8));
