@@ -5,7 +5,7 @@ use crate::types::FrAmount;
 
 /// Entry `i`'s usage, from offsets with `len + 1` entries, non-decreasing and within the
 /// lists.
-#[inline]
+#[inline(always)]
 pub(crate) fn usage_of<'a>(
     offsets: &[u32],
     frs: &'a [u32],

@@ -336,7 +336,7 @@ impl CandidateTable for CandidateColumns {
     fn evicting(&self, i: usize) -> bool {
         self.evicting[i]
     }
-    #[inline]
+    #[inline(always)]
     fn usage(&self, i: usize) -> impl Iterator<Item = FrAmount> + '_ {
         self.table.usage(self.raw.rows[i])
     }
