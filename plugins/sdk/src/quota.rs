@@ -438,6 +438,7 @@ impl<'c> QuotaView<'c> {
     }
 
     /// [`within_nominal`](QuotaView::within_nominal) on resolved columns (amounts ignored).
+    #[inline(always)]
     pub(crate) fn within_nominal_in(&self, node: NodeId, cols: &[(usize, Quantity)]) -> bool {
         match self.slot(node) {
             Some(slot) => {
