@@ -5,6 +5,7 @@
 //! adds usage for a workload after checking it fits in [`QuotaTree::available`], so no node ever
 //! goes past what its quota and limits allow.
 
+pub mod epoch;
 pub mod fair;
 pub mod overlay;
 pub mod resources;

@@ -12,6 +12,7 @@
 //!
 //! All figures are `i64` milli-units; "unlimited" sums saturate instead of wrapping.
 
+use super::epoch::Epoch;
 use super::overlay::{UsageRead, UsageWrite};
 use super::resources::{FrAmounts, FrIdx};
 
@@ -82,6 +83,8 @@ pub struct Usage {
     /// [`QuotaTree::add_usage`]; read by [`QuotaTree::any_child_over`].
     over: Vec<u32>,
     n_fr: usize,
+    /// Which figures these are ([`Usage::epoch`]).
+    epoch: Epoch,
 }
 
 /// Builder input for one node.
@@ -248,6 +251,7 @@ impl QuotaTree {
             values: vec![0; self.nodes.len() * self.n_fr],
             over: vec![0; self.nodes.len() * self.n_fr],
             n_fr: self.n_fr,
+            epoch: Epoch::default(),
         }
     }
 
@@ -408,6 +412,7 @@ impl UsageWrite for Usage {
     fn set(&mut self, id: NodeId, fr: FrIdx, v: i64) {
         let i = self.index(id, fr);
         self.values[i] = v;
+        self.epoch.changed();
     }
 
     fn child_crossed(&mut self, parent: NodeId, fr: FrIdx, over: bool) {
@@ -427,6 +432,13 @@ impl Usage {
         self.values.clone_from(&other.values);
         self.over.clone_from(&other.over);
         self.n_fr = other.n_fr;
+        self.epoch.copy_from(&other.epoch);
+    }
+
+    /// A number naming these figures: the same while they do not change (in copies and clones
+    /// too), never given to other figures ([`Epoch`]).
+    pub fn epoch(&self) -> u64 {
+        self.epoch.get()
     }
 
     pub fn get(&self, id: NodeId, fr: FrIdx) -> i64 {

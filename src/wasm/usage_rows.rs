@@ -5,7 +5,8 @@
 //! changes a queue and its cohorts, and most requests carry a row or two instead of one per
 //! candidate's queue.
 //!
-//! The host's side mirrors what the instance holds, by node and flavor-resource. It lives as
+//! The host's side mirrors what the instance holds, by node and flavor-resource, and skips the
+//! comparison for a tree it compared on the same figures already ([`Usage::epoch`]). It lives as
 //! long as the instance and its catalog (a discarded instance, or a new catalog, starts it
 //! again, as the instance does).
 
@@ -24,6 +25,10 @@ pub struct SentUsage {
     /// tree of root `r` is `trees[spans[r].0 .. spans[r].1]` (an empty span: not walked yet).
     trees: Vec<u32>,
     spans: Vec<(u32, u32)>,
+    /// The usage compared last ([`Usage::epoch`]) and the trees and flavor-resource lists
+    /// compared under it: compared again under the same epoch, they have no row to send.
+    epoch: u64,
+    compared: Vec<(NodeId, Vec<FrIdx>)>,
 }
 
 impl SentUsage {
@@ -34,6 +39,23 @@ impl SentUsage {
         // A new catalog may come with another quota tree.
         self.trees.clear();
         self.spans.clear();
+        self.epoch = 0;
+        self.compared.clear();
+    }
+
+    /// Whether the tree of `root` was compared for `frs` on these very figures already (a
+    /// cycle's requests share its snapshot); from now on it counts as compared.
+    fn compared_already(&mut self, usage: &Usage, root: NodeId, frs: &[FrIdx]) -> bool {
+        let epoch = usage.epoch();
+        if epoch != self.epoch {
+            self.epoch = epoch;
+            self.compared.clear();
+        }
+        if self.compared.iter().any(|(r, f)| *r == root && f == frs) {
+            return true;
+        }
+        self.compared.push((root, frs.to_vec()));
+        false
     }
 
     /// The nodes of the tree rooted at `root`, breadth first from the root: walked once, then
@@ -79,6 +101,9 @@ impl SentUsage {
         }
         rows.clear();
         values.clear();
+        if self.compared_already(usage, root, frs) {
+            return;
+        }
         let tree = self.tree(cluster, root);
         for &n in &self.trees[tree] {
             let node = NodeId(n);
