@@ -312,50 +312,54 @@ const TURNED_DOWN_WHEN_BORROWING: u8 = 0b1000;
 fn tag<C: CandidateTable>(req: &Request<C>, order: &[u32]) -> Tags {
     let t = &req.candidates;
     let own = req.preemptor.cluster_queue;
-    let mut tags = Tags {
-        tags: vec![0u8; t.len()],
-        counts: [0; 6],
-        in_groups: true,
-    };
-    let mut last = 0;
-    let mut note = |tags: &mut Tags, i: usize, group: u8, turned_down: bool| {
-        tags.tags[i] = group
+    let mut tags = vec![0u8; t.len()];
+    // The tally in locals, not in the result: this runs for every candidate of every request.
+    let (mut counts, mut in_groups, mut last) = ([0usize; 6], true, 0u8);
+    let mut note = |tags: &mut [u8], i: usize, group: u8, turned_down: bool| {
+        tags[i] = group
             | if turned_down {
                 TURNED_DOWN_WHEN_BORROWING
             } else {
                 0
             };
-        tags.in_groups &= last <= group;
+        in_groups &= last <= group;
         last = group;
-        tags.counts[usize::from(group)] += 1;
+        if let Some(c) = counts.get_mut(usize::from(group)) {
+            *c += 1;
+        }
     };
     if let Some((kinds, evicting)) = t.kind_columns() {
-        // The host's columns: two bytes per candidate; the queue only for a reclaim
-        // without borrowing.
+        // The host's columns: two bytes per candidate, one bound for the three lists; the
+        // queue only for a reclaim without borrowing.
+        let n = tags.len().min(kinds.len()).min(evicting.len());
         for &i in order {
             let i = i as usize;
-            let (Some(&code), Some(&evicted)) = (kinds.get(i), evicting.get(i)) else {
+            if i >= n {
+                continue;
+            }
+            let Some(&(class, reclaim_without_borrowing)) = CODES.get(usize::from(kinds[i])) else {
                 continue;
             };
-            let Some(&(class, reclaim_without_borrowing)) = CODES.get(usize::from(code)) else {
-                continue;
-            };
-            let group = u8::from(!evicted) * 3 + class;
+            let group = u8::from(!evicting[i]) * 3 + class;
             let turned_down = reclaim_without_borrowing && t.cluster_queue(i) != own;
             note(&mut tags, i, group, turned_down);
         }
-        return tags;
-    }
-    for &i in order {
-        let i = i as usize;
-        if i >= tags.tags.len() {
-            continue;
+    } else {
+        for &i in order {
+            let i = i as usize;
+            if i >= tags.len() {
+                continue;
+            }
+            let group = u8::from(!t.evicting(i)) * 3 + class(t.kind(i));
+            let turned_down = turned_down_without_usage(req, i as u32, true);
+            note(&mut tags, i, group, turned_down);
         }
-        let group = u8::from(!t.evicting(i)) * 3 + class(t.kind(i));
-        let turned_down = turned_down_without_usage(req, i as u32, true);
-        note(&mut tags, i, group, turned_down);
     }
-    tags
+    Tags {
+        tags,
+        counts,
+        in_groups,
+    }
 }
 
 /// Per kind byte ([`KINDS`]): its [`class`] and whether it is a reclaim without borrowing.
