@@ -420,15 +420,16 @@ pub fn borrowing_attempts<C: CandidateTable>(
     for &i in subset {
         present[usize::from(class(req.candidates.kind(i as usize)))] = true;
     }
-    attempts_for(catalog, req, present)
+    attempts_for(catalog, req, present).to_vec()
 }
 
-/// [`borrowing_attempts`] given which classes the candidates have (`present[class]`).
+/// [`borrowing_attempts`] given which classes the candidates have (`present[class]`): one of
+/// three constant lists, so that a search allocates none.
 fn attempts_for<C: CandidateTable>(
     catalog: &Catalog,
     req: &Request<C>,
     present: [bool; 3],
-) -> Vec<bool> {
+) -> &'static [bool] {
     let no_hierarchical = !present[0];
     let no_other = !present[0] && !present[1];
     let cq = catalog.cluster_queue(req.preemptor.cluster_queue);
@@ -444,11 +445,11 @@ fn attempts_for<C: CandidateTable>(
         None => false,
     };
     if no_other || (forbidden && !under_nominal) {
-        vec![true]
+        &[true]
     } else if forbidden && no_hierarchical {
-        vec![false, true]
+        &[false, true]
     } else {
-        vec![true, false]
+        &[true, false]
     }
 }
 
@@ -693,7 +694,7 @@ pub fn select_victims_among<C: CandidateTable>(
     let present = [0, 1, 2].map(|c| tags.counts[c] + tags.counts[c + 3] > 0);
     let attempts = attempts_for(catalog, req, present);
     let order = tags.grouped(order);
-    greedy_tagged(catalog, req, &order, &tags.tags, &attempts)
+    greedy_tagged(catalog, req, &order, &tags.tags, attempts)
 }
 
 /// Kueue's classical victim selection (without fair sharing), exactly as the host's built-in
