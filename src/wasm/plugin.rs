@@ -110,7 +110,7 @@ struct Live {
     strings: StringTable,
     /// The instance's table of admitted workloads (`new-rows`; preemption plugins only).
     rows: RowTable,
-    /// The usage rows the instance holds (`request.usage-epoch`; preemption plugins only).
+    /// The usage rows the instance holds (`request.usage-kept`; preemption plugins only).
     usage: SentUsage,
 }
 

@@ -99,10 +99,10 @@ pub(crate) struct Layout {
 }
 
 impl Layout {
-    /// A layout for `catalog` tracking `frs` (duplicates ignored), with no view's members:
-    /// the one kept from an earlier view when there is one.
-    /// With `kept`, the layout's members are every node whose usage the instance keeps, with
-    /// that usage ([`crate::kept`]); else the view starts with none (every usage 0).
+    /// A layout for `catalog` tracking `frs` (duplicates ignored): the one kept from an
+    /// earlier view when there is one. With `kept`, its members are every node whose usage the
+    /// instance keeps, with that usage ([`crate::kept`]); else the view starts with none
+    /// (every usage 0).
     pub(crate) fn take(catalog: &Catalog, frs: &[FrId], kept: bool) -> Layout {
         let mut columns: Vec<FrId> = Vec::with_capacity(frs.len());
         for &fr in frs {
