@@ -162,8 +162,8 @@ pub(super) struct CallCx<'a> {
     /// The instance's table of admitted workloads: take each candidate's row, then send
     /// [`RowTable::take`] as `select-victims`' `rows`.
     pub rows: &'a mut RowTable,
-    /// The usage rows the instance holds: a request carries a tree's rows when
-    /// [`SentUsage::must_send`] says so.
+    /// The usage rows the instance holds: a request carries those
+    /// [`SentUsage::fill_changed`] finds changed.
     pub usage: &'a mut SentUsage,
     instance: &'a Instance,
     /// What the instance reads beyond its requests (its answer to the catalog).

@@ -195,16 +195,9 @@ impl OrderingPolicy for WasmOrdering {
                 );
                 if call.needs.pod_sets {
                     let lists = queued.pod_sets.get_or_insert_with(Vec::new);
-                    lists.truncate(batch.len());
-                    for (i, q) in batch.iter().enumerate() {
-                        match lists.get_mut(i) {
-                            Some(list) => convert::fill_pod_sets(list, cx.cluster, q.workload),
-                            None => {
-                                let mut list = Vec::new();
-                                convert::fill_pod_sets(&mut list, cx.cluster, q.workload);
-                                lists.push(list);
-                            }
-                        }
+                    lists.resize_with(batch.len(), Vec::new);
+                    for (list, q) in lists.iter_mut().zip(batch) {
+                        convert::fill_pod_sets(list, cx.cluster, q.workload);
                     }
                 } else {
                     queued.pod_sets = None;
@@ -220,9 +213,9 @@ impl OrderingPolicy for WasmOrdering {
                 let (guest, store) = call.ordering();
                 guest.call_sort_keys(store, &strings, queued, &scratch.lq_usage, cx.now)
             })?;
-        // Three entries per workload.
+        // Three entries per workload (counted in entries, so that a partial key shows).
         if keys.len() != batch.len() * SORT_KEY_LEN {
-            let e = wrong_length(keys.len() / SORT_KEY_LEN, batch.len());
+            let e = wrong_length(keys.len(), batch.len() * SORT_KEY_LEN);
             self.plugin.refused(&e);
             return Err(e);
         }
