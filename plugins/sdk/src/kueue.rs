@@ -294,116 +294,135 @@ const fn class(kind: CandidateKind) -> u8 {
 /// class in [`candidate_order`].
 pub fn victim_order<C: CandidateTable>(req: &Request<C>, subset: &[u32]) -> Vec<u32> {
     let order = candidate_order(req, subset);
-    tag(req, &order).grouped(order)
+    tally(req, Order::Listed(&order)).grouped(req, order)
 }
 
-/// A candidate's [`tag`]: its group in Kueue's victim order (evicting or not × [`class`]).
-const GROUP: u8 = 0b111;
-/// A candidate's [`tag`]: another queue's reclaim-without-borrowing candidate, turned down
-/// whenever the preemptor may borrow ([`turned_down_without_usage`]).
-const TURNED_DOWN_WHEN_BORROWING: u8 = 0b1000;
-
-/// What the search asks of each candidate of `order` before reading usage, by candidate
-/// index: its group ([`GROUP`]) and whether it is [`TURNED_DOWN_WHEN_BORROWING`]; candidates
-/// not in `order` read 0. With them, how many candidates each group has and whether `order`
-/// lists the groups in turn already (as the host's candidate order usually does): one pass
-/// over the table.
+/// What the search must know of the candidates of an order before reading usage: which of
+/// Kueue's six groups (evicting or not × [`class`]) have candidates, and whether the order
+/// lists the groups in turn already (as the host's candidate order usually does). One pass
+/// that keeps two integers: the group of each candidate is computed again only when the
+/// order must be regrouped.
 #[inline(never)]
-fn tag<C: CandidateTable>(req: &Request<C>, order: &[u32]) -> Tags {
+fn tally<C: CandidateTable>(req: &Request<C>, order: Order<'_>) -> Tally {
     let t = &req.candidates;
-    let own = req.preemptor.cluster_queue;
-    let mut tags = vec![0u8; t.len()];
-    // The tally in locals, not in the result: this runs for every candidate of every request.
-    let (mut counts, mut in_groups, mut last) = ([0usize; 6], true, 0u8);
-    let mut note = |tags: &mut [u8], i: usize, group: u8, turned_down: bool| {
-        tags[i] = group
-            | if turned_down {
-                TURNED_DOWN_WHEN_BORROWING
-            } else {
-                0
-            };
-        in_groups &= last <= group;
-        last = group;
-        if let Some(c) = counts.get_mut(usize::from(group)) {
-            *c += 1;
-        }
+    // Bit `g` of `seen` is set once group `g` has a candidate; `behind` gets a bit whenever a
+    // candidate's group comes after a greater one (so the order is not in groups).
+    let (mut seen, mut behind) = (0u32, 0u32);
+    let mut note = |group: u8| {
+        behind |= seen >> (group + 1);
+        seen |= 1 << group;
     };
-    if let Some((kinds, evicting)) = t.kind_columns() {
-        // The host's columns: two bytes per candidate, one bound for the three lists; the
-        // queue only for a reclaim without borrowing.
-        let n = tags.len().min(kinds.len()).min(evicting.len());
-        for &i in order {
-            let i = i as usize;
-            if i >= n {
-                continue;
+    match (t.kind_columns(), order) {
+        // The host's columns, every candidate in index order: two bytes per candidate.
+        (Some((kinds, evicting)), Order::All) => {
+            for (&kind, &evicting) in kinds.iter().zip(evicting) {
+                note(column_group(kind, evicting));
             }
-            let Some(&(class, reclaim_without_borrowing)) = CODES.get(usize::from(kinds[i])) else {
-                continue;
-            };
-            let group = u8::from(!evicting[i]) * 3 + class;
-            let turned_down = reclaim_without_borrowing && t.cluster_queue(i) != own;
-            note(&mut tags, i, group, turned_down);
         }
-    } else {
-        for &i in order {
-            let i = i as usize;
-            if i >= tags.len() {
-                continue;
+        (Some((kinds, evicting)), Order::Listed(order)) => {
+            let n = kinds.len().min(evicting.len());
+            for &i in order {
+                let i = i as usize;
+                if i < n {
+                    note(column_group(kinds[i], evicting[i]));
+                }
             }
-            let group = u8::from(!t.evicting(i)) * 3 + class(t.kind(i));
-            let turned_down = turned_down_without_usage(req, i as u32, true);
-            note(&mut tags, i, group, turned_down);
+        }
+        (None, Order::All) => (0..t.len()).for_each(|i| note(group_of(t, i))),
+        (None, Order::Listed(order)) => {
+            for &i in order {
+                if (i as usize) < t.len() {
+                    note(group_of(t, i as usize));
+                }
+            }
         }
     }
-    Tags {
-        tags,
-        counts,
-        in_groups,
+    Tally {
+        present: seen as u8,
+        in_groups: behind == 0,
     }
 }
 
-/// Per kind byte ([`KINDS`]): its [`class`] and whether it is a reclaim without borrowing.
-const CODES: [(u8, bool); KINDS.len()] = {
-    let mut codes = [(0, false); KINDS.len()];
+/// The candidates an order lists.
+#[derive(Clone, Copy)]
+enum Order<'a> {
+    /// Every candidate, in index order.
+    All,
+    /// These (indices into the candidates), in this order.
+    Listed(&'a [u32]),
+}
+
+/// Candidate `i`'s group in Kueue's victim order: evicting ones of each [`class`] first.
+fn group_of<C: CandidateTable>(t: &C, i: usize) -> u8 {
+    match t.kind_columns() {
+        Some((kinds, evicting)) if i < kinds.len().min(evicting.len()) => {
+            column_group(kinds[i], evicting[i])
+        }
+        _ => u8::from(!t.evicting(i)) * 3 + class(t.kind(i)),
+    }
+}
+
+/// The group of a candidate whose kind byte is `kind` (an unknown byte reads as `same-queue`,
+/// as [`CandidateColumns`](crate::preemption::CandidateColumns) reads it).
+fn column_group(kind: u8, evicting: bool) -> u8 {
+    u8::from(!evicting) * 3 + CLASSES.get(usize::from(kind)).copied().unwrap_or(2)
+}
+
+/// Per kind byte ([`KINDS`]): its [`class`].
+const CLASSES: [u8; KINDS.len()] = {
+    let mut classes = [0; KINDS.len()];
     let mut k = 0;
     while k < KINDS.len() {
-        let reclaim_without_borrowing = matches!(KINDS[k], CandidateKind::ReclaimWithoutBorrowing);
-        codes[k] = (class(KINDS[k]), reclaim_without_borrowing);
+        classes[k] = class(KINDS[k]);
         k += 1;
     }
-    codes
+    classes
 };
 
-/// What [`tag`] finds.
-struct Tags {
-    /// By candidate index.
-    tags: Vec<u8>,
-    /// How many candidates each group has.
-    counts: [usize; 6],
-    /// Whether the order tagged lists the groups in turn.
+/// What [`tally`] finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Tally {
+    /// Bit `g` set when group `g` has a candidate.
+    present: u8,
+    /// Whether the order tallied lists the groups in turn.
     in_groups: bool,
 }
 
-impl Tags {
-    fn group(&self, i: u32) -> usize {
-        usize::from(self.tags.get(i as usize).map_or(0, |t| t & GROUP))
+impl Tally {
+    /// Which [`class`]es have candidates, evicting or not.
+    fn classes(&self) -> [bool; 3] {
+        [0, 1, 2].map(|c| self.present & (1 << c | 1 << (c + 3)) != 0)
     }
 
-    /// The tagged `order` stably partitioned into the six groups, counted rather than sorted
+    /// The tallied `order` stably partitioned into the six groups, counted rather than sorted
     /// (group `g` starts where the groups before it end); as it is when already in groups.
-    fn grouped(&self, order: Vec<u32>) -> Vec<u32> {
+    fn grouped<C: CandidateTable>(&self, req: &Request<C>, order: Vec<u32>) -> Vec<u32> {
         if self.in_groups {
             return order;
         }
+        let t = &req.candidates;
+        // A candidate outside the table (which the tally skipped) reads as group 0.
+        let groups: Vec<u8> = order
+            .iter()
+            .map(|&i| match i as usize {
+                i if i < t.len() => group_of(t, i),
+                _ => 0,
+            })
+            .collect();
         let mut start = [0usize; 6];
+        for &g in &groups {
+            if let Some(s) = start.get_mut(usize::from(g) + 1) {
+                *s += 1;
+            }
+        }
         for g in 1..start.len() {
-            start[g] = start[g - 1] + self.counts[g - 1];
+            start[g] += start[g - 1];
         }
         let mut out = vec![0; order.len()];
-        for &i in &order {
-            let g = self.group(i);
-            out[start[g]] = i;
-            start[g] += 1;
+        for (&i, &g) in order.iter().zip(&groups) {
+            let at = &mut start[usize::from(g)];
+            out[*at] = i;
+            *at += 1;
         }
         out
     }
@@ -471,6 +490,7 @@ pub fn candidate_is_valid<C: CandidateTable>(
 
 /// Whether [`candidate_is_valid`] turns candidate `i` down without reading usage: a
 /// reclaim-without-borrowing candidate of another ClusterQueue while the preemptor may borrow.
+#[inline(always)]
 fn turned_down_without_usage<C: CandidateTable>(req: &Request<C>, i: u32, allow: bool) -> bool {
     let (t, i) = (&req.candidates, i as usize);
     allow
@@ -569,22 +589,11 @@ impl Search {
 /// Kueue's greedy search: for each borrowing mode in `attempts`, remove the still-valid
 /// candidates of `order` one by one until the preemptor fits, then put back every victim but
 /// the last, in reverse, keeping out only those still needed.
+#[inline(never)]
 pub fn greedy_victims<C: CandidateTable>(
     catalog: &Catalog,
     req: &Request<C>,
     order: &[u32],
-    attempts: &[bool],
-) -> Option<Victims> {
-    greedy_tagged(catalog, req, order, &tag(req, order).tags, attempts)
-}
-
-/// [`greedy_victims`] with the candidates' [`tag`]s.
-#[inline(never)]
-fn greedy_tagged<C: CandidateTable>(
-    catalog: &Catalog,
-    req: &Request<C>,
-    order: &[u32],
-    tags: &[u8],
     attempts: &[bool],
 ) -> Option<Victims> {
     let node = catalog.cluster_queue_node(req.preemptor.cluster_queue)?;
@@ -608,9 +617,8 @@ fn greedy_tagged<C: CandidateTable>(
             spans.clear();
             taken.clear();
         }
-        let turned_down = if allow { TURNED_DOWN_WHEN_BORROWING } else { 0 };
         for &i in order {
-            if tags.get(i as usize).is_some_and(|&t| t & turned_down != 0) {
+            if turned_down_without_usage(req, i, allow) {
                 continue;
             }
             let Searching { view, search, .. } =
@@ -689,19 +697,33 @@ pub fn select_victims_among<C: CandidateTable>(
     subset: &[u32],
 ) -> Option<Victims> {
     let order = candidate_order(req, subset);
-    let tags = tag(req, &order);
-    // A class is present when its evicting or its other group has candidates.
-    let present = [0, 1, 2].map(|c| tags.counts[c] + tags.counts[c + 3] > 0);
-    let attempts = attempts_for(catalog, req, present);
-    let order = tags.grouped(order);
-    greedy_tagged(catalog, req, &order, &tags.tags, attempts)
+    let tally = tally(req, Order::Listed(&order));
+    victims_in_order(catalog, req, order, tally)
 }
 
 /// Kueue's classical victim selection (without fair sharing), exactly as the host's built-in
 /// policy. Under fair sharing Kueue uses [`fair_select_victims`] instead.
 pub fn select_victims<C: CandidateTable>(catalog: &Catalog, req: &Request<C>) -> Option<Victims> {
     let all: Vec<u32> = (0..req.candidates.len() as u32).collect();
-    select_victims_among(catalog, req, &all)
+    if !req.candidates.in_candidate_order() {
+        return select_victims_among(catalog, req, &all);
+    }
+    // Listed in Kueue's candidate order by the host: the order is the candidates' own.
+    let tally = tally(req, Order::All);
+    victims_in_order(catalog, req, all, tally)
+}
+
+/// Kueue's search over `order` (in candidate order) once [`tally`]'d: the borrowing modes the
+/// groups present call for, then the greedy search over the order grouped.
+fn victims_in_order<C: CandidateTable>(
+    catalog: &Catalog,
+    req: &Request<C>,
+    order: Vec<u32>,
+    tally: Tally,
+) -> Option<Victims> {
+    let attempts = attempts_for(catalog, req, tally.classes());
+    let order = tally.grouped(req, order);
+    greedy_victims(catalog, req, &order, attempts)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1118,15 +1140,33 @@ mod tests {
             let columns = req.to_columns();
             let all: Vec<u32> = (0..n).collect();
             assert_eq!(candidate_order(&req, &all), candidate_order(&columns, &all));
-            // Tagged from the host's columns as from the records, one at a time.
-            let (a, b) = (tag(&req, &all), tag(&columns, &all));
+            // Tallied from the host's columns as from the records, one at a time, and grouped
+            // as a stable sort by group would.
+            let order = candidate_order(&req, &all);
+            let (a, b) = (
+                tally(&req, Order::Listed(&order)),
+                tally(&columns, Order::Listed(&order)),
+            );
             assert!(columns.candidates.kind_columns().is_some());
             assert!(req.candidates.kind_columns().is_none());
+            assert_eq!(a, b, "round {round}");
+            // Every candidate in index order, tallied without a list, as with one.
+            assert_eq!(tally(&req, Order::All), tally(&req, Order::Listed(&all)));
             assert_eq!(
-                (a.tags, a.counts, a.in_groups),
-                (b.tags, b.counts, b.in_groups),
-                "round {round}"
+                tally(&columns, Order::All),
+                tally(&columns, Order::Listed(&all))
             );
+            let group = |i: u32| {
+                let c = &req.candidates[i as usize];
+                u8::from(!c.evicting) * 3 + class(c.kind)
+            };
+            let present = order.iter().fold(0u8, |p, &i| p | 1 << group(i));
+            assert_eq!(a.present, present, "round {round}");
+            assert_eq!(a.in_groups, order.is_sorted_by_key(|&i| group(i)));
+            let mut expected = order.clone();
+            expected.sort_by_key(|&i| group(i));
+            assert_eq!(a.grouped(&req, order.clone()), expected, "round {round}");
+            assert_eq!(b.grouped(&columns, order), expected, "round {round}");
             let v = select_victims(&cat, &req);
             assert_eq!(select_victims(&cat, &columns), v, "round {round}");
             answered += usize::from(v.is_some());
