@@ -174,7 +174,8 @@ pub trait CandidateTable {
     fn in_candidate_order(&self) -> bool {
         false
     }
-    /// The kinds as `record candidates` sends them (decode with [`KINDS`]) and whether each
+    /// The kinds as `record candidates` sends them (decode with [`KINDS`]; a byte past its end
+    /// reads as `same-queue`, as [`CandidateTable::kind`] reads it) and whether each
     /// candidate is being evicted, by index, when the table holds them as such columns (the
     /// host's [`CandidateColumns`]), so that a pass over every candidate reads two slices;
     /// `None` for a table read one candidate at a time (the default).
@@ -284,10 +285,11 @@ macro_rules! records_table {
 records_table!([Candidate], Vec<Candidate>);
 
 impl CandidateColumns {
-    /// Candidate `i`'s row of the table (checked when received).
-    #[inline]
+    /// Candidate `i`'s row of the table: the empty row's when the table does not hold the
+    /// row sent (checked as it is read, not in a pass over every candidate at each call).
+    #[inline(always)]
     fn row(&self, i: usize) -> usize {
-        self.raw.rows[i] as usize
+        self.table.checked(self.raw.rows[i]) as usize
     }
 }
 
@@ -306,7 +308,11 @@ impl CandidateTable for CandidateColumns {
     }
     #[inline]
     fn kind(&self, i: usize) -> CandidateKind {
-        KINDS[usize::from(self.raw.kinds[i])]
+        // An unknown byte reads as `same-queue` (checked as it is read).
+        KINDS
+            .get(usize::from(self.raw.kinds[i]))
+            .copied()
+            .unwrap_or(CandidateKind::SameQueue)
     }
     #[inline]
     fn lca(&self, i: usize) -> Option<NodeId> {
@@ -330,7 +336,7 @@ impl CandidateTable for CandidateColumns {
     }
     #[inline]
     fn requeue_reason(&self, i: usize) -> Option<RequeueReason> {
-        self.table.requeue_reason(self.raw.rows[i])
+        self.table.requeue_reason(self.row(i) as u32)
     }
     #[inline]
     fn evicting(&self, i: usize) -> bool {
@@ -338,7 +344,7 @@ impl CandidateTable for CandidateColumns {
     }
     #[inline(always)]
     fn usage(&self, i: usize) -> impl Iterator<Item = FrAmount> + '_ {
-        self.table.usage(self.raw.rows[i])
+        self.table.usage(self.row(i) as u32)
     }
     #[inline]
     fn local_queue_usage(&self, i: usize) -> Option<f64> {
@@ -414,15 +420,9 @@ impl CandidateColumns {
     /// host never sends such columns; a plugin must not trap if it did).
     pub(crate) fn new(mut c: wit::Candidates, table: Rc<AdmittedTable>) -> CandidateColumns {
         let n = c.rows.len();
-        for r in &mut c.rows {
-            *r = table.checked(*r);
-        }
+        // Rows and kinds are checked as they are read (`row`, `kind`), not here: a pass over
+        // every candidate at every call costs more than a bound at each read.
         c.kinds.resize(n, 0);
-        for k in &mut c.kinds {
-            if usize::from(*k) >= KINDS.len() {
-                *k = 0;
-            }
-        }
         c.lcas.resize(n, NO_NODE);
         let ids = normalize_identities(c.identities.take(), n);
         let mut evicting = vec![false; n];
@@ -453,10 +453,11 @@ impl CandidateColumns {
 
 impl CandidateColumns {
     /// The columns as the host sent them, with the per-candidate lists padded or truncated to
-    /// `rows`, rows the table does not hold replaced by the empty row's and unknown kinds set
-    /// to 0; the lists by index (`evicting`, `local-queue-usage.of`) are as sent, out-of-range
-    /// indices included. Decode `kinds` with [`KINDS`] and `lcas` with [`NO_NODE`]. (The rows
-    /// themselves are read through [`CandidateTable`].)
+    /// `rows`; rows, kind bytes and the lists by index (`evicting`, `local-queue-usage.of`) are
+    /// as sent, out-of-range values included. Decode `kinds` with [`KINDS`] and `lcas` with
+    /// [`NO_NODE`]; [`CandidateTable`] reads a row the table does not hold as the empty row
+    /// and a kind byte past [`KINDS`] as `same-queue`. (The rows themselves are read through
+    /// [`CandidateTable`].)
     pub fn raw(&self) -> &wit::Candidates {
         &self.raw
     }
@@ -971,6 +972,11 @@ mod tests {
         };
         let t = CandidateColumns::new(columns, Rc::new(table));
         assert_eq!(t.len(), 3);
+        // As sent, padded to the rows: read through the table, not these.
+        assert_eq!(
+            (&t.raw().rows[..], &t.raw().kinds[..]),
+            (&[0, 1, 9][..], &[3, 9, 0][..])
+        );
         assert_eq!(t.cluster_queue(2), 0);
         assert_eq!(t.kind(0), CandidateKind::ReclaimWhileBorrowing);
         // An unknown kind and a missing one read as same-queue.
