@@ -160,62 +160,75 @@ impl ClusterQueueInfo {
 }
 
 /// One podSet, with per-pod requests resolved to interned resources.
+///
+/// In declaration order (`repr(C)`): what a cycle reads of every head's podSets (count,
+/// requests, what flavor matching reads) first, so that it sits in the record's first cache
+/// lines; the name and the topology request after.
 #[derive(Debug, Clone, PartialEq)]
+#[repr(C)]
 pub struct PodSetInfo {
-    pub name: String,
     pub count: i32,
     pub min_count: Option<i32>,
     /// Per-pod requests in milli-units, sorted by resource.
     pub requests: Vec<(ResourceId, i64)>,
+    pub tolerations: Vec<Toleration>,
     pub node_selector: BTreeMap<String, String>,
     pub affinity_terms: Vec<NodeSelectorTerm>,
-    pub tolerations: Vec<Toleration>,
     /// `topologyRequest` (from the Workload or its job's pod-template annotations).
     pub topology: Option<crate::api::topology::PodSetTopologyRequest>,
+    pub name: String,
 }
 
+/// A workload as the core tracks it.
+///
+/// In declaration order (`repr(C)`): what a cycle reads of every head (queue, priority,
+/// times, flags, podSets) first, so that it sits in the record's first cache lines rather than
+/// spread over all of them; names, labels and annotations after. At ten times Kueue's large
+/// scale the heads a cycle visits no longer fit the last-level cache, and each line of a head's
+/// record read is a miss (BENCHMARKS.md, stop 36).
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct WorkloadInfo {
     pub id: WorkloadId,
-    pub namespace: String,
-    pub name: String,
-    /// `namespace/name`.
-    pub key: String,
-    pub local_queue: Option<String>,
+    pub priority: i32,
+    /// From the `kueue.x-k8s.io/priority-boost` annotation.
+    pub priority_boost: i32,
+    /// How often the workload was evicted and queued again, for any reason (preemption,
+    /// admission check, PodsReady timeout; Kueue's `requeueState.count` counts only the last),
+    /// and the last reason (`Preempted`, `AdmissionCheck`, `PodsReadyTimeout`): what policies
+    /// see of a workload's history.
+    pub requeue_count: u32,
     /// The LocalQueue, when it exists.
     pub lq: Option<LqId>,
     pub cluster_queue: Option<CqId>,
-    /// Why the workload cannot be queued at all (no LocalQueue, ...).
-    pub unqueueable: Option<String>,
-    pub priority: i32,
-    pub priority_class: Option<String>,
-    /// From the `kueue.x-k8s.io/priority-boost` annotation.
-    pub priority_boost: i32,
     /// The queue-order timestamp (Kueue's `GetQueueOrderTimestamp`): the creation time, or
     /// the eviction time once evicted by an admission check or a PodsReady timeout
     /// (`requeuingStrategy.timestamp: Eviction`).
     pub created: Millis,
     /// When it last entered its queue (set by the scheduler; `created` until then).
     pub queued: Millis,
-    pub pod_sets: Vec<PodSetInfo>,
-    pub annotations: BTreeMap<String, String>,
-    /// The Workload's labels (policies see those their allow-list passes).
-    pub labels: BTreeMap<String, String>,
-    /// The job that owns it: the Workload's controller ownerReference; `None` for a bare
-    /// Workload (boxed: most of a pending workload's size is inline).
-    pub owner: Option<Box<JobOwner>>,
     pub active: bool,
     /// Whether its ClusterQueue's `namespaceSelector` matches its namespace's labels (false
     /// without a ClusterQueue or a selector). Kueue checks this at every nomination; labels
     /// and selectors change only with a new configuration, so it is decided when the cluster is
     /// built.
     pub namespace_matches: bool,
-    /// How often the workload was evicted and queued again, for any reason (preemption,
-    /// admission check, PodsReady timeout; Kueue's `requeueState.count` counts only the last),
-    /// and the last reason (`Preempted`, `AdmissionCheck`, `PodsReadyTimeout`): what policies
-    /// see of a workload's history.
-    pub requeue_count: u32,
+    pub pod_sets: Vec<PodSetInfo>,
+    /// Why the workload cannot be queued at all (no LocalQueue, ...).
+    pub unqueueable: Option<String>,
     pub requeue_reason: Option<&'static str>,
+    pub namespace: String,
+    pub name: String,
+    /// `namespace/name`.
+    pub key: String,
+    pub local_queue: Option<String>,
+    pub priority_class: Option<String>,
+    pub annotations: BTreeMap<String, String>,
+    /// The Workload's labels (policies see those their allow-list passes).
+    pub labels: BTreeMap<String, String>,
+    /// The job that owns it: the Workload's controller ownerReference; `None` for a bare
+    /// Workload (boxed: most of a pending workload's size is inline).
+    pub owner: Option<Box<JobOwner>>,
 }
 
 /// The owning job of a workload, as its controller ownerReference names it.
