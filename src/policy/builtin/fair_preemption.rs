@@ -520,6 +520,11 @@ mod tests {
     ) -> PreemptionRequest<'a> {
         let own = c.cq_by_name["a"];
         let preemptor = id(c, "incoming");
+        // In Kueue's candidate order, as the scheduler lists them.
+        let candidates = candidate_order(&candidates, own)
+            .into_iter()
+            .map(|i| candidates[i].clone())
+            .collect();
         PreemptionRequest {
             preemptor,
             cluster_queue: own,

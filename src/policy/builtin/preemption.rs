@@ -277,8 +277,15 @@ pub fn select_victims(req: &PreemptionRequest<'_>) -> Option<VictimSet> {
     if let Some(strategies) = req.fair_sharing {
         return super::fair_preemption::select_victims(req, strategies);
     }
-    let own = req.cluster_queue;
-    let idx = candidate_order(&req.candidates, own);
+    // The candidates come in Kueue's candidate order (`PreemptionRequest::candidates`), as
+    // the scheduler promises a plugin (`request.candidates`, which the SDK trusts in the same
+    // way): sorting them again would only confirm it.
+    let idx: Vec<usize> = (0..req.candidates.len()).collect();
+    debug_assert_eq!(
+        candidate_order(&req.candidates, req.cluster_queue),
+        idx,
+        "candidates out of Kueue's candidate order"
+    );
     let class = |i: &usize| match req.candidates[*i].kind {
         CandidateKind::HierarchicalReclaim => 0,
         CandidateKind::ReclaimWithoutBorrowing
