@@ -391,6 +391,16 @@ struct Eight {
     present: u32,
 }
 
+// `Eight::of` reads kind bytes by number: the classes of `KINDS` must be these.
+const _: () = assert!(
+    KINDS.len() == 5
+        && CLASSES[0] == 2
+        && CLASSES[1] == 0
+        && CLASSES[2] == 1
+        && CLASSES[3] == 1
+        && CLASSES[4] == 1
+);
+
 const HIGH: u64 = 0x8080_8080_8080_8080;
 const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
 const ONES: u64 = 0x0101_0101_0101_0101;
