@@ -305,44 +305,32 @@ pub fn victim_order<C: CandidateTable>(req: &Request<C>, subset: &[u32]) -> Vec<
 #[inline(never)]
 fn tally<C: CandidateTable>(req: &Request<C>, order: Order<'_>) -> Tally {
     let t = &req.candidates;
-    // Bit `g` of `seen` is set once group `g` has a candidate; `behind` gets a bit whenever a
-    // candidate's group comes after a greater one (so the order is not in groups).
-    let (mut seen, mut behind) = (0u32, 0u32);
-    let note = |(seen, behind): (&mut u32, &mut u32), group: u8| {
-        *behind |= *seen >> (group + 1);
-        *seen |= 1 << group;
-    };
+    // `(seen, behind)`, as `note` keeps them.
+    let mut state = (0u32, 0u32);
     match (t.kind_columns(), order) {
         // The host's columns, every candidate in index order: two bytes per candidate.
-        (Some((kinds, evicting)), Order::All) => {
-            (seen, behind) = tally_columns(kinds, evicting);
-        }
+        (Some((kinds, evicting)), Order::All) => state = tally_columns(kinds, evicting),
         (Some((kinds, evicting)), Order::Listed(order)) => {
             let n = kinds.len().min(evicting.len());
             for &i in order {
                 let i = i as usize;
                 if i < n {
-                    note(
-                        (&mut seen, &mut behind),
-                        column_group(kinds[i], evicting[i]),
-                    );
+                    note(&mut state, column_group(kinds[i], evicting[i]));
                 }
             }
         }
-        (None, Order::All) => {
-            (0..t.len()).for_each(|i| note((&mut seen, &mut behind), group_of(t, i)))
-        }
+        (None, Order::All) => (0..t.len()).for_each(|i| note(&mut state, group_of(t, i))),
         (None, Order::Listed(order)) => {
             for &i in order {
                 if (i as usize) < t.len() {
-                    note((&mut seen, &mut behind), group_of(t, i as usize));
+                    note(&mut state, group_of(t, i as usize));
                 }
             }
         }
     }
     Tally {
-        present: seen as u8,
-        in_groups: behind == 0,
+        present: state.0 as u8,
+        in_groups: state.1 == 0,
     }
 }
 
@@ -350,7 +338,7 @@ fn tally<C: CandidateTable>(req: &Request<C>, order: Order<'_>) -> Tally {
 /// and a nonzero second word when a candidate's group comes after a greater one. Eight
 /// candidates at a time, as two 8-byte words ([`Eight`]); the rest one by one.
 fn tally_columns(kinds: &[u8], evicting: &[bool]) -> (u32, u32) {
-    let (mut seen, mut behind) = (0u32, 0u32);
+    let mut state = (0u32, 0u32);
     let n = kinds.len().min(evicting.len());
     let (kinds8, evicting8) = (kinds[..n].chunks_exact(8), evicting[..n].chunks_exact(8));
     let (kinds_rest, evicting_rest) = (kinds8.remainder(), evicting8.remainder());
@@ -358,18 +346,25 @@ fn tally_columns(kinds: &[u8], evicting: &[bool]) -> (u32, u32) {
         let eight = Eight::of(k, e);
         // A group here below the greatest seen before, or out of order among the eight (which
         // takes two groups: the host's order has runs of one).
-        behind |= eight.present & below_greatest(seen);
+        state.1 |= eight.present & below_greatest(state.0);
         if !eight.present.is_power_of_two() {
-            behind |= u32::from(eight.out_of_order());
+            state.1 |= u32::from(eight.out_of_order());
         }
-        seen |= eight.present;
+        state.0 |= eight.present;
     }
     for (&kind, &evicting) in kinds_rest.iter().zip(evicting_rest) {
-        let group = column_group(kind, evicting);
-        behind |= seen >> (group + 1);
-        seen |= 1 << group;
+        note(&mut state, column_group(kind, evicting));
     }
-    (seen, behind)
+    state
+}
+
+/// Adds a candidate of `group` to a tally's `(seen, behind)`: bit `g` of `seen` is set once
+/// group `g` has a candidate; `behind` gets a bit whenever a candidate's group comes after a
+/// greater one (so the order is not in groups).
+#[inline(always)]
+fn note(state: &mut (u32, u32), group: u8) {
+    state.1 |= state.0 >> (group + 1);
+    state.0 |= 1 << group;
 }
 
 /// The bits of the groups below the greatest one in `seen` (none when `seen` is empty).
