@@ -317,10 +317,15 @@ fn rss() -> u64 {
 
 /// Heap and inline bytes of one `WorkloadInfo` (allocator rounding not included).
 fn workload_info_bytes(w: &WorkloadInfo) -> usize {
+    // The first podSet and two requests are inline; past that they are on the heap.
     let pod_set = |ps: &PodSetInfo| {
-        size_of::<PodSetInfo>()
-            + ps.name.capacity()
-            + ps.requests.capacity() * size_of::<(wasq::quota::ResourceId, i64)>()
+        ps.name.capacity()
+            + if ps.requests.spilled() {
+                ps.requests.capacity() * size_of::<(wasq::quota::ResourceId, i64)>()
+            } else {
+                0
+            }
+            + ps.topology.as_ref().map_or(0, |t| size_of_val(t.as_ref()))
     };
     size_of::<WorkloadInfo>()
         + w.namespace.capacity()
@@ -329,7 +334,11 @@ fn workload_info_bytes(w: &WorkloadInfo) -> usize {
         + w.local_queue.as_ref().map_or(0, String::capacity)
         + w.priority_class.as_ref().map_or(0, String::capacity)
         + w.pod_sets.iter().map(pod_set).sum::<usize>()
-        + (w.pod_sets.capacity() - w.pod_sets.len()) * size_of::<PodSetInfo>()
+        + if w.pod_sets.spilled() {
+            w.pod_sets.capacity() * size_of::<PodSetInfo>()
+        } else {
+            0
+        }
 }
 
 /// Memory per pending workload at 100,000 pending (100 ClusterQueues × 1,000), from VmRSS

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::api::core::v1::{PodSpec, ResourceRequirements};
+use smallvec::SmallVec;
 
 use super::{
     Admission, Cluster, ClusterQueueInfo, CqId, FlavorInfo, Fungibility, LocalQueueInfo, LqId,
@@ -579,7 +580,7 @@ fn pod_set_info(ps: &api::PodSet, names: &mut Names) -> PodSetInfo {
             &empty
         }
     };
-    let mut requests: Vec<(ResourceId, i64)> = pod_requests(spec)
+    let mut requests: SmallVec<[(ResourceId, i64); 2]> = pod_requests(spec)
         .into_iter()
         .map(|(k, v)| (names.resource(&k), v))
         .collect();
@@ -602,7 +603,7 @@ fn pod_set_info(ps: &api::PodSet, names: &mut Names) -> PodSetInfo {
         node_selector: spec.node_selector.clone().unwrap_or_default(),
         affinity_terms,
         tolerations: spec.tolerations.clone().unwrap_or_default(),
-        topology: ps.topology_request.clone(),
+        topology: ps.topology_request.clone().map(Box::new),
     }
 }
 

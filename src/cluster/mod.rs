@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::{NodeSelectorTerm, Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use smallvec::SmallVec;
 
 use crate::api::{
     BorrowWithinCohortPolicy, FungibilityPolicy, FungibilityPreference, QueueingStrategy,
@@ -163,29 +164,37 @@ impl ClusterQueueInfo {
 ///
 /// In declaration order (`repr(C)`): what a cycle reads of every head's podSets (count,
 /// requests, what flavor matching reads) first, so that it sits in the record's first cache
-/// lines; the name and the topology request after.
+/// lines; the name after. The first podSet lies inside its [`WorkloadInfo`], and up to two
+/// requests inside the podSet, so that a head's hot fields are one run of adjacent lines rather
+/// than three records reached through pointers; the topology request, read in full only for
+/// TAS podSets, is boxed (inline it took more than half of the record).
 #[derive(Debug, Clone, PartialEq)]
 #[repr(C)]
 pub struct PodSetInfo {
     pub count: i32,
     pub min_count: Option<i32>,
     /// Per-pod requests in milli-units, sorted by resource.
-    pub requests: Vec<(ResourceId, i64)>,
+    pub requests: SmallVec<[(ResourceId, i64); 2]>,
     pub tolerations: Vec<Toleration>,
     pub node_selector: BTreeMap<String, String>,
     pub affinity_terms: Vec<NodeSelectorTerm>,
     /// `topologyRequest` (from the Workload or its job's pod-template annotations).
-    pub topology: Option<crate::api::topology::PodSetTopologyRequest>,
+    pub topology: Option<Box<crate::api::topology::PodSetTopologyRequest>>,
     pub name: String,
 }
+
+// A head's hot fields span its `WorkloadInfo`'s first four cache lines with one podSet inline;
+// a podSet grown past three lines (an unboxed topology request took six) would spread them.
+const _: () = assert!(size_of::<PodSetInfo>() <= 192);
 
 /// A workload as the core tracks it.
 ///
 /// In declaration order (`repr(C)`): what a cycle reads of every head (queue, priority,
-/// times, flags, podSets) first, so that it sits in the record's first cache lines rather than
-/// spread over all of them; names, labels and annotations after. At ten times Kueue's large
-/// scale the heads a cycle visits no longer fit the last-level cache, and each line of a head's
-/// record read is a miss (BENCHMARKS.md, stop 36).
+/// times, flags, the last requeue reason, then the first podSet, inline) first, so that it is
+/// one run of adjacent cache lines rather than spread over the record and the records it
+/// points to; names, labels and annotations after. At ten times Kueue's large scale the heads
+/// a cycle visits no longer fit the last-level cache, and each line of a head's record read is
+/// a miss (BENCHMARKS.md, stops 36 and 37).
 #[derive(Debug, Clone)]
 #[repr(C)]
 pub struct WorkloadInfo {
@@ -213,10 +222,12 @@ pub struct WorkloadInfo {
     /// and selectors change only with a new configuration, so it is decided when the cluster is
     /// built.
     pub namespace_matches: bool,
-    pub pod_sets: Vec<PodSetInfo>,
+    /// The last reason it was requeued for (see `requeue_count`).
+    pub requeue_reason: Option<&'static str>,
+    /// Inline when there is one (most workloads), on the heap past that.
+    pub pod_sets: SmallVec<[PodSetInfo; 1]>,
     /// Why the workload cannot be queued at all (no LocalQueue, ...).
     pub unqueueable: Option<String>,
-    pub requeue_reason: Option<&'static str>,
     pub namespace: String,
     pub name: String,
     /// `namespace/name`.
@@ -256,7 +267,7 @@ impl WorkloadInfo {
             priority_boost: 0,
             created: 0,
             queued: 0,
-            pod_sets: Vec::new(),
+            pod_sets: SmallVec::new(),
             annotations: BTreeMap::new(),
             labels: BTreeMap::new(),
             owner: None,

@@ -67,7 +67,7 @@ fn tas_only(cluster: &Cluster, cq: CqId) -> bool {
 fn requested(cluster: &Cluster, cq: CqId, ps: &PodSetInfo) -> (bool, bool) {
     let explicit = ps
         .topology
-        .as_ref()
+        .as_deref()
         .is_some_and(crate::api::topology::PodSetTopologyRequest::requests_tas);
     let implied = !explicit && tas_only(cluster, cq);
     (explicit || implied, implied)
@@ -104,7 +104,7 @@ pub(super) fn flavor_mismatch(
     let Some(f) = cluster.tas.get(flavor.id) else {
         return Some(format!("Flavor {name:?} information missing in TAS cache"));
     };
-    let has_level = Constraint::resolve(&f.tree, ps.topology.as_ref(), false, ps.count)
+    let has_level = Constraint::resolve(&f.tree, ps.topology.as_deref(), false, ps.count)
         .map_err(|e| e.starts_with("no requested topology level"))
         .err()
         != Some(true);
@@ -259,7 +259,7 @@ fn place_pod_set(
     let (cluster, flavor) = (placer.cluster(), of.flavor);
     let f = cluster.tas.get(flavor).expect("a TAS flavor");
     let tree = &f.tree;
-    let constraint = Constraint::resolve(tree, ps.topology.as_ref(), implied, count)?;
+    let constraint = Constraint::resolve(tree, ps.topology.as_deref(), implied, count)?;
     let (per_pod, mut missing) = one_pod(cluster, tree, ps);
     let leader_per_pod = leader.map(|l| {
         let (p, m) = one_pod(cluster, tree, l);
