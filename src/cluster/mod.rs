@@ -183,8 +183,8 @@ pub struct PodSetInfo {
     pub name: String,
 }
 
-// A head's hot fields span its `WorkloadInfo`'s first four cache lines with one podSet inline;
-// a podSet grown past three lines (an unboxed topology request took six) would spread them.
+// A head's hot fields lie in its `WorkloadInfo`'s first 256 bytes with one podSet inline
+// (`layout_tests`); an unboxed topology request made a podSet six cache lines long.
 const _: () = assert!(size_of::<PodSetInfo>() <= 192);
 
 /// A workload as the core tracks it.
@@ -192,7 +192,9 @@ const _: () = assert!(size_of::<PodSetInfo>() <= 192);
 /// In declaration order (`repr(C)`): what a cycle reads of every head (queue, priority,
 /// times, flags, the last requeue reason, then the first podSet, inline) first, so that it is
 /// one run of adjacent cache lines rather than spread over the record and the records it
-/// points to; names, labels and annotations after. At ten times Kueue's large scale the heads
+/// points to; names, labels and annotations after: the run is the record's first 256 bytes
+/// (`layout_tests`). Aligning the record to a cache line was tried and missed more (its table
+/// is copied when it grows, and realloc cannot move over-aligned memory in place). At ten times Kueue's large scale the heads
 /// a cycle visits no longer fit the last-level cache, and each line of a head's record read is
 /// a miss (BENCHMARKS.md, stops 36 and 37).
 #[derive(Debug, Clone)]
@@ -629,5 +631,48 @@ impl Cluster {
             self.names.flavor_name(f),
             self.names.resource_name(r)
         )
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+
+    /// Where each field a cycle reads of a head ends, in bytes from the start of its record.
+    fn hot_ends(wl: &WorkloadInfo) -> Vec<(&'static str, usize)> {
+        fn end<T>(base: &WorkloadInfo, field: &T) -> usize {
+            field as *const T as usize + size_of::<T>() - base as *const WorkloadInfo as usize
+        }
+        let ps = &wl.pod_sets[0];
+        vec![
+            ("priority", end(wl, &wl.priority)),
+            ("namespace_matches", end(wl, &wl.namespace_matches)),
+            ("requeue_reason", end(wl, &wl.requeue_reason)),
+            ("count", end(wl, &ps.count)),
+            ("requests", end(wl, &ps.requests[1])),
+            ("tolerations", end(wl, &ps.tolerations)),
+            ("node_selector", end(wl, &ps.node_selector)),
+            ("affinity_terms", end(wl, &ps.affinity_terms)),
+            ("topology", end(wl, &ps.topology)),
+        ]
+    }
+
+    #[test]
+    fn a_heads_hot_fields_are_its_records_first_256_bytes() {
+        let mut wl = WorkloadInfo::removed(WorkloadId(0));
+        wl.pod_sets.push(PodSetInfo {
+            count: 1,
+            min_count: None,
+            requests: SmallVec::from_slice(&[(ResourceId(0), 1000), (ResourceId(1), 2)]),
+            tolerations: Vec::new(),
+            node_selector: BTreeMap::new(),
+            affinity_terms: Vec::new(),
+            topology: None,
+            name: "main".into(),
+        });
+        assert!(!wl.pod_sets.spilled() && !wl.pod_sets[0].requests.spilled());
+        for (field, end) in hot_ends(&wl) {
+            assert!(end <= 256, "{field} ends at byte {end}");
+        }
     }
 }
