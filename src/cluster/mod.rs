@@ -194,9 +194,9 @@ const _: () = assert!(size_of::<PodSetInfo>() <= 192);
 /// one run of adjacent cache lines rather than spread over the record and the records it
 /// points to; names, labels and annotations after: the run is the record's first 256 bytes
 /// (`layout_tests`). Aligning the record to a cache line was tried and missed more (its table
-/// is copied when it grows, and realloc cannot move over-aligned memory in place). At ten times Kueue's large scale the heads
-/// a cycle visits no longer fit the last-level cache, and each line of a head's record read is
-/// a miss (BENCHMARKS.md, stops 36 and 37).
+/// is copied when it grows, and realloc cannot grow over-aligned memory in place). At ten
+/// times Kueue's large scale the heads a cycle visits no longer fit the last-level cache, and
+/// each line of a head's record read is a miss (BENCHMARKS.md, stops 36 and 37).
 #[derive(Debug, Clone)]
 #[repr(C)]
 pub struct WorkloadInfo {
