@@ -6,6 +6,12 @@ use std::process::ExitCode;
 
 mod cli;
 
+/// mimalloc rather than glibc's malloc: the scheduler frees and allocates many small records
+/// per cycle, and a long run (or `wasq bench`'s several runs in one process) leaves glibc's
+/// heap fragmented (see BENCHMARKS.md, "The allocator").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
@@ -257,7 +263,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 runs.push(wasq::sim::bench::bench(
                     generator,
                     repeat,
-                    || policies.live_bindings(),
+                    // Fresh instances per run: one run's guest state (its catalog, the
+                    // usage it keeps, its heap) does not carry into the next run's time.
+                    || policies.fresh_bindings(policies.bindings.clone()),
                     Some(&progress),
                 )?);
             }
