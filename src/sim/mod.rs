@@ -17,6 +17,7 @@ pub mod extensions;
 pub mod fairness;
 pub mod generate;
 pub mod html;
+mod log;
 pub mod nodes;
 pub mod readiness;
 pub mod report;
@@ -117,7 +118,7 @@ pub struct Simulation {
     pub(crate) tas: topology::TasLedger,
     /// Every reservation (+) and release (−) of quota, in time order: the fairness report
     /// replays it for per-LocalQueue usage and the share over time.
-    pub(crate) usage_log: Vec<fairness::UsageChange>,
+    pub(crate) usage_log: log::ChunkedLog<fairness::UsageChange>,
     /// Per workload: the admission its last reservation logged, while it holds it.
     logged_admission: Vec<Option<std::sync::Arc<crate::cluster::Admission>>>,
     pub(crate) preemptions: Vec<u64>,
@@ -185,7 +186,7 @@ impl Simulation {
             reason_buf: String::new(),
             usage_integral: Vec::new(),
             tas: Default::default(),
-            usage_log: Vec::new(),
+            usage_log: log::ChunkedLog::default(),
             logged_admission: vec![None; n],
             preemptions: Vec::new(),
             budget_waits: Vec::new(),

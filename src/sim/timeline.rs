@@ -15,6 +15,7 @@ use serde::{Serialize, Serializer};
 use crate::cluster::{CqId, WorkloadId};
 use crate::policy::PolicyRef;
 
+use super::log::ChunkedLog;
 use super::report::{Event, EventType};
 
 /// No id (an absent ClusterQueue, preemptor, reason or ordering policy).
@@ -74,7 +75,7 @@ impl Texts {
 /// point into. Names of workloads and ClusterQueues stay in the cluster until the report.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Recorder {
-    pub records: Vec<Record>,
+    pub records: ChunkedLog<Record>,
     pub texts: Texts,
     policies: Vec<PolicyRef>,
 }
