@@ -197,7 +197,8 @@ pub fn run_once(
     Ok((figures, report.decision_lines_without_policy()))
 }
 
-/// Both runs and their comparison. With `repeat` > 1 the two alternate in ABBA order (native,
+/// Both runs and their comparison; `wasm` makes the bindings of each WASM run (the CLI gives
+/// every run fresh instances). With `repeat` > 1 the two alternate in ABBA order (native,
 /// WASM, WASM, native, native, …); each side reports its fastest run and the median of all,
 /// which cancels drift and noise on a shared machine. Every run's decisions are compared with
 /// the first run's.
