@@ -7,7 +7,7 @@ use std::process::ExitCode;
 mod cli;
 
 /// mimalloc rather than glibc's malloc: at Kueue's large-scale shape it runs ≈ 5% fewer
-/// instructions, and at ten times the shape it takes ≈ 25,000 page faults where glibc took
+/// instructions, and at ten times the shape it took 23,500–32,200 page faults where glibc took
 /// 400,000 (BENCHMARKS.md, "Fresh plugin instances per bench run; mimalloc; the run's logs in
 /// chunks (stop 38)"). The library, its tests and benches keep the system allocator.
 #[global_allocator]

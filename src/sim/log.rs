@@ -1,26 +1,23 @@
 //! An append-only list kept in fixed-size chunks, for what a run records as it goes (the
 //! timeline's events, the usage changes). Growing never moves what is already there: a `Vec`
 //! that doubles copies its whole contents each time, and at ten times Kueue's large-scale shape
-//! the timeline alone is hundreds of megabytes, copied and briefly held twice (glibc's `realloc`
-//! remapped large blocks instead; mimalloc, the binary's allocator, copies them).
+//! the timeline alone is ≈ 100 MB (2.15 million 48-byte records), copied and briefly held twice
+//! (glibc's `realloc` remapped large blocks instead; mimalloc, the binary's allocator, copies
+//! them).
 
 /// Entries per chunk (a power of two, so that the first chunk, growing as a `Vec` does, ends
 /// exactly full).
 const CHUNK: usize = 1 << 14;
 
-/// An append-only list in chunks of [`CHUNK`] entries.
+/// An append-only list in chunks of [`CHUNK`] entries; every chunk but the last is full.
 #[derive(Debug, Clone)]
 pub(crate) struct ChunkedLog<T> {
     chunks: Vec<Vec<T>>,
-    len: usize,
 }
 
 impl<T> Default for ChunkedLog<T> {
     fn default() -> Self {
-        ChunkedLog {
-            chunks: Vec::new(),
-            len: 0,
-        }
+        ChunkedLog { chunks: Vec::new() }
     }
 }
 
@@ -37,15 +34,16 @@ impl<T> ChunkedLog<T> {
                 self.chunks.push(chunk);
             }
         }
-        self.len += 1;
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        self.chunks
+            .last()
+            .map_or(0, |last| (self.chunks.len() - 1) * CHUNK + last.len())
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.chunks.is_empty()
     }
 
     pub fn get(&self, i: usize) -> Option<&T> {
@@ -59,7 +57,7 @@ impl<T> ChunkedLog<T> {
     pub fn iter(&self) -> Iter<'_, T> {
         Iter {
             inner: self.chunks.iter().flatten(),
-            left: self.len,
+            left: self.len(),
         }
     }
 }
@@ -94,8 +92,8 @@ impl<'a, T> Iterator for Iter<'a, T> {
     }
 }
 
-impl<T> DoubleEndedIterator for Iter<'_, T> {
-    fn next_back(&mut self) -> Option<Self::Item> {
+impl<'a, T> DoubleEndedIterator for Iter<'a, T> {
+    fn next_back(&mut self) -> Option<&'a T> {
         let next = self.inner.next_back()?;
         self.left -= 1;
         Some(next)
@@ -112,6 +110,7 @@ mod tests {
     fn entries_read_back_in_order_across_chunks() {
         let mut log = ChunkedLog::default();
         assert!(log.is_empty() && log.get(0).is_none() && log.last_mut().is_none());
+        assert_eq!((log.len(), log.iter().len()), (0, 0));
         let n = 2 * CHUNK + 5;
         for i in 0..n {
             log.push(i);
@@ -132,18 +131,5 @@ mod tests {
         assert_eq!(log.get(n), None);
         *log.last_mut().expect("not empty") = 7;
         assert_eq!(log.get(n - 1), Some(&7));
-    }
-
-    #[test]
-    fn a_full_chunk_is_never_moved_by_growing() {
-        let mut log = ChunkedLog::default();
-        for i in 0..CHUNK {
-            log.push(i);
-        }
-        let first = log.get(0).expect("pushed") as *const usize;
-        for i in 0..3 * CHUNK {
-            log.push(i);
-        }
-        assert_eq!(log.get(0).expect("pushed") as *const usize, first);
     }
 }
