@@ -93,18 +93,23 @@ pub fn victims(
         // Each victim left running in turn, the others gone: put back, asked, taken again.
         // The usage arithmetic is exact and order-independent, so this is the state of
         // removing the others alone (one pass, not one overlay per victim).
-        let mut others = Vec::with_capacity(answer.victims.len());
-        for (k, &j) in answer.victims.iter().enumerate() {
-            others.clear();
-            others.extend(
-                answer
-                    .victims
-                    .iter()
-                    .enumerate()
-                    .filter(|&(m, _)| m != k)
-                    .map(|(_, &i)| i),
-            );
-            let allow = borrowing_allowed(req, answer, &others)?;
+        let victims = &answer.victims;
+        // The victims but the `k`th, in order: from one `k` to the next only position `k - 1`
+        // changes (it held victim `k` and gets victim `k - 1`), so the list is not rebuilt
+        // per victim (that made the check quadratic in the victims).
+        let mut others: Vec<usize> = victims.iter().skip(1).copied().collect();
+        // The first two victims that may only be reclaimed without borrowing: the first
+        // among the others is one of them.
+        let mut reclaim_only = victims
+            .iter()
+            .filter(|&&i| req.candidates[i].kind == CandidateKind::ReclaimWithoutBorrowing);
+        let (first, second) = (reclaim_only.next(), reclaim_only.next());
+        for (k, &j) in victims.iter().enumerate() {
+            if k > 0 {
+                others[k - 1] = victims[k - 1];
+            }
+            let reclaim_only = if first == Some(&j) { second } else { first };
+            let allow = borrowing_allowed_with(req, answer, reclaim_only.copied())?;
             remove_candidate(req, &mut usage, &req.candidates[j], -1);
             let fits = fits_after(req, &usage, allow, &others);
             remove_candidate(req, &mut usage, &req.candidates[j], 1);
@@ -147,11 +152,21 @@ fn borrowing_allowed(
     answer: &VictimSet,
     victims: &[usize],
 ) -> Result<bool, InvalidAnswer> {
-    match victims
+    let reclaim_only = victims
         .iter()
-        .find(|&&i| req.candidates[i].kind == CandidateKind::ReclaimWithoutBorrowing)
-    {
-        Some(&i)
+        .find(|&&i| req.candidates[i].kind == CandidateKind::ReclaimWithoutBorrowing);
+    borrowing_allowed_with(req, answer, reclaim_only.copied())
+}
+
+/// [`borrowing_allowed`] given the first of the victims that may only be reclaimed without
+/// borrowing, if any.
+fn borrowing_allowed_with(
+    req: &PreemptionRequest<'_>,
+    answer: &VictimSet,
+    reclaim_only: Option<usize>,
+) -> Result<bool, InvalidAnswer> {
+    match reclaim_only {
+        Some(i)
             if answer.allow_borrowing && req.candidates[i].cluster_queue != req.cluster_queue =>
         {
             Err(InvalidAnswer::BorrowingNotAllowed(i))

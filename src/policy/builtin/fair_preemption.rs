@@ -828,8 +828,14 @@ mod tests {
         let cl = cluster(&QUEUES, &adm);
         let own = cl.cq_by_name["a"];
         let mut list = candidates(&cl, own, CandidateKind::ReclaimWhileBorrowing);
-        // One candidate another queue may only lose while the preemptor does not borrow.
+        // Candidates that may only be reclaimed without borrowing: one of another queue and,
+        // though the scheduler never lists one, one of the preemptor's own queue (which does
+        // not refuse borrowing), so that an answer listing the own one first has the check
+        // name the other when the own one is left running.
         if let Some(c) = list.iter_mut().find(|c| c.cluster_queue != own) {
+            c.kind = CandidateKind::ReclaimWithoutBorrowing;
+        }
+        if let Some(c) = list.iter_mut().find(|c| c.cluster_queue == own) {
             c.kind = CandidateKind::ReclaimWithoutBorrowing;
         }
         let n = list.len();
@@ -873,7 +879,11 @@ mod tests {
             let req = request(&cl, need, list.clone());
             for subset in 1u32..(1 << n) {
                 let victims: Vec<usize> = (0..n).filter(|&i| subset & (1 << i) != 0).collect();
-                for allow_borrowing in [false, true] {
+                let reversed: Vec<usize> = victims.iter().rev().copied().collect();
+                for (victims, allow_borrowing) in [&victims, &reversed]
+                    .into_iter()
+                    .flat_map(|v| [(v, false), (v, true)])
+                {
                     let answer = VictimSet {
                         victims: victims.clone(),
                         allow_borrowing,
