@@ -99,7 +99,7 @@ pub fn victims(
         // per victim (that made the check quadratic in the victims).
         let mut others: Vec<usize> = victims.iter().skip(1).copied().collect();
         // The first two victims that may only be reclaimed without borrowing: the first
-        // among the others is one of them.
+        // among the others is one of them (victims are distinct, `check_indices`).
         let mut reclaim_only = victims
             .iter()
             .filter(|&&i| req.candidates[i].kind == CandidateKind::ReclaimWithoutBorrowing);
