@@ -100,16 +100,14 @@ pub fn victims(
         let mut others: Vec<usize> = victims.iter().skip(1).copied().collect();
         // The first two victims that may only be reclaimed without borrowing: the first
         // among the others is one of them (victims are distinct, `check_indices`).
-        let mut reclaim_only = victims
-            .iter()
-            .filter(|&&i| req.candidates[i].kind == CandidateKind::ReclaimWithoutBorrowing);
-        let (first, second) = (reclaim_only.next(), reclaim_only.next());
+        let mut found = victims.iter().filter(|&&i| reclaim_only(req, i));
+        let (first, second) = (found.next(), found.next());
         for (k, &j) in victims.iter().enumerate() {
             if k > 0 {
                 others[k - 1] = victims[k - 1];
             }
-            let reclaim_only = if first == Some(&j) { second } else { first };
-            let allow = borrowing_allowed_with(req, answer, reclaim_only.copied())?;
+            let first_of_others = if first == Some(&j) { second } else { first };
+            let allow = borrowing_allowed_with(req, answer, first_of_others.copied())?;
             remove_candidate(req, &mut usage, &req.candidates[j], -1);
             let fits = fits_after(req, &usage, allow, &others);
             remove_candidate(req, &mut usage, &req.candidates[j], 1);
@@ -152,10 +150,13 @@ fn borrowing_allowed(
     answer: &VictimSet,
     victims: &[usize],
 ) -> Result<bool, InvalidAnswer> {
-    let reclaim_only = victims
-        .iter()
-        .find(|&&i| req.candidates[i].kind == CandidateKind::ReclaimWithoutBorrowing);
-    borrowing_allowed_with(req, answer, reclaim_only.copied())
+    let first = victims.iter().find(|&&i| reclaim_only(req, i));
+    borrowing_allowed_with(req, answer, first.copied())
+}
+
+/// Whether candidate `i` may only be reclaimed without borrowing.
+fn reclaim_only(req: &PreemptionRequest<'_>, i: usize) -> bool {
+    req.candidates[i].kind == CandidateKind::ReclaimWithoutBorrowing
 }
 
 /// [`borrowing_allowed`] given the first of the victims that may only be reclaimed without
