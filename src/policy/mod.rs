@@ -54,6 +54,12 @@ impl PolicyRef {
             digest: BUILTIN.clone(),
         }
     }
+
+    /// Whether both refs share their strings (clones of one ref): equal without reading the
+    /// text. Refs to one policy may also be equal without sharing them (`==` says).
+    pub fn shares(&self, other: &PolicyRef) -> bool {
+        Arc::ptr_eq(&self.name, &other.name) && Arc::ptr_eq(&self.digest, &other.digest)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
