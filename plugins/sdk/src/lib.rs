@@ -55,6 +55,7 @@
 
 #[doc(hidden)]
 mod admitted;
+pub mod alloc;
 pub mod bindings;
 pub mod catalog;
 mod columns;
