@@ -120,7 +120,8 @@ impl Recorder {
     /// A run binds a handful of policies: a short list, searched from its end. By pointer
     /// first: a bound policy's decisions carry clones of one ref, so the first pass finds
     /// them without comparing text, where `==` would compare the digest of every other
-    /// policy listed before it reached theirs (a plugin run: a tenth of the events' cost).
+    /// policy listed before it reached theirs (with three plugins at Kueue's large scale,
+    /// 13 M instructions of lookups and `memcmp` more than a built-in run spends).
     fn policy_index(&mut self, policy: PolicyRef) -> u32 {
         let found = self.policies.iter().rposition(|p| p.shares(&policy));
         if let Some(i) = found.or_else(|| self.policies.iter().rposition(|p| *p == policy)) {

@@ -680,7 +680,7 @@ spec:
             table.begin();
             let wl = workload(&cluster, &catalog, &mut table, id, CqId(0), 0, true);
             let wl = wl.identity.expect("identity asked for");
-            let sent = table.take();
+            let sent = table.take().expect("the identity's strings");
             assert_eq!(sent.first, 0);
             let s = |i: u32| sent.values[i as usize].clone();
             let pairs = |e: &[t::Entry]| {

@@ -278,13 +278,14 @@ mod tests {
 
     #[test]
     fn allow_list() {
-        assert!(import_allowed("wasq:policy/host@0.11.0"));
+        assert!(import_allowed("wasq:policy/host@0.12.0"));
         assert!(import_allowed("wasi:cli/stderr@0.2.4"));
         assert!(import_allowed("wasi:io/streams@0.2.0"));
         assert!(!import_allowed("wasq:policy/host@0.1.0"));
         assert!(!import_allowed("wasq:policy/host@0.3.0"));
         assert!(!import_allowed("wasq:policy/host@0.4.0"));
         assert!(!import_allowed("wasq:policy/host@0.5.0"));
+        assert!(!import_allowed("wasq:policy/host@0.11.0"));
         assert!(!import_allowed("wasi:filesystem/preopens@0.2.4"));
         assert!(!import_allowed("wasi:clocks/wall-clock@0.2.4"));
         assert!(!import_allowed("wasi:sockets/tcp@0.2.4"));

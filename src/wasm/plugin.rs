@@ -499,7 +499,7 @@ impl Plugin {
                     .and_then(|_| {
                         g.call_sort_keys(
                             &mut *store,
-                            &no_strings(),
+                            None,
                             &super::policies::empty_queued(),
                             &[],
                             0,
@@ -510,19 +510,19 @@ impl Plugin {
             Instance::Preemption(p) => {
                 let g = p.wasq_policy_preemption();
                 g.call_set_catalog(&mut *store, &empty)
-                    .and_then(|_| g.call_select_victims(&mut *store, &no_strings(), None, &[]))
+                    .and_then(|_| g.call_select_victims(&mut *store, None, None, &[]))
                     .map(|a| a.len())
             }
             Instance::FlavorAssignment(p) => {
                 let g = p.wasq_policy_flavor_assignment();
                 g.call_set_catalog(&mut *store, &empty)
-                    .and_then(|()| g.call_choose_flavors(&mut *store, &no_strings(), &[]))
+                    .and_then(|()| g.call_choose_flavors(&mut *store, None, &[]))
                     .map(|a| a.len())
             }
             Instance::Placement(p) => {
                 let g = p.wasq_policy_placement();
                 g.call_set_catalog(&mut *store, &empty)
-                    .and_then(|()| g.call_place(&mut *store, &no_strings(), &[]))
+                    .and_then(|()| g.call_place(&mut *store, None, &[]))
                     .map(|a| a.len())
             }
         }
@@ -565,14 +565,6 @@ impl Plugin {
                 "plugin quarantined after consecutive failures; the built-in policy decides until its file changes"
             );
         }
-    }
-}
-
-/// A fresh instance's first `new-strings` with nothing in it (the smoke test).
-fn no_strings() -> super::bindings::types::NewStrings {
-    super::bindings::types::NewStrings {
-        first: 0,
-        values: Vec::new(),
     }
 }
 

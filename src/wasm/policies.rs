@@ -211,7 +211,7 @@ impl OrderingPolicy for WasmOrdering {
                 }
                 let strings = call.strings.take();
                 let (guest, store) = call.ordering();
-                guest.call_sort_keys(store, &strings, queued, &scratch.lq_usage, cx.now)
+                guest.call_sort_keys(store, strings.as_ref(), queued, &scratch.lq_usage, cx.now)
             })?;
         // Three entries per workload (counted in entries, so that a partial key shows).
         if keys.len() != batch.len() * SORT_KEY_LEN {
@@ -267,7 +267,13 @@ impl OrderingPolicy for WasmOrdering {
                 }
                 let strings = call.strings.take();
                 let (guest, store) = call.ordering();
-                guest.call_order_heads(store, &strings, &scratch.heads, &scratch.usage, cx.now)
+                guest.call_order_heads(
+                    store,
+                    strings.as_ref(),
+                    &scratch.heads,
+                    &scratch.usage,
+                    cx.now,
+                )
             })?;
         Ok(order.into_iter().map(|i| i as usize).collect())
     }
@@ -288,6 +294,8 @@ pub struct WasmPreemption {
 /// these lists instead of allocating and freeing about thirty of them.
 struct PreemptionScratch {
     request: pre::Request,
+    /// The usage rows' buffers while the request sends none (`request.usage` is `None`).
+    usage: pre::UsageRows,
     frs: Vec<FrIdx>,
     idents: Vec<Ident>,
 }
@@ -305,15 +313,17 @@ impl WasmPreemption {
                         rows: Vec::new(),
                         kinds: Vec::new(),
                         lcas: Vec::new(),
-                        evicting: Vec::new(),
                         identities: None,
                         local_queue_usage: None,
                     },
                     usage_kept: false,
-                    usage_nodes: Vec::new(),
-                    usage: Vec::new(),
+                    usage: None,
                     tree_usage: None,
                     now: 0,
+                },
+                usage: pre::UsageRows {
+                    nodes: Vec::new(),
+                    amounts: Vec::new(),
                 },
                 frs: Vec::new(),
                 idents: Vec::new(),
@@ -339,6 +349,15 @@ fn kind(k: CandidateKind) -> u8 {
     case as u8
 }
 
+/// Bit 7 of a `kinds` byte: the candidate is being evicted (`record candidates`).
+const EVICTING: u8 = 0x80;
+
+/// A candidate's byte of the `kinds` column: its kind's case number, and [`EVICTING`] when
+/// it is being evicted.
+fn kind_byte(c: &crate::policy::Candidate) -> u8 {
+    kind(c.kind) | if c.evicted { EVICTING } else { 0 }
+}
+
 /// `no-node`: a `node-id` that names no node (`record candidates`, `lcas`).
 const NO_NODE: u32 = u32::MAX;
 
@@ -360,13 +379,12 @@ fn fill_candidates(
     out.rows.clear();
     out.rows.extend(list.iter().map(|c| rows.row(c)));
     out.kinds.clear();
-    out.kinds.extend(list.iter().map(|c| kind(c.kind)));
+    out.kinds.extend(list.iter().map(kind_byte));
     out.lcas.clear();
     out.lcas
         .extend(list.iter().map(|c| c.lca.map_or(NO_NODE, |n| n.0)));
-    // The sparse columns, and the identities when asked for, in one pass.
+    // The sparse column, and the identities when asked for, in one pass.
     idents.clear();
-    out.evicting.clear();
     // The previous call's lists, when it sent any; sent again only if some candidate has usage.
     let mut afs = out
         .local_queue_usage
@@ -380,9 +398,6 @@ fn fill_candidates(
     for (i, c) in list.iter().enumerate() {
         if identity {
             idents.push(catalog.ident(strings, cluster, c.workload));
-        }
-        if c.evicted {
-            out.evicting.push(i as u32);
         }
         if let Some(u) = c.local_queue_usage {
             afs.of.push(i as u32);
@@ -414,6 +429,7 @@ impl PreemptionPolicy for WasmPreemption {
         let mut scratch = lock(&self.scratch);
         let PreemptionScratch {
             request,
+            usage,
             frs,
             idents,
         } = &mut *scratch;
@@ -430,13 +446,26 @@ impl PreemptionPolicy for WasmPreemption {
         let answers =
             self.plugin
                 .call(cluster, "select-victims", req.candidates.len(), |call| {
+                    // Sent only when some row is (most requests send none).
+                    if let Some(sent) = request.usage.take() {
+                        *usage = sent;
+                    }
                     call.usage.fill_changed(
-                        (&mut request.usage_nodes, &mut request.usage),
+                        (&mut usage.nodes, &mut usage.amounts),
                         cluster,
                         req.usage,
                         cluster.tree.root(req.node),
                         frs,
                     );
+                    if !usage.nodes.is_empty() {
+                        request.usage = Some(std::mem::replace(
+                            usage,
+                            pre::UsageRows {
+                                nodes: Vec::new(),
+                                amounts: Vec::new(),
+                            },
+                        ));
+                    }
                     let identity = call.needs.identity;
                     convert::fill_workload(
                         &mut request.preemptor,
@@ -479,7 +508,7 @@ impl PreemptionPolicy for WasmPreemption {
                     let (guest, store) = call.preemption();
                     let answers = guest.call_select_victims(
                         store,
-                        &strings,
+                        strings.as_ref(),
                         rows.as_ref(),
                         std::slice::from_ref(request),
                     );
@@ -555,7 +584,7 @@ impl FlavorAssignmentPolicy for WasmFlavors {
                 };
                 let strings = call.strings.take();
                 let (guest, store) = call.flavors();
-                guest.call_choose_flavors(store, &strings, std::slice::from_ref(&request))
+                guest.call_choose_flavors(store, strings.as_ref(), std::slice::from_ref(&request))
             })?;
         let answer = single(&self.0, answers)?;
         Ok(answer.map(|i| i as usize))
@@ -643,7 +672,7 @@ impl PlacementPolicy for WasmPlacement {
             };
             let strings = call.strings.take();
             let (guest, store) = call.placement();
-            guest.call_place(store, &strings, std::slice::from_ref(&request))
+            guest.call_place(store, strings.as_ref(), std::slice::from_ref(&request))
         })?;
         let answer = single(&self.0, answers)?;
         Ok(match answer {
@@ -661,5 +690,46 @@ impl PlacementPolicy for WasmPlacement {
 
     fn refused(&self, error: &PolicyError) {
         self.0.refused(error);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::{CqId, WorkloadId};
+    use crate::quota::NodeId;
+
+    #[test]
+    fn a_kind_byte_is_the_case_number_with_bit_7_for_a_candidate_being_evicted() {
+        let kinds = [
+            (CandidateKind::SameQueue, 0),
+            (CandidateKind::HierarchicalReclaim, 1),
+            (CandidateKind::ReclaimWithoutBorrowing, 2),
+            (CandidateKind::ReclaimWhileBorrowing, 3),
+            (CandidateKind::FairSharing, 4),
+        ];
+        for (k, case) in kinds {
+            for evicted in [false, true] {
+                let c = crate::policy::Candidate {
+                    workload: WorkloadId(1),
+                    serial: 1,
+                    cluster_queue: CqId(0),
+                    node: NodeId(0),
+                    kind: k,
+                    lca: None,
+                    priority: 0,
+                    created: 0,
+                    reserved_at: 0,
+                    evicted,
+                    local_queue: None,
+                    requeue_count: 0,
+                    requeue_reason: None,
+                    usage: Default::default(),
+                    local_queue_usage: None,
+                };
+                let expected = if evicted { case | 128 } else { case };
+                assert_eq!(kind_byte(&c), expected, "{k:?}, evicted: {evicted}");
+            }
+        }
     }
 }

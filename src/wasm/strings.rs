@@ -164,12 +164,17 @@ impl StringTable {
         self.extras.get(ident.extras as usize).map_or(&[], |e| &e.1)
     }
 
-    /// The strings this call adds, for the guest to append before it decides.
-    pub fn take(&mut self) -> t::NewStrings {
-        t::NewStrings {
+    /// The strings this call adds, for the guest to append before it decides; `None` when it
+    /// adds none (WIT 0.12.0). A table started again with no string yet is sent with its
+    /// first string, as `first` 0: no call refers to the guest's old strings in between.
+    pub fn take(&mut self) -> Option<t::NewStrings> {
+        if self.added.is_empty() {
+            return None;
+        }
+        Some(t::NewStrings {
             first: self.first,
             values: std::mem::take(&mut self.added),
-        }
+        })
     }
 }
 
@@ -185,17 +190,17 @@ mod tests {
             (t.intern("prod"), t.intern("Job"), t.intern("prod")),
             (0, 1, 0)
         );
-        let sent = t.take();
+        let sent = t.take().expect("strings added");
         assert_eq!(
             (sent.first, sent.values),
             (0, vec!["prod".into(), "Job".into()])
         );
         t.begin();
         assert_eq!((t.intern("Job"), t.intern("dev")), (1, 2));
-        let sent = t.take();
+        let sent = t.take().expect("strings added");
         assert_eq!((sent.first, sent.values), (2, vec!["dev".to_string()]));
         t.begin();
-        assert_eq!(t.take().values, Vec::<String>::new());
+        assert!(t.take().is_none(), "a call that adds no string sends none");
     }
 
     #[test]
@@ -248,7 +253,7 @@ mod tests {
         assert!(made, "a cached identity outlived its string table");
         assert_eq!((after.namespace, t.labels(after)), (2, &[(0, 1)][..]));
         // Its strings are sent again, with the call that uses them.
-        let sent = t.take();
+        let sent = t.take().expect("strings added");
         assert_eq!(
             (sent.first, sent.values),
             (0, vec!["team".to_string(), "ml".into(), "prod".into()])
@@ -256,7 +261,7 @@ mod tests {
         // And cached again from then on.
         t.begin();
         assert_eq!(t.ident(1, 3, |_| unreachable!()), after);
-        assert_eq!(t.take().values, Vec::<String>::new());
+        assert!(t.take().is_none(), "a call that adds no string sends none");
     }
 
     #[test]
@@ -267,9 +272,13 @@ mod tests {
         t.intern(&big);
         t.intern("prod");
         t.take();
+        // Started again, with no string in this call: nothing to send yet.
+        t.begin();
+        assert!(t.take().is_none());
+        // The next string starts the guest's table at 0.
         t.begin();
         assert_eq!(t.intern("prod"), 0);
-        let sent = t.take();
+        let sent = t.take().expect("strings added");
         assert_eq!((sent.first, sent.values), (0, vec!["prod".to_string()]));
     }
 }

@@ -169,13 +169,13 @@ fn a_forbidden_import_is_refused_at_load_naming_the_import() {
 }
 
 /// A plugin built against another version of the WIT package is refused at load, naming both
-/// versions: the same component with its `wasq:policy` names rewritten to 0.12.0, as if built
+/// versions: the same component with its `wasq:policy` names rewritten to 0.13.0, as if built
 /// against the next version (equal length, so the binary stays valid).
 #[test]
 fn a_plugin_of_another_wit_version_is_refused_naming_both_versions() {
     let built = super::plugins::built();
     let bytes = std::fs::read(built.plugins.join("kueue-default-preemption.wasm")).expect("built");
-    let (from, to) = (b"wasq:policy/".as_slice(), b"@0.11.0".as_slice());
+    let (from, to) = (b"wasq:policy/".as_slice(), b"@0.12.0".as_slice());
     let mut old = bytes.clone();
     let mut rewritten = 0;
     let mut i = 0;
@@ -184,7 +184,7 @@ fn a_plugin_of_another_wit_version_is_refused_naming_both_versions() {
         // The version follows the interface name, within a short distance.
         let end = (start + 64).min(old.len());
         if let Some(v) = old[start..end].windows(to.len()).position(|w| w == to) {
-            old[start + v..start + v + to.len()].copy_from_slice(b"@0.12.0");
+            old[start + v..start + v + to.len()].copy_from_slice(b"@0.13.0");
             rewritten += 1;
         }
         i = start + from.len();
@@ -205,12 +205,12 @@ fn a_plugin_of_another_wit_version_is_refused_naming_both_versions() {
     };
     assert_eq!(*name, "old-preemption");
     match error {
-        LoadError::OtherVersion { version, .. } => assert_eq!(version, "0.12.0"),
+        LoadError::OtherVersion { version, .. } => assert_eq!(version, "0.13.0"),
         other => panic!("unexpected error {other}"),
     }
     let message = error.to_string();
     assert!(
-        message.contains("wasq:policy@0.12.0") && message.contains("wasq:policy@0.11.0"),
+        message.contains("wasq:policy@0.13.0") && message.contains("wasq:policy@0.12.0"),
         "{message}"
     );
     // The current build beside it loads.

@@ -36,9 +36,12 @@ impl<P> Plugin<P> {
         changed(&mut self.policy, &self.catalog);
     }
 
-    /// The policy and the catalog, after adding the strings a decision call sent.
-    pub fn parts_with(&mut self, strings: types::NewStrings) -> (&mut P, &Catalog) {
-        self.catalog.add_strings(strings);
+    /// The policy and the catalog, after adding the strings a decision call sent (`None`:
+    /// it sent none).
+    pub fn parts_with(&mut self, strings: Option<types::NewStrings>) -> (&mut P, &Catalog) {
+        if let Some(strings) = strings {
+            self.catalog.add_strings(strings);
+        }
         (&mut self.policy, &self.catalog)
     }
 

@@ -33,7 +33,7 @@ pub mod glue {
 
     pub fn choose_flavors<P: FlavorAssignmentPolicy>(
         plugin: &mut Plugin<P>,
-        strings: crate::types::NewStrings,
+        strings: Option<crate::types::NewStrings>,
         requests: Vec<Request>,
     ) -> Vec<Option<u32>> {
         let (policy, catalog) = plugin.parts_with(strings);
@@ -75,7 +75,7 @@ macro_rules! export_flavor_assignment {
                     })
                 }
                 fn choose_flavors(
-                    strings: $crate::types::NewStrings,
+                    strings: Option<$crate::types::NewStrings>,
                     requests: ::std::vec::Vec<$crate::flavor_assignment::Request>,
                 ) -> ::std::vec::Vec<::core::option::Option<u32>> {
                     __WASQ_PLUGIN.with_borrow_mut(|p| {

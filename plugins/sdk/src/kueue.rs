@@ -15,7 +15,9 @@ use std::cmp::Ordering;
 use crate::catalog::Catalog;
 use crate::flavor_assignment::{FitMode, FlavorOption};
 use crate::ordering::{Head, Heads, SortKey};
-use crate::preemption::{Candidate, CandidateKind, CandidateTable, KINDS, Request, Victims};
+use crate::preemption::{
+    Candidate, CandidateKind, CandidateTable, EVICTING, KINDS, Request, Victims,
+};
 use crate::quota::QuotaView;
 use crate::types::{
     BorrowWithinCohort, ClusterQueueId, Fungibility, FungibilityPolicy, FungibilityPreference,
@@ -308,14 +310,12 @@ fn tally<C: CandidateTable>(req: &Request<C>, order: Order<'_>) -> Tally {
     // `(seen, behind)`, as `note` keeps them.
     let mut state = (0u32, 0u32);
     match (t.kind_columns(), order) {
-        // The host's columns, every candidate in index order: two bytes per candidate.
-        (Some((kinds, evicting)), Order::All) => state = tally_columns(kinds, evicting),
-        (Some((kinds, evicting)), Order::Listed(order)) => {
-            let n = kinds.len().min(evicting.len());
+        // The host's columns, every candidate in index order: a byte per candidate.
+        (Some(kinds), Order::All) => state = tally_columns(kinds),
+        (Some(kinds), Order::Listed(order)) => {
             for &i in order {
-                let i = i as usize;
-                if i < n {
-                    note(&mut state, column_group(kinds[i], evicting[i]));
+                if let Some(&kind) = kinds.get(i as usize) {
+                    note(&mut state, column_group(kind));
                 }
             }
         }
@@ -336,14 +336,13 @@ fn tally<C: CandidateTable>(req: &Request<C>, order: Order<'_>) -> Tally {
 
 /// [`tally`] of the host's columns in index order: the groups seen (bit `g` for group `g`),
 /// and a nonzero second word when a candidate's group comes after a greater one. Eight
-/// candidates at a time, as two 8-byte words ([`Eight`]); the rest one by one.
-fn tally_columns(kinds: &[u8], evicting: &[bool]) -> (u32, u32) {
+/// candidates at a time, as one 8-byte word ([`Eight`]); the rest one by one.
+fn tally_columns(kinds: &[u8]) -> (u32, u32) {
     let mut state = (0u32, 0u32);
-    let n = kinds.len().min(evicting.len());
-    let (kinds8, evicting8) = (kinds[..n].chunks_exact(8), evicting[..n].chunks_exact(8));
-    let (kinds_rest, evicting_rest) = (kinds8.remainder(), evicting8.remainder());
-    for (k, e) in kinds8.zip(evicting8) {
-        let eight = Eight::of(k, e);
+    let kinds8 = kinds.chunks_exact(8);
+    let kinds_rest = kinds8.remainder();
+    for k in kinds8 {
+        let eight = Eight::of(k);
         // A group here below the greatest seen before, or out of order among the eight (which
         // takes two groups: the host's order has runs of one).
         state.1 |= eight.present & below_greatest(state.0);
@@ -352,8 +351,8 @@ fn tally_columns(kinds: &[u8], evicting: &[bool]) -> (u32, u32) {
         }
         state.0 |= eight.present;
     }
-    for (&kind, &evicting) in kinds_rest.iter().zip(evicting_rest) {
-        note(&mut state, column_group(kind, evicting));
+    for &kind in kinds_rest {
+        note(&mut state, column_group(kind));
     }
     state
 }
@@ -375,8 +374,8 @@ fn below_greatest(seen: u32) -> u32 {
     }
 }
 
-/// Eight candidates' groups from their kind bytes and evicting flags, one bit per byte (the
-/// byte's high bit) in a word per group: [`tally`]'s pass over the host's columns, with a
+/// Eight candidates' groups from their kind bytes (kind and evicting flag), one bit per byte
+/// (the byte's high bit) in a word per group: [`tally`]'s pass over the host's columns, with a
 /// handful of word operations per eight candidates instead of a lookup and two shifts per
 /// candidate (which a compiled plugin spends about 30 instructions on).
 struct Eight {
@@ -407,16 +406,14 @@ fn bytes_equal(x: u64, v: u8) -> u64 {
 }
 
 impl Eight {
-    fn of(kinds: &[u8], evicting: &[bool]) -> Eight {
+    fn of(kinds: &[u8]) -> Eight {
         let mut k = [0u8; 8];
         k.copy_from_slice(&kinds[..8]);
-        let k = u64::from_le_bytes(k);
-        // A `bool` is one byte, 0 or 1: read as such, the eight flags are one load.
-        let mut e = [0u8; 8];
-        e.copy_from_slice(&bytemuck::cast_slice::<bool, u8>(evicting)[..8]);
-        let e = u64::from_le_bytes(e) << 7;
+        let bytes = u64::from_le_bytes(k);
+        // Bit 7 of each byte is the evicting flag (`EVICTING`), the rest the kind.
+        let (e, k) = (bytes & HIGH, bytes & LOW7);
         // By `KINDS`: 1 hierarchical reclaim (class 0); 2, 3 and 4 other queues (class 1);
-        // 0 and unknown bytes the same queue (class 2).
+        // 0 and unknown kinds the same queue (class 2).
         let c0 = bytes_equal(k, 1);
         let c1 = bytes_equal(k, 2) | bytes_equal(k, 3) | bytes_equal(k, 4);
         let c2 = !(c0 | c1) & HIGH;
@@ -463,17 +460,18 @@ enum Order<'a> {
 /// Candidate `i`'s group in Kueue's victim order: evicting ones of each [`class`] first.
 fn group_of<C: CandidateTable>(t: &C, i: usize) -> u8 {
     match t.kind_columns() {
-        Some((kinds, evicting)) if i < kinds.len().min(evicting.len()) => {
-            column_group(kinds[i], evicting[i])
-        }
+        Some(kinds) if i < kinds.len() => column_group(kinds[i]),
         _ => u8::from(!t.evicting(i)) * 3 + class(t.kind(i)),
     }
 }
 
-/// The group of a candidate whose kind byte is `kind` (an unknown byte reads as `same-queue`,
-/// as [`CandidateColumns`](crate::preemption::CandidateColumns) reads it).
-fn column_group(kind: u8, evicting: bool) -> u8 {
-    u8::from(!evicting) * 3 + CLASSES.get(usize::from(kind)).copied().unwrap_or(2)
+/// The group of a candidate whose kind byte is `byte` (the kind in the low seven bits, an
+/// unknown one read as `same-queue` as [`CandidateColumns`](crate::preemption::CandidateColumns)
+/// reads it; being evicted in bit 7).
+fn column_group(byte: u8) -> u8 {
+    let evicting = byte & EVICTING != 0;
+    let kind = usize::from(byte & !EVICTING);
+    u8::from(!evicting) * 3 + CLASSES.get(kind).copied().unwrap_or(2)
 }
 
 /// Per kind byte ([`KINDS`]): its [`class`].
@@ -1213,24 +1211,38 @@ mod tests {
             seed ^= seed << 17;
             seed % m
         };
-        let bytes = [0u8, 1, 2, 3, 4, 5, 9, 0x81, 0xff];
+        // Kinds past `KINDS` included, each with or without the evicting bit.
+        let kinds = [0u8, 1, 2, 3, 4, 5, 9, 0x7f];
+        // The group by definition: evicting ones first, then by `class`, unknown kinds as
+        // `same-queue`.
+        let group = |k: u8, e: bool| {
+            let kind = KINDS
+                .get(usize::from(k))
+                .copied()
+                .unwrap_or(CandidateKind::SameQueue);
+            u8::from(!e) * 3 + class(kind)
+        };
         for round in 0..3000 {
             let n = next(41) as usize;
             let sorted = round % 2 == 0;
             let mut pairs: Vec<(u8, bool)> = (0..n)
-                .map(|_| (bytes[next(9) as usize], next(4) == 0))
+                .map(|_| (kinds[next(8) as usize], next(4) == 0))
                 .collect();
             if sorted {
-                pairs.sort_by_key(|&(k, e)| column_group(k, e));
+                pairs.sort_by_key(|&(k, e)| group(k, e));
             }
-            let (kinds, evicting): (Vec<u8>, Vec<bool>) = pairs.iter().copied().unzip();
+            let bytes: Vec<u8> = pairs
+                .iter()
+                .map(|&(k, e)| if e { k | EVICTING } else { k })
+                .collect();
             let (mut seen, mut behind) = (0u32, false);
-            for &(k, e) in &pairs {
-                let g = column_group(k, e);
+            for (&(k, e), &byte) in pairs.iter().zip(&bytes) {
+                let g = group(k, e);
+                assert_eq!(column_group(byte), g, "byte {byte:#x}");
                 behind |= seen >> (g + 1) != 0;
                 seen |= 1 << g;
             }
-            let (s, b) = tally_columns(&kinds, &evicting);
+            let (s, b) = tally_columns(&bytes);
             assert_eq!((s, b != 0), (seen, behind), "round {round}: {pairs:?}");
             if sorted {
                 assert_eq!(b, 0, "round {round}");

@@ -332,7 +332,7 @@ pub mod glue {
 
     pub fn sort_keys<P: OrderingPolicy>(
         plugin: &mut Plugin<P>,
-        strings: NewStrings,
+        strings: Option<NewStrings>,
         workloads: wit::Queued,
         local_queue_usage: Vec<LocalQueueUsage>,
         now: Millis,
@@ -363,7 +363,7 @@ pub mod glue {
 
     pub fn order_heads<P: OrderingPolicy>(
         plugin: &mut Plugin<P>,
-        strings: NewStrings,
+        strings: Option<NewStrings>,
         heads: wit::Heads,
         usage: UsageTable,
         now: Millis,
@@ -400,7 +400,7 @@ macro_rules! export_ordering {
                         .with_borrow_mut(|p| $crate::ordering::glue::set_catalog(p, catalog))
                 }
                 fn sort_keys(
-                    strings: $crate::types::NewStrings,
+                    strings: Option<$crate::types::NewStrings>,
                     workloads: $crate::ordering::Queued,
                     local_queue_usage: ::std::vec::Vec<$crate::types::LocalQueueUsage>,
                     now: $crate::types::Millis,
@@ -416,7 +416,7 @@ macro_rules! export_ordering {
                     })
                 }
                 fn order_heads(
-                    strings: $crate::types::NewStrings,
+                    strings: Option<$crate::types::NewStrings>,
                     heads: $crate::bindings::ordering::exports::wasq::policy::ordering::Heads,
                     usage: $crate::types::UsageTable,
                     now: $crate::types::Millis,

@@ -213,7 +213,7 @@ pub mod glue {
 
     pub fn place<P: PlacementPolicy>(
         plugin: &mut Plugin<P>,
-        strings: crate::types::NewStrings,
+        strings: Option<crate::types::NewStrings>,
         requests: Vec<Request>,
     ) -> Vec<Answer> {
         let (policy, catalog) = plugin.parts_with(strings);
@@ -252,7 +252,7 @@ macro_rules! export_placement {
                     })
                 }
                 fn place(
-                    strings: $crate::types::NewStrings,
+                    strings: Option<$crate::types::NewStrings>,
                     requests: ::std::vec::Vec<$crate::placement::Request>,
                 ) -> ::std::vec::Vec<$crate::placement::Answer> {
                     __WASQ_PLUGIN

@@ -75,8 +75,6 @@ pub struct CandidateColumns {
     /// Who each candidate is (empty columns when the plugin did not ask: see
     /// [`Needs::IDENTITY`](crate::types::Needs::IDENTITY)).
     ids: Identities,
-    /// Per candidate: being evicted (the host lists the few that are).
-    evicting: Vec<bool>,
     /// Per candidate, when any has admission-fair-sharing usage (the host lists those that
     /// do); empty otherwise.
     local_queue_usage: Vec<Option<f64>>,
@@ -110,7 +108,8 @@ pub struct Request<C = Vec<Candidate>> {
     /// [`QuotaView::from_request`]: crate::QuotaView::from_request
     pub usage_kept: bool,
     /// The quota-tree nodes whose usage `usage` holds: with `usage_kept`, see there; else the
-    /// preemptor's and every candidate's ClusterQueue, and their ancestors.
+    /// preemptor's and every candidate's ClusterQueue, and their ancestors. (The host's
+    /// `request.usage` as two vectors, empty when it sent `none`.)
     pub usage_nodes: Vec<u32>,
     /// Row-major: entry `i * len(requests) + j` is the usage of `usage_nodes[i]` for
     /// `requests[j].fr`.
@@ -174,12 +173,13 @@ pub trait CandidateTable {
     fn in_candidate_order(&self) -> bool {
         false
     }
-    /// The kinds as `record candidates` sends them (decode with [`KINDS`]; a byte past its end
-    /// reads as `same-queue`, as [`CandidateTable::kind`] reads it) and whether each
-    /// candidate is being evicted, by index, when the table holds them as such columns (the
-    /// host's [`CandidateColumns`]), so that a pass over every candidate reads two slices;
-    /// `None` for a table read one candidate at a time (the default).
-    fn kind_columns(&self) -> Option<(&[u8], &[bool])> {
+    /// The kind bytes as `record candidates` sends them, by index, when the table holds them
+    /// as such a column (the host's [`CandidateColumns`]), so that a pass over every candidate
+    /// reads one slice: the low seven bits are the kind (decode with [`KINDS`]; past its end
+    /// reads as `same-queue`, as [`CandidateTable::kind`] reads it) and bit 7 ([`EVICTING`])
+    /// says the candidate is being evicted. `None` for a table read one candidate at a time
+    /// (the default).
+    fn kind_columns(&self) -> Option<&[u8]> {
         None
     }
 
@@ -308,9 +308,9 @@ impl CandidateTable for CandidateColumns {
     }
     #[inline]
     fn kind(&self, i: usize) -> CandidateKind {
-        // An unknown byte reads as `same-queue` (checked as it is read).
+        // An unknown case reads as `same-queue` (checked as it is read).
         KINDS
-            .get(usize::from(self.raw.kinds[i]))
+            .get(usize::from(self.raw.kinds[i] & !EVICTING))
             .copied()
             .unwrap_or(CandidateKind::SameQueue)
     }
@@ -340,7 +340,7 @@ impl CandidateTable for CandidateColumns {
     }
     #[inline]
     fn evicting(&self, i: usize) -> bool {
-        self.evicting[i]
+        self.raw.kinds[i] & EVICTING != 0
     }
     #[inline(always)]
     fn usage(&self, i: usize) -> impl Iterator<Item = FrAmount> + '_ {
@@ -392,15 +392,16 @@ impl CandidateTable for CandidateColumns {
     fn in_candidate_order(&self) -> bool {
         self.in_order
     }
-    fn kind_columns(&self) -> Option<(&[u8], &[bool])> {
-        Some((&self.raw.kinds, &self.evicting))
+    fn kind_columns(&self) -> Option<&[u8]> {
+        Some(&self.raw.kinds)
     }
 }
 
 /// `no-local-queue` in `record candidates`' `local-queues`.
 pub const NO_LOCAL_QUEUE: LocalQueueId = u32::MAX;
 
-/// `candidate-kind` by case number, as `record candidates` sends kinds.
+/// `candidate-kind` by case number, as `record candidates` sends kinds (in the low seven bits
+/// of a kind byte).
 pub const KINDS: [CandidateKind; 5] = [
     CandidateKind::SameQueue,
     CandidateKind::HierarchicalReclaim,
@@ -408,6 +409,9 @@ pub const KINDS: [CandidateKind; 5] = [
     CandidateKind::ReclaimWhileBorrowing,
     CandidateKind::FairSharing,
 ];
+
+/// Bit 7 of a kind byte in `record candidates`' `kinds`: the candidate is being evicted.
+pub const EVICTING: u8 = 0x80;
 
 /// `no-node` in `record candidates`' `lcas`: no lowest common ancestor.
 pub const NO_NODE: NodeId = u32::MAX;
@@ -425,12 +429,6 @@ impl CandidateColumns {
         c.kinds.resize(n, 0);
         c.lcas.resize(n, NO_NODE);
         let ids = normalize_identities(c.identities.take(), n);
-        let mut evicting = vec![false; n];
-        for &i in &c.evicting {
-            if let Some(e) = evicting.get_mut(i as usize) {
-                *e = true;
-            }
-        }
         let mut local_queue_usage = Vec::new();
         if let Some(afs) = c.local_queue_usage.as_ref().filter(|a| !a.of.is_empty()) {
             local_queue_usage.resize(n, None);
@@ -444,7 +442,6 @@ impl CandidateColumns {
             raw: c,
             table,
             ids,
-            evicting,
             local_queue_usage,
             in_order: true,
         }
@@ -453,10 +450,10 @@ impl CandidateColumns {
 
 impl CandidateColumns {
     /// The columns as the host sent them, with the per-candidate lists padded or truncated to
-    /// `rows`; rows, kind bytes and the lists by index (`evicting`, `local-queue-usage.of`) are
-    /// as sent, out-of-range values included. Decode `kinds` with [`KINDS`] and `lcas` with
-    /// [`NO_NODE`]; [`CandidateTable`] reads a row the table does not hold as the empty row
-    /// and a kind byte past [`KINDS`] as `same-queue`. (The rows themselves are read through
+    /// `rows`; rows, kind bytes and the list by index (`local-queue-usage.of`) are as sent,
+    /// out-of-range values included. Decode `kinds` with [`KINDS`] and [`EVICTING`] and `lcas`
+    /// with [`NO_NODE`]; [`CandidateTable`] reads a row the table does not hold as the empty
+    /// row and a kind past [`KINDS`] as `same-queue`. (The rows themselves are read through
     /// [`CandidateTable`].)
     pub fn raw(&self) -> &wit::Candidates {
         &self.raw
@@ -469,14 +466,17 @@ impl Request<CandidateColumns> {
         r: wit::Request,
         table: &Rc<AdmittedTable>,
     ) -> Request<CandidateColumns> {
+        let (usage_nodes, usage) = r
+            .usage
+            .map_or_else(Default::default, |u| (u.nodes, u.amounts));
         Request {
             preemptor: r.preemptor,
             requests: r.requests,
             needs_preemption: r.needs_preemption,
             candidates: CandidateColumns::new(r.candidates, table.clone()),
             usage_kept: r.usage_kept,
-            usage_nodes: r.usage_nodes,
-            usage: r.usage,
+            usage_nodes,
+            usage,
             tree_usage: r.tree_usage.unwrap_or_else(|| UsageTable {
                 nodes: Vec::new(),
                 amounts: Vec::new(),
@@ -534,9 +534,11 @@ impl Request {
         });
         let mut c = wit::Candidates {
             rows: (0..list.len() as u32).collect(),
-            kinds: list.iter().map(|c| position(c.kind) as u8).collect(),
+            kinds: list
+                .iter()
+                .map(|c| (position(c.kind) as u8) | if c.evicting { EVICTING } else { 0 })
+                .collect(),
             lcas: list.iter().map(|c| c.lca.unwrap_or(NO_NODE)).collect(),
-            evicting: Vec::new(),
             identities: Some(Identities {
                 namespaces: list.iter().map(|c| c.namespace).collect(),
                 job_kinds: list
@@ -561,9 +563,6 @@ impl Request {
             local_queue_usage: None,
         };
         for (i, cand) in list.iter().enumerate() {
-            if cand.evicting {
-                c.evicting.push(i as u32);
-            }
             if let Some(ids) = c.identities.as_mut() {
                 ids.label_keys.extend(cand.labels.iter().map(|e| e.key));
                 ids.label_values.extend(cand.labels.iter().map(|e| e.value));
@@ -677,7 +676,7 @@ pub mod glue {
 
     pub fn select_victims<P: PreemptionPolicy>(
         plugin: &mut Plugin<P>,
-        strings: NewStrings,
+        strings: Option<NewStrings>,
         rows: Option<wit::NewRows>,
         requests: Vec<wit::Request>,
     ) -> Vec<Option<Victims>> {
@@ -691,9 +690,9 @@ pub mod glue {
         requests
             .into_iter()
             .map(|r| {
-                if r.usage_kept {
+                if let Some(rows) = r.usage.as_ref().filter(|_| r.usage_kept) {
                     // Filed before the plugin looks: the requests after it rely on them.
-                    crate::kept::receive(catalog, &r.usage_nodes, &r.requests, &r.usage);
+                    crate::kept::receive(catalog, &rows.nodes, &r.requests, &rows.amounts);
                 }
                 policy.select_victims_columns(catalog, &Request::received(r, &table))
             })
@@ -727,7 +726,7 @@ macro_rules! export_preemption {
                         .with_borrow_mut(|p| $crate::preemption::glue::set_catalog(p, catalog))
                 }
                 fn select_victims(
-                    strings: $crate::types::NewStrings,
+                    strings: Option<$crate::types::NewStrings>,
                     rows: ::core::option::Option<
                         $crate::bindings::preemption::exports::wasq::policy::preemption::NewRows,
                     >,
@@ -826,9 +825,9 @@ mod tests {
         });
         let columns = wit::Candidates {
             rows: vec![1, 2],
-            kinds: vec![0, 4],
+            // The second is being evicted.
+            kinds: vec![0, 4 | EVICTING],
             lcas: vec![u32::MAX, 4],
-            evicting: vec![1],
             identities: Some(crate::types::Identities {
                 namespaces: vec![0, 1],
                 job_kinds: vec![2, NO_STRING],
@@ -853,8 +852,7 @@ mod tests {
                 needs_preemption: Vec::new(),
                 candidates: columns,
                 usage_kept: false,
-                usage_nodes: Vec::new(),
-                usage: Vec::new(),
+                usage: None,
                 tree_usage: None,
                 now: 0,
             },
@@ -877,8 +875,8 @@ mod tests {
             (2, Some(RequeueReason::AdmissionCheck))
         );
         assert_eq!(
-            (b.cluster_queue, b.lca, b.evicting, b.admitted),
-            (2, Some(4), true, 21)
+            (b.cluster_queue, b.kind, b.lca, b.evicting, b.admitted),
+            (2, CandidateKind::FairSharing, Some(4), true, 21)
         );
         assert_eq!(
             b.usage,
@@ -949,9 +947,9 @@ mod tests {
         let columns = wit::Candidates {
             // Row 9 was never sent: it reads as the empty row.
             rows: vec![0, 1, 9],
-            kinds: vec![3, 9],
+            // The first is being evicted.
+            kinds: vec![3 | EVICTING, 9],
             lcas: vec![u32::MAX, 1, 2, 5],
-            evicting: vec![0, 7],
             identities: Some(crate::types::Identities {
                 namespaces: Vec::new(),
                 job_kinds: vec![1, 2, 3, 4],
@@ -975,7 +973,7 @@ mod tests {
         // As sent, padded to the rows: read through the table, not these.
         assert_eq!(
             (&t.raw().rows[..], &t.raw().kinds[..]),
-            (&[0, 1, 9][..], &[3, 9, 0][..])
+            (&[0, 1, 9][..], &[3 | EVICTING, 9, 0][..])
         );
         assert_eq!(t.cluster_queue(2), 0);
         assert_eq!(t.kind(0), CandidateKind::ReclaimWhileBorrowing);
