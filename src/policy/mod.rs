@@ -228,6 +228,31 @@ pub struct Candidate {
     pub local_queue_usage: Option<f64>,
 }
 
+#[cfg(test)]
+impl Candidate {
+    /// A candidate for tests: workload `id` of ClusterQueue `cq` (quota-tree node `cq`), in
+    /// the preemptor's own queue, priority 0, admitted at 0, holding no quota.
+    pub(crate) fn test(id: u32, cq: u32) -> Candidate {
+        Candidate {
+            workload: WorkloadId(id),
+            serial: 0,
+            cluster_queue: CqId(cq),
+            node: NodeId(cq),
+            kind: CandidateKind::SameQueue,
+            lca: None,
+            priority: 0,
+            created: 0,
+            reserved_at: 0,
+            evicted: false,
+            local_queue: None,
+            requeue_count: 0,
+            requeue_reason: None,
+            usage: Default::default(),
+            local_queue_usage: None,
+        }
+    }
+}
+
 /// Everything a preemption policy needs to choose victims.
 #[derive(Debug, Clone)]
 pub struct PreemptionRequest<'a> {

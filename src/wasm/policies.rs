@@ -696,8 +696,6 @@ impl PlacementPolicy for WasmPlacement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::{CqId, WorkloadId};
-    use crate::quota::NodeId;
 
     #[test]
     fn a_kind_byte_is_the_case_number_with_bit_7_for_a_candidate_being_evicted() {
@@ -711,21 +709,9 @@ mod tests {
         for (k, case) in kinds {
             for evicted in [false, true] {
                 let c = crate::policy::Candidate {
-                    workload: WorkloadId(1),
-                    serial: 1,
-                    cluster_queue: CqId(0),
-                    node: NodeId(0),
                     kind: k,
-                    lca: None,
-                    priority: 0,
-                    created: 0,
-                    reserved_at: 0,
                     evicted,
-                    local_queue: None,
-                    requeue_count: 0,
-                    requeue_reason: None,
-                    usage: Default::default(),
-                    local_queue_usage: None,
+                    ..crate::policy::Candidate::test(1, 0)
                 };
                 let expected = if evicted { case | 128 } else { case };
                 assert_eq!(kind_byte(&c), expected, "{k:?}, evicted: {evicted}");

@@ -349,26 +349,14 @@ pub fn select_victims(req: &PreemptionRequest<'_>) -> Option<VictimSet> {
 #[cfg(test)]
 mod order_tests {
     use super::*;
-    use crate::cluster::{CqId, WorkloadId};
-    use crate::quota::NodeId;
+    use crate::cluster::CqId;
 
     fn cand(id: u32, cq: u32, priority: i64, usage: Option<f64>) -> Candidate {
         Candidate {
-            workload: WorkloadId(id),
-            serial: 0,
-            cluster_queue: CqId(cq),
-            node: NodeId(cq),
             kind: CandidateKind::FairSharing,
-            lca: None,
             priority,
-            created: 0,
-            reserved_at: 0,
-            evicted: false,
-            local_queue: None,
-            requeue_count: 0,
-            requeue_reason: None,
-            usage: Default::default(),
             local_queue_usage: usage,
+            ..Candidate::test(id, cq)
         }
     }
 
@@ -446,25 +434,13 @@ mod packed_key_tests {
 
     use super::*;
     use crate::cluster::CqId;
-    use crate::quota::NodeId;
 
     fn candidate(id: u32, cq: u32, priority: i64, reserved_at: Millis, evicted: bool) -> Candidate {
         Candidate {
-            workload: WorkloadId(id),
-            serial: 0,
-            cluster_queue: CqId(cq),
-            node: NodeId(cq),
-            kind: CandidateKind::SameQueue,
-            lca: None,
             priority,
-            created: 0,
             reserved_at,
             evicted,
-            local_queue: None,
-            requeue_count: 0,
-            requeue_reason: None,
-            usage: Default::default(),
-            local_queue_usage: None,
+            ..Candidate::test(id, cq)
         }
     }
 
