@@ -335,3 +335,152 @@ fn generated_parity(seeds: std::ops::Range<u64>) {
         }
     }
 }
+
+/// A candidate being evicted crosses into the plugin as bit 7 of its kind byte (WIT 0.12.0),
+/// and the plugin reads it as the built-in does: Kueue tries the evicting candidates of each
+/// class first, so an evicting candidate of the preemptor's own queue goes before another
+/// queue's reclaimable one, where without the flag the other queue's would go first. (The
+/// simulator completes evictions at once, so its runs seldom list one.)
+#[test]
+fn an_evicting_candidate_is_tried_first_by_the_plugin_as_by_the_builtin() {
+    use std::path::Path;
+    use wasq::policy::{Candidate, CandidateKind, PreemptionPolicy, PreemptionRequest};
+
+    // Cohort "all": a (nominal 6 cpu) holds a1 and a2, 2 cpu each; b (nominal 2) holds b1 and
+    // b2, 2 each, so it borrows 2 and the cohort is full. "incoming" (2 cpu) waits in a.
+    let mut y = String::from(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: default}\n",
+    );
+    for (cq, nominal) in [("a", 6), ("b", 2)] {
+        y += &format!(
+            "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {{name: {cq}}}\n\
+             spec:\n  cohortName: all\n  namespaceSelector: {{}}\n  resourceGroups:\n  \
+             - coveredResources: [cpu]\n    flavors:\n    - name: default\n      resources:\n      \
+             - {{name: cpu, nominalQuota: {nominal}}}\n\
+             ---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\n\
+             metadata: {{namespace: default, name: {cq}}}\nspec: {{clusterQueue: {cq}}}\n"
+        );
+    }
+    let workload = |name: &str, cq: &str, admitted_at: Option<u32>| {
+        let mut w = format!(
+            "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\n\
+             metadata: {{namespace: default, name: {name}}}\nspec:\n  queueName: {cq}\n  podSets:\n  \
+             - name: main\n    count: 1\n    template:\n      spec:\n        restartPolicy: Never\n        \
+             containers:\n        - name: c\n          image: pause\n          resources:\n            \
+             requests: {{cpu: '2'}}\n"
+        );
+        if let Some(s) = admitted_at {
+            w += &format!(
+                "status:\n  admission:\n    clusterQueue: {cq}\n    podSetAssignments:\n    - name: main\n      \
+                 count: 1\n      flavors: {{cpu: default}}\n      resourceUsage: {{cpu: '2'}}\n  conditions:\n  \
+                 - type: QuotaReserved\n    status: 'True'\n    reason: QuotaReserved\n    message: ''\n    \
+                 lastTransitionTime: '2024-01-01T00:00:{s:02}Z'\n"
+            );
+        }
+        w
+    };
+    for (name, cq, s) in [
+        ("a1", "a", 1),
+        ("a2", "a", 2),
+        ("b1", "b", 3),
+        ("b2", "b", 4),
+    ] {
+        y += &workload(name, cq, Some(s));
+    }
+    y += &workload("incoming", "a", None);
+    let m = wasq::api::load::load_str(Path::new("evicting.yaml"), &y).expect("manifests load");
+    let c = wasq::cluster::build_cluster(&m, &|_| 0, 0).expect("cluster builds");
+    let id = |name: &str| {
+        c.find_workload(&format!("default/{name}"))
+            .expect("a workload of the test")
+    };
+    let cpu = {
+        let f = c.names.find_flavor("default").unwrap();
+        let r = c.names.find_resource("cpu").unwrap();
+        c.names.find_fr(f, r).unwrap()
+    };
+    let (a, b) = (c.cq_by_name["a"], c.cq_by_name["b"]);
+    let candidate = |name: &str, kind: CandidateKind, evicted: bool| {
+        let w = id(name);
+        let cq = c.admission(w).expect("admitted").cluster_queue;
+        let row = c
+            .admitted_rows(cq)
+            .iter()
+            .find(|r| r.workload == w)
+            .expect("an admitted row");
+        Candidate {
+            workload: w,
+            serial: row.serial,
+            cluster_queue: cq,
+            node: c.cq(cq).node,
+            kind,
+            lca: (cq != a).then(|| c.tree.root(c.cq(a).node)),
+            priority: 0,
+            created: c.workload(w).created,
+            reserved_at: c.admission(w).unwrap().reserved_at,
+            evicted,
+            local_queue: c.workload(w).lq,
+            requeue_count: 0,
+            requeue_reason: None,
+            usage: c.admission(w).unwrap().usage.as_slice().into(),
+            local_queue_usage: None,
+        }
+    };
+    assert!(c.tree.borrowing(&c.usage, c.cq(b).node, cpu), "b borrows");
+    // In Kueue's candidate order: the evicting one first.
+    let candidates = vec![
+        candidate("a1", CandidateKind::SameQueue, true),
+        candidate("b2", CandidateKind::ReclaimWhileBorrowing, false),
+    ];
+    let req = PreemptionRequest {
+        preemptor: id("incoming"),
+        cluster_queue: a,
+        node: c.cq(a).node,
+        priority: 0,
+        created: 0,
+        config: c.cq(a).preemption,
+        requests: vec![(cpu, 2000)],
+        needs_preemption: vec![cpu],
+        candidates,
+        fair_sharing: None,
+        cluster: &c,
+        tree: &c.tree,
+        usage: &c.usage,
+        now: 0,
+        topology: None,
+    };
+    let kueue = wasq::policy::builtin::KueuePreemption;
+    let builtin = kueue
+        .select_victims(&req)
+        .expect("answers")
+        .expect("victims");
+    assert_eq!(builtin.victims, [0], "the built-in takes the evicting one");
+    let registry = plugins();
+    let plugin = registry
+        .get("kueue-default-preemption")
+        .expect("built")
+        .clone();
+    let wasm = wasq::wasm::WasmPreemption::new(plugin)
+        .select_victims(&req)
+        .expect("the plugin answers")
+        .expect("victims");
+    assert_eq!(wasm, builtin);
+    // Without the flag, the other queue's candidate comes first (in Kueue's candidate order
+    // too) and is the victim: the flag is what decides.
+    let mut plain = vec![req.candidates[1].clone(), req.candidates[0].clone()];
+    plain[1].evicted = false;
+    let plain = PreemptionRequest {
+        candidates: plain,
+        ..req
+    };
+    let answer = kueue
+        .select_victims(&plain)
+        .expect("answers")
+        .expect("victims");
+    let victims: Vec<_> = answer
+        .victims
+        .iter()
+        .map(|&i| plain.candidates[i].workload)
+        .collect();
+    assert_eq!(victims, [id("b2")]);
+}

@@ -9,9 +9,10 @@
 //! `Recycling` rounds a small block (at most 32 KiB, alignment at most 16) up to a power of
 //! two and, when it is freed, keeps it on a list of free blocks of that size instead of giving
 //! it back: the next allocation of that size takes it back in a few instructions. Only a size
-//! not freed before, a larger block or a stricter alignment reaches the allocator beneath. Kept
-//! blocks are never given back, so an instance holds at most its peak of each size (and up to
-//! twice what each small block asks for).
+//! with no kept block, a larger block or a stricter alignment reaches the allocator beneath.
+//! Kept blocks are never given back nor used for another size, so an instance holds at most the
+//! sum of each size's peak, every small block at least 16 bytes and under twice what it asks
+//! for past that.
 //!
 //! A plugin's single thread is the only one: with the `atomics` target feature (threads in
 //! WebAssembly) the type is not `Sync` and cannot be a `#[global_allocator]`.

@@ -55,7 +55,7 @@ impl<'c> QuotaView<'c> {
     }
 
     /// The view of a preemption request: columns are the preemptor's requested
-    /// flavor-resources, usage is the request's `usage` of `usage-nodes` (with `usage_kept`,
+    /// flavor-resources, usage is the request's `usage` of `usage_nodes` (with `usage_kept`,
     /// the usage the instance keeps, this request's rows included), and the preemptor's and
     /// every candidate's ClusterQueue (with their ancestors) are included.
     pub fn from_request<C: CandidateTable>(
