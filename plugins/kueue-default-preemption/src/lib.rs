@@ -50,7 +50,7 @@ impl PreemptionPolicy for KueuePreemption {
 wasq_policy_sdk::export_preemption!(KueuePreemption);
 
 /// Talc instead of the C library's dlmalloc, with freed small blocks kept for reuse: a request
-/// lowers about ten lists into the instance, and the bindings and the search add about as many
+/// lowers several lists into the instance, and the bindings and the search add about as many
 /// vectors of their own, each allocated and freed once, the same sizes call after call.
 /// dlmalloc spent ≈ 185 instructions an allocation and ≈ 150 a free on them (BENCHMARKS.md,
 /// stop 34), talc ≈ 150 and ≈ 85 (stop 40); a kept block comes back in a few.

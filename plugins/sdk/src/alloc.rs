@@ -1,7 +1,7 @@
 //! [`Recycling`]: a global allocator for plugins that keeps freed small blocks for reuse.
 //!
 //! A plugin instance answers the same kind of call thousands of times, and each call allocates
-//! and frees the same few sizes: a preemption request lowers about ten lists into the
+//! and frees the same few sizes: a preemption request lowers several lists into the
 //! instance (`cabi_realloc`), and the bindings and the search add about as many vectors of
 //! their own. A general allocator pays for that on every call (talc ≈ 150 instructions an
 //! allocation and ≈ 85 a free, about fifteen of each a request: BENCHMARKS.md, stop 40).
