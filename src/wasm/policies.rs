@@ -321,14 +321,19 @@ impl WasmPreemption {
                     tree_usage: None,
                     now: 0,
                 },
-                usage: pre::UsageRows {
-                    nodes: Vec::new(),
-                    amounts: Vec::new(),
-                },
+                usage: no_rows(),
                 frs: Vec::new(),
                 idents: Vec::new(),
             }),
         }
+    }
+}
+
+/// Usage rows with no row (and no buffer).
+fn no_rows() -> pre::UsageRows {
+    pre::UsageRows {
+        nodes: Vec::new(),
+        amounts: Vec::new(),
     }
 }
 
@@ -458,13 +463,7 @@ impl PreemptionPolicy for WasmPreemption {
                         frs,
                     );
                     if !usage.nodes.is_empty() {
-                        request.usage = Some(std::mem::replace(
-                            usage,
-                            pre::UsageRows {
-                                nodes: Vec::new(),
-                                amounts: Vec::new(),
-                            },
-                        ));
+                        request.usage = Some(std::mem::replace(usage, no_rows()));
                     }
                     let identity = call.needs.identity;
                     convert::fill_workload(
