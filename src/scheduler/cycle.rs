@@ -12,7 +12,9 @@ use crate::quota::{FrAmounts, NodeId, Usage, UsageRead};
 use crate::topology::TasUsage;
 
 use super::assign::{Assignment, AssignmentMode, assign_flavors, reduce_pod_sets};
-use super::preempt::{CandidateBuffers, Ctx, Target, TargetsMemo, get_targets, removed, without};
+use super::preempt::{
+    CandidateBuffers, Ctx, Target, TargetsMemo, asked_without, get_targets, removed,
+};
 use super::tas::{Placer, VictimFit};
 use super::{CycleOutcome, Decision, Scheduler};
 
@@ -544,7 +546,7 @@ impl Preempted {
         }
     }
 
-    fn in_tree(&self, root: NodeId) -> impl Iterator<Item = WorkloadId> + '_ {
+    fn in_tree(&self, root: NodeId) -> impl Iterator<Item = WorkloadId> + Clone + '_ {
         self.by_root.get(&root).into_iter().flatten().copied()
     }
 }
@@ -583,8 +585,9 @@ fn process(
     // Only this tree's victims change the usage this entry's assignment reads.
     let root = tree.root(node);
     if e.targets.iter().any(|t| preempted.contains(t.workload)) {
-        let others = without(ctx.cluster, snapshot, preempted.in_tree(root));
-        let (a, t) = get_assignments(ctx, &others, tas, e.workload, e.cq);
+        let (a, t) = asked_without(ctx.cluster, snapshot, preempted.in_tree(root), |others| {
+            get_assignments(ctx, others, tas, e.workload, e.cq)
+        });
         deferred = a.mode() == AssignmentMode::Fit;
         held = t.held;
         own = Some((a, t.targets));

@@ -563,32 +563,42 @@ pub(super) fn removed<'u>(
     workloads: impl IntoIterator<Item = WorkloadId>,
 ) -> UsageOverlay<'u> {
     let mut out = UsageOverlay::new(usage);
-    subtract(cluster, &mut out, workloads);
+    charge(cluster, &mut out, workloads, -1);
     out
 }
 
-/// A copy of `usage` with the given workloads' quota removed.
-pub(super) fn without(
+/// `f`'s answer on `usage` with the given workloads' quota removed, in place: their quota is
+/// taken out, `f` asks, and it is put back. A question on the snapshot without this cycle's
+/// victims copies nothing; a copy per question grew with the whole cluster's usage, which made
+/// the cycle's cost grow with ClusterQueues × preemptors. Putting back restores every figure
+/// exactly: a cohort's usage and its over-quota counts follow from its ClusterQueues' alone.
+pub(super) fn asked_without<W, R>(
     cluster: &Cluster,
-    usage: &Usage,
-    workloads: impl IntoIterator<Item = WorkloadId>,
-) -> Usage {
-    let mut out = usage.clone();
-    subtract(cluster, &mut out, workloads);
-    out
+    usage: &mut Usage,
+    workloads: W,
+    f: impl FnOnce(&Usage) -> R,
+) -> R
+where
+    W: IntoIterator<Item = WorkloadId> + Clone,
+{
+    charge(cluster, usage, workloads.clone(), -1);
+    let answer = f(usage);
+    charge(cluster, usage, workloads, 1);
+    answer
 }
 
-/// Takes the given workloads' quota out of `out`.
-fn subtract(
+/// Adds (`sign` 1) or takes out (−1) the given workloads' admitted quota.
+fn charge(
     cluster: &Cluster,
     out: &mut impl crate::quota::UsageWrite,
     workloads: impl IntoIterator<Item = WorkloadId>,
+    sign: i64,
 ) {
     for id in workloads {
         if let Some(a) = cluster.admission(id) {
             let node = cluster.cq(a.cluster_queue).node;
             for &(fr, v) in &a.usage {
-                cluster.tree.add_usage(out, node, fr, -v);
+                cluster.tree.add_usage(out, node, fr, sign * v);
             }
         }
     }
@@ -596,7 +606,37 @@ fn subtract(
 
 #[cfg(test)]
 mod tests {
-    use super::permute;
+    use super::{asked_without, permute, removed};
+    use crate::quota::UsageRead;
+
+    /// The question sees the usage without the workloads (as the attempt overlay sees it), and
+    /// the usage is as before once it has answered.
+    #[test]
+    fn asked_without_answers_on_the_usage_without_them_and_puts_it_back() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/scenarios/preempt-overlapping-targets-fit-after.yaml");
+        let cluster = crate::sim::Scenario::load(&[path]).expect("loads").cluster;
+        let v = cluster.find_workload("default/v").expect("v");
+        let (q3, all) = {
+            let q3 = cluster.cq(cluster.cq_by_name["q3"]).node;
+            (q3, cluster.tree.root(q3))
+        };
+        let fr = cluster.admission(v).expect("admitted").usage[0].0;
+        let mut usage = cluster.usage.clone();
+        let before = usage.clone();
+        assert_eq!((usage.get(q3, fr), usage.get(all, fr)), (4000, 4000));
+        let expected = {
+            let overlay = removed(&cluster, &usage, [v]);
+            (overlay.get(q3, fr), overlay.get(all, fr))
+        };
+        assert_eq!(expected, (0, 0));
+        let seen = asked_without(&cluster, &mut usage, [v], |u| {
+            (u.get(q3, fr), u.get(all, fr))
+        });
+        assert_eq!(seen, expected);
+        assert_eq!(usage, before, "put back");
+        assert_eq!(usage.get(all, fr), 4000);
+    }
 
     /// `permute` puts at each position what was at `order[position]`, for every permutation of
     /// up to five items and some longer shuffled ones.

@@ -137,3 +137,31 @@ fn every_scenario_matches_its_expected_outcome() {
         failures.join("\n")
     );
 }
+
+/// A preemptor whose targets an earlier entry of the same cycle took is asked again with that
+/// cycle's victims gone; it fits there, so it waits for the preemption with Kueue's reason and
+/// message rather than being told its targets overlap (which it is when the victims' quota is
+/// left in).
+#[test]
+fn a_preemptor_whose_targets_were_taken_fits_once_the_cycles_victims_are_gone() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scenarios/preempt-overlapping-targets-fit-after.yaml");
+    let report = run_scenario(&path).expect("runs");
+    let waits: Vec<(u64, Option<String>)> = report
+        .events
+        .iter()
+        .filter(|e| e.workload == "default/b" && e.kind == EventType::Requeued)
+        .map(|e| (e.cycle, e.reason.clone()))
+        .collect();
+    assert_eq!(
+        waits,
+        vec![(
+            1,
+            Some(
+                "WaitingForPreemptedWorkloads: Workload has overlapping preemption targets with \
+                 another workload, but will fit after these preemptions complete"
+                    .into()
+            )
+        )]
+    );
+}
