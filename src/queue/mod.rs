@@ -6,6 +6,7 @@
 //! tie-break); a BestEffortFIFO preemptor waiting for its victims is sticky at the head.
 
 mod cluster_queue;
+mod cq_bits;
 mod keys;
 
 pub use cluster_queue::{PendingQueue, RequeueReason, SortKey};
@@ -26,7 +27,7 @@ pub struct QueueManager {
     /// How many workloads are pending.
     pending: usize,
     /// The queues holding parked (inadmissible) workloads.
-    parked: std::collections::BTreeSet<CqId>,
+    parked: cq_bits::CqBits,
 }
 
 /// Where a workload is pending, if it is.
@@ -162,13 +163,13 @@ impl QueueManager {
                     slot.parked_at = Slot::NONE;
                 }
             });
-            self.parked.remove(&cq);
+            self.parked.remove(cq);
         }
     }
 
     /// The queues that hold parked workloads, in id order.
     pub fn with_parked(&self) -> impl Iterator<Item = CqId> + '_ {
-        self.parked.iter().copied()
+        self.parked.iter()
     }
 
     /// Removes a workload wherever it is pending. Returns whether it was.
@@ -189,7 +190,7 @@ impl QueueManager {
                     None => q.remove(id, slot.key),
                 };
                 if q.inadmissible_len() == 0 {
-                    self.parked.remove(&cq);
+                    self.parked.remove(cq);
                 }
                 was
             }
