@@ -568,7 +568,8 @@ pub(super) fn removed<'u>(
 }
 
 /// `f`'s answer on `usage` with the given workloads' quota removed, in place: their quota is
-/// taken out, `f` asks, and it is put back. A question on the snapshot without this cycle's
+/// taken out, `f` asks, and it is put back (Kueue's `SimulateWorkloadRemoval` and the revert it
+/// returns, in `updateAssignmentIfNeeded`). A question on the snapshot without this cycle's
 /// victims copies nothing; a copy per question grew with the whole cluster's usage, which made
 /// the cycle's cost grow with ClusterQueues × preemptors. Putting back restores every figure
 /// exactly (under a new [`Usage::epoch`]): a cohort's usage and its over-quota counts follow
