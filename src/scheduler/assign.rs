@@ -192,36 +192,6 @@ impl Assignment {
         out.dedup();
         out
     }
-
-    /// A one-line explanation of why it does not fit.
-    pub fn message(&self, names: &Names) -> String {
-        if let Some(f) = &self.topology_failed {
-            return f.message.clone();
-        }
-        if let Some(m) = &self.topology_pending {
-            return m.clone();
-        }
-        let mut reasons = self.pod_sets.iter().flat_map(|ps| &ps.reasons).peekable();
-        if reasons.peek().is_none() {
-            return "couldn't assign flavors".into();
-        }
-        // Sized for the usual reasons (about 100 bytes each) up front: grown from its prefix,
-        // every message of every requeued head was reallocated several times.
-        let count = self
-            .pod_sets
-            .iter()
-            .map(|ps| ps.reasons.len())
-            .sum::<usize>();
-        let mut out = String::with_capacity(32 + 128 * count);
-        out.push_str("couldn't assign flavors: ");
-        for (i, r) in reasons.enumerate() {
-            if i > 0 {
-                out.push_str("; ");
-            }
-            r.write(names, &mut out);
-        }
-        out
-    }
 }
 
 /// One flavor's evaluation: its mode over the group, the per-resource modes, and why it does

@@ -16,6 +16,7 @@ use super::preempt::{
     CandidateBuffers, Ctx, Target, TargetsMemo, asked_without, get_targets, removed,
 };
 use super::tas::{Placer, VictimFit};
+use super::texts::Message;
 use super::{CycleOutcome, Decision, Scheduler};
 
 struct Entry {
@@ -35,14 +36,22 @@ enum Outcome {
     Requeue {
         reason: RequeueReason,
         label: &'static str,
-        message: String,
+        message: Said,
         /// Held by the per-minute preemption budget until then.
         wake: Option<Millis>,
     },
 }
 
+/// What a head going back to its queue is told.
+enum Said {
+    /// Why its assignment (the one it ends the cycle with) does not fit, from the scheduler's
+    /// [`PendingTexts`](super::texts::PendingTexts) once the cycle is processed.
+    NoFit,
+    Text(Message),
+}
+
 /// A head going back to its queue: (workload, ClusterQueue, reason, label, message).
-type Requeue = (WorkloadId, CqId, RequeueReason, &'static str, String);
+type Requeue = (WorkloadId, CqId, RequeueReason, &'static str, Message);
 
 /// The buffers of a cycle, kept by the scheduler between cycles: emptied when a cycle ends,
 /// never dropped, so that the steady state allocates none of them again (a cycle at 10,000
@@ -262,6 +271,7 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
                     continue;
                 }
                 s.keys.remove(e.workload);
+                s.texts.forget(e.workload);
                 charge_admission(s, e.workload, e.cq);
                 tracing::debug!(workload = %s.cluster.workload(e.workload).key, "admitted");
                 outcome.decisions.push(Decision::Admitted {
@@ -303,6 +313,10 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
                 if let Some(at) = wake {
                     s.budgets.wake_at(e.cq, at);
                 }
+                let message = match message {
+                    Said::NoFit => s.texts.message(e.workload, &e.assignment, &s.cluster.names),
+                    Said::Text(m) => m,
+                };
                 requeues.push((e.workload, e.cq, reason, label, message));
             }
         }
@@ -575,7 +589,6 @@ fn process(
     e: &Entry,
 ) -> (Outcome, Recomputed, Took) {
     let tree = &ctx.cluster.tree;
-    let names = &ctx.cluster.names;
     let node = ctx.cluster.cq(e.cq).node;
     let mut own: Recomputed = None;
     let mut held = e.held;
@@ -640,7 +653,7 @@ fn process(
                 .topology_failed
                 .as_ref()
                 .map_or("NoFit", |f| f.label),
-            message: assignment.message(names),
+            message: Said::NoFit,
             wake: None,
         };
         return (outcome, own, None);
@@ -652,10 +665,10 @@ fn process(
         let (label, message, wake) = match held {
             Some(h) => (
                 super::budget::WAIT_REASON,
-                h.message(ctx.cluster),
+                Said::Text(h.message(ctx.cluster).into()),
                 h.refill_at(),
             ),
-            None => ("WaitingForQuota", assignment.message(names), None),
+            None => ("WaitingForQuota", Said::NoFit, None),
         };
         let outcome = Outcome::Requeue {
             reason: retry(RequeueReason::PreemptionNoCandidates),
@@ -673,7 +686,7 @@ fn process(
             Outcome::Requeue {
                 reason: RequeueReason::PendingPreemption,
                 label: "WaitingForPreemptedWorkloads",
-                message: "Workload has overlapping preemption targets with another workload, but will fit after these preemptions complete".into(),
+                message: Said::Text("Workload has overlapping preemption targets with another workload, but will fit after these preemptions complete".into()),
                 wake: None,
             },
             own,
@@ -685,7 +698,9 @@ fn process(
             Outcome::Requeue {
                 reason: RequeueReason::FailedAfterNomination,
                 label: "WaitingForQuota",
-                message: "Workload has overlapping preemption targets with another workload".into(),
+                message: Said::Text(
+                    "Workload has overlapping preemption targets with another workload".into(),
+                ),
                 wake: None,
             },
             own,
@@ -697,7 +712,9 @@ fn process(
             Outcome::Requeue {
                 reason: RequeueReason::FailedAfterNomination,
                 label: "WaitingForQuota",
-                message: "Workload no longer fits after processing another workload".into(),
+                message: Said::Text(
+                    "Workload no longer fits after processing another workload".into(),
+                ),
                 wake: None,
             },
             own,
@@ -720,7 +737,7 @@ fn process(
                     Outcome::Requeue {
                         reason: RequeueReason::FailedAfterNomination,
                         label: super::tas::PLACEMENT_FAILED,
-                        message,
+                        message: Said::Text(message.into()),
                         wake: None,
                     },
                     own,
@@ -761,7 +778,9 @@ fn process(
                     Outcome::Requeue {
                         reason: RequeueReason::FailedAfterNomination,
                         label: "WaitingForQuota",
-                        message: "Workload no longer fits after processing another workload".into(),
+                        message: Said::Text(
+                            "Workload no longer fits after processing another workload".into(),
+                        ),
                         wake: None,
                     },
                     own,

@@ -16,10 +16,12 @@ mod nodes;
 mod placement;
 mod preempt;
 mod tas;
+mod texts;
 
 pub use assign::{
     Assignment, AssignmentMode, FlavorAssigned, NoFitReason, PodSetAssignment, Reasons,
 };
+pub use texts::Message;
 
 use crate::cluster::{Admission, Cluster, CqId, Millis, WorkloadId};
 use crate::policy::{PolicyContext, PolicyError, PolicyRef, PolicySet, QueuedWorkload};
@@ -51,7 +53,8 @@ pub enum Decision {
         workload: WorkloadId,
         /// Kueue's pending reason (a fixed word: no allocation per head and cycle).
         reason: std::borrow::Cow<'static, str>,
-        message: String,
+        /// Kueue's message (shared with the decisions that repeat it).
+        message: Message,
         parked: bool,
         policy: PolicyRef,
     },
@@ -112,6 +115,9 @@ pub struct Scheduler {
     scratch: cycle::Scratch,
     /// Preemption budgets: recent evictions per ClusterQueue, held preemptors' wake-ups.
     budgets: budget::Budgets,
+    /// The last flavor-assignment message per pending workload, told again while its reasons
+    /// stay the same.
+    texts: texts::PendingTexts,
 }
 
 /// Why a workload could not be submitted to a queue.
@@ -144,6 +150,7 @@ impl Scheduler {
             retry_trees: Default::default(),
             scratch: Default::default(),
             budgets: budget::Budgets::default(),
+            texts: Default::default(),
         }
     }
 
@@ -340,6 +347,7 @@ impl Scheduler {
     pub fn dequeue(&mut self, id: WorkloadId) {
         self.queues.remove(id);
         self.keys.remove(id);
+        self.texts.forget(id);
         if self.unkeyed_set.remove(&id) {
             self.unkeyed.retain(|&w| w != id);
         }
