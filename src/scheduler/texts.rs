@@ -101,7 +101,11 @@ impl PendingTexts {
         }
         let i = wl.index();
         if let Some(Some(built)) = self.slots.get(i)
-            && built.reasons.iter().eq(reasons())
+            && match assignment.pod_sets.as_slice() {
+                // One podSet (most workloads): slices compared, no iterator chain.
+                [one] => built.reasons[..] == one.reasons[..],
+                _ => built.reasons.iter().eq(reasons()),
+            }
         {
             return Message::Shared(built.text.clone());
         }
@@ -231,6 +235,30 @@ mod tests {
             texts.message(w1, &both, &names),
             "couldn't assign flavors: insufficient unused quota for cpu in flavor default, 1 more needed; \
              insufficient unused quota for memory in flavor default, 1Gi more needed"
+        );
+
+        // Two podSets: their reasons in order, compared as one list.
+        let mut split = failing(smallvec![NoFitReason::Insufficient {
+            fr: cpu,
+            more: 1000
+        }]);
+        let mut second = split.pod_sets[0].clone();
+        second.reasons = smallvec![NoFitReason::Insufficient {
+            fr: memory,
+            more: (1 << 30) * 1000
+        }];
+        split.pod_sets.push(second);
+        let joined = texts.message(w1, &both, &names);
+        let from_two = texts.message(w1, &split, &names);
+        assert!(Arc::ptr_eq(shared(&joined), shared(&from_two)));
+        split.pod_sets[1].reasons[0] = NoFitReason::Insufficient {
+            fr: memory,
+            more: 1000,
+        };
+        assert!(
+            texts
+                .message(w1, &split, &names)
+                .ends_with("memory in flavor default, 1 more needed")
         );
 
         // Forgotten (admitted): built again at the next failure.
