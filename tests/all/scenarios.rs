@@ -138,15 +138,83 @@ fn every_scenario_matches_its_expected_outcome() {
     );
 }
 
+/// What `workload` was told each time it went back to its queue: (cycle, parked, reason and
+/// message).
+fn told(report: &Report, workload: &str) -> Vec<(u64, bool, String)> {
+    report
+        .events
+        .iter()
+        .filter(|e| e.workload == workload)
+        .filter(|e| matches!(e.kind, EventType::Requeued | EventType::Inadmissible))
+        .map(|e| {
+            let said = e.reason.clone().unwrap_or_default();
+            (e.cycle, e.kind == EventType::Inadmissible, said)
+        })
+        .collect()
+}
+
+fn scenario(name: &str) -> Report {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/scenarios/{name}.yaml"));
+    run_scenario(&path).expect("runs")
+}
+
+/// Two heads of a cohort that each fit the cycle's snapshot by borrowing: the second, no longer
+/// fitting beside the first, is skipped with Kueue's message and not parked; tried again, it
+/// does not fit at all and is parked with its flavor-assignment reasons.
+#[test]
+fn a_head_that_no_longer_fits_after_another_is_skipped_then_parked() {
+    let report = scenario("sched-no-longer-fits-after-another");
+    assert_eq!(
+        told(&report, "default/b"),
+        vec![
+            (
+                1,
+                false,
+                "WaitingForQuota: Workload no longer fits after processing another workload".into()
+            ),
+            (
+                2,
+                true,
+                "NoFit: couldn't assign flavors: insufficient unused quota for cpu in flavor \
+                 default, 2 more needed"
+                    .into()
+            ),
+        ]
+    );
+}
+
+/// A preemptor whose targets an earlier entry of the cycle took, and which would still need
+/// another victim with the cycle's victims gone, is skipped with Kueue's overlap message (not a
+/// deferred fit), then preempts that other victim itself.
+#[test]
+fn a_preemptor_whose_targets_were_taken_and_still_falls_short_is_told_they_overlap() {
+    let report = scenario("preempt-overlapping-targets-still-short");
+    let b = told(&report, "default/b");
+    assert_eq!(
+        b[0],
+        (
+            1,
+            false,
+            "WaitingForQuota: Workload has overlapping preemption targets with another workload"
+                .into()
+        )
+    );
+    let preempted_by_b: Vec<(u64, String)> = report
+        .events
+        .iter()
+        .filter(|e| e.kind == EventType::Preempted && e.preemptor.as_deref() == Some("default/b"))
+        .map(|e| (e.cycle, e.workload.clone()))
+        .collect();
+    assert_eq!(preempted_by_b, vec![(3, "default/w".to_string())]);
+}
+
 /// A preemptor whose targets an earlier entry of the same cycle took is asked again with that
 /// cycle's victims gone; it fits there, so it waits for the preemption with Kueue's reason and
 /// message rather than being told its targets overlap (which it is when the victims' quota is
 /// left in).
 #[test]
 fn a_preemptor_whose_targets_were_taken_fits_once_the_cycles_victims_are_gone() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/scenarios/preempt-overlapping-targets-fit-after.yaml");
-    let report = run_scenario(&path).expect("runs");
+    let report = scenario("preempt-overlapping-targets-fit-after");
     let waits: Vec<(u64, Option<String>)> = report
         .events
         .iter()
