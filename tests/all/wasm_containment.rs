@@ -503,3 +503,64 @@ spec:
         "{found:?}"
     );
 }
+
+/// `wasq bench` counts a failing plugin's fallbacks in every run, not in the fastest run's
+/// alone: each run gets fresh instances, so each run falls back anew.
+#[test]
+fn bench_counts_the_fallbacks_of_every_run() {
+    use std::sync::Arc;
+    use wasq::sim::generate::{ClassSpec, GeneratorObjectSpec, Shape};
+    use wasq::wasm::{LiveBindings, PluginSource};
+
+    let generator = GeneratorObjectSpec {
+        shape: Some(Shape::LargeScale),
+        seed: Some(3),
+        scale: None,
+        cohorts: Some(1),
+        queues_per_cohort: Some(2),
+        quota: None,
+        classes: Some(vec![ClassSpec {
+            name: "small".into(),
+            count: 4,
+            interval: "1s".into(),
+            runtime: "5s".into(),
+            priority: 0,
+            cpu: 1,
+        }]),
+    }
+    .validate()
+    .expect("a valid shape");
+    let registry = fixtures(&test_options());
+    let trap = bindings(&["ordering=fixture-trap"]);
+    let report = wasq::sim::bench::bench(
+        &generator,
+        2,
+        || {
+            LiveBindings::new(
+                PluginSource::Fixed(Arc::new(registry.fresh())),
+                trap.clone(),
+            )
+        },
+        None,
+    )
+    .expect("bench");
+    assert!(report.identical_decisions, "the built-in decided instead");
+    assert_eq!(report.native_fallbacks, [0, 0]);
+    assert_eq!(report.wasm_fallbacks.len(), 2);
+    assert!(
+        report.wasm_fallbacks.iter().all(|&n| n > 0),
+        "{:?}",
+        report.wasm_fallbacks
+    );
+    let total: u64 = report.wasm_fallbacks.iter().sum();
+    assert!(total > report.wasm.fallbacks, "more than the fastest run's");
+    let table = report.to_table();
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("plugin fallbacks, all runs"))
+        .unwrap_or_else(|| panic!("no fallbacks row:\n{table}"));
+    assert_eq!(
+        row.split_whitespace().rev().take(2).collect::<Vec<_>>(),
+        [total.to_string(), "0".to_string()]
+    );
+}
