@@ -1,8 +1,15 @@
 //! Per-plugin limits and how the host enforces them: a memory cap that traps on growth
 //! failure, a CPU deadline per call through epoch interruption, and optional fuel for
 //! deterministic replay.
+//!
+//! The deadline is counted in epoch ticks (wall time) but spent computing: a call that reaches
+//! it is watched for one more tick ([`Overtime`]) and stopped only if its thread spent that
+//! tick on the CPU. A call whose thread was descheduled (a busy host, a stolen vCPU) is not
+//! timed out for it; one that loops is stopped one tick after its deadline. Either way a call
+//! is stopped at [`WALL_FACTOR`] times its deadline. Reading a thread's CPU clock is a system
+//! call (about 1 µs here), so it is read only past a deadline, never per call.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
@@ -12,7 +19,8 @@ use serde::Deserialize;
 pub struct Limits {
     /// Linear memory (all memories together) in bytes. Default 64 MiB.
     pub memory_bytes: u64,
-    /// Wall-clock CPU deadline per call, in milliseconds (epoch ticks). Default 10 ms.
+    /// CPU time a call may take, in milliseconds (checked at 1 ms epoch ticks; a call is also
+    /// stopped at [`WALL_FACTOR`] times this in wall time). Default 10 ms.
     pub deadline_ms: u64,
     /// Added to the deadline per item the call carries (workloads to key, heads to order,
     /// victim candidates, flavor options, topology domains to place on; ClusterQueues and
@@ -51,8 +59,60 @@ impl Limits {
 /// One epoch tick; deadlines are whole ticks.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
-/// The store's resource limiter: caps memory and table growth and remembers that it refused,
-/// so that the resulting trap can be reported as "out of memory" rather than a generic trap.
+/// A call is stopped after this many times its deadline in wall time, even if its thread was
+/// off the CPU for most of it: the scheduler waits for a call, so a call is bounded in wall
+/// time too.
+pub const WALL_FACTOR: u64 = 10;
+
+/// The CPU time the calling thread has used so far.
+fn thread_cpu() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(
+        t.tv_sec.max(0) as u64,
+        t.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
+}
+
+/// A call past its deadline: the thread's CPU clock and the wall clock when the tick being
+/// watched began, and how many ticks past its deadline the call is.
+#[derive(Debug, Clone, Copy)]
+pub struct Overtime {
+    cpu: Duration,
+    wall: Instant,
+    ticks: u64,
+}
+
+impl Overtime {
+    /// The call reached its deadline of `deadline_ms` (ticks), or the tick watched before
+    /// (`self`) ended: `Some` to watch one more tick, `None` to stop the call.
+    pub fn on_deadline(watched: Option<Overtime>, deadline_ms: u64) -> Option<Overtime> {
+        let ticks = match watched {
+            None => 0,
+            Some(o) => {
+                let (cpu, wall) = (thread_cpu().saturating_sub(o.cpu), o.wall.elapsed());
+                if computing(cpu, wall) {
+                    return None;
+                }
+                o.ticks + 1
+            }
+        };
+        if ticks >= deadline_ms.saturating_mul(WALL_FACTOR - 1) {
+            return None;
+        }
+        Some(Overtime {
+            cpu: thread_cpu(),
+            wall: Instant::now(),
+            ticks,
+        })
+    }
+}
+
+/// Whether a thread that used `cpu` over `wall` was computing: on the CPU at least half the
+/// time.
+fn computing(cpu: Duration, wall: Duration) -> bool {
+    cpu.saturating_mul(2) >= wall
+}
+
 #[derive(Debug)]
 pub struct MemoryCap {
     pub max_bytes: u64,
@@ -108,7 +168,61 @@ impl wasmtime::ResourceLimiter for MemoryCap {
 
 #[cfg(test)]
 mod tests {
-    use super::Limits;
+    use std::time::Duration;
+
+    use super::{Limits, Overtime, WALL_FACTOR, computing};
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_thread_is_computing_when_on_the_cpu_half_the_time() {
+        assert!(computing(ms(1), ms(1)));
+        assert!(computing(ms(1), ms(2)));
+        assert!(!computing(Duration::from_micros(900), ms(2)));
+        assert!(!computing(ms(0), ms(15)));
+    }
+
+    #[test]
+    fn a_call_past_its_deadline_is_stopped_when_it_computes_not_when_it_waits() {
+        // Reaching the deadline: one tick is watched.
+        let watched = Overtime::on_deadline(None, 5).expect("watched");
+        std::thread::sleep(ms(3));
+        // Asleep through it: watched again.
+        let mut watched = Overtime::on_deadline(Some(watched), 5).expect("asleep, not stopped");
+        // Spinning through it: stopped. (Other tests share the CPUs: a spin descheduled for
+        // more than half its tick is not computing, so it may take a few tries.)
+        let stopped = (0..20).any(|_| {
+            let t = std::time::Instant::now();
+            let mut x = 0u64;
+            while t.elapsed() < ms(3) {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+            match Overtime::on_deadline(Some(watched), 5) {
+                Some(w) => {
+                    watched = w;
+                    false
+                }
+                None => true,
+            }
+        });
+        assert!(stopped, "a spinning call is stopped");
+    }
+
+    #[test]
+    fn a_call_is_stopped_at_ten_times_its_deadline_whatever_it_did() {
+        let deadline = 2;
+        let mut watched = Overtime::on_deadline(None, deadline);
+        let mut ticks = 0;
+        while let Some(w) = watched {
+            std::thread::sleep(ms(1));
+            watched = Overtime::on_deadline(Some(w), deadline);
+            ticks += 1;
+        }
+        // The deadline's own ticks, then nine times as many watched.
+        assert_eq!(ticks, deadline * (WALL_FACTOR - 1));
+    }
 
     #[test]
     fn the_deadline_grows_with_the_items_a_call_carries() {

@@ -10,7 +10,7 @@ use wasmtime::{Store, Trap};
 use super::bindings::{flavors, ordering, placement, preemption};
 use super::convert;
 use super::engine::WasmEngine;
-use super::limits::Limits;
+use super::limits::{Limits, Overtime};
 use super::load::{Loaded, PluginInfo, PluginKind, Pre};
 use super::rows::RowTable;
 use super::state::State;
@@ -322,6 +322,15 @@ impl Plugin {
         );
         let mut store = Store::new(self.engine.engine(), state);
         store.limiter(|s| &mut s.limiter);
+        // Past its deadline, a call is stopped only if it computes (limits.rs, `Overtime`).
+        store.epoch_deadline_callback(|mut cx| {
+            let data = cx.data_mut();
+            data.overtime = Overtime::on_deadline(data.overtime, data.deadline_ms);
+            Ok(match data.overtime {
+                Some(_) => wasmtime::UpdateDeadline::Continue(1),
+                None => wasmtime::UpdateDeadline::Interrupt,
+            })
+        });
         self.arm(&mut store, 0)?;
         let instance = match &self.pre {
             Pre::Ordering(p) => p.instantiate(&mut store).map(Instance::Ordering),
@@ -360,6 +369,7 @@ impl Plugin {
         let deadline = self.limits.deadline_for(items);
         store.set_epoch_deadline(deadline);
         store.data_mut().deadline_ms = deadline;
+        store.data_mut().overtime = None;
         if self.engine.fuel_enabled() {
             store
                 .set_fuel(self.limits.fuel.unwrap_or(u64::MAX))

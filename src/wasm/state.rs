@@ -6,7 +6,7 @@ use std::sync::Arc;
 use wasmtime::component::{HasSelf, Linker};
 
 use super::bindings::{host, types};
-use super::limits::MemoryCap;
+use super::limits::{MemoryCap, Overtime};
 
 /// Longest log line kept; longer lines are cut.
 const MAX_LINE: usize = 4096;
@@ -25,6 +25,8 @@ pub struct State {
     pub last_error: Option<String>,
     /// The current call's deadline in milliseconds (reported when it is exceeded).
     pub deadline_ms: u64,
+    /// Set once the current call is past its deadline (see [`Overtime`]).
+    pub overtime: Option<Overtime>,
 }
 
 impl State {
@@ -40,6 +42,7 @@ impl State {
             lines: 0,
             last_error: None,
             deadline_ms: 0,
+            overtime: None,
         }
     }
 
