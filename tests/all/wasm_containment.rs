@@ -509,27 +509,16 @@ spec:
 #[test]
 fn bench_counts_the_fallbacks_of_every_run() {
     use std::sync::Arc;
-    use wasq::sim::generate::{ClassSpec, GeneratorObjectSpec, Shape};
+    use wasq::sim::generate::GeneratorObjectSpec;
     use wasq::wasm::{LiveBindings, PluginSource};
 
-    let generator = GeneratorObjectSpec {
-        shape: Some(Shape::LargeScale),
-        seed: Some(3),
-        scale: None,
-        cohorts: Some(1),
-        queues_per_cohort: Some(2),
-        quota: None,
-        classes: Some(vec![ClassSpec {
-            name: "small".into(),
-            count: 4,
-            interval: "1s".into(),
-            runtime: "5s".into(),
-            priority: 0,
-            cpu: 1,
-        }]),
-    }
-    .validate()
-    .expect("a valid shape");
+    // Kueue's large-scale stream cut down to one cohort of two queues and four workloads.
+    let generator: GeneratorObjectSpec = serde_saphyr::from_str(
+        "shape: large-scale\nseed: 3\ncohorts: 1\nqueuesPerCohort: 2\nclasses:\n\
+         - {name: small, count: 4, interval: 1s, runtime: 5s, priority: 0, cpu: 1}\n",
+    )
+    .expect("a generator spec");
+    let generator = generator.validate().expect("a valid shape");
     let registry = fixtures(&test_options());
     let trap = bindings(&["ordering=fixture-trap"]);
     let report = wasq::sim::bench::bench(
