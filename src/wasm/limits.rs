@@ -59,9 +59,9 @@ impl Limits {
 /// One epoch tick; deadlines are whole ticks.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
-/// A call is stopped after this many times its deadline in wall time, even if its thread was
-/// off the CPU for most of it: the scheduler waits for a call, so a call is bounded in wall
-/// time too.
+/// A call is stopped after this many times its deadline in epoch ticks (wall time), even if its
+/// thread was off the CPU for most of it: the scheduler waits for a call, so a call is bounded
+/// in wall time too.
 pub const WALL_FACTOR: u64 = 10;
 
 /// The CPU time the calling thread has used so far.
@@ -113,6 +113,8 @@ fn computing(cpu: Duration, wall: Duration) -> bool {
     cpu.saturating_mul(2) >= wall
 }
 
+/// The store's resource limiter: caps memory and table growth and remembers that it refused,
+/// so that the resulting trap can be reported as "out of memory" rather than a generic trap.
 #[derive(Debug)]
 pub struct MemoryCap {
     pub max_bytes: u64,
@@ -220,7 +222,7 @@ mod tests {
             watched = Overtime::on_deadline(Some(w), deadline);
             ticks += 1;
         }
-        // The deadline's own ticks, then nine times as many watched.
+        // After the deadline's own ticks, nine times as many watched: ten times in all.
         assert_eq!(ticks, deadline * (WALL_FACTOR - 1));
     }
 
