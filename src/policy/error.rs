@@ -7,9 +7,14 @@ pub enum PolicyError {
     /// The plugin trapped (a panic, `unreachable`, a bad memory access, ...).
     #[error("trap: {0}")]
     Trap(String),
-    /// The call ran past its CPU deadline.
-    #[error("deadline of {0} ms exceeded")]
-    Timeout(u64),
+    /// The call ran past its CPU deadline: `deadline_ms` for `call` carrying `items`
+    /// workloads, heads, candidates or options (the deadline grows with them).
+    #[error("deadline of {deadline_ms} ms exceeded by {call} carrying {items} items")]
+    Timeout {
+        deadline_ms: u64,
+        call: &'static str,
+        items: usize,
+    },
     /// The plugin tried to grow its memory past the limit.
     #[error("memory limit of {0} bytes reached")]
     OutOfMemory(u64),
@@ -32,7 +37,7 @@ impl PolicyError {
     pub fn reason(&self) -> &'static str {
         match self {
             PolicyError::Trap(_) => "trap",
-            PolicyError::Timeout(_) => "timeout",
+            PolicyError::Timeout { .. } => "timeout",
             PolicyError::OutOfMemory(_) => "out-of-memory",
             PolicyError::OutOfFuel(_) => "out-of-fuel",
             PolicyError::Invalid(_) => "invalid-answer",

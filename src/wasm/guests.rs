@@ -41,6 +41,9 @@ pub fn build_guests(
         .env_remove("CARGO_BUILD_TARGET")
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        // CI lints the host's crates while building them (.ci/run), not the guests.
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("CLIPPY_ARGS")
         .status()
         .with_context(|| format!("running {} build", cargo.to_string_lossy()))?;
     if !status.success() {

@@ -331,7 +331,7 @@ impl Plugin {
                 None => wasmtime::UpdateDeadline::Interrupt,
             })
         });
-        self.arm(&mut store, 0)?;
+        self.arm(&mut store, "instantiate", 0)?;
         let instance = match &self.pre {
             Pre::Ordering(p) => p.instantiate(&mut store).map(Instance::Ordering),
             Pre::Preemption(p) => p.instantiate(&mut store).map(Instance::Preemption),
@@ -364,12 +364,18 @@ impl Plugin {
             .unwrap_or_default()
     }
 
-    /// Sets the deadline (for a call carrying `items`) and fuel for the next call.
-    fn arm(&self, store: &mut Store<State>, items: usize) -> Result<(), PolicyError> {
+    /// Sets the deadline (for `call` carrying `items`) and fuel for the next call.
+    fn arm(
+        &self,
+        store: &mut Store<State>,
+        call: &'static str,
+        items: usize,
+    ) -> Result<(), PolicyError> {
         let deadline = self.limits.deadline_for(items);
         store.set_epoch_deadline(deadline);
-        store.data_mut().deadline_ms = deadline;
-        store.data_mut().overtime = None;
+        let data = store.data_mut();
+        (data.deadline_ms, data.call, data.items) = (deadline, call, items);
+        data.overtime = None;
         if self.engine.fuel_enabled() {
             store
                 .set_fuel(self.limits.fuel.unwrap_or(u64::MAX))
@@ -420,7 +426,7 @@ impl Plugin {
             }
             inner.status.calls += 1;
         }
-        let result = self.call_locked(&mut inner, cluster, items, f);
+        let result = self.call_locked(&mut inner, cluster, call, items, f);
         match &result {
             Ok(_) => inner.last_returned |= decision,
             Err(e) => {
@@ -435,6 +441,7 @@ impl Plugin {
         &self,
         inner: &mut Inner,
         cluster: &Cluster,
+        call: &'static str,
         items: usize,
         f: impl FnOnce(&mut CallCx<'_>) -> wasmtime::Result<R>,
     ) -> Result<R, PolicyError> {
@@ -452,7 +459,7 @@ impl Plugin {
         let live = inner.live.as_mut().expect("instantiated above");
         if live.catalog_of != Some(cluster.config_id) {
             // The catalog's size: its quota tree's ClusterQueues and cohorts.
-            self.arm(&mut live.store, cluster.tree.len())?;
+            self.arm(&mut live.store, "set-catalog", cluster.tree.len())?;
             let r = match &live.instance {
                 Instance::Ordering(p) => p
                     .wasq_policy_ordering()
@@ -479,7 +486,7 @@ impl Plugin {
             live.usage.clear();
             inner.needs = Some((cluster.config_id, live.needs));
         }
-        self.arm(&mut live.store, items)?;
+        self.arm(&mut live.store, call, items)?;
         live.strings.begin();
         live.rows.begin();
         let mut cx = CallCx {
@@ -500,7 +507,7 @@ impl Plugin {
     pub fn smoke_test(&self) -> Result<(), PolicyError> {
         let mut live = self.instantiate()?;
         let empty = convert::empty_catalog();
-        self.arm(&mut live.store, 0)?;
+        self.arm(&mut live.store, "smoke-test", 0)?;
         let store = &mut live.store;
         let answered = match &live.instance {
             Instance::Ordering(p) => {
@@ -590,7 +597,14 @@ fn classify(error: wasmtime::Error, store: &Store<State>, limits: &Limits) -> Po
         .map(|m| format!(" (plugin logged: {m})"))
         .unwrap_or_default();
     match error.downcast_ref::<Trap>() {
-        Some(Trap::Interrupt) => PolicyError::Timeout(store.data().deadline_ms),
+        Some(Trap::Interrupt) => {
+            let data = store.data();
+            PolicyError::Timeout {
+                deadline_ms: data.deadline_ms,
+                call: data.call,
+                items: data.items,
+            }
+        }
         Some(Trap::OutOfFuel) => PolicyError::OutOfFuel(limits.fuel.unwrap_or(0)),
         Some(trap) => PolicyError::Trap(format!("{trap}{said}")),
         None => PolicyError::Trap(format!("{}{said}", root_message(&error))),

@@ -23,8 +23,11 @@ pub struct State {
     /// The last error-level line (a panic message, through the SDK's panic hook): reported
     /// with the trap that usually follows.
     pub last_error: Option<String>,
-    /// The current call's deadline in milliseconds (reported when it is exceeded).
+    /// The current call's deadline in milliseconds, its name and how many items it carries
+    /// (reported when it is exceeded).
     pub deadline_ms: u64,
+    pub call: &'static str,
+    pub items: usize,
     /// Set once the current call is past its deadline (see [`Overtime`]).
     pub overtime: Option<Overtime>,
 }
@@ -42,6 +45,8 @@ impl State {
             lines: 0,
             last_error: None,
             deadline_ms: 0,
+            call: "instantiate",
+            items: 0,
             overtime: None,
         }
     }

@@ -50,7 +50,7 @@ fn each_misbehaving_plugin_is_contained_and_the_builtin_decides() {
             "preemption",
             "preempt-lowest-priority.yaml",
             "timeout",
-            "deadline of 10 ms exceeded",
+            "deadline of 10 ms exceeded by select-victims carrying",
         ),
         (
             "fixture-duplicates",
