@@ -7,7 +7,9 @@
 //! tick on the CPU. A call whose thread was descheduled (a busy host, a stolen vCPU) is not
 //! timed out for it; one that loops is stopped one tick after its deadline. Either way a call
 //! is stopped at [`WALL_FACTOR`] times its deadline. Reading a thread's CPU clock is a system
-//! call (about 1 µs here), so it is read only past a deadline, never per call.
+//! call (about 1 µs here), so it is read only past a deadline, never per call. The deadline
+//! is set as the host hands the filled request to the guest (`plugin::CallCx`), so the host's
+//! own work of filling it is not counted against the plugin.
 
 use std::time::{Duration, Instant};
 

@@ -168,6 +168,36 @@ pub(super) struct CallCx<'a> {
     instance: &'a Instance,
     /// What the instance reads beyond its requests (its answer to the catalog).
     pub needs: crate::policy::Needs,
+    /// The call's deadline and fuel, set as the guest is handed out: the host's own work
+    /// of filling the request (a first call may size tables for every workload) does not
+    /// count against the plugin.
+    arming: Arming,
+}
+
+/// The limits of one call, set on the store just before the guest runs.
+#[derive(Debug, Clone, Copy)]
+struct Arming {
+    call: &'static str,
+    items: usize,
+    deadline_ms: u64,
+    /// `None` when the engine counts no fuel.
+    fuel: Option<u64>,
+}
+
+impl Arming {
+    /// Sets the deadline and fuel of the next guest call, and starts its count of log lines.
+    fn apply(self, store: &mut Store<State>) -> wasmtime::Result<()> {
+        store.set_epoch_deadline(self.deadline_ms);
+        if let Some(fuel) = self.fuel {
+            store.set_fuel(fuel)?;
+        }
+        let data = store.data_mut();
+        (data.deadline_ms, data.call, data.items) = (self.deadline_ms, self.call, self.items);
+        data.overtime = None;
+        data.lines = 0;
+        data.last_error = None;
+        Ok(())
+    }
 }
 
 /// What a flavor-assignment or placement plugin is sent: their `set-catalog` answers nothing,
@@ -193,48 +223,54 @@ fn needs(flags: super::bindings::types::Needs) -> crate::policy::Needs {
 impl<'a> CallCx<'a> {
     pub fn ordering(
         &mut self,
-    ) -> (
+    ) -> wasmtime::Result<(
         &'a ordering::exports::wasq::policy::ordering::Guest,
         &mut Store<State>,
-    ) {
+    )> {
+        self.arming.apply(self.store)?;
         match self.instance {
-            Instance::Ordering(p) => (p.wasq_policy_ordering(), &mut *self.store),
+            Instance::Ordering(p) => Ok((p.wasq_policy_ordering(), &mut *self.store)),
             _ => unreachable!("bound to the wrong extension"),
         }
     }
 
     pub fn preemption(
         &mut self,
-    ) -> (
+    ) -> wasmtime::Result<(
         &'a preemption::exports::wasq::policy::preemption::Guest,
         &mut Store<State>,
-    ) {
+    )> {
+        self.arming.apply(self.store)?;
         match self.instance {
-            Instance::Preemption(p) => (p.wasq_policy_preemption(), &mut *self.store),
+            Instance::Preemption(p) => Ok((p.wasq_policy_preemption(), &mut *self.store)),
             _ => unreachable!("bound to the wrong extension"),
         }
     }
 
     pub fn flavors(
         &mut self,
-    ) -> (
+    ) -> wasmtime::Result<(
         &'a flavors::exports::wasq::policy::flavor_assignment::Guest,
         &mut Store<State>,
-    ) {
+    )> {
+        self.arming.apply(self.store)?;
         match self.instance {
-            Instance::FlavorAssignment(p) => (p.wasq_policy_flavor_assignment(), &mut *self.store),
+            Instance::FlavorAssignment(p) => {
+                Ok((p.wasq_policy_flavor_assignment(), &mut *self.store))
+            }
             _ => unreachable!("bound to the wrong extension"),
         }
     }
 
     pub fn placement(
         &mut self,
-    ) -> (
+    ) -> wasmtime::Result<(
         &'a placement::exports::wasq::policy::placement::Guest,
         &mut Store<State>,
-    ) {
+    )> {
+        self.arming.apply(self.store)?;
         match self.instance {
-            Instance::Placement(p) => (p.wasq_policy_placement(), &mut *self.store),
+            Instance::Placement(p) => Ok((p.wasq_policy_placement(), &mut *self.store)),
             _ => unreachable!("bound to the wrong extension"),
         }
     }
@@ -364,6 +400,19 @@ impl Plugin {
             .unwrap_or_default()
     }
 
+    /// The deadline (for `call` carrying `items`) and fuel of a call.
+    fn arming(&self, call: &'static str, items: usize) -> Arming {
+        Arming {
+            call,
+            items,
+            deadline_ms: self.limits.deadline_for(items),
+            fuel: self
+                .engine
+                .fuel_enabled()
+                .then(|| self.limits.fuel.unwrap_or(u64::MAX)),
+        }
+    }
+
     /// Sets the deadline (for `call` carrying `items`) and fuel for the next call.
     fn arm(
         &self,
@@ -371,20 +420,9 @@ impl Plugin {
         call: &'static str,
         items: usize,
     ) -> Result<(), PolicyError> {
-        let deadline = self.limits.deadline_for(items);
-        store.set_epoch_deadline(deadline);
-        let data = store.data_mut();
-        (data.deadline_ms, data.call, data.items) = (deadline, call, items);
-        data.overtime = None;
-        if self.engine.fuel_enabled() {
-            store
-                .set_fuel(self.limits.fuel.unwrap_or(u64::MAX))
-                .map_err(|e| PolicyError::Unavailable(e.to_string()))?;
-        }
-        let data = store.data_mut();
-        data.lines = 0;
-        data.last_error = None;
-        Ok(())
+        self.arming(call, items)
+            .apply(store)
+            .map_err(|e| PolicyError::Unavailable(e.to_string()))
     }
 
     /// Runs `f` on the live instance under the plugin's limits, after making sure the instance
@@ -486,7 +524,6 @@ impl Plugin {
             live.usage.clear();
             inner.needs = Some((cluster.config_id, live.needs));
         }
-        self.arm(&mut live.store, call, items)?;
         live.strings.begin();
         live.rows.begin();
         let mut cx = CallCx {
@@ -497,6 +534,7 @@ impl Plugin {
             usage: &mut live.usage,
             instance: &live.instance,
             needs: live.needs,
+            arming: self.arming(call, items),
         };
         let r = f(&mut cx);
         r.map_err(|e| classify(e, &live.store, &self.limits))

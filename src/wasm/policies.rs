@@ -210,7 +210,7 @@ impl OrderingPolicy for WasmOrdering {
                     );
                 }
                 let strings = call.strings.take();
-                let (guest, store) = call.ordering();
+                let (guest, store) = call.ordering()?;
                 guest.call_sort_keys(store, strings.as_ref(), queued, &scratch.lq_usage, cx.now)
             })?;
         // Three entries per workload (counted in entries, so that a partial key shows).
@@ -266,7 +266,7 @@ impl OrderingPolicy for WasmOrdering {
                     scratch.usage.amounts.clear();
                 }
                 let strings = call.strings.take();
-                let (guest, store) = call.ordering();
+                let (guest, store) = call.ordering()?;
                 guest.call_order_heads(
                     store,
                     strings.as_ref(),
@@ -504,7 +504,7 @@ impl PreemptionPolicy for WasmPreemption {
                     }
                     let strings = call.strings.take();
                     let rows = call.rows.take();
-                    let (guest, store) = call.preemption();
+                    let (guest, store) = call.preemption()?;
                     let answers = guest.call_select_victims(
                         store,
                         strings.as_ref(),
@@ -582,7 +582,7 @@ impl FlavorAssignmentPolicy for WasmFlavors {
                     now: req.now,
                 };
                 let strings = call.strings.take();
-                let (guest, store) = call.flavors();
+                let (guest, store) = call.flavors()?;
                 guest.call_choose_flavors(store, strings.as_ref(), std::slice::from_ref(&request))
             })?;
         let answer = single(&self.0, answers)?;
@@ -670,7 +670,7 @@ impl PlacementPolicy for WasmPlacement {
                 now: req.now,
             };
             let strings = call.strings.take();
-            let (guest, store) = call.placement();
+            let (guest, store) = call.placement()?;
             guest.call_place(store, strings.as_ref(), std::slice::from_ref(&request))
         })?;
         let answer = single(&self.0, answers)?;
