@@ -39,7 +39,7 @@ use wasq::sim::extensions::{PodSetRecord, WorkloadRecord};
 use wasq::sim::generate::{FLAVOR, Generator, Shape, generate_objects};
 use wasq::sim::nodes::{NodeInventorySpec, RACK_LABEL};
 use wasq::sim::{EventType, Limits, Scenario, Simulation};
-use wasq::wasm::guests::build_repository_plugins;
+use wasq::wasm::guests::{GuestProfile, build_repository_plugins};
 use wasq::wasm::{HostOptions, Registry, WasmEngine, WasmPlacement};
 
 /// One stream per ClusterQueue: class, constraint, count, pods, milli-cpu per pod, priority,
@@ -230,7 +230,7 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(30);
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let built = build_repository_plugins(root).expect("building plugins/");
+    let built = build_repository_plugins(root, GuestProfile::Release).expect("building plugins/");
     let engine = WasmEngine::new(false).expect("engine");
     let registry =
         Registry::load_dir(engine, &built.plugins, &HostOptions::default()).expect("plugins load");

@@ -38,7 +38,7 @@ use wasq::policy::{
 };
 use wasq::quota::{FlavorId, FrIdx, NodeId, Usage};
 use wasq::scheduler::Scheduler;
-use wasq::wasm::guests::build_repository_plugins;
+use wasq::wasm::guests::{GuestProfile, build_repository_plugins};
 use wasq::wasm::{Bindings, HostOptions, Limits, Registry, WasmEngine};
 
 const BATCHES: [usize; 4] = [1, 10, 100, 1000];
@@ -433,7 +433,7 @@ fn plugin_dir() -> PathBuf {
     match std::env::var_os("WASQ_BENCH_PLUGINS") {
         Some(dir) => PathBuf::from(dir),
         None => {
-            build_repository_plugins(Path::new(env!("CARGO_MANIFEST_DIR")))
+            build_repository_plugins(Path::new(env!("CARGO_MANIFEST_DIR")), GuestProfile::Release)
                 .expect("building plugins/ for wasm32-wasip2")
                 .plugins
         }

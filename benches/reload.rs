@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use wasq::sim::{Limits, Scenario, Simulation};
-use wasq::wasm::guests::build_repository_plugins;
+use wasq::wasm::guests::{GuestProfile, build_repository_plugins};
 use wasq::wasm::{Bindings, HostOptions, LiveBindings, LivePlugins, PluginSource, WasmEngine};
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -29,7 +29,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 fn main() -> anyhow::Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let built = build_repository_plugins(root)?;
+    let built = build_repository_plugins(root, GuestProfile::Release)?;
     let engine = WasmEngine::new(false)?;
     let read = |name: &str| std::fs::read(built.plugins.join(format!("{name}.wasm")));
     latency(

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::Subcommand;
 
-use wasq::wasm::guests::{build_guests, build_repository_plugins};
+use wasq::wasm::guests::{GuestProfile, build_guests, build_repository_plugins};
 use wasq::wasm::{HostOptions, PluginKind, Registry, WasmEngine, make_plugin};
 
 use super::Output;
@@ -96,7 +96,7 @@ pub fn run(command: PluginCommand) -> anyhow::Result<()> {
             sdk,
         } => new(&name, kind, &dir, sdk),
         PluginCommand::Build { path: None, .. } => {
-            let built = build_repository_plugins(Path::new("."))?;
+            let built = build_repository_plugins(Path::new("."), GuestProfile::Release)?;
             println!("plugins:  {}", built.plugins.display());
             println!("fixtures: {}", built.fixtures.display());
             Ok(())
@@ -109,7 +109,7 @@ pub fn run(command: PluginCommand) -> anyhow::Result<()> {
             if !manifest.is_file() {
                 bail!("{} has no Cargo.toml", path.display());
             }
-            let files = build_guests(&manifest, &path.join("target"), &out)?;
+            let files = build_guests(&manifest, &path.join("target"), &out, GuestProfile::Release)?;
             for f in files {
                 println!("{}", f.display());
             }

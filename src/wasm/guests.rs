@@ -1,7 +1,9 @@
 //! Building guest crates into components with the normal Rust toolchain: `cargo build
 //! --release --target wasm32-wasip2`, then copying each component to `<crate-name>.wasm`.
 //! Used by `wasq plugin build`, the tests and the benchmarks; the repository's own plugins land
-//! in `target/plugins/` and the misbehaving test fixtures in `target/plugin-fixtures/`.
+//! in `target/plugins/` and the misbehaving test fixtures in `target/plugin-fixtures/`. The
+//! tests build theirs with [`GuestProfile::Test`] into `target/test-plugins/` and
+//! `target/test-plugin-fixtures/`, so that what the benchmarks read is always the release build.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,24 +13,47 @@ use anyhow::{Context, bail};
 /// The target guests are built for.
 pub const GUEST_TARGET: &str = "wasm32-wasip2";
 
+/// The cargo profile guests are built with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuestProfile {
+    /// `release`: what is shipped and benchmarked (plugins/Cargo.toml: LTO, one codegen unit).
+    Release,
+    /// `test-guests` (plugins/Cargo.toml): release without LTO and with parallel codegen, for
+    /// the tests, which need the same behaviour sooner rather than the fastest code. Only the
+    /// repository's `plugins/` workspace defines it.
+    Test,
+}
+
+impl GuestProfile {
+    /// The profile's name, which is also its directory under the target's.
+    fn name(self) -> &'static str {
+        match self {
+            GuestProfile::Release => "release",
+            GuestProfile::Test => "test-guests",
+        }
+    }
+}
+
 /// Where the repository's plugins and fixtures land after [`build_repository_plugins`].
 pub struct BuiltPlugins {
     pub plugins: PathBuf,
     pub fixtures: PathBuf,
 }
 
-/// Builds the guest crate or workspace at `manifest` into `target_dir` and copies every
-/// component to `out` (crate `a_b` → `a-b.wasm`); returns the copied files.
+/// Builds the guest crate or workspace at `manifest` into `target_dir` with `profile` and
+/// copies every component to `out` (crate `a_b` → `a-b.wasm`); returns the copied files.
 pub fn build_guests(
     manifest: &Path,
     target_dir: &Path,
     out: &Path,
+    profile: GuestProfile,
 ) -> anyhow::Result<Vec<PathBuf>> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(&cargo)
         .args([
             "build",
-            "--release",
+            "--profile",
+            profile.name(),
             "--target",
             GUEST_TARGET,
             "--manifest-path",
@@ -53,7 +78,7 @@ pub fn build_guests(
             manifest.display()
         );
     }
-    let built = target_dir.join(GUEST_TARGET).join("release");
+    let built = target_dir.join(GUEST_TARGET).join(profile.name());
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let mut copied = Vec::new();
     for entry in
@@ -89,18 +114,29 @@ fn copy_if_changed(from: &Path, to: &Path) -> anyhow::Result<()> {
 }
 
 /// Builds `plugins/` of the repository at `root`: policies to `target/plugins/`, fixtures
-/// (crates named `fixture-*`) to `target/plugin-fixtures/`.
-pub fn build_repository_plugins(root: &Path) -> anyhow::Result<BuiltPlugins> {
+/// (crates named `fixture-*`) to `target/plugin-fixtures/`; with [`GuestProfile::Test`], to
+/// `target/test-plugins/` and `target/test-plugin-fixtures/`.
+pub fn build_repository_plugins(
+    root: &Path,
+    profile: GuestProfile,
+) -> anyhow::Result<BuiltPlugins> {
     let target = root.join("target");
-    let staging = target.join("wasm-guests").join("out");
+    let prefix = match profile {
+        GuestProfile::Release => "",
+        GuestProfile::Test => "test-",
+    };
+    let staging = target
+        .join("wasm-guests")
+        .join(format!("{}-out", profile.name()));
     let files = build_guests(
         &root.join("plugins").join("Cargo.toml"),
         &target.join("wasm-guests"),
         &staging,
+        profile,
     )?;
     let result = BuiltPlugins {
-        plugins: target.join("plugins"),
-        fixtures: target.join("plugin-fixtures"),
+        plugins: target.join(format!("{prefix}plugins")),
+        fixtures: target.join(format!("{prefix}plugin-fixtures")),
     };
     for dir in [&result.plugins, &result.fixtures] {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

@@ -1,11 +1,12 @@
-//! Guest plugins for tests: `plugins/` is built once per test run (cargo for wasm32-wasip2),
+//! Guest plugins for tests: `plugins/` is built once per test run (cargo for wasm32-wasip2, the
+//! `test-guests` profile, into `target/test-plugins/`),
 //! and registries are loaded from the real files.
 
 use std::path::Path;
 use std::sync::OnceLock;
 
 use wasq::sim::{Report, Scenario, Simulation};
-use wasq::wasm::guests::{BuiltPlugins, build_repository_plugins};
+use wasq::wasm::guests::{BuiltPlugins, GuestProfile, build_repository_plugins};
 use wasq::wasm::{Bindings, HostOptions, Registry, WasmEngine};
 
 use super::scenarios::limits_of;
@@ -14,7 +15,7 @@ use super::scenarios::limits_of;
 pub fn built() -> &'static BuiltPlugins {
     static BUILT: OnceLock<BuiltPlugins> = OnceLock::new();
     BUILT.get_or_init(|| {
-        build_repository_plugins(Path::new(env!("CARGO_MANIFEST_DIR")))
+        build_repository_plugins(Path::new(env!("CARGO_MANIFEST_DIR")), GuestProfile::Test)
             .expect("building plugins/ for wasm32-wasip2")
     })
 }
