@@ -34,7 +34,8 @@ pub enum RequeueReason {
 #[derive(Debug, Clone)]
 pub struct PendingQueue {
     strategy: QueueingStrategy,
-    active: BTreeSet<(SortKey, WorkloadId)>,
+    /// The active workloads, ordered by key then id.
+    active: Active,
     /// Parked workloads with their keys, in no order. A list rather than a map: parking is a
     /// push and activating a drain, where a hash table per ClusterQueue missed the cache on
     /// most parked heads at ten times Kueue's scale. Whoever takes one out says where it sits
@@ -45,11 +46,93 @@ pub struct PendingQueue {
     sticky: Option<(WorkloadId, SortKey)>,
 }
 
+/// A queue's active workloads in order: the lowest keys in a short array, the rest in a tree.
+///
+/// Every cycle pops each queue's head, and most heads come back a moment later (parked, then
+/// activated when capacity frees): at ten times Kueue's large scale a tree alone made each of
+/// those a walk from its root and a shift of its leftmost leaf, in 10,000 trees no longer in the
+/// cache (BENCHMARKS.md, "A queue's head in a short array (stop 44)"). In `front`, highest first,
+/// popping the head is taking the last entry, and putting a head back is pushing it there again.
+/// The tree is reached when `front` runs dry (it takes [`Active::REFILL`] at once), when it
+/// overflows, and for keys above all of `front` (new workloads, mostly: they are younger).
+///
+/// Invariant: every entry of `front` is below every entry of `back`.
+#[derive(Debug, Clone, Default)]
+struct Active {
+    /// The lowest entries, highest first; at most [`Active::FRONT`].
+    front: Vec<(SortKey, WorkloadId)>,
+    back: BTreeSet<(SortKey, WorkloadId)>,
+}
+
+impl Active {
+    /// The most entries `front` holds; one more sends its highest to `back`.
+    const FRONT: usize = 32;
+    /// How many entries a dry `front` takes from `back` at once.
+    const REFILL: usize = 16;
+
+    fn len(&self) -> usize {
+        self.front.len() + self.back.len()
+    }
+
+    fn insert(&mut self, e: (SortKey, WorkloadId)) {
+        match self.front.first() {
+            Some(&highest) if e < highest => {
+                // A head put back is the lowest: it goes at the end, with nothing to shift.
+                let at = if self.front.last().is_some_and(|&low| e < low) {
+                    self.front.len()
+                } else {
+                    self.front.partition_point(|&x| x > e)
+                };
+                self.front.insert(at, e);
+                if self.front.len() > Active::FRONT {
+                    let highest = self.front.remove(0);
+                    self.back.insert(highest);
+                }
+            }
+            None if self.back.is_empty() => self.front.push(e),
+            _ => {
+                self.back.insert(e);
+            }
+        }
+    }
+
+    fn pop_first(&mut self) -> Option<(SortKey, WorkloadId)> {
+        if self.front.is_empty() {
+            self.front
+                .extend(std::iter::from_fn(|| self.back.pop_first()).take(Active::REFILL));
+            self.front.reverse();
+        }
+        self.front.pop()
+    }
+
+    /// Takes `e` out; returns whether it was here.
+    fn remove(&mut self, e: (SortKey, WorkloadId)) -> bool {
+        match self.front.first() {
+            Some(&highest) if e <= highest => {
+                match self.front.binary_search_by(|x| e.cmp(x)) {
+                    Ok(at) => {
+                        self.front.remove(at);
+                        true
+                    }
+                    // Below the highest of `front`, so not in `back` either.
+                    Err(_) => false,
+                }
+            }
+            _ => self.back.remove(&e),
+        }
+    }
+
+    /// In order, lowest first.
+    fn iter(&self) -> impl Iterator<Item = &(SortKey, WorkloadId)> {
+        self.front.iter().rev().chain(self.back.iter())
+    }
+}
+
 impl PendingQueue {
     pub fn new(strategy: QueueingStrategy) -> PendingQueue {
         PendingQueue {
             strategy,
-            active: BTreeSet::new(),
+            active: Active::default(),
             inadmissible: Default::default(),
             sticky: None,
         }
@@ -65,7 +148,7 @@ impl PendingQueue {
 
     pub fn pop(&mut self) -> Option<WorkloadId> {
         if let Some((id, key)) = self.sticky
-            && self.active.remove(&(key, id))
+            && self.active.remove((key, id))
         {
             return Some(id);
         }
@@ -129,7 +212,7 @@ impl PendingQueue {
         if self.is_sticky(id) {
             self.sticky = None;
         }
-        self.active.remove(&(key, id))
+        self.active.remove((key, id))
     }
 
     /// Takes out the parked workload at `at` (where [`PendingQueue::requeue`] parked it, or
@@ -155,7 +238,7 @@ impl PendingQueue {
     /// Gives an active workload a new key (admission fair sharing: its LocalQueue's usage
     /// changed). Returns whether it was active here under `old`.
     pub fn rekey(&mut self, id: WorkloadId, old: SortKey, key: SortKey) -> bool {
-        if !self.active.remove(&(old, id)) {
+        if !self.active.remove((old, id)) {
             return false;
         }
         self.active.insert((key, id));
@@ -191,6 +274,80 @@ impl PendingQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// An operation on an active set: insert, remove, or pop the lowest.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(i64, u32),
+        Remove(i64, u32),
+        Pop,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        // Few distinct keys and ids, so that removals hit, ties on the key happen, and runs
+        // of pops drain `front` and refill it from `back`.
+        prop_oneof![
+            3 => (0i64..60, 0u32..80).prop_map(|(k, id)| Op::Insert(k, id)),
+            2 => (0i64..60, 0u32..80).prop_map(|(k, id)| Op::Remove(k, id)),
+            2 => Just(Op::Pop),
+        ]
+    }
+
+    proptest! {
+        /// Any sequence of inserts, removals and pops answers, and leaves the same entries in
+        /// the same order, as a `BTreeSet` given the same sequence; `front` stays below `back`
+        /// and within its bound.
+        #[test]
+        fn active_set_behaves_as_an_ordered_set(ops in proptest::collection::vec(op(), 0..400)) {
+            let (mut active, mut reference) = (Active::default(), BTreeSet::new());
+            for op in ops {
+                match op {
+                    Op::Insert(k, id) => {
+                        let e = (SortKey([k, 0, 0]), WorkloadId(id));
+                        // The queue never holds a workload twice; neither does the model.
+                        if !reference.iter().any(|&(_, w)| w == e.1) {
+                            active.insert(e);
+                            reference.insert(e);
+                        }
+                    }
+                    Op::Remove(k, id) => {
+                        let e = (SortKey([k, 0, 0]), WorkloadId(id));
+                        prop_assert_eq!(active.remove(e), reference.remove(&e));
+                    }
+                    Op::Pop => prop_assert_eq!(active.pop_first(), reference.pop_first()),
+                }
+                prop_assert_eq!(active.len(), reference.len());
+                prop_assert!(active.iter().eq(reference.iter()));
+                prop_assert!(active.front.len() <= Active::FRONT);
+                if let (Some(high), Some(low)) = (active.front.first(), active.back.first()) {
+                    prop_assert!(high < low, "front {high:?} not below back {low:?}");
+                }
+            }
+        }
+    }
+
+    /// A head put back after being popped goes to the end of `front` without touching `back`,
+    /// and a queue longer than `front` refills it from `back` in order.
+    #[test]
+    fn heads_come_and_go_at_the_end_of_front() {
+        let mut active = Active::default();
+        let e = |k: i64| (SortKey([k, 0, 0]), WorkloadId(k as u32));
+        for k in 0..100 {
+            active.insert(e(k));
+        }
+        assert_eq!(active.front.len(), 1, "younger keys go to the tree");
+        assert_eq!(active.pop_first(), Some(e(0)));
+        assert_eq!(active.pop_first(), Some(e(1)), "refilled from the tree");
+        assert_eq!(active.front.len(), Active::REFILL - 1);
+        active.insert(e(1));
+        assert_eq!(active.front.last(), Some(&e(1)));
+        assert_eq!(active.back.len(), 100 - 1 - Active::REFILL);
+        let order: Vec<i64> = std::iter::from_fn(|| active.pop_first())
+            .map(|(k, _)| k.0[0])
+            .collect();
+        assert_eq!(order, (1..100).collect::<Vec<_>>());
+    }
 
     fn key(p: i64, t: i64) -> SortKey {
         SortKey([-p, t, 0])
