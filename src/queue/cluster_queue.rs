@@ -50,11 +50,12 @@ pub struct PendingQueue {
 ///
 /// Every cycle pops each queue's head, and most heads come back a moment later (parked, then
 /// activated when capacity frees): at ten times Kueue's large scale a tree alone made each of
-/// those a walk from its root and a shift of its leftmost leaf, in 10,000 trees no longer in the
-/// cache (BENCHMARKS.md, "A queue's head in a short array (stop 44)"). In `front`, highest first,
-/// popping the head is taking the last entry, and putting a head back is pushing it there again.
-/// The tree is reached when `front` runs dry (it takes [`Active::REFILL`] at once), when it
-/// overflows, and for keys above all of `front` (new workloads, mostly: they are younger).
+/// those a walk from its root and a shift of its leftmost leaf, in 10,000 trees no longer in
+/// the cache (BENCHMARKS.md, "A queue's lowest keys in a short array; what did not pay (stop
+/// 44)"). In `front`, highest first, popping the head is taking the last entry, and putting a
+/// head back is pushing it there again. The tree is reached when `front` runs dry (it takes
+/// [`Active::REFILL`] at once), when a full `front` takes a lower key, and for keys above all of
+/// `front` (new workloads, mostly: they are younger).
 ///
 /// Invariant: every entry of `front` is below every entry of `back`.
 #[derive(Debug, Clone, Default)]
@@ -65,7 +66,8 @@ struct Active {
 }
 
 impl Active {
-    /// The most entries `front` holds; one more sends its highest to `back`.
+    /// The most entries `front` holds; inserting below all of a full `front` sends its highest
+    /// to `back`.
     const FRONT: usize = 32;
     /// How many entries a dry `front` takes from `back` at once.
     const REFILL: usize = 16;
@@ -77,6 +79,12 @@ impl Active {
     fn insert(&mut self, e: (SortKey, WorkloadId)) {
         match self.front.first() {
             Some(&highest) if e < highest => {
+                // Full: the highest goes to the tree first (it is below all of the tree), so
+                // that the array never grows past its bound.
+                if self.front.len() == Active::FRONT {
+                    self.front.remove(0);
+                    self.back.insert(highest);
+                }
                 // A head put back is the lowest: it goes at the end, with nothing to shift.
                 let at = if self.front.last().is_some_and(|&low| e < low) {
                     self.front.len()
@@ -84,10 +92,6 @@ impl Active {
                     self.front.partition_point(|&x| x > e)
                 };
                 self.front.insert(at, e);
-                if self.front.len() > Active::FRONT {
-                    let highest = self.front.remove(0);
-                    self.back.insert(highest);
-                }
             }
             None if self.back.is_empty() => self.front.push(e),
             _ => {
