@@ -85,7 +85,7 @@ impl Active {
                     self.front.remove(0);
                     self.back.insert(highest);
                 }
-                // A head put back is the lowest: it goes at the end, with nothing to shift.
+                // A head put back is the lowest: its place, the end, is found without a search.
                 let at = if self.front.last().is_some_and(|&low| e < low) {
                     self.front.len()
                 } else {

@@ -1,8 +1,8 @@
 //! Pending workloads: one queue per ClusterQueue, ordered by the ordering policy's sort key,
 //! with Kueue's StrictFIFO / BestEffortFIFO requeue rules and inadmissible parking.
 //!
-//! Invariants: a workload is in at most one place (active heap or inadmissible set) of at most
-//! one ClusterQueue; the heap order is total (sort key, then the workload id as a stable
+//! Invariants: a workload is in at most one place (active set or inadmissible list) of at most
+//! one ClusterQueue; the active order is total (sort key, then the workload id as a stable
 //! tie-break); a BestEffortFIFO preemptor waiting for its victims is sticky at the head.
 
 mod cluster_queue;
@@ -154,7 +154,7 @@ impl QueueManager {
         self.place(id, cq, key, parked_at);
     }
 
-    /// Moves every parked workload of these queues back to their active heaps (capacity changed).
+    /// Moves every parked workload of these queues back to their active sets (capacity changed).
     pub fn requeue_inadmissible(&mut self, cqs: impl IntoIterator<Item = CqId>) {
         for cq in cqs {
             let slots = &mut self.slots;

@@ -32,6 +32,14 @@ impl GuestProfile {
             GuestProfile::Test => "test-guests",
         }
     }
+
+    /// What the repository's output directories are prefixed with (`target/{prefix}plugins/`).
+    fn out_prefix(self) -> &'static str {
+        match self {
+            GuestProfile::Release => "",
+            GuestProfile::Test => "test-",
+        }
+    }
 }
 
 /// Where the repository's plugins and fixtures land after [`build_repository_plugins`].
@@ -121,10 +129,7 @@ pub fn build_repository_plugins(
     profile: GuestProfile,
 ) -> anyhow::Result<BuiltPlugins> {
     let target = root.join("target");
-    let prefix = match profile {
-        GuestProfile::Release => "",
-        GuestProfile::Test => "test-",
-    };
+    let prefix = profile.out_prefix();
     let staging = target
         .join("wasm-guests")
         .join(format!("{}-out", profile.name()));
