@@ -18,6 +18,7 @@ mod settings;
 mod topology;
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{NodeSelectorTerm, Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -330,16 +331,17 @@ pub struct Admission {
     pub reserved_at: Millis,
 }
 
-/// The quota a workload holds. The admission is boxed: every workload has a holding and most
-/// hold no quota (16 bytes each rather than 72).
+/// The quota a workload holds. The admission is shared: every workload has a holding and most
+/// hold no quota (16 bytes each rather than 72), and the scheduler's decision and the
+/// simulator's usage log hold the same admission rather than copies of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Holding {
     /// Holds no quota.
     None,
     /// Holds quota.
-    Admitted(Box<Admission>),
+    Admitted(Arc<Admission>),
     /// Preempted: still holds quota until the eviction completes.
-    Evicting(Box<Admission>),
+    Evicting(Arc<Admission>),
 }
 
 /// The cluster: configuration, workloads, and the quota they hold.
@@ -478,6 +480,15 @@ impl Cluster {
         }
     }
 
+    /// The admission a workload holds, shared (the same allocation the scheduler's decision
+    /// carried).
+    pub fn shared_admission(&self, id: WorkloadId) -> Option<&Arc<Admission>> {
+        match &self.holdings[id.index()] {
+            Holding::None => None,
+            Holding::Admitted(a) | Holding::Evicting(a) => Some(a),
+        }
+    }
+
     pub fn is_evicting(&self, id: WorkloadId) -> bool {
         matches!(self.holdings[id.index()], Holding::Evicting(_))
     }
@@ -497,10 +508,15 @@ impl Cluster {
     }
 
     /// Reserves quota: the workload becomes admitted and its usage is added.
-    pub fn reserve(&mut self, id: WorkloadId, admission: Admission) -> Result<(), QuotaError> {
+    pub fn reserve(
+        &mut self,
+        id: WorkloadId,
+        admission: impl Into<Arc<Admission>>,
+    ) -> Result<(), QuotaError> {
         if self.admission(id).is_some() {
             return Err(QuotaError::AlreadyAdmitted(self.workload(id).key.clone()));
         }
+        let admission = admission.into();
         let node = self.cq(admission.cluster_queue).node;
         for &(fr, v) in &admission.usage {
             self.tree.add_usage(&mut self.usage, node, fr, v);
@@ -526,7 +542,7 @@ impl Cluster {
             usage: crate::quota::FrAmounts::from_slice(&admission.usage),
         };
         self.admitted[admission.cluster_queue.index()].insert(row);
-        self.holdings[id.index()] = Holding::Admitted(Box::new(admission));
+        self.holdings[id.index()] = Holding::Admitted(admission);
         Ok(())
     }
 
@@ -543,9 +559,9 @@ impl Cluster {
     }
 
     /// Releases a workload's quota (finished, evicted or deleted) and returns what it held.
-    pub fn release(&mut self, id: WorkloadId) -> Result<Admission, QuotaError> {
+    pub fn release(&mut self, id: WorkloadId) -> Result<Arc<Admission>, QuotaError> {
         let admission = match std::mem::replace(&mut self.holdings[id.index()], Holding::None) {
-            Holding::Admitted(a) | Holding::Evicting(a) => *a,
+            Holding::Admitted(a) | Holding::Evicting(a) => a,
             Holding::None => return Err(QuotaError::NotAdmitted(self.workload(id).key.clone())),
         };
         let node = self.cq(admission.cluster_queue).node;

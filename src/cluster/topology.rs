@@ -18,7 +18,11 @@ impl Cluster {
             let (Holding::Admitted(a) | Holding::Evicting(a)) = holding else {
                 continue;
             };
-            for ps in &mut a.pod_sets {
+            if a.pod_sets.iter().all(|ps| ps.topology.is_none()) {
+                continue;
+            }
+            // Shared with the simulator's usage log, which keeps the placement as it was.
+            for ps in &mut std::sync::Arc::make_mut(a).pod_sets {
                 let Some(old) = ps.topology.take() else {
                     continue;
                 };

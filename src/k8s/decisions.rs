@@ -282,7 +282,7 @@ impl Controller {
     fn admission_write(
         &self,
         id: WorkloadId,
-        admission: Admission,
+        admission: std::sync::Arc<Admission>,
         now: Millis,
     ) -> (StatusWrite<'static>, After) {
         let s = self

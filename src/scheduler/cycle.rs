@@ -265,7 +265,7 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
         }
         match result {
             Outcome::Admitted => {
-                let admission = to_admission(s, e, now);
+                let admission = std::sync::Arc::new(to_admission(s, e, now));
                 if let Err(err) = s.cluster.reserve(e.workload, admission.clone()) {
                     tracing::error!(workload = %s.cluster.workload(e.workload).key, %err, "refused double admission");
                     continue;

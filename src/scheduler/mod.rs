@@ -33,7 +33,8 @@ pub enum Decision {
     /// Quota reserved: the workload may start.
     Admitted {
         workload: WorkloadId,
-        admission: Admission,
+        /// The admission the cluster now holds (shared, not a copy).
+        admission: std::sync::Arc<Admission>,
         /// The flavor-assignment policy that chose its flavors.
         policy: PolicyRef,
         /// The ordering policy that placed it in the cycle's order.

@@ -119,8 +119,6 @@ pub struct Simulation {
     /// Every reservation (+) and release (−) of quota, in time order: the fairness report
     /// replays it for per-LocalQueue usage and the share over time.
     pub(crate) usage_log: log::ChunkedLog<fairness::UsageChange>,
-    /// Per workload: the admission its last reservation logged, while it holds it.
-    logged_admission: Vec<Option<std::sync::Arc<crate::cluster::Admission>>>,
     pub(crate) preemptions: Vec<u64>,
     /// Per ClusterQueue: how often one of its preemptors started waiting for a preemption
     /// budget, and which preemptors did.
@@ -187,7 +185,6 @@ impl Simulation {
             usage_integral: Vec::new(),
             tas: Default::default(),
             usage_log: log::ChunkedLog::default(),
-            logged_admission: vec![None; n],
             preemptions: Vec::new(),
             budget_waits: Vec::new(),
             budget_held: BTreeSet::new(),
@@ -343,28 +340,12 @@ impl Simulation {
     }
 
     /// Records that `id` reserved (`reserved`) or is about to release its current admission.
-    /// A release shares the copy its reservation logged (when the admission is unchanged).
+    /// The log shares the admission the cluster holds (the one the cycle's decision carried):
+    /// logging copies nothing, and a reservation and its release share one admission.
     fn log_usage(&mut self, id: WorkloadId, reserved: bool) {
-        let Some(a) = self.scheduler.cluster.admission(id) else {
+        let Some(admission) = self.scheduler.cluster.shared_admission(id).cloned() else {
             return;
         };
-        let held = &mut self.logged_admission[id.index()];
-        // The copy logged when this admission reserved its quota: an admission does not change
-        // while it is held, so when and where it reserved identify it (comparing it whole read
-        // a copy written long before, a cache miss per release at ten times Kueue's scale).
-        let admission = match held.take() {
-            Some(logged)
-                if logged.reserved_at == a.reserved_at
-                    && logged.cluster_queue == a.cluster_queue =>
-            {
-                debug_assert_eq!(*logged, *a, "an admission changed while held");
-                logged
-            }
-            _ => std::sync::Arc::new(a.clone()),
-        };
-        if reserved {
-            *held = Some(admission.clone());
-        }
         self.usage_log.push(fairness::UsageChange {
             at: self.now,
             workload: id,

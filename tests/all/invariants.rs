@@ -715,7 +715,7 @@ fn check_decisions(s: &Scheduler, held_before: &[bool], decisions: &[Decision]) 
                 );
                 prop_assert_eq!(
                     cluster.holding(*workload),
-                    &Holding::Admitted(Box::new(admission.clone())),
+                    &Holding::Admitted(admission.clone()),
                     "{} holding after admission",
                     key
                 );
