@@ -40,6 +40,10 @@ pub struct RunFigures {
     pub policies: String,
     /// The simulation alone.
     pub wall_seconds: f64,
+    /// CPU time the process spent during the simulation, in its own code (user) and in the
+    /// kernel on its behalf (system: at ten times Kueue's large scale mostly zeroing the
+    /// fresh pages the run grows into), or `None` where the platform does not report it.
+    pub cpu_seconds: Option<CpuSeconds>,
     /// Generating the shape and building the cluster.
     pub load_seconds: f64,
     pub cycles: u64,
@@ -78,6 +82,10 @@ pub struct BenchReport {
     /// Every run's wall time (the simulation alone), in the order run.
     pub native_wall_seconds: Vec<f64>,
     pub wasm_wall_seconds: Vec<f64>,
+    /// Every run's CPU time during the simulation, in the order run (empty where the platform
+    /// does not report it).
+    pub native_cpu_seconds: Vec<CpuSeconds>,
+    pub wasm_cpu_seconds: Vec<CpuSeconds>,
     /// Every run's plugin fallbacks, in the order run: `native` and `wasm` hold the fastest
     /// run's figures only, and a fallback in any run is worth seeing.
     pub native_fallbacks: Vec<u64>,
@@ -105,6 +113,35 @@ pub fn shape_name(shape: Shape) -> &'static str {
         Shape::Baseline => "baseline",
         Shape::LargeScale => "large-scale",
     }
+}
+
+/// CPU time of the process, split as the kernel accounts it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CpuSeconds {
+    pub user: f64,
+    pub system: f64,
+}
+
+/// The process's CPU time so far (Linux `/proc/self/stat`, in clock ticks of 1/100 s: the
+/// kernel's `USER_HZ`, fixed at 100 on the architectures Linux reports it for).
+fn cpu_now() -> Option<CpuSeconds> {
+    cpu_of_stat(&std::fs::read_to_string("/proc/self/stat").ok()?)
+}
+
+/// User and system time of a `/proc/PID/stat` line.
+fn cpu_of_stat(stat: &str) -> Option<CpuSeconds> {
+    // The command name (field 2) is parenthesised and may hold spaces: fields count from the
+    // last ')'. utime and stime are fields 14 and 15, the 12th and 13th after it.
+    let mut after = stat
+        .get(stat.rfind(')')? + 1..)?
+        .split_whitespace()
+        .skip(11);
+    let ticks = |f: Option<&str>| f?.parse::<u64>().ok().map(|t| t as f64 / 100.0);
+    Some(CpuSeconds {
+        user: ticks(after.next())?,
+        system: ticks(after.next())?,
+    })
 }
 
 /// Resets the peak-RSS counter (Linux); false elsewhere.
@@ -151,6 +188,7 @@ pub fn run_once(
     }
     let load_seconds = load_start.elapsed().as_secs_f64();
     let mut bar = progress.and_then(|p| p(label, workloads));
+    let cpu_start = cpu_now();
     let start = Instant::now();
     sim.run(
         &Limits::default(),
@@ -159,6 +197,10 @@ pub fn run_once(
     );
     drop(bar);
     let wall = start.elapsed().as_secs_f64();
+    let cpu_seconds = cpu_start.zip(cpu_now()).map(|(a, b)| CpuSeconds {
+        user: b.user - a.user,
+        system: b.system - a.system,
+    });
     let peak = if peak_known { peak_rss() } else { None };
     let report = sim.into_report();
     let admissions = report
@@ -185,6 +227,7 @@ pub fn run_once(
     let figures = RunFigures {
         policies: label.to_string(),
         wall_seconds: wall,
+        cpu_seconds,
         load_seconds,
         cycles: report.summary.cycles,
         cycles_per_second: report.summary.cycles as f64 / wall,
@@ -218,6 +261,7 @@ pub fn bench(
     };
     let (mut native, mut wasm_run) = (None, None);
     let (mut native_walls, mut wasm_walls) = (Vec::new(), Vec::new());
+    let (mut native_cpu, mut wasm_cpu) = (Vec::new(), Vec::new());
     let (mut native_fallbacks, mut wasm_fallbacks) = (Vec::new(), Vec::new());
     let mut reference: Option<Vec<String>> = None;
     let mut identical = true;
@@ -242,12 +286,23 @@ pub fn bench(
             };
             let (figures, lines) = run_once(generator, label, policies, progress)?;
             same(lines);
-            let (walls, fallbacks, best) = if is_wasm {
-                (&mut wasm_walls, &mut wasm_fallbacks, &mut wasm_run)
+            let (walls, cpu, fallbacks, best) = if is_wasm {
+                (
+                    &mut wasm_walls,
+                    &mut wasm_cpu,
+                    &mut wasm_fallbacks,
+                    &mut wasm_run,
+                )
             } else {
-                (&mut native_walls, &mut native_fallbacks, &mut native)
+                (
+                    &mut native_walls,
+                    &mut native_cpu,
+                    &mut native_fallbacks,
+                    &mut native,
+                )
             };
             walls.push(figures.wall_seconds);
+            cpu.extend(figures.cpu_seconds);
             fallbacks.push(figures.fallbacks);
             *best = fastest(best.take(), figures);
         }
@@ -264,6 +319,8 @@ pub fn bench(
         median_ratio: median(&wasm_walls) / median(&native_walls),
         native_wall_seconds: native_walls,
         wasm_wall_seconds: wasm_walls,
+        native_cpu_seconds: native_cpu,
+        wasm_cpu_seconds: wasm_cpu,
         native_fallbacks,
         wasm_fallbacks,
         identical_decisions: identical,
@@ -333,7 +390,58 @@ impl ScalingReport {
                 r.wasm.peak_memory_bytes.unwrap_or(0) as f64 / 1048576.0,
             );
         }
+        self.cpu_table(&mut out);
         out
+    }
+
+    /// The native runs' CPU time by scale: what the process's own code took (user) and what
+    /// the kernel did for it (system), each against the first scale; wall time beyond both is
+    /// time off the CPU.
+    fn cpu_table(&self, out: &mut String) {
+        use std::fmt::Write;
+        let medians = |r: &BenchReport| {
+            let v = &r.native_cpu_seconds;
+            let user: Vec<f64> = v.iter().map(|c| c.user).collect();
+            let system: Vec<f64> = v.iter().map(|c| c.system).collect();
+            (!v.is_empty()).then(|| (median(&user), median(&system)))
+        };
+        let Some((u0, s0)) = self.runs.first().and_then(medians) else {
+            return;
+        };
+        let _ = writeln!(
+            out,
+            "Native CPU time during the simulation (medians; user = its own code, system = the \
+             kernel for it)"
+        );
+        let _ = writeln!(
+            out,
+            "{:>6} {:>9} {:>8} {:>9} {:>8} {:>9}",
+            "scale", "user", "x", "system", "x", "off-CPU"
+        );
+        for (scale, r) in self.scales.iter().zip(&self.runs) {
+            let Some((u, sys)) = medians(r) else {
+                continue;
+            };
+            let wall = median(&r.native_wall_seconds);
+            // Ticks are 10 ms: a first scale's system time may read 0.
+            let times = |a: f64, b: f64| {
+                if b > 0.0 {
+                    format!("{:.2}x", a / b)
+                } else {
+                    "-".to_string()
+                }
+            };
+            let _ = writeln!(
+                out,
+                "{:>5}x {:>8.2}s {:>8} {:>8.2}s {:>8} {:>8.2}s",
+                scale,
+                u,
+                times(u, u0),
+                sys,
+                times(sys, s0),
+                (wall - u - sys).max(0.0),
+            );
+        }
     }
 }
 
@@ -462,10 +570,24 @@ impl BenchReport {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cpu_time_is_read_after_the_command_name() {
+        // A command name may hold spaces and parentheses; utime and stime are 14th and 15th.
+        let line = "4242 (wasq (x) y) R 1 4242 4242 0 -1 4194304 9478 0 3 0 702 336 0 0 20 0 3 0";
+        assert_eq!(
+            cpu_of_stat(line),
+            Some(CpuSeconds {
+                user: 7.02,
+                system: 3.36
+            })
+        );
+        assert_eq!(cpu_of_stat("4242 (wasq) R 1 2"), None);
+    }
+
     use std::cell::RefCell;
     use std::sync::Arc;
 
-    use super::{NewProgress, RunProgress, bench, median};
+    use super::{CpuSeconds, NewProgress, RunProgress, bench, cpu_of_stat, median};
     use crate::sim::generate::{ClassSpec, GeneratorObjectSpec, Shape};
     use crate::wasm::{Bindings, LiveBindings, PluginSource, Registry, WasmEngine};
 
