@@ -383,12 +383,20 @@ impl ApiServer {
 
     /// The objects of one resource (`api_version` as in `apiVersion`, e.g. `batch/v1`).
     pub fn objects(&self, api_version: &str, plural: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        self.visit(api_version, plural, |v| out.push(v.clone()));
+        out
+    }
+
+    /// Shows `f` every object of one resource, in place (no copies; requests wait meanwhile).
+    pub fn visit(&self, api_version: &str, plural: &str, f: impl FnMut(&Value)) {
         let store = self.store();
-        store
+        if let Some(i) = store
             .resources
             .iter()
             .position(|r| r.api_version() == api_version && r.plural == plural)
-            .map(|i| store.objects(i, None))
-            .unwrap_or_default()
+        {
+            store.visit(i, None, f);
+        }
     }
 }

@@ -318,12 +318,18 @@ impl Store {
 
     /// Every object of `res` (in `ns`, or all), by namespace and name.
     pub fn objects(&self, res: usize, ns: Option<&str>) -> Vec<Value> {
+        let mut out = Vec::new();
+        self.visit(res, ns, |v| out.push(v.clone()));
+        out
+    }
+
+    /// Shows `f` every object of `res` (in `ns`, or all), by namespace and name.
+    pub fn visit(&self, res: usize, ns: Option<&str>, mut f: impl FnMut(&Value)) {
         let lo = (res, ns.unwrap_or_default().to_string(), String::new());
         self.objects
             .range(lo..)
             .take_while(|((r, n, _), _)| *r == res && ns.is_none_or(|ns| ns == n))
-            .map(|(_, v)| v.clone())
-            .collect()
+            .for_each(|(_, v)| f(v));
     }
 
     /// The objects of `res` (in `ns`) as they were at resourceVersion `at`.
