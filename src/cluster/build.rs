@@ -9,8 +9,8 @@ use smallvec::SmallVec;
 
 use super::{
     Admission, Cluster, ClusterQueueInfo, CqId, FlavorInfo, Fungibility, LocalQueueInfo, LqId,
-    Millis, NodeMeta, PodSetAdmission, PodSetInfo, PreemptionConfig, ResourceGroupInfo, WorkloadId,
-    WorkloadInfo, checks,
+    Millis, NodeMeta, PodSetAdmission, PodSetInfo, PreemptionConfig, ResourceGroupInfo, StrMap,
+    WorkloadId, WorkloadInfo, checks,
 };
 use crate::api::{self, Manifests, Quantity, ResourceGroup, StopPolicy, labels};
 use crate::quota::{
@@ -730,7 +730,12 @@ impl Cluster {
                     .and_then(|c| self.lookup.priority_classes.get(c).copied())
             })
             .unwrap_or(0);
-        let annotations = wl.metadata.annotations.clone().unwrap_or_default();
+        let annotations = wl
+            .metadata
+            .annotations
+            .as_ref()
+            .map(StrMap::from)
+            .unwrap_or_default();
         let priority_boost = annotations
             .get(labels::PRIORITY_BOOST)
             .and_then(|v| v.trim().parse().ok())
@@ -763,7 +768,12 @@ impl Cluster {
             queued: created,
             pod_sets,
             annotations,
-            labels: wl.metadata.labels.clone().unwrap_or_default(),
+            labels: wl
+                .metadata
+                .labels
+                .as_ref()
+                .map(StrMap::from)
+                .unwrap_or_default(),
             owner: job_owner(&wl.metadata),
             active: wl.spec.active(),
             // Decided by `add_workload`, against the namespace's labels.

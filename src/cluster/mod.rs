@@ -15,7 +15,10 @@ pub mod checks;
 mod index;
 pub mod matching;
 mod settings;
+mod strmap;
 mod topology;
+
+pub use strmap::StrMap;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -237,9 +240,9 @@ pub struct WorkloadInfo {
     pub key: String,
     pub local_queue: Option<String>,
     pub priority_class: Option<String>,
-    pub annotations: BTreeMap<String, String>,
+    pub annotations: StrMap,
     /// The Workload's labels (policies see those their allow-list passes).
-    pub labels: BTreeMap<String, String>,
+    pub labels: StrMap,
     /// The job that owns it: the Workload's controller ownerReference; `None` for a bare
     /// Workload (boxed: most of a pending workload's size is inline).
     pub owner: Option<Box<JobOwner>>,
@@ -271,8 +274,8 @@ impl WorkloadInfo {
             created: 0,
             queued: 0,
             pod_sets: SmallVec::new(),
-            annotations: BTreeMap::new(),
-            labels: BTreeMap::new(),
+            annotations: StrMap::default(),
+            labels: StrMap::default(),
             owner: None,
             active: false,
             namespace_matches: false,

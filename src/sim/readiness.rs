@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::cluster::{Millis, WaitForPodsReady, WorkloadId};
+use crate::cluster::{Millis, StrMap, WaitForPodsReady, WorkloadId};
 
 use super::duration::parse_millis;
 
@@ -45,7 +45,7 @@ pub struct Readiness {
 
 /// When the pods of a workload with these annotations are ready after admission: `None` =
 /// never.
-pub fn ready_after(annotations: &BTreeMap<String, String>) -> Option<Millis> {
+pub fn ready_after(annotations: &StrMap) -> Option<Millis> {
     if annotations.get(NEVER_READY).map(|v| v.trim()) == Some("true") {
         return None;
     }

@@ -371,7 +371,7 @@ pub(crate) fn build_from(sim: &Simulation, events: super::Timeline) -> Report {
             }
         }
         if let Some(class) = wl.annotations.get(CLASS) {
-            let e = classes.entry(class.clone()).or_default();
+            let e = classes.entry(class.to_string()).or_default();
             e.0 += 1;
             e.1.extend(wait);
         }

@@ -14,7 +14,7 @@ use crate::api::{
     BorrowWithinCohortPolicy, FungibilityPolicy, FungibilityPreference, QueueingStrategy,
     ReclaimWithinCohort, WithinClusterQueue,
 };
-use crate::cluster::{Cluster, CqId, LqId, Millis, WorkloadId};
+use crate::cluster::{Cluster, CqId, LqId, Millis, StrMap, WorkloadId};
 use crate::quota::{FrIdx, NodeId, NodeKind};
 
 /// The WIT catalog plus the host-side index of its annotation keys and the plugin's
@@ -268,11 +268,7 @@ fn policy(p: FungibilityPolicy) -> t::FungibilityPolicy {
 }
 
 /// The entries of `map` whose keys pass, interned (in key order).
-fn entries(
-    strings: &mut StringTable,
-    map: &BTreeMap<String, String>,
-    pass: impl Fn(&str) -> bool,
-) -> Pairs {
+fn entries(strings: &mut StringTable, map: &StrMap, pass: impl Fn(&str) -> bool) -> Pairs {
     map.iter()
         .filter(|(k, _)| pass(k))
         .map(|(k, v)| (strings.intern(k), strings.intern(v)))

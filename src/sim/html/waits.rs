@@ -77,7 +77,7 @@ pub fn build(sim: &Simulation) -> Vec<WaitsChart> {
         };
         let wait = (admitted - sim.arrival[i]).max(0) as f64 / 1000.0;
         if let Some(class) = wl.annotations.get(CLASS) {
-            by_class.entry(class.clone()).or_default().push(wait);
+            by_class.entry(class.to_string()).or_default().push(wait);
         }
         if let Some(lq) = wl.lq {
             let name = lq_names[lq.index()].get_or_insert_with(|| {
