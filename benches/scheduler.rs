@@ -319,7 +319,9 @@ fn rss() -> u64 {
 fn workload_info_bytes(w: &WorkloadInfo) -> usize {
     // The first podSet and two requests are inline; past that they are on the heap.
     let pod_set = |ps: &PodSetInfo| {
-        ps.name.capacity()
+        // The name is an `Arc<str>`: two counts and the text.
+        2 * size_of::<usize>()
+            + ps.name.len()
             + if ps.requests.spilled() {
                 ps.requests.capacity() * size_of::<(wasq::quota::ResourceId, i64)>()
             } else {
@@ -333,6 +335,8 @@ fn workload_info_bytes(w: &WorkloadInfo) -> usize {
         + w.key.capacity()
         + w.local_queue.as_ref().map_or(0, String::capacity)
         + w.priority_class.as_ref().map_or(0, String::capacity)
+        + w.labels.heap_bytes()
+        + w.annotations.heap_bytes()
         + w.pod_sets.iter().map(pod_set).sum::<usize>()
         + if w.pod_sets.spilled() {
             w.pod_sets.capacity() * size_of::<PodSetInfo>()

@@ -596,7 +596,7 @@ fn pod_set_info(ps: &api::PodSet, names: &mut Names) -> PodSetInfo {
         .map(|s| s.node_selector_terms.clone())
         .unwrap_or_default();
     PodSetInfo {
-        name: ps.name.clone(),
+        name: ps.name.as_str().into(),
         count: ps.count,
         min_count: ps.min_count,
         requests,
@@ -622,14 +622,14 @@ pub(super) fn restore_admission(
                 admission.cluster_queue
             )
         })?;
-    let mut pod_sets = Vec::new();
+    let mut pod_sets: SmallVec<[PodSetAdmission; 1]> = SmallVec::new();
     let mut usage: BTreeMap<FrIdx, i64> = BTreeMap::new();
     for (i, psa) in admission.pod_set_assignments.iter().enumerate() {
         let wl = &cluster.workloads[id.index()];
         let ps = wl
             .pod_sets
             .iter()
-            .find(|p| p.name == psa.name)
+            .find(|p| *p.name == *psa.name)
             .ok_or_else(|| {
                 format!(
                     "status.admission.podSetAssignments[{i}].name: no podSet {:?}",
@@ -638,7 +638,7 @@ pub(super) fn restore_admission(
             })?
             .clone();
         let count = psa.count.unwrap_or(ps.count);
-        let mut flavors = Vec::new();
+        let mut flavors = SmallVec::new();
         for (res, flavor) in &psa.flavors {
             let r = cluster.names.resource(res);
             let f = cluster.names.flavor(flavor);
@@ -672,7 +672,7 @@ pub(super) fn restore_admission(
                 .find_map(|&(_, f)| cluster.tas.restore(f, &requests, ta))
         });
         pod_sets.push(PodSetAdmission {
-            name: psa.name.clone(),
+            name: ps.name.clone(),
             count,
             flavors,
             topology,

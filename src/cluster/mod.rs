@@ -184,7 +184,7 @@ pub struct PodSetInfo {
     pub affinity_terms: Vec<NodeSelectorTerm>,
     /// `topologyRequest` (from the Workload or its job's pod-template annotations).
     pub topology: Option<Box<crate::api::topology::PodSetTopologyRequest>>,
-    pub name: String,
+    pub name: Arc<str>,
 }
 
 // A head's hot fields lie in its `WorkloadInfo`'s first 256 bytes with one podSet inline
@@ -316,21 +316,25 @@ impl WorkloadInfo {
 /// What a podSet was given at admission.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodSetAdmission {
-    pub name: String,
+    /// Shared with the workload's [`PodSetInfo::name`].
+    pub name: Arc<str>,
     pub count: i32,
-    /// Flavor per requested resource, sorted by resource.
-    pub flavors: Vec<(ResourceId, FlavorId)>,
+    /// Flavor per requested resource, sorted by resource (inline up to two resources).
+    pub flavors: SmallVec<[(ResourceId, FlavorId); 2]>,
     /// Where its pods go, on a TAS flavor.
     pub topology: Option<crate::topology::PodSetPlacement>,
 }
 
-/// Quota reserved for a workload in a ClusterQueue.
+/// Quota reserved for a workload in a ClusterQueue. One allocation for a one-podSet workload
+/// of up to four flavor-resources (its podSet and usage inline, only the podSet's name apart):
+/// every admitted workload's admission lives as long as the simulator's usage log, and each
+/// release reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Admission {
     pub cluster_queue: CqId,
-    pub pod_sets: Vec<PodSetAdmission>,
+    pub pod_sets: SmallVec<[PodSetAdmission; 1]>,
     /// Total usage per flavor-resource.
-    pub usage: Vec<(FrIdx, i64)>,
+    pub usage: crate::quota::FrAmounts,
     pub reserved_at: Millis,
 }
 
@@ -542,7 +546,7 @@ impl Cluster {
             reserved_at: admission.reserved_at,
             requeue_count: wl.requeue_count,
             requeue_reason: wl.requeue_reason,
-            usage: crate::quota::FrAmounts::from_slice(&admission.usage),
+            usage: admission.usage.clone(),
         };
         self.admitted[admission.cluster_queue.index()].insert(row);
         self.holdings[id.index()] = Holding::Admitted(admission);

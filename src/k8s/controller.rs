@@ -1335,7 +1335,7 @@ pub fn api_admission(c: &Cluster, id: WorkloadId, a: &Admission) -> api::Admissi
                 .filter(|(r, _)| flavors.contains_key(r))
                 .collect();
             api::PodSetAssignment {
-                name: psa.name.clone(),
+                name: psa.name.to_string(),
                 flavors,
                 resource_usage,
                 count: Some(psa.count),

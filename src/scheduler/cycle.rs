@@ -908,7 +908,7 @@ fn to_admission(s: &Scheduler, e: &Entry, now: Millis) -> Admission {
                 topology: e.assignment.topology.get(i).cloned().flatten(),
             })
             .collect(),
-        usage: e.assignment.usage.to_vec(),
+        usage: e.assignment.usage.clone(),
         reserved_at: now,
     }
 }

@@ -265,7 +265,7 @@ impl SimChecks {
             .iter()
             .filter(|ps| ps.count > 0 && uses_managed(cluster, p, &ps.requests))
             .map(|ps| PodSetUpdate {
-                name: ps.name.clone(),
+                name: ps.name.to_string(),
                 annotations: BTreeMap::from([
                     (CONSUME_PROVISIONING_REQUEST.to_string(), request.clone()),
                     (PROVISIONING_CLASS_NAME.to_string(), p.class.clone()),

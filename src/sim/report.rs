@@ -232,7 +232,7 @@ pub(crate) fn admission_of(cluster: &Cluster, a: &crate::cluster::Admission) -> 
             .pod_sets
             .iter()
             .map(|ps| PodSetReport {
-                name: ps.name.clone(),
+                name: ps.name.to_string(),
                 count: ps.count,
                 flavors: ps
                     .flavors

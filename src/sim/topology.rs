@@ -155,7 +155,7 @@ impl TasLedger {
                 placed_by: by.next().cloned().unwrap_or_else(PolicyRef::builtin),
                 time: at as f64 / 1000.0,
                 workload: cluster.workload(wl).key.clone(),
-                pod_set: ps.name.clone(),
+                pod_set: ps.name.to_string(),
                 flavor: cluster.names.flavor_name(p.flavor).to_string(),
                 domains_per_level: cluster.tas.spans(p),
                 leaves: p.leaves.clone(),
