@@ -156,20 +156,49 @@ pub struct Assignment {
     /// Some flavor scan stopped before the group's last flavor (Kueue's `PendingFlavors`).
     pub pending_flavors: bool,
     pub policy: PolicyRef,
+    /// What topology-aware scheduling found, for an assignment with TAS podSets only. Boxed:
+    /// every head of a cycle carries an assignment (in its entry, 10,000 of them at ten times
+    /// Kueue's large scale), and most have no TAS podSet.
+    pub tas: Option<Box<TasOutcome>>,
+}
+
+/// The topology-aware part of an [`Assignment`].
+#[derive(Debug, Clone, Default)]
+pub struct TasOutcome {
     /// Per podSet, where its pods go on a TAS flavor (set when it is admitted).
     pub topology: Vec<Option<crate::topology::PodSetPlacement>>,
     /// No placement satisfies a TAS podSet now: why, and the pending reason.
-    pub topology_failed: Option<super::tas::TopologyFailure>,
+    pub failed: Option<super::tas::TopologyFailure>,
     /// Quota fits but no placement fits the free capacity (one fits empty capacity): the
     /// placement's failure, in Kueue's words; the TAS podSets need preemption.
-    pub topology_pending: Option<String>,
+    pub pending: Option<String>,
     /// The placement policy that placed each TAS podSet of `topology`, in order (set with it).
     pub placed_by: Vec<PolicyRef>,
 }
 
 impl Assignment {
+    /// The topology-aware part, made empty on first use.
+    pub fn tas_mut(&mut self) -> &mut TasOutcome {
+        self.tas.get_or_insert_with(Default::default)
+    }
+
+    /// Why no placement satisfies a TAS podSet now, if so.
+    pub fn topology_failed(&self) -> Option<&super::tas::TopologyFailure> {
+        self.tas.as_ref()?.failed.as_ref()
+    }
+
+    /// The placement's failure on the free capacity when one fits empty capacity, if so.
+    pub fn topology_pending(&self) -> Option<&str> {
+        self.tas.as_ref()?.pending.as_deref()
+    }
+
+    /// Where podSet `i`'s pods go on a TAS flavor, if placed.
+    pub fn placement(&self, i: usize) -> Option<&crate::topology::PodSetPlacement> {
+        self.tas.as_ref()?.topology.get(i)?.as_ref()
+    }
+
     pub fn mode(&self) -> AssignmentMode {
-        if !self.complete || self.topology_failed.is_some() {
+        if !self.complete || self.topology_failed().is_some() {
             return AssignmentMode::NoFit;
         }
         self.pod_sets
@@ -286,10 +315,7 @@ pub(super) fn assign_flavors(
         complete: true,
         pending_flavors: false,
         policy: policy.id(),
-        topology: Vec::new(),
-        topology_failed: None,
-        topology_pending: None,
-        placed_by: Vec::new(),
+        tas: None,
     };
     let pods = names.pods();
     for (i, ps) in wl.pod_sets.iter().enumerate() {

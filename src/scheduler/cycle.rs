@@ -278,7 +278,12 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
                     admission,
                     policy: e.assignment.policy.clone(),
                     ordered_by: policies[ordered_by[i]].clone(),
-                    placed_by: std::mem::take(&mut e.assignment.placed_by),
+                    placed_by: e
+                        .assignment
+                        .tas
+                        .as_mut()
+                        .map(|t| std::mem::take(&mut t.placed_by))
+                        .unwrap_or_default(),
                 });
             }
             Outcome::Preempting => {
@@ -650,10 +655,7 @@ fn process(
     if mode == AssignmentMode::NoFit {
         let outcome = Outcome::Requeue {
             reason: retry(RequeueReason::NoFit),
-            label: assignment
-                .topology_failed
-                .as_ref()
-                .map_or("NoFit", |f| f.label),
+            label: assignment.topology_failed().map_or("NoFit", |f| f.label),
             message: Said::NoFit,
             wake: None,
         };
@@ -753,8 +755,9 @@ fn process(
                     Some(owned) => *owned,
                     None => (e.assignment.clone(), e.targets.clone()),
                 };
-                placed.topology = placements;
-                placed.placed_by = ctx.placed_by.take();
+                let tas = placed.tas_mut();
+                tas.topology = placements;
+                tas.placed_by = ctx.placed_by.take();
                 own = Some(Box::new((placed, targets)));
             }
             Ok(_) => {}
@@ -906,7 +909,7 @@ fn to_admission(s: &Scheduler, e: &Entry, now: Millis) -> Admission {
                 name: info.pod_sets[i].name.clone(),
                 count: ps.count,
                 flavors: ps.flavors.iter().map(|f| (f.resource, f.flavor)).collect(),
-                topology: e.assignment.topology.get(i).cloned().flatten(),
+                topology: e.assignment.placement(i).cloned(),
             })
             .collect(),
         usage: e.assignment.usage.clone(),

@@ -366,7 +366,7 @@ pub(super) fn screen(
     };
     match place(Placer::Policy(ctx), usage, wl, cq, &a, true) {
         Err(empty_failure) => {
-            a.topology_failed = Some(TopologyFailure {
+            a.tas_mut().failed = Some(TopologyFailure {
                 message: now_failure.unwrap_or(empty_failure),
                 label: PLACEMENT_FAILED,
             });
@@ -382,7 +382,9 @@ pub(super) fn screen(
                     }
                 }
             }
-            a.topology_pending = now_failure;
+            if now_failure.is_some() {
+                a.tas_mut().pending = now_failure;
+            }
         }
     }
     a

@@ -89,11 +89,11 @@ impl PendingTexts {
     /// else `couldn't assign flavors: ` and its podSets' reasons joined by `; `. Built only
     /// when the reasons differ from those of `wl`'s last message.
     pub fn message(&mut self, wl: WorkloadId, assignment: &Assignment, names: &Names) -> Message {
-        if let Some(f) = &assignment.topology_failed {
+        if let Some(f) = assignment.topology_failed() {
             return f.message.clone().into();
         }
-        if let Some(m) = &assignment.topology_pending {
-            return m.clone().into();
+        if let Some(m) = assignment.topology_pending() {
+            return m.to_string().into();
         }
         let reasons = || assignment.pod_sets.iter().flat_map(|ps| &ps.reasons);
         if reasons().next().is_none() {
@@ -175,10 +175,7 @@ mod tests {
             complete: false,
             pending_flavors: false,
             policy: PolicyRef::builtin(),
-            topology: Vec::new(),
-            topology_failed: None,
-            topology_pending: None,
-            placed_by: Vec::new(),
+            tas: None,
         }
     }
 
@@ -279,13 +276,13 @@ mod tests {
             Message::Fixed("couldn't assign flavors")
         );
         let mut placed = failing(smallvec![NoFitReason::Insufficient { fr: cpu, more: 1 }]);
-        placed.topology_failed = Some(TopologyFailure {
+        placed.tas_mut().failed = Some(TopologyFailure {
             message: "no fit".into(),
             label: "Pending",
         });
         assert_eq!(texts.message(wl, &placed, &names), "no fit");
-        placed.topology_failed = None;
-        placed.topology_pending = Some("fits once preempted".into());
+        placed.tas_mut().failed = None;
+        placed.tas_mut().pending = Some("fits once preempted".into());
         assert_eq!(texts.message(wl, &placed, &names), "fits once preempted");
     }
 }
