@@ -571,7 +571,8 @@ impl Preempted {
 
 /// A nomination computed again during processing (it replaces the entry's). Boxed: it is
 /// rare, and every processed entry carries this slot through the cycle's list of outcomes
-/// (unboxed, ≈ 400 bytes per head, 4 MB a cycle at 10,000 heads).
+/// (unboxed, an assignment's size per head: 4 MB a cycle at 10,000 heads, written and read
+/// again).
 type Recomputed = Option<Box<(Assignment, Vec<Target>)>>;
 
 /// The usage an entry added to the snapshot in full (admitted, preempting, or deferred), if so.
