@@ -41,7 +41,7 @@ pub struct FlavorAssigned {
 
 /// Why a flavor could not take a podSet, kept as values and put into words only when a
 /// message or a flavor policy's options need them (Kueue's wording).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum NoFitReason {
     /// The ClusterQueue covers no flavor for the resource.
     ResourceUnavailable(ResourceId),

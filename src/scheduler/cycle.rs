@@ -270,7 +270,6 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
                     continue;
                 }
                 s.keys.remove(e.workload);
-                s.texts.forget(e.workload);
                 charge_admission(s, e.workload, e.cq);
                 tracing::debug!(workload = %s.cluster.workload(e.workload).key, "admitted");
                 outcome.decisions.push(Decision::Admitted {
@@ -318,7 +317,7 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
                     s.budgets.wake_at(e.cq, at);
                 }
                 let message = match message {
-                    Said::NoFit => s.texts.message(e.workload, &e.assignment, &s.cluster.names),
+                    Said::NoFit => s.texts.message(&e.assignment, &s.cluster.names),
                     Said::Text(m) => m,
                 };
                 requeues.push((e.workload, e.cq, reason, label, message));

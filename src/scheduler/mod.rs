@@ -348,7 +348,6 @@ impl Scheduler {
     pub fn dequeue(&mut self, id: WorkloadId) {
         self.queues.remove(id);
         self.keys.remove(id);
-        self.texts.forget(id);
         if self.unkeyed_set.remove(&id) {
             self.unkeyed.retain(|&w| w != id);
         }

@@ -1,19 +1,20 @@
 //! What a head that is not admitted is told: [`Message`], a fixed text or a shared one, and
-//! [`PendingTexts`], the last flavor-assignment message built per workload together with the
-//! reasons it was built from.
+//! [`PendingTexts`], every flavor-assignment message built, by the reasons it says.
 //!
-//! A head that fails for the same reasons as the last time it failed is told the same text,
-//! neither formatted nor allocated again. In the steady state most heads that do not fit are
-//! such heads (at ten times Kueue's large-scale, 2 M of them over 334 cycles), and building
-//! their messages anew was 4% of the scheduler's instructions and one heap allocation per head
-//! and cycle. A message is a function of its reasons alone: [`Names`] only ever grows, so an
-//! id names the same flavor or resource for the life of the scheduler.
+//! A head that fails for reasons some head failed for before is told the same text, neither
+//! formatted nor allocated again. In the steady state most heads that do not fit are such
+//! heads (at ten times Kueue's large-scale, 2 M of them over 334 cycles), and building their
+//! messages anew was 4% of the scheduler's instructions and one heap allocation per head and
+//! cycle. A message is a function of its reasons alone: [`Names`] only ever grows, so an id
+//! names the same flavor or resource for the life of the scheduler.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use crate::cluster::WorkloadId;
+use rustc_hash::FxBuildHasher;
+
 use crate::quota::Names;
 
 use super::assign::{Assignment, NoFitReason, Reasons};
@@ -70,61 +71,51 @@ impl PartialEq<&str> for Message {
     }
 }
 
-/// One workload's last flavor-assignment message and the reasons it says.
-#[derive(Debug)]
-struct Built {
-    reasons: Reasons,
-    text: Arc<str>,
-}
+/// The most texts kept: past it the table starts again (a long-running controller meets ever
+/// new amounts; a text already told stays valid, it is only built again when next needed).
+const MAX_TEXTS: usize = 4096;
 
-/// The last flavor-assignment message built per workload, indexed by workload id (ids are
-/// dense). A slot is emptied when its workload is admitted or leaves its queue.
+/// Every flavor-assignment message built, by the reasons it says. A small table every head
+/// shares, read where a head's own record of its last message was a cache miss or two per
+/// head and cycle at ten times Kueue's large scale, and a box and a text per workload whose
+/// reasons changed.
 #[derive(Debug, Default)]
 pub(super) struct PendingTexts {
-    slots: Vec<Option<Box<Built>>>,
+    by_reasons: HashMap<Reasons, Arc<str>, FxBuildHasher>,
 }
 
 impl PendingTexts {
     /// Why `assignment` does not fit, in Kueue's words: its topology failure when it has one,
     /// else `couldn't assign flavors: ` and its podSets' reasons joined by `; `. Built only
-    /// when the reasons differ from those of `wl`'s last message.
-    pub fn message(&mut self, wl: WorkloadId, assignment: &Assignment, names: &Names) -> Message {
+    /// when no head was told these reasons before.
+    pub fn message(&mut self, assignment: &Assignment, names: &Names) -> Message {
         if let Some(f) = assignment.topology_failed() {
             return f.message.clone().into();
         }
         if let Some(m) = assignment.topology_pending() {
             return m.to_string().into();
         }
-        let reasons = || assignment.pod_sets.iter().flat_map(|ps| &ps.reasons);
-        if reasons().next().is_none() {
+        let joined: Reasons;
+        let reasons: &[NoFitReason] = match assignment.pod_sets.as_slice() {
+            // One podSet (most workloads): its reasons as they are.
+            [one] => &one.reasons,
+            many => {
+                joined = many.iter().flat_map(|ps| &ps.reasons).cloned().collect();
+                &joined
+            }
+        };
+        if reasons.is_empty() {
             return NO_REASONS.into();
         }
-        let i = wl.index();
-        if let Some(Some(built)) = self.slots.get(i)
-            && match assignment.pod_sets.as_slice() {
-                // One podSet (most workloads): slices compared, no iterator chain.
-                [one] => built.reasons[..] == one.reasons[..],
-                _ => built.reasons.iter().eq(reasons()),
-            }
-        {
-            return Message::Shared(built.text.clone());
+        if let Some(text) = self.by_reasons.get(reasons) {
+            return Message::Shared(text.clone());
         }
-        let text: Arc<str> = format_reasons(reasons(), names).into();
-        if i >= self.slots.len() {
-            self.slots.resize_with(i + 1, || None);
+        let text: Arc<str> = format_reasons(reasons.iter(), names).into();
+        if self.by_reasons.len() >= MAX_TEXTS {
+            self.by_reasons.clear();
         }
-        self.slots[i] = Some(Box::new(Built {
-            reasons: reasons().cloned().collect(),
-            text: text.clone(),
-        }));
+        self.by_reasons.insert(reasons.into(), text.clone());
         Message::Shared(text)
-    }
-
-    /// Forgets `wl`'s last message (admitted, or out of its queue).
-    pub fn forget(&mut self, wl: WorkloadId) {
-        if let Some(slot) = self.slots.get_mut(wl.index()) {
-            *slot = None;
-        }
     }
 }
 
@@ -190,32 +181,33 @@ mod tests {
     fn the_same_reasons_are_told_with_the_same_text_and_new_ones_anew() {
         let (names, cpu, memory) = names();
         let mut texts = PendingTexts::default();
-        let (w0, w1) = (WorkloadId(0), WorkloadId(7));
         let short = failing(smallvec![NoFitReason::Insufficient {
             fr: cpu,
             more: 2000
         }]);
-        let first = texts.message(w1, &short, &names);
+        let first = texts.message(&short, &names);
         assert_eq!(
             first,
             "couldn't assign flavors: insufficient unused quota for cpu in flavor default, 2 more needed"
         );
-        let again = texts.message(w1, &short.clone(), &names);
+        let again = texts.message(&short.clone(), &names);
         assert!(
             Arc::ptr_eq(shared(&first), shared(&again)),
             "not built again"
         );
 
-        // Another amount is another text; so is another workload's first failure.
+        // Another amount is another text, shared by every head told it.
         let shorter = failing(smallvec![NoFitReason::Insufficient {
             fr: cpu,
             more: 1000
         }]);
-        let changed = texts.message(w1, &shorter, &names);
+        let changed = texts.message(&shorter, &names);
         assert!(changed.ends_with("1 more needed"), "{changed}");
-        let other = texts.message(w0, &shorter, &names);
-        assert!(!Arc::ptr_eq(shared(&changed), shared(&other)));
-        assert_eq!(changed, other);
+        assert!(!Arc::ptr_eq(shared(&first), shared(&changed)));
+        assert!(Arc::ptr_eq(
+            shared(&changed),
+            shared(&texts.message(&shorter, &names))
+        ));
 
         // Two reasons, joined as Kueue joins them.
         let both = failing(smallvec![
@@ -229,7 +221,7 @@ mod tests {
             },
         ]);
         assert_eq!(
-            texts.message(w1, &both, &names),
+            texts.message(&both, &names),
             "couldn't assign flavors: insufficient unused quota for cpu in flavor default, 1 more needed; \
              insufficient unused quota for memory in flavor default, 1Gi more needed"
         );
@@ -245,8 +237,8 @@ mod tests {
             more: (1 << 30) * 1000
         }];
         split.pod_sets.push(second);
-        let joined = texts.message(w1, &both, &names);
-        let from_two = texts.message(w1, &split, &names);
+        let joined = texts.message(&both, &names);
+        let from_two = texts.message(&split, &names);
         assert!(Arc::ptr_eq(shared(&joined), shared(&from_two)));
         split.pod_sets[1].reasons[0] = NoFitReason::Insufficient {
             fr: memory,
@@ -254,25 +246,35 @@ mod tests {
         };
         assert!(
             texts
-                .message(w1, &split, &names)
+                .message(&split, &names)
                 .ends_with("memory in flavor default, 1 more needed")
         );
+    }
 
-        // Forgotten (admitted): built again at the next failure.
-        let kept = texts.message(w1, &both, &names);
-        texts.forget(w1);
-        let rebuilt = texts.message(w1, &both, &names);
-        assert_eq!(kept, rebuilt);
-        assert!(!Arc::ptr_eq(shared(&kept), shared(&rebuilt)));
+    #[test]
+    fn the_table_starts_again_when_full() {
+        let (names, cpu, _) = names();
+        let mut texts = PendingTexts::default();
+        let short = |more| failing(smallvec![NoFitReason::Insufficient { fr: cpu, more }]);
+        let kept = texts.message(&short(1000), &names);
+        for more in 2..=MAX_TEXTS as i64 {
+            texts.message(&short(more * 1000), &names);
+        }
+        assert_eq!(texts.by_reasons.len(), MAX_TEXTS);
+        // The next new reasons empty the table first: it never holds more than its bound.
+        texts.message(&short(0), &names);
+        assert_eq!(texts.by_reasons.len(), 1);
+        let rebuilt = texts.message(&short(1000), &names);
+        assert_eq!(kept, rebuilt, "the same words");
+        assert!(!Arc::ptr_eq(shared(&kept), shared(&rebuilt)), "built again");
     }
 
     #[test]
     fn a_topology_failure_or_no_reason_is_told_as_is() {
         let (names, cpu, _) = names();
         let mut texts = PendingTexts::default();
-        let wl = WorkloadId(3);
         assert_eq!(
-            texts.message(wl, &failing(smallvec![]), &names),
+            texts.message(&failing(smallvec![]), &names),
             Message::Fixed("couldn't assign flavors")
         );
         let mut placed = failing(smallvec![NoFitReason::Insufficient { fr: cpu, more: 1 }]);
@@ -280,9 +282,9 @@ mod tests {
             message: "no fit".into(),
             label: "Pending",
         });
-        assert_eq!(texts.message(wl, &placed, &names), "no fit");
+        assert_eq!(texts.message(&placed, &names), "no fit");
         placed.tas_mut().failed = None;
         placed.tas_mut().pending = Some("fits once preempted".into());
-        assert_eq!(texts.message(wl, &placed, &names), "fits once preempted");
+        assert_eq!(texts.message(&placed, &names), "fits once preempted");
     }
 }
