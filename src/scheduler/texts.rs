@@ -8,12 +8,13 @@
 //! cycle. A message is a function of its reasons alone: [`Names`] only ever grows, so an id
 //! names the same flavor or resource for the life of the scheduler.
 
-use std::collections::HashMap;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 use std::sync::Arc;
 
-use rustc_hash::FxBuildHasher;
+use hashbrown::HashTable;
+use rustc_hash::FxHasher;
 
 use crate::quota::Names;
 
@@ -81,7 +82,7 @@ const MAX_TEXTS: usize = 4096;
 /// reasons changed.
 #[derive(Debug, Default)]
 pub(super) struct PendingTexts {
-    by_reasons: HashMap<Reasons, Arc<str>, FxBuildHasher>,
+    by_reasons: HashTable<(Reasons, Arc<str>)>,
 }
 
 impl PendingTexts {
@@ -95,28 +96,38 @@ impl PendingTexts {
         if let Some(m) = assignment.topology_pending() {
             return m.to_string().into();
         }
-        let joined: Reasons;
-        let reasons: &[NoFitReason] = match assignment.pod_sets.as_slice() {
-            // One podSet (most workloads): its reasons as they are.
-            [one] => &one.reasons,
-            many => {
-                joined = many.iter().flat_map(|ps| &ps.reasons).cloned().collect();
-                &joined
-            }
-        };
-        if reasons.is_empty() {
+        // Every podSet's reasons in order, read in place (no list is made to look one up).
+        let reasons = || assignment.pod_sets.iter().flat_map(|ps| &ps.reasons);
+        if reasons().next().is_none() {
             return NO_REASONS.into();
         }
-        if let Some(text) = self.by_reasons.get(reasons) {
+        let hash = hash_of(reasons());
+        if let Some((_, text)) = self
+            .by_reasons
+            .find(hash, |(told, _)| told.iter().eq(reasons()))
+        {
             return Message::Shared(text.clone());
         }
-        let text: Arc<str> = format_reasons(reasons.iter(), names).into();
+        let text: Arc<str> = format_reasons(reasons(), names).into();
         if self.by_reasons.len() >= MAX_TEXTS {
             self.by_reasons.clear();
         }
-        self.by_reasons.insert(reasons.into(), text.clone());
+        self.by_reasons.insert_unique(
+            hash,
+            (reasons().cloned().collect(), text.clone()),
+            |(told, _)| hash_of(told.iter()),
+        );
         Message::Shared(text)
     }
+}
+
+/// The table's hash of a list of reasons, element by element.
+fn hash_of<'a>(reasons: impl Iterator<Item = &'a NoFitReason>) -> u64 {
+    let mut h = FxHasher::default();
+    for r in reasons {
+        r.hash(&mut h);
+    }
+    h.finish()
 }
 
 /// `couldn't assign flavors: ` and the reasons, joined by `; ` (Kueue's
