@@ -481,10 +481,7 @@ impl Cluster {
     }
 
     pub fn admission(&self, id: WorkloadId) -> Option<&Admission> {
-        match &self.holdings[id.index()] {
-            Holding::None => None,
-            Holding::Admitted(a) | Holding::Evicting(a) => Some(&**a),
-        }
+        self.shared_admission(id).map(|a| &**a)
     }
 
     /// The admission a workload holds, shared (the same allocation the scheduler's decision

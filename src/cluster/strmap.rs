@@ -49,12 +49,6 @@ impl From<&BTreeMap<String, String>> for StrMap {
     }
 }
 
-impl From<BTreeMap<String, String>> for StrMap {
-    fn from(map: BTreeMap<String, String>) -> Self {
-        StrMap::from(&map)
-    }
-}
-
 impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for StrMap {
     /// As a `BTreeMap` collects: sorted, a later value replacing an earlier one of its key.
     fn from_iter<I: IntoIterator<Item = (K, V)>>(entries: I) -> Self {

@@ -418,19 +418,19 @@ impl ScalingReport {
             "{:>6} {:>9} {:>8} {:>9} {:>8} {:>9}",
             "scale", "user", "x", "system", "x", "off-CPU"
         );
+        // Ticks are 10 ms: a first scale's system time may read 0.
+        let times = |a: f64, b: f64| {
+            if b > 0.0 {
+                format!("{:.2}x", a / b)
+            } else {
+                "-".to_string()
+            }
+        };
         for (scale, r) in self.scales.iter().zip(&self.runs) {
             let Some((u, sys)) = medians(r) else {
                 continue;
             };
             let wall = median(&r.native_wall_seconds);
-            // Ticks are 10 ms: a first scale's system time may read 0.
-            let times = |a: f64, b: f64| {
-                if b > 0.0 {
-                    format!("{:.2}x", a / b)
-                } else {
-                    "-".to_string()
-                }
-            };
             let _ = writeln!(
                 out,
                 "{:>5}x {:>8.2}s {:>8} {:>8.2}s {:>8} {:>8.2}s",
