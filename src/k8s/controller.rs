@@ -496,7 +496,7 @@ impl Controller {
             // Picks up reloaded plugins between cycles (cheap when nothing changed).
             (self.configure)(s);
             let started = std::time::Instant::now();
-            let outcome = s.schedule(now);
+            let mut outcome = s.schedule(now);
             let elapsed = started.elapsed().as_secs_f64();
             for f in s.take_fallbacks() {
                 self.metrics
@@ -522,7 +522,10 @@ impl Controller {
                     .get_or_create(&labels)
                     .observe(elapsed);
             }
-            self.apply(outcome.decisions, now).await;
+            self.apply(&mut outcome.decisions, now).await;
+            if let Some(s) = self.scheduler.as_mut() {
+                s.recycle(outcome);
+            }
             // After a failed write, wait for the next pass rather than spin on the API server.
             if !progress || self.write_failed {
                 break;

@@ -172,10 +172,11 @@ impl Controller {
     /// Sends one cycle's decisions' writes without waiting for them: the evictions still to
     /// write (this cycle's victims and any earlier ones that failed), the admissions, and the
     /// pending reasons.
-    pub(super) async fn apply(&mut self, decisions: Vec<Decision>, now: Millis) {
+    /// The list is emptied (the caller hands it back to the scheduler for the next cycle).
+    pub(super) async fn apply(&mut self, decisions: &mut Vec<Decision>, now: Millis) {
         let mut writes = Vec::new();
         let mut after = Vec::new();
-        for d in decisions {
+        for d in decisions.drain(..) {
             match d {
                 Decision::Admitted {
                     workload,

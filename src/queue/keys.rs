@@ -26,6 +26,12 @@ impl KeyTable {
         self.keys[i] = Some(key);
     }
 
+    /// Room for ids below `n` without growing again (no entry is written: pages are touched
+    /// only as keys are inserted).
+    pub fn reserve_ids(&mut self, n: usize) {
+        self.keys.reserve(n.saturating_sub(self.keys.len()));
+    }
+
     /// Forgets the workload's key; returns it.
     pub fn remove(&mut self, id: WorkloadId) -> Option<SortKey> {
         self.keys.get_mut(id.index()).and_then(Option::take)

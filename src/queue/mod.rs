@@ -70,6 +70,13 @@ impl QueueManager {
         }
     }
 
+    /// Room for workload ids below `n` in the table of slots without growing it again: a table
+    /// grown by doubling as workloads arrive copies itself each time and briefly holds both
+    /// copies. Nothing is written, so pages are touched only as workloads are queued.
+    pub fn reserve_ids(&mut self, n: usize) {
+        self.slots.reserve(n.saturating_sub(self.slots.len()));
+    }
+
     fn slot(&self, id: WorkloadId) -> Slot {
         self.slots.get(id.index()).copied().unwrap_or(Slot::EMPTY)
     }

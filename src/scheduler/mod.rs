@@ -100,6 +100,9 @@ pub struct Scheduler {
     unkeyed: Vec<WorkloadId>,
     /// The same workloads, for constant-time membership.
     unkeyed_set: rustc_hash::FxHashSet<WorkloadId>,
+    /// [`Scheduler::flush_submissions`]'s batches, one per ordering policy, kept empty between
+    /// flushes.
+    flush_groups: Vec<(CqId, Vec<QueuedWorkload>)>,
     /// Workloads back from an eviction: their `queued` time becomes the next flush's time.
     evicted: rustc_hash::FxHashSet<WorkloadId>,
     /// Fallbacks since the last [`Scheduler::take_fallbacks`].
@@ -134,7 +137,11 @@ pub enum SubmitError {
 
 impl Scheduler {
     pub fn new(cluster: Cluster) -> Scheduler {
-        let queues = QueueManager::new(cluster.cluster_queues.iter().map(|cq| cq.strategy));
+        let mut queues = QueueManager::new(cluster.cluster_queues.iter().map(|cq| cq.strategy));
+        let mut keys = crate::queue::KeyTable::default();
+        // The tables by workload id hold every workload known now without growing again.
+        queues.reserve_ids(cluster.workloads.len());
+        keys.reserve_ids(cluster.workloads.len());
         let n = cluster.cluster_queues.len();
         Scheduler {
             cluster,
@@ -142,9 +149,10 @@ impl Scheduler {
             default_policies: PolicySet::builtin(),
             cq_policies: vec![None; n],
             cycle: 0,
-            keys: Default::default(),
+            keys,
             unkeyed: Vec::new(),
             unkeyed_set: Default::default(),
+            flush_groups: Vec::new(),
             evicted: Default::default(),
             fallbacks: Vec::new(),
             retry: std::collections::BTreeSet::new(),
@@ -277,37 +285,51 @@ impl Scheduler {
         if self.unkeyed.is_empty() {
             return;
         }
-        let ids = std::mem::take(&mut self.unkeyed);
+        // Both lists are kept from one flush to the next, emptied (their capacity stays).
+        let mut ids = std::mem::take(&mut self.unkeyed);
+        let mut groups = std::mem::take(&mut self.flush_groups);
         self.unkeyed_set.clear();
         // Group by the ordering policy that keys them, keeping submission order.
-        let mut groups: Vec<(CqId, Vec<QueuedWorkload>)> = Vec::new();
-        for id in ids {
+        let mut used = 0;
+        for &id in &ids {
             let Some(cq) = self.cluster.workload(id).cluster_queue else {
                 continue;
             };
             let policy = &self.policies_for(cq).ordering;
             let q = self.queued_workload(id, cq, self.cluster.workload(id).queued);
-            match groups
+            match groups[..used]
                 .iter_mut()
                 .find(|(g, _)| std::sync::Arc::ptr_eq(&self.policies_for(*g).ordering, policy))
             {
                 Some((_, batch)) => batch.push(q),
-                None => groups.push((cq, vec![q])),
+                None => {
+                    if used == groups.len() {
+                        groups.push((cq, Vec::new()));
+                    }
+                    groups[used].0 = cq;
+                    groups[used].1.push(q);
+                    used += 1;
+                }
             }
         }
-        for (cq, mut batch) in groups {
-            for q in &mut batch {
+        for (cq, batch) in &mut groups[..used] {
+            for q in batch.iter_mut() {
                 if self.evicted.remove(&q.workload) {
                     self.cluster.workloads[q.workload.index()].queued = now;
                     q.queued = now;
                 }
             }
-            let keys = self.sort_keys(cq, &batch, now);
+            let keys = self.sort_keys(*cq, batch, now);
             for (q, key) in batch.iter().zip(keys) {
                 self.keys.insert(q.workload, key);
                 self.queues.push(q.cluster_queue, q.workload, key);
             }
+            batch.clear();
         }
+        ids.clear();
+        ids.append(&mut self.unkeyed);
+        self.unkeyed = ids;
+        self.flush_groups = groups;
     }
 
     /// Whether the workload waits in a queue (or for its sort key).
@@ -473,6 +495,17 @@ impl Scheduler {
         self.flush_submissions(now);
         self.rekey_by_local_queue_usage(now);
         cycle::run(self, now)
+    }
+
+    /// Hands a cycle's outcome back once the driver has applied it: its decisions list (empty
+    /// or not) is cleared and the next cycle writes into it, so that the steady state allocates
+    /// no new list per cycle.
+    pub fn recycle(&mut self, outcome: CycleOutcome) {
+        let mut decisions = outcome.decisions;
+        decisions.clear();
+        if decisions.capacity() > self.scratch.decisions.capacity() {
+            self.scratch.decisions = decisions;
+        }
     }
 
     /// Admission fair sharing: decays LocalQueue usage when a sample is due.

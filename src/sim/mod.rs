@@ -26,7 +26,8 @@ pub mod timeline;
 pub mod topology;
 pub mod trace;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::fmt::Write as _;
 
 use crate::cluster::checks::{WorkloadChecks, applicable};
@@ -95,7 +96,10 @@ pub struct Simulation {
     t0: Millis,
     now: Millis,
     arrivals: BTreeMap<Millis, Vec<WorkloadId>>,
-    finishes: BTreeSet<(Millis, WorkloadId)>,
+    /// When running workloads finish, earliest first. A cancelled finish stays in the heap
+    /// and is skipped when it comes up: only the entry equal to the workload's `finish_at`
+    /// counts (a heap of 16-byte entries, where a B-tree set allocated nodes as it grew).
+    finishes: BinaryHeap<Reverse<(Millis, WorkloadId)>>,
     finish_at: Vec<Option<Millis>>,
     durations: Vec<Option<Millis>>,
     /// How long each workload's pods take to become ready once admitted (`None`: never), read
@@ -171,7 +175,7 @@ impl Simulation {
             t0,
             now: t0,
             arrivals: BTreeMap::new(),
-            finishes: BTreeSet::new(),
+            finishes: BinaryHeap::new(),
             finish_at: vec![None; n],
             durations,
             ready_after,
@@ -330,13 +334,23 @@ impl Simulation {
 
     fn schedule_finish(&mut self, id: WorkloadId, at: Millis) {
         self.finish_at[id.index()] = Some(at);
-        self.finishes.insert((at, id));
+        self.finishes.push(Reverse((at, id)));
     }
 
+    /// The entry stays in the heap; [`Simulation::next_finish`] skips it.
     fn cancel_finish(&mut self, id: WorkloadId) {
-        if let Some(at) = self.finish_at[id.index()].take() {
-            self.finishes.remove(&(at, id));
+        self.finish_at[id.index()] = None;
+    }
+
+    /// The earliest finish still scheduled, dropping cancelled entries ahead of it.
+    fn next_finish(&mut self) -> Option<(Millis, WorkloadId)> {
+        while let Some(&Reverse((at, id))) = self.finishes.peek() {
+            if self.finish_at[id.index()] == Some(at) {
+                return Some((at, id));
+            }
+            self.finishes.pop();
         }
+        None
     }
 
     /// Records that `id` reserved (`reserved`) or is about to release its current admission.
@@ -402,11 +416,11 @@ impl Simulation {
     }
 
     fn settle_time_events(&mut self) {
-        while let Some(&(at, id)) = self.finishes.first() {
+        while let Some((at, id)) = self.next_finish() {
             if at > self.now {
                 break;
             }
-            self.finishes.pop_first();
+            self.finishes.pop();
             self.finish_at[id.index()] = None;
             self.log_usage(id, false);
             self.scheduler.finish(id);
@@ -433,9 +447,10 @@ impl Simulation {
         }
     }
 
-    fn apply(&mut self, decisions: Vec<Decision>) -> bool {
+    /// Applies a cycle's decisions, emptying the list (kept for the next cycle).
+    fn apply(&mut self, decisions: &mut Vec<Decision>) -> bool {
         let mut progress = false;
-        for d in decisions {
+        for d in decisions.drain(..) {
             match d {
                 Decision::Admitted {
                     workload,
@@ -574,14 +589,15 @@ impl Simulation {
                 // Kueue counts every workload holding quota whose pods are not ready, those
                 // still waiting for their admission checks included.
                 && (self.readiness.any_not_ready() || !self.reserved_by.is_empty());
-            let outcome = if blocked {
+            let mut outcome = if blocked {
                 crate::scheduler::CycleOutcome::default()
             } else {
                 self.scheduler.schedule(self.now)
             };
             self.cycles += 1;
             self.count_fallbacks();
-            let made_progress = self.apply(outcome.decisions);
+            let made_progress = self.apply(&mut outcome.decisions);
+            self.scheduler.recycle(outcome);
             if let Some(p) = progress.as_mut() {
                 p(self.seconds(self.now), self.settled, total);
             }
@@ -598,7 +614,7 @@ impl Simulation {
             }
             cycles_at_instant = 0;
             let next_arrival = self.arrivals.keys().next().copied();
-            let next_finish = self.finishes.first().map(|&(t, _)| t);
+            let next_finish = self.next_finish().map(|(t, _)| t);
             let next_check = self.checks.next_time();
             let next_ready = self.readiness.next_time();
             // A preemptor held by a per-minute preemption budget is retried once it refills.

@@ -941,6 +941,12 @@ fn run(case: &Case, steps: &[Step]) -> Check {
                         s.complete_eviction(*workload);
                     }
                 }
+                // Drivers hand the list back; every other cycle does here, so that cycles
+                // writing into a recycled list (its earlier decisions cleared) are checked
+                // alongside cycles with a fresh one.
+                if outcome.cycle.is_multiple_of(2) {
+                    s.recycle(outcome);
+                }
             }
         }
         check_state(&s, &live)?;
