@@ -228,6 +228,16 @@ pub struct Candidate {
     pub local_queue_usage: Option<f64>,
 }
 
+impl Candidate {
+    /// A copy, its usage copied as a slice (`clone` pushes a `SmallVec` item by item).
+    pub fn copied(&self) -> Candidate {
+        Candidate {
+            usage: crate::quota::FrAmounts::from_slice(&self.usage),
+            ..*self
+        }
+    }
+}
+
 #[cfg(test)]
 impl Candidate {
     /// A candidate for tests: workload `id` of ClusterQueue `cq` (quota-tree node `cq`), in
