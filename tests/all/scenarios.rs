@@ -233,3 +233,31 @@ fn a_preemptor_whose_targets_were_taken_fits_once_the_cycles_victims_are_gone() 
         )]
     );
 }
+
+/// A preempted workload's finish is cancelled and, once it runs again, comes its full duration
+/// after the second admission. `life-priority-preemption-readmit` with `low` running 60s: low
+/// is admitted at 0 (finish due at 60s), preempted at 10s, admitted again at 40s when high
+/// finishes, and finishes at 100s — not at the 60s of its first run.
+#[test]
+fn a_preempted_workloads_finish_is_cancelled_and_scheduled_anew() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scenarios/life-priority-preemption-readmit.yaml");
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "metadata: {namespace: default, name: low}",
+        "metadata:\n  namespace: default\n  name: low\n  annotations: {sim.wasq.dev/duration: 60s}",
+    );
+    let m = wasq::api::load::load_str(&path, &text).expect("loads");
+    let mut sim = Simulation::new(Scenario::from_manifests(m).unwrap());
+    sim.run(&Limits::default(), None);
+    let report = sim.report();
+    let times = |kind: EventType| -> Vec<f64> {
+        report
+            .events
+            .iter()
+            .filter(|e| e.workload == "default/low" && e.kind == kind)
+            .map(|e| e.time)
+            .collect()
+    };
+    assert_eq!(times(EventType::Admitted), [0.0, 40.0]);
+    assert_eq!(times(EventType::Finished), [100.0]);
+}
