@@ -230,7 +230,7 @@ pub struct Candidate {
 
 impl Candidate {
     /// A copy, its usage copied as a slice (`clone` pushes a `SmallVec` item by item).
-    pub fn copied(&self) -> Candidate {
+    pub(crate) fn copied(&self) -> Candidate {
         Candidate {
             usage: crate::quota::FrAmounts::from_slice(&self.usage),
             ..*self
