@@ -596,7 +596,7 @@ fn pod_set_info(ps: &api::PodSet, names: &mut Names) -> PodSetInfo {
         .map(|s| s.node_selector_terms.clone())
         .unwrap_or_default();
     PodSetInfo {
-        name: ps.name.as_str().into(),
+        name: names.pod_set_name(&ps.name),
         count: ps.count,
         min_count: ps.min_count,
         requests,

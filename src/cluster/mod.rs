@@ -314,7 +314,7 @@ impl WorkloadInfo {
 }
 
 /// What a podSet was given at admission.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PodSetAdmission {
     /// Shared with the workload's [`PodSetInfo::name`].
     pub name: Arc<str>,

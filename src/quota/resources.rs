@@ -55,9 +55,23 @@ pub struct Names {
     fr_ids: HashMap<(FlavorId, ResourceId), FrIdx>,
     /// `pods` once interned (flavor assignment asks for it per head).
     pods: Option<ResourceId>,
+    /// PodSet names, each distinct one once: every workload's podSets and admissions share
+    /// them, where an allocation per workload was a cache line of its own that each admission
+    /// touched (to share it) and each logged admission read (BENCHMARKS.md, stop 47).
+    pod_set_names: std::collections::HashSet<std::sync::Arc<str>, rustc_hash::FxBuildHasher>,
 }
 
 impl Names {
+    /// The shared text of a podSet name.
+    pub fn pod_set_name(&mut self, name: &str) -> std::sync::Arc<str> {
+        if let Some(shared) = self.pod_set_names.get(name) {
+            return shared.clone();
+        }
+        let shared: std::sync::Arc<str> = name.into();
+        self.pod_set_names.insert(shared.clone());
+        shared
+    }
+
     pub fn resource(&mut self, name: &str) -> ResourceId {
         if let Some(&id) = self.resource_ids.get(name) {
             return id;

@@ -43,7 +43,8 @@ pub struct UsageChange {
     pub workload: WorkloadId,
     /// Reserved (`true`) or released (`false`).
     pub reserved: bool,
-    /// Shared by a reservation and its release.
+    /// Shared by a reservation and its release, and by every alike admission (the same
+    /// ClusterQueue, podSets and usage; its `reserved_at` is the first one's, see `at`).
     pub admission: std::sync::Arc<Admission>,
 }
 

@@ -1,7 +1,7 @@
 //! An append-only list kept in fixed-size chunks, for what a run records as it goes (the
 //! timeline's events, the usage changes). Growing never moves what is already there: a `Vec`
 //! that doubles copies its whole contents each time, and at ten times Kueue's large-scale shape
-//! the timeline alone is ≈ 100 MB (2.15 million 48-byte records), copied and briefly held twice
+//! the timeline alone was ≈ 100 MB (2.15 million records of 48 bytes then, 32 now), copied and briefly held twice
 //! (glibc's `realloc` remapped large blocks instead; mimalloc, the binary's allocator, copies
 //! them).
 

@@ -18,6 +18,7 @@ pub mod fairness;
 pub mod generate;
 pub mod html;
 mod log;
+mod logged;
 pub mod nodes;
 pub mod readiness;
 pub mod report;
@@ -123,6 +124,8 @@ pub struct Simulation {
     /// Every reservation (+) and release (−) of quota, in time order: the fairness report
     /// replays it for per-LocalQueue usage and the share over time.
     pub(crate) usage_log: log::ChunkedLog<fairness::UsageChange>,
+    /// The log's admissions, each distinct one once.
+    logged: logged::LoggedAdmissions,
     pub(crate) preemptions: Vec<u64>,
     /// Per ClusterQueue: how often one of its preemptors started waiting for a preemption
     /// budget, and which preemptors did.
@@ -189,6 +192,7 @@ impl Simulation {
             usage_integral: Vec::new(),
             tas: Default::default(),
             usage_log: log::ChunkedLog::default(),
+            logged: Default::default(),
             preemptions: Vec::new(),
             budget_waits: Vec::new(),
             budget_held: BTreeSet::new(),
@@ -354,12 +358,13 @@ impl Simulation {
     }
 
     /// Records that `id` reserved (`reserved`) or is about to release its current admission.
-    /// The log shares the admission the cluster holds (the one the cycle's decision carried):
-    /// logging copies nothing, and a reservation and its release share one admission.
+    /// The log keeps one admission per body ([`logged`]): logging copies nothing, a reservation
+    /// and its release share one admission, and alike admissions of different workloads too.
     fn log_usage(&mut self, id: WorkloadId, reserved: bool) {
-        let Some(admission) = self.scheduler.cluster.shared_admission(id).cloned() else {
+        let Some(admission) = self.scheduler.cluster.shared_admission(id) else {
             return;
         };
+        let admission = self.logged.intern(admission);
         self.usage_log.push(fairness::UsageChange {
             at: self.now,
             workload: id,

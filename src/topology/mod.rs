@@ -29,7 +29,7 @@ pub use tree::{DomainId, DomainTree};
 
 /// What a podSet was placed on: its flavor's tree, pods per leaf and one pod's request per
 /// resource column (kept so that a release gives back exactly what was taken).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PodSetPlacement {
     pub flavor: FlavorId,
     pub leaves: Vec<(u32, i32)>,
