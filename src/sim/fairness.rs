@@ -36,19 +36,19 @@ use super::{EventType, Simulation};
 /// The most samples of the share over time.
 pub const MAX_SAMPLES: usize = 100;
 
-/// One reservation or release of quota on the virtual clock.
-#[derive(Debug, Clone)]
-pub struct UsageChange {
+/// One reservation or release of quota on the virtual clock, as the usage log gives it.
+#[derive(Debug, Clone, Copy)]
+pub struct UsageChange<'a> {
     pub at: Millis,
     pub workload: WorkloadId,
     /// Reserved (`true`) or released (`false`).
     pub reserved: bool,
-    /// Shared by a reservation and its release, and by every alike admission (the same
-    /// ClusterQueue, podSets and usage; its `reserved_at` is the first one's, see `at`).
-    pub admission: std::sync::Arc<Admission>,
+    /// What was reserved: the log keeps one admission per body (the same ClusterQueue,
+    /// podSets and usage), so its `reserved_at` is the first alike one's; see `at`.
+    pub admission: &'a Admission,
 }
 
-impl UsageChange {
+impl UsageChange<'_> {
     pub(crate) fn sign(&self) -> i64 {
         if self.reserved { 1 } else { -1 }
     }

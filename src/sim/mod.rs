@@ -9,6 +9,7 @@
 mod admission;
 pub mod attribution;
 pub mod bench;
+mod calendar;
 pub mod check_waits;
 pub mod checks;
 pub mod compare;
@@ -27,8 +28,7 @@ pub mod timeline;
 pub mod topology;
 pub mod trace;
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use crate::cluster::checks::{WorkloadChecks, applicable};
@@ -97,10 +97,10 @@ pub struct Simulation {
     t0: Millis,
     now: Millis,
     arrivals: BTreeMap<Millis, Vec<WorkloadId>>,
-    /// When running workloads finish, earliest first. A cancelled finish stays in the heap
-    /// and is skipped when it comes up: only the entry equal to the workload's `finish_at`
-    /// counts (a heap of 16-byte entries, where a B-tree set allocated nodes as it grew).
-    finishes: BinaryHeap<Reverse<(Millis, WorkloadId)>>,
+    /// When running workloads finish, earliest first, a bucket per instant. A cancelled
+    /// finish stays in its bucket and is skipped when it comes up: only the entry equal to the
+    /// workload's `finish_at` counts.
+    finishes: calendar::FinishCalendar,
     finish_at: Vec<Option<Millis>>,
     durations: Vec<Option<Millis>>,
     /// How long each workload's pods take to become ready once admitted (`None`: never), read
@@ -123,9 +123,7 @@ pub struct Simulation {
     pub(crate) tas: topology::TasLedger,
     /// Every reservation (+) and release (−) of quota, in time order: the fairness report
     /// replays it for per-LocalQueue usage and the share over time.
-    pub(crate) usage_log: log::ChunkedLog<fairness::UsageChange>,
-    /// The log's admissions, each distinct one once.
-    logged: logged::LoggedAdmissions,
+    pub(crate) usage_log: logged::UsageLog,
     pub(crate) preemptions: Vec<u64>,
     /// Per ClusterQueue: how often one of its preemptors started waiting for a preemption
     /// budget, and which preemptors did.
@@ -178,7 +176,7 @@ impl Simulation {
             t0,
             now: t0,
             arrivals: BTreeMap::new(),
-            finishes: BinaryHeap::new(),
+            finishes: Default::default(),
             finish_at: vec![None; n],
             durations,
             ready_after,
@@ -191,8 +189,7 @@ impl Simulation {
             reason_buf: String::new(),
             usage_integral: Vec::new(),
             tas: Default::default(),
-            usage_log: log::ChunkedLog::default(),
-            logged: Default::default(),
+            usage_log: Default::default(),
             preemptions: Vec::new(),
             budget_waits: Vec::new(),
             budget_held: BTreeSet::new(),
@@ -338,17 +335,17 @@ impl Simulation {
 
     fn schedule_finish(&mut self, id: WorkloadId, at: Millis) {
         self.finish_at[id.index()] = Some(at);
-        self.finishes.push(Reverse((at, id)));
+        self.finishes.push(at, id);
     }
 
-    /// The entry stays in the heap; [`Simulation::next_finish`] skips it.
+    /// The entry stays in the calendar; [`Simulation::next_finish`] skips it.
     fn cancel_finish(&mut self, id: WorkloadId) {
         self.finish_at[id.index()] = None;
     }
 
     /// The earliest finish still scheduled, dropping cancelled entries ahead of it.
     fn next_finish(&mut self) -> Option<(Millis, WorkloadId)> {
-        while let Some(&Reverse((at, id))) = self.finishes.peek() {
+        while let Some((at, id)) = self.finishes.peek() {
             if self.finish_at[id.index()] == Some(at) {
                 return Some((at, id));
             }
@@ -358,19 +355,27 @@ impl Simulation {
     }
 
     /// Records that `id` reserved (`reserved`) or is about to release its current admission.
-    /// The log keeps one admission per body ([`logged`]): logging copies nothing, a reservation
-    /// and its release share one admission, and alike admissions of different workloads too.
+    /// The log keeps one admission per body ([`logged`]); a release names the body of the
+    /// workload's logged reservation without reading its admission again.
     fn log_usage(&mut self, id: WorkloadId, reserved: bool) {
-        let Some(admission) = self.scheduler.cluster.shared_admission(id) else {
+        if reserved {
+            if let Some(admission) = self.scheduler.cluster.admission(id) {
+                self.usage_log.reserve(self.now, id, admission);
+            }
             return;
-        };
-        let admission = self.logged.intern(admission);
-        self.usage_log.push(fairness::UsageChange {
-            at: self.now,
-            workload: id,
-            reserved,
-            admission,
-        });
+        }
+        debug_assert!(
+            self.usage_log
+                .held(id)
+                .map(|a| (a.cluster_queue, &a.pod_sets, &a.usage))
+                == self.scheduler.cluster.admission(id).map(|a| (
+                    a.cluster_queue,
+                    &a.pod_sets,
+                    &a.usage
+                )),
+            "a release names what its workload holds"
+        );
+        self.usage_log.release(self.now, id);
     }
 
     fn seconds(&self, t: Millis) -> f64 {
