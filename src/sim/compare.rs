@@ -325,7 +325,7 @@ fn outcomes(sim: &Simulation, report: &Report) -> Vec<Outcome> {
     let cluster = sim.cluster();
     let mut last = vec![None; cluster.workloads.len()];
     for change in sim.usage_log.iter().filter(|c| c.reserved) {
-        last[change.workload.index()] = Some(&*change.admission);
+        last[change.workload.index()] = Some(change.admission);
     }
     report
         .workloads
