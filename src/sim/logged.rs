@@ -20,7 +20,8 @@ use hashbrown::HashTable;
 
 use super::fairness::UsageChange;
 use super::log::{self, ChunkedLog};
-use crate::cluster::{Admission, Millis, WorkloadId};
+use crate::cluster::{Admission, CqId, Millis, PodSetAdmission, WorkloadId};
+use crate::quota::FrIdx;
 
 /// No body (a workload that holds no logged reservation).
 const NONE: u32 = u32::MAX;
@@ -157,30 +158,26 @@ impl<'a> IntoIterator for &'a UsageLog {
     }
 }
 
-/// Everything but the reservation time, by field, so that a field added to [`Admission`]
-/// must be placed here on one side or the other.
-fn body_hash(a: &Admission) -> u64 {
+/// What makes two admissions alike: everything but the reservation time, by field, so that a
+/// field added to [`Admission`] must be placed here on one side or the other.
+fn body(a: &Admission) -> (CqId, &[PodSetAdmission], &[(FrIdx, i64)]) {
     let Admission {
         cluster_queue,
         pod_sets,
         usage,
         reserved_at: _,
     } = a;
+    (*cluster_queue, pod_sets, usage)
+}
+
+fn body_hash(a: &Admission) -> u64 {
     let mut h = rustc_hash::FxHasher::default();
-    cluster_queue.hash(&mut h);
-    pod_sets.hash(&mut h);
-    usage.hash(&mut h);
+    body(a).hash(&mut h);
     h.finish()
 }
 
 fn same_body(a: &Admission, b: &Admission) -> bool {
-    let Admission {
-        cluster_queue,
-        pod_sets,
-        usage,
-        reserved_at: _,
-    } = a;
-    *cluster_queue == b.cluster_queue && *pod_sets == b.pod_sets && *usage == b.usage
+    body(a) == body(b)
 }
 
 #[cfg(test)]
@@ -188,8 +185,7 @@ mod tests {
     use smallvec::smallvec;
 
     use super::*;
-    use crate::cluster::{CqId, PodSetAdmission};
-    use crate::quota::{FlavorId, FrIdx, ResourceId};
+    use crate::quota::{FlavorId, ResourceId};
 
     fn admission(cq: u32, count: i32, cpu: i64, at: i64) -> Admission {
         Admission {
