@@ -326,9 +326,8 @@ pub struct PodSetAdmission {
 }
 
 /// Quota reserved for a workload in a ClusterQueue. One allocation for a one-podSet workload
-/// of up to four flavor-resources (its podSet and usage inline, only the podSet's name apart):
-/// every admitted workload's admission lives as long as the simulator's usage log, and each
-/// release reads it.
+/// of up to four flavor-resources (its podSet and usage inline, only the podSet's name apart,
+/// shared with the workload's): each admission is made once and read again at its release.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Admission {
     pub cluster_queue: CqId,
@@ -339,8 +338,8 @@ pub struct Admission {
 }
 
 /// The quota a workload holds. The admission is shared: every workload has a holding and most
-/// hold no quota (16 bytes each rather than 72), and the scheduler's decision and the
-/// simulator's usage log hold the same admission rather than copies of it.
+/// hold no quota (16 bytes each rather than 72), and the scheduler's decision holds the same
+/// admission rather than a copy of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Holding {
     /// Holds no quota.
@@ -481,12 +480,6 @@ impl Cluster {
     }
 
     pub fn admission(&self, id: WorkloadId) -> Option<&Admission> {
-        self.shared_admission(id).map(|a| &**a)
-    }
-
-    /// The admission a workload holds, shared (the same allocation the scheduler's decision
-    /// carried).
-    pub fn shared_admission(&self, id: WorkloadId) -> Option<&Arc<Admission>> {
         match &self.holdings[id.index()] {
             Holding::None => None,
             Holding::Admitted(a) | Holding::Evicting(a) => Some(a),

@@ -21,7 +21,7 @@ impl Cluster {
             if a.pod_sets.iter().all(|ps| ps.topology.is_none()) {
                 continue;
             }
-            // Shared with the simulator's usage log, which keeps the placement as it was.
+            // Copied first if a decision still shares it.
             for ps in &mut std::sync::Arc::make_mut(a).pod_sets {
                 let Some(old) = ps.topology.take() else {
                     continue;

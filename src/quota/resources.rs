@@ -58,7 +58,7 @@ pub struct Names {
     /// PodSet names, each distinct one once: every workload's podSets and admissions share
     /// them, where an allocation per workload was a cache line of its own that each admission
     /// touched (to share it) and each logged admission read (BENCHMARKS.md, stop 47).
-    pod_set_names: std::collections::HashSet<std::sync::Arc<str>, rustc_hash::FxBuildHasher>,
+    pod_set_names: rustc_hash::FxHashSet<std::sync::Arc<str>>,
 }
 
 impl Names {

@@ -51,7 +51,7 @@ impl Simulation {
             let i = wl.index();
             let count = self.readiness.timeouts.get(&wl).copied().unwrap_or(0);
             self.cancel_finish(wl);
-            self.log_usage(wl, false);
+            self.log_release(wl);
             self.stopped(wl);
             self.wl_checks[i].reset_on_eviction(self.now);
             if w.backoff_limit_count.is_some_and(|l| count + 1 > l) {
@@ -169,7 +169,7 @@ impl Simulation {
                         None,
                         None,
                     );
-                    self.log_usage(w, false);
+                    self.log_release(w);
                     self.scheduler
                         .release_for_retry(w, self.now, "AdmissionCheck");
                     self.stopped(w);
@@ -189,7 +189,7 @@ impl Simulation {
                         None,
                         None,
                     );
-                    self.log_usage(w, false);
+                    self.log_release(w);
                     self.scheduler.deactivate(w);
                     self.stopped(w);
                     self.wl_checks[i].reset_on_eviction(self.now);

@@ -217,7 +217,7 @@ impl Simulation {
                 let start = a.reserved_at.max(t0);
                 sim.first_admitted[i] = Some(a.reserved_at);
                 sim.first_reserved[i] = Some(a.reserved_at);
-                sim.log_usage(id, true);
+                sim.log_reserve(id);
                 if let Some(d) = sim.durations[i] {
                     sim.schedule_finish(id, start + d);
                 }
@@ -354,16 +354,17 @@ impl Simulation {
         None
     }
 
-    /// Records that `id` reserved (`reserved`) or is about to release its current admission.
-    /// The log keeps one admission per body ([`logged`]); a release names the body of the
-    /// workload's logged reservation without reading its admission again.
-    fn log_usage(&mut self, id: WorkloadId, reserved: bool) {
-        if reserved {
-            if let Some(admission) = self.scheduler.cluster.admission(id) {
-                self.usage_log.reserve(self.now, id, admission);
-            }
-            return;
+    /// Records that `id` reserved the admission it now holds. The log keeps one admission
+    /// per body ([`logged`]).
+    fn log_reserve(&mut self, id: WorkloadId) {
+        if let Some(admission) = self.scheduler.cluster.admission(id) {
+            self.usage_log.reserve(self.now, id, admission);
         }
+    }
+
+    /// Records that `id` is about to release its admission: the log names the body of its
+    /// logged reservation without reading the admission again.
+    fn log_release(&mut self, id: WorkloadId) {
         debug_assert!(
             self.usage_log
                 .held(id)
@@ -432,7 +433,7 @@ impl Simulation {
             }
             self.finishes.pop();
             self.finish_at[id.index()] = None;
-            self.log_usage(id, false);
+            self.log_release(id);
             self.scheduler.finish(id);
             self.stopped(id);
             if !std::mem::replace(&mut self.finished[id.index()], true) {
@@ -473,7 +474,7 @@ impl Simulation {
                     let i = workload.index();
                     self.last_pending[i] = None;
                     self.first_reserved[i].get_or_insert(self.now);
-                    self.log_usage(workload, true);
+                    self.log_reserve(workload);
                     self.push_event(
                         EventType::QuotaReserved,
                         workload,
@@ -527,7 +528,7 @@ impl Simulation {
                     );
                     // Evictions complete at once in the simulator.
                     self.cancel_finish(workload);
-                    self.log_usage(workload, false);
+                    self.log_release(workload);
                     self.scheduler.complete_eviction(workload);
                     self.stopped(workload);
                     self.wl_checks[workload.index()].reset_on_eviction(self.now);
