@@ -669,6 +669,7 @@ impl Search {
         }
     }
 
+    #[inline(always)]
     fn fits<C>(&self, view: &QuotaView<'_>, req: &Request<C>, node: NodeId, allow: bool) -> bool {
         match &self.fits {
             Some(requests) => view.fits_cells(requests, allow),

@@ -468,6 +468,7 @@ impl<'c> QuotaView<'c> {
 
     /// [`fits`](QuotaView::fits) on the cells of a node, each with its requested amount
     /// ([`cells_of`](QuotaView::cells_of)).
+    #[inline(always)]
     pub(crate) fn fits_cells(&self, requests: &[(u32, Quantity)], allow_borrowing: bool) -> bool {
         let cells = &self.l.cells;
         let depth = self.l.nodes.len();
@@ -549,7 +550,31 @@ fn within_subtree(c: &Cell) -> bool {
 
 /// Kueue's `available` at `cell`, before clamping: a root's subtree quota less its usage;
 /// below, [`available_below`] of what the parent has. At most `depth` steps up.
+///
+/// A ClusterQueue and its Cohort, the usual trees, are read in straight-line code, inlined
+/// into the search's fit check: as a call, with a loop and a path kept on the guest's stack,
+/// it cost ≈ 170 instructions a check, about 60 of them the call's frame and the epoch checks
+/// wasmtime puts at every function entry and loop header (BENCHMARKS.md, stop 48). Deeper
+/// trees go on in [`available_path`].
+#[inline(always)]
 fn available_from(cells: &[Cell], cell: usize, depth: usize) -> Quantity {
+    let Some(c) = cells.get(cell) else {
+        return 0;
+    };
+    if c.parent == NONE || depth == 0 {
+        return c.subtree.saturating_sub(c.usage);
+    }
+    let from_parent = match cells.get(c.parent as usize) {
+        None => 0,
+        Some(p) if p.parent == NONE || depth == 1 => p.subtree.saturating_sub(p.usage),
+        Some(_) => available_path(cells, c.parent as usize, depth - 1),
+    };
+    available_below(c, from_parent)
+}
+
+/// [`available_from`] walking any number of steps: up once, keeping the path, then down.
+#[inline(never)]
+fn available_path(cells: &[Cell], cell: usize, depth: usize) -> Quantity {
     // Up once, keeping the path (a few cells in practice), then down from the top.
     let mut path = [0u32; 8];
     let (mut n, mut at) = (0, cell);
@@ -574,7 +599,7 @@ fn available_from(cells: &[Cell], cell: usize, depth: usize) -> Quantity {
     available
 }
 
-/// [`available_from`] for a path longer than it keeps, by recursion.
+/// [`available_path`] for a path longer than it keeps, by recursion.
 fn available_deep(cells: &[Cell], cell: usize, depth: usize) -> Quantity {
     let Some(c) = cells.get(cell) else {
         return 0;
