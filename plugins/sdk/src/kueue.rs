@@ -589,7 +589,7 @@ pub fn candidate_is_valid<C: CandidateTable>(
     allow: bool,
 ) -> bool {
     !turned_down_without_usage(req, i, allow)
-        && valid_past_kind(view, req, i, |node| {
+        && valid_past_kind(view, req, i, &|node| {
             view.within_nominal(node, &req.needs_preemption)
         })
 }
@@ -604,14 +604,41 @@ fn turned_down_without_usage<C: CandidateTable>(req: &Request<C>, i: u32, allow:
         && t.cluster_queue(i) != req.preemptor.cluster_queue
 }
 
+/// Whether a node is within its quota on the resources that need preemption, as
+/// [`valid_past_kind`] asks it twice: a closure, or the columns a search resolved
+/// ([`NeedsIn`]), whose check is inlined at both places.
+trait WithinNominal {
+    fn within_nominal(&self, node: NodeId) -> bool;
+}
+
+impl<F: Fn(NodeId) -> bool> WithinNominal for F {
+    fn within_nominal(&self, node: NodeId) -> bool {
+        self(node)
+    }
+}
+
+/// The flavor-resources that need preemption as a view's columns.
+struct NeedsIn<'v, 'c> {
+    view: &'v QuotaView<'c>,
+    cols: &'v [(usize, Quantity)],
+}
+
+impl WithinNominal for NeedsIn<'_, '_> {
+    #[inline(always)]
+    fn within_nominal(&self, node: NodeId) -> bool {
+        self.view.within_nominal_in(node, self.cols)
+    }
+}
+
 /// [`candidate_is_valid`] of a candidate [`turned_down_without_usage`] did not turn down, with
-/// `within_nominal(node)` answering whether a node is within its quota on the resources that
-/// need preemption.
+/// `nominal` answering whether a node is within its quota on the resources that need
+/// preemption.
+#[inline(always)]
 fn valid_past_kind<C: CandidateTable>(
     view: &QuotaView<'_>,
     req: &Request<C>,
     i: u32,
-    within_nominal: impl Fn(NodeId) -> bool,
+    nominal: &impl WithinNominal,
 ) -> bool {
     let (t, i) = (&req.candidates, i as usize);
     let cq = t.cluster_queue(i);
@@ -622,15 +649,22 @@ fn valid_past_kind<C: CandidateTable>(
     let Some(node) = catalog.cluster_queue_node(cq) else {
         return false;
     };
-    if within_nominal(node) {
+    if nominal.within_nominal(node) {
         return false;
     }
     let lca = t.lca(i);
-    for ancestor in catalog.ancestors(node) {
+    let mut ancestors = catalog.ancestors(node);
+    // The parent before any loop: it is usually the lowest common ancestor, and each loop the
+    // guest enters costs an epoch check (`peeled`).
+    let parent = ancestors.next();
+    if parent.is_none() || parent == lca {
+        return true;
+    }
+    for ancestor in parent.into_iter().chain(ancestors) {
         if Some(ancestor) == lca {
             break;
         }
-        if within_nominal(ancestor) {
+        if nominal.within_nominal(ancestor) {
             return false;
         }
     }
@@ -686,7 +720,7 @@ impl Search {
     ) -> bool {
         match &self.needs {
             Some(needs) => {
-                valid_past_kind(view, req, i, |node| view.within_nominal_in(node, needs))
+                valid_past_kind(view, req, i, &NeedsIn { view, cols: needs })
             }
             None => candidate_is_valid(view, req, i, allow),
         }

@@ -70,6 +70,7 @@ pub mod kueue;
 mod layout;
 pub mod log;
 pub mod ordering;
+mod peeled;
 pub mod placement;
 pub mod preemption;
 pub mod quota;

@@ -19,6 +19,7 @@
 use crate::catalog::Catalog;
 use crate::kept;
 use crate::layout::{Cell, Layout, NONE};
+use crate::peeled;
 use crate::preemption::{Candidate, CandidateTable, Request};
 use crate::types::{FrAmount, FrId, NodeId, NodeKind, Quantity, Quota, UsageTable};
 
@@ -282,28 +283,26 @@ impl<'c> QuotaView<'c> {
         self.add_in(slot * self.l.frs.len() + col, delta);
     }
 
-    /// [`add_usage`](QuotaView::add_usage) at a cell of the view.
+    /// [`add_usage`](QuotaView::add_usage) at a cell of the view. The first two steps (a
+    /// ClusterQueue and its Cohort, the usual trees) come before any loop, as in
+    /// [`available_from`]: each entry into a loop costs the guest an epoch check.
+    #[inline(always)]
     fn add_in(&mut self, cell: usize, delta: Quantity) {
         let depth = self.l.nodes.len();
         let cells = &mut self.l.cells;
-        let (mut cell, mut delta) = (cell, delta);
-        for _ in 0..depth {
-            let Some(c) = cells.get_mut(cell) else {
-                return;
-            };
-            let before = c.usage;
-            let after = before + delta;
-            c.usage = after;
-            let local = c.guaranteed;
-            if c.parent == NONE {
-                return;
-            }
-            delta = (after - local).max(0) - (before - local).max(0);
-            if delta == 0 {
-                return;
-            }
-            cell = c.parent as usize;
+        if depth == 0 {
+            return;
         }
+        let Some((parent, delta)) = add_step(cells, cell, delta) else {
+            return;
+        };
+        if depth == 1 {
+            return;
+        }
+        let Some((grandparent, delta)) = add_step(cells, parent, delta) else {
+            return;
+        };
+        add_steps(cells, grandparent, delta, depth - 2);
     }
 
     /// Adds a workload's usage (one entry per flavor-resource) at a node.
@@ -330,20 +329,40 @@ impl<'c> QuotaView<'c> {
         sign: Quantity,
         mut taken: impl FnMut(u32, Quantity),
     ) {
-        let mut row = None;
-        for u in usage {
-            let Some(col) = self.column(u.fr) else {
-                continue;
-            };
-            let row = match row {
-                Some(r) => r,
-                None => {
-                    let Some(slot) = self.l.include(self.catalog, node) else {
-                        return;
-                    };
-                    *row.insert(slot * self.l.frs.len())
-                }
-            };
+        // The node's row, once a tracked flavor-resource needs it (`Some(None)`: the node
+        // cannot be held, and nothing is added). The first entry before any loop (`peeled`).
+        let mut row: Option<Option<usize>> = None;
+        let mut usage = usage;
+        let Some(first) = usage.next() else {
+            return;
+        };
+        self.add_entry(node, &mut row, first, sign, &mut taken);
+        if usage.size_hint().1 != Some(0) {
+            for u in usage {
+                self.add_entry(node, &mut row, u, sign, &mut taken);
+            }
+        }
+    }
+
+    /// One entry of [`add_signed`](QuotaView::add_signed), holding the node at the first
+    /// tracked one.
+    #[inline(always)]
+    fn add_entry(
+        &mut self,
+        node: NodeId,
+        row: &mut Option<Option<usize>>,
+        u: FrAmount,
+        sign: Quantity,
+        taken: &mut impl FnMut(u32, Quantity),
+    ) {
+        let Some(col) = self.column(u.fr) else {
+            return;
+        };
+        let held = *row.get_or_insert_with(|| {
+            let width = self.l.frs.len();
+            self.l.include(self.catalog, node).map(|slot| slot * width)
+        });
+        if let Some(row) = held {
             self.add_in(row + col, sign * u.amount);
             taken((row + col) as u32, u.amount);
         }
@@ -443,8 +462,7 @@ impl<'c> QuotaView<'c> {
         match self.slot(node) {
             Some(slot) => {
                 let row = &self.l.cells[slot * self.l.frs.len()..];
-                cols.iter()
-                    .all(|&(c, _)| row.get(c).is_some_and(within_subtree))
+                peeled::all(cols, |&(c, _)| row.get(c).is_some_and(within_subtree))
             }
             None => cols
                 .iter()
@@ -472,7 +490,7 @@ impl<'c> QuotaView<'c> {
     pub(crate) fn fits_cells(&self, requests: &[(u32, Quantity)], allow_borrowing: bool) -> bool {
         let cells = &self.l.cells;
         let depth = self.l.nodes.len();
-        requests.iter().all(|&(cell, amount)| {
+        peeled::all(requests, |&(cell, amount)| {
             let Some(c) = cells.get(cell as usize) else {
                 return false;
             };
@@ -499,17 +517,19 @@ impl<'c> QuotaView<'c> {
     }
 
     /// Puts back what [`take_out`](QuotaView::take_out) took.
+    #[inline(always)]
     pub(crate) fn put_back(&mut self, removed: &[(u32, Quantity)]) {
-        for &(cell, amount) in removed {
+        peeled::for_each(removed.iter(), |&(cell, amount)| {
             self.add_in(cell as usize, amount);
-        }
+        });
     }
 
     /// Takes out again what [`put_back`](QuotaView::put_back) put back.
+    #[inline(always)]
     pub(crate) fn take_out_again(&mut self, removed: &[(u32, Quantity)]) {
-        for &(cell, amount) in removed {
+        peeled::for_each(removed.iter(), |&(cell, amount)| {
             self.add_in(cell as usize, -amount);
-        }
+        });
     }
 
     /// [`borrowing_with`](QuotaView::borrowing_with) at a slot and column of the view.
@@ -541,6 +561,34 @@ pub(crate) fn request_usage<C>(
         .zip(req.requests.iter().position(|r| r.fr == fr))
         .and_then(|(i, j)| req.usage.get(i * width + j).copied())
         .unwrap_or(0)
+}
+
+/// One step of [`QuotaView::add_in`]: adds `delta` to the cell's usage and returns its parent
+/// with the part of `delta` above the cell's guaranteed quota, when that part is not 0.
+#[inline(always)]
+fn add_step(cells: &mut [Cell], cell: usize, delta: Quantity) -> Option<(usize, Quantity)> {
+    let c = cells.get_mut(cell)?;
+    let before = c.usage;
+    let after = before + delta;
+    c.usage = after;
+    if c.parent == NONE {
+        return None;
+    }
+    let local = c.guaranteed;
+    let up = (after - local).max(0) - (before - local).max(0);
+    (up != 0).then_some((c.parent as usize, up))
+}
+
+/// [`add_step`] up to `steps` times from `cell`, while a part goes up.
+#[inline(never)]
+fn add_steps(cells: &mut [Cell], cell: usize, delta: Quantity, steps: usize) {
+    let (mut cell, mut delta) = (cell, delta);
+    for _ in 0..steps {
+        match add_step(cells, cell, delta) {
+            Some((parent, up)) => (cell, delta) = (parent, up),
+            None => return,
+        }
+    }
 }
 
 /// Kueue's `IsWithinNominalInResources` of one cell: usage ≤ subtree quota.
