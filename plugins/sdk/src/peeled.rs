@@ -2,11 +2,11 @@
 //!
 //! wasmtime checks its epoch (the per-call deadline) at every loop header the guest runs: a
 //! load, a compare and a branch, plus the spills of a large function, ≈ 5 instructions each
-//! time. A loop over one item runs its header twice (once more to find the end), so in the
-//! victim search, whose lists (a request's flavor-resources, a candidate's usage, the cells
-//! a candidate took) hold one item on most shapes, these checks were about a sixth of its
-//! instructions (BENCHMARKS.md, stop 48). Each function here answers exactly as the plain
-//! loop would.
+//! time. A loop over one item runs its header twice (once more to find the end), and the
+//! victim search's lists (a request's flavor-resources, a candidate's usage, the cells a
+//! candidate took) hold one item on most shapes: at Kueue's large scale the guests' epoch
+//! checks were 190 M of their 1.18 G instructions (BENCHMARKS.md, stop 48). Each function here
+//! answers exactly as the plain loop would.
 
 /// `items.iter().all(f)`: the first item tested before any loop, the rest only if there are
 /// more.

@@ -601,7 +601,7 @@ fn within_subtree(c: &Cell) -> bool {
 ///
 /// A ClusterQueue and its Cohort, the usual trees, are read in straight-line code, inlined
 /// into the search's fit check: as a call, with a loop and a path kept on the guest's stack,
-/// it cost ≈ 170 instructions a check, about 60 of them the call's frame and the epoch checks
+/// it cost ≈ 170 instructions a check, about 50 of them the call's frame and the epoch checks
 /// wasmtime puts at every function entry and loop header (BENCHMARKS.md, stop 48). Deeper
 /// trees go on in [`available_path`].
 #[inline(always)]
