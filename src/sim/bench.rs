@@ -340,7 +340,7 @@ impl<'g> Sides<'g> {
         // ABBA: native first in even rounds, WASM first in odd ones, so whatever drifts over
         // the process's life (heap layout, a neighbour on the machine) weighs on both sides
         // alike instead of always on the side run second.
-        let order = if round.is_multiple_of(2) {
+        let order = if round % 2 == 0 {
             [false, true]
         } else {
             [true, false]
