@@ -259,14 +259,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         as wasq::sim::bench::RunProgress<'_>
                 })
             };
-            let mut runs = wasq::sim::bench::bench_scales(
-                &generators,
-                repeat,
-                // Fresh instances per run: one run's guest state (its catalog, the usage it
-                // keeps, its heap) does not carry into the next run's time.
-                || policies.fresh_bindings(policies.bindings.clone()),
-                Some(&progress),
-            )?;
+            let mut runs = Vec::with_capacity(generators.len());
+            for generator in &generators {
+                runs.push(wasq::sim::bench::bench(
+                    generator,
+                    repeat,
+                    // Fresh instances per run: one run's guest state (its catalog, the
+                    // usage it keeps, its heap) does not carry into the next run's time.
+                    || policies.fresh_bindings(policies.bindings.clone()),
+                    Some(&progress),
+                )?);
+            }
             if runs.len() == 1 {
                 let report = runs.pop().expect("one run");
                 match output {

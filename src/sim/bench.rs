@@ -73,8 +73,6 @@ pub struct BenchReport {
     pub cluster_queues: usize,
     /// Kueue's thresholds for the shape it starts from; none for a custom shape.
     pub thresholds: Option<Thresholds>,
-    /// Each side's fastest run, but for its peak memory: the first round's (see
-    /// [`bench_scales`]).
     pub native: RunFigures,
     pub wasm: RunFigures,
     /// WASM wall time / native wall time, fastest run of each.
@@ -97,13 +95,6 @@ pub struct BenchReport {
     pub identical_decisions: bool,
     /// Runs per side; `native` and `wasm` are the fastest of each.
     pub repeat: usize,
-}
-
-/// How many times `base` each of `values` is, run by run (the `k`th of one against the `k`th
-/// of the other: runs of the same round), as the median of those ratios.
-pub fn paired(values: &[f64], base: &[f64]) -> f64 {
-    let ratios: Vec<f64> = values.iter().zip(base).map(|(v, b)| v / b).collect();
-    median(&ratios)
 }
 
 /// The median of some wall times (the mean of the middle two for an even count).
@@ -264,79 +255,21 @@ pub fn bench(
     wasm: impl Fn() -> LiveBindings,
     progress: Option<NewProgress<'_>>,
 ) -> anyhow::Result<BenchReport> {
-    let mut reports = bench_scales(std::slice::from_ref(generator), repeat, wasm, progress)?;
-    Ok(reports.pop().expect("one shape"))
-}
-
-/// [`bench`] for several shapes (a shape at several scales) in one process, round by round:
-/// each round runs every shape's ABBA pair in the order given, so whatever drifts over the
-/// command's minutes falls on every shape alike instead of between the first shape's runs and
-/// the last's (see [`ScalingReport`], which compares runs of the same round). Each shape's
-/// peak memory is its first round's, taken before any larger shape has run.
-pub fn bench_scales(
-    generators: &[Generator],
-    repeat: usize,
-    wasm: impl Fn() -> LiveBindings,
-    progress: Option<NewProgress<'_>>,
-) -> anyhow::Result<Vec<BenchReport>> {
-    let mut shapes: Vec<Sides<'_>> = generators.iter().map(Sides::new).collect();
+    let fastest = |a: Option<RunFigures>, b: RunFigures| match a {
+        Some(a) if a.wall_seconds <= b.wall_seconds => Some(a),
+        _ => Some(b),
+    };
+    let (mut native, mut wasm_run) = (None, None);
+    let (mut native_walls, mut wasm_walls) = (Vec::new(), Vec::new());
+    let (mut native_cpu, mut wasm_cpu) = (Vec::new(), Vec::new());
+    let (mut native_fallbacks, mut wasm_fallbacks) = (Vec::new(), Vec::new());
+    let mut reference: Option<Vec<String>> = None;
+    let mut identical = true;
+    let mut same = |lines: Vec<String>| match &reference {
+        Some(r) => identical &= *r == lines,
+        None => reference = Some(lines),
+    };
     for round in 0..repeat.max(1) {
-        for sides in &mut shapes {
-            sides.round(round, &wasm, progress)?;
-        }
-    }
-    Ok(shapes
-        .into_iter()
-        .map(|s| s.finish(repeat.max(1)))
-        .collect())
-}
-
-/// One shape's runs of both sides as they come in, round by round.
-struct Sides<'g> {
-    generator: &'g Generator,
-    /// The fastest run of each side so far.
-    native: Option<RunFigures>,
-    wasm: Option<RunFigures>,
-    /// The first round's peak memory of each side.
-    native_peak: Option<u64>,
-    wasm_peak: Option<u64>,
-    native_walls: Vec<f64>,
-    wasm_walls: Vec<f64>,
-    native_cpu: Vec<CpuSeconds>,
-    wasm_cpu: Vec<CpuSeconds>,
-    native_fallbacks: Vec<u64>,
-    wasm_fallbacks: Vec<u64>,
-    /// The first run's decisions, which every later run's are compared with.
-    reference: Option<Vec<String>>,
-    identical: bool,
-}
-
-impl<'g> Sides<'g> {
-    fn new(generator: &'g Generator) -> Self {
-        Sides {
-            generator,
-            native: None,
-            wasm: None,
-            native_peak: None,
-            wasm_peak: None,
-            native_walls: Vec::new(),
-            wasm_walls: Vec::new(),
-            native_cpu: Vec::new(),
-            wasm_cpu: Vec::new(),
-            native_fallbacks: Vec::new(),
-            wasm_fallbacks: Vec::new(),
-            reference: None,
-            identical: true,
-        }
-    }
-
-    /// Round `round`'s two runs.
-    fn round(
-        &mut self,
-        round: usize,
-        wasm: &impl Fn() -> LiveBindings,
-        progress: Option<NewProgress<'_>>,
-    ) -> anyhow::Result<()> {
         // ABBA: native first in even rounds, WASM first in odd ones, so whatever drifts over
         // the process's life (heap layout, a neighbour on the machine) weighs on both sides
         // alike instead of always on the side run second.
@@ -351,69 +284,50 @@ impl<'g> Sides<'g> {
             } else {
                 ("builtin", None)
             };
-            let (figures, lines) = run_once(self.generator, label, policies, progress)?;
-            match &self.reference {
-                Some(r) => self.identical &= *r == lines,
-                None => self.reference = Some(lines),
-            }
-            let (walls, cpu, fallbacks, peak, best) = if is_wasm {
+            let (figures, lines) = run_once(generator, label, policies, progress)?;
+            same(lines);
+            let (walls, cpu, fallbacks, best) = if is_wasm {
                 (
-                    &mut self.wasm_walls,
-                    &mut self.wasm_cpu,
-                    &mut self.wasm_fallbacks,
-                    &mut self.wasm_peak,
-                    &mut self.wasm,
+                    &mut wasm_walls,
+                    &mut wasm_cpu,
+                    &mut wasm_fallbacks,
+                    &mut wasm_run,
                 )
             } else {
                 (
-                    &mut self.native_walls,
-                    &mut self.native_cpu,
-                    &mut self.native_fallbacks,
-                    &mut self.native_peak,
-                    &mut self.native,
+                    &mut native_walls,
+                    &mut native_cpu,
+                    &mut native_fallbacks,
+                    &mut native,
                 )
             };
             walls.push(figures.wall_seconds);
             cpu.extend(figures.cpu_seconds);
             fallbacks.push(figures.fallbacks);
-            if round == 0 {
-                *peak = figures.peak_memory_bytes;
-            }
-            if best
-                .as_ref()
-                .is_none_or(|b| figures.wall_seconds < b.wall_seconds)
-            {
-                *best = Some(figures);
-            }
-        }
-        Ok(())
-    }
-
-    fn finish(self, repeat: usize) -> BenchReport {
-        let (mut native, mut wasm) = (
-            self.native.expect("at least one run"),
-            self.wasm.expect("at least one run"),
-        );
-        native.peak_memory_bytes = self.native_peak;
-        wasm.peak_memory_bytes = self.wasm_peak;
-        BenchReport {
-            shape: self.generator.name(),
-            cluster_queues: self.generator.cluster_queues(),
-            thresholds: generator_thresholds(self.generator),
-            ratio: wasm.wall_seconds / native.wall_seconds,
-            median_ratio: median(&self.wasm_walls) / median(&self.native_walls),
-            native_wall_seconds: self.native_walls,
-            wasm_wall_seconds: self.wasm_walls,
-            native_cpu_seconds: self.native_cpu,
-            wasm_cpu_seconds: self.wasm_cpu,
-            native_fallbacks: self.native_fallbacks,
-            wasm_fallbacks: self.wasm_fallbacks,
-            identical_decisions: self.identical,
-            repeat,
-            native,
-            wasm,
+            *best = fastest(best.take(), figures);
         }
     }
+    let (native, wasm) = (
+        native.expect("at least one run"),
+        wasm_run.expect("at least one run"),
+    );
+    Ok(BenchReport {
+        shape: generator.name(),
+        cluster_queues: generator.cluster_queues(),
+        thresholds: generator_thresholds(generator),
+        ratio: wasm.wall_seconds / native.wall_seconds,
+        median_ratio: median(&wasm_walls) / median(&native_walls),
+        native_wall_seconds: native_walls,
+        wasm_wall_seconds: wasm_walls,
+        native_cpu_seconds: native_cpu,
+        wasm_cpu_seconds: wasm_cpu,
+        native_fallbacks,
+        wasm_fallbacks,
+        identical_decisions: identical,
+        repeat: repeat.max(1),
+        native,
+        wasm,
+    })
 }
 
 /// `wasq bench` at several scales of one shape, in one process: each scale's report, and how
@@ -438,8 +352,7 @@ impl ScalingReport {
         };
         let _ = writeln!(
             out,
-            "Scaling (median wall time of the simulation alone; x = median over rounds of a run \
-             / the {base}x run of the same round)"
+            "Scaling (median wall time of the simulation alone; x = times the {base}x figure)"
         );
         let _ = writeln!(
             out,
@@ -455,19 +368,21 @@ impl ScalingReport {
             "B/workload",
             "wasm MiB"
         );
+        let (n0, w0) = (
+            median(&first.native_wall_seconds),
+            median(&first.wasm_wall_seconds),
+        );
         for (scale, r) in self.scales.iter().zip(&self.runs) {
             let (n, w) = (median(&r.native_wall_seconds), median(&r.wasm_wall_seconds));
-            let nx = paired(&r.native_wall_seconds, &first.native_wall_seconds);
-            let wx = paired(&r.wasm_wall_seconds, &first.wasm_wall_seconds);
             let peak = r.native.peak_memory_bytes.unwrap_or(0);
             let _ = writeln!(
                 out,
                 "{:>5}x {:>9.2}s {:>8.2}x {:>9.2}s {:>8.2}x {:>7.3} {:>9.0} {:>9.0} {:>11.0} {:>11.0}",
                 scale,
                 n,
-                nx,
+                n / n0,
                 w,
-                wx,
+                w / w0,
                 r.median_ratio,
                 r.native.cycles as f64 / n,
                 peak as f64 / 1048576.0,
@@ -672,15 +587,15 @@ mod tests {
     use std::cell::RefCell;
     use std::sync::Arc;
 
-    use super::{
-        CpuSeconds, NewProgress, RunProgress, bench, bench_scales, cpu_of_stat, median, paired,
-    };
-    use crate::sim::generate::{ClassSpec, Generator, GeneratorObjectSpec, Shape};
+    use super::{CpuSeconds, NewProgress, RunProgress, bench, cpu_of_stat, median};
+    use crate::sim::generate::{ClassSpec, GeneratorObjectSpec, Shape};
     use crate::wasm::{Bindings, LiveBindings, PluginSource, Registry, WasmEngine};
 
-    /// A small large-scale-like shape of one cohort of two queues, `count` workloads per queue.
-    fn small_shape(count: u32) -> Generator {
-        GeneratorObjectSpec {
+    /// Runs alternate ABBA, so drift over the process's life does not always fall on the side
+    /// run second; both sides still decide alike.
+    #[test]
+    fn runs_alternate_abba() {
+        let generator = GeneratorObjectSpec {
             shape: Some(Shape::LargeScale),
             seed: Some(7),
             scale: None,
@@ -689,7 +604,7 @@ mod tests {
             quota: None,
             classes: Some(vec![ClassSpec {
                 name: "small".into(),
-                count,
+                count: 3,
                 interval: "1s".into(),
                 runtime: "5s".into(),
                 priority: 0,
@@ -697,68 +612,7 @@ mod tests {
             }]),
         }
         .validate()
-        .expect("a valid shape")
-    }
-
-    /// Several shapes run round by round: each round runs every shape's ABBA pair in turn,
-    /// and each shape's report holds its own runs in round order.
-    #[test]
-    fn shapes_take_turns_round_by_round() {
-        let shapes = [small_shape(3), small_shape(5)];
-        let engine = WasmEngine::new(false).expect("engine");
-        let registry = Arc::new(Registry::empty(engine));
-        let runs = RefCell::new(Vec::new());
-        let record = |label: &str, workloads: usize| -> Option<RunProgress<'_>> {
-            runs.borrow_mut()
-                .push((label.starts_with("builtin"), workloads));
-            None
-        };
-        let progress: NewProgress<'_> = &record;
-        let reports = bench_scales(
-            &shapes,
-            2,
-            || LiveBindings::new(PluginSource::Fixed(registry.clone()), Bindings::default()),
-            Some(progress),
-        )
-        .expect("bench");
-        let (a, b) = (shapes[0].workloads(), shapes[1].workloads());
-        assert_ne!(a, b);
-        // (native, workloads) in the order run.
-        assert_eq!(
-            runs.into_inner(),
-            [
-                (true, a),
-                (false, a),
-                (true, b),
-                (false, b),
-                (false, a),
-                (true, a),
-                (false, b),
-                (true, b)
-            ]
-        );
-        assert_eq!(reports.len(), 2);
-        for r in &reports {
-            assert!(r.identical_decisions);
-            assert_eq!(r.native_wall_seconds.len(), 2);
-            assert_eq!(r.wasm_wall_seconds.len(), 2);
-        }
-    }
-
-    #[test]
-    fn paired_ratios_compare_runs_of_the_same_round() {
-        // Round by round 2x, 3x, 10x: the median is 3x, where the medians' ratio is 2.5x.
-        let base = [1.0, 2.0, 0.5];
-        let values = [2.0, 6.0, 5.0];
-        assert_eq!(paired(&values, &base), 3.0);
-        assert_eq!(median(&values) / median(&base), 5.0);
-    }
-
-    /// Runs alternate ABBA, so drift over the process's life does not always fall on the side
-    /// run second; both sides still decide alike.
-    #[test]
-    fn runs_alternate_abba() {
-        let generator = small_shape(3);
+        .expect("a valid shape");
         let engine = WasmEngine::new(false).expect("engine");
         let registry = Arc::new(Registry::empty(engine));
         let labels = RefCell::new(Vec::new());
