@@ -24,9 +24,8 @@ const NONE: u32 = u32::MAX;
 /// One event as recorded: ids and indexes only (32 bytes, no heap). Its time and cycle are
 /// an index into the recorder's instants: a large run's millions of events happen at few
 /// instants (Kueue's large-scale shape: 215,450 events at 131; every event of a cycle at the
-/// cycle's), and a time and a cycle in every
-/// record took 16 of its 48 bytes, memory that the kernel handed the run fresh as it went
-/// (BENCHMARKS.md, stop 47).
+/// cycle's), and a time and a cycle in every record took 16 of its 48 bytes, memory that the
+/// kernel handed the run fresh as it went (BENCHMARKS.md, stop 47).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Record {
     /// Index into [`Recorder::instants`].

@@ -330,7 +330,9 @@ impl<'c> QuotaView<'c> {
         mut taken: impl FnMut(u32, Quantity),
     ) {
         // The node's row, once a tracked flavor-resource needs it (`Some(None)`: the node
-        // cannot be held, and nothing is added). The first entry before any loop (`peeled`).
+        // cannot be held, and nothing is added). The first entry before any loop, as
+        // `peeled::for_each` does, written out: the closure that function would take here is
+        // too large for LLVM to inline at its two calls (BENCHMARKS.md, stop 48).
         let mut row: Option<Option<usize>> = None;
         let mut usage = usage;
         let Some(first) = usage.next() else {
