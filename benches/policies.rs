@@ -271,6 +271,8 @@ fn heads(cx: &PolicyContext<'_>, queued: &[QueuedWorkload]) -> Vec<HeadEntry> {
             local_queue: q.local_queue,
             key: builtin::sort_key(cx, q),
             usage: Default::default(),
+            requeue_count: (i % 4) as u32,
+            requeue_reason: None,
         })
         .collect()
 }

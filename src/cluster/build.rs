@@ -186,7 +186,7 @@ pub fn build_cluster_with(
         let mut resource_groups = Vec::new();
         let mut rg_by_resource = rustc_hash::FxHashMap::default();
         for (gi, g) in spec.resource_groups.iter().enumerate() {
-            let covered: Vec<ResourceId> = g
+            let covered: SmallVec<[ResourceId; 4]> = g
                 .covered_resources
                 .iter()
                 .map(|r| names.resource(r))

@@ -104,10 +104,13 @@ pub struct LocalQueueInfo {
     pub fair_weight: i64,
 }
 
+/// A ClusterQueue's resource group. Inline up to four resources and four flavors (the size of
+/// two `Vec`s): flavor assignment reads both for every head, and at 10,000 ClusterQueues two
+/// allocations of their own were two reads from memory per head and cycle.
 #[derive(Debug, Clone)]
 pub struct ResourceGroupInfo {
-    pub covered: Vec<ResourceId>,
-    pub flavors: Vec<FlavorId>,
+    pub covered: SmallVec<[ResourceId; 4]>,
+    pub flavors: SmallVec<[FlavorId; 4]>,
 }
 
 /// A ClusterQueue's preemption settings, defaults applied.

@@ -136,6 +136,10 @@ pub struct HeadEntry {
     pub key: SortKey,
     /// The quota the assignment takes, per flavor-resource.
     pub usage: crate::quota::FrAmounts,
+    /// Times requeued and the last reason (the workload's `requeue_count` and
+    /// `requeue_reason`), for a plugin that reads them.
+    pub requeue_count: u32,
+    pub requeue_reason: Option<&'static str>,
 }
 
 pub trait OrderingPolicy: Send + Sync {

@@ -151,13 +151,18 @@ impl PendingQueue {
     }
 
     pub fn pop(&mut self) -> Option<WorkloadId> {
+        self.pop_keyed().map(|(id, _)| id)
+    }
+
+    /// [`PendingQueue::pop`], with the key the head was queued under.
+    pub fn pop_keyed(&mut self) -> Option<(WorkloadId, SortKey)> {
         if let Some((id, key)) = self.sticky
             && self.active.remove((key, id))
         {
-            return Some(id);
+            return Some((id, key));
         }
-        let (_, id) = self.active.pop_first()?;
-        Some(id)
+        let (key, id) = self.active.pop_first()?;
+        Some((id, key))
     }
 
     /// Kueue's `RequeueIfNotPresent`: StrictFIFO keeps the head blocking unless the namespace

@@ -12,6 +12,16 @@ mod keys;
 pub use cluster_queue::{PendingQueue, RequeueReason, SortKey};
 pub use keys::KeyTable;
 
+/// A ClusterQueue's head, popped for a cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    pub cq: CqId,
+    pub workload: WorkloadId,
+    /// The key it was queued under: the cycle puts it back with this key, and orders by it,
+    /// without looking it up again in the scheduler's table by workload id.
+    pub key: SortKey,
+}
+
 use crate::api::QueueingStrategy;
 use crate::cluster::{CqId, WorkloadId};
 
@@ -127,27 +137,24 @@ impl QueueManager {
     pub fn heads(&mut self, is_active: impl Fn(CqId) -> bool) -> Vec<(CqId, WorkloadId)> {
         let mut heads = Vec::new();
         self.heads_into(&mut heads, is_active);
-        heads
+        heads.iter().map(|h| (h.cq, h.workload)).collect()
     }
 
-    /// [`QueueManager::heads`] into a buffer (cleared first), for a caller that reuses it.
-    pub fn heads_into(
-        &mut self,
-        heads: &mut Vec<(CqId, WorkloadId)>,
-        is_active: impl Fn(CqId) -> bool,
-    ) {
+    /// [`QueueManager::heads`] into a buffer (cleared first), for a caller that reuses it, each
+    /// with the key it was queued under.
+    pub fn heads_into(&mut self, heads: &mut Vec<Head>, is_active: impl Fn(CqId) -> bool) {
         heads.clear();
         for (i, q) in self.queues.iter_mut().enumerate() {
             let cq = CqId(i as u32);
             if !is_active(cq) {
                 continue;
             }
-            if let Some(id) = q.pop() {
-                heads.push((cq, id));
+            if let Some((workload, key)) = q.pop_keyed() {
+                heads.push(Head { cq, workload, key });
             }
         }
-        for &(_, id) in heads.iter() {
-            self.vacate(id);
+        for h in heads.iter() {
+            self.vacate(h.workload);
         }
     }
 

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use crate::api::ReclaimWithinCohort;
 use crate::cluster::{Admission, CqId, Millis, PodSetAdmission, WorkloadId};
 use crate::policy::{HeadEntry, PolicyContext, PolicyRef, TopologyFit, verify};
-use crate::queue::RequeueReason;
+use crate::queue::{Head, RequeueReason, SortKey};
 use crate::quota::{FrAmounts, NodeId, Usage, UsageRead};
 use crate::topology::TasUsage;
 
@@ -22,11 +22,27 @@ use super::{CycleOutcome, Decision, Scheduler};
 struct Entry {
     workload: WorkloadId,
     cq: CqId,
+    head: HeadFields,
     assignment: Assignment,
     targets: Vec<Target>,
     preemption_policy: PolicyRef,
     /// No targets because the ones found exceed the preemption budget.
     held: Option<super::budget::Hold>,
+}
+
+/// What ordering reads of a head's workload, copied from its record while nominating it, when
+/// the record is in cache. At 10,000 heads the nomination of the others evicts it again, and
+/// ordering's pass read each head's record and its key (a table by workload id) from memory.
+#[derive(Clone, Copy)]
+struct HeadFields {
+    /// The key it was queued under, from its queue ([`Head::key`]).
+    key: SortKey,
+    priority: i64,
+    created: Millis,
+    queued: Millis,
+    local_queue: Option<crate::cluster::LqId>,
+    requeue_count: u32,
+    requeue_reason: Option<&'static str>,
 }
 
 /// How an entry left the cycle.
@@ -50,8 +66,16 @@ enum Said {
     Text(Message),
 }
 
-/// A head going back to its queue: (workload, ClusterQueue, reason, label, message).
-type Requeue = (WorkloadId, CqId, RequeueReason, &'static str, Message);
+/// A head going back to its queue: (workload, ClusterQueue, the key it was queued under,
+/// reason, label, message).
+type Requeue = (
+    WorkloadId,
+    CqId,
+    SortKey,
+    RequeueReason,
+    &'static str,
+    Message,
+);
 
 /// The buffers of a cycle, kept by the scheduler between cycles: emptied when a cycle ends,
 /// never dropped, so that the steady state allocates none of them again (a cycle at 10,000
@@ -59,7 +83,7 @@ type Requeue = (WorkloadId, CqId, RequeueReason, &'static str, Message);
 /// free made glibc consolidate all the small chunks the cycle had freed).
 #[derive(Default)]
 pub(super) struct Scratch {
-    heads: Vec<(CqId, WorkloadId)>,
+    heads: Vec<Head>,
     /// The cycle's quota snapshot, copied into the previous cycle's buffer.
     snapshot: Usage,
     entries: Vec<Entry>,
@@ -132,17 +156,24 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
     let fallbacks = RefCell::new(Vec::new());
     let entries = &mut scratch.entries;
     let requeues = &mut scratch.requeues;
-    for &(cq, wl) in &scratch.heads {
+    for &Head {
+        cq,
+        workload: wl,
+        key,
+    } in &scratch.heads
+    {
         let workload = s.cluster.workload(wl);
         debug_assert_eq!(
             workload.cluster_queue,
             Some(cq),
             "queued in its ClusterQueue"
         );
+        debug_assert_eq!(s.keys.get(wl), Some(key), "queued under its key");
         if !workload.namespace_matches {
             requeues.push((
                 wl,
                 cq,
+                key,
                 RequeueReason::NamespaceMismatch,
                 "Misconfigured",
                 "Workload namespace doesn't match ClusterQueue selector".into(),
@@ -164,6 +195,15 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
         entries.push(Entry {
             workload: wl,
             cq,
+            head: HeadFields {
+                key,
+                priority: workload.effective_priority(),
+                created: workload.created,
+                queued: workload.queued,
+                local_queue: workload.lq,
+                requeue_count: workload.requeue_count,
+                requeue_reason: workload.requeue_reason,
+            },
             assignment,
             targets: targets.targets,
             preemption_policy: targets.policy,
@@ -307,6 +347,7 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
                 requeues.push((
                     e.workload,
                     e.cq,
+                    e.head.key,
                     RequeueReason::PendingPreemption,
                     "WaitingForPreemptedWorkloads",
                     "waiting for preempted workloads to be evicted".into(),
@@ -325,22 +366,13 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
                     Said::NoFit => s.texts.message(&e.assignment, &s.cluster.names),
                     Said::Text(m) => m,
                 };
-                requeues.push((e.workload, e.cq, reason, label, message));
+                requeues.push((e.workload, e.cq, e.head.key, reason, label, message));
             }
         }
     }
 
     // 6. Requeue.
-    for (wl, cq, reason, label, message) in requeues.drain(..) {
-        let key = match s.keys.get(wl) {
-            Some(key) => key,
-            None => {
-                let q = s.queued_workload(wl, cq, now);
-                let key = s.sort_keys(cq, &[q], now)[0];
-                s.keys.insert(wl, key);
-                key
-            }
-        };
+    for (wl, cq, key, reason, label, message) in requeues.drain(..) {
         s.queues.requeue(cq, wl, key, reason);
         let parked = s.queues.is_inadmissible(wl);
         outcome.decisions.push(Decision::NotAdmitted {
@@ -476,18 +508,20 @@ fn order_entries(
     };
     heads.extend(members.map(|i| {
         let e = &entries[i];
-        let wl = s.cluster.workload(e.workload);
+        let h = &e.head;
         HeadEntry {
             workload: e.workload,
             cluster_queue: e.cq,
             has_reservation: false,
             borrow_level: e.assignment.borrowing,
-            priority: wl.effective_priority(),
-            created: wl.created,
-            queued: wl.queued,
-            local_queue: wl.lq,
-            key: s.keys.get(e.workload).unwrap_or_default(),
+            priority: h.priority,
+            created: h.created,
+            queued: h.queued,
+            local_queue: h.local_queue,
+            key: h.key,
             usage: e.assignment.usage.clone(),
+            requeue_count: h.requeue_count,
+            requeue_reason: h.requeue_reason,
         }
     }));
     // The cycle order spans every ClusterQueue, so the default binding decides it.

@@ -84,7 +84,7 @@ impl WasmOrdering {
 
 /// The heads as the WIT's four lists (`record heads`), written over `out` (all but the
 /// identity columns, which come from the instance's string table in the call).
-fn fill_heads(out: &mut ord::Heads, cluster: &crate::cluster::Cluster, heads: &[HeadEntry]) {
+fn fill_heads(out: &mut ord::Heads, heads: &[HeadEntry]) {
     out.ints.clear();
     out.times.clear();
     out.usage_frs.clear();
@@ -92,15 +92,14 @@ fn fill_heads(out: &mut ord::Heads, cluster: &crate::cluster::Cluster, heads: &[
     out.ints.reserve(heads.len() * HEAD_INTS);
     out.times.reserve(heads.len() * HEAD_TIMES);
     for h in heads {
-        let wl = cluster.workload(h.workload);
         out.ints.extend([
             h.workload.0,
             h.cluster_queue.0,
             h.local_queue.map_or(NO_LOCAL_QUEUE, |l| l.0),
             u32::from(h.has_reservation),
             h.borrow_level,
-            wl.requeue_count,
-            convert::requeue_reason_byte(wl.requeue_reason).into(),
+            h.requeue_count,
+            convert::requeue_reason_byte(h.requeue_reason).into(),
             h.usage.len() as u32,
         ]);
         out.times.extend([
@@ -232,7 +231,7 @@ impl OrderingPolicy for WasmOrdering {
     ) -> Result<Vec<usize>, PolicyError> {
         let mut scratch = lock(&self.scratch);
         let scratch = &mut *scratch;
-        fill_heads(&mut scratch.heads, cx.cluster, heads);
+        fill_heads(&mut scratch.heads, heads);
         let order = self
             .plugin
             .call(cx.cluster, "order-heads", heads.len(), |call| {
