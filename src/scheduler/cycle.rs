@@ -22,27 +22,15 @@ use super::{CycleOutcome, Decision, Scheduler};
 struct Entry {
     workload: WorkloadId,
     cq: CqId,
-    head: HeadFields,
+    /// The key it was queued under, from its queue ([`Head::key`]): ordering reads it, and it
+    /// goes back under it, without a lookup in the scheduler's table by workload id (at
+    /// 10,000 heads each such lookup was a read from memory).
+    key: SortKey,
     assignment: Assignment,
     targets: Vec<Target>,
     preemption_policy: PolicyRef,
     /// No targets because the ones found exceed the preemption budget.
     held: Option<super::budget::Hold>,
-}
-
-/// What ordering reads of a head's workload, copied from its record while nominating it, when
-/// the record is in cache. At 10,000 heads the nomination of the others evicts it again, and
-/// ordering's pass read each head's record and its key (a table by workload id) from memory.
-#[derive(Clone, Copy)]
-struct HeadFields {
-    /// The key it was queued under, from its queue ([`Head::key`]).
-    key: SortKey,
-    priority: i64,
-    created: Millis,
-    queued: Millis,
-    local_queue: Option<crate::cluster::LqId>,
-    requeue_count: u32,
-    requeue_reason: Option<&'static str>,
 }
 
 /// How an entry left the cycle.
@@ -195,15 +183,7 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
         entries.push(Entry {
             workload: wl,
             cq,
-            head: HeadFields {
-                key,
-                priority: workload.effective_priority(),
-                created: workload.created,
-                queued: workload.queued,
-                local_queue: workload.lq,
-                requeue_count: workload.requeue_count,
-                requeue_reason: workload.requeue_reason,
-            },
+            key,
             assignment,
             targets: targets.targets,
             preemption_policy: targets.policy,
@@ -347,7 +327,7 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
                 requeues.push((
                     e.workload,
                     e.cq,
-                    e.head.key,
+                    e.key,
                     RequeueReason::PendingPreemption,
                     "WaitingForPreemptedWorkloads",
                     "waiting for preempted workloads to be evicted".into(),
@@ -366,7 +346,7 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
                     Said::NoFit => s.texts.message(&e.assignment, &s.cluster.names),
                     Said::Text(m) => m,
                 };
-                requeues.push((e.workload, e.cq, e.head.key, reason, label, message));
+                requeues.push((e.workload, e.cq, e.key, reason, label, message));
             }
         }
     }
@@ -508,20 +488,20 @@ fn order_entries(
     };
     heads.extend(members.map(|i| {
         let e = &entries[i];
-        let h = &e.head;
+        let wl = s.cluster.workload(e.workload);
         HeadEntry {
             workload: e.workload,
             cluster_queue: e.cq,
             has_reservation: false,
             borrow_level: e.assignment.borrowing,
-            priority: h.priority,
-            created: h.created,
-            queued: h.queued,
-            local_queue: h.local_queue,
-            key: h.key,
+            priority: wl.effective_priority(),
+            created: wl.created,
+            queued: wl.queued,
+            local_queue: wl.lq,
+            key: e.key,
             usage: e.assignment.usage.clone(),
-            requeue_count: h.requeue_count,
-            requeue_reason: h.requeue_reason,
+            requeue_count: wl.requeue_count,
+            requeue_reason: wl.requeue_reason,
         }
     }));
     // The cycle order spans every ClusterQueue, so the default binding decides it.
