@@ -45,7 +45,7 @@ use wasq::api::{
 use wasq::cluster::{
     Cluster, CqId, Holding, Millis, PodSetInfo, WorkloadId, WorkloadInfo, build_cluster,
 };
-use wasq::queue::{KeyTable, PendingQueue, QueueManager, SortKey};
+use wasq::queue::{PendingQueue, QueueManager, SortKey};
 use wasq::scheduler::{CycleOutcome, Decision, Scheduler};
 use wasq::sim::extensions::{PodSetRecord, WorkloadRecord};
 
@@ -402,9 +402,8 @@ fn memory_report(_: &mut Criterion) {
     let vec_slack = (c.workloads.capacity() - c.workloads.len()) * size_of::<WorkloadInfo>();
     let by_key = c.key_index_bytes();
     let holdings = c.workloads.len() * size_of::<Holding>();
-    // The queues' and the scheduler's tables by workload id (one entry per workload).
+    // The queues' table by workload id (one entry per workload).
     let location = c.workloads.len() * QueueManager::BYTES_PER_ID;
-    let sched_keys = c.workloads.len() * KeyTable::BYTES_PER_ID;
     // BTreeSet leaves: 11 slots of 32 bytes plus a header; a leaf split by inserts at its end
     // (ascending keys, as here) keeps 6, so about 2 × 32 bytes per entry.
     let active = N * size_of::<(SortKey, WorkloadId)>() * 2;
@@ -436,14 +435,13 @@ fn memory_report(_: &mut Criterion) {
     eprintln!(
         "  structures per pending workload: WorkloadInfo {} B inline ({:.0} B with its heap), \
          Vec<WorkloadInfo> slack {:.0} B, by_key {:.0} B, holdings {} B; queues: slots by id {:.0} \
-         B, Scheduler keys by id {:.0} B, active BTreeSet ~{:.0} B",
+         B, active BTreeSet ~{:.0} B",
         size_of::<WorkloadInfo>(),
         infos as f64 / N as f64,
         vec_slack as f64 / N as f64,
         by_key as f64 / N as f64,
         holdings / N,
         location as f64 / N as f64,
-        sched_keys as f64 / N as f64,
         active as f64 / N as f64,
     );
     drop(s);

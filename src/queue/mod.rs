@@ -7,18 +7,15 @@
 
 mod cluster_queue;
 mod cq_bits;
-mod keys;
 
 pub use cluster_queue::{PendingQueue, RequeueReason, SortKey};
-pub use keys::KeyTable;
 
 /// A ClusterQueue's head, popped for a cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Head {
     pub cq: CqId,
     pub workload: WorkloadId,
-    /// The key it was queued under: the cycle puts it back with this key, and orders by it,
-    /// without looking it up again in the scheduler's table by workload id.
+    /// The key it was queued under: the cycle orders by it and puts the head back under it.
     pub key: SortKey,
 }
 

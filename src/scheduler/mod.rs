@@ -93,8 +93,6 @@ pub struct Scheduler {
     default_policies: PolicySet,
     cq_policies: Vec<Option<PolicySet>>,
     cycle: u64,
-    /// Sort key each pending workload was queued under.
-    keys: crate::queue::KeyTable,
     /// Submitted workloads waiting for their sort keys, computed in one batch per ordering
     /// policy before the next cycle.
     unkeyed: Vec<WorkloadId>,
@@ -138,10 +136,8 @@ pub enum SubmitError {
 impl Scheduler {
     pub fn new(cluster: Cluster) -> Scheduler {
         let mut queues = QueueManager::new(cluster.cluster_queues.iter().map(|cq| cq.strategy));
-        let mut keys = crate::queue::KeyTable::default();
-        // The tables by workload id hold every workload known now without growing again.
+        // The table by workload id holds every workload known now without growing again.
         queues.reserve_ids(cluster.workloads.len());
-        keys.reserve_ids(cluster.workloads.len());
         let n = cluster.cluster_queues.len();
         Scheduler {
             cluster,
@@ -149,7 +145,6 @@ impl Scheduler {
             default_policies: PolicySet::builtin(),
             cq_policies: vec![None; n],
             cycle: 0,
-            keys,
             unkeyed: Vec::new(),
             unkeyed_set: Default::default(),
             flush_groups: Vec::new(),
@@ -210,7 +205,6 @@ impl Scheduler {
             }
             for id in self.queues.queue(cq).ordered() {
                 self.queues.remove(id);
-                self.keys.remove(id);
                 if self.unkeyed_set.insert(id) {
                     self.unkeyed.push(id);
                 }
@@ -321,7 +315,6 @@ impl Scheduler {
             }
             let keys = self.sort_keys(*cq, batch, now);
             for (q, key) in batch.iter().zip(keys) {
-                self.keys.insert(q.workload, key);
                 self.queues.push(q.cluster_queue, q.workload, key);
             }
             batch.clear();
@@ -369,7 +362,6 @@ impl Scheduler {
     /// Takes a workload out of its queue (or the batch waiting for sort keys), if it is there.
     pub fn dequeue(&mut self, id: WorkloadId) {
         self.queues.remove(id);
-        self.keys.remove(id);
         if self.unkeyed_set.remove(&id) {
             self.unkeyed.retain(|&w| w != id);
         }
@@ -566,7 +558,6 @@ impl Scheduler {
             }
             let keys = self.sort_keys(cq, &batch, now);
             for (q, key) in batch.iter().zip(keys) {
-                self.keys.insert(q.workload, key);
                 self.queues.rekey(q.workload, key);
             }
         }
