@@ -98,7 +98,10 @@ enum Command {
         /// Where kueue-default-ordering/-preemption/-flavors.wasm are (`wasq plugin build`).
         #[arg(long, value_name = "DIR", default_value = "target/plugins")]
         plugins: PathBuf,
-        /// Runs per side, alternating; the fastest of each is reported.
+        /// Runs per side, alternating; the fastest of each is reported. With several scales,
+        /// the runs of the largest: a smaller scale runs as many more times as it is smaller
+        /// (at most ten times as many), so that each scale's median rests on about as much
+        /// running time.
         #[arg(long, default_value_t = 1)]
         repeat: usize,
         /// Simulator driver: a `--config` file for the WASM side (e.g. `limits: {deadlineMs:
@@ -260,10 +263,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 })
             };
             let mut runs = Vec::with_capacity(generators.len());
-            for generator in &generators {
+            let largest = scale.iter().copied().max().unwrap_or(1);
+            for (generator, &n) in generators
+                .iter()
+                .zip(scale.iter().chain(std::iter::repeat(&1)))
+            {
                 runs.push(wasq::sim::bench::bench(
                     generator,
-                    repeat,
+                    wasq::sim::bench::repeats_at(repeat, n, largest),
                     // Fresh instances per run: one run's guest state (its catalog, the
                     // usage it keeps, its heap) does not carry into the next run's time.
                     || policies.fresh_bindings(policies.bindings.clone()),

@@ -97,6 +97,16 @@ pub struct BenchReport {
     pub repeat: usize,
 }
 
+/// Runs per side at `scale` when `largest` runs `repeat` times: as many more as `scale` is
+/// smaller, at most ten times as many. A 1× run of Kueue's large-scale shape takes a tenth of
+/// a 10× run and moves by ±20% from run to run where the 10× run moves by a few per cent, so
+/// five of them made the scaling ratio move by whole units between commands.
+pub fn repeats_at(repeat: usize, scale: u32, largest: u32) -> usize {
+    let repeat = repeat.max(1);
+    let times = largest.div_ceil(scale.max(1)).clamp(1, 10) as usize;
+    repeat * times
+}
+
 /// The median of some wall times (the mean of the middle two for an even count).
 pub fn median(values: &[f64]) -> f64 {
     let mut v = values.to_vec();
@@ -587,7 +597,7 @@ mod tests {
     use std::cell::RefCell;
     use std::sync::Arc;
 
-    use super::{CpuSeconds, NewProgress, RunProgress, bench, cpu_of_stat, median};
+    use super::{CpuSeconds, NewProgress, RunProgress, bench, cpu_of_stat, median, repeats_at};
     use crate::sim::generate::{ClassSpec, GeneratorObjectSpec, Shape};
     use crate::wasm::{Bindings, LiveBindings, PluginSource, Registry, WasmEngine};
 
@@ -636,6 +646,17 @@ mod tests {
         assert!(report.identical_decisions);
         assert_eq!(report.native_wall_seconds.len(), 4);
         assert_eq!(report.wasm_wall_seconds.len(), 4);
+    }
+
+    #[test]
+    fn smaller_scales_run_more_times() {
+        assert_eq!(repeats_at(5, 1, 10), 50);
+        assert_eq!(repeats_at(5, 3, 10), 20);
+        assert_eq!(repeats_at(5, 10, 10), 5);
+        assert_eq!(repeats_at(3, 1, 1), 3);
+        // At most ten times as many; at least one run.
+        assert_eq!(repeats_at(2, 1, 40), 20);
+        assert_eq!(repeats_at(0, 10, 10), 1);
     }
 
     #[test]
