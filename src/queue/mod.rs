@@ -10,6 +10,9 @@ mod cq_bits;
 
 pub use cluster_queue::{PendingQueue, RequeueReason, SortKey};
 
+use crate::api::QueueingStrategy;
+use crate::cluster::{CqId, WorkloadId};
+
 /// A ClusterQueue's head, popped for a cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Head {
@@ -18,9 +21,6 @@ pub struct Head {
     /// The key it was queued under: the cycle orders by it and puts the head back under it.
     pub key: SortKey,
 }
-
-use crate::api::QueueingStrategy;
-use crate::cluster::{CqId, WorkloadId};
 
 /// Every ClusterQueue's pending queue, plus where each pending workload is.
 #[derive(Debug, Clone, Default)]
