@@ -264,10 +264,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let mut runs = Vec::with_capacity(generators.len());
             let largest = scale.iter().copied().max().unwrap_or(1);
-            for (generator, &n) in generators
-                .iter()
-                .zip(scale.iter().chain(std::iter::repeat(&1)))
-            {
+            // One generator per scale (a `--generator` file comes with the default scale, 1).
+            for (generator, &n) in generators.iter().zip(&scale) {
                 runs.push(wasq::sim::bench::bench(
                     generator,
                     wasq::sim::bench::repeats_at(repeat, n, largest),

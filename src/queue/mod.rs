@@ -279,6 +279,34 @@ mod tests {
         assert!(m.queue(CqId(1)).active_len() == 2 && m.contains(WorkloadId(2)));
     }
 
+    /// A cycle's heads come with the key each was queued under, the sticky preemptor's too.
+    #[test]
+    fn heads_carry_their_keys() {
+        let mut m = QueueManager::new([QueueingStrategy::BestEffortFIFO; 2]);
+        let (a, b, c) = (WorkloadId(0), WorkloadId(1), WorkloadId(2));
+        m.push(CqId(0), a, SortKey([4, 0, 0]));
+        m.push(CqId(0), b, SortKey([9, 0, 0]));
+        m.push(CqId(1), c, SortKey([2, 5, 0]));
+        let mut heads = Vec::new();
+        m.heads_into(&mut heads, |_| true);
+        let keyed = |h: &[Head]| h.iter().map(|h| (h.workload, h.key)).collect::<Vec<_>>();
+        assert_eq!(
+            keyed(&heads),
+            [(a, SortKey([4, 0, 0])), (c, SortKey([2, 5, 0]))]
+        );
+        // A preemptor waiting for its victims stays at the head, under its key, even with a
+        // lower key queued behind it.
+        m.requeue(
+            CqId(0),
+            a,
+            SortKey([4, 0, 0]),
+            RequeueReason::PendingPreemption,
+        );
+        m.push(CqId(0), WorkloadId(3), SortKey([1, 0, 0]));
+        m.heads_into(&mut heads, |cq| cq == CqId(0));
+        assert_eq!(keyed(&heads), [(a, SortKey([4, 0, 0]))]);
+    }
+
     /// The manager's slot per workload follows it through every move: rekeyed while active or
     /// parked, parked and activated, popped, removed; a rekeyed sticky preemptor stays at its
     /// queue's head.

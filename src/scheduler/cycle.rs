@@ -23,8 +23,7 @@ struct Entry {
     workload: WorkloadId,
     cq: CqId,
     /// The key it was queued under, from its queue ([`Head::key`]): ordering reads it, and it
-    /// goes back under it. (The scheduler kept a second table of keys by workload id for this;
-    /// at 10,000 heads each lookup in it was a read from memory.)
+    /// goes back under it.
     key: SortKey,
     assignment: Assignment,
     targets: Vec<Target>,

@@ -6,10 +6,10 @@
 //! every admission of the run alive (216 bytes each with the `Arc`'s counts, 530,000 at ten
 //! times Kueue's large scale), and each was memory the kernel had to hand the process fresh
 //! while the run went on (BENCHMARKS.md, stop 47). Most are alike: the same ClusterQueue,
-//! podSets, counts, flavors and usage, only the reservation time differs. The log keeps one admission per such body,
-//! an entry names its body by index (16 bytes an entry, no reference count to touch), and a
-//! release names the body its workload's reservation did, so that a release reads neither the
-//! admission nor the table of bodies.
+//! podSets, counts, flavors and usage, only the reservation time differs. The log keeps one
+//! admission per such body, an entry names its body by index (16 bytes an entry, no reference
+//! count to touch), and a release names the body its workload's reservation did, so that a
+//! release reads neither the admission nor the table of bodies.
 //!
 //! What the log's readers read of an admission is its body: its ClusterQueue, podSets and
 //! usage. Its `reserved_at` is the first alike admission's; a change's own time is its `at`.
