@@ -9,8 +9,8 @@ use smallvec::SmallVec;
 
 use super::{
     Admission, Cluster, ClusterQueueInfo, CqId, FlavorInfo, Fungibility, LocalQueueInfo, LqId,
-    Millis, NodeMeta, PodSetAdmission, PodSetInfo, PreemptionConfig, ResourceGroupInfo, StrMap,
-    WorkloadId, WorkloadInfo, checks,
+    Millis, NodeConstraints, NodeMeta, PodSetAdmission, PodSetInfo, PreemptionConfig,
+    ResourceGroupInfo, StrMap, WorkloadId, WorkloadInfo, checks,
 };
 use crate::api::{self, Manifests, Quantity, ResourceGroup, StopPolicy, labels};
 use crate::quota::{
@@ -600,9 +600,11 @@ fn pod_set_info(ps: &api::PodSet, names: &mut Names) -> PodSetInfo {
         count: ps.count,
         min_count: ps.min_count,
         requests,
-        node_selector: spec.node_selector.clone().unwrap_or_default(),
-        affinity_terms,
-        tolerations: spec.tolerations.clone().unwrap_or_default(),
+        constraints: NodeConstraints::boxed(
+            spec.tolerations.clone().unwrap_or_default(),
+            spec.node_selector.clone().unwrap_or_default(),
+            affinity_terms,
+        ),
         topology: ps.topology_request.clone().map(Box::new),
     }
 }
@@ -712,22 +714,29 @@ impl Cluster {
             .copied();
         let (cluster_queue, unqueueable) = match (&local_queue, &lq_key) {
             (Some(lq), Some(k)) => match self.lookup.lq_target.get(k) {
-                None => (None, Some(format!("LocalQueue {lq} doesn't exist"))),
+                None => (None, Some(format!("LocalQueue {lq} doesn't exist").into())),
                 Some(cq) => match self.cq_by_name.get(cq) {
-                    None => (None, Some(format!("ClusterQueue {cq} doesn't exist"))),
+                    None => (
+                        None,
+                        Some(format!("ClusterQueue {cq} doesn't exist").into()),
+                    ),
                     Some(&id) => (Some(id), None),
                 },
             },
-            _ => (None, Some("the workload names no LocalQueue".to_string())),
+            _ => (None, Some("the workload names no LocalQueue".into())),
         };
-        let priority_class = wl.spec.priority_class_ref.as_ref().map(|r| r.name.clone());
+        let priority_class: Option<Box<str>> = wl
+            .spec
+            .priority_class_ref
+            .as_ref()
+            .map(|r| r.name.as_str().into());
         let priority = wl
             .spec
             .priority
             .or_else(|| {
                 priority_class
                     .as_ref()
-                    .and_then(|c| self.lookup.priority_classes.get(c).copied())
+                    .and_then(|c| self.lookup.priority_classes.get(&**c).copied())
             })
             .unwrap_or(0);
         let annotations = wl

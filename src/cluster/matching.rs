@@ -60,7 +60,7 @@ pub fn untolerated_taint<'a>(flavor: &'a FlavorInfo, ps: &PodSetInfo) -> Option<
     flavor.node_taints.iter().find(|taint| {
         (taint.effect == "NoSchedule" || taint.effect == "NoExecute")
             && !ps
-                .tolerations
+                .tolerations()
                 .iter()
                 .chain(&flavor.tolerations)
                 .any(|t| toleration_tolerates(t, taint))
@@ -103,7 +103,7 @@ pub fn affinity_matches(flavor: &FlavorInfo, ps: &PodSetInfo) -> bool {
         return true;
     }
     let selector_ok = ps
-        .node_selector
+        .node_selector()
         .iter()
         .filter(|(k, _)| keys.contains_key(*k))
         .all(|(k, v)| keys.get(k) == Some(v));
@@ -113,7 +113,7 @@ pub fn affinity_matches(flavor: &FlavorInfo, ps: &PodSetInfo) -> bool {
     // Terms are ORed; a term with no expression on the flavor's keys makes the whole
     // affinity irrelevant to this flavor (Kueue drops it).
     let mut terms: Vec<Vec<&NodeSelectorRequirement>> = Vec::new();
-    for term in &ps.affinity_terms {
+    for term in ps.affinity_terms() {
         let exprs: Vec<&NodeSelectorRequirement> = term_expressions(term)
             .filter(|e| keys.contains_key(&e.key))
             .collect();
@@ -154,7 +154,7 @@ pub fn node_mismatch(
     let untolerated = taints.iter().find(|taint| {
         (taint.effect == "NoSchedule" || taint.effect == "NoExecute")
             && !ps
-                .tolerations
+                .tolerations()
                 .iter()
                 .chain(extra)
                 .any(|t| toleration_tolerates(t, taint))
@@ -167,15 +167,15 @@ pub fn node_mismatch(
         }));
     }
     if !ps
-        .node_selector
+        .node_selector()
         .iter()
         .all(|(k, v)| labels.get(k) == Some(v))
     {
         return Some(NodeMismatch::NodeSelector);
     }
-    let affinity = ps.affinity_terms.is_empty()
-        || ps
-            .affinity_terms
+    let terms = ps.affinity_terms();
+    let affinity = terms.is_empty()
+        || terms
             .iter()
             .any(|term| term_expressions(term).all(|e| requirement_matches(e, labels)));
     (!affinity).then_some(NodeMismatch::Affinity)
@@ -210,7 +210,7 @@ mod tests {
     use smallvec::SmallVec;
 
     use super::affinity_matches;
-    use crate::cluster::{FlavorInfo, PodSetInfo};
+    use crate::cluster::{FlavorInfo, NodeConstraints, PodSetInfo};
     use crate::quota::FlavorId;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -238,16 +238,18 @@ mod tests {
             count: 1,
             min_count: None,
             requests: SmallVec::new(),
-            tolerations: Vec::new(),
-            node_selector: labels(&[("zone", "a")]),
-            affinity_terms: vec![NodeSelectorTerm {
-                match_expressions: Some(vec![NodeSelectorRequirement {
-                    key: "gpu".into(),
-                    operator: "In".into(),
-                    values: Some(vec!["a100".into()]),
-                }]),
-                match_fields: None,
-            }],
+            constraints: NodeConstraints::boxed(
+                Vec::new(),
+                labels(&[("zone", "a")]),
+                vec![NodeSelectorTerm {
+                    match_expressions: Some(vec![NodeSelectorRequirement {
+                        key: "gpu".into(),
+                        operator: "In".into(),
+                        values: Some(vec!["a100".into()]),
+                    }]),
+                    match_fields: None,
+                }],
+            ),
             topology: None,
             name: Arc::from("main"),
         }

@@ -14,7 +14,7 @@ use crate::api::{
     BorrowWithinCohortPolicy, FungibilityPolicy, FungibilityPreference, QueueingStrategy,
     ReclaimWithinCohort, WithinClusterQueue,
 };
-use crate::cluster::{Cluster, CqId, LqId, Millis, StrMap, WorkloadId};
+use crate::cluster::{Cluster, CqId, LqId, Millis, RequeueReason, StrMap, WorkloadId};
 use crate::quota::{FrIdx, NodeId, NodeKind};
 
 /// The WIT catalog plus the host-side index of its annotation keys and the plugin's
@@ -424,7 +424,7 @@ pub fn fill_workload(
     out.created = wl.created;
     out.queued = queued;
     out.requeue_count = wl.requeue_count;
-    out.requeue_reason = wl.requeue_reason.and_then(requeue_reason);
+    out.requeue_reason = wl.requeue_reason.map(requeue_reason);
     if !pod_sets {
         out.pod_sets = None;
         return;
@@ -493,16 +493,12 @@ fn fill_entries(out: &mut Vec<t::Entry>, pairs: &[(u32, u32)]) {
 }
 
 /// The WIT case of a `WorkloadInfo::requeue_reason` (the reason of the eviction that requeued
-/// the workload, as the scheduler records it); `None` for a reason the WIT does not name.
-pub fn requeue_reason(reason: &str) -> Option<t::RequeueReason> {
+/// the workload, as the scheduler records it).
+pub fn requeue_reason(reason: RequeueReason) -> t::RequeueReason {
     match reason {
-        "Preempted" => Some(t::RequeueReason::Preempted),
-        "AdmissionCheck" => Some(t::RequeueReason::AdmissionCheck),
-        "PodsReadyTimeout" => Some(t::RequeueReason::PodsReadyTimeout),
-        _ => {
-            debug_assert!(false, "a requeue reason the WIT does not name: {reason}");
-            None
-        }
+        RequeueReason::Preempted => t::RequeueReason::Preempted,
+        RequeueReason::AdmissionCheck => t::RequeueReason::AdmissionCheck,
+        RequeueReason::PodsReadyTimeout => t::RequeueReason::PodsReadyTimeout,
     }
 }
 
@@ -511,10 +507,8 @@ pub const NO_REQUEUE_REASON: u8 = u8::MAX;
 
 /// A workload's requeue-reason byte in `record heads`: the position of its `requeue-reason`
 /// case, or [`NO_REQUEUE_REASON`].
-pub fn requeue_reason_byte(reason: Option<&str>) -> u8 {
-    reason
-        .and_then(requeue_reason)
-        .map_or(NO_REQUEUE_REASON, |r| r as u8)
+pub fn requeue_reason_byte(reason: Option<RequeueReason>) -> u8 {
+    reason.map_or(NO_REQUEUE_REASON, |r| requeue_reason(r) as u8)
 }
 
 /// The preemptor's requests as WIT amounts, written over `out`.
@@ -839,28 +833,27 @@ spec:
 
     #[test]
     fn requeue_reasons_are_the_wit_cases() {
-        // The reasons the scheduler records (`complete_eviction`, `release_for_retry`).
+        // The reasons the scheduler records (`complete_eviction`, `release_for_retry`), and
+        // the names Kueue gives them.
+        let all = [
+            RequeueReason::Preempted,
+            RequeueReason::AdmissionCheck,
+            RequeueReason::PodsReadyTimeout,
+        ];
         assert_eq!(
-            requeue_reason("Preempted"),
-            Some(t::RequeueReason::Preempted)
+            all.map(requeue_reason),
+            [
+                t::RequeueReason::Preempted,
+                t::RequeueReason::AdmissionCheck,
+                t::RequeueReason::PodsReadyTimeout,
+            ]
         );
         assert_eq!(
-            requeue_reason("AdmissionCheck"),
-            Some(t::RequeueReason::AdmissionCheck)
-        );
-        assert_eq!(
-            requeue_reason("PodsReadyTimeout"),
-            Some(t::RequeueReason::PodsReadyTimeout)
+            all.map(RequeueReason::as_str),
+            ["Preempted", "AdmissionCheck", "PodsReadyTimeout"]
         );
         // The heads' bytes are the case positions; 255 when never requeued.
         assert_eq!(requeue_reason_byte(None), NO_REQUEUE_REASON);
-        assert_eq!(
-            [
-                requeue_reason_byte(Some("Preempted")),
-                requeue_reason_byte(Some("AdmissionCheck")),
-                requeue_reason_byte(Some("PodsReadyTimeout")),
-            ],
-            [0, 1, 2]
-        );
+        assert_eq!(all.map(|r| requeue_reason_byte(Some(r))), [0, 1, 2]);
     }
 }

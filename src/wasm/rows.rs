@@ -103,7 +103,7 @@ impl RowTable {
             created: c.created,
             admitted: c.reserved_at,
             requeue_count: c.requeue_count,
-            requeue_reason: c.requeue_reason.and_then(convert::requeue_reason),
+            requeue_reason: c.requeue_reason.map(convert::requeue_reason),
             usage_len: c.usage.len() as u32,
         });
         self.added.usage.extend(
@@ -163,7 +163,7 @@ mod tests {
             evicted: false,
             local_queue: None,
             requeue_count: 1,
-            requeue_reason: Some("Preempted"),
+            requeue_reason: Some(crate::cluster::RequeueReason::Preempted),
             usage: crate::quota::FrAmounts::from_slice(&[(FrIdx(0), cpu)]),
             local_queue_usage: None,
         }
