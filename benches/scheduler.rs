@@ -35,7 +35,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, NodeSelectorTerm, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use wasq::api::{
     self, ClusterQueue, ClusterQueuePreemption, ClusterQueueSpec, FlavorQuotas, LocalQueue,
@@ -330,13 +330,19 @@ fn workload_info_bytes(w: &WorkloadInfo) -> usize {
                 0
             }
             + ps.topology.as_ref().map_or(0, |t| size_of_val(t.as_ref()))
+            // The node constraints' box and its lists (the selector's tree nodes not counted).
+            + ps.constraints.as_ref().map_or(0, |c| {
+                size_of_val(c.as_ref())
+                    + c.tolerations.capacity() * size_of::<Toleration>()
+                    + c.affinity_terms.capacity() * size_of::<NodeSelectorTerm>()
+            })
     };
     size_of::<WorkloadInfo>()
         + w.namespace.capacity()
         + w.name.capacity()
         + w.key.capacity()
         + w.local_queue.as_ref().map_or(0, String::capacity)
-        + w.priority_class.as_ref().map_or(0, String::capacity)
+        + w.priority_class.as_ref().map_or(0, |c| c.len())
         + w.labels.heap_bytes()
         + w.annotations.heap_bytes()
         + w.pod_sets.iter().map(pod_set).sum::<usize>()
