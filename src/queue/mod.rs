@@ -33,12 +33,6 @@ pub struct QueueManager {
     slots: Vec<Slot>,
     /// How many workloads are pending.
     pending: usize,
-    /// Per ClusterQueue: the head popped for the cycle under way (a workload id), or
-    /// [`Slot::NONE`]. A head in flight is not pending, but its slot is left as it was until
-    /// the head is put back ([`QueueManager::requeue`] rewrites the slot anyway) or the next
-    /// [`QueueManager::heads_into`] lets go of it: marking every head's slot when it was popped
-    /// was a read from memory per head and cycle at ten times Kueue's large scale.
-    in_flight: Vec<u32>,
     /// The queues holding parked (inadmissible) workloads.
     parked: cq_bits::CqBits,
 }
@@ -75,10 +69,8 @@ impl QueueManager {
     pub const BYTES_PER_ID: usize = std::mem::size_of::<Slot>();
 
     pub fn new(strategies: impl IntoIterator<Item = QueueingStrategy>) -> QueueManager {
-        let queues: Vec<PendingQueue> = strategies.into_iter().map(PendingQueue::new).collect();
         QueueManager {
-            in_flight: vec![Slot::NONE; queues.len()],
-            queues,
+            queues: strategies.into_iter().map(PendingQueue::new).collect(),
             slots: Vec::new(),
             pending: 0,
             parked: Default::default(),
@@ -92,27 +84,8 @@ impl QueueManager {
         self.slots.reserve(n.saturating_sub(self.slots.len()));
     }
 
-    /// Where `id` is pending ([`Slot::EMPTY`] when it is not, in flight included).
     fn slot(&self, id: WorkloadId) -> Slot {
-        match self.slots.get(id.index()) {
-            Some(slot) if !self.is_in_flight(slot, id) => *slot,
-            _ => Slot::EMPTY,
-        }
-    }
-
-    /// Whether `slot`, `id`'s, is that of a head in flight: left as it was when popped.
-    fn is_in_flight(&self, slot: &Slot, id: WorkloadId) -> bool {
-        slot.cq != Slot::NONE && self.in_flight[slot.cq as usize] == id.0
-    }
-
-    /// Lets go of `cq`'s head in flight, if `id` is it: it is no longer the cycle's.
-    fn land(&mut self, cq: u32, id: WorkloadId) -> bool {
-        let head = &mut self.in_flight[cq as usize];
-        let was = *head == id.0;
-        if was {
-            *head = Slot::NONE;
-        }
-        was
+        self.slots.get(id.index()).copied().unwrap_or(Slot::EMPTY)
     }
 
     /// Records that `id` is pending in `cq` under `key`, active or parked at `parked_at`.
@@ -121,12 +94,11 @@ impl QueueManager {
         if i >= self.slots.len() {
             self.slots.resize(i + 1, Slot::EMPTY);
         }
-        let was = self.slots[i].cq;
-        // Pending again: a new workload, or a head in flight put back.
-        if was == Slot::NONE || self.land(was, id) {
+        let slot = &mut self.slots[i];
+        if slot.cq == Slot::NONE {
             self.pending += 1;
         }
-        self.slots[i] = Slot {
+        *slot = Slot {
             cq: cq.0,
             parked_at: parked_at.map_or(Slot::NONE, |at| {
                 u32::try_from(at).expect("fewer than 2^32 parked workloads")
@@ -137,13 +109,14 @@ impl QueueManager {
 
     /// Records that `id` is no longer pending; returns where it was.
     fn vacate(&mut self, id: WorkloadId) -> Option<Slot> {
-        let slot = *self.slots.get(id.index())?;
-        if slot.cq == Slot::NONE || self.is_in_flight(&slot, id) {
+        let slot = self.slots.get_mut(id.index())?;
+        if slot.cq == Slot::NONE {
             return None;
         }
-        self.slots[id.index()].cq = Slot::NONE;
+        let was = *slot;
+        slot.cq = Slot::NONE;
         self.pending -= 1;
-        Some(slot)
+        Some(was)
     }
 
     pub fn queue(&self, cq: CqId) -> &PendingQueue {
@@ -165,27 +138,21 @@ impl QueueManager {
     }
 
     /// [`QueueManager::heads`] into a buffer (cleared first), for a caller that reuses it, each
-    /// with the key it was queued under. The heads are no longer pending; each is in flight
-    /// until [`QueueManager::requeue`] puts it back, and the next call lets go of the rest
-    /// (admitted, or gone).
+    /// with the key it was queued under.
     pub fn heads_into(&mut self, heads: &mut Vec<Head>, is_active: impl Fn(CqId) -> bool) {
         heads.clear();
         for (i, q) in self.queues.iter_mut().enumerate() {
-            let last = std::mem::replace(&mut self.in_flight[i], Slot::NONE);
-            if last != Slot::NONE {
-                // Still in flight: not put back since the last cycle, so not pending.
-                self.slots[last as usize].cq = Slot::NONE;
-            }
             let cq = CqId(i as u32);
             if !is_active(cq) {
                 continue;
             }
             if let Some((workload, key)) = q.pop_keyed() {
                 heads.push(Head { cq, workload, key });
-                self.in_flight[i] = workload.0;
             }
         }
-        self.pending -= heads.len();
+        for h in heads.iter() {
+            self.vacate(h.workload);
+        }
     }
 
     /// Puts a popped head back according to the queue's strategy and the reason.
@@ -338,48 +305,6 @@ mod tests {
         m.push(CqId(0), WorkloadId(3), SortKey([1, 0, 0]));
         m.heads_into(&mut heads, |cq| cq == CqId(0));
         assert_eq!(keyed(&heads), [(a, SortKey([4, 0, 0]))]);
-    }
-
-    /// A cycle's heads are not pending while in flight: not found, not removable, not counted.
-    /// One put back is pending again; the next cycle lets go of those that were not (admitted)
-    /// without counting them twice, and a head let go can be queued again anywhere.
-    #[test]
-    fn heads_in_flight_are_not_pending() {
-        let mut m = QueueManager::new([QueueingStrategy::BestEffortFIFO; 2]);
-        let (a, b, c) = (WorkloadId(0), WorkloadId(1), WorkloadId(2));
-        m.push(CqId(0), a, SortKey([1, 0, 0]));
-        m.push(CqId(0), b, SortKey([2, 0, 0]));
-        m.push(CqId(1), c, SortKey([1, 0, 0]));
-        let mut heads = Vec::new();
-        m.heads_into(&mut heads, |_| true);
-        assert_eq!(heads.iter().map(|h| h.workload).collect::<Vec<_>>(), [a, c]);
-        assert_eq!(m.pending_total(), 1);
-        assert!(!m.contains(a) && !m.contains(c) && m.contains(b));
-        assert!(
-            !m.rekey(a, SortKey([0, 0, 0])),
-            "a head in flight has no key to change"
-        );
-        assert!(!m.remove(c), "a head in flight is not pending");
-        assert_eq!(m.pending_total(), 1);
-        // `a` is put back; `c` was admitted.
-        m.requeue(
-            CqId(0),
-            a,
-            heads[0].key,
-            RequeueReason::FailedAfterNomination,
-        );
-        assert!(m.contains(a) && m.pending_total() == 2);
-        m.heads_into(&mut heads, |_| true);
-        assert_eq!(heads.iter().map(|h| h.workload).collect::<Vec<_>>(), [a]);
-        assert!(!m.contains(c) && m.pending_total() == 1);
-        // Let go, `c` is queued again elsewhere, and `a`, still in flight, moves queues.
-        m.push(CqId(0), c, SortKey([5, 0, 0]));
-        m.push(CqId(1), a, SortKey([0, 0, 0]));
-        assert!(m.contains(a) && m.contains(c) && m.pending_total() == 3);
-        m.heads_into(&mut heads, |_| true);
-        assert_eq!(heads.iter().map(|h| h.workload).collect::<Vec<_>>(), [b, a]);
-        assert!(m.contains(c) && !m.contains(a) && m.pending_total() == 1);
-        assert_eq!(m.queue(CqId(1)).active_len(), 0);
     }
 
     /// The manager's slot per workload follows it through every move: rekeyed while active or
