@@ -5,7 +5,7 @@
 
 use crate::quota::FrIdx;
 
-use super::{LqId, Millis, RequeueReason, WorkloadId};
+use super::{EvictionReason, LqId, Millis, WorkloadId};
 
 /// A row's usage: up to two flavor-resources inline (cpu and memory), on the heap past that.
 pub type RowUsage = smallvec::SmallVec<[(FrIdx, i64); 2]>;
@@ -38,7 +38,7 @@ pub struct AdmittedRow {
     pub lq: Option<LqId>,
     /// Being evicted (preempted): still holds its quota.
     pub evicting: bool,
-    pub requeue_reason: Option<RequeueReason>,
+    pub requeue_reason: Option<EvictionReason>,
     /// The quota it holds, per flavor-resource (the admission's `usage`).
     pub usage: RowUsage,
 }

@@ -84,12 +84,14 @@ pub struct NodeMeta {
     pub in_cycle: bool,
 }
 
-/// Why a workload was last evicted and queued again: Kueue's eviction reasons that requeue a
-/// workload (the `Evicted` condition's reason). One byte, not a string, in the records every
-/// cycle reads.
+/// Why a workload was last evicted and queued again: the Kueue eviction reasons (the
+/// `Evicted` condition's reason) after which a workload is queued again, what the WIT calls a
+/// `requeue-reason`. Not the queue's [`crate::queue::RequeueReason`], which says why a head
+/// goes back to its queue within a cycle. One byte, not a string, in the records every cycle
+/// reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
-pub enum RequeueReason {
+pub enum EvictionReason {
     /// `Preempted`: another workload needed its quota.
     Preempted,
     /// `AdmissionCheck`: an admission check asked for a retry.
@@ -98,13 +100,13 @@ pub enum RequeueReason {
     PodsReadyTimeout,
 }
 
-impl RequeueReason {
+impl EvictionReason {
     /// Kueue's reason string.
     pub const fn as_str(self) -> &'static str {
         match self {
-            RequeueReason::Preempted => "Preempted",
-            RequeueReason::AdmissionCheck => "AdmissionCheck",
-            RequeueReason::PodsReadyTimeout => "PodsReadyTimeout",
+            EvictionReason::Preempted => "Preempted",
+            EvictionReason::AdmissionCheck => "AdmissionCheck",
+            EvictionReason::PodsReadyTimeout => "PodsReadyTimeout",
         }
     }
 }
@@ -271,7 +273,7 @@ impl PodSetInfo {
 /// so that it is one run of adjacent cache lines rather than spread over the record and the
 /// records it points to; its id, names, labels and annotations after. The run is the record's
 /// first 128 bytes and the record 320 (`layout_tests`), five whole cache lines: in a table that
-/// starts on a line (the allocator gives a table this large a page), a head's hot fields are
+/// starts on a line (mimalloc gives a table this large whole pages), a head's hot fields are
 /// two lines, not the three or four of an unaligned 256-byte run (stop 50). Aligning the type
 /// to a cache line was tried and missed more (its table is copied when it grows, and realloc
 /// cannot grow over-aligned memory in place). At ten times Kueue's large scale the heads a
@@ -303,7 +305,7 @@ pub struct WorkloadInfo {
     /// built.
     pub namespace_matches: bool,
     /// The last reason it was requeued for (see `requeue_count`).
-    pub requeue_reason: Option<RequeueReason>,
+    pub requeue_reason: Option<EvictionReason>,
     /// Inline when there is one (most workloads), on the heap past that.
     pub pod_sets: SmallVec<[PodSetInfo; 1]>,
     /// Its index in the cluster's table (the cycle knows it already).

@@ -11,13 +11,13 @@ use k8s_openapi::api::core::v1::Toleration;
 use super::conditions as cond;
 use crate::api::{AdmissionCheckState, PodSetUpdate, Workload};
 use crate::cluster::checks::{self as core_checks, CheckState, CheckStatus, WorkloadChecks};
-use crate::cluster::{Millis, RequeueReason};
+use crate::cluster::{EvictionReason, Millis};
 
 /// Admitted=False while a check is not Ready.
 pub const UNSATISFIED_CHECKS: &str = "UnsatisfiedAdmissionChecks";
 pub const UNSATISFIED_CHECKS_MESSAGE: &str = "The workload has not all checks ready";
 /// Evicted reason of a check in `Retry`.
-pub const EVICTED_BY_ADMISSION_CHECK: &str = RequeueReason::AdmissionCheck.as_str();
+pub const EVICTED_BY_ADMISSION_CHECK: &str = EvictionReason::AdmissionCheck.as_str();
 /// The condition a `Rejected` check sets (reason `AdmissionCheck`), and the Evicted reason of
 /// the deactivation that follows.
 pub const DEACTIVATION_TARGET: &str = "DeactivationTarget";

@@ -41,7 +41,7 @@ use super::visibility::Snapshot;
 use super::writer::{Writer, workload_ref};
 use crate::api::jobs::{AdmittedPodSet, FlavorPlacement, JobKind, attribution, problems_text};
 use crate::api::{self, Workload, WorkloadStatus, topology};
-use crate::cluster::{Admission, Cluster, CqId, Millis, RequeueReason, WorkloadId};
+use crate::cluster::{Admission, Cluster, CqId, EvictionReason, Millis, WorkloadId};
 use crate::scheduler::{Decision, Scheduler};
 
 #[path = "admission.rs"]
@@ -1039,9 +1039,9 @@ impl Controller {
                 _ => evicted_at,
             };
             let reason = if reason == pods_ready::EVICTED_BY_PODS_READY_TIMEOUT {
-                RequeueReason::PodsReadyTimeout
+                EvictionReason::PodsReadyTimeout
             } else {
-                RequeueReason::AdmissionCheck
+                EvictionReason::AdmissionCheck
             };
             match (self.id_of(&key), self.scheduler.as_mut()) {
                 (Some(id), Some(s)) if inactive => s.deactivate(id),

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::api::catalog::Catalog;
 use crate::api::checks::AdmissionCheck;
 use crate::api::{Manifests, Workload, defaults, topology, validate, validate_workload};
-use crate::cluster::{Millis, RequeueReason, WorkloadId, build_cluster};
+use crate::cluster::{EvictionReason, Millis, WorkloadId, build_cluster};
 use crate::scheduler::Scheduler;
 use crate::topology::Topologies;
 
@@ -382,7 +382,7 @@ fn restore(s: &mut Scheduler, id: WorkloadId, wl: &Workload, now: Millis) -> boo
 /// A Workload back in its queue after an eviction to be retried: its queue position (Kueue's
 /// §5.5: the eviction time for a check in Retry and for a PodsReady timeout, unless
 /// `requeuingStrategy.timestamp: Creation` — `None`: its creation time) and the reason.
-fn requeued(wl: &Workload, by_eviction_time: bool) -> Option<(Option<Millis>, RequeueReason)> {
+fn requeued(wl: &Workload, by_eviction_time: bool) -> Option<(Option<Millis>, EvictionReason)> {
     let st = wl.status.as_ref()?;
     let ev = conditions::find(&st.conditions, EVICTED).filter(|c| c.status == "True")?;
     let at = ev
@@ -392,9 +392,9 @@ fn requeued(wl: &Workload, by_eviction_time: bool) -> Option<(Option<Millis>, Re
     match ev.reason.as_str() {
         "PodsReadyTimeout" => Some((
             at.filter(|_| by_eviction_time),
-            RequeueReason::PodsReadyTimeout,
+            EvictionReason::PodsReadyTimeout,
         )),
-        "AdmissionCheck" => Some((at, RequeueReason::AdmissionCheck)),
+        "AdmissionCheck" => Some((at, EvictionReason::AdmissionCheck)),
         _ => None,
     }
 }
@@ -533,15 +533,15 @@ mod tests {
         let evicted_at = Some(1_767_225_900_000);
         assert_eq!(
             requeued(&wl("PodsReadyTimeout"), true),
-            Some((evicted_at, RequeueReason::PodsReadyTimeout))
+            Some((evicted_at, EvictionReason::PodsReadyTimeout))
         );
         assert_eq!(
             requeued(&wl("PodsReadyTimeout"), false),
-            Some((None, RequeueReason::PodsReadyTimeout))
+            Some((None, EvictionReason::PodsReadyTimeout))
         );
         assert_eq!(
             requeued(&wl("AdmissionCheck"), false),
-            Some((evicted_at, RequeueReason::AdmissionCheck))
+            Some((evicted_at, EvictionReason::AdmissionCheck))
         );
         assert_eq!(requeued(&wl("Preempted"), true), None);
         assert_eq!(requeue_count(&wl("PodsReadyTimeout")), 2);

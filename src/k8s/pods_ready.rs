@@ -12,7 +12,7 @@ use super::admission::RetryEviction;
 use super::{Controller, is_admitted, to_value};
 use crate::api::Workload;
 use crate::api::jobs::JobKind;
-use crate::cluster::RequeueReason;
+use crate::cluster::EvictionReason;
 use crate::cluster::checks::backoff_seconds;
 use crate::cluster::{Millis, WaitForPodsReady};
 use crate::k8s::conditions::{self as cond, ADMITTED, PODS_READY};
@@ -27,7 +27,7 @@ pub const WAIT_FOR_RECOVERY: &str = "WaitForRecovery";
 pub const READY_MESSAGE: &str = "All pods reached readiness and the workload is running";
 pub const WAIT_FOR_START_MESSAGE: &str = "Not all pods are ready or succeeded";
 pub const WAIT_FOR_RECOVERY_MESSAGE: &str = "At least one pod has failed, waiting for recovery";
-pub const EVICTED_BY_PODS_READY_TIMEOUT: &str = RequeueReason::PodsReadyTimeout.as_str();
+pub const EVICTED_BY_PODS_READY_TIMEOUT: &str = EvictionReason::PodsReadyTimeout.as_str();
 pub const REQUEUING_LIMIT_EXCEEDED: &str = "RequeuingLimitExceeded";
 pub const REQUEUING_LIMIT_MESSAGE: &str = "exceeding the maximum number of re-queuing retries";
 

@@ -139,7 +139,7 @@ pub struct HeadEntry {
     /// Times requeued and the last reason (the workload's `requeue_count` and
     /// `requeue_reason`), for a plugin that reads them.
     pub requeue_count: u32,
-    pub requeue_reason: Option<crate::cluster::RequeueReason>,
+    pub requeue_reason: Option<crate::cluster::EvictionReason>,
 }
 
 pub trait OrderingPolicy: Send + Sync {
@@ -224,7 +224,7 @@ pub struct Candidate {
     /// read from its admitted row, not its workload record).
     pub local_queue: Option<crate::cluster::LqId>,
     pub requeue_count: u32,
-    pub requeue_reason: Option<crate::cluster::RequeueReason>,
+    pub requeue_reason: Option<crate::cluster::EvictionReason>,
     /// The quota it holds, per flavor-resource (inline: no allocation per candidate).
     pub usage: crate::quota::FrAmounts,
     /// Its LocalQueue's admission-fair-sharing usage, when its ClusterQueue uses admission

@@ -23,7 +23,7 @@ pub use assign::{
 };
 pub use texts::Message;
 
-use crate::cluster::{Admission, Cluster, CqId, Millis, RequeueReason, WorkloadId};
+use crate::cluster::{Admission, Cluster, CqId, EvictionReason, Millis, WorkloadId};
 use crate::policy::{PolicyContext, PolicyError, PolicyRef, PolicySet, QueuedWorkload};
 use crate::queue::{QueueManager, SortKey};
 
@@ -420,7 +420,7 @@ impl Scheduler {
         }
         let wl = &mut self.cluster.workloads[id.index()];
         wl.requeue_count += 1;
-        wl.requeue_reason = Some(RequeueReason::Preempted);
+        wl.requeue_reason = Some(EvictionReason::Preempted);
         self.evicted.insert(id);
         // A workload that can no longer be queued simply stays pending outside any queue.
         let _ = self.submit(id);
@@ -432,7 +432,7 @@ impl Scheduler {
     /// then ordered by `queued_at` (Kueue's `GetQueueOrderTimestamp`: the eviction time, or the
     /// creation time under `requeuingStrategy.timestamp: Creation`), which becomes its
     /// queue-order timestamp (`created`) for every ordering policy, built-in and plugins alike.
-    pub fn release_for_retry(&mut self, id: WorkloadId, queued_at: Millis, reason: RequeueReason) {
+    pub fn release_for_retry(&mut self, id: WorkloadId, queued_at: Millis, reason: EvictionReason) {
         if let Ok(admission) = self.cluster.release(id) {
             self.retry_inadmissible(admission.cluster_queue);
             self.retry

@@ -6,7 +6,7 @@
 
 use super::{EventType, Simulation, readiness};
 use crate::cluster::checks::Outcome;
-use crate::cluster::{Millis, RequeueReason, WorkloadId};
+use crate::cluster::{EvictionReason, Millis, WorkloadId};
 use crate::policy::PolicyRef;
 
 impl Simulation {
@@ -86,7 +86,7 @@ impl Simulation {
                 self.scheduler.cluster.workload(wl).created
             };
             self.scheduler
-                .release_for_retry(wl, queued_at, RequeueReason::PodsReadyTimeout);
+                .release_for_retry(wl, queued_at, EvictionReason::PodsReadyTimeout);
             let wait = crate::cluster::checks::backoff_seconds(
                 w.backoff_base_seconds,
                 w.backoff_max_seconds,
@@ -171,7 +171,7 @@ impl Simulation {
                     );
                     self.log_release(w);
                     self.scheduler
-                        .release_for_retry(w, self.now, RequeueReason::AdmissionCheck);
+                        .release_for_retry(w, self.now, EvictionReason::AdmissionCheck);
                     self.stopped(w);
                     self.wl_checks[i].reset_on_eviction(self.now);
                     self.arrivals

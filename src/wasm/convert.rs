@@ -14,7 +14,7 @@ use crate::api::{
     BorrowWithinCohortPolicy, FungibilityPolicy, FungibilityPreference, QueueingStrategy,
     ReclaimWithinCohort, WithinClusterQueue,
 };
-use crate::cluster::{Cluster, CqId, LqId, Millis, RequeueReason, StrMap, WorkloadId};
+use crate::cluster::{Cluster, CqId, EvictionReason, LqId, Millis, StrMap, WorkloadId};
 use crate::quota::{FrIdx, NodeId, NodeKind};
 
 /// The WIT catalog plus the host-side index of its annotation keys and the plugin's
@@ -494,11 +494,11 @@ fn fill_entries(out: &mut Vec<t::Entry>, pairs: &[(u32, u32)]) {
 
 /// The WIT case of a `WorkloadInfo::requeue_reason` (the reason of the eviction that requeued
 /// the workload, as the scheduler records it).
-pub fn requeue_reason(reason: RequeueReason) -> t::RequeueReason {
+pub fn requeue_reason(reason: EvictionReason) -> t::RequeueReason {
     match reason {
-        RequeueReason::Preempted => t::RequeueReason::Preempted,
-        RequeueReason::AdmissionCheck => t::RequeueReason::AdmissionCheck,
-        RequeueReason::PodsReadyTimeout => t::RequeueReason::PodsReadyTimeout,
+        EvictionReason::Preempted => t::RequeueReason::Preempted,
+        EvictionReason::AdmissionCheck => t::RequeueReason::AdmissionCheck,
+        EvictionReason::PodsReadyTimeout => t::RequeueReason::PodsReadyTimeout,
     }
 }
 
@@ -507,7 +507,7 @@ pub const NO_REQUEUE_REASON: u8 = u8::MAX;
 
 /// A workload's requeue-reason byte in `record heads`: the position of its `requeue-reason`
 /// case, or [`NO_REQUEUE_REASON`].
-pub fn requeue_reason_byte(reason: Option<RequeueReason>) -> u8 {
+pub fn requeue_reason_byte(reason: Option<EvictionReason>) -> u8 {
     reason.map_or(NO_REQUEUE_REASON, |r| requeue_reason(r) as u8)
 }
 
@@ -836,9 +836,9 @@ spec:
         // The reasons the scheduler records (`complete_eviction`, `release_for_retry`), and
         // the names Kueue gives them.
         let all = [
-            RequeueReason::Preempted,
-            RequeueReason::AdmissionCheck,
-            RequeueReason::PodsReadyTimeout,
+            EvictionReason::Preempted,
+            EvictionReason::AdmissionCheck,
+            EvictionReason::PodsReadyTimeout,
         ];
         assert_eq!(
             all.map(requeue_reason),
@@ -849,7 +849,7 @@ spec:
             ]
         );
         assert_eq!(
-            all.map(RequeueReason::as_str),
+            all.map(EvictionReason::as_str),
             ["Preempted", "AdmissionCheck", "PodsReadyTimeout"]
         );
         // The heads' bytes are the case positions; 255 when never requeued.

@@ -163,7 +163,7 @@ mod tests {
             evicted: false,
             local_queue: None,
             requeue_count: 1,
-            requeue_reason: Some(crate::cluster::RequeueReason::Preempted),
+            requeue_reason: Some(crate::cluster::EvictionReason::Preempted),
             usage: crate::quota::FrAmounts::from_slice(&[(FrIdx(0), cpu)]),
             local_queue_usage: None,
         }

@@ -895,7 +895,7 @@ fn run(case: &Case, steps: &[Step]) -> Check {
                     .collect();
                 if let Some(id) = pick(holding, *i) {
                     let count = s.cluster.workload(id).requeue_count;
-                    s.release_for_retry(id, now, wasq::cluster::RequeueReason::AdmissionCheck);
+                    s.release_for_retry(id, now, wasq::cluster::EvictionReason::AdmissionCheck);
                     prop_assert!(s.cluster.admission(id).is_none());
                     prop_assert!(!s.is_pending(id), "queued only after its backoff");
                     prop_assert_eq!(s.cluster.workload(id).requeue_count, count + 1);
