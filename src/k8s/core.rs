@@ -389,13 +389,13 @@ fn requeued(wl: &Workload, by_eviction_time: bool) -> Option<(Option<Millis>, Ev
         .last_transition_time
         .as_ref()
         .map(|t| t.0.as_millisecond());
-    match ev.reason.as_str() {
-        "PodsReadyTimeout" => Some((
+    match EvictionReason::of_kueue(&ev.reason)? {
+        EvictionReason::PodsReadyTimeout => Some((
             at.filter(|_| by_eviction_time),
             EvictionReason::PodsReadyTimeout,
         )),
-        "AdmissionCheck" => Some((at, EvictionReason::AdmissionCheck)),
-        _ => None,
+        EvictionReason::AdmissionCheck => Some((at, EvictionReason::AdmissionCheck)),
+        EvictionReason::Preempted => None,
     }
 }
 

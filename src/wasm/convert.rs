@@ -852,6 +852,11 @@ spec:
             all.map(EvictionReason::as_str),
             ["Preempted", "AdmissionCheck", "PodsReadyTimeout"]
         );
+        assert_eq!(
+            all.map(|r| EvictionReason::of_kueue(r.as_str())),
+            all.map(Some)
+        );
+        assert_eq!(EvictionReason::of_kueue("InactiveWorkload"), None);
         // The heads' bytes are the case positions; 255 when never requeued.
         assert_eq!(requeue_reason_byte(None), NO_REQUEUE_REASON);
         assert_eq!(all.map(|r| requeue_reason_byte(Some(r))), [0, 1, 2]);
