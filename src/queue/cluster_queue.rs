@@ -1,6 +1,8 @@
 //! One ClusterQueue's pending workloads: an ordered active set and a parked inadmissible set.
 
-use std::collections::BTreeSet;
+use std::collections::VecDeque;
+
+use smallvec::SmallVec;
 
 use crate::api::QueueingStrategy;
 use crate::cluster::WorkloadId;
@@ -46,89 +48,134 @@ pub struct PendingQueue {
     sticky: Option<(WorkloadId, SortKey)>,
 }
 
-/// A queue's active workloads in order: the lowest keys in a short array, the rest in a tree.
+/// One entry of an active set: the key, then the id (ties on the key go by id).
+type Entry = (SortKey, WorkloadId);
+
+/// A queue's active workloads in order, lowest first: sorted runs of entries held contiguously,
+/// one run for a queue of up to [`Active::SPLIT`] entries.
 ///
 /// Every cycle pops each queue's head, and most heads come back a moment later (parked, then
-/// activated when capacity frees): at ten times Kueue's large scale a tree alone made each of
-/// those a walk from its root and a shift of its leftmost leaf, in 10,000 trees no longer in
-/// the cache (BENCHMARKS.md, "A queue's lowest keys in a short array; what did not pay (stop
-/// 44)"). In `front`, highest first, popping the head is taking the last entry, and putting a
-/// head back is pushing it there again. The tree is reached when `front` runs dry (it takes
-/// [`Active::REFILL`] at once), when a full `front` takes a lower key, and for keys above all of
-/// `front` (new workloads, mostly: they are younger).
+/// activated when capacity frees); new workloads are mostly the youngest of their priority. A
+/// run is a ring buffer, so the head comes and goes at its front and the youngest at its back
+/// without moving the rest, and an entry between is put in place by moving the shorter side.
+/// Nothing is allocated per entry: at ten times Kueue's large scale a tree per queue walked
+/// from its root through nodes no longer in the cache on each pop and return, and its nodes,
+/// freed and allocated as the queues drained and refilled, took fresh pages through the run
+/// (BENCHMARKS.md, "A queue's active set in one ring (stop 51)"). A long queue splits its run
+/// in two past [`Active::SPLIT`], so a put-in-place moves at most half of one run; a run that
+/// shrinks merges with a neighbour, so their number stays in proportion to the entries.
 ///
-/// Invariant: every entry of `front` is below every entry of `back`.
+/// Invariants: each run is sorted; every entry of a run is below every entry of the next; a
+/// run is empty only when it is the only one; no two neighbouring runs are both shorter than
+/// [`Active::MERGE`].
 #[derive(Debug, Clone, Default)]
 struct Active {
-    /// The lowest entries, highest first; at most [`Active::FRONT`].
-    front: Vec<(SortKey, WorkloadId)>,
-    back: BTreeSet<(SortKey, WorkloadId)>,
+    runs: SmallVec<[VecDeque<Entry>; 1]>,
 }
 
 impl Active {
-    /// The most entries `front` holds; inserting below all of a full `front` sends its highest
-    /// to `back`.
-    const FRONT: usize = 32;
-    /// How many entries a dry `front` takes from `back` at once.
-    const REFILL: usize = 16;
+    /// A run longer than this splits in two halves.
+    const SPLIT: usize = if cfg!(test) { 8 } else { 512 };
+    /// A run shorter than this, after a removal, merges with a neighbour if the two together
+    /// hold at most half of [`Active::SPLIT`].
+    const MERGE: usize = Active::SPLIT / 4;
 
     fn len(&self) -> usize {
-        self.front.len() + self.back.len()
+        self.runs.iter().map(VecDeque::len).sum()
     }
 
-    fn insert(&mut self, e: (SortKey, WorkloadId)) {
-        match self.front.first() {
-            Some(&highest) if e < highest => {
-                // Full: the highest goes to the tree first (it is below all of the tree), so
-                // that the array never grows past its bound.
-                if self.front.len() == Active::FRONT {
-                    self.front.remove(0);
-                    self.back.insert(highest);
-                }
-                // A head put back is the lowest: its place, the end, is found without a search.
-                let at = if self.front.last().is_some_and(|&low| e < low) {
-                    self.front.len()
-                } else {
-                    self.front.partition_point(|&x| x > e)
-                };
-                self.front.insert(at, e);
+    fn is_empty(&self) -> bool {
+        self.runs.first().is_none_or(VecDeque::is_empty)
+    }
+
+    /// The run `e` belongs in: the first whose last entry is not below it, else the last run.
+    fn run_for(&self, e: &Entry) -> usize {
+        if self.runs.len() <= 1 {
+            return 0;
+        }
+        let at = self
+            .runs
+            .partition_point(|r| r.back().is_some_and(|b| b < e));
+        at.min(self.runs.len() - 1)
+    }
+
+    fn insert(&mut self, e: Entry) {
+        if self.runs.is_empty() {
+            self.runs.push(VecDeque::new());
+        }
+        let i = self.run_for(&e);
+        let run = &mut self.runs[i];
+        match (run.front(), run.back()) {
+            (Some(&first), _) if e < first => run.push_front(e),
+            (_, Some(&last)) if e < last => {
+                let at = run.partition_point(|&x| x < e);
+                run.insert(at, e);
             }
-            None if self.back.is_empty() => self.front.push(e),
-            _ => {
-                self.back.insert(e);
-            }
+            _ => run.push_back(e),
+        }
+        if run.len() > Active::SPLIT {
+            let upper = run.split_off(run.len() / 2);
+            self.runs.insert(i + 1, upper);
         }
     }
 
-    fn pop_first(&mut self) -> Option<(SortKey, WorkloadId)> {
-        if self.front.is_empty() {
-            self.front
-                .extend(std::iter::from_fn(|| self.back.pop_first()).take(Active::REFILL));
-            self.front.reverse();
-        }
-        self.front.pop()
+    fn pop_first(&mut self) -> Option<Entry> {
+        let e = self.runs.first_mut()?.pop_front()?;
+        self.settle(0);
+        Some(e)
     }
 
     /// Takes `e` out; returns whether it was here.
-    fn remove(&mut self, e: (SortKey, WorkloadId)) -> bool {
-        match self.front.first() {
-            Some(&highest) if e <= highest => {
-                match self.front.binary_search_by(|x| e.cmp(x)) {
-                    Ok(at) => {
-                        self.front.remove(at);
-                        true
-                    }
-                    // Below the highest of `front`, so not in `back` either.
-                    Err(_) => false,
-                }
+    fn remove(&mut self, e: Entry) -> bool {
+        let i = self.run_for(&e);
+        let Some(run) = self.runs.get_mut(i) else {
+            return false;
+        };
+        // The head is the common case: a BestEffortFIFO preemptor taken back out.
+        let at = if run.front() == Some(&e) {
+            0
+        } else {
+            match run.binary_search(&e) {
+                Ok(at) => at,
+                Err(_) => return false,
             }
-            _ => self.back.remove(&e),
+        };
+        run.remove(at);
+        self.settle(i);
+        true
+    }
+
+    /// After run `i` lost an entry: drops it if it is empty and not the only one, or, if it is
+    /// short, merges it with a neighbour (the next, else the previous) when the two together
+    /// hold at most half of [`Active::SPLIT`]. So no two neighbouring runs are both short.
+    fn settle(&mut self, i: usize) {
+        if self.runs.len() <= 1 || self.runs[i].len() >= Active::MERGE {
+            return;
         }
+        if self.runs[i].is_empty() {
+            self.runs.remove(i);
+            return;
+        }
+        let fits =
+            |a: &VecDeque<Entry>, b: &VecDeque<Entry>| a.len() + b.len() <= Active::SPLIT / 2;
+        let lo = if self
+            .runs
+            .get(i + 1)
+            .is_some_and(|next| fits(&self.runs[i], next))
+        {
+            i
+        } else if i > 0 && fits(&self.runs[i - 1], &self.runs[i]) {
+            i - 1
+        } else {
+            return;
+        };
+        let upper = self.runs.remove(lo + 1);
+        self.runs[lo].extend(upper);
     }
 
     /// In order, lowest first.
-    fn iter(&self) -> impl Iterator<Item = &(SortKey, WorkloadId)> {
-        self.front.iter().rev().chain(self.back.iter())
+    fn iter(&self) -> impl Iterator<Item = &Entry> {
+        self.runs.iter().flatten()
     }
 }
 
@@ -263,6 +310,11 @@ impl PendingQueue {
         self.active.len()
     }
 
+    /// Whether any workload is active here.
+    pub fn has_active(&self) -> bool {
+        !self.active.is_empty()
+    }
+
     pub fn inadmissible_len(&self) -> usize {
         self.inadmissible.len()
     }
@@ -284,6 +336,8 @@ impl PendingQueue {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use proptest::test_runner::TestCaseError;
+    use std::collections::BTreeSet;
 
     /// An operation on an active set: insert, remove, or pop the lowest.
     #[derive(Debug, Clone)]
@@ -303,10 +357,39 @@ mod tests {
         ]
     }
 
+    /// Checks [`Active`]'s invariants: runs sorted, each below the next, within the bound,
+    /// empty only when alone, and no two neighbours both short.
+    fn check_runs(active: &Active) -> Result<(), TestCaseError> {
+        let runs = &active.runs;
+        for (i, run) in runs.iter().enumerate() {
+            prop_assert!(run.len() <= Active::SPLIT, "run {i} holds {}", run.len());
+            prop_assert!(
+                !run.is_empty() || runs.len() == 1,
+                "empty run {i} of {}",
+                runs.len()
+            );
+            prop_assert!(run.iter().zip(run.iter().skip(1)).all(|(a, b)| a < b));
+            if let Some(next) = runs.get(i + 1) {
+                prop_assert!(run.back() < next.front(), "run {i} not below run {}", i + 1);
+            }
+        }
+        // No two neighbours both short, so at most one short run beside each long one: the
+        // runs stay in proportion to the entries.
+        let short = |r: &VecDeque<Entry>| r.len() < Active::MERGE;
+        prop_assert!(
+            !runs
+                .iter()
+                .zip(runs.iter().skip(1))
+                .any(|(a, b)| short(a) && short(b))
+        );
+        prop_assert!(runs.len() <= 1 + 2 * active.len() / Active::MERGE);
+        Ok(())
+    }
+
     proptest! {
         /// Any sequence of inserts, removals and pops answers, and leaves the same entries in
-        /// the same order, as a `BTreeSet` given the same sequence; `front` stays below `back`
-        /// and within its bound.
+        /// the same order, as a `BTreeSet` given the same sequence; the runs keep their
+        /// invariants throughout, through splits and merges.
         #[test]
         fn active_set_behaves_as_an_ordered_set(ops in proptest::collection::vec(op(), 0..400)) {
             let (mut active, mut reference) = (Active::default(), BTreeSet::new());
@@ -327,35 +410,43 @@ mod tests {
                     Op::Pop => prop_assert_eq!(active.pop_first(), reference.pop_first()),
                 }
                 prop_assert_eq!(active.len(), reference.len());
+                prop_assert_eq!(active.is_empty(), reference.is_empty());
                 prop_assert!(active.iter().eq(reference.iter()));
-                prop_assert!(active.front.len() <= Active::FRONT);
-                if let (Some(high), Some(low)) = (active.front.first(), active.back.first()) {
-                    prop_assert!(high < low, "front {high:?} not below back {low:?}");
-                }
+                check_runs(&active)?;
             }
         }
     }
 
-    /// A head put back after being popped goes to the end of `front` without touching `back`,
-    /// and a queue longer than `front` refills it from `back` in order.
+    /// A head put back after being popped goes to the front of its run, the youngest to the
+    /// back, a long queue splits into runs and drains through them in order.
     #[test]
-    fn heads_come_and_go_at_the_end_of_front() {
+    fn heads_come_and_go_at_the_front_of_the_first_run() {
         let mut active = Active::default();
         let e = |k: i64| (SortKey([k, 0, 0]), WorkloadId(k as u32));
         for k in 0..100 {
             active.insert(e(k));
         }
-        assert_eq!(active.front.len(), 1, "younger keys go to the tree");
+        assert!(
+            active.runs.len() > 1,
+            "100 entries split past {}",
+            Active::SPLIT
+        );
         assert_eq!(active.pop_first(), Some(e(0)));
-        assert_eq!(active.pop_first(), Some(e(1)), "refilled from the tree");
-        assert_eq!(active.front.len(), Active::REFILL - 1);
-        active.insert(e(1));
-        assert_eq!(active.front.last(), Some(&e(1)));
-        assert_eq!(active.back.len(), 100 - 1 - Active::REFILL);
+        let first = active.runs[0].len();
+        active.insert(e(0));
+        assert_eq!(active.runs[0].front(), Some(&e(0)));
+        assert_eq!(
+            active.runs[0].len(),
+            first + 1,
+            "put back into the first run"
+        );
+        active.insert(e(100));
+        assert_eq!(active.runs.last().and_then(|r| r.back()), Some(&e(100)));
         let order: Vec<i64> = std::iter::from_fn(|| active.pop_first())
             .map(|(k, _)| k.0[0])
             .collect();
-        assert_eq!(order, (1..100).collect::<Vec<_>>());
+        assert_eq!(order, (0..=100).collect::<Vec<_>>());
+        assert_eq!(active.runs.len(), 1, "drained to one empty run");
     }
 
     fn key(p: i64, t: i64) -> SortKey {

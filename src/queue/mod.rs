@@ -243,7 +243,7 @@ impl QueueManager {
 
     /// Whether any queue has an active (not parked) workload.
     pub fn has_active(&self) -> bool {
-        self.queues.iter().any(|q| q.active_len() > 0)
+        self.queues.iter().any(PendingQueue::has_active)
     }
 }
 
