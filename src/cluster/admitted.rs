@@ -79,6 +79,10 @@ impl AdmittedRows {
         self.position(id).ok().map(|at| self.rows.remove(at))
     }
 
+    pub fn get(&self, id: WorkloadId) -> Option<&AdmittedRow> {
+        self.position(id).ok().map(|at| &self.rows[at])
+    }
+
     pub fn set_evicting(&mut self, id: WorkloadId) {
         if let Ok(at) = self.position(id) {
             self.rows[at].evicting = true;

@@ -372,6 +372,7 @@ pub fn build_cluster_with(
         workloads: Vec::new(),
         by_key: Default::default(),
         admitted: vec![Default::default(); n_cq],
+        bodies: vec![Default::default(); n_cq],
         removed: 0,
     };
 
@@ -440,9 +441,9 @@ pub fn build_cluster_with(
             .and_then(|c| c.last_transition_time.as_ref())
             .map(|t| t.0.as_millisecond())
             .unwrap_or(now);
-        match restore_admission(&mut cluster, id, admission, reserved_at) {
+        match restore_admission(&mut cluster, id, admission) {
             Ok(a) => {
-                if let Err(e) = cluster.reserve(id, a) {
+                if let Err(e) = cluster.reserve(id, a, reserved_at) {
                     errors.push(BuildError {
                         object: format!("Workload {key}"),
                         message: e.to_string(),
@@ -613,7 +614,6 @@ pub(super) fn restore_admission(
     cluster: &mut Cluster,
     id: WorkloadId,
     admission: &api::Admission,
-    reserved_at: Millis,
 ) -> Result<Admission, String> {
     let cq = *cluster
         .cq_by_name
@@ -684,7 +684,6 @@ pub(super) fn restore_admission(
         cluster_queue: cq,
         pod_sets,
         usage: usage.into_iter().collect(),
-        reserved_at,
     })
 }
 
@@ -799,8 +798,7 @@ impl Cluster {
         &mut self,
         id: WorkloadId,
         admission: &api::Admission,
-        reserved_at: Millis,
     ) -> Result<Admission, String> {
-        restore_admission(self, id, admission, reserved_at)
+        restore_admission(self, id, admission)
     }
 }

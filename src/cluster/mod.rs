@@ -9,6 +9,7 @@
 
 pub mod admitted;
 pub mod afs;
+mod bodies;
 pub mod budget;
 mod build;
 pub mod checks;
@@ -414,16 +415,16 @@ pub struct PodSetAdmission {
     pub topology: Option<crate::topology::PodSetPlacement>,
 }
 
-/// Quota reserved for a workload in a ClusterQueue. One allocation for a one-podSet workload
-/// of up to four flavor-resources (its podSet and usage inline, only the podSet's name apart,
-/// shared with the workload's): each admission is made once and read again at its release.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Quota reserved for a workload in a ClusterQueue: what it holds, not when it took it (the
+/// time is its admitted row's, [`Cluster::reserved_at`]), so that alike admissions share one
+/// body (`cluster::bodies`). One allocation for a one-podSet workload of up to four flavor-resources
+/// (its podSet and usage inline, only the podSet's name apart, shared with the workload's).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Admission {
     pub cluster_queue: CqId,
     pub pod_sets: SmallVec<[PodSetAdmission; 1]>,
     /// Total usage per flavor-resource.
     pub usage: crate::quota::FrAmounts,
-    pub reserved_at: Millis,
 }
 
 /// The quota a workload holds. The admission is shared: every workload has a holding and most
@@ -475,6 +476,8 @@ pub struct Cluster {
     holdings: Vec<Holding>,
     /// Workloads holding quota, per ClusterQueue.
     admitted: Vec<AdmittedRows>,
+    /// Each ClusterQueue's recent distinct admissions, which alike reservations share.
+    bodies: Vec<bodies::RecentBodies>,
     /// Slots of removed workloads (handles are never reused; the next build compacts them).
     removed: usize,
 }
@@ -593,17 +596,20 @@ impl Cluster {
         self.node_cq.get(node.index()).copied().flatten()
     }
 
-    /// Reserves quota: the workload becomes admitted and its usage is added.
+    /// Reserves quota at `reserved_at`: the workload becomes admitted and its usage is added.
+    /// Returns the admission it holds: alike to a recent one of its ClusterQueue, that one.
     pub fn reserve(
         &mut self,
         id: WorkloadId,
-        admission: impl Into<Arc<Admission>>,
-    ) -> Result<(), QuotaError> {
+        admission: Admission,
+        reserved_at: Millis,
+    ) -> Result<Arc<Admission>, QuotaError> {
         if self.admission(id).is_some() {
             return Err(QuotaError::AlreadyAdmitted(self.workload(id).key.clone()));
         }
-        let admission = admission.into();
-        let node = self.cq(admission.cluster_queue).node;
+        let cq = admission.cluster_queue;
+        let admission = self.bodies[cq.index()].share(admission);
+        let node = self.cq(cq).node;
         for &(fr, v) in &admission.usage {
             self.tree.add_usage(&mut self.usage, node, fr, v);
         }
@@ -622,14 +628,20 @@ impl Cluster {
             lq: wl.lq,
             priority: wl.effective_priority(),
             created: wl.created,
-            reserved_at: admission.reserved_at,
+            reserved_at,
             requeue_count: wl.requeue_count,
             requeue_reason: wl.requeue_reason,
             usage: admitted::RowUsage::from_slice(&admission.usage),
         };
-        self.admitted[admission.cluster_queue.index()].insert(row);
-        self.holdings[id.index()] = Holding::Admitted(admission);
-        Ok(())
+        self.admitted[cq.index()].insert(row);
+        self.holdings[id.index()] = Holding::Admitted(Arc::clone(&admission));
+        Ok(admission)
+    }
+
+    /// When a workload holding quota reserved it.
+    pub fn reserved_at(&self, id: WorkloadId) -> Option<Millis> {
+        let cq = self.admission(id)?.cluster_queue;
+        self.admitted[cq.index()].get(id).map(|row| row.reserved_at)
     }
 
     /// Marks an admitted workload as being evicted; it keeps its quota until [`Cluster::release`].

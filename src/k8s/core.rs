@@ -367,10 +367,11 @@ fn restore(s: &mut Scheduler, id: WorkloadId, wl: &Workload, now: Millis) -> boo
         .filter(|c| c.status == "True")
         .and_then(|c| c.last_transition_time.as_ref())
         .map_or(now, |t| t.0.as_millisecond());
-    let result = s
-        .cluster
-        .admission_of(id, admission, reserved_at)
-        .and_then(|a| s.cluster.reserve(id, a).map_err(|e| e.to_string()));
+    let result = s.cluster.admission_of(id, admission).and_then(|a| {
+        s.cluster
+            .reserve(id, a, reserved_at)
+            .map_err(|e| e.to_string())
+    });
     if let Err(message) = &result {
         tracing::warn!(workload = %s.cluster.workload(id).key, %message, "ignoring a Workload whose admission cannot be restored");
     }

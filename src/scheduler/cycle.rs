@@ -287,11 +287,13 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
         }
         match result {
             Outcome::Admitted => {
-                let admission = std::sync::Arc::new(to_admission(s, e, now));
-                if let Err(err) = s.cluster.reserve(e.workload, admission.clone()) {
-                    tracing::error!(workload = %s.cluster.workload(e.workload).key, %err, "refused double admission");
-                    continue;
-                }
+                let admission = match s.cluster.reserve(e.workload, to_admission(s, e), now) {
+                    Ok(shared) => shared,
+                    Err(err) => {
+                        tracing::error!(workload = %s.cluster.workload(e.workload).key, %err, "refused double admission");
+                        continue;
+                    }
+                };
                 charge_admission(s, e.workload, e.cq);
                 tracing::debug!(workload = %s.cluster.workload(e.workload).key, "admitted");
                 outcome.decisions.push(Decision::Admitted {
@@ -912,7 +914,7 @@ fn charge_admission(s: &mut Scheduler, wl: WorkloadId, cq: CqId) {
     s.cluster.lq_usage.add_penalty(lq, &requests, &afs);
 }
 
-fn to_admission(s: &Scheduler, e: &Entry, now: Millis) -> Admission {
+fn to_admission(s: &Scheduler, e: &Entry) -> Admission {
     let info = s.cluster.workload(e.workload);
     Admission {
         cluster_queue: e.cq,
@@ -929,6 +931,5 @@ fn to_admission(s: &Scheduler, e: &Entry, now: Millis) -> Admission {
             })
             .collect(),
         usage: e.assignment.usage.clone(),
-        reserved_at: now,
     }
 }

@@ -11,8 +11,8 @@
 //! count to touch), and a release names the body its workload's reservation did, so that a
 //! release reads neither the admission nor the table of bodies.
 //!
-//! What the log's readers read of an admission is its body: its ClusterQueue, podSets and
-//! usage. Its `reserved_at` is the first alike admission's; a change's own time is its `at`.
+//! An admission is its body: its ClusterQueue, podSets and usage (the time it was reserved is
+//! the cluster's admitted row's, and a change's own time is its `at`).
 
 use std::hash::{Hash, Hasher};
 
@@ -20,8 +20,7 @@ use hashbrown::HashTable;
 
 use super::fairness::UsageChange;
 use super::log::{self, ChunkedLog};
-use crate::cluster::{Admission, CqId, Millis, PodSetAdmission, WorkloadId};
-use crate::quota::FrIdx;
+use crate::cluster::{Admission, Millis, WorkloadId};
 
 /// No body (a workload that holds no logged reservation).
 const NONE: u32 = u32::MAX;
@@ -101,10 +100,7 @@ impl UsageLog {
     fn intern(&mut self, a: &Admission) -> u32 {
         let hash = body_hash(a);
         let bodies = &self.bodies;
-        if let Some(&found) = self
-            .index
-            .find(hash, |&b| same_body(&bodies[b as usize], a))
-        {
+        if let Some(&found) = self.index.find(hash, |&b| bodies[b as usize] == *a) {
             return found;
         }
         let body = u32::try_from(self.bodies.len())
@@ -158,26 +154,10 @@ impl<'a> IntoIterator for &'a UsageLog {
     }
 }
 
-/// What makes two admissions alike: everything but the reservation time, by field, so that a
-/// field added to [`Admission`] must be placed here on one side or the other.
-fn body(a: &Admission) -> (CqId, &[PodSetAdmission], &[(FrIdx, i64)]) {
-    let Admission {
-        cluster_queue,
-        pod_sets,
-        usage,
-        reserved_at: _,
-    } = a;
-    (*cluster_queue, pod_sets, usage)
-}
-
 fn body_hash(a: &Admission) -> u64 {
     let mut h = rustc_hash::FxHasher::default();
-    body(a).hash(&mut h);
+    a.hash(&mut h);
     h.finish()
-}
-
-fn same_body(a: &Admission, b: &Admission) -> bool {
-    body(a) == body(b)
 }
 
 #[cfg(test)]
@@ -185,9 +165,10 @@ mod tests {
     use smallvec::smallvec;
 
     use super::*;
-    use crate::quota::{FlavorId, ResourceId};
+    use crate::cluster::{CqId, PodSetAdmission};
+    use crate::quota::{FlavorId, FrIdx, ResourceId};
 
-    fn admission(cq: u32, count: i32, cpu: i64, at: i64) -> Admission {
+    fn admission(cq: u32, count: i32, cpu: i64) -> Admission {
         Admission {
             cluster_queue: CqId(cq),
             pod_sets: smallvec![PodSetAdmission {
@@ -197,34 +178,29 @@ mod tests {
                 topology: None,
             }],
             usage: smallvec![(FrIdx(0), cpu)],
-            reserved_at: at,
         }
     }
 
     fn changes(log: &UsageLog) -> Vec<(Millis, u32, bool, Admission)> {
         log.iter()
-            .map(|c| {
-                let mut a = c.admission.clone();
-                a.reserved_at = 0;
-                (c.at, c.workload.0, c.reserved, a)
-            })
+            .map(|c| (c.at, c.workload.0, c.reserved, c.admission.clone()))
             .collect()
     }
 
     #[test]
     fn alike_admissions_are_kept_once_and_each_change_names_what_was_reserved() {
         let mut log = UsageLog::default();
-        let plain = admission(1, 2, 2000, 10);
+        let plain = admission(1, 2, 2000);
         let mut flavored = plain.clone();
         flavored.pod_sets[0].flavors[0].1 = FlavorId(1);
         let reserved = [
             (10, 0, plain.clone()),
-            // Only the reservation time differs: the same body.
-            (20, 1, admission(1, 2, 2000, 20)),
+            // Reserved at another time: the same body.
+            (20, 1, admission(1, 2, 2000)),
             // Another queue, count, usage or flavor is another body.
-            (20, 2, admission(2, 2, 2000, 20)),
-            (30, 3, admission(1, 3, 2000, 30)),
-            (30, 4, admission(1, 2, 3000, 30)),
+            (20, 2, admission(2, 2, 2000)),
+            (30, 3, admission(1, 3, 2000)),
+            (30, 4, admission(1, 2, 3000)),
             (30, 5, flavored.clone()),
         ];
         for (at, id, a) in &reserved {
@@ -244,18 +220,13 @@ mod tests {
         );
         assert!(log.held(WorkloadId(5)).is_none());
 
-        let body = |a: &Admission| {
-            let mut a = a.clone();
-            a.reserved_at = 0;
-            a
-        };
         let mut want: Vec<_> = reserved
             .iter()
-            .map(|(at, id, a)| (*at, *id, true, body(a)))
+            .map(|(at, id, a)| (*at, *id, true, a.clone()))
             .collect();
-        want.push((40, 1, false, body(&plain)));
-        want.push((40, 5, false, body(&flavored)));
-        want.push((50, 1, true, body(&flavored)));
+        want.push((40, 1, false, plain.clone()));
+        want.push((40, 5, false, flavored.clone()));
+        want.push((50, 1, true, flavored));
         assert_eq!(changes(&log), want);
         assert_eq!((&log).into_iter().count(), want.len());
     }

@@ -213,10 +213,10 @@ impl Simulation {
         sim.budget_waits = vec![0; cluster.cluster_queues.len()];
         for i in 0..n {
             let id = WorkloadId(i as u32);
-            if let Some(a) = sim.scheduler.cluster.admission(id) {
-                let start = a.reserved_at.max(t0);
-                sim.first_admitted[i] = Some(a.reserved_at);
-                sim.first_reserved[i] = Some(a.reserved_at);
+            if let Some(reserved_at) = sim.scheduler.cluster.reserved_at(id) {
+                let start = reserved_at.max(t0);
+                sim.first_admitted[i] = Some(reserved_at);
+                sim.first_reserved[i] = Some(reserved_at);
                 sim.log_reserve(id);
                 if let Some(d) = sim.durations[i] {
                     sim.schedule_finish(id, start + d);

@@ -417,7 +417,7 @@ fn an_evicting_candidate_is_tried_first_by_the_plugin_as_by_the_builtin() {
             lca: (cq != a).then(|| c.tree.root(c.cq(a).node)),
             priority: 0,
             created: c.workload(w).created,
-            reserved_at: c.admission(w).unwrap().reserved_at,
+            reserved_at: row.reserved_at,
             evicted,
             local_queue: c.workload(w).lq,
             requeue_count: 0,

@@ -500,7 +500,7 @@ mod tests {
                     lca: None,
                     priority: c.workload(w).effective_priority(),
                     created: c.workload(w).created,
-                    reserved_at: a.reserved_at,
+                    reserved_at: row.reserved_at,
                     evicted: false,
                     local_queue: c.workload(w).lq,
                     requeue_count: c.workload(w).requeue_count,
