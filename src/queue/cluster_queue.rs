@@ -244,19 +244,19 @@ impl PendingQueue {
         Some(self.inadmissible.len() - 1)
     }
 
+    /// Moves every parked workload to the active set.
     pub fn activate_all(&mut self) {
-        self.activate_all_with(|_| {});
-    }
-
-    /// [`activate_all`](PendingQueue::activate_all), telling `activated` each workload moved.
-    pub fn activate_all_with(&mut self, mut activated: impl FnMut(WorkloadId)) {
-        // Drained, not dropped: the set keeps its capacity for the next parked heads.
+        // Drained, not dropped: the list keeps its capacity for the next parked heads.
         let mut parked = std::mem::take(&mut self.inadmissible);
         for (id, key) in parked.drain(..) {
             self.push(id, key);
-            activated(id);
         }
         self.inadmissible = parked;
+    }
+
+    /// The workload parked at `at`, if any.
+    pub fn parked_id(&self, at: usize) -> Option<WorkloadId> {
+        self.inadmissible.get(at).map(|&(id, _)| id)
     }
 
     fn is_sticky(&self, id: WorkloadId) -> bool {

@@ -42,7 +42,13 @@ pub struct QueueManager {
 struct Slot {
     /// The ClusterQueue's index, or [`Slot::NONE`] when the workload is not pending.
     cq: u32,
-    /// Where it sits in the queue's parked list, or [`Slot::NONE`] when it is active.
+    /// Where it was last parked in the queue's parked list, or [`Slot::NONE`] when it was made
+    /// active since. It is parked only if the list holds it there
+    /// ([`QueueManager::parked_at`]): activating a queue's parked workloads drains the list and
+    /// leaves their slots as they were, since at ten times Kueue's large scale writing each
+    /// one's slot was a miss per activated workload (BENCHMARKS.md, stop 51). A workload is
+    /// parked again only through [`QueueManager::requeue`], which writes its slot, so a stale
+    /// place never finds its own workload.
     parked_at: u32,
     key: SortKey,
 }
@@ -59,7 +65,8 @@ impl Slot {
         (self.cq != Slot::NONE).then_some(CqId(self.cq))
     }
 
-    fn parked_at(&self) -> Option<usize> {
+    /// Where it was last parked (see [`Slot::parked_at`]'s field).
+    fn last_parked_at(&self) -> Option<usize> {
         (self.parked_at != Slot::NONE).then_some(self.parked_at as usize)
     }
 }
@@ -165,17 +172,21 @@ impl QueueManager {
         self.place(id, cq, key, parked_at);
     }
 
-    /// Moves every parked workload of these queues back to their active sets (capacity changed).
+    /// Moves every parked workload of these queues back to their active sets (capacity
+    /// changed). Their slots are left as they were ([`Slot::parked_at`]).
     pub fn requeue_inadmissible(&mut self, cqs: impl IntoIterator<Item = CqId>) {
         for cq in cqs {
-            let slots = &mut self.slots;
-            self.queues[cq.index()].activate_all_with(|id| {
-                if let Some(slot) = slots.get_mut(id.index()) {
-                    slot.parked_at = Slot::NONE;
-                }
-            });
+            self.queues[cq.index()].activate_all();
             self.parked.remove(cq);
         }
+    }
+
+    /// Where a pending workload with this slot is parked: where it was last parked, if its
+    /// queue's parked list still holds it there.
+    fn parked_at(&self, id: WorkloadId, slot: &Slot) -> Option<usize> {
+        let cq = slot.cq()?;
+        slot.last_parked_at()
+            .filter(|&at| self.queues[cq.index()].parked_id(at) == Some(id))
     }
 
     /// The queues that hold parked workloads, in id order.
@@ -188,8 +199,9 @@ impl QueueManager {
         match self.vacate(id) {
             Some(slot) => {
                 let cq = slot.cq().expect("a vacated slot names its queue");
+                let parked_at = self.parked_at(id, &slot);
                 let q = &mut self.queues[cq.index()];
-                let was = match slot.parked_at() {
+                let was = match parked_at {
                     Some(at) => {
                         let (removed, moved) = q.remove_parked(at);
                         debug_assert_eq!(removed, id, "the slot says where it is parked");
@@ -215,7 +227,7 @@ impl QueueManager {
         let Some(cq) = slot.cq() else {
             return false;
         };
-        let done = match slot.parked_at() {
+        let done = match self.parked_at(id, &slot) {
             Some(at) => {
                 self.queues[cq.index()].rekey_parked(at, key);
                 true
@@ -233,8 +245,7 @@ impl QueueManager {
     }
 
     pub fn is_inadmissible(&self, id: WorkloadId) -> bool {
-        let slot = self.slot(id);
-        slot.cq().is_some() && slot.parked_at().is_some()
+        self.parked_at(id, &self.slot(id)).is_some()
     }
 
     pub fn pending_total(&self) -> usize {
@@ -344,6 +355,43 @@ mod tests {
         assert!(m.rekey(a, SortKey([9, 0, 0])));
         assert_eq!(m.heads(|cq| cq == CqId(0)), [(CqId(0), a)]);
         assert_eq!(m.pending_total(), 1);
+    }
+
+    /// Activation leaves each workload's last parked place in its slot. A stale place never
+    /// finds its workload, whether the list is empty or another workload is parked there
+    /// (parking it again writes its slot), so the parked check, rekeys and removals treat it
+    /// as active.
+    #[test]
+    fn stale_parked_places_never_find_their_workload() {
+        let mut m = QueueManager::new([QueueingStrategy::BestEffortFIFO; 1]);
+        let (a, b, c) = (WorkloadId(0), WorkloadId(1), WorkloadId(2));
+        let key = |k: i64| SortKey([k, 0, 0]);
+        for (id, k) in [(a, 0), (b, 1), (c, 2)] {
+            m.push(CqId(0), id, key(k));
+        }
+        // a parked at 0, then activated with the list drained: a stale 0 in a's slot.
+        assert_eq!(m.heads(|_| true), [(CqId(0), a)]);
+        m.requeue(CqId(0), a, key(0), RequeueReason::NoFit);
+        assert!(m.is_inadmissible(a));
+        m.requeue_inadmissible([CqId(0)]);
+        assert!(!m.is_inadmissible(a) && m.contains(a));
+        // Rekeyed as active (the list is empty): b becomes the head, and is parked at 0.
+        assert!(m.rekey(a, key(9)));
+        assert_eq!(m.heads(|_| true), [(CqId(0), b)]);
+        m.requeue(CqId(0), b, key(1), RequeueReason::NoFit);
+        // a's stale 0 now names b: a is active, b parked.
+        assert!(!m.is_inadmissible(a) && m.is_inadmissible(b));
+        assert!(m.rekey(a, key(8)));
+        assert_eq!(m.queue(CqId(0)).ordered(), [c, a, b]);
+        assert!(m.remove(a) && !m.contains(a));
+        assert!(m.is_inadmissible(b), "removing a left b parked");
+        assert_eq!(m.queue(CqId(0)).ordered(), [c, b]);
+        // b parked again at 0 after an activation: its slot is written, so it is found.
+        m.requeue_inadmissible([CqId(0)]);
+        assert_eq!(m.heads(|_| true), [(CqId(0), b)]);
+        m.requeue(CqId(0), b, key(1), RequeueReason::NoFit);
+        assert!(m.is_inadmissible(b) && m.remove(b) && !m.contains(b));
+        assert!(m.remove(c) && m.pending_total() == 0);
     }
 
     /// Parked workloads are found where their slot says, however earlier removals moved them
