@@ -410,9 +410,8 @@ fn memory_report(_: &mut Criterion) {
     let holdings = c.workloads.len() * size_of::<Holding>();
     // The queues' table by workload id (one entry per workload).
     let location = c.workloads.len() * QueueManager::BYTES_PER_ID;
-    // BTreeSet leaves: 11 slots of 32 bytes plus a header; a leaf split by inserts at its end
-    // (ascending keys, as here) keeps 6, so about 2 × 32 bytes per entry.
-    let active = N * size_of::<(SortKey, WorkloadId)>() * 2;
+    // The queues' active sets and parked lists: ring-buffer runs, their capacity.
+    let active = s.queues.queues_heap_bytes();
 
     eprintln!(
         "memory: {N} pending workloads in {CQS} ClusterQueues (+ {} admitted)",
@@ -441,7 +440,7 @@ fn memory_report(_: &mut Criterion) {
     eprintln!(
         "  structures per pending workload: WorkloadInfo {} B inline ({:.0} B with its heap), \
          Vec<WorkloadInfo> slack {:.0} B, by_key {:.0} B, holdings {} B; queues: slots by id {:.0} \
-         B, active BTreeSet ~{:.0} B",
+         B, active sets {:.0} B",
         size_of::<WorkloadInfo>(),
         infos as f64 / N as f64,
         vec_slack as f64 / N as f64,

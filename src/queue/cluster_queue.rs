@@ -310,6 +310,25 @@ impl PendingQueue {
         self.active.len()
     }
 
+    /// Bytes this queue holds on the heap for its active and parked workloads (capacity, for
+    /// memory accounting).
+    pub fn heap_bytes(&self) -> usize {
+        let entry = size_of::<Entry>();
+        let runs = self
+            .active
+            .runs
+            .iter()
+            .map(VecDeque::capacity)
+            .sum::<usize>()
+            * entry;
+        let spilled = if self.active.runs.spilled() {
+            self.active.runs.capacity() * size_of::<VecDeque<Entry>>()
+        } else {
+            0
+        };
+        runs + spilled + self.inadmissible.capacity() * size_of::<(WorkloadId, SortKey)>()
+    }
+
     /// Whether any workload is active here.
     pub fn has_active(&self) -> bool {
         !self.active.is_empty()

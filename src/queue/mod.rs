@@ -252,6 +252,11 @@ impl QueueManager {
         self.pending
     }
 
+    /// Bytes the queues hold on the heap for their workloads (see [`PendingQueue::heap_bytes`]).
+    pub fn queues_heap_bytes(&self) -> usize {
+        self.queues.iter().map(PendingQueue::heap_bytes).sum()
+    }
+
     /// Whether any queue has an active (not parked) workload.
     pub fn has_active(&self) -> bool {
         self.queues.iter().any(PendingQueue::has_active)
