@@ -1,8 +1,8 @@
 //! Alike admissions share one body. A ClusterQueue admits the same few shapes over and over
 //! (one podSet of a class's count, the same flavors, the same usage), so it keeps its most
 //! recent distinct admissions, and a reservation alike to one of them holds that one's `Arc`
-//! rather than a fresh copy of ≈ 200 bytes (BENCHMARKS.md, "Alike admissions share one body
-//! (stop 51)").
+//! rather than a fresh copy of ≈ 200 bytes (BENCHMARKS.md, "…; alike admissions share one
+//! body (stop 51)").
 
 use std::sync::Arc;
 

@@ -61,9 +61,10 @@ type Entry = (SortKey, WorkloadId);
 /// Nothing is allocated per entry: at ten times Kueue's large scale a tree per queue walked
 /// from its root through nodes no longer in the cache on each pop and return, and its nodes,
 /// freed and allocated as the queues drained and refilled, took fresh pages through the run
-/// (BENCHMARKS.md, "A queue's active set in one ring (stop 51)"). A long queue splits its run
-/// in two past [`Active::SPLIT`], so a put-in-place moves at most half of one run; a run that
-/// shrinks merges with a neighbour, so their number stays in proportion to the entries.
+/// (BENCHMARKS.md, "A queue's active set in ring buffers…" (stop 51)). A long queue splits
+/// its run in two past [`Active::SPLIT`], so a put-in-place moves at most half of one run; a
+/// run that shrinks merges with a neighbour, so their number stays in proportion to the
+/// entries.
 ///
 /// Invariants: each run is sorted; every entry of a run is below every entry of the next; a
 /// run is empty only when it is the only one; no two neighbouring runs are both shorter than
