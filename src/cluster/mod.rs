@@ -285,8 +285,8 @@ impl PodSetInfo {
 /// so that it is one run of adjacent cache lines rather than spread over the record and the
 /// records it points to; its id, names, labels and annotations after. The run is the record's
 /// first 128 bytes and the record 320 (`layout_tests`), five whole cache lines: in a table that
-/// starts on a line (as the workloads' table did at 1× and 10× on Kueue's shape), a head's hot fields are
-/// two lines, not the three or four of an unaligned 256-byte run (stop 50). Aligning the type
+/// starts on a line (as the workloads' table did at 1× and 10× on Kueue's shape), a head's
+/// hot fields are two lines, not the three or four of an unaligned 256-byte run (stop 50). Aligning the type
 /// to a cache line was tried and missed more (its table is copied when it grows, and realloc
 /// cannot grow over-aligned memory in place). At ten times Kueue's large scale the heads a
 /// cycle visits no longer fit the last-level cache, and each line of a head's record read is a
@@ -417,8 +417,9 @@ pub struct PodSetAdmission {
 
 /// Quota reserved for a workload in a ClusterQueue: what it holds, not when it took it (the
 /// time is its admitted row's, [`Cluster::reserved_at`]), so that alike admissions share one
-/// body (`cluster::bodies`). One allocation for a one-podSet workload of up to four flavor-resources
-/// (its podSet and usage inline, only the podSet's name apart, shared with the workload's).
+/// body (`cluster::bodies`). One allocation for a one-podSet workload of up to four
+/// flavor-resources (its podSet and usage inline, only the podSet's name apart, shared with
+/// the workload's).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Admission {
     pub cluster_queue: CqId,

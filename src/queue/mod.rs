@@ -42,8 +42,8 @@ pub struct QueueManager {
 struct Slot {
     /// The ClusterQueue's index, or [`Slot::NONE`] when the workload is not pending.
     cq: u32,
-    /// Where it was last parked in the queue's parked list, or [`Slot::NONE`] when it was made
-    /// active since. It is parked only if the list holds it there
+    /// Where it was last parked in the queue's parked list, or [`Slot::NONE`] when it was last
+    /// placed active (pushed, or put back at once). It is parked only if the list holds it there
     /// ([`QueueManager::parked_at`]): activating a queue's parked workloads drains the list and
     /// leaves their slots as they were, since at ten times Kueue's large scale writing each
     /// one's slot was a miss per activated workload (BENCHMARKS.md, stop 51). A workload is
