@@ -85,8 +85,8 @@ enum Command {
         shape: wasq::sim::generate::Shape,
         /// Simulator driver: the shape's cohorts multiplied by N (10 = ten times the
         /// ClusterQueues and workloads, the same streams per ClusterQueue). Several scales
-        /// (`1,3,10`) run one after the other in this process, with a table of how the wall
-        /// time and memory grow from the first.
+        /// (`1,3,10`) run in this process, interleaved round by round (see --repeat), with a
+        /// table of how the wall time and memory grow from the first.
         #[arg(long, value_name = "N", value_delimiter = ',', default_value = "1")]
         scale: Vec<u32>,
         /// Simulator driver: a manifest holding one `Generator` object (sim.wasq.dev/v1alpha1:
@@ -99,9 +99,10 @@ enum Command {
         #[arg(long, value_name = "DIR", default_value = "target/plugins")]
         plugins: PathBuf,
         /// Runs per side, alternating; the fastest of each is reported. With several scales,
-        /// the runs of the largest: a smaller scale runs as many more times as it is smaller
-        /// (at most ten times as many), so that each scale's median rests on about as much
-        /// running time.
+        /// rounds: each runs the largest scale once per side and a smaller scale as many more
+        /// times as it is smaller (at most ten times as many), so that each scale's median
+        /// rests on about as much running time; the scales take turns within a round (forward,
+        /// then backward in the next), so drift over the command weighs on all of them alike.
         #[arg(long, default_value_t = 1)]
         repeat: usize,
         /// Simulator driver: a `--config` file for the WASM side (e.g. `limits: {deadlineMs:
@@ -262,31 +263,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         as wasq::sim::bench::RunProgress<'_>
                 })
             };
-            let mut runs = Vec::with_capacity(generators.len());
-            let largest = scale.iter().copied().max().unwrap_or(1);
-            // One generator per scale (a `--generator` file comes with the default scale, 1).
-            for (generator, &n) in generators.iter().zip(&scale) {
-                runs.push(wasq::sim::bench::bench(
-                    generator,
-                    wasq::sim::bench::repeats_at(repeat, n, largest),
-                    // Fresh instances per run: one run's guest state (its catalog, the
-                    // usage it keeps, its heap) does not carry into the next run's time.
-                    || policies.fresh_bindings(policies.bindings.clone()),
-                    Some(&progress),
-                )?);
-            }
-            if runs.len() == 1 {
-                let report = runs.pop().expect("one run");
+            // Fresh instances per run: one run's guest state (its catalog, the usage it keeps,
+            // its heap) does not carry into the next run's time.
+            let wasm = || policies.fresh_bindings(policies.bindings.clone());
+            if generators.len() == 1 {
+                let report =
+                    wasq::sim::bench::bench(&generators[0], repeat, wasm, Some(&progress))?;
                 match output {
                     Output::Json => print_json(&report)?,
                     Output::Table => print!("{}", report.to_table()),
                 }
                 return Ok(());
             }
-            let report = wasq::sim::bench::ScalingReport {
-                scales: scale,
-                runs,
-            };
+            // One generator per scale (a `--generator` file comes alone, above).
+            let report =
+                wasq::sim::bench::bench_scales(&generators, &scale, repeat, wasm, Some(&progress))?;
             match output {
                 Output::Json => print_json(&report)?,
                 Output::Table => print!("{}", report.to_table()),

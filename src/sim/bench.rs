@@ -254,89 +254,168 @@ pub fn run_once(
     Ok((figures, report.decision_lines_without_policy()))
 }
 
-/// Both runs and their comparison; `wasm` makes the bindings of each WASM run (the CLI gives
-/// every run fresh instances). With `repeat` > 1 the two alternate in ABBA order (native,
-/// WASM, WASM, native, native, …); each side reports its fastest run and the median of all,
-/// which cancels drift and noise on a shared machine. Every run's decisions are compared with
-/// the first run's.
-pub fn bench(
-    generator: &Generator,
-    repeat: usize,
-    wasm: impl Fn() -> LiveBindings,
-    progress: Option<NewProgress<'_>>,
-) -> anyhow::Result<BenchReport> {
-    let fastest = |a: Option<RunFigures>, b: RunFigures| match a {
-        Some(a) if a.wall_seconds <= b.wall_seconds => Some(a),
-        _ => Some(b),
-    };
-    let (mut native, mut wasm_run) = (None, None);
-    let (mut native_walls, mut wasm_walls) = (Vec::new(), Vec::new());
-    let (mut native_cpu, mut wasm_cpu) = (Vec::new(), Vec::new());
-    let (mut native_fallbacks, mut wasm_fallbacks) = (Vec::new(), Vec::new());
-    let mut reference: Option<Vec<String>> = None;
-    let mut identical = true;
-    let mut same = |lines: Vec<String>| match &reference {
-        Some(r) => identical &= *r == lines,
-        None => reference = Some(lines),
-    };
-    for round in 0..repeat.max(1) {
-        // ABBA: native first in even rounds, WASM first in odd ones, so whatever drifts over
-        // the process's life (heap layout, a neighbour on the machine) weighs on both sides
-        // alike instead of always on the side run second.
-        let order = if round % 2 == 0 {
+/// One shape's runs as they accumulate, both sides, in the order run: [`Runs::round`] runs
+/// each side once, [`Runs::finish`] makes the report. [`bench`] runs one shape's rounds back
+/// to back; [`bench_scales`] interleaves the rounds of several scales.
+pub struct Runs<'g> {
+    generator: &'g Generator,
+    rounds: usize,
+    native: Option<RunFigures>,
+    wasm: Option<RunFigures>,
+    native_walls: Vec<f64>,
+    wasm_walls: Vec<f64>,
+    native_cpu: Vec<CpuSeconds>,
+    wasm_cpu: Vec<CpuSeconds>,
+    native_fallbacks: Vec<u64>,
+    wasm_fallbacks: Vec<u64>,
+    reference: Option<Vec<String>>,
+    identical: bool,
+}
+
+impl<'g> Runs<'g> {
+    pub fn new(generator: &'g Generator) -> Runs<'g> {
+        Runs {
+            generator,
+            rounds: 0,
+            native: None,
+            wasm: None,
+            native_walls: Vec::new(),
+            wasm_walls: Vec::new(),
+            native_cpu: Vec::new(),
+            wasm_cpu: Vec::new(),
+            native_fallbacks: Vec::new(),
+            wasm_fallbacks: Vec::new(),
+            reference: None,
+            identical: true,
+        }
+    }
+
+    /// Runs each side once; `wasm` makes the bindings of the WASM run. ABBA: native first in
+    /// even rounds, WASM first in odd ones, so whatever drifts over the process's life (heap
+    /// layout, a neighbour on the machine) weighs on both sides alike instead of always on the
+    /// side run second. The decisions are compared with the first run's.
+    pub fn round(
+        &mut self,
+        wasm: &impl Fn() -> LiveBindings,
+        progress: Option<NewProgress<'_>>,
+    ) -> anyhow::Result<()> {
+        let order = if self.rounds % 2 == 0 {
             [false, true]
         } else {
             [true, false]
         };
+        self.rounds += 1;
         for is_wasm in order {
             let (label, policies) = if is_wasm {
                 ("kueue-default plugins (WASM)", Some(wasm()))
             } else {
                 ("builtin", None)
             };
-            let (figures, lines) = run_once(generator, label, policies, progress)?;
-            same(lines);
+            let (figures, lines) = run_once(self.generator, label, policies, progress)?;
+            match &self.reference {
+                Some(r) => self.identical &= *r == lines,
+                None => self.reference = Some(lines),
+            }
             let (walls, cpu, fallbacks, best) = if is_wasm {
                 (
-                    &mut wasm_walls,
-                    &mut wasm_cpu,
-                    &mut wasm_fallbacks,
-                    &mut wasm_run,
+                    &mut self.wasm_walls,
+                    &mut self.wasm_cpu,
+                    &mut self.wasm_fallbacks,
+                    &mut self.wasm,
                 )
             } else {
                 (
-                    &mut native_walls,
-                    &mut native_cpu,
-                    &mut native_fallbacks,
-                    &mut native,
+                    &mut self.native_walls,
+                    &mut self.native_cpu,
+                    &mut self.native_fallbacks,
+                    &mut self.native,
                 )
             };
             walls.push(figures.wall_seconds);
             cpu.extend(figures.cpu_seconds);
             fallbacks.push(figures.fallbacks);
-            *best = fastest(best.take(), figures);
+            if best
+                .as_ref()
+                .is_none_or(|b| figures.wall_seconds < b.wall_seconds)
+            {
+                *best = Some(figures);
+            }
+        }
+        Ok(())
+    }
+
+    /// The report of the rounds run; `None` before the first.
+    pub fn finish(self) -> Option<BenchReport> {
+        let (native, wasm) = (self.native?, self.wasm?);
+        Some(BenchReport {
+            shape: self.generator.name(),
+            cluster_queues: self.generator.cluster_queues(),
+            thresholds: generator_thresholds(self.generator),
+            ratio: wasm.wall_seconds / native.wall_seconds,
+            median_ratio: median(&self.wasm_walls) / median(&self.native_walls),
+            native_wall_seconds: self.native_walls,
+            wasm_wall_seconds: self.wasm_walls,
+            native_cpu_seconds: self.native_cpu,
+            wasm_cpu_seconds: self.wasm_cpu,
+            native_fallbacks: self.native_fallbacks,
+            wasm_fallbacks: self.wasm_fallbacks,
+            identical_decisions: self.identical,
+            repeat: self.rounds,
+            native,
+            wasm,
+        })
+    }
+}
+
+/// Both runs and their comparison, `repeat` rounds of [`Runs::round`] (ABBA); each side
+/// reports its fastest run and the median of all, which cancels drift and noise on a shared
+/// machine.
+pub fn bench(
+    generator: &Generator,
+    repeat: usize,
+    wasm: impl Fn() -> LiveBindings,
+    progress: Option<NewProgress<'_>>,
+) -> anyhow::Result<BenchReport> {
+    let mut runs = Runs::new(generator);
+    for _ in 0..repeat.max(1) {
+        runs.round(&wasm, progress)?;
+    }
+    Ok(runs.finish().expect("at least one round"))
+}
+
+/// Several scales of one shape (`generators[k]` at `scales[k]`) in `repeat` rounds, the
+/// scales interleaved: each round runs every scale in turn — as many of a smaller scale's
+/// rounds as [`repeats_at`] gives it per run of the largest — forward in even rounds and
+/// backward in odd ones. A machine that slows down or speeds up over the command then weighs
+/// on every scale alike; run one scale after the other, the same drift went wholly into the
+/// scaling ratio (the 10× runs of one command came minutes after its 1× runs).
+pub fn bench_scales(
+    generators: &[Generator],
+    scales: &[u32],
+    repeat: usize,
+    wasm: impl Fn() -> LiveBindings,
+    progress: Option<NewProgress<'_>>,
+) -> anyhow::Result<ScalingReport> {
+    assert_eq!(generators.len(), scales.len(), "one generator per scale");
+    let largest = scales.iter().copied().max().unwrap_or(1);
+    let mut runs: Vec<Runs<'_>> = generators.iter().map(Runs::new).collect();
+    for round in 0..repeat.max(1) {
+        let mut order: Vec<usize> = (0..scales.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for k in order {
+            for _ in 0..repeats_at(1, scales[k], largest) {
+                runs[k].round(&wasm, progress)?;
+            }
         }
     }
-    let (native, wasm) = (
-        native.expect("at least one run"),
-        wasm_run.expect("at least one run"),
-    );
-    Ok(BenchReport {
-        shape: generator.name(),
-        cluster_queues: generator.cluster_queues(),
-        thresholds: generator_thresholds(generator),
-        ratio: wasm.wall_seconds / native.wall_seconds,
-        median_ratio: median(&wasm_walls) / median(&native_walls),
-        native_wall_seconds: native_walls,
-        wasm_wall_seconds: wasm_walls,
-        native_cpu_seconds: native_cpu,
-        wasm_cpu_seconds: wasm_cpu,
-        native_fallbacks,
-        wasm_fallbacks,
-        identical_decisions: identical,
-        repeat: repeat.max(1),
-        native,
-        wasm,
+    Ok(ScalingReport {
+        scales: scales.to_vec(),
+        runs: runs
+            .into_iter()
+            .map(|r| r.finish().expect("at least one round per scale"))
+            .collect(),
     })
 }
 
@@ -597,18 +676,19 @@ mod tests {
     use std::cell::RefCell;
     use std::sync::Arc;
 
-    use super::{CpuSeconds, NewProgress, RunProgress, bench, cpu_of_stat, median, repeats_at};
+    use super::{
+        CpuSeconds, NewProgress, RunProgress, bench, bench_scales, cpu_of_stat, median, repeats_at,
+    };
+    use crate::sim::Scenario;
     use crate::sim::generate::{ClassSpec, GeneratorObjectSpec, Shape};
     use crate::wasm::{Bindings, LiveBindings, PluginSource, Registry, WasmEngine};
 
-    /// Runs alternate ABBA, so drift over the process's life does not always fall on the side
-    /// run second; both sides still decide alike.
-    #[test]
-    fn runs_alternate_abba() {
-        let generator = GeneratorObjectSpec {
+    /// A small shape: one cohort of two queues (times `scale`), three small workloads each.
+    fn small(scale: Option<u32>) -> crate::sim::generate::Generator {
+        GeneratorObjectSpec {
             shape: Some(Shape::LargeScale),
             seed: Some(7),
-            scale: None,
+            scale,
             cohorts: Some(1),
             queues_per_cohort: Some(2),
             quota: None,
@@ -622,22 +702,27 @@ mod tests {
             }]),
         }
         .validate()
-        .expect("a valid shape");
+        .expect("a valid shape")
+    }
+
+    fn no_plugins() -> impl Fn() -> LiveBindings {
         let engine = WasmEngine::new(false).expect("engine");
         let registry = Arc::new(Registry::empty(engine));
+        move || LiveBindings::new(PluginSource::Fixed(registry.clone()), Bindings::default())
+    }
+
+    /// Runs alternate ABBA, so drift over the process's life does not always fall on the side
+    /// run second; both sides still decide alike.
+    #[test]
+    fn runs_alternate_abba() {
+        let generator = small(None);
         let labels = RefCell::new(Vec::new());
         let record = |label: &str, _: usize| -> Option<RunProgress<'_>> {
             labels.borrow_mut().push(label.starts_with("builtin"));
             None
         };
         let progress: NewProgress<'_> = &record;
-        let report = bench(
-            &generator,
-            4,
-            || LiveBindings::new(PluginSource::Fixed(registry.clone()), Bindings::default()),
-            Some(progress),
-        )
-        .expect("bench");
+        let report = bench(&generator, 4, no_plugins(), Some(progress)).expect("bench");
         // true = native.
         assert_eq!(
             labels.into_inner(),
@@ -646,6 +731,69 @@ mod tests {
         assert!(report.identical_decisions);
         assert_eq!(report.native_wall_seconds.len(), 4);
         assert_eq!(report.wasm_wall_seconds.len(), 4);
+    }
+
+    /// Scales take turns round by round (forward, then backward), a smaller one running as
+    /// many more rounds as it is smaller, each keeping its own ABBA order.
+    #[test]
+    fn scales_interleave_round_by_round() {
+        let generators = [small(Some(1)), small(Some(2))];
+        let sizes = generators.each_ref().map(|g| {
+            Scenario::generated(g)
+                .expect("generated")
+                .cluster
+                .workloads
+                .len()
+        });
+        assert_eq!(sizes[1], 2 * sizes[0], "scale 2 doubles the workloads");
+        let runs = RefCell::new(Vec::new());
+        let record = |label: &str, workloads: usize| -> Option<RunProgress<'_>> {
+            let scale = if workloads == sizes[0] { 1 } else { 2 };
+            runs.borrow_mut().push((
+                scale,
+                if label.starts_with("builtin") {
+                    'N'
+                } else {
+                    'W'
+                },
+            ));
+            None
+        };
+        let progress: NewProgress<'_> = &record;
+        let report =
+            bench_scales(&generators, &[1, 2], 2, no_plugins(), Some(progress)).expect("bench");
+        let expected = [
+            // Round 0, forward: scale 1 twice (ABBA), then scale 2 once.
+            (1, 'N'),
+            (1, 'W'),
+            (1, 'W'),
+            (1, 'N'),
+            (2, 'N'),
+            (2, 'W'),
+            // Round 1, backward: scale 2 (its second round: WASM first), then scale 1.
+            (2, 'W'),
+            (2, 'N'),
+            (1, 'N'),
+            (1, 'W'),
+            (1, 'W'),
+            (1, 'N'),
+        ];
+        assert_eq!(runs.into_inner(), expected);
+        assert_eq!(report.scales, [1, 2]);
+        let counts: Vec<_> = report
+            .runs
+            .iter()
+            .map(|r| {
+                (
+                    r.repeat,
+                    r.native_wall_seconds.len(),
+                    r.wasm_wall_seconds.len(),
+                )
+            })
+            .collect();
+        assert_eq!(counts, [(4, 4, 4), (2, 2, 2)]);
+        assert!(report.runs.iter().all(|r| r.identical_decisions));
+        assert_eq!(report.runs[1].native.workloads, sizes[1]);
     }
 
     #[test]
