@@ -299,7 +299,7 @@ impl<'g> Runs<'g> {
         wasm: &impl Fn() -> LiveBindings,
         progress: Option<NewProgress<'_>>,
     ) -> anyhow::Result<()> {
-        let order = if self.rounds % 2 == 0 {
+        let order = if self.rounds.is_multiple_of(2) {
             [false, true]
         } else {
             [true, false]
@@ -401,7 +401,7 @@ pub fn bench_scales(
     let mut runs: Vec<Runs<'_>> = generators.iter().map(Runs::new).collect();
     for round in 0..repeat.max(1) {
         let mut order: Vec<usize> = (0..scales.len()).collect();
-        if round % 2 == 1 {
+        if !round.is_multiple_of(2) {
             order.reverse();
         }
         for k in order {
