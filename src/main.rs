@@ -9,9 +9,10 @@ mod cli;
 /// mimalloc rather than glibc's malloc: at Kueue's large-scale shape it runs ≈ 5% fewer
 /// instructions, and at ten times the shape it took 23,500–32,200 page faults where glibc took
 /// 400,000 (BENCHMARKS.md, "Fresh plugin instances per bench run; mimalloc; the run's logs in
-/// chunks (stop 38)"). The library, its tests and benches keep the system allocator.
+/// chunks (stop 38)"). The library, its tests and benches keep the system allocator. The batch
+/// commands keep the memory they free ([`wasq_alloc`]).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: wasq_alloc::MiMalloc = wasq_alloc::MiMalloc;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -178,7 +179,17 @@ fn main() -> ExitCode {
     } else {
         logs.init();
     }
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    // A batch run frees and reuses the same memory all through; returned to the kernel after
+    // mimalloc's default second, it was zeroed again each time it came back (BENCHMARKS.md,
+    // stop 52). Before any thread starts.
+    if matches!(
+        cli.command,
+        Command::Simulate { .. } | Command::Bench { .. }
+    ) {
+        wasq_alloc::keep_freed_memory();
+    }
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -1,0 +1,55 @@
+//! The allocator wasq's binary runs on — mimalloc, re-exported — and when it gives freed
+//! memory back to the operating system.
+//!
+//! mimalloc returns ("purges") memory that has stayed free for a while — a second, by default
+//! — to the kernel, which zeroes it again when it is touched again. A long-running process
+//! (`wasq controller`) wants that. A batch run (`wasq simulate`, `wasq bench`) does not: it
+//! frees and reuses the same memory all through its run, and a run longer than the delay paid
+//! the kernel to zero its memory again and again where a shorter one never did — at ten times
+//! Kueue's large-scale shape, 0.4 s of a 6 s run, and none at 1× (BENCHMARKS.md). These
+//! commands call [`keep_freed_memory`] first.
+//!
+//! The only `unsafe` of wasq's host: three calls into mimalloc's C API that take and return
+//! plain integers.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use std::time::Duration;
+
+pub use mimalloc::MiMalloc;
+
+/// `mi_option_purge_delay` in mimalloc v3's `mimalloc.h` (the `libmimalloc-sys` crate names
+/// only the options older mimallocs had). A test in wasq checks it against the option's
+/// documented default (1,000 ms) before anything sets it.
+const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// How long a batch command keeps freed memory before it may go back: a day, which no run
+/// lasts. Not "never" (-1): mimalloc then schedules no purge at all, and [`release_freed`]
+/// could not give anything back.
+pub const BATCH_PURGE_DELAY: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// How long mimalloc keeps memory that became free before it returns it to the kernel.
+pub fn purge_delay() -> Duration {
+    // SAFETY: reads one entry of mimalloc's option table (initialising it from the
+    // environment the first time); no pointers cross.
+    let ms = unsafe { libmimalloc_sys::mi_option_get(PURGE_DELAY) };
+    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+/// Keeps freed memory for reuse for [`BATCH_PURGE_DELAY`] before mimalloc may return it to
+/// the kernel. For a batch command's `main`, before it starts threads: mimalloc's option
+/// table is not synchronised.
+pub fn keep_freed_memory() {
+    let ms = i64::try_from(BATCH_PURGE_DELAY.as_millis()).expect("a day in milliseconds");
+    // SAFETY: writes one integer entry of mimalloc's option table; the caller runs before
+    // any other thread exists (see above).
+    unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, ms as _) };
+}
+
+/// Returns the memory mimalloc keeps free to the kernel now, whatever the delay (between two
+/// measured runs, so that the second's peak is its own).
+pub fn release_freed() {
+    // SAFETY: mimalloc's collection of the calling thread's heap and its arenas; no
+    // arguments but a flag.
+    unsafe { libmimalloc_sys::mi_collect(true) };
+}
