@@ -293,20 +293,15 @@ impl<'g> Runs<'g> {
         }
     }
 
-    /// Runs each side once; `wasm` makes the bindings of the WASM run. ABBA: native first in
-    /// even rounds, WASM first in odd ones, so whatever drifts over the process's life (heap
-    /// layout, a neighbour on the machine) weighs on both sides alike instead of always on the
-    /// side run second. The decisions are compared with the first run's.
+    /// Runs each side once, WASM first if `wasm_first`; `wasm` makes the bindings of the WASM
+    /// run. The decisions are compared with the first run's.
     pub fn round(
         &mut self,
+        wasm_first: bool,
         wasm: &impl Fn() -> LiveBindings,
         progress: Option<NewProgress<'_>>,
     ) -> anyhow::Result<()> {
-        let order = if self.rounds.is_multiple_of(2) {
-            [false, true]
-        } else {
-            [true, false]
-        };
+        let order = [wasm_first, !wasm_first];
         self.rounds += 1;
         for is_wasm in order {
             let (label, policies) = if is_wasm {
@@ -370,9 +365,11 @@ impl<'g> Runs<'g> {
     }
 }
 
-/// Both runs and their comparison, `repeat` rounds of [`Runs::round`] (ABBA); each side
-/// reports its fastest run and the median of all, which cancels drift and noise on a shared
-/// machine.
+/// Both runs and their comparison, `repeat` rounds of [`Runs::round`] in ABBA order (native
+/// first in even rounds, WASM first in odd ones), so that whatever drifts over the process's
+/// life (heap layout, a neighbour on the machine) weighs on both sides alike instead of always
+/// on the side run second; each side reports its fastest run and the median of all, which
+/// cancels drift and noise on a shared machine.
 pub fn bench(
     generator: &Generator,
     repeat: usize,
@@ -380,8 +377,8 @@ pub fn bench(
     progress: Option<NewProgress<'_>>,
 ) -> anyhow::Result<BenchReport> {
     let mut runs = Runs::new(generator);
-    for _ in 0..repeat.max(1) {
-        runs.round(&wasm, progress)?;
+    for round in 0..repeat.max(1) {
+        runs.round(!round.is_multiple_of(2), &wasm, progress)?;
     }
     Ok(runs.finish().expect("at least one round"))
 }
@@ -392,6 +389,11 @@ pub fn bench(
 /// backward in odd ones. A machine that slows down or speeds up over the command then weighs
 /// on every scale alike; run one scale after the other, the same drift went wholly into the
 /// scaling ratio (the 10× runs of one command came minutes after its 1× runs).
+///
+/// Within a round a scale's sides alternate (ABBA), starting with native in rounds 0 and 1,
+/// WASM in rounds 2 and 3, and so on: the run that comes right after the largest scale's (the
+/// first of the next scale in a backward round) is native and WASM in turn, not always the
+/// same side. Stop 48 had found a small run slower right after a large one.
 pub fn bench_scales(
     generators: &[Generator],
     scales: &[u32],
@@ -408,8 +410,9 @@ pub fn bench_scales(
             order.reverse();
         }
         for k in order {
-            for _ in 0..repeats_at(1, scales[k], largest) {
-                runs[k].round(&wasm, progress)?;
+            for j in 0..repeats_at(1, scales[k], largest) {
+                let wasm_first = !(round / 2 + j).is_multiple_of(2);
+                runs[k].round(wasm_first, &wasm, progress)?;
             }
         }
     }
@@ -737,7 +740,8 @@ mod tests {
     }
 
     /// Scales take turns round by round (forward, then backward), a smaller one running as
-    /// many more rounds as it is smaller, each keeping its own ABBA order.
+    /// many more rounds as it is smaller, its sides in ABBA order from a side that changes
+    /// every second round.
     #[test]
     fn scales_interleave_round_by_round() {
         let generators = [small(Some(1)), small(Some(2))];
@@ -764,7 +768,7 @@ mod tests {
         };
         let progress: NewProgress<'_> = &record;
         let report =
-            bench_scales(&generators, &[1, 2], 2, no_plugins(), Some(progress)).expect("bench");
+            bench_scales(&generators, &[1, 2], 4, no_plugins(), Some(progress)).expect("bench");
         let expected = [
             // Round 0, forward: scale 1 twice (ABBA), then scale 2 once.
             (1, 'N'),
@@ -773,13 +777,28 @@ mod tests {
             (1, 'N'),
             (2, 'N'),
             (2, 'W'),
-            // Round 1, backward: scale 2 (its second round: WASM first), then scale 1.
+            // Round 1, backward: scale 2, then scale 1, each native first again (rounds 0
+            // and 1 start native, 2 and 3 WASM).
+            (2, 'N'),
+            (2, 'W'),
+            (1, 'N'),
+            (1, 'W'),
+            (1, 'W'),
+            (1, 'N'),
+            // Round 2, forward, WASM first.
+            (1, 'W'),
+            (1, 'N'),
+            (1, 'N'),
+            (1, 'W'),
             (2, 'W'),
             (2, 'N'),
+            // Round 3, backward: what follows scale 2 is WASM now, where round 1 had native.
+            (2, 'W'),
+            (2, 'N'),
+            (1, 'W'),
+            (1, 'N'),
             (1, 'N'),
             (1, 'W'),
-            (1, 'W'),
-            (1, 'N'),
         ];
         assert_eq!(runs.into_inner(), expected);
         assert_eq!(report.scales, [1, 2]);
@@ -794,7 +813,7 @@ mod tests {
                 )
             })
             .collect();
-        assert_eq!(counts, [(4, 4, 4), (2, 2, 2)]);
+        assert_eq!(counts, [(8, 8, 8), (4, 4, 4)]);
         assert!(report.runs.iter().all(|r| r.identical_decisions));
         assert_eq!(report.runs[1].native.workloads, sizes[1]);
     }
