@@ -28,17 +28,18 @@ const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// could not give anything back.
 pub const BATCH_PURGE_DELAY: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// How long mimalloc keeps memory that became free before it returns it to the kernel.
-pub fn purge_delay() -> Duration {
+/// How long mimalloc keeps memory that became free before it returns it to the kernel;
+/// `None` when it never does (a negative delay, e.g. `MIMALLOC_PURGE_DELAY=-1`).
+pub fn purge_delay() -> Option<Duration> {
     // SAFETY: reads one entry of mimalloc's option table (initialising it from the
     // environment the first time); no pointers cross.
     let ms = unsafe { libmimalloc_sys::mi_option_get(PURGE_DELAY) };
-    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+    u64::try_from(ms).ok().map(Duration::from_millis)
 }
 
 /// Keeps freed memory for reuse for [`BATCH_PURGE_DELAY`] before mimalloc may return it to
-/// the kernel. For a batch command's `main`, before it starts threads: mimalloc's option
-/// table is not synchronised.
+/// the kernel (whatever `MIMALLOC_PURGE_DELAY` says). For a batch command's `main`, before it
+/// starts threads: mimalloc's option table is not synchronised.
 pub fn keep_freed_memory() {
     let ms = i64::try_from(BATCH_PURGE_DELAY.as_millis()).expect("a day in milliseconds");
     // SAFETY: writes one integer entry of mimalloc's option table; the caller runs before
