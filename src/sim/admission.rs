@@ -12,12 +12,12 @@ use crate::policy::PolicyRef;
 impl Simulation {
     /// Every applicable check is `Ready` (or there is none): the workload is admitted and starts.
     pub(super) fn admit(&mut self, workload: WorkloadId, policy: PolicyRef, ordered_by: PolicyRef) {
-        let i = workload.index();
-        self.first_admitted[i].get_or_insert(self.now);
+        let life = &mut self.lives[workload.index()];
+        life.admitted(self.now);
+        let (duration, ready_after) = (life.duration(), life.ready_after());
         self.checks.admitted(workload);
         // The job runs its duration once its pods are ready; pods never ready never finish.
-        let ready_after = self.ready_after[i];
-        if let (Some(dur), Some(after)) = (self.durations[i], ready_after) {
+        if let (Some(dur), Some(after)) = (duration, ready_after) {
             self.schedule_finish(workload, self.now.saturating_add(after).saturating_add(dur));
         }
         self.push_event(EventType::Admitted, workload, None, None, Some(policy));
@@ -66,7 +66,7 @@ impl Simulation {
                     None,
                 );
                 self.scheduler.deactivate(wl);
-                self.deactivated[i] = true;
+                self.lives[i].deactivated = true;
                 continue;
             }
             self.readiness.timeouts.insert(wl, count + 1);
@@ -193,7 +193,7 @@ impl Simulation {
                     self.scheduler.deactivate(w);
                     self.stopped(w);
                     self.wl_checks[i].reset_on_eviction(self.now);
-                    self.deactivated[i] = true;
+                    self.lives[i].deactivated = true;
                 }
             }
         }

@@ -66,7 +66,7 @@ pub fn build(sim: &Simulation) -> CostAttribution {
                 .entry(value.clone())
                 .or_default();
             entry.workloads += 1;
-            if sim.first_admitted[i].is_some() {
+            if sim.lives[i].first_admitted().is_some() {
                 entry.admitted += 1;
             }
             for (&fr, &v) in &held[i] {

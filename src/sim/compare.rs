@@ -266,8 +266,8 @@ fn side(bindings: &str, sim: &Simulation, report: &Report) -> Side {
     let mut lq_waits: Vec<Vec<f64>> = vec![Vec::new(); cluster.local_queues.len()];
     for wl in &cluster.workloads {
         let i = wl.id.index();
-        if let (Some(lq), Some(t)) = (wl.lq, sim.first_admitted[i]) {
-            lq_waits[lq.index()].push((t - sim.arrival[i]).max(0) as f64 / 1000.0);
+        if let (Some(lq), Some(t)) = (wl.lq, sim.lives[i].first_admitted()) {
+            lq_waits[lq.index()].push((t - sim.lives[i].arrival).max(0) as f64 / 1000.0);
         }
     }
     let local_queues = cluster

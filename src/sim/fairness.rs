@@ -242,7 +242,9 @@ fn demand(sim: &Simulation) -> (Vec<bool>, Vec<bool>) {
     for wl in &cluster.workloads {
         let i = wl.id.index();
         // Never admitted and never queued (not arrived yet, or deactivated): no demand.
-        if sim.first_admitted[i].is_none() && (sim.arrival[i] > sim.now() || !wl.active) {
+        if sim.lives[i].first_admitted().is_none()
+            && (sim.lives[i].arrival > sim.now() || !wl.active)
+        {
             continue;
         }
         let cq = cluster

@@ -13,6 +13,7 @@ mod calendar;
 pub mod check_waits;
 pub mod checks;
 pub mod compare;
+mod life;
 pub use crate::api::duration;
 pub mod extensions;
 pub mod fairness;
@@ -99,21 +100,14 @@ pub struct Simulation {
     arrivals: BTreeMap<Millis, Vec<WorkloadId>>,
     /// When running workloads finish, earliest first, a bucket per instant. A cancelled
     /// finish stays in its bucket and is skipped when it comes up: only the entry equal to the
-    /// workload's `finish_at` counts.
+    /// workload's finish time ([`life::Life::finish_at`]) counts.
     finishes: calendar::FinishCalendar,
-    finish_at: Vec<Option<Millis>>,
-    durations: Vec<Option<Millis>>,
-    /// How long each workload's pods take to become ready once admitted (`None`: never), read
-    /// once from its annotations ([`readiness::ready_after`]) rather than at every admission.
-    ready_after: Vec<Option<Millis>>,
-    pub(crate) arrival: Vec<Millis>,
-    pub(crate) first_admitted: Vec<Option<Millis>>,
-    pub(crate) finished: Vec<bool>,
-    /// How many of `finished` are true (the progress figure, read every cycle).
+    /// Per workload: arrival, duration, readiness delay (read once from its annotations,
+    /// [`readiness::ready_after`]), finish, first reservation and admission, what it was last
+    /// told, finished, deactivated — one cache line each ([`life`]).
+    pub(crate) lives: Vec<life::Life>,
+    /// How many workloads have finished (the progress figure, read every cycle).
     settled: usize,
-    /// Last (message, parked) reported per workload, to report changes only; the message as
-    /// its index among the timeline's texts.
-    last_pending: Vec<Option<(u32, bool)>>,
     /// The timeline as recorded (names by id, texts interned).
     pub(crate) events: timeline::Recorder,
     /// A pending event's reason is put together here before it is interned.
@@ -139,12 +133,8 @@ pub struct Simulation {
     pub(crate) cycles: u64,
     /// Cost-attribution labels per workload.
     pub(crate) labels: Vec<BTreeMap<String, String>>,
-    /// When each workload first reserved quota (`QuotaReserved`).
-    pub(crate) first_reserved: Vec<Option<Millis>>,
     /// Admission-check states per workload (the core's state machine).
     pub(crate) wl_checks: Vec<WorkloadChecks>,
-    /// Workloads a rejected admission check deactivated.
-    pub(crate) deactivated: Vec<bool>,
     /// The simulated check controllers.
     checks: checks::SimChecks,
     /// The policies that placed a reservation still waiting for its checks.
@@ -166,10 +156,13 @@ impl Simulation {
             labels,
         } = scenario;
         let n = cluster.workloads.len();
-        let ready_after = cluster
+        let lives = cluster
             .workloads
             .iter()
-            .map(|w| readiness::ready_after(&w.annotations))
+            .zip(arrival.iter().zip(&durations))
+            .map(|(w, (&arrival, &duration))| {
+                life::Life::new(arrival, duration, readiness::ready_after(&w.annotations))
+            })
             .collect();
         let mut sim = Simulation {
             scheduler: Scheduler::new(cluster),
@@ -177,14 +170,8 @@ impl Simulation {
             now: t0,
             arrivals: BTreeMap::new(),
             finishes: Default::default(),
-            finish_at: vec![None; n],
-            durations,
-            ready_after,
-            arrival,
-            first_admitted: vec![None; n],
-            finished: vec![false; n],
+            lives,
             settled: 0,
-            last_pending: vec![None; n],
             events: Default::default(),
             reason_buf: String::new(),
             usage_integral: Vec::new(),
@@ -199,9 +186,7 @@ impl Simulation {
             stop: Default::default(),
             cycles: 0,
             labels,
-            first_reserved: vec![None; n],
             wl_checks: vec![WorkloadChecks::default(); n],
-            deactivated: vec![false; n],
             checks: checks::SimChecks::default(),
             reserved_by: BTreeMap::new(),
             readiness: readiness::Readiness::default(),
@@ -215,14 +200,19 @@ impl Simulation {
             let id = WorkloadId(i as u32);
             if let Some(reserved_at) = sim.scheduler.cluster.reserved_at(id) {
                 let start = reserved_at.max(t0);
-                sim.first_admitted[i] = Some(reserved_at);
-                sim.first_reserved[i] = Some(reserved_at);
+                let life = &mut sim.lives[i];
+                life.admitted(reserved_at);
+                life.reserved(reserved_at);
+                let duration = life.duration();
                 sim.log_reserve(id);
-                if let Some(d) = sim.durations[i] {
+                if let Some(d) = duration {
                     sim.schedule_finish(id, start + d);
                 }
             } else {
-                sim.arrivals.entry(sim.arrival[i]).or_default().push(id);
+                sim.arrivals
+                    .entry(sim.lives[i].arrival)
+                    .or_default()
+                    .push(id);
             }
         }
         sim
@@ -334,19 +324,19 @@ impl Simulation {
     }
 
     fn schedule_finish(&mut self, id: WorkloadId, at: Millis) {
-        self.finish_at[id.index()] = Some(at);
+        self.lives[id.index()].set_finish_at(Some(at));
         self.finishes.push(at, id);
     }
 
     /// The entry stays in the calendar; [`Simulation::next_finish`] skips it.
     fn cancel_finish(&mut self, id: WorkloadId) {
-        self.finish_at[id.index()] = None;
+        self.lives[id.index()].set_finish_at(None);
     }
 
     /// The earliest finish still scheduled, dropping cancelled entries ahead of it.
     fn next_finish(&mut self) -> Option<(Millis, WorkloadId)> {
         while let Some((at, id)) = self.finishes.peek() {
-            if self.finish_at[id.index()] == Some(at) {
+            if self.lives[id.index()].finish_at() == Some(at) {
                 return Some((at, id));
             }
             self.finishes.pop();
@@ -432,11 +422,11 @@ impl Simulation {
                 break;
             }
             self.finishes.pop();
-            self.finish_at[id.index()] = None;
+            self.lives[id.index()].set_finish_at(None);
             self.log_release(id);
             self.scheduler.finish(id);
             self.stopped(id);
-            if !std::mem::replace(&mut self.finished[id.index()], true) {
+            if !std::mem::replace(&mut self.lives[id.index()].finished, true) {
                 self.settled += 1;
             }
             self.push_event(EventType::Finished, id, None, None, None);
@@ -451,7 +441,7 @@ impl Simulation {
                 if let Err(e) = self.scheduler.submit(id) {
                     let message = e.to_string();
                     let text = self.events.texts.intern(&message);
-                    self.last_pending[id.index()] = Some((text, true));
+                    self.lives[id.index()].set_last_pending(Some((text, true)));
                     self.push_event(EventType::Inadmissible, id, Some(&message), None, None);
                 }
             }
@@ -472,8 +462,9 @@ impl Simulation {
                 } => {
                     progress = true;
                     let i = workload.index();
-                    self.last_pending[i] = None;
-                    self.first_reserved[i].get_or_insert(self.now);
+                    let life = &mut self.lives[i];
+                    life.set_last_pending(None);
+                    life.reserved(self.now);
                     self.log_reserve(workload);
                     self.push_event(
                         EventType::QuotaReserved,
@@ -544,10 +535,11 @@ impl Simulation {
                     let i = workload.index();
                     progress |= parked;
                     let state = Some((self.events.texts.intern(&message), parked));
-                    if self.last_pending[i] == state {
+                    let life = &mut self.lives[i];
+                    if life.last_pending() == state {
                         continue;
                     }
-                    self.last_pending[i] = state;
+                    life.set_last_pending(state);
                     if reason == crate::scheduler::budget::WAIT_REASON
                         && let Some(cq) = self.scheduler.cluster.workload(workload).cluster_queue
                     {
@@ -572,7 +564,7 @@ impl Simulation {
 
     /// Runs until nothing more can change or a limit is reached.
     pub fn run(&mut self, limits: &Limits, mut progress: Option<Progress<'_>>) {
-        let total = self.arrival.len();
+        let total = self.lives.len();
         let until = limits.until.map(|u| self.t0 + u);
         // Guard against a livelock at one instant (e.g. two preemptors evicting each other's
         // victims forever): after this many cycles without the clock moving, move it.

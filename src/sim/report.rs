@@ -204,9 +204,9 @@ pub struct Report {
 
 pub(crate) fn state_of(sim: &Simulation, id: WorkloadId) -> &'static str {
     let cluster = sim.cluster();
-    if sim.finished[id.index()] {
+    if sim.lives[id.index()].finished {
         "finished"
-    } else if sim.deactivated[id.index()] {
+    } else if sim.lives[id.index()].deactivated {
         "deactivated"
     } else if cluster.admission(id).is_some() && !sim.is_admitted(id) {
         "reserved"
@@ -360,12 +360,13 @@ pub(crate) fn build_from(sim: &Simulation, events: super::Timeline) -> Report {
     let mut check_waits: Vec<Vec<f64>> = vec![Vec::new(); cluster.cluster_queues.len()];
     let mut classes: BTreeMap<String, (u64, Vec<f64>)> = BTreeMap::new();
     for wl in &cluster.workloads {
-        let admitted = sim.first_admitted[wl.id.index()];
-        let wait = admitted.map(|t| ((t - sim.arrival[wl.id.index()]).max(0)) as f64 / 1000.0);
+        let life = &sim.lives[wl.id.index()];
+        let admitted = life.first_admitted();
+        let wait = admitted.map(|t| ((t - life.arrival).max(0)) as f64 / 1000.0);
         if let (Some(w), Some(cq)) = (wait, wl.cluster_queue) {
             waits[cq.index()].push(w);
-            if let (Some(r), Some(a)) = (sim.first_reserved[wl.id.index()], admitted) {
-                let arrived = sim.arrival[wl.id.index()];
+            if let (Some(r), Some(a)) = (life.first_reserved(), admitted) {
+                let arrived = life.arrival;
                 quota_waits[cq.index()].push(((r - arrived).max(0)) as f64 / 1000.0);
                 check_waits[cq.index()].push(((a - r).max(0)) as f64 / 1000.0);
             }

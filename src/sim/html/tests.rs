@@ -167,7 +167,7 @@ fn shares_and_entitlements_are_the_fairness_reports_at_its_samples() {
 fn times_to_admit_come_per_class_and_per_local_queue() {
     let sim = shape();
     let model = RunModel::build("run", &sim, &sim.report());
-    let admitted = sim.first_admitted.iter().flatten().count();
+    let admitted = sim.lives.iter().filter_map(|l| l.first_admitted()).count();
     let [class, lq] = &model.waits[..] else {
         panic!("two groupings: {:?}", model.waits.len());
     };

@@ -72,10 +72,10 @@ pub fn build(sim: &Simulation) -> Vec<WaitsChart> {
     let mut lq_names: Vec<Option<String>> = vec![None; cluster.local_queues.len()];
     for wl in &cluster.workloads {
         let i = wl.id.index();
-        let Some(admitted) = sim.first_admitted[i] else {
+        let Some(admitted) = sim.lives[i].first_admitted() else {
             continue;
         };
-        let wait = (admitted - sim.arrival[i]).max(0) as f64 / 1000.0;
+        let wait = (admitted - sim.lives[i].arrival).max(0) as f64 / 1000.0;
         if let Some(class) = wl.annotations.get(CLASS) {
             by_class.entry(class.to_string()).or_default().push(wait);
         }
