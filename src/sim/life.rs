@@ -1,7 +1,7 @@
 //! What the simulator keeps of each workload from its arrival to its finish — when it arrived,
 //! how long it runs, when its pods become ready, when it finishes, when it first reserved quota
-//! and was first admitted, what it was last told while pending — as one record of one cache
-//! line per workload.
+//! and was first admitted, what it was last told while pending, whether it has admission
+//! checks — as one record of one cache line per workload.
 //!
 //! These were nine tables by workload id, and a reservation read or wrote seven of them. At
 //! ten times Kueue's large-scale shape (500,000 workloads) each table's hot lines — one per
@@ -47,6 +47,9 @@ pub(crate) struct Life {
     pub(crate) finished: bool,
     /// A rejected admission check or the requeue limit deactivated it.
     pub(crate) deactivated: bool,
+    /// Its admission-check states (`Simulation::wl_checks`) are not empty: its last
+    /// reservation came with checks. Without, they need neither starting nor resetting.
+    pub(crate) has_checks: bool,
 }
 
 const _: () = assert!(size_of::<Life>() == 64);
@@ -69,6 +72,7 @@ impl Life {
             last_pending: None,
             finished: false,
             deactivated: false,
+            has_checks: false,
         }
     }
 
