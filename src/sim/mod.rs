@@ -490,9 +490,9 @@ impl Simulation {
                         &cluster.cq(admission.cluster_queue).admission_checks,
                         &assigned,
                     );
-                    // A workload that never reserved with checks has none to start or reset:
-                    // its entry of the table by workload id is not read (at ten times Kueue's
-                    // scale a miss per reservation).
+                    // A workload whose last reservation came without checks (or that never
+                    // reserved) has none to start or reset: its entry of the table by workload
+                    // id is not read (at ten times Kueue's scale a miss per reservation).
                     if !names.is_empty() || self.lives[i].has_checks {
                         self.wl_checks[i].reserve(&names, self.now);
                         self.lives[i].has_checks = !names.is_empty();
