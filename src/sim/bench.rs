@@ -260,7 +260,7 @@ pub fn run_once(
 /// One shape's runs as they accumulate, both sides, in the order run: [`Runs::round`] runs
 /// each side once, [`Runs::finish`] makes the report. [`bench`] runs one shape's rounds back
 /// to back; [`bench_scales`] interleaves the rounds of several scales.
-pub struct Runs<'g> {
+struct Runs<'g> {
     generator: &'g Generator,
     rounds: usize,
     native: Option<RunFigures>,
@@ -276,7 +276,7 @@ pub struct Runs<'g> {
 }
 
 impl<'g> Runs<'g> {
-    pub fn new(generator: &'g Generator) -> Runs<'g> {
+    fn new(generator: &'g Generator) -> Runs<'g> {
         Runs {
             generator,
             rounds: 0,
@@ -295,7 +295,7 @@ impl<'g> Runs<'g> {
 
     /// Runs each side once, WASM first if `wasm_first`; `wasm` makes the bindings of the WASM
     /// run. The decisions are compared with the first run's.
-    pub fn round(
+    fn round(
         &mut self,
         wasm_first: bool,
         wasm: &impl Fn() -> LiveBindings,
@@ -343,7 +343,7 @@ impl<'g> Runs<'g> {
     }
 
     /// The report of the rounds run; `None` before the first.
-    pub fn finish(self) -> Option<BenchReport> {
+    fn finish(self) -> Option<BenchReport> {
         let (native, wasm) = (self.native?, self.wasm?);
         Some(BenchReport {
             shape: self.generator.name(),
@@ -365,7 +365,7 @@ impl<'g> Runs<'g> {
     }
 }
 
-/// Both runs and their comparison, `repeat` rounds of [`Runs::round`] in ABBA order (native
+/// Both runs and their comparison, `repeat` rounds of each side once, in ABBA order (native
 /// first in even rounds, WASM first in odd ones), so that whatever drifts over the process's
 /// life (heap layout, a neighbour on the machine) weighs on both sides alike instead of always
 /// on the side run second; each side reports its fastest run and the median of all, which

@@ -3,7 +3,7 @@
 //! and was first admitted, what it was last told while pending, whether it has admission
 //! checks — as one record of one cache line per workload.
 //!
-//! These were nine tables by workload id, and a reservation read or wrote seven of them. At
+//! These were nine tables by workload id, and a reservation read or wrote six of them. At
 //! ten times Kueue's large-scale shape (500,000 workloads) each table's hot lines — one per
 //! ClusterQueue whose workloads were being admitted — no longer stayed in the cache together,
 //! so a reservation took a miss per table where the 1× run took none; in one record it takes

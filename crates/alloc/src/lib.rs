@@ -6,7 +6,7 @@
 //! (`wasq controller`) wants that. A batch run (`wasq simulate`, `wasq bench`) does not: it
 //! frees and reuses the same memory all through its run, and a run longer than the delay paid
 //! the kernel to zero its memory again and again where a shorter one never did — at ten times
-//! Kueue's large-scale shape, 0.4 s of a 6 s run, and none at 1× (BENCHMARKS.md). These
+//! Kueue's large-scale shape, 0.4–0.6 s of a 6 s run, and none at 1× (BENCHMARKS.md). These
 //! commands call [`keep_freed_memory`] first.
 //!
 //! The only `unsafe` of wasq's host: three calls into mimalloc's C API that take and return
