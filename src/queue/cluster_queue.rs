@@ -190,6 +190,13 @@ impl PendingQueue {
         }
     }
 
+    /// Asks for the cache line of the active head (a hint, see [`wasq_alloc::prefetch`]).
+    pub fn prefetch_head(&self) {
+        if let Some(e) = self.active.runs.first().and_then(VecDeque::front) {
+            wasq_alloc::prefetch(e, 1);
+        }
+    }
+
     pub fn strategy(&self) -> QueueingStrategy {
         self.strategy
     }

@@ -61,6 +61,17 @@ pub enum Decision {
     },
 }
 
+impl Decision {
+    /// The workload decided about (the victim of a preemption).
+    pub fn workload(&self) -> WorkloadId {
+        match self {
+            Decision::Admitted { workload, .. }
+            | Decision::Preempted { workload, .. }
+            | Decision::NotAdmitted { workload, .. } => *workload,
+        }
+    }
+}
+
 /// What one cycle did.
 #[derive(Debug, Clone, Default)]
 pub struct CycleOutcome {

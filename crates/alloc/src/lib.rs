@@ -9,8 +9,14 @@
 //! Kueue's large-scale shape, 0.4–0.6 s of a 6 s run, and none at 1× (BENCHMARKS.md). These
 //! commands call [`keep_freed_memory`] first.
 //!
+//! And [`prefetch`]: a loop that reads one record by id per element of a list it holds (a
+//! cycle's heads, its decisions) asks for the record a few elements ahead, so that the
+//! CPU fetches several from memory at once instead of waiting for each in turn. At 1× Kueue's
+//! large-scale shape those records are mostly in the cache anyway; at 10× their tables are
+//! ten times larger and each read was a wait on memory (BENCHMARKS.md, stop 53).
+//!
 //! The only `unsafe` of wasq's host: three calls into mimalloc's C API that take and return
-//! plain integers.
+//! plain integers, and the prefetch instruction, which reads nothing.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -53,4 +59,26 @@ pub fn release_freed() {
     // SAFETY: mimalloc's collection of the calling thread's heap and its arenas; no
     // arguments but a flag.
     unsafe { libmimalloc_sys::mi_collect(true) };
+}
+
+/// Asks the CPU to bring the cache line holding `value`'s first byte, and the `lines - 1`
+/// after it, into its caches, without waiting for them: a hint, which never faults and
+/// changes nothing the program computes (a no-op off x86-64).
+#[inline(always)]
+pub fn prefetch<T>(value: &T, lines: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let p = (value as *const T).cast::<i8>();
+        for l in 0..lines {
+            // SAFETY: a prefetch is a hint that never faults; the address is within or just
+            // past a live reference's object (it is not dereferenced).
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    p.wrapping_add(l * 64),
+                )
+            };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (value, lines);
 }
