@@ -488,15 +488,19 @@ impl Simulation {
                         &placed_by,
                         self.now - self.t0,
                     );
-                    let assigned: Vec<_> = admission
-                        .pod_sets
-                        .iter()
-                        .flat_map(|ps| ps.flavors.iter().map(|(_, f)| *f))
-                        .collect();
-                    let names = applicable(
-                        &cluster.cq(admission.cluster_queue).admission_checks,
-                        &assigned,
-                    );
+                    // A ClusterQueue without admission checks (Kueue's shapes) has none to
+                    // apply: no list of the admission's flavors is made for it.
+                    let rules = &cluster.cq(admission.cluster_queue).admission_checks;
+                    let names = if rules.is_empty() {
+                        Vec::new()
+                    } else {
+                        let assigned: Vec<_> = admission
+                            .pod_sets
+                            .iter()
+                            .flat_map(|ps| ps.flavors.iter().map(|(_, f)| *f))
+                            .collect();
+                        applicable(rules, &assigned)
+                    };
                     // A workload whose last reservation came without checks (or that never
                     // reserved) has none to start or reset: its entry of the table by workload
                     // id is not read (at ten times Kueue's scale a miss per reservation).
