@@ -169,10 +169,8 @@ impl QueueManager {
             }
         }
         for (i, h) in heads.iter().enumerate() {
-            if let Some(ahead) = heads.get(i + Self::AHEAD)
-                && let Some(slot) = self.slots.get(ahead.workload.index())
-            {
-                wasq_alloc::prefetch(slot, 1);
+            if let Some(ahead) = heads.get(i + Self::AHEAD) {
+                self.prefetch(ahead.workload);
             }
             self.vacate(h.workload);
         }
