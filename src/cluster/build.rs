@@ -183,17 +183,13 @@ pub fn build_cluster_with(
         let spec = &cq.spec;
         let cohort = spec.cohort_name.clone();
         let mut inactive_reason = None;
-        let mut resource_groups = Vec::new();
-        let mut rg_by_resource = rustc_hash::FxHashMap::default();
-        for (gi, g) in spec.resource_groups.iter().enumerate() {
+        let mut resource_groups = SmallVec::new();
+        for g in &spec.resource_groups {
             let covered: SmallVec<[ResourceId; 4]> = g
                 .covered_resources
                 .iter()
                 .map(|r| names.resource(r))
                 .collect();
-            for &r in &covered {
-                rg_by_resource.insert(r, gi);
-            }
             let group_flavors = g.flavors.iter().map(|f| names.flavor(&f.name)).collect();
             for f in &g.flavors {
                 if !flavors.contains_key(&names.flavor(&f.name)) && inactive_reason.is_none() {
@@ -263,7 +259,6 @@ pub fn build_cluster_with(
             node,
             cohort,
             resource_groups,
-            rg_by_resource,
             strategy: spec.queueing_strategy(),
             namespace_selector: spec.namespace_selector.clone(),
             preemption: PreemptionConfig {

@@ -169,40 +169,61 @@ pub struct Fungibility {
     pub preference: FungibilityPreference,
 }
 
+/// A ClusterQueue as the core tracks it.
+///
+/// In declaration order (`repr(C)`): what a cycle reads for every head of the queue (its
+/// node, preemption and fungibility settings, strategy, budget, resource groups, whether it is
+/// active) first, within the record's first 128 bytes (`layout_tests`), so that the nomination
+/// loop can ask for those lines ahead of a head ([`ClusterQueueInfo::HOT_BYTES`]); names,
+/// selectors and annotations after. The resource groups are inline when there is one (every
+/// queue of Kueue's shapes) and found by a scan of their covered resources: a `Vec` of them and
+/// a hash map from resource to group were two allocations of their own, each a read from
+/// memory per head and cycle at 10,000 ClusterQueues (BENCHMARKS.md, stop 54).
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct ClusterQueueInfo {
-    pub id: CqId,
-    pub name: String,
     pub node: NodeId,
-    pub cohort: Option<String>,
-    pub resource_groups: Vec<ResourceGroupInfo>,
-    /// Resource group index per covered resource (looked up per head and resource: FxHash).
-    pub rg_by_resource: rustc_hash::FxHashMap<ResourceId, usize>,
-    pub strategy: QueueingStrategy,
-    pub namespace_selector: Option<LabelSelector>,
+    pub id: CqId,
     pub preemption: PreemptionConfig,
     pub fungibility: Fungibility,
-    pub stop_policy: StopPolicy,
-    /// `None` when active; otherwise why not (missing flavor, cohort cycle, stopped, ...).
-    pub inactive_reason: Option<String>,
-    pub annotations: BTreeMap<String, String>,
-    /// Every flavor-resource this queue declares quota for.
-    pub frs: Vec<FrIdx>,
+    pub strategy: QueueingStrategy,
     /// `admissionScope.admissionMode: UsageBasedAdmissionFairSharing` with admission fair
     /// sharing configured: its queue orders by LocalQueue usage first.
     pub admission_fair_sharing: bool,
-    /// Its admission checks (`admissionChecksStrategy`), each with the flavors it applies to.
-    pub admission_checks: Vec<checks::CheckRule>,
-    /// The preemption budget its annotations set (malformed values left out).
-    pub budget_annotations: PreemptionBudget,
+    pub stop_policy: StopPolicy,
     /// The preemption budget in effect: its annotations over the `--config` file's
     /// ([`Cluster::apply_budget_defaults`]).
     pub budget: PreemptionBudget,
+    /// Its `resourceGroups`; a resource is covered by at most one ([`ClusterQueueInfo::group_of`]).
+    pub resource_groups: SmallVec<[ResourceGroupInfo; 1]>,
+    /// `None` when active; otherwise why not (missing flavor, cohort cycle, stopped, ...).
+    pub inactive_reason: Option<String>,
+    /// Its admission checks (`admissionChecksStrategy`), each with the flavors it applies to.
+    pub admission_checks: Vec<checks::CheckRule>,
+    pub name: String,
+    pub cohort: Option<String>,
+    pub namespace_selector: Option<LabelSelector>,
+    pub annotations: BTreeMap<String, String>,
+    /// Every flavor-resource this queue declares quota for.
+    pub frs: Vec<FrIdx>,
+    /// The preemption budget its annotations set (malformed values left out).
+    pub budget_annotations: PreemptionBudget,
 }
 
 impl ClusterQueueInfo {
+    /// How many of the record's first bytes a cycle reads for a head (`layout_tests`).
+    pub const HOT_BYTES: usize = 128;
+
     pub fn is_active(&self) -> bool {
         self.inactive_reason.is_none()
+    }
+
+    /// The index of the resource group covering `resource`, if one does (Kueue allows at most
+    /// 16 groups of 16 resources; a queue has one or two).
+    pub fn group_of(&self, resource: ResourceId) -> Option<usize> {
+        self.resource_groups
+            .iter()
+            .position(|g| g.covered.contains(&resource))
     }
 }
 
@@ -572,6 +593,13 @@ impl Cluster {
         &self.holdings[id.index()]
     }
 
+    /// Asks for the line of what `id` holds (a hint, see [`wasq_alloc::prefetch`]).
+    pub fn prefetch_holding(&self, id: WorkloadId) {
+        if let Some(h) = self.holdings.get(id.index()) {
+            wasq_alloc::prefetch(h, 1);
+        }
+    }
+
     pub fn admission(&self, id: WorkloadId) -> Option<&Admission> {
         match &self.holdings[id.index()] {
             Holding::None => None,
@@ -794,5 +822,75 @@ mod layout_tests {
             0,
             "a record of whole cache lines"
         );
+    }
+
+    /// What a cycle reads of a head's ClusterQueue lies in the record's first
+    /// [`ClusterQueueInfo::HOT_BYTES`], one resource group inline; a resource's group is the
+    /// one covering it.
+    #[test]
+    fn a_cluster_queues_hot_fields_lead_its_record() {
+        let text = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: f}\n---\n\
+             apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: g}\n---\n\
+             apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: q}\n\
+             spec:\n  namespaceSelector: {}\n  resourceGroups:\n  \
+             - coveredResources: [cpu, memory]\n    \
+             flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1}, {name: memory, nominalQuota: 1Gi}]}]\n  \
+             - coveredResources: [nvidia.com/gpu]\n    \
+             flavors: [{name: g, resources: [{name: nvidia.com/gpu, nominalQuota: 1}]}]\n";
+        let m = crate::api::load::load_str(std::path::Path::new("test.yaml"), text).expect("loads");
+        let cluster = build::build_cluster(&m, &|_| 0, 0).expect("builds");
+        let cq = cluster.cq(CqId(0));
+        let base = cq as *const ClusterQueueInfo as usize;
+        let end = |field: usize, size: usize| field - base + size;
+        let ends = [
+            ("node", end(&cq.node as *const _ as usize, 4)),
+            (
+                "preemption",
+                end(
+                    &cq.preemption as *const _ as usize,
+                    size_of::<PreemptionConfig>(),
+                ),
+            ),
+            (
+                "fungibility",
+                end(
+                    &cq.fungibility as *const _ as usize,
+                    size_of::<Fungibility>(),
+                ),
+            ),
+            (
+                "budget",
+                end(
+                    &cq.budget as *const _ as usize,
+                    size_of::<PreemptionBudget>(),
+                ),
+            ),
+            (
+                "resource_groups",
+                end(
+                    &cq.resource_groups as *const _ as usize,
+                    size_of::<SmallVec<[ResourceGroupInfo; 1]>>(),
+                ),
+            ),
+            (
+                "inactive_reason",
+                end(
+                    &cq.inactive_reason as *const _ as usize,
+                    size_of::<Option<String>>(),
+                ),
+            ),
+        ];
+        for (field, end) in ends {
+            assert!(
+                end <= ClusterQueueInfo::HOT_BYTES,
+                "{field} ends at byte {end}"
+            );
+        }
+        assert_eq!(cq.resource_groups.len(), 2);
+        let names = &cluster.names;
+        let r = |n: &str| names.find_resource(n).unwrap();
+        assert_eq!(cq.group_of(r("cpu")), Some(0));
+        assert_eq!(cq.group_of(r("memory")), Some(0));
+        assert_eq!(cq.group_of(r("nvidia.com/gpu")), Some(1));
     }
 }

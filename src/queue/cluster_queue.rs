@@ -252,6 +252,23 @@ impl PendingQueue {
         Some(self.inadmissible.len() - 1)
     }
 
+    /// Asks for the lines [`PendingQueue::activate_all`] reads first: the parked list and the
+    /// ends of the first active run (a hint, see [`wasq_alloc::prefetch`]).
+    pub fn prefetch_parked(&self) {
+        if !self.inadmissible.is_empty() {
+            let parked = self.inadmissible.as_slice();
+            wasq_alloc::prefetch_bytes(parked, size_of_val(parked).min(256));
+        }
+        if let Some(run) = self.active.runs.first() {
+            if let Some(e) = run.front() {
+                wasq_alloc::prefetch(e, 1);
+            }
+            if let Some(e) = run.back() {
+                wasq_alloc::prefetch(e, 1);
+            }
+        }
+    }
+
     /// Moves every parked workload to the active set.
     pub fn activate_all(&mut self) {
         // Drained, not dropped: the list keeps its capacity for the next parked heads.

@@ -327,7 +327,7 @@ pub(super) fn assign_flavors(
             .map(|&(r, v)| (r, v.saturating_mul(i64::from(count))))
             .collect();
         if let Some(pods) = pods
-            && cq.rg_by_resource.contains_key(&pods)
+            && cq.group_of(pods).is_some()
             && !requests.iter().any(|(r, _)| *r == pods)
         {
             requests.push((pods, i64::from(count) * 1000));
@@ -344,7 +344,7 @@ pub(super) fn assign_flavors(
             if psa.flavors.iter().any(|f| f.resource == res) {
                 continue;
             }
-            let Some(&rg_index) = cq.rg_by_resource.get(&res) else {
+            let Some(rg_index) = cq.group_of(res) else {
                 if qty == 0 {
                     continue;
                 }

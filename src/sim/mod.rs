@@ -437,7 +437,11 @@ impl Simulation {
             if *entry.key() > self.now {
                 break;
             }
-            for id in entry.remove() {
+            let arrived = entry.remove();
+            for (i, &id) in arrived.iter().enumerate() {
+                if let Some(&ahead) = arrived.get(i + 4) {
+                    self.scheduler.prefetch_submit(ahead);
+                }
                 if let Err(e) = self.scheduler.submit(id) {
                     let message = e.to_string();
                     let text = self.events.texts.intern(&message);
