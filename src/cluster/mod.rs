@@ -173,9 +173,9 @@ pub struct Fungibility {
 ///
 /// In declaration order (`repr(C)`): what a cycle reads for every head of the queue (its
 /// node, preemption and fungibility settings, strategy, budget, resource groups, whether it is
-/// active) first, within the record's first 128 bytes (`layout_tests`), so that the nomination
-/// loop can ask for those lines ahead of a head ([`ClusterQueueInfo::HOT_BYTES`]); names,
-/// selectors and annotations after. The resource groups are inline when there is one (every
+/// active) first, within the record's first [`ClusterQueueInfo::HOT_BYTES`] (`layout_tests`),
+/// so that they are two or three adjacent lines rather than fields spread over the record;
+/// names, selectors and annotations after. The resource groups are inline when there is one (every
 /// queue of Kueue's shapes) and found by a scan of their covered resources: a `Vec` of them and
 /// a hash map from resource to group were two allocations of their own, each a read from
 /// memory per head and cycle at 10,000 ClusterQueues (BENCHMARKS.md, stop 54).
@@ -840,45 +840,16 @@ mod layout_tests {
         let m = crate::api::load::load_str(std::path::Path::new("test.yaml"), text).expect("loads");
         let cluster = build::build_cluster(&m, &|_| 0, 0).expect("builds");
         let cq = cluster.cq(CqId(0));
-        let base = cq as *const ClusterQueueInfo as usize;
-        let end = |field: usize, size: usize| field - base + size;
+        fn end<T>(base: &ClusterQueueInfo, field: &T) -> usize {
+            field as *const T as usize + size_of::<T>() - base as *const ClusterQueueInfo as usize
+        }
         let ends = [
-            ("node", end(&cq.node as *const _ as usize, 4)),
-            (
-                "preemption",
-                end(
-                    &cq.preemption as *const _ as usize,
-                    size_of::<PreemptionConfig>(),
-                ),
-            ),
-            (
-                "fungibility",
-                end(
-                    &cq.fungibility as *const _ as usize,
-                    size_of::<Fungibility>(),
-                ),
-            ),
-            (
-                "budget",
-                end(
-                    &cq.budget as *const _ as usize,
-                    size_of::<PreemptionBudget>(),
-                ),
-            ),
-            (
-                "resource_groups",
-                end(
-                    &cq.resource_groups as *const _ as usize,
-                    size_of::<SmallVec<[ResourceGroupInfo; 1]>>(),
-                ),
-            ),
-            (
-                "inactive_reason",
-                end(
-                    &cq.inactive_reason as *const _ as usize,
-                    size_of::<Option<String>>(),
-                ),
-            ),
+            ("node", end(cq, &cq.node)),
+            ("preemption", end(cq, &cq.preemption)),
+            ("fungibility", end(cq, &cq.fungibility)),
+            ("budget", end(cq, &cq.budget)),
+            ("resource_groups", end(cq, &cq.resource_groups)),
+            ("inactive_reason", end(cq, &cq.inactive_reason)),
         ];
         for (field, end) in ends {
             assert!(
