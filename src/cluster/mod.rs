@@ -781,11 +781,13 @@ impl Cluster {
 mod layout_tests {
     use super::*;
 
+    /// Where `field` ends, in bytes from the start of the record `base` that holds it.
+    fn end<B, T>(base: &B, field: &T) -> usize {
+        field as *const T as usize + size_of::<T>() - base as *const B as usize
+    }
+
     /// Where each field a cycle reads of a head ends, in bytes from the start of its record.
     fn hot_ends(wl: &WorkloadInfo) -> Vec<(&'static str, usize)> {
-        fn end<T>(base: &WorkloadInfo, field: &T) -> usize {
-            field as *const T as usize + size_of::<T>() - base as *const WorkloadInfo as usize
-        }
         let ps = &wl.pod_sets[0];
         vec![
             ("priority", end(wl, &wl.priority)),
@@ -840,9 +842,6 @@ mod layout_tests {
         let m = crate::api::load::load_str(std::path::Path::new("test.yaml"), text).expect("loads");
         let cluster = build::build_cluster(&m, &|_| 0, 0).expect("builds");
         let cq = cluster.cq(CqId(0));
-        fn end<T>(base: &ClusterQueueInfo, field: &T) -> usize {
-            field as *const T as usize + size_of::<T>() - base as *const ClusterQueueInfo as usize
-        }
         let ends = [
             ("node", end(cq, &cq.node)),
             ("preemption", end(cq, &cq.preemption)),
