@@ -7,6 +7,7 @@
 //! wasq's objects and keeps every field of them ([`kept`]).
 
 mod cluster;
+mod crds;
 mod kept;
 
 use anyhow::Result;

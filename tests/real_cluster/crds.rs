@@ -1,0 +1,85 @@
+//! `wasq crds` against the real server: every CRD applied (server-side, as `kubectl apply
+//! --server-side -f` does), `Established`, and read back with every field it was sent — no
+//! schema rejected as non-structural, nothing pruned or rewritten.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use serde_json::Value;
+
+use crate::cluster::ControlPlane;
+use crate::kept::assert_kept;
+
+/// The field manager these tests apply as.
+pub const MANAGER: &str = "wasq-real-cluster-test";
+
+/// What the `wasq crds` command prints, one JSON value per CRD.
+pub fn printed() -> Result<Vec<Value>> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wasq"))
+        .arg("crds")
+        .output()?;
+    if !out.status.success() {
+        bail!("wasq crds: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let text = String::from_utf8(out.stdout)?;
+    serde_saphyr::from_multiple::<Value>(&text).context("parsing what `wasq crds` printed")
+}
+
+/// Applies the CRDs `wasq crds` prints and waits until each is `Established`; returns what was
+/// sent, for comparisons.
+pub async fn install(client: &kube::Client) -> Result<Vec<Value>> {
+    let crds = printed()?;
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in &crds {
+        let name = crd["metadata"]["name"]
+            .as_str()
+            .context("a CRD has a name")?;
+        api.patch(name, &PatchParams::apply(MANAGER), &Patch::Apply(crd))
+            .await
+            .with_context(|| format!("applying CRD {name}"))?;
+    }
+    for crd in &crds {
+        let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+        established(&api, name).await?;
+    }
+    Ok(crds)
+}
+
+/// Waits until `name` is `Established` with its names accepted; fails at once on a condition
+/// that says its schema or names are refused.
+async fn established(api: &Api<CustomResourceDefinition>, name: &str) -> Result<()> {
+    let started = Instant::now();
+    loop {
+        let crd = api.get(name).await?;
+        let conditions = crd.status.and_then(|s| s.conditions).unwrap_or_default();
+        let is = |t: &str, s: &str| conditions.iter().any(|c| c.type_ == t && c.status == s);
+        if is("NonStructuralSchema", "True") || is("NamesAccepted", "False") {
+            bail!("CRD {name} refused: {conditions:?}");
+        }
+        if is("Established", "True") && is("NamesAccepted", "True") {
+            return Ok(());
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            bail!("CRD {name} not Established within 60s: {conditions:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn every_crd_is_established_and_kept() -> Result<()> {
+    let plane = ControlPlane::start().await?;
+    let client = plane.client().await?;
+    let sent = install(&client).await?;
+    assert_eq!(sent.len(), 9, "wasq crds prints one CRD per Kueue kind");
+    let raw = ApiResource::erase::<CustomResourceDefinition>(&());
+    let api: Api<DynamicObject> = Api::all_with(client, &raw);
+    for crd in &sent {
+        let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+        let stored = serde_json::to_value(api.get(name).await?)?;
+        assert_kept(&format!("CRD {name}"), crd, &stored);
+    }
+    Ok(())
+}
