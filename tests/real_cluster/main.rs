@@ -9,6 +9,7 @@
 mod cluster;
 mod crds;
 mod kept;
+mod kueue_docs;
 
 use anyhow::Result;
 
