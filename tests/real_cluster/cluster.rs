@@ -23,6 +23,8 @@ use base64::Engine as _;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use sha2::{Digest, Sha256};
 
+use crate::recorder::{self, StatusWrites};
+
 /// The binaries `.ci/build-control-plane` makes.
 const BINARIES: [&str; 5] = [
     "etcd",
@@ -199,6 +201,15 @@ impl ControlPlane {
         client_for(&self.kubeconfig()).await
     }
 
+    /// A new client for the admin user that records its status writes
+    /// ([`crate::recorder`]).
+    ///
+    /// # Errors
+    /// An unreadable kubeconfig (it was written by [`ControlPlane::start`]).
+    pub async fn recording_client(&self) -> Result<(kube::Client, StatusWrites)> {
+        recorder::client(config_for(&self.kubeconfig()).await?)
+    }
+
     /// A kubeconfig for the admin user (for `kubectl` and the other control-plane processes).
     pub fn kubeconfig(&self) -> PathBuf {
         self.dir.path().join(KUBECONFIG)
@@ -214,10 +225,12 @@ impl Drop for ControlPlane {
 }
 
 async fn client_for(kubeconfig: &Path) -> Result<kube::Client> {
+    Ok(kube::Client::try_from(config_for(kubeconfig).await?)?)
+}
+
+async fn config_for(kubeconfig: &Path) -> Result<kube::Config> {
     let kubeconfig = Kubeconfig::read_from(kubeconfig)?;
-    let config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
-    Ok(kube::Client::try_from(config)?)
+    Ok(kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?)
 }
 
 fn kubeconfig_yaml(url: &str, ca_pem: &str, token: &str) -> String {

@@ -10,6 +10,8 @@ mod cluster;
 mod crds;
 mod kept;
 mod kueue_docs;
+mod recorder;
+mod workload_status;
 
 use anyhow::Result;
 
