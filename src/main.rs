@@ -172,7 +172,12 @@ fn main() -> ExitCode {
         .with_env_filter(
             EnvFilter::try_from_env("WASQ_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
         )
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // Colours only on a terminal, and never with NO_COLOR set (no-color.org).
+        .with_ansi(
+            std::io::IsTerminal::is_terminal(&std::io::stderr())
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        );
     // WASQ_LOG_FORMAT=json: one JSON object per line (for log pipelines).
     if std::env::var("WASQ_LOG_FORMAT").is_ok_and(|f| f == "json") {
         logs.json().init();
@@ -267,7 +272,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 ],
                 config,
             };
-            let policies = args.load(false)?;
+            let policies = args.load(false, true)?;
             let progress = |label: &str, total: usize| {
                 cli::progress::Bar::new(label, total).map(|bar| {
                     Box::new(move |t: f64, done: usize, _total: usize| bar.update(t, done))
@@ -296,7 +301,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Controller { args, policies } => {
-            let policies = policies.load(true)?;
+            let policies = policies.load(true, false)?;
             let _watch = policies.watch()?;
             wasq::k8s::cli::run(
                 *args,
@@ -343,7 +348,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     html.as_deref(),
                 );
             }
-            let policies = policies.load(speed.is_some())?;
+            let policies = policies.load(speed.is_some(), true)?;
             let _watch = policies.watch()?;
             let mut scenario = Scenario::load_with(&paths, &cost_attribution_labels)
                 .context("loading manifests")?;
@@ -426,7 +431,7 @@ fn compare_policies(
     let [a, b] = specs else {
         anyhow::bail!("--compare takes two bindings, A and B");
     };
-    let policies = policies.load(false)?;
+    let policies = policies.load(false, true)?;
     let (bindings_a, bindings_b) = (policies.bindings_with(a)?, policies.bindings_with(b)?);
     let mut scenario = Scenario::load(paths).context("loading manifests")?;
     scenario.cluster.apply_budget_defaults(&policies.budgets);

@@ -18,12 +18,17 @@ pub enum PluginCommand {
     /// dry-run it there next to the built-in policy and list every decision where they differ,
     /// every refused answer and every fallback, to vet a plugin before binding it.
     Check {
+        /// The component (`.wasm`) to load.
         file: PathBuf,
         #[arg(long, value_enum, default_value = "table")]
         output: Output,
         /// Manifest files (or directories) of a scenario to run the plugin against.
         #[arg(long, value_name = "SCENARIO", num_args = 1..)]
         against: Vec<PathBuf>,
+        /// Policy configuration file whose limits, settings and exposed keys apply to the
+        /// plugin (as `simulate` and `controller` would apply them); default limits without.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
     },
     /// Every plugin of a directory: name, kind, digest, size, and whether it loads.
     List {
@@ -86,8 +91,18 @@ pub fn run(command: PluginCommand) -> anyhow::Result<()> {
             file,
             output,
             against,
-        } if !against.is_empty() => dry_run(&file, &against, output),
-        PluginCommand::Check { file, output, .. } => check(&file, output),
+            config,
+        } => {
+            let options = match &config {
+                Some(path) => wasq::wasm::PolicyConfig::load(path)?.host_options(),
+                None => HostOptions::default(),
+            };
+            if against.is_empty() {
+                check(&file, &options, output)
+            } else {
+                dry_run(&file, &against, &options, output)
+            }
+        }
         PluginCommand::List { plugins, output } => list(&plugins, output),
         PluginCommand::New {
             name,
@@ -118,14 +133,19 @@ pub fn run(command: PluginCommand) -> anyhow::Result<()> {
     }
 }
 
-fn check(file: &Path, output: Output) -> anyhow::Result<()> {
+fn check(file: &Path, options: &HostOptions, output: Output) -> anyhow::Result<()> {
     let engine = WasmEngine::new(false)?;
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     // Exactly what a load or reload does: compile, world, imports, smoke call.
-    let plugin = make_plugin(&engine, file, &bytes, &HostOptions::default())?;
+    let plugin = make_plugin(&engine, file, &bytes, options)?;
     let info = plugin.info();
+    let limits = plugin.limits();
     match output {
-        Output::Json => println!("{}", serde_json::to_string_pretty(info)?),
+        Output::Json => {
+            let mut value = serde_json::to_value(info)?;
+            value["limits"] = serde_json::to_value(limits)?;
+            println!("{}", serde_json::to_string_pretty(&value)?)
+        }
         Output::Table => {
             println!("plugin      {}", info.name);
             println!(
@@ -138,18 +158,41 @@ fn check(file: &Path, output: Output) -> anyhow::Result<()> {
             println!("compile     {:.1} ms", info.compile_ms);
             println!("exports     {}", info.exports.join(", "));
             println!("imports     {}", info.imports.join("\n            "));
+            println!("limits      {}", describe_limits(&limits));
         }
     }
     Ok(())
 }
 
+/// The limits a plugin runs under, in one line.
+fn describe_limits(l: &wasq::wasm::Limits) -> String {
+    let run = l
+        .run_budget_ms
+        .map_or("none".to_string(), |ms| format!("{ms} ms"));
+    let fuel = l.fuel.map_or("off".to_string(), |f| f.to_string());
+    format!(
+        "memory {} MiB, CPU deadline {} ms per call (+{} µs per item), CPU budget {} ms per \
+         cycle and {run} per simulated run, fuel {fuel}, quarantine after {} failures in a row",
+        l.memory_bytes >> 20,
+        l.deadline_ms,
+        l.deadline_per_item_us,
+        l.cycle_budget_ms,
+        l.quarantine_after
+    )
+}
+
 /// `wasq plugin check FILE --against SCENARIO`: the scenario run natively and with the plugin
 /// bound to its extension point, and what differs.
-fn dry_run(file: &Path, scenario: &[PathBuf], output: Output) -> anyhow::Result<()> {
+fn dry_run(
+    file: &Path,
+    scenario: &[PathBuf],
+    options: &HostOptions,
+    output: Output,
+) -> anyhow::Result<()> {
     use wasq::sim::{Limits, Scenario, Simulation};
     let engine = WasmEngine::new(false)?;
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-    let plugin = make_plugin(&engine, file, &bytes, &HostOptions::default())?;
+    let plugin = make_plugin(&engine, file, &bytes, options)?;
     let (name, kind) = (plugin.info().name.clone(), plugin.info().kind);
     let mut registry = Registry::empty(engine);
     registry.insert(plugin);

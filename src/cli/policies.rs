@@ -38,8 +38,10 @@ pub struct Policies {
 
 impl PolicyArgs {
     /// Loads the configuration and the plugin directory; `live` keeps the directory current
-    /// (hot reload) instead of reading it once.
-    pub fn load(&self, live: bool) -> anyhow::Result<Policies> {
+    /// (hot reload) instead of reading it once. `runs`: the driver makes runs (`simulate`,
+    /// `bench`), so a CPU budget per run applies; a controller has none, and says so if the
+    /// file sets one.
+    pub fn load(&self, live: bool, runs: bool) -> anyhow::Result<Policies> {
         let config = match &self.config {
             Some(path) => PolicyConfig::load(path)?,
             None => PolicyConfig::default(),
@@ -49,7 +51,18 @@ impl PolicyArgs {
             bindings.set(spec)?;
         }
         let budgets = config.budget_defaults()?;
-        let options = config.host_options();
+        let mut options = config.host_options();
+        if !runs {
+            let limits =
+                std::iter::once(&mut options.limits).chain(options.plugin_limits.values_mut());
+            for l in limits.filter(|l| l.run_budget_ms.is_some()) {
+                l.run_budget_ms = None;
+                tracing::warn!(
+                    "runBudgetMs applies to simulated runs only; the controller ignores it \
+                     (cycleBudgetMs applies everywhere)"
+                );
+            }
+        }
         let fuel = options.limits.fuel.is_some()
             || options.plugin_limits.values().any(|l| l.fuel.is_some());
         let engine = WasmEngine::new(fuel).context("starting wasmtime")?;

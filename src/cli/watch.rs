@@ -17,7 +17,7 @@ use wasq::wasm::reload::is_change;
 use super::policies::PolicyArgs;
 
 pub fn run(paths: &[PathBuf], policies: &PolicyArgs, limits: Limits) -> anyhow::Result<()> {
-    let policies = policies.load(true)?;
+    let policies = policies.load(true, true)?;
     let (tx, rx) = mpsc::channel();
     let mut debouncer = new_debouncer(
         Duration::from_millis(200),

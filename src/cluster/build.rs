@@ -354,6 +354,7 @@ pub fn build_cluster_with(
         node_cq,
         local_queues,
         config_id: super::next_config_id(),
+        cycle: 0,
         settings,
         admission_checks: check_defs,
         lq_usage: Default::default(),

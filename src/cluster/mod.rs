@@ -483,6 +483,9 @@ pub struct Cluster {
     /// process, whenever it changes. Policies that cache what they derive from the
     /// configuration (the WASM host's catalog) key their cache by it.
     pub config_id: u64,
+    /// The scheduling cycle under way (0 before the first), set by the scheduler as each cycle
+    /// starts: what a plugin's CPU budget per cycle counts against.
+    pub cycle: u64,
     /// Kueue's controller configuration in effect (fair sharing, admission fair sharing).
     pub settings: SchedulingSettings,
     /// The AdmissionChecks, by name.

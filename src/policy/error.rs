@@ -8,13 +8,25 @@ pub enum PolicyError {
     #[error("trap: {0}")]
     Trap(String),
     /// The call ran past its CPU deadline: `deadline_ms` for `call` carrying `items`
-    /// workloads, heads, candidates or options (the deadline grows with them).
-    #[error("deadline of {deadline_ms} ms exceeded by {call} carrying {items} items")]
+    /// workloads, heads, candidates or options (the deadline grows with them); or, `by_wall`,
+    /// past ten times that in wall time without using it.
+    #[error(
+        "{} of {deadline_ms} ms exceeded by {call} carrying {items} items",
+        if *by_wall { "wall-time bound (10x the CPU deadline)" } else { "CPU deadline" }
+    )]
     Timeout {
         deadline_ms: u64,
         call: &'static str,
         items: usize,
+        by_wall: bool,
     },
+    /// The plugin's calls used up their CPU budget for this scheduling cycle (`run`: for
+    /// this simulated run): the built-in decides until the next one. Not the plugin's failure.
+    #[error(
+        "{} budget of {budget_ms} ms of CPU used up; the built-in decides the rest of the {}",
+        if *run { "run" } else { "cycle" }, if *run { "run" } else { "cycle" }
+    )]
+    OverBudget { budget_ms: u64, run: bool },
     /// The plugin tried to grow its memory past the limit.
     #[error("memory limit of {0} bytes reached")]
     OutOfMemory(u64),
@@ -38,6 +50,7 @@ impl PolicyError {
         match self {
             PolicyError::Trap(_) => "trap",
             PolicyError::Timeout { .. } => "timeout",
+            PolicyError::OverBudget { .. } => "budget",
             PolicyError::OutOfMemory(_) => "out-of-memory",
             PolicyError::OutOfFuel(_) => "out-of-fuel",
             PolicyError::Invalid(_) => "invalid-answer",

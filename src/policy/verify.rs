@@ -14,8 +14,14 @@ pub enum InvalidAnswer {
     OutOfRange { index: usize, len: usize },
     #[error("index {0} appears twice")]
     Duplicate(usize),
-    #[error("order has {got} entries, expected {expected}")]
-    WrongLength { got: usize, expected: usize },
+    /// An answer with the wrong number of entries: `what` names the list (`the head order`,
+    /// `the sort keys`, `the answers to select-victims`, ...).
+    #[error("{what} has {got} entries, expected {expected}")]
+    WrongLength {
+        what: &'static str,
+        got: usize,
+        expected: usize,
+    },
     #[error("the victims do not make the preemptor fit")]
     VictimsInsufficient,
     #[error(
@@ -54,6 +60,7 @@ pub fn sort_keys<K>(keys: &[K], len: usize) -> Result<(), InvalidAnswer> {
         Ok(())
     } else {
         Err(InvalidAnswer::WrongLength {
+            what: "the sort keys",
             got: keys.len(),
             expected: len,
         })
@@ -64,6 +71,7 @@ pub fn sort_keys<K>(keys: &[K], len: usize) -> Result<(), InvalidAnswer> {
 pub fn head_order(order: &[usize], len: usize) -> Result<(), InvalidAnswer> {
     if order.len() != len {
         return Err(InvalidAnswer::WrongLength {
+            what: "the head order",
             got: order.len(),
             expected: len,
         });

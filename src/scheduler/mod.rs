@@ -504,6 +504,7 @@ impl Scheduler {
     /// Runs one scheduling cycle at time `now`.
     pub fn schedule(&mut self, now: Millis) -> CycleOutcome {
         self.cycle += 1;
+        self.cluster.cycle = self.cycle;
         let mut retry = std::mem::take(&mut self.retry);
         self.parked_in_retry_trees(&mut retry);
         // Preemptors held by a per-minute budget that has refilled get another chance.

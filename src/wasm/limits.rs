@@ -1,22 +1,25 @@
 //! Per-plugin limits and how the host enforces them: a memory cap that traps on growth
-//! failure, a CPU deadline per call through epoch interruption, and optional fuel for
-//! deterministic replay.
+//! failure, a CPU deadline per call through epoch interruption, budgets of CPU per scheduling
+//! cycle and per simulated run, and optional fuel for deterministic replay.
 //!
-//! The deadline is counted in epoch ticks (wall time) but spent computing: a call that reaches
-//! it is watched for one more tick ([`Overtime`]) and stopped only if its thread spent that
-//! tick on the CPU. A call whose thread was descheduled (a busy host, a stolen vCPU) is not
-//! timed out for it; one that loops is stopped one tick after its deadline. Either way a call
-//! is stopped at [`WALL_FACTOR`] times its deadline. Reading a thread's CPU clock is a system
-//! call (about 1 µs here), so it is read only past a deadline, never per call. The deadline
-//! is set as the host hands the filled request to the guest (`plugin::CallCx`), so the host's
-//! own work of filling it is not counted against the plugin.
+//! The deadline counts the CPU time the calling thread spends in the call, read from the
+//! thread's CPU clock: when the call starts, and each time an epoch deadline is reached
+//! ([`CallClock`]). The first epoch deadline is the CPU deadline in ticks (a call cannot use
+//! more CPU than the wall time it takes); when it is reached, the call runs on for as many
+//! ticks as it has CPU time left, so a call descheduled by a busy machine is not timed out
+//! for it, and one that computes is stopped within a tick of its CPU deadline. Either way a
+//! call is stopped at [`WALL_FACTOR`] times its deadline in wall time. The thread's CPU clock
+//! is a system call (about 0.2 µs here): read when a call starts and ends (the ends feed the
+//! budgets) and at each epoch deadline reached, never per instruction. The deadline is set as
+//! the host hands the filled request to the guest (`plugin::CallCx`), so the host's own work
+//! of filling it is not counted against the plugin.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Deserialize;
 
 /// Limits applied to every call of one plugin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Limits {
     /// Linear memory (all memories together) in bytes. Default 64 MiB.
@@ -30,11 +33,21 @@ pub struct Limits {
     /// microseconds, whole milliseconds only. Default 5 µs: a call over 10,000 heads gets
     /// 60 ms, one over a few items the plain deadline.
     pub deadline_per_item_us: u64,
+    /// CPU time all of the plugin's calls in one scheduling cycle may take together, in
+    /// milliseconds. Past it the built-in policy decides the rest of that cycle's calls
+    /// (fallbacks with reason `budget`; the plugin is not blamed for them). Default 500 ms.
+    pub cycle_budget_ms: u64,
+    /// CPU time all of the plugin's calls in one simulated run may take together, in
+    /// milliseconds (`wasq simulate`, `wasq bench`; a controller runs until it is stopped and
+    /// has no run). Past it the built-in policy decides the rest of the run. `None` (the
+    /// default): no budget per run.
+    pub run_budget_ms: Option<u64>,
     /// Fuel per call. `None` (the default) disables fuel metering; set it for replay that must
     /// stop at exactly the same instruction on every machine.
     pub fuel: Option<u64>,
-    /// Consecutive failures (traps, timeouts, invalid answers) after which the plugin is
-    /// quarantined until its file changes. Default 5.
+    /// Failures (traps, timeouts, invalid answers) in a row after which the plugin is
+    /// quarantined until its file changes: of all its calls, or of one of its functions — a
+    /// success of one function does not forgive the failures of another. Default 5.
     pub quarantine_after: u32,
 }
 
@@ -44,6 +57,8 @@ impl Default for Limits {
             memory_bytes: 64 << 20,
             deadline_ms: 10,
             deadline_per_item_us: 5,
+            cycle_budget_ms: 500,
+            run_budget_ms: None,
             fuel: None,
             quarantine_after: 5,
         }
@@ -67,7 +82,7 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 pub const WALL_FACTOR: u64 = 10;
 
 /// The CPU time the calling thread has used so far.
-fn thread_cpu() -> Duration {
+pub fn thread_cpu() -> Duration {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     Duration::new(
         t.tv_sec.max(0) as u64,
@@ -75,44 +90,61 @@ fn thread_cpu() -> Duration {
     )
 }
 
-/// A call past its deadline: the thread's CPU clock and the wall clock when the tick being
-/// watched began, and how many ticks past its deadline the call is.
-#[derive(Debug, Clone, Copy)]
-pub struct Overtime {
-    cpu: Duration,
-    wall: Instant,
+/// The clock of one call: the thread's CPU time when it started, its CPU deadline, and the
+/// epoch ticks it has run through.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallClock {
+    cpu_start: Duration,
+    deadline: Duration,
+    /// Ticks passed at the epoch deadlines reached so far.
     ticks: u64,
+    /// Ticks granted at the last epoch deadline (or at the start).
+    granted: u64,
+    /// Ticks after which the call is stopped whatever it did.
+    wall_limit: u64,
+    /// Whether the call was stopped by its wall-time bound rather than its CPU time.
+    pub stopped_by_wall: bool,
 }
 
-impl Overtime {
-    /// The call reached its deadline of `deadline_ms` (ticks), or the tick watched before
-    /// (`self`) ended: `Some` to watch one more tick, `None` to stop the call.
-    pub fn on_deadline(watched: Option<Overtime>, deadline_ms: u64) -> Option<Overtime> {
-        let ticks = match watched {
-            None => 0,
-            Some(o) => {
-                let (cpu, wall) = (thread_cpu().saturating_sub(o.cpu), o.wall.elapsed());
-                if computing(cpu, wall) {
-                    return None;
-                }
-                o.ticks + 1
-            }
+impl CallClock {
+    /// Starts the clock of a call whose deadline is `deadline_ms`; returns it with the ticks to
+    /// the first epoch deadline.
+    pub fn start(deadline_ms: u64) -> (CallClock, u64) {
+        let clock = CallClock {
+            cpu_start: thread_cpu(),
+            deadline: Duration::from_millis(deadline_ms),
+            ticks: 0,
+            granted: deadline_ms,
+            wall_limit: deadline_ms.saturating_mul(WALL_FACTOR),
+            stopped_by_wall: false,
         };
-        if ticks >= deadline_ms.saturating_mul(WALL_FACTOR - 1) {
+        (clock, deadline_ms)
+    }
+
+    /// The CPU time the call has used so far.
+    pub fn used(&self) -> Duration {
+        thread_cpu().saturating_sub(self.cpu_start)
+    }
+
+    /// An epoch deadline was reached: `Some(ticks)` to run on for that many more ticks, `None`
+    /// to stop the call (its CPU time is spent, or its wall time is up).
+    pub fn on_deadline(&mut self) -> Option<u64> {
+        self.ticks = self.ticks.saturating_add(self.granted);
+        let used = self.used();
+        if used >= self.deadline {
             return None;
         }
-        Some(Overtime {
-            cpu: thread_cpu(),
-            wall: Instant::now(),
-            ticks,
-        })
+        if self.ticks >= self.wall_limit {
+            self.stopped_by_wall = true;
+            return None;
+        }
+        // Whole ticks of CPU time left, at least one.
+        let left = (self.deadline - used)
+            .as_micros()
+            .div_ceil(EPOCH_TICK.as_micros());
+        self.granted = (left as u64).clamp(1, self.wall_limit - self.ticks);
+        Some(self.granted)
     }
-}
-
-/// Whether a thread that used `cpu` over `wall` was computing: on the CPU at least half the
-/// time.
-fn computing(cpu: Duration, wall: Duration) -> bool {
-    cpu.saturating_mul(2) >= wall
 }
 
 /// The store's resource limiter: caps memory and table growth and remembers that it refused,
@@ -172,60 +204,67 @@ impl wasmtime::ResourceLimiter for MemoryCap {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
-    use super::{Limits, Overtime, WALL_FACTOR, computing};
+    use super::{CallClock, Limits, WALL_FACTOR};
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
     }
 
-    #[test]
-    fn a_thread_is_computing_when_on_the_cpu_half_the_time() {
-        assert!(computing(ms(1), ms(1)));
-        assert!(computing(ms(1), ms(2)));
-        assert!(!computing(Duration::from_micros(900), ms(2)));
-        assert!(!computing(ms(0), ms(15)));
+    fn spin(d: Duration) {
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < d {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
     }
 
     #[test]
-    fn a_call_past_its_deadline_is_stopped_when_it_computes_not_when_it_waits() {
-        // Reaching the deadline: one tick is watched.
-        let watched = Overtime::on_deadline(None, 5).expect("watched");
-        std::thread::sleep(ms(3));
-        // Asleep through it: watched again.
-        let mut watched = Overtime::on_deadline(Some(watched), 5).expect("asleep, not stopped");
-        // Spinning through it: stopped. (Other tests share the CPUs: a spin descheduled for
-        // more than half its tick is not computing, so it may take a few tries.)
-        let stopped = (0..20).any(|_| {
-            let t = std::time::Instant::now();
-            let mut x = 0u64;
-            while t.elapsed() < ms(3) {
-                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+    fn a_call_that_waits_is_given_its_cpu_time_back() {
+        let (mut clock, first) = CallClock::start(5);
+        assert_eq!(first, 5, "the first deadline is the CPU deadline in ticks");
+        // Off the CPU for the whole first deadline: granted (about) the whole deadline again.
+        std::thread::sleep(ms(5));
+        let granted = clock.on_deadline().expect("asleep, not stopped");
+        assert!((4..=5).contains(&granted), "granted {granted}");
+        assert!(!clock.stopped_by_wall);
+    }
+
+    #[test]
+    fn a_call_that_computes_is_stopped_at_its_cpu_deadline() {
+        let (mut clock, _) = CallClock::start(3);
+        // Spinning: at each epoch deadline the CPU time left shrinks until none is left. (The
+        // test machine may deschedule the spin: then it takes a few more deadlines.)
+        let mut deadlines = 0;
+        loop {
+            spin(ms(2));
+            deadlines += 1;
+            if clock.on_deadline().is_none() {
+                break;
             }
-            match Overtime::on_deadline(Some(watched), 5) {
-                Some(w) => {
-                    watched = w;
-                    false
-                }
-                None => true,
-            }
-        });
-        assert!(stopped, "a spinning call is stopped");
+            assert!(deadlines < 40, "a spinning call is stopped");
+        }
+        assert!(clock.used() >= ms(3));
+        assert!(!clock.stopped_by_wall);
     }
 
     #[test]
     fn a_call_is_stopped_at_ten_times_its_deadline_whatever_it_did() {
         let deadline = 2;
-        let mut watched = Overtime::on_deadline(None, deadline);
+        let (mut clock, mut granted) = CallClock::start(deadline);
         let mut ticks = 0;
-        while let Some(w) = watched {
-            std::thread::sleep(ms(1));
-            watched = Overtime::on_deadline(Some(w), deadline);
-            ticks += 1;
+        loop {
+            // Asleep through every tick granted: no CPU time used.
+            std::thread::sleep(ms(granted));
+            ticks += granted;
+            match clock.on_deadline() {
+                Some(g) => granted = g,
+                None => break,
+            }
         }
-        // After the deadline's own ticks, nine times as many watched: ten times in all.
-        assert_eq!(ticks, deadline * (WALL_FACTOR - 1));
+        assert!(clock.stopped_by_wall);
+        assert_eq!(ticks, deadline * WALL_FACTOR);
     }
 
     #[test]

@@ -88,12 +88,13 @@ pub enum LoadError {
     Io { path: PathBuf, message: String },
     #[error("{path}: not a valid WebAssembly component: {message}")]
     Compile { path: PathBuf, message: String },
-    #[error(
-        "{path}: imports `{import}`, which plugins may not use (allowed: wasq:policy/host and \
-         types, and the wasi:cli and wasi:io interfaces the Rust standard library links, which \
-         trap if called)"
-    )]
-    ForbiddenImport { path: PathBuf, import: String },
+    #[error("{path}: not a WebAssembly component: {reason}")]
+    NotComponent { path: PathBuf, reason: String },
+    #[error("{path}: {error}")]
+    ForbiddenImport {
+        path: PathBuf,
+        error: super::imports::ImportError,
+    },
     #[error(
         "{path}: built against wasq:policy@{version}, but this host speaks \
          wasq:policy@{WIT_VERSION}; rebuild the plugin against this release's wit/ \
@@ -107,6 +108,8 @@ pub enum LoadError {
     NoPolicyExport { path: PathBuf, exports: String },
     #[error("{path}: exports more than one policy interface ({exports}); a plugin implements one")]
     SeveralPolicyExports { path: PathBuf, exports: String },
+    #[error("{path}: cannot be instantiated: {message}")]
+    Instantiate { path: PathBuf, message: String },
     #[error("{path}: failed its smoke test (an empty batch): {message}")]
     SmokeTest { path: PathBuf, message: String },
     #[error("{path}: does not match the {kind} world of wasq:policy@{WIT_VERSION}: {message}")]
@@ -140,16 +143,38 @@ pub fn digest_of(bytes: &[u8]) -> String {
     format!("sha256:{hex}")
 }
 
-/// Whether a component may import `name`.
-fn import_allowed(name: &str) -> bool {
-    let unversioned = name.split('@').next().unwrap_or(name);
-    let version = name.split('@').nth(1).unwrap_or("");
-    match unversioned {
-        "wasq:policy/host" | "wasq:policy/types" => version == WIT_VERSION,
-        _ => {
-            (unversioned.starts_with("wasi:cli/") || unversioned.starts_with("wasi:io/"))
-                && version.starts_with("0.2.")
-        }
+/// Why `bytes` cannot be a component, from its first eight bytes (the magic number and the
+/// layer), in one line: a core module, another kind of file, or a truncated one.
+fn not_a_component(bytes: &[u8]) -> Option<String> {
+    const MAGIC: &[u8] = b"\0asm";
+    if bytes.len() < 8 || &bytes[..4] != MAGIC {
+        let head: Vec<String> = bytes.iter().take(4).map(|b| format!("{b:02x}")).collect();
+        let what = match bytes {
+            [0x7f, b'E', b'L', b'F', ..] => " (an ELF executable)",
+            [b'P', b'K', 3, 4, ..] => " (a zip archive)",
+            [0x1f, 0x8b, ..] => " (a gzip archive)",
+            _ if bytes.len() < 8 && bytes.starts_with(MAGIC) => " (truncated)",
+            _ if std::str::from_utf8(bytes).is_ok() => " (text)",
+            _ => "",
+        };
+        return Some(if bytes.is_empty() {
+            "the file is empty".into()
+        } else {
+            format!(
+                "it starts with bytes {}{what}, not WebAssembly's \\0asm",
+                head.join(" ")
+            )
+        });
+    }
+    // Bytes 4..8: version 1 and layer 0 for a core module, layer 1 for a component.
+    match bytes[4..8] {
+        [1, 0, 0, 0] => Some(
+            "it is a core WebAssembly module; build for wasm32-wasip2 (`wasq plugin build`), or \
+             wrap it with `wasm-tools component new`"
+                .into(),
+        ),
+        [_, _, 1, 0] => None,
+        _ => Some("unknown WebAssembly version or layer".into()),
     }
 }
 
@@ -177,12 +202,19 @@ pub fn load_bytes(
     name: &str,
     bytes: &[u8],
 ) -> Result<Loaded, LoadError> {
+    if let Some(reason) = not_a_component(bytes) {
+        return Err(LoadError::NotComponent {
+            path: path.to_path_buf(),
+            reason,
+        });
+    }
     let digest = digest_of(bytes);
     let compiled = engine
         .compile(&digest, bytes)
         .map_err(|e| LoadError::Compile {
             path: path.to_path_buf(),
-            message: format!("{e:#}"),
+            // The innermost cause names the problem; the outer layers repeat the call.
+            message: first_line(&e.chain().last().map(|c| c.to_string()).unwrap_or_default()),
         })?;
     let component = &compiled.component;
     let ty = component.component_type();
@@ -206,12 +238,12 @@ pub fn load_bytes(
             version: version.to_string(),
         });
     }
-    if let Some(bad) = imports.iter().find(|i| !import_allowed(i)) {
-        return Err(LoadError::ForbiddenImport {
+    super::imports::check(engine.engine(), component).map_err(|error| {
+        LoadError::ForbiddenImport {
             path: path.to_path_buf(),
-            import: bad.clone(),
-        });
-    }
+            error,
+        }
+    })?;
     let kinds: Vec<PluginKind> = PluginKind::ALL
         .into_iter()
         .filter(|k| exports.iter().any(|e| e == k.export()))
@@ -272,24 +304,29 @@ pub fn load_bytes(
     })
 }
 
+/// The first line of `text`, with a mark when more followed.
+fn first_line(text: &str) -> String {
+    match text.split_once('\n') {
+        Some((first, _)) => format!("{} …", first.trim_end()),
+        None => text.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::not_a_component;
 
     #[test]
-    fn allow_list() {
-        assert!(import_allowed("wasq:policy/host@0.12.0"));
-        assert!(import_allowed("wasi:cli/stderr@0.2.4"));
-        assert!(import_allowed("wasi:io/streams@0.2.0"));
-        assert!(!import_allowed("wasq:policy/host@0.1.0"));
-        assert!(!import_allowed("wasq:policy/host@0.3.0"));
-        assert!(!import_allowed("wasq:policy/host@0.4.0"));
-        assert!(!import_allowed("wasq:policy/host@0.5.0"));
-        assert!(!import_allowed("wasq:policy/host@0.11.0"));
-        assert!(!import_allowed("wasi:filesystem/preopens@0.2.4"));
-        assert!(!import_allowed("wasi:clocks/wall-clock@0.2.4"));
-        assert!(!import_allowed("wasi:sockets/tcp@0.2.4"));
-        assert!(!import_allowed("wasi:random/random@0.2.4"));
-        assert!(!import_allowed("wasi:cli/stderr@0.3.0"));
+    fn a_file_that_is_not_a_component_is_named_in_one_line() {
+        let said = |b: &[u8]| not_a_component(b).expect("refused");
+        assert_eq!(said(b""), "the file is empty");
+        assert!(said(b"\x7fELF\x02\x01\x01\0").contains("7f 45 4c 46 (an ELF executable)"));
+        assert!(said(b"hello, world\n").contains("(text)"));
+        assert!(said(b"\0asm").contains("(truncated)"));
+        assert!(said(b"\0asm\x01\0\0\0").contains("core WebAssembly module"));
+        assert!(not_a_component(b"\0asm\x0d\0\x01\0").is_none());
+        for b in [&b"\x7fELF\x02\x01\x01\0"[..], b"hello, world\n"] {
+            assert!(!said(b).contains('\n'));
+        }
     }
 }

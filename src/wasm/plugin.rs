@@ -4,17 +4,19 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use wasmtime::{Store, Trap};
 
 use super::bindings::{flavors, ordering, placement, preemption};
 use super::convert;
 use super::engine::WasmEngine;
-use super::limits::{Limits, Overtime};
+use super::limits::{CallClock, Limits};
 use super::load::{Loaded, PluginInfo, PluginKind, Pre};
 use super::rows::RowTable;
 use super::state::State;
 use super::strings::StringTable;
+use super::text::escape;
 use super::usage_rows::SentUsage;
 use crate::cluster::Cluster;
 use crate::policy::{PolicyError, PolicyRef};
@@ -85,11 +87,21 @@ pub struct PluginStatus {
     /// Failures per reason (`trap`, `timeout`, `out-of-memory`, `out-of-fuel`,
     /// `invalid-answer`, `load-error`).
     pub failures: BTreeMap<&'static str, u64>,
+    /// The most failures in a row of the plugin, or of any one of its functions whatever the
+    /// others did in between (quarantine comes at `Limits::quarantine_after`).
     pub consecutive_failures: u32,
     pub quarantined: bool,
+    /// The last failure, its text escaped (`text::escape`).
     pub last_error: Option<String>,
     /// Victims accepted beyond what the preemptors needed (`allowExtraVictims`).
     pub extra_victims: u64,
+    /// Calls not made because the plugin had used its CPU budget for the cycle or the run
+    /// (the built-in decided them; not failures).
+    pub over_budget: u64,
+    /// CPU time of all its calls, in microseconds.
+    pub cpu_us: u64,
+    /// CPU time of its calls in the scheduling cycle that took the most, in microseconds.
+    pub busiest_cycle_us: u64,
 }
 
 enum Instance {
@@ -122,9 +134,22 @@ struct Inner {
     /// so that asking for it never costs a call, nor counts as one).
     needs: Option<(u64, crate::policy::Needs)>,
     status: PluginStatus,
-    /// The last call returned; it counts as a success unless its answer is refused before
-    /// the next call.
-    last_returned: bool,
+    /// The function whose last call returned: it counts as a success of that function unless
+    /// its answer is refused before the next call.
+    returned: Option<&'static str>,
+    /// Failures in a row, per function: a success of one function forgives only its own.
+    in_a_row: BTreeMap<&'static str, u32>,
+    /// Failures in a row of any function, forgiven by any success.
+    any_in_a_row: u32,
+    /// CPU time spent in calls: in the scheduling cycle `cycle`, and in all (the run).
+    spent: Spent,
+}
+
+#[derive(Default)]
+struct Spent {
+    cycle: u64,
+    in_cycle: Duration,
+    in_run: Duration,
 }
 
 impl Inner {
@@ -134,7 +159,10 @@ impl Inner {
             catalog: None,
             needs: None,
             status: PluginStatus::default(),
-            last_returned: false,
+            returned: None,
+            in_a_row: BTreeMap::new(),
+            any_in_a_row: 0,
+            spent: Spent::default(),
         })
     }
 }
@@ -187,13 +215,16 @@ struct Arming {
 impl Arming {
     /// Sets the deadline and fuel of the next guest call, and starts its count of log lines.
     fn apply(self, store: &mut Store<State>) -> wasmtime::Result<()> {
-        store.set_epoch_deadline(self.deadline_ms);
+        // A call armed again (the catalog first, then the decision) keeps what it spent.
+        store.data_mut().charge_clock();
+        let (clock, ticks) = CallClock::start(self.deadline_ms);
+        store.set_epoch_deadline(ticks);
         if let Some(fuel) = self.fuel {
             store.set_fuel(fuel)?;
         }
         let data = store.data_mut();
         (data.deadline_ms, data.call, data.items) = (self.deadline_ms, self.call, self.items);
-        data.overtime = None;
+        data.clock = Some(clock);
         data.lines = 0;
         data.last_error = None;
         Ok(())
@@ -358,14 +389,15 @@ impl Plugin {
         );
         let mut store = Store::new(self.engine.engine(), state);
         store.limiter(|s| &mut s.limiter);
-        // Past its deadline, a call is stopped only if it computes (limits.rs, `Overtime`).
+        // At an epoch deadline, a call runs on for the CPU time it has left (limits.rs,
+        // `CallClock`).
         store.epoch_deadline_callback(|mut cx| {
-            let data = cx.data_mut();
-            data.overtime = Overtime::on_deadline(data.overtime, data.deadline_ms);
-            Ok(match data.overtime {
-                Some(_) => wasmtime::UpdateDeadline::Continue(1),
-                None => wasmtime::UpdateDeadline::Interrupt,
-            })
+            Ok(
+                match cx.data_mut().clock.as_mut().and_then(|c| c.on_deadline()) {
+                    Some(ticks) => wasmtime::UpdateDeadline::Continue(ticks),
+                    None => wasmtime::UpdateDeadline::Interrupt,
+                },
+            )
         });
         self.arm(&mut store, "instantiate", 0)?;
         let instance = match &self.pre {
@@ -442,7 +474,7 @@ impl Plugin {
     }
 
     /// [`Plugin::call`]; `decision` = false for a call that only makes sure of the catalog,
-    /// which counts neither as a call nor as a success.
+    /// which counts neither as a call nor as a success, and is made whatever the budgets.
     fn run<R>(
         &self,
         cluster: &Cluster,
@@ -458,21 +490,71 @@ impl Plugin {
             return Err(PolicyError::Quarantined(inner.status.consecutive_failures));
         }
         if decision {
+            if let Some(over) = self.over_budget(&mut inner, cluster.cycle) {
+                inner.status.over_budget += 1;
+                return Err(over);
+            }
             // The previous call counts as a success only once its answer was not refused.
-            if std::mem::take(&mut inner.last_returned) {
-                inner.status.consecutive_failures = 0;
+            if let Some(function) = inner.returned.take() {
+                inner.in_a_row.remove(function);
+                inner.any_in_a_row = 0;
+                inner.status.consecutive_failures =
+                    inner.in_a_row.values().copied().max().unwrap_or(0);
             }
             inner.status.calls += 1;
         }
         let result = self.call_locked(&mut inner, cluster, call, items, f);
+        let spent = inner
+            .live
+            .as_mut()
+            .map_or(Duration::ZERO, |l| l.store.data_mut().take_spent());
+        self.charge(&mut inner, cluster.cycle, spent);
         match &result {
-            Ok(_) => inner.last_returned |= decision,
+            Ok(_) => {
+                if decision {
+                    inner.returned = Some(call);
+                }
+            }
             Err(e) => {
                 inner.live = None;
-                self.count_failure(&mut inner, e);
+                self.count_failure(&mut inner, call, e);
             }
         }
         result
+    }
+
+    /// Whether the plugin's calls have used their CPU budget for the run, or for `cycle`.
+    fn over_budget(&self, inner: &mut Inner, cycle: u64) -> Option<PolicyError> {
+        let spent = &mut inner.spent;
+        if spent.cycle != cycle {
+            (spent.cycle, spent.in_cycle) = (cycle, Duration::ZERO);
+        }
+        if let Some(budget_ms) = self.limits.run_budget_ms
+            && spent.in_run >= Duration::from_millis(budget_ms)
+        {
+            return Some(PolicyError::OverBudget {
+                budget_ms,
+                run: true,
+            });
+        }
+        let budget_ms = self.limits.cycle_budget_ms;
+        (spent.in_cycle >= Duration::from_millis(budget_ms)).then_some(PolicyError::OverBudget {
+            budget_ms,
+            run: false,
+        })
+    }
+
+    /// Counts `spent` of CPU time against the budgets of `cycle` and of the run.
+    fn charge(&self, inner: &mut Inner, cycle: u64, spent: Duration) {
+        let s = &mut inner.spent;
+        if s.cycle != cycle {
+            (s.cycle, s.in_cycle) = (cycle, Duration::ZERO);
+        }
+        s.in_cycle += spent;
+        s.in_run += spent;
+        let status = &mut inner.status;
+        status.cpu_us = s.in_run.as_micros() as u64;
+        status.busiest_cycle_us = status.busiest_cycle_us.max(s.in_cycle.as_micros() as u64);
     }
 
     fn call_locked<R>(
@@ -540,10 +622,16 @@ impl Plugin {
         r.map_err(|e| classify(e, &live.store, &self.limits))
     }
 
-    /// Validates a freshly loaded plugin before it is used: a fresh instance must accept an
+    /// Validates a freshly loaded plugin before it is used: it must instantiate within its
+    /// limits (its start function, memories and tables), and a fresh instance must accept an
     /// empty catalog and answer an empty batch with an empty answer, within the limits.
-    pub fn smoke_test(&self) -> Result<(), PolicyError> {
-        let mut live = self.instantiate()?;
+    pub fn smoke_test(&self) -> Result<(), SmokeFailure> {
+        let mut live = self.instantiate().map_err(SmokeFailure::Instantiate)?;
+        self.empty_batch(&mut live)
+            .map_err(SmokeFailure::EmptyBatch)
+    }
+
+    fn empty_batch(&self, live: &mut Live) -> Result<(), PolicyError> {
         let empty = convert::empty_catalog();
         self.arm(&mut live.store, "smoke-test", 0)?;
         let store = &mut live.store;
@@ -585,6 +673,7 @@ impl Plugin {
         if answered != 0 {
             return Err(PolicyError::Invalid(
                 crate::policy::verify::InvalidAnswer::WrongLength {
+                    what: "the answers to an empty batch",
                     got: answered,
                     expected: 0,
                 },
@@ -601,21 +690,31 @@ impl Plugin {
 
     pub fn refused(&self, error: &PolicyError) {
         let mut inner = self.lock();
-        inner.last_returned = false;
-        self.count_failure(&mut inner, error);
+        // The refused answer is the last call's.
+        let function = inner.returned.take().unwrap_or("answer");
+        self.count_failure(&mut inner, function, error);
     }
 
-    fn count_failure(&self, inner: &mut Inner, error: &PolicyError) {
+    /// Counts a failure of `function`; quarantines the plugin when it has failed
+    /// `quarantine_after` times in a row, or one of its functions has (whatever the others
+    /// did in between).
+    fn count_failure(&self, inner: &mut Inner, function: &'static str, error: &PolicyError) {
+        let of_function = inner.in_a_row.entry(function).or_default();
+        *of_function += 1;
+        let of_function = *of_function;
+        inner.any_in_a_row += 1;
+        let in_a_row = of_function.max(inner.any_in_a_row);
         let status = &mut inner.status;
         *status.failures.entry(error.reason()).or_default() += 1;
-        status.consecutive_failures += 1;
+        status.consecutive_failures = status.consecutive_failures.max(in_a_row);
         status.last_error = Some(error.to_string());
-        if status.consecutive_failures >= self.limits.quarantine_after && !status.quarantined {
+        if in_a_row >= self.limits.quarantine_after && !status.quarantined {
             status.quarantined = true;
             tracing::error!(
                 plugin = %self.name,
                 digest = %self.digest,
-                failures = status.consecutive_failures,
+                function,
+                failures = in_a_row,
                 last = %error,
                 "plugin quarantined after consecutive failures; the built-in policy decides until its file changes"
             );
@@ -623,11 +722,24 @@ impl Plugin {
     }
 }
 
+/// Why a freshly loaded plugin was refused ([`Plugin::smoke_test`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SmokeFailure {
+    /// Making an instance failed: a memory or table over the limits, a trapping start
+    /// function.
+    #[error("{0}")]
+    Instantiate(PolicyError),
+    /// The instance failed the empty catalog or the empty batch.
+    #[error("{0}")]
+    EmptyBatch(PolicyError),
+}
+
 /// Turns a wasmtime error into the reason reported for the fallback.
 fn classify(error: wasmtime::Error, store: &Store<State>, limits: &Limits) -> PolicyError {
     if store.data().limiter.refused {
         return PolicyError::OutOfMemory(limits.memory_bytes);
     }
+    // What the plugin logged last is escaped already (`State::log`).
     let said = store
         .data()
         .last_error
@@ -641,11 +753,13 @@ fn classify(error: wasmtime::Error, store: &Store<State>, limits: &Limits) -> Po
                 deadline_ms: data.deadline_ms,
                 call: data.call,
                 items: data.items,
+                by_wall: data.clock.is_some_and(|c| c.stopped_by_wall),
             }
         }
         Some(Trap::OutOfFuel) => PolicyError::OutOfFuel(limits.fuel.unwrap_or(0)),
         Some(trap) => PolicyError::Trap(format!("{trap}{said}")),
-        None => PolicyError::Trap(format!("{}{said}", root_message(&error))),
+        // A message can carry the plugin's own text (names from its component): escaped.
+        None => PolicyError::Trap(format!("{}{said}", escape(&root_message(&error)))),
     }
 }
 

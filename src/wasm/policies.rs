@@ -22,15 +22,19 @@ use crate::policy::{
 use crate::queue::SortKey;
 use crate::quota::FrIdx;
 
-fn wrong_length(got: usize, expected: usize) -> PolicyError {
-    PolicyError::Invalid(InvalidAnswer::WrongLength { got, expected })
+fn wrong_length(what: &'static str, got: usize, expected: usize) -> PolicyError {
+    PolicyError::Invalid(InvalidAnswer::WrongLength {
+        what,
+        got,
+        expected,
+    })
 }
 
-/// The one answer of a call that sent one request; a plugin that answers another number is
-/// refused.
-fn single<T>(plugin: &Plugin, answers: Vec<T>) -> Result<T, PolicyError> {
+/// The one answer of a call that sent one request (`what` names the answer list); a plugin
+/// that answers another number is refused.
+fn single<T>(plugin: &Plugin, what: &'static str, answers: Vec<T>) -> Result<T, PolicyError> {
     let [answer] = <[_; 1]>::try_from(answers).map_err(|a: Vec<_>| {
-        let e = wrong_length(a.len(), 1);
+        let e = wrong_length(what, a.len(), 1);
         plugin.refused(&e);
         e
     })?;
@@ -214,7 +218,11 @@ impl OrderingPolicy for WasmOrdering {
             })?;
         // Three entries per workload (counted in entries, so that a partial key shows).
         if keys.len() != batch.len() * SORT_KEY_LEN {
-            let e = wrong_length(keys.len(), batch.len() * SORT_KEY_LEN);
+            let e = wrong_length(
+                "the sort keys (three per workload)",
+                keys.len(),
+                batch.len() * SORT_KEY_LEN,
+            );
             self.plugin.refused(&e);
             return Err(e);
         }
@@ -513,7 +521,11 @@ impl PreemptionPolicy for WasmPreemption {
                     call.rows.give_back(rows);
                     answers
                 })?;
-        let answer = single(&self.plugin, answers)?;
+        let answer = single(
+            &self.plugin,
+            "the answers to select-victims (one per request)",
+            answers,
+        )?;
         Ok(answer.map(|v| VictimSet {
             victims: v.victims.into_iter().map(|i| i as usize).collect(),
             allow_borrowing: v.allow_borrowing,
@@ -584,7 +596,11 @@ impl FlavorAssignmentPolicy for WasmFlavors {
                 let (guest, store) = call.flavors()?;
                 guest.call_choose_flavors(store, strings.as_ref(), std::slice::from_ref(&request))
             })?;
-        let answer = single(&self.0, answers)?;
+        let answer = single(
+            &self.0,
+            "the answers to choose-flavors (one per request)",
+            answers,
+        )?;
         Ok(answer.map(|i| i as usize))
     }
 
@@ -592,6 +608,9 @@ impl FlavorAssignmentPolicy for WasmFlavors {
         self.0.refused(error);
     }
 }
+
+/// Longest no-fit message of a placement plugin kept, in bytes once escaped.
+const NO_FIT_MESSAGE_MAX: usize = 1024;
 
 /// A placement plugin.
 pub struct WasmPlacement(pub Arc<Plugin>);
@@ -672,7 +691,7 @@ impl PlacementPolicy for WasmPlacement {
             let (guest, store) = call.placement()?;
             guest.call_place(store, strings.as_ref(), std::slice::from_ref(&request))
         })?;
-        let answer = single(&self.0, answers)?;
+        let answer = single(&self.0, "the answers to place (one per request)", answers)?;
         Ok(match answer {
             pl::Answer::Placed(p) => PlacementAnswer::Placed(crate::topology::Placement {
                 leaves: p
@@ -682,7 +701,10 @@ impl PlacementPolicy for WasmPlacement {
                     .collect(),
                 leader: p.leader.map(|l| l as usize),
             }),
-            pl::Answer::NoFit(message) => PlacementAnswer::NoFit(message),
+            // The plugin's own words reach pending messages and reports: escaped, and cut.
+            pl::Answer::NoFit(message) => {
+                PlacementAnswer::NoFit(super::text::escape_cut(&message, NO_FIT_MESSAGE_MAX))
+            }
         })
     }
 

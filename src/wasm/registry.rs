@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::engine::WasmEngine;
 use super::limits::Limits;
 use super::load::{LoadError, PluginKind, load_bytes, plugin_files, plugin_name};
-use super::plugin::{Exposure, Plugin};
+use super::plugin::{Exposure, Plugin, SmokeFailure};
 use super::policies::{WasmFlavors, WasmOrdering, WasmPlacement, WasmPreemption};
 use crate::cluster::{Cluster, CqId};
 use crate::policy::{
@@ -141,9 +141,15 @@ pub fn make_plugin(
         options.exposure.with(options.plugin_exposure.get(&name)),
         settings,
     );
-    plugin.smoke_test().map_err(|e| LoadError::SmokeTest {
-        path: path.to_path_buf(),
-        message: e.to_string(),
+    plugin.smoke_test().map_err(|e| match e {
+        SmokeFailure::Instantiate(e) => LoadError::Instantiate {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        },
+        SmokeFailure::EmptyBatch(e) => LoadError::SmokeTest {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        },
     })?;
     Ok(Arc::new(plugin))
 }

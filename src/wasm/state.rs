@@ -2,13 +2,14 @@
 //! import it may call (`log`, routed into `tracing`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use wasmtime::component::{HasSelf, Linker};
 
 use super::bindings::{host, types};
-use super::limits::{MemoryCap, Overtime};
+use super::limits::{CallClock, MemoryCap};
 
-/// Longest log line kept; longer lines are cut.
+/// Longest log line kept, in bytes once escaped; longer lines are cut.
 const MAX_LINE: usize = 4096;
 /// Lines kept per call; the rest are dropped.
 const MAX_LINES_PER_CALL: u32 = 1000;
@@ -28,8 +29,10 @@ pub struct State {
     pub deadline_ms: u64,
     pub call: &'static str,
     pub items: usize,
-    /// Set once the current call is past its deadline (see [`Overtime`]).
-    pub overtime: Option<Overtime>,
+    /// The current call's CPU clock (see [`CallClock`]); `None` until a call is armed.
+    pub clock: Option<CallClock>,
+    /// CPU time of the calls armed before the current one since [`State::take_spent`].
+    spent: Duration,
 }
 
 impl State {
@@ -47,8 +50,22 @@ impl State {
             deadline_ms: 0,
             call: "instantiate",
             items: 0,
-            overtime: None,
+            clock: None,
+            spent: Duration::ZERO,
         }
+    }
+
+    /// Stops the current call's clock, keeping the CPU time it counted.
+    pub fn charge_clock(&mut self) {
+        if let Some(clock) = self.clock.take() {
+            self.spent += clock.used();
+        }
+    }
+
+    /// The CPU time of the calls armed since the last time this was asked.
+    pub fn take_spent(&mut self) -> Duration {
+        self.charge_clock();
+        std::mem::take(&mut self.spent)
     }
 
     /// Defines the `wasq:policy/host` import.
@@ -65,15 +82,9 @@ impl host::Host for State {
         if self.lines > MAX_LINES_PER_CALL {
             return;
         }
-        let mut message = message;
-        if message.len() > MAX_LINE {
-            let mut end = MAX_LINE;
-            while !message.is_char_boundary(end) {
-                end -= 1;
-            }
-            message.truncate(end);
-            message.push('…');
-        }
+        // Escaped before anything stores or prints it: a plugin's line stays one line of
+        // visible text in the log, the fallback's error and the reports (`text::escape`).
+        let message = super::text::escape_cut(&message, MAX_LINE);
         let (plugin, digest) = (&*self.plugin, &*self.digest);
         match level {
             types::Level::Trace => {

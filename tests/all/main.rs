@@ -23,4 +23,5 @@ mod topology_groups;
 mod wasm_containment;
 mod wasm_parity;
 mod wasm_placement;
+mod wasm_sandbox;
 mod webhooks;
