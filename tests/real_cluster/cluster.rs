@@ -99,6 +99,19 @@ impl ControlPlane {
     /// its log).
     pub async fn start() -> Result<ControlPlane> {
         let bin = bin_dir()?;
+        // A port picked free can be taken by another test's server before ours binds it.
+        let mut attempt = 1;
+        loop {
+            match ControlPlane::start_once(&bin).await {
+                Err(e) if attempt < 3 && format!("{e:#}").contains("address already in use") => {
+                    attempt += 1;
+                }
+                started => return started,
+            }
+        }
+    }
+
+    async fn start_once(bin: &Path) -> Result<ControlPlane> {
         let dir = tempfile::Builder::new()
             .prefix("wasq-control-plane-")
             .tempdir()?;
@@ -109,7 +122,7 @@ impl ControlPlane {
         let peer_url = format!("http://127.0.0.1:{peer_port}");
         let mut etcd = Server::spawn(
             "etcd",
-            &bin,
+            bin,
             root,
             &[
                 "--name=wasq-test".into(),
@@ -153,7 +166,7 @@ impl ControlPlane {
         )?;
         let mut apiserver = Server::spawn(
             "kube-apiserver",
-            &bin,
+            bin,
             root,
             &[
                 format!("--etcd-servers={etcd_url}"),
