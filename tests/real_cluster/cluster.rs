@@ -1,5 +1,7 @@
 //! A real control plane for one test: etcd and kube-apiserver, as built by
-//! `.ci/build-control-plane`, on free loopback ports with a throw-away folder.
+//! `.ci/build-control-plane`, on free loopback ports with a throw-away folder; and, for a test
+//! that runs pods ([`ControlPlane::run_pods`]), kube-controller-manager, kube-scheduler and
+//! KWOK with fake nodes.
 //!
 //! The API server serves TLS with a certificate for `127.0.0.1` signed by a CA made here (wasq's
 //! own webhook certificate code), authenticates an `admin` user in `system:masters` by a static
@@ -9,7 +11,7 @@
 //!
 //! Each server runs under a small `sh` that holds a pipe from this process: when the pipe
 //! closes — at [`ControlPlane`]'s drop, or when the test process dies however it dies — the `sh`
-//! kills the server, so no etcd or API server outlives its test.
+//! kills the server, so no server outlives its test.
 
 use std::fmt::Write as _;
 use std::io::{Read as _, Write as _};
@@ -20,7 +22,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use base64::Engine as _;
+use k8s_openapi::api::core::v1::{Node, ServiceAccount};
+use kube::api::{Api, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::recorder::{self, StatusWrites};
@@ -37,6 +42,10 @@ const BINARIES: [&str; 5] = [
 const BIN_ENV: &str = "WASQ_CONTROL_PLANE_BIN";
 /// The admin's kubeconfig, in the control plane's folder.
 const KUBECONFIG: &str = "kubeconfig";
+/// The CA that signed the API server's certificate, in the control plane's folder.
+pub const CA: &str = "ca.crt";
+/// The key service-account tokens are signed with, in the control plane's folder.
+const SERVICE_ACCOUNT_KEY: &str = "service-account.key";
 /// How long a server may take to become ready (a cold API server on two busy cores takes ~10 s).
 const READY_WITHIN: Duration = Duration::from_secs(120);
 
@@ -82,11 +91,14 @@ pub fn bin_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// etcd and kube-apiserver, running until dropped.
+/// etcd and kube-apiserver (and the servers [`ControlPlane::run_pods`] adds), running until
+/// dropped.
 pub struct ControlPlane {
     /// `https://127.0.0.1:<port>`.
     pub url: String,
+    /// Stopped in this order at drop: the newest first, etcd last.
     servers: Vec<Server>,
+    bin: PathBuf,
     /// Data, certificates, the kubeconfig and each server's log (`<binary>.log`).
     dir: tempfile::TempDir,
 }
@@ -122,7 +134,7 @@ impl ControlPlane {
         let peer_url = format!("http://127.0.0.1:{peer_port}");
         let mut etcd = Server::spawn(
             "etcd",
-            bin,
+            &bin.join("etcd"),
             root,
             &[
                 "--name=wasq-test".into(),
@@ -136,6 +148,7 @@ impl ControlPlane {
                 "--unsafe-no-fsync=true".into(),
                 "--log-level=warn".into(),
             ],
+            &[],
         )?;
         let started = Instant::now();
         while !etcd_healthy(client_port) {
@@ -154,11 +167,12 @@ impl ControlPlane {
             std::fs::write(&path, text).with_context(|| path.display().to_string())?;
             Ok(path)
         };
+        write(CA, &certs.ca_pem)?;
         let tls_cert = write("apiserver.crt", &certs.cert_pem)?;
         let tls_key = write("apiserver.key", &certs.key_pem)?;
         // Service-account tokens are signed with a key of their own; the public half checks them.
         let sa = rcgen::KeyPair::generate()?;
-        let sa_key = write("service-account.key", &sa.serialize_pem())?;
+        let sa_key = write(SERVICE_ACCOUNT_KEY, &sa.serialize_pem())?;
         let sa_pub = write("service-account.pub", &sa.public_key_pem())?;
         let tokens = write(
             "tokens.csv",
@@ -166,7 +180,7 @@ impl ControlPlane {
         )?;
         let mut apiserver = Server::spawn(
             "kube-apiserver",
-            bin,
+            &bin.join("kube-apiserver"),
             root,
             &[
                 format!("--etcd-servers={etcd_url}"),
@@ -186,6 +200,7 @@ impl ControlPlane {
                 // Its own certificates (aggregator, loopback) go here, not into the work tree.
                 format!("--cert-dir={}", root.join("apiserver-certs").display()),
             ],
+            &[],
         )?;
         let kubeconfig = write(KUBECONFIG, &kubeconfig_yaml(&url, &certs.ca_pem, &token))?;
         let client = client_for(&kubeconfig).await?;
@@ -201,6 +216,7 @@ impl ControlPlane {
         Ok(ControlPlane {
             url,
             servers: vec![apiserver, etcd],
+            bin: bin.to_path_buf(),
             dir,
         })
     }
@@ -227,6 +243,164 @@ impl ControlPlane {
     pub fn kubeconfig(&self) -> PathBuf {
         self.dir.path().join(KUBECONFIG)
     }
+
+    /// The control plane's folder: its data, certificates and every server's log.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Starts what runs pods, for the tests that need them: kube-controller-manager (the Job,
+    /// garbage-collector, service-account and node-lifecycle controllers), kube-scheduler, and
+    /// KWOK playing the kubelet of `nodes` fake nodes, created as KWOK's docs show them
+    /// ([`kwok_node`]); returns once every node is Ready and untainted and the `default`
+    /// namespace has its ServiceAccount.
+    ///
+    /// KWOK runs with the stages of `kwok-stages.yaml`: a pod on a fake node becomes Running at
+    /// once and, when a Job owns it, Succeeded after the delay its
+    /// `pod-complete.stage.kwok.x-k8s.io/delay` annotation gives (one second without one).
+    ///
+    /// # Errors
+    /// A server that exits, nodes not Ready or no ServiceAccount within two minutes.
+    pub async fn run_pods(&mut self, nodes: usize) -> Result<()> {
+        let root = self.dir.path().to_path_buf();
+        let kubeconfig = format!("--kubeconfig={}", self.kubeconfig().display());
+        let controllers = Server::spawn(
+            "kube-controller-manager",
+            &self.bin.join("kube-controller-manager"),
+            &root,
+            &[
+                kubeconfig.clone(),
+                // `serviceaccount-controller` makes each namespace's `default` ServiceAccount,
+                // without which the API server refuses a pod; `node-lifecycle-controller` lifts
+                // the `not-ready` taint the API server puts on a new node once KWOK reports it
+                // Ready (and renews its Lease).
+                "--controllers=job-controller,garbage-collector-controller,\
+                 serviceaccount-controller,serviceaccount-token-controller,\
+                 root-ca-certificate-publisher-controller,node-lifecycle-controller"
+                    .into(),
+                format!(
+                    "--service-account-private-key-file={}",
+                    root.join(SERVICE_ACCOUNT_KEY).display()
+                ),
+                format!("--root-ca-file={}", root.join(CA).display()),
+                "--leader-elect=false".into(),
+                // No HTTPS endpoint (its health is not asked): no port to pick.
+                "--secure-port=0".into(),
+            ],
+            &[],
+        )?;
+        self.servers.insert(0, controllers);
+        let scheduler = Server::spawn(
+            "kube-scheduler",
+            &self.bin.join("kube-scheduler"),
+            &root,
+            &[
+                kubeconfig.clone(),
+                "--leader-elect=false".into(),
+                "--secure-port=0".into(),
+            ],
+            &[],
+        )?;
+        self.servers.insert(0, scheduler);
+        let stages = root.join("kwok-stages.yaml");
+        std::fs::write(&stages, include_str!("kwok-stages.yaml"))?;
+        let kwok = Server::spawn(
+            "kwok",
+            &self.bin.join("kwok"),
+            &root,
+            &[
+                kubeconfig,
+                format!("--config={}", stages.display()),
+                "--manage-all-nodes=false".into(),
+                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".into(),
+                // Node Leases, as kwokctl runs it: the node lifecycle controller judges a node
+                // by its Lease, which KWOK renews more often than it rewrites node status.
+                "--node-lease-duration-seconds=40".into(),
+            ],
+            &[],
+        )?;
+        self.servers.insert(0, kwok);
+
+        let client = self.client().await?;
+        let api: Api<Node> = Api::all(client.clone());
+        for i in 0..nodes {
+            api.create(
+                &PostParams::default(),
+                &kwok_node(&format!("kwok-node-{i}"))?,
+            )
+            .await
+            .with_context(|| format!("creating node kwok-node-{i}"))?;
+        }
+        let accounts: Api<ServiceAccount> = Api::namespaced(client, "default");
+        let started = Instant::now();
+        loop {
+            let ready = api
+                .list(&ListParams::default())
+                .await?
+                .items
+                .iter()
+                .filter(|n| is_ready(n))
+                .count();
+            if ready == nodes && accounts.get_opt("default").await?.is_some() {
+                return Ok(());
+            }
+            for server in &mut self.servers {
+                server.still_running(started)?;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// A fake node as KWOK's docs show one ("Manage nodes and pods with kwok": the annotation
+/// `kwok.x-k8s.io/node: fake` that KWOK manages by, the `type: kwok` label, the taint that keeps
+/// real pods off it, 32 CPUs).
+pub fn kwok_node(name: &str) -> Result<Node> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0", "kwok.x-k8s.io/node": "fake"},
+            "labels": {
+                "beta.kubernetes.io/arch": "amd64",
+                "beta.kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/role": "agent",
+                "node-role.kubernetes.io/agent": "",
+                "type": "kwok"
+            },
+            "name": name
+        },
+        "spec": {"taints": [{"effect": "NoSchedule", "key": "kwok.x-k8s.io/node", "value": "fake"}]},
+        "status": {
+            "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+            "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+            "nodeInfo": {
+                "architecture": "amd64", "bootID": "", "containerRuntimeVersion": "",
+                "kernelVersion": "", "kubeProxyVersion": "fake", "kubeletVersion": "fake",
+                "machineID": "", "operatingSystem": "linux", "osImage": "", "systemUUID": ""
+            },
+            "phase": "Running"
+        }
+    }))?)
+}
+
+/// Ready, and without the taints the API server and the node lifecycle controller put on a
+/// node that is not (`node.kubernetes.io/not-ready`, `…/unreachable`): pods can land on it.
+fn is_ready(node: &Node) -> bool {
+    let ready = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    let tainted = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|t| t.iter().any(|t| t.key.starts_with("node.kubernetes.io/")));
+    ready && !tainted
 }
 
 impl Drop for ControlPlane {
@@ -272,7 +446,7 @@ current-context: wasq-test
 
 /// A port nothing listens on now (the kernel's pick; a race with another process taking it
 /// before the server does is possible but shows as a start failure, not a wrong answer).
-fn free_port() -> Result<u16> {
+pub fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
@@ -298,9 +472,9 @@ fn etcd_healthy(port: u16) -> bool {
     ask().is_ok_and(|a| a.contains("\"health\":\"true\""))
 }
 
-/// One server process under its lifeline `sh`.
-struct Server {
-    name: &'static str,
+/// One server process under its lifeline `sh`: killed (`SIGKILL`) when dropped.
+pub struct Server {
+    name: String,
     sh: Child,
     /// Closing it makes the `sh` kill the server.
     lifeline: Option<ChildStdin>,
@@ -316,15 +490,26 @@ pid=$!
 wait "$pid""#;
 
 impl Server {
-    fn spawn(name: &'static str, bin: &Path, dir: &Path, args: &[String]) -> Result<Server> {
+    /// Starts `program` with `args` and `env` in `dir`, its output into `dir/<name>.log`.
+    ///
+    /// # Errors
+    /// When `sh` cannot be started or the log created.
+    pub fn spawn(
+        name: &str,
+        program: &Path,
+        dir: &Path,
+        args: &[String],
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Result<Server> {
         let log = dir.join(format!("{name}.log"));
         let out = std::fs::File::create(&log)?;
         let mut sh = Command::new("sh")
             .arg("-c")
             .arg(LIFELINE)
             .arg(name)
-            .arg(bin.join(name))
+            .arg(program)
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(dir)
             .stdin(Stdio::piped())
             .stdout(out.try_clone()?)
@@ -333,7 +518,7 @@ impl Server {
             .with_context(|| format!("starting {name}"))?;
         let lifeline = sh.stdin.take();
         Ok(Server {
-            name,
+            name: name.to_string(),
             sh,
             lifeline,
             log,
@@ -342,7 +527,10 @@ impl Server {
 
     /// `Ok` while the server runs and `started` is less than [`READY_WITHIN`] ago; else an
     /// error with the end of its log.
-    fn still_running(&mut self, started: Instant) -> Result<()> {
+    ///
+    /// # Errors
+    /// As said.
+    pub fn still_running(&mut self, started: Instant) -> Result<()> {
         let problem = match self.sh.try_wait()? {
             Some(status) => format!("exited ({status})"),
             None if started.elapsed() > READY_WITHIN => {
@@ -350,15 +538,19 @@ impl Server {
             }
             None => return Ok(()),
         };
-        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let tail: Vec<&str> = log.lines().rev().take(30).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
         bail!(
             "{} {problem}; the end of {}:\n{}",
             self.name,
             self.log.display(),
-            tail.join("\n")
+            self.log_tail(30)
         )
+    }
+
+    /// The last `lines` lines of the server's log.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(lines).collect();
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
     }
 }
 
