@@ -78,6 +78,11 @@ enum Command {
         /// runs, and the workloads whose fate differs).
         #[arg(long, value_name = "FILE", conflicts_with_all = ["watch", "speed"])]
         report: Option<PathBuf>,
+        /// Run even when a bound plugin's file cannot be loaded: the built-in policy decides in
+        /// its place (counted as fallbacks, reason `load-error`). Without it such a run fails,
+        /// naming the file and the reason.
+        #[arg(long)]
+        allow_fallback: bool,
     },
     /// Kueue's performance-test shape simulated twice in one process — built-in native policies,
     /// then the three kueue-default WASM plugins — with the WASM/native ratio.
@@ -326,6 +331,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             compare,
             cost_attribution_labels,
             report: html,
+            allow_fallback,
         } => {
             if speed.is_some_and(|s| !(s > 0.0 && s.is_finite())) {
                 anyhow::bail!("--speed must be a positive number");
@@ -346,6 +352,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     limits,
                     output,
                     html.as_deref(),
+                    allow_fallback,
                 );
             }
             let policies = policies.load(speed.is_some(), true)?;
@@ -353,6 +360,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let mut scenario = Scenario::load_with(&paths, &cost_attribution_labels)
                 .context("loading manifests")?;
             scenario.cluster.apply_budget_defaults(&policies.budgets);
+            policies.refuse_unloadable(&policies.bindings, &scenario.cluster, allow_fallback)?;
             let total = scenario.cluster.workloads.len();
             let mut sim = Simulation::new(scenario);
             sim.use_policies(policies.live_bindings())?;
@@ -427,6 +435,7 @@ fn compare_policies(
     limits: Limits,
     output: Output,
     html: Option<&std::path::Path>,
+    allow_fallback: bool,
 ) -> anyhow::Result<()> {
     let [a, b] = specs else {
         anyhow::bail!("--compare takes two bindings, A and B");
@@ -435,6 +444,9 @@ fn compare_policies(
     let (bindings_a, bindings_b) = (policies.bindings_with(a)?, policies.bindings_with(b)?);
     let mut scenario = Scenario::load(paths).context("loading manifests")?;
     scenario.cluster.apply_budget_defaults(&policies.budgets);
+    for bindings in [&bindings_a, &bindings_b] {
+        policies.refuse_unloadable(bindings, &scenario.cluster, allow_fallback)?;
+    }
     let sim_a = wasq::sim::compare::run(&scenario, &limits, policies.fresh_bindings(bindings_a))?;
     let sim_b = wasq::sim::compare::run(&scenario, &limits, policies.fresh_bindings(bindings_b))?;
     let comparison = wasq::sim::compare::compare_runs((a, &sim_a), (b, &sim_b));

@@ -87,6 +87,50 @@ impl PolicyArgs {
 }
 
 impl Policies {
+    /// Refuses a run whose `bindings` (or a ClusterQueue annotation of `cluster`) name a plugin
+    /// file the host could not load: the built-in would decide in its place all through, and
+    /// a comparison would compare the built-in with itself. `allow`: run anyway (each such
+    /// decision is then a fallback with reason `load-error`).
+    ///
+    /// # Errors
+    /// The first binding to an unloadable file, with the file and the reason.
+    pub fn refuse_unloadable(
+        &self,
+        bindings: &Bindings,
+        cluster: &wasq::cluster::Cluster,
+        allow: bool,
+    ) -> anyhow::Result<()> {
+        if allow {
+            return Ok(());
+        }
+        let registry = self.source.snapshot();
+        let failed: std::collections::BTreeMap<&str, &wasq::wasm::LoadError> = registry
+            .failures()
+            .map(|(name, error)| (name.as_str(), error))
+            .collect();
+        let annotated = cluster.cluster_queues.iter().flat_map(|cq| {
+            cq.annotations
+                .iter()
+                .filter(|(k, _)| k.starts_with(wasq::wasm::ANNOTATION_PREFIX))
+                .map(move |(k, v)| (format!("ClusterQueue {} annotation {k}", cq.name), v))
+        });
+        let bound = bindings
+            .names
+            .iter()
+            .map(|(kind, name)| (format!("--policy {kind}"), name))
+            .chain(annotated);
+        for (by, name) in bound {
+            if let Some(error) = failed.get(name.trim()) {
+                anyhow::bail!(
+                    "{by} binds plugin `{}`, which cannot be loaded: {error}\n(pass \
+                     --allow-fallback to run with the built-in policy deciding in its place)",
+                    name.trim()
+                );
+            }
+        }
+        Ok(())
+    }
+
     pub fn live_bindings(&self) -> LiveBindings {
         LiveBindings::new(self.source.clone(), self.bindings.clone())
     }

@@ -228,3 +228,53 @@ fn max_cycles_per_instant_bounds_a_livelock_and_refuses_zero() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--max-cycles-per-instant"), "{err}");
 }
+
+/// A bound plugin whose file cannot be loaded fails the run, naming the file and the reason
+/// (otherwise the built-in decides throughout, and `--compare` compares it with itself);
+/// `--allow-fallback` runs it anyway, every such decision a counted fallback.
+#[test]
+fn simulate_refuses_a_bound_plugin_that_cannot_load_unless_fallback_is_allowed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("broken.wasm"), "not a component\n").expect("write");
+    let scenario = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scenarios/preempt-lowest-priority.yaml");
+    let simulate = |extra: &[&str]| {
+        wasq()
+            .args(["simulate", "--output", "json", "--plugins"])
+            .arg(dir.path())
+            .args(extra)
+            .arg(&scenario)
+            .output()
+            .expect("runs")
+    };
+    for args in [
+        &["--policy", "preemption=broken"][..],
+        &["--compare", "preemption=builtin", "preemption=broken"][..],
+    ] {
+        let refused = simulate(args);
+        assert!(!refused.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            err.contains("binds plugin `broken`, which cannot be loaded")
+                && err.contains("broken.wasm: not a WebAssembly component")
+                && err.contains("--allow-fallback"),
+            "{args:?}: {err}"
+        );
+    }
+    let allowed = simulate(&["--policy", "preemption=broken", "--allow-fallback"]);
+    assert!(
+        allowed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&allowed.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&allowed.stdout).expect("json");
+    let fallbacks = report["summary"]["fallbacks"]
+        .as_array()
+        .expect("fallbacks");
+    assert!(
+        fallbacks
+            .iter()
+            .any(|f| f["plugin"] == "broken" && f["reason"] == "load-error"),
+        "{fallbacks:?}"
+    );
+}
