@@ -40,6 +40,8 @@ const BINARIES: [&str; 5] = [
 ];
 /// Overrides where the binaries are looked for.
 const BIN_ENV: &str = "WASQ_CONTROL_PLANE_BIN";
+/// Set: each control plane's folder (data, certificates, every server's log) is kept.
+const KEEP_ENV: &str = "WASQ_KEEP_CONTROL_PLANE";
 /// The admin's kubeconfig, in the control plane's folder.
 const KUBECONFIG: &str = "kubeconfig";
 /// The CA that signed the API server's certificate, in the control plane's folder.
@@ -126,6 +128,7 @@ impl ControlPlane {
     async fn start_once(bin: &Path) -> Result<ControlPlane> {
         let dir = tempfile::Builder::new()
             .prefix("wasq-control-plane-")
+            .disable_cleanup(std::env::var_os(KEEP_ENV).is_some())
             .tempdir()?;
         let root = dir.path();
 
@@ -544,6 +547,11 @@ impl Server {
             self.log.display(),
             self.log_tail(30)
         )
+    }
+
+    /// Its log: standard output and error.
+    pub fn log_path(&self) -> &Path {
+        &self.log
     }
 
     /// The last `lines` lines of the server's log.

@@ -8,9 +8,12 @@
 
 mod cluster;
 mod crds;
+mod double;
+mod jobs;
 mod kept;
 mod kueue_docs;
 mod recorder;
+mod wasq;
 mod workload_status;
 
 use anyhow::Result;

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams, TypeMeta};
 use serde_json::Value;
 use wasq::k8s::controller::Controller;
 use wasq::k8s::metrics::Metrics;
@@ -39,7 +39,14 @@ async fn list_all(client: &kube::Client, controller: &mut Controller) -> Result<
             other => anyhow::bail!("this test lists no {other:?}"),
         };
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-        let objects = api.list(&ListParams::default()).await?.items;
+        let mut objects = api.list(&ListParams::default()).await?.items;
+        // The real server lists a built-in kind's items untyped; the watchers type them.
+        for object in &mut objects {
+            object.types.get_or_insert_with(|| TypeMeta {
+                api_version: resource.api_version.clone(),
+                kind: resource.kind.clone(),
+            });
+        }
         controller.observe(Observed::Listed(source, objects));
     }
     Ok(())
