@@ -12,6 +12,7 @@ mod double;
 mod jobs;
 mod kept;
 mod kueue_docs;
+mod leader;
 mod recorder;
 mod wasq;
 mod workload_status;
