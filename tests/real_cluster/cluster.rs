@@ -101,6 +101,8 @@ pub struct ControlPlane {
     /// Stopped in this order at drop: the newest first, etcd last.
     servers: Vec<Server>,
     bin: PathBuf,
+    apiserver_args: Vec<String>,
+    etcd_port: u16,
     /// Data, certificates, the kubeconfig and each server's log (`<binary>.log`).
     dir: tempfile::TempDir,
 }
@@ -181,47 +183,87 @@ impl ControlPlane {
             "tokens.csv",
             &format!("{token},admin,admin,\"system:masters\"\n"),
         )?;
+        let apiserver_args = vec![
+            format!("--etcd-servers={etcd_url}"),
+            "--bind-address=127.0.0.1".into(),
+            "--advertise-address=127.0.0.1".into(),
+            format!("--secure-port={port}"),
+            format!("--tls-cert-file={}", tls_cert.display()),
+            format!("--tls-private-key-file={}", tls_key.display()),
+            format!("--token-auth-file={}", tokens.display()),
+            "--authorization-mode=RBAC".into(),
+            format!("--service-account-issuer={url}"),
+            format!("--service-account-key-file={}", sa_pub.display()),
+            format!("--service-account-signing-key-file={}", sa_key.display()),
+            // Only allocated from: no kube-proxy runs, nothing is ever sent to these.
+            "--service-cluster-ip-range=10.0.0.0/24".into(),
+            "--allow-privileged=true".into(),
+            // Its own certificates (aggregator, loopback) go here, not into the work tree.
+            format!("--cert-dir={}", root.join("apiserver-certs").display()),
+        ];
         let mut apiserver = Server::spawn(
             "kube-apiserver",
             &bin.join("kube-apiserver"),
             root,
-            &[
-                format!("--etcd-servers={etcd_url}"),
-                "--bind-address=127.0.0.1".into(),
-                "--advertise-address=127.0.0.1".into(),
-                format!("--secure-port={port}"),
-                format!("--tls-cert-file={}", tls_cert.display()),
-                format!("--tls-private-key-file={}", tls_key.display()),
-                format!("--token-auth-file={}", tokens.display()),
-                "--authorization-mode=RBAC".into(),
-                format!("--service-account-issuer={url}"),
-                format!("--service-account-key-file={}", sa_pub.display()),
-                format!("--service-account-signing-key-file={}", sa_key.display()),
-                // Only allocated from: no kube-proxy runs, nothing is ever sent to these.
-                "--service-cluster-ip-range=10.0.0.0/24".into(),
-                "--allow-privileged=true".into(),
-                // Its own certificates (aggregator, loopback) go here, not into the work tree.
-                format!("--cert-dir={}", root.join("apiserver-certs").display()),
-            ],
+            &apiserver_args,
             &[],
         )?;
         let kubeconfig = write(KUBECONFIG, &kubeconfig_yaml(&url, &certs.ca_pem, &token))?;
-        let client = client_for(&kubeconfig).await?;
-        let started = Instant::now();
-        loop {
-            let readyz = http::Request::get("/readyz").body(Vec::new())?;
-            match client.request_text(readyz).await {
-                Ok(body) if body.trim() == "ok" => break,
-                _ => apiserver.still_running(started)?,
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        wait_ready(&kubeconfig, &mut apiserver).await?;
         Ok(ControlPlane {
             url,
             servers: vec![apiserver, etcd],
             bin: bin.to_path_buf(),
+            apiserver_args,
+            etcd_port: client_port,
             dir,
         })
+    }
+
+    /// Kills the API server (`SIGKILL`: every watch and request cut) and starts it again with
+    /// the same flags, port and etcd; returns once it is ready. Its watch cache starts anew: a
+    /// watch resumed from an earlier resourceVersion is answered `410 Gone` when etcd no longer
+    /// holds it ([`ControlPlane::compact_etcd`]).
+    ///
+    /// # Errors
+    /// The new API server exits or is not ready within two minutes.
+    pub async fn restart_apiserver(&mut self) -> Result<()> {
+        let at = self
+            .servers
+            .iter()
+            .position(|s| s.name == "kube-apiserver")
+            .context("the API server runs")?;
+        drop(self.servers.remove(at));
+        let mut apiserver = Server::spawn(
+            "kube-apiserver",
+            &self.bin.join("kube-apiserver"),
+            self.dir.path(),
+            &self.apiserver_args,
+            &[],
+        )?;
+        wait_ready(&self.kubeconfig(), &mut apiserver).await?;
+        self.servers.insert(at, apiserver);
+        Ok(())
+    }
+
+    /// Compacts etcd's history up to its current revision (as the API server does every five
+    /// minutes) through etcd's JSON gateway; returns the revision.
+    ///
+    /// # Errors
+    /// etcd does not answer as expected.
+    pub fn compact_etcd(&self) -> Result<u64> {
+        // Any range answers with the current revision in its header.
+        let range = etcd_post(self.etcd_port, "/v3/kv/range", &json!({"key": "Lw=="}))?;
+        let revision: u64 = range["header"]["revision"]
+            .as_str()
+            .context("etcd's header has a revision")?
+            .parse()?;
+        etcd_post(
+            self.etcd_port,
+            "/v3/kv/compaction",
+            &json!({"revision": revision.to_string(), "physical": true}),
+        )?;
+        Ok(revision)
     }
 
     /// A new client for the admin user (one per test runtime: a client's connections belong
@@ -414,6 +456,40 @@ impl Drop for ControlPlane {
     }
 }
 
+/// Waits until the API server's `/readyz` says ok.
+async fn wait_ready(kubeconfig: &Path, apiserver: &mut Server) -> Result<()> {
+    let client = client_for(kubeconfig).await?;
+    let started = Instant::now();
+    loop {
+        let readyz = http::Request::get("/readyz").body(Vec::new())?;
+        match client.request_text(readyz).await {
+            Ok(body) if body.trim() == "ok" => return Ok(()),
+            _ => apiserver.still_running(started)?,
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// POSTs `body` to etcd's JSON gateway at `path`; its answer.
+fn etcd_post(port: u16, path: &str, body: &serde_json::Value) -> Result<serde_json::Value> {
+    let body = serde_json::to_string(body)?;
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        stream,
+        "POST {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    let (head, json) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    if !head.starts_with("HTTP/1.0 200") && !head.starts_with("HTTP/1.1 200") {
+        bail!("etcd answered {path} with {answer}");
+    }
+    Ok(serde_json::from_str(json)?)
+}
+
 async fn client_for(kubeconfig: &Path) -> Result<kube::Client> {
     Ok(kube::Client::try_from(config_for(kubeconfig).await?)?)
 }
@@ -505,7 +581,11 @@ impl Server {
         env: &[(&str, &std::ffi::OsStr)],
     ) -> Result<Server> {
         let log = dir.join(format!("{name}.log"));
-        let out = std::fs::File::create(&log)?;
+        // Appended to: a server started again (the API server's restart) keeps the first log.
+        let out = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(&log)?;
         let mut sh = Command::new("sh")
             .arg("-c")
             .arg(LIFELINE)

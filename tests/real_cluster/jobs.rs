@@ -55,13 +55,21 @@ pub const STEP: Duration = Duration::from_secs(60);
 /// A control plane running pods on two KWOK nodes, wasq's CRDs, and one wasq replica whose
 /// webhooks are in effect; then `objects` (Kueue objects) created, through those webhooks.
 pub async fn set_up(objects: &[Value]) -> Result<(ControlPlane, kube::Client, Wasq)> {
+    set_up_with(&Options::new("wasq-0"), objects).await
+}
+
+/// [`set_up`] with a replica run as `options` say.
+pub async fn set_up_with(
+    options: &Options,
+    objects: &[Value],
+) -> Result<(ControlPlane, kube::Client, Wasq)> {
     let mut plane = ControlPlane::start().await?;
     let client = plane.client().await?;
     // Before the controller manager: its garbage collector then watches Workloads from the
     // start (it finds resources added later at its next discovery, up to 30 s on).
     crds::install(&client).await?;
     plane.run_pods(2).await?;
-    let mut wasq = Wasq::start(&plane, &Options::new("wasq-0")).await?;
+    let mut wasq = Wasq::start(&plane, options).await?;
     wasq.wait_ready().await?;
     wasq.register_webhooks(&client).await?;
     create_all(&client, objects).await?;

@@ -43,7 +43,7 @@ async fn lease(client: &kube::Client) -> Result<Option<(String, i32)>> {
 
 /// How many `Admitted` Events each Workload of `default` has (an Event that became a series
 /// counts its series' count): once per admission, whichever replica recorded it.
-async fn admitted_events(client: &kube::Client) -> Result<BTreeMap<String, i32>> {
+pub async fn admitted_events(client: &kube::Client) -> Result<BTreeMap<String, i32>> {
     let api: Api<Event> = Api::namespaced(client.clone(), "default");
     let mut out = BTreeMap::new();
     for event in api.list(&ListParams::default()).await?.items {
@@ -58,12 +58,12 @@ async fn admitted_events(client: &kube::Client) -> Result<BTreeMap<String, i32>>
     Ok(out)
 }
 
-fn workload_name(wl: &Value) -> String {
+pub fn workload_name(wl: &Value) -> String {
     wl["metadata"]["name"].as_str().unwrap_or_default().into()
 }
 
 /// The `lastTransitionTime` of a Workload's condition.
-fn since(wl: &Value, type_: &str) -> Value {
+pub fn since(wl: &Value, type_: &str) -> Value {
     wl["status"]["conditions"]
         .as_array()
         .into_iter()

@@ -14,6 +14,7 @@ mod kept;
 mod kueue_docs;
 mod leader;
 mod recorder;
+mod restart;
 mod wasq;
 mod workload_status;
 
