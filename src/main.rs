@@ -27,6 +27,7 @@ use wasq::sim::{Limits, Scenario, Simulation, duration::parse_millis};
 #[command(
     name = "wasq",
     version,
+    long_version = long_version(),
     about = "A Kueue-compatible job-queueing controller with policies as sandboxed WebAssembly components"
 )]
 struct Cli {
@@ -41,7 +42,8 @@ enum Command {
         /// Manifest files, or directories whose *.yaml files are all read.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
-        #[arg(long, value_enum, default_value = "table")]
+        /// How to print the result: a table for people, or JSON.
+        #[arg(short, long, value_enum, default_value = "table")]
         output: Output,
         /// Stop after this many scheduling cycles (1 = exactly one cycle, as Kueue's unit tests).
         #[arg(long)]
@@ -87,6 +89,7 @@ enum Command {
     /// Kueue's performance-test shape simulated twice in one process — built-in native policies,
     /// then the three kueue-default WASM plugins — with the WASM/native ratio.
     Bench {
+        /// Which of Kueue's performance-test shapes to generate.
         #[arg(long, value_enum, default_value = "baseline")]
         shape: wasq::sim::generate::Shape,
         /// Simulator driver: the shape's cohorts multiplied by N (10 = ten times the
@@ -99,7 +102,8 @@ enum Command {
         /// a shape, scale, cohorts, queuesPerCohort, quota, classes) instead of --shape.
         #[arg(long, value_name = "FILE", conflicts_with = "shape")]
         generator: Option<PathBuf>,
-        #[arg(long, value_enum, default_value = "table")]
+        /// How to print the result: a table for people, or JSON.
+        #[arg(short, long, value_enum, default_value = "table")]
         output: Output,
         /// Where kueue-default-ordering/-preemption/-flavors.wasm are (`wasq plugin build`).
         #[arg(long, value_name = "DIR", default_value = "target/plugins")]
@@ -156,6 +160,12 @@ enum Command {
     },
     /// Print Kueue's CustomResourceDefinitions (kueue.x-k8s.io), generated from wasq's types.
     Crds,
+    /// Print a shell completion script (e.g. `source <(wasq completion bash)`, or
+    /// `wasq completion zsh > "${fpath[1]}/_wasq"`).
+    Completion {
+        /// The shell to complete in.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Which driver `wasq bench` runs the shape through.
@@ -170,6 +180,21 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     u64::try_from(ms)
         .map(std::time::Duration::from_millis)
         .map_err(|_| format!("{s}: a duration cannot be negative"))
+}
+
+/// `wasq --version`: the release, the commit it was built from, the plugin contract it speaks
+/// and the Kueue API it follows.
+fn long_version() -> &'static str {
+    static TEXT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "{}\ncommit:     {}\nwasq:policy {} (the WIT package plugins are built against)\n\
+             kueue:      kueue.x-k8s.io/v1beta2 (Kueue's main branch after v0.19)",
+            env!("CARGO_PKG_VERSION"),
+            env!("WASQ_COMMIT"),
+            wasq::wasm::WIT_VERSION,
+        )
+    });
+    &TEXT
 }
 
 fn main() -> ExitCode {
@@ -313,6 +338,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 policies.configure_hook(),
                 Some(policies.source.clone()),
             )
+        }
+        Command::Completion { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "wasq", &mut std::io::stdout());
+            Ok(())
         }
         Command::Crds => {
             print!("{}", wasq::k8s::cli::crds_yaml()?);
@@ -463,4 +493,48 @@ fn compare_policies(
         Output::Table => print!("{}", comparison.to_table()),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// Every argument of every command says what it is for in `--help`.
+    #[test]
+    fn every_argument_has_help() {
+        fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in command.get_subcommands() {
+                if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                    missing.push(format!("{path} {} (the command)", sub.get_name()));
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "wasq", &mut missing);
+        assert!(missing.is_empty(), "no help for: {missing:#?}");
+    }
+
+    #[test]
+    fn the_long_version_names_the_commit_the_contract_and_kueue() {
+        let text = super::long_version();
+        assert!(text.starts_with(env!("CARGO_PKG_VERSION")), "{text}");
+        assert!(text.contains("commit:"), "{text}");
+        assert!(
+            text.contains(&format!("wasq:policy {}", wasq::wasm::WIT_VERSION)),
+            "{text}"
+        );
+        assert!(text.contains("kueue.x-k8s.io/v1beta2"), "{text}");
+    }
 }

@@ -20,7 +20,8 @@ pub enum PluginCommand {
     Check {
         /// The component (`.wasm`) to load.
         file: PathBuf,
-        #[arg(long, value_enum, default_value = "table")]
+        /// How to print the result: a table for people, or JSON.
+        #[arg(short, long, value_enum, default_value = "table")]
         output: Output,
         /// Manifest files (or directories) of a scenario to run the plugin against.
         #[arg(long, value_name = "SCENARIO", num_args = 1..)]
@@ -32,9 +33,11 @@ pub enum PluginCommand {
     },
     /// Every plugin of a directory: name, kind, digest, size, and whether it loads.
     List {
+        /// The directory of `*.wasm` components to list.
         #[arg(long, value_name = "DIR", default_value = "target/plugins")]
         plugins: PathBuf,
-        #[arg(long, value_enum, default_value = "table")]
+        /// How to print the result: a table for people, or JSON.
+        #[arg(short, long, value_enum, default_value = "table")]
         output: Output,
     },
     /// Scaffold a guest crate that builds with `cargo build --release --target wasm32-wasip2`
@@ -42,6 +45,7 @@ pub enum PluginCommand {
     New {
         /// Crate name (also the plugin name: the component is NAME.wasm).
         name: String,
+        /// The extension point the plugin decides.
         #[arg(long, value_enum)]
         kind: PluginKind,
         /// Parent directory of the new crate.
@@ -55,7 +59,9 @@ pub enum PluginCommand {
     /// target/plugins (and the test fixtures into target/plugin-fixtures); with PATH: that crate
     /// or workspace into --out.
     Build {
+        /// A guest crate or workspace to build (default: this repository's plugins/).
         path: Option<PathBuf>,
+        /// Where the components of PATH go.
         #[arg(long, default_value = "target/plugins")]
         out: PathBuf,
     },

@@ -278,3 +278,29 @@ fn simulate_refuses_a_bound_plugin_that_cannot_load_unless_fallback_is_allowed()
         "{fallbacks:?}"
     );
 }
+
+/// `wasq --version` names what an operator needs to report a problem, and completions
+/// generate for the common shells.
+#[test]
+fn version_names_the_commit_the_contract_and_kueue_and_completions_generate() {
+    let out = wasq().arg("--version").output().expect("runs");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for field in [
+        "wasq 0.",
+        "commit:",
+        "wasq:policy",
+        "kueue.x-k8s.io/v1beta2",
+    ] {
+        assert!(text.contains(field), "{field}: {text}");
+    }
+    for shell in ["bash", "zsh", "fish"] {
+        let out = wasq().args(["completion", shell]).output().expect("runs");
+        assert!(out.status.success(), "{shell}");
+        let script = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            script.contains("simulate") && script.contains("allow-fallback"),
+            "{shell}: {script}"
+        );
+    }
+}
