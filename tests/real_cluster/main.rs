@@ -13,6 +13,7 @@ mod jobs;
 mod kept;
 mod kueue_docs;
 mod leader;
+mod printer_columns;
 mod recorder;
 mod restart;
 mod wasq;

@@ -19,6 +19,7 @@ use crate::cluster::ControlPlane;
 use crate::crds;
 use crate::kept::assert_kept;
 use crate::kueue_docs::{api_for, namespace};
+use crate::recorder::StatusWrite;
 
 /// The first document of `kueue-docs.yaml` of this kind and name.
 fn doc(kind: &str, name: &str) -> Result<Value> {
@@ -52,9 +53,10 @@ async fn list_all(client: &kube::Client, controller: &mut Controller) -> Result<
     Ok(())
 }
 
-#[tokio::test]
-async fn status_wasq_writes_is_kept() -> Result<()> {
-    let plane = ControlPlane::start().await?;
+/// Kueue's doc objects created on `plane` and wasq's controller (its real writer) run until
+/// settled: the Workload `team-a/sample-job` admitted into `cluster-queue`. Returns the admin
+/// client and the status writes the controller made.
+pub async fn admit_sample(plane: &ControlPlane) -> Result<(kube::Client, Vec<StatusWrite>)> {
     let client = plane.client().await?;
     crds::install(&client).await?;
     namespace(&client, "team-a").await?;
@@ -88,8 +90,13 @@ async fn status_wasq_writes_is_kept() -> Result<()> {
     list_all(&client, &mut controller).await?;
     controller.step().await;
     controller.settled().await;
+    Ok((client, writes.take()))
+}
 
-    let writes = writes.take();
+#[tokio::test]
+async fn status_wasq_writes_is_kept() -> Result<()> {
+    let plane = ControlPlane::start().await?;
+    let (client, writes) = admit_sample(&plane).await?;
     let workload_path =
         "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads/sample-job/status";
     assert!(
