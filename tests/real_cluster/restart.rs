@@ -36,6 +36,18 @@ async fn nothing_is_lost_when_the_apiserver_restarts_after_a_compaction() -> Res
     let admitted = workload_of(&client, &before)
         .await?
         .context("the first Job's Workload")?;
+    // Its Admitted Event out before the API server goes (Events are sent off the scheduling
+    // path, and one that fails is dropped, by design).
+    until(
+        "the first Admitted Event published",
+        &mut wasq,
+        async |seen| {
+            let events = admitted_events(&client).await?;
+            *seen = format!("{events:?}");
+            Ok(events.contains_key(&workload_name(&admitted)).then_some(()))
+        },
+    )
+    .await?;
 
     // KWOK's node heartbeats and the controllers' Leases move etcd on meanwhile, so wasq's
     // watches stand at older revisions than the compaction's.
@@ -66,7 +78,18 @@ async fn nothing_is_lost_when_the_apiserver_restarts_after_a_compaction() -> Res
         workload_of(&client, &after).await
     })
     .await?;
-    let events = admitted_events(&client).await?;
+    let events = until(
+        "the second Admitted Event published",
+        &mut wasq,
+        async |seen| {
+            let events = admitted_events(&client).await?;
+            *seen = format!("{events:?}");
+            Ok(events
+                .contains_key(&workload_name(&after_wl))
+                .then_some(events))
+        },
+    )
+    .await?;
     assert_eq!(
         events,
         [(workload_name(&now), 1), (workload_name(&after_wl), 1)]

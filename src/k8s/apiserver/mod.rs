@@ -25,7 +25,7 @@
 //! [`ApiServer::expire_watches`] (every open watch stream ends).
 //!
 //! Not modelled: authentication and authorization, admission webhooks, validation against
-//! schemas, version conversion (a resource is served at the versions registered, sharing no
+//! schemas and their defaults, version conversion (a resource is served at the versions registered, sharing no
 //! storage), field ownership (managedFields) and server-side apply's list merging, strategic
 //! merge keys, garbage collection through ownerReferences, namespace deletion cascading,
 //! `deletecollection`, `remainingItemCount`, a watch-cache delay (writes are visible at once).
