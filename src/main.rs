@@ -301,6 +301,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     "flavor-assignment=kueue-default-flavors".into(),
                 ],
                 config,
+                cache: Default::default(),
             };
             let policies = args.load(false, true)?;
             let progress = |label: &str, total: usize| {

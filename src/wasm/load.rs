@@ -77,8 +77,11 @@ pub struct PluginInfo {
     pub imports: Vec<String>,
     pub exports: Vec<String>,
     pub size: u64,
-    /// Compile time in milliseconds (of the first compilation of this digest).
+    /// Compile time in milliseconds (of the first compilation of this digest), or the time to
+    /// load it from the compiled-module cache.
     pub compile_ms: f64,
+    /// Loaded compiled from the disk cache (`--cache-dir`) rather than compiled.
+    pub from_cache: bool,
 }
 
 /// Why a plugin file was refused.
@@ -299,6 +302,7 @@ pub fn load_bytes(
             exports,
             size: bytes.len() as u64,
             compile_ms: compiled.compile_ms,
+            from_cache: compiled.from_cache,
         },
         pre,
     })

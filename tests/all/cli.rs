@@ -304,3 +304,62 @@ fn version_names_the_commit_the_contract_and_kueue_and_completions_generate() {
         );
     }
 }
+
+/// The compiled-module cache: a second run loads every plugin compiled, compiling nothing; an
+/// entry whose bytes were damaged is compiled again, never run.
+#[test]
+fn a_second_run_loads_plugins_compiled_and_a_damaged_entry_is_compiled_again() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let list = || {
+        let out = wasq()
+            .args(["plugin", "list", "-o", "json", "--plugins"])
+            .arg(&built().plugins)
+            .arg("--cache-dir")
+            .arg(cache.path())
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("json");
+        assert!(rows.len() >= 10, "{rows:?}");
+        assert!(rows.iter().all(|r| r["status"] == "loaded"), "{rows:?}");
+        rows.iter().filter(|r| r["from_cache"] == true).count()
+    };
+    assert_eq!(list(), 0, "a cold cache compiles every plugin");
+    let total = {
+        let warm = list();
+        assert!(
+            warm >= 10,
+            "a warm cache compiles nothing: {warm} loaded compiled"
+        );
+        warm
+    };
+    // Damage one entry: that one plugin is compiled again, the others still come from the cache.
+    let entry = walk(cache.path())
+        .into_iter()
+        .find(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .expect("a cache entry");
+    let mut bytes = std::fs::read(&entry).expect("entry");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&entry, bytes).expect("damaged");
+    assert_eq!(list(), total - 1);
+    assert_eq!(list(), total, "rewritten after it was compiled again");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("readable").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
