@@ -6,6 +6,7 @@
 //! in-process double (`wasq::k8s::apiserver`) can only assume: that the real server accepts
 //! wasq's objects and keeps every field of them ([`kept`]).
 
+mod certificates;
 mod cluster;
 mod crds;
 mod double;

@@ -30,6 +30,11 @@ pub struct Options {
     pub identity: String,
     /// Serve the admission webhooks (`--no-webhooks` otherwise).
     pub webhooks: bool,
+    /// Let wasq make and keep its webhook certificate (in its Secret, the CA written into the
+    /// webhook configurations) for the Service's names, as a cluster runs it — which the API
+    /// server here cannot call (no Service routes to loopback); else a certificate for
+    /// `127.0.0.1` served from `--webhook-cert-dir`, for [`Wasq::register_webhooks`].
+    pub own_certificate: bool,
     pub lease_duration_seconds: u32,
 }
 
@@ -38,6 +43,7 @@ impl Options {
         Options {
             identity: identity.into(),
             webhooks: true,
+            own_certificate: false,
             lease_duration_seconds: 15,
         }
     }
@@ -73,27 +79,11 @@ impl Wasq {
             }
         }
 
-        let certs_dir = plane
-            .dir()
-            .join(format!("{}-webhook-certs", options.identity));
-        std::fs::create_dir_all(&certs_dir)?;
-        let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs() as i64;
-        let certs =
-            wasq::k8s::webhook::certs::generate(&["127.0.0.1".into()], now - 3600, now + 86400)?;
-        for (name, text) in [
-            ("ca.crt", &certs.ca_pem),
-            ("tls.crt", &certs.cert_pem),
-            ("tls.key", &certs.key_pem),
-        ] {
-            std::fs::write(certs_dir.join(name), text)?;
-        }
-
         let (http_port, webhook_port) = (free_port()?, free_port()?);
         let mut args = vec![
             "controller".to_string(),
             format!("--listen=127.0.0.1:{http_port}"),
             format!("--webhook-listen=127.0.0.1:{webhook_port}"),
-            format!("--webhook-cert-dir={}", certs_dir.display()),
             format!("--namespace={NAMESPACE}"),
             format!("--identity={}", options.identity),
             format!(
@@ -103,6 +93,28 @@ impl Wasq {
         ];
         if !options.webhooks {
             args.push("--no-webhooks".into());
+        }
+        let mut ca_pem = String::new();
+        if !options.own_certificate {
+            let certs_dir = plane
+                .dir()
+                .join(format!("{}-webhook-certs", options.identity));
+            std::fs::create_dir_all(&certs_dir)?;
+            let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs() as i64;
+            let certs = wasq::k8s::webhook::certs::generate(
+                &["127.0.0.1".into()],
+                now - 3600,
+                now + 86400,
+            )?;
+            for (name, text) in [
+                ("ca.crt", &certs.ca_pem),
+                ("tls.crt", &certs.cert_pem),
+                ("tls.key", &certs.key_pem),
+            ] {
+                std::fs::write(certs_dir.join(name), text)?;
+            }
+            args.push(format!("--webhook-cert-dir={}", certs_dir.display()));
+            ca_pem = certs.ca_pem;
         }
         let kubeconfig = plane.kubeconfig();
         let mut server = Server::spawn(
@@ -124,7 +136,7 @@ impl Wasq {
             server,
             http_port,
             webhook_port,
-            ca_pem: certs.ca_pem,
+            ca_pem,
         })
     }
 
@@ -179,17 +191,15 @@ impl Wasq {
     }
 
     /// Registers the Mutating and Validating webhook configurations of
-    /// `examples/deploy/wasq.yaml`, each webhook called at this replica's URL with its CA, and
+    /// `examples/deploy/wasq.yaml`, each webhook called at this replica's URL with its CA (a
+    /// replica started without [`Options::own_certificate`]), and
     /// waits until the API server calls them (a queued Job created with `dryRun` comes back
     /// suspended).
     ///
     /// # Errors
     /// A configuration the server refuses, or webhooks not in effect within a minute.
     pub async fn register_webhooks(&self, client: &kube::Client) -> Result<()> {
-        let docs: Vec<Value> = serde_saphyr::from_multiple(include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/examples/deploy/wasq.yaml"
-        )))?;
+        let docs = deploy_manifest()?;
         let ca = base64::engine::general_purpose::STANDARD.encode(&self.ca_pem);
         for kind in [
             "MutatingWebhookConfiguration",
@@ -267,4 +277,15 @@ fn get(port: u16, path: &str) -> Option<(u16, String)> {
     let code = answer.split(' ').nth(1)?.parse().ok()?;
     let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
     Some((code, body.to_string()))
+}
+
+/// The documents of `examples/deploy/wasq.yaml`.
+///
+/// # Errors
+/// When it is not YAML.
+pub fn deploy_manifest() -> Result<Vec<Value>> {
+    Ok(serde_saphyr::from_multiple(include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/deploy/wasq.yaml"
+    )))?)
 }
