@@ -21,8 +21,9 @@ pub fn spawn(
 ) {
     let api: Api<DynamicObject> = Api::all_with(client, &resource);
     let config = match source {
-        // Only pods of pod groups are Kueue's business here.
-        Source::Pod => watcher::Config::default().labels(labels::POD_GROUP_NAME),
+        // Only queued pods are Kueue's business here: in a group or alone (a lone pod has no
+        // group label; selecting by that label, wasq never saw one), every one names its queue.
+        Source::Pod => watcher::Config::default().labels(labels::QUEUE_NAME),
         _ => watcher::Config::default(),
     };
     tokio::spawn(async move {

@@ -14,6 +14,7 @@ mod jobs;
 mod kept;
 mod kueue_docs;
 mod leader;
+mod pods;
 mod printer_columns;
 mod recorder;
 mod restart;
