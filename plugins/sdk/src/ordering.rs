@@ -2,28 +2,22 @@
 //! [`export_ordering!`](crate::export_ordering).
 
 use crate::catalog::Catalog;
-use crate::identity::{annotations_at, labels_at, namespace_at, normalize_identities, owner_at};
 use crate::kueue;
 use crate::quota::QuotaView;
 use crate::types::{
     ClusterQueueId, Entry, FrAmount, LocalQueueId, LocalQueueUsage, Millis, Needs, NewStrings,
-    Owner, RequeueReason, StringId, UsageTable, Workload, WorkloadId, WorkloadIdentity,
+    NodeUsage, Owner, RequeueReason, StringId, Workload, WorkloadId,
 };
 
-use crate::workload::requeue_reason_of;
-
 use crate::bindings::ordering::exports::wasq::policy::ordering as wit;
-/// The heads as the host sends them (`record heads`): eight integers and six times per head,
-/// their usage back to back, identities as columns. Read them with [`heads_of`].
-pub use wit::Heads;
-/// The workloads of a `sort-keys` call as the host sends them (`record queued`): five integers
-/// and three times per workload, identities and podSets as options. Read them with
-/// [`queued_workloads`].
-pub use wit::Queued;
 
-/// A queue-order key (three entries of `sort-keys`' answer per workload). Workloads are popped
-/// smallest first, comparing `primary`, then `secondary`, then `tertiary`; equal keys keep the
-/// host's order (by workload handle).
+/// The heads of a cycle as the host sends them: one WIT `head` record each
+/// (`wit/ordering.wit`). [`heads_of`] makes them [`Head`]s.
+pub type Heads = Vec<wit::Head>;
+
+/// A queue-order key (`sort-key` in `wit/ordering.wit`). Workloads are popped smallest first,
+/// comparing `primary`, then `secondary`, then `tertiary`; equal keys keep the host's order
+/// (by workload handle).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct SortKey {
     /// Compared first.
@@ -34,8 +28,28 @@ pub struct SortKey {
     pub tertiary: i64,
 }
 
-/// One ClusterQueue head of a scheduling cycle, after the host assigned it flavors: one entry
-/// of `order-heads`' `record heads` (`wit/ordering.wit`), as one record.
+impl From<wit::SortKey> for SortKey {
+    fn from(k: wit::SortKey) -> SortKey {
+        SortKey {
+            primary: k.primary,
+            secondary: k.secondary,
+            tertiary: k.tertiary,
+        }
+    }
+}
+
+impl From<SortKey> for wit::SortKey {
+    fn from(k: SortKey) -> wit::SortKey {
+        wit::SortKey {
+            primary: k.primary,
+            secondary: k.secondary,
+            tertiary: k.tertiary,
+        }
+    }
+}
+
+/// One ClusterQueue head of a scheduling cycle, after the host assigned it flavors: the WIT
+/// `head` record (`wit/ordering.wit`) with its identity flattened.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Head {
     /// The workload's handle.
@@ -60,7 +74,7 @@ pub struct Head {
     pub requeue_count: u32,
     /// Why it was last evicted and queued again; `None` when it never was.
     pub requeue_reason: Option<RequeueReason>,
-    /// The sort key the workload was queued under (see `record heads`).
+    /// The sort key the workload was queued under (see `head.key`).
     pub key: SortKey,
     /// The quota its assignment takes, per flavor-resource.
     pub usage: Vec<FrAmount>,
@@ -76,140 +90,33 @@ pub struct Head {
 
 crate::identity::identity_from_fields!(Head);
 
-/// Integers per head in `record heads`' `ints`, and their positions.
-const HEAD_INTS: usize = 8;
-const WORKLOAD: usize = 0;
-const CLUSTER_QUEUE: usize = 1;
-const LOCAL_QUEUE: usize = 2;
-const HAS_RESERVATION: usize = 3;
-const BORROW_LEVEL: usize = 4;
-const REQUEUE_COUNT: usize = 5;
-const REQUEUE_REASON: usize = 6;
-const USAGE_LEN: usize = 7;
-/// Values per head in `record heads`' `times`, and their positions.
-const HEAD_TIMES: usize = 6;
-const PRIORITY: usize = 0;
-const CREATED: usize = 1;
-const QUEUED: usize = 2;
-const KEY: usize = 3;
-
-/// `no-local-queue` in `record heads`.
-const NO_LOCAL_QUEUE: LocalQueueId = u32::MAX;
-
-/// Integers and times per workload in `record queued`.
-const QUEUED_INTS: usize = 5;
-const QUEUED_TIMES: usize = 3;
-
-/// One [`Workload`] record per workload of a `sort-keys` batch (`record queued`), in order:
-/// whole groups of `ints` (a trailing partial one is ignored); short `times` read as 0, a
-/// missing podSet list as none.
-pub fn queued_workloads(mut c: wit::Queued) -> Vec<Workload> {
-    let n = c.ints.len() / QUEUED_INTS;
-    let identity = c.identities.is_some();
-    let ids = normalize_identities(c.identities.take(), n);
-    let mut pod_sets = c.pod_sets.take().map(Vec::into_iter);
-    (0..n)
-        .map(|i| {
-            let int = |k: usize| c.ints[i * QUEUED_INTS + k];
-            let time = |k: usize| {
-                c.times
-                    .get(i * QUEUED_TIMES + k)
-                    .copied()
-                    .unwrap_or_default()
-            };
-            Workload {
-                id: int(0),
-                identity: identity.then(|| WorkloadIdentity {
-                    namespace: namespace_at(&ids, i),
-                    owner: owner_at(&ids, i),
-                    labels: labels_at(&ids, i).collect(),
-                    annotations: annotations_at(&ids, i).collect(),
-                }),
-                cluster_queue: int(1),
-                local_queue: Some(int(2)).filter(|&l| l != NO_LOCAL_QUEUE),
-                priority: time(0),
-                created: time(1),
-                queued: time(2),
-                requeue_count: int(3),
-                requeue_reason: u8::try_from(int(4)).ok().and_then(requeue_reason_of),
-                pod_sets: pod_sets.as_mut().map(|p| p.next().unwrap_or_default()),
-            }
-        })
-        .collect()
+impl From<wit::Head> for Head {
+    fn from(h: wit::Head) -> Head {
+        let (namespace, owner, labels, annotations) = crate::identity::into_parts(h.identity);
+        Head {
+            workload: h.workload,
+            cluster_queue: h.cluster_queue,
+            local_queue: h.local_queue,
+            has_reservation: h.second_pass,
+            borrow_level: h.borrowing_level,
+            priority: h.priority,
+            created: h.created,
+            queued: h.queued,
+            requeue_count: h.requeue_count,
+            requeue_reason: h.requeue_reason,
+            key: h.key.into(),
+            usage: h.usage,
+            namespace,
+            owner,
+            labels,
+            annotations,
+        }
+    }
 }
 
-/// How many heads the host sent: whole groups of `ints` (a trailing partial one is ignored).
-pub(crate) fn head_count(c: &wit::Heads) -> usize {
-    c.ints.len() / HEAD_INTS
-}
-
-/// Head `i`'s integer `k` (`i` < [`head_count`]).
-#[inline]
-fn int_at(c: &wit::Heads, i: usize, k: usize) -> u32 {
-    c.ints[i * HEAD_INTS + k]
-}
-
-/// Head `i`'s time or key part `k`; 0 when `times` is short.
-#[inline]
-fn time_at(c: &wit::Heads, i: usize, k: usize) -> i64 {
-    c.times.get(i * HEAD_TIMES + k).copied().unwrap_or_default()
-}
-
-/// What Kueue's classical head order compares, for head `i`: second pass first, then lower
-/// borrowing level, higher priority, older.
-pub(crate) fn classical_key(c: &wit::Heads, i: usize) -> (bool, u32, i64, i64) {
-    (
-        int_at(c, i, HAS_RESERVATION) == 0,
-        int_at(c, i, BORROW_LEVEL),
-        time_at(c, i, PRIORITY).wrapping_neg(),
-        time_at(c, i, CREATED),
-    )
-}
-
-/// The host's heads as one [`Head`] record each, with their usage and identity. Values the
-/// host did not send (short `times`, usage or identity columns) read as defaults and an unknown
-/// requeue reason as none (the host never sends such heads; a plugin must not trap if it did).
-pub fn heads_of(mut c: wit::Heads) -> Vec<Head> {
-    let n = head_count(&c);
-    let ids = normalize_identities(c.identities.take(), n);
-    let entries = c.usage_frs.len().min(c.usage_amounts.len());
-    let mut at = 0;
-    (0..n)
-        .map(|i| {
-            let end = (at + int_at(&c, i, USAGE_LEN) as usize).min(entries);
-            let usage = (at..end)
-                .map(|k| FrAmount {
-                    fr: c.usage_frs[k],
-                    amount: c.usage_amounts[k],
-                })
-                .collect();
-            at = end;
-            Head {
-                workload: int_at(&c, i, WORKLOAD),
-                cluster_queue: int_at(&c, i, CLUSTER_QUEUE),
-                local_queue: Some(int_at(&c, i, LOCAL_QUEUE)).filter(|&l| l != NO_LOCAL_QUEUE),
-                has_reservation: int_at(&c, i, HAS_RESERVATION) != 0,
-                borrow_level: int_at(&c, i, BORROW_LEVEL),
-                priority: time_at(&c, i, PRIORITY),
-                created: time_at(&c, i, CREATED),
-                queued: time_at(&c, i, QUEUED),
-                requeue_count: int_at(&c, i, REQUEUE_COUNT),
-                requeue_reason: u8::try_from(int_at(&c, i, REQUEUE_REASON))
-                    .ok()
-                    .and_then(requeue_reason_of),
-                key: SortKey {
-                    primary: time_at(&c, i, KEY),
-                    secondary: time_at(&c, i, KEY + 1),
-                    tertiary: time_at(&c, i, KEY + 2),
-                },
-                usage,
-                namespace: namespace_at(&ids, i),
-                owner: owner_at(&ids, i),
-                labels: labels_at(&ids, i).collect(),
-                annotations: annotations_at(&ids, i).collect(),
-            }
-        })
-        .collect()
+/// The host's heads as one [`Head`] record each, in order.
+pub fn heads_of(heads: Heads) -> Vec<Head> {
+    heads.into_iter().map(Head::from).collect()
 }
 
 /// An admission-ordering policy. The decisions default to Kueue's classical behaviour (without
@@ -284,7 +191,7 @@ pub trait OrderingPolicy: Default + 'static {
     }
 
     /// The order of this cycle's heads given the quota usage of their cohort trees (`usage`
-    /// tracks every flavor-resource; it is empty unless the policy needs `TREE_USAGE`). With
+    /// tracks every flavor-resource; every usage is 0 unless the policy needs `TREE_USAGE`). With
     /// `TREE_USAGE` the order is speculative: it must assume that every head, in turn, takes
     /// its `usage` (see [`QuotaView::add_workload`]); the host asks again for the remaining
     /// heads of that head's cohort tree when one does not. This is what the SDK calls. Default:
@@ -301,10 +208,10 @@ pub trait OrderingPolicy: Default + 'static {
     }
 
     /// What the SDK calls for each cycle: the same decision on the heads as the host sends
-    /// them ([`Heads`]). The default builds one [`Head`] per head ([`heads_of`]), and calls
+    /// them ([`Heads`]). The default makes them [`Head`]s ([`heads_of`]) and calls
     /// [`order_heads_with_usage`](OrderingPolicy::order_heads_with_usage); a policy that reads
-    /// a few fields overrides it to skip that work (as [`kueue::order_heads_columns`] does for
-    /// Kueue's classical order). Both must decide alike.
+    /// the host's records itself may override it (as `kueue-default-ordering` does with
+    /// [`kueue::order_heads_columns`] for Kueue's classical order). Both must decide alike.
     fn order_heads_columns(
         &mut self,
         catalog: &Catalog,
@@ -333,10 +240,10 @@ pub mod glue {
     pub fn sort_keys<P: OrderingPolicy>(
         plugin: &mut Plugin<P>,
         strings: Option<NewStrings>,
-        workloads: wit::Queued,
+        workloads: Vec<Workload>,
         local_queue_usage: Vec<LocalQueueUsage>,
         now: Millis,
-    ) -> Vec<i64> {
+    ) -> Vec<wit::SortKey> {
         let (policy, catalog) = plugin.parts_with(strings);
         let mut by_lq: Vec<(u32, usize)> = local_queue_usage
             .iter()
@@ -351,25 +258,24 @@ pub mod glue {
                 .filter(|&&(l, _)| l == lq)
                 .map(|&(_, i)| &local_queue_usage[i])
         };
-        let workloads = queued_workloads(workloads);
-        let mut keys = Vec::with_capacity(workloads.len() * 3);
-        for w in &workloads {
-            let lq = w.local_queue.and_then(find);
-            let k = policy.sort_key_with_usage(catalog, w, lq, now);
-            keys.extend([k.primary, k.secondary, k.tertiary]);
-        }
-        keys
+        workloads
+            .iter()
+            .map(|w| {
+                let lq = w.local_queue.and_then(find);
+                policy.sort_key_with_usage(catalog, w, lq, now).into()
+            })
+            .collect()
     }
 
     pub fn order_heads<P: OrderingPolicy>(
         plugin: &mut Plugin<P>,
         strings: Option<NewStrings>,
-        heads: wit::Heads,
-        usage: UsageTable,
+        heads: Heads,
+        tree_usage: Option<Vec<NodeUsage>>,
         now: Millis,
     ) -> Vec<u32> {
         let (policy, catalog) = plugin.parts_with(strings);
-        let view = QuotaView::from_usage_table(catalog, &usage);
+        let view = QuotaView::from_usage_table(catalog, tree_usage.as_deref().unwrap_or_default());
         policy.order_heads_columns(catalog, heads, &view, now)
     }
 }
@@ -401,10 +307,12 @@ macro_rules! export_ordering {
                 }
                 fn sort_keys(
                     strings: Option<$crate::types::NewStrings>,
-                    workloads: $crate::ordering::Queued,
+                    workloads: ::std::vec::Vec<$crate::types::Workload>,
                     local_queue_usage: ::std::vec::Vec<$crate::types::LocalQueueUsage>,
                     now: $crate::types::Millis,
-                ) -> ::std::vec::Vec<i64> {
+                ) -> ::std::vec::Vec<
+                    $crate::bindings::ordering::exports::wasq::policy::ordering::SortKey,
+                > {
                     __WASQ_PLUGIN.with_borrow_mut(|p| {
                         $crate::ordering::glue::sort_keys(
                             p,
@@ -417,12 +325,12 @@ macro_rules! export_ordering {
                 }
                 fn order_heads(
                     strings: Option<$crate::types::NewStrings>,
-                    heads: $crate::bindings::ordering::exports::wasq::policy::ordering::Heads,
-                    usage: $crate::types::UsageTable,
+                    heads: $crate::ordering::Heads,
+                    tree_usage: Option<::std::vec::Vec<$crate::types::NodeUsage>>,
                     now: $crate::types::Millis,
                 ) -> ::std::vec::Vec<u32> {
                     __WASQ_PLUGIN.with_borrow_mut(|p| {
-                        $crate::ordering::glue::order_heads(p, strings, heads, usage, now)
+                        $crate::ordering::glue::order_heads(p, strings, heads, tree_usage, now)
                     })
                 }
             }
@@ -436,155 +344,67 @@ macro_rules! export_ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::identity::Identity;
-    use crate::identity::NO_STRING;
+    use crate::identity::{Identity, NO_STRING};
+    use crate::types::WorkloadIdentity;
 
-    /// The columns of `sort-keys` read back as the records they stand for: identities,
-    /// podSets, no LocalQueue and no requeue reason included; a trailing partial group of
-    /// integers is ignored.
+    /// The host's head records become `Head`s: second pass, borrowing level, key and usage as
+    /// sent, the identity flattened (none sent: nobody in particular).
     #[test]
-    fn queued_columns_read_as_workload_records() {
-        let queued = wit::Queued {
-            ints: vec![7, 1, 3, 2, 0, 8, 2, NO_LOCAL_QUEUE, 0, 255, 9],
-            times: vec![5, 100, 150, -1, 200],
-            identities: Some(crate::types::Identities {
-                namespaces: vec![10, 11],
-                job_kinds: vec![12, NO_STRING],
-                job_api_versions: vec![13, NO_STRING],
-                job_names: vec![14, NO_STRING],
-                label_offsets: vec![0, 1, 1],
-                label_keys: vec![15],
-                label_values: vec![16],
-                annotation_offsets: Vec::new(),
-                annotation_keys: Vec::new(),
-                annotation_values: Vec::new(),
-            }),
-            pod_sets: Some(vec![vec![crate::types::PodSet {
-                count: 2,
-                min_count: Some(1),
-                per_pod: Vec::new(),
-            }]]),
+    fn host_heads_become_head_records() {
+        let sent = |workload: u32, identity: Option<WorkloadIdentity>| wit::Head {
+            workload,
+            cluster_queue: 1,
+            local_queue: Some(7),
+            second_pass: true,
+            borrowing_level: 2,
+            priority: -1,
+            created: 200,
+            queued: 201,
+            key: wit::SortKey {
+                primary: 1,
+                secondary: 200,
+                tertiary: 9,
+            },
+            requeue_count: 3,
+            requeue_reason: Some(RequeueReason::PodsReadyTimeout),
+            usage: crate::testing::amounts(&[(0, 1000), (1, 2000)]),
+            identity,
         };
-        let w = queued_workloads(queued);
-        assert_eq!(w.len(), 2);
-        let first = &w[0];
-        assert_eq!(
-            (first.id, first.cluster_queue, first.local_queue),
-            (7, 1, Some(3))
-        );
-        assert_eq!((first.priority, first.created, first.queued), (5, 100, 150));
-        assert_eq!(
-            (first.requeue_count, first.requeue_reason),
-            (2, Some(RequeueReason::Preempted))
-        );
-        let id = first.identity.as_ref().expect("identities were sent");
-        assert_eq!(id.namespace, 10);
-        assert_eq!(
-            id.owner,
-            Some(Owner {
-                kind: 12,
-                api_version: 13,
-                name: 14
-            })
-        );
-        assert_eq!(id.labels, vec![Entry { key: 15, value: 16 }]);
-        assert!(id.annotations.is_empty());
-        assert_eq!(first.pod_sets.as_ref().map(Vec::len), Some(1));
-        let second = &w[1];
-        assert_eq!(
-            (second.id, second.local_queue, second.requeue_reason),
-            (8, None, None)
-        );
-        assert_eq!(
-            (second.priority, second.created, second.queued),
-            (-1, 200, 0),
-            "short times"
-        );
-        assert_eq!(second.identity.as_ref().and_then(|i| i.owner), None);
-        assert_eq!(second.pod_sets, Some(Vec::new()), "a missing list is empty");
-        // Without identities or podSets, none.
-        let bare = queued_workloads(wit::Queued {
-            ints: vec![7, 1, 3, 2, 0],
-            times: vec![5, 100, 150],
-            identities: None,
-            pod_sets: None,
-        });
-        assert_eq!(
-            (bare[0].identity.is_none(), bare[0].pod_sets.is_none()),
-            (true, true)
-        );
-    }
-
-    fn columns() -> wit::Heads {
-        let rr = |r: Option<RequeueReason>| u32::from(r.map_or(255, |r| r as u8));
-        wit::Heads {
-            ints: [
-                [4, 0, 7, 0, 0, 0, rr(None), 2],
-                [
-                    5,
-                    1,
-                    NO_LOCAL_QUEUE,
-                    0,
-                    1,
-                    3,
-                    rr(Some(RequeueReason::PodsReadyTimeout)),
-                    0,
-                ],
-                [6, 2, 8, 1, 2, 1, rr(Some(RequeueReason::Preempted)), 1],
-            ]
-            .concat(),
-            times: [
-                [10, 100, 101, -10, 100, 0],
-                [-1, 200, 201, 1, 200, 0],
-                [3, 300, 301, -3, 300, 9],
-            ]
-            .concat(),
-            usage_frs: vec![0, 1, 0],
-            usage_amounts: vec![1000, 2000, 500],
-            identities: Some(crate::types::Identities {
-                namespaces: vec![0, 1, 0],
-                job_kinds: vec![2, NO_STRING, 3],
-                job_api_versions: vec![4, NO_STRING, 4],
-                job_names: vec![5, NO_STRING, 6],
-                label_offsets: vec![0, 0, 1, 1],
-                label_keys: vec![7],
-                label_values: vec![8],
-                annotation_offsets: Vec::new(),
-                annotation_keys: Vec::new(),
-                annotation_values: Vec::new(),
+        let who = WorkloadIdentity {
+            namespace: 0,
+            owner: Some(Owner {
+                kind: 2,
+                api_version: 4,
+                name: 6,
             }),
-        }
-    }
-
-    #[test]
-    fn columns_become_one_record_per_head() {
-        let heads = heads_of(columns());
-        assert_eq!(heads.len(), 3);
-        let [a, b, c] = &heads[..] else {
-            unreachable!()
+            labels: vec![Entry { key: 7, value: 8 }],
+            annotations: Vec::new(),
         };
+        let heads = heads_of(vec![sent(4, Some(who.clone())), sent(5, None)]);
+        let [a, b] = &heads[..] else { unreachable!() };
         assert_eq!(
-            (a.workload, a.local_queue, a.has_reservation),
-            (4, Some(7), false)
+            (
+                a.workload,
+                a.cluster_queue,
+                a.local_queue,
+                a.has_reservation
+            ),
+            (4, 1, Some(7), true)
         );
-        assert_eq!(a.usage, crate::testing::amounts(&[(0, 1000), (1, 2000)]));
-        assert_eq!((b.local_queue, b.borrow_level, b.priority), (None, 1, -1));
-        assert!(b.usage.is_empty());
-        assert_eq!((a.requeue_count, a.requeue_reason), (0, None));
         assert_eq!(
-            (b.requeue_count, b.requeue_reason),
+            (a.borrow_level, a.priority, a.created, a.queued),
+            (2, -1, 200, 201)
+        );
+        assert_eq!(
+            (a.key.primary, a.key.secondary, a.key.tertiary),
+            (1, 200, 9)
+        );
+        assert_eq!(
+            (a.requeue_count, a.requeue_reason),
             (3, Some(RequeueReason::PodsReadyTimeout))
         );
-        assert_eq!(
-            (c.requeue_count, c.requeue_reason),
-            (1, Some(RequeueReason::Preempted))
-        );
-        assert!(c.has_reservation);
-        assert_eq!(
-            (c.key.primary, c.key.secondary, c.key.tertiary, c.queued),
-            (-3, 300, 9, 301)
-        );
-        assert_eq!(c.usage, vec![FrAmount { fr: 0, amount: 500 }]);
+        assert_eq!(a.usage, crate::testing::amounts(&[(0, 1000), (1, 2000)]));
+        assert_eq!(Some(crate::identity::from_parts(a)), Some(who));
         let mut cat = crate::testing::CatalogBuilder::new().build();
         for s in [
             "prod", "dev", "Job", "Notebook", "v1", "a", "nb", "team", "ml",
@@ -593,46 +413,14 @@ mod tests {
         }
         assert_eq!((a.namespace(&cat), a.job_kind(&cat)), ("prod", Some("Job")));
         assert_eq!(
-            (b.namespace(&cat), b.job_kind(&cat), b.job_name(&cat)),
-            ("dev", None, None)
-        );
-        assert_eq!(b.label(&cat, "team"), Some("ml"));
-        assert_eq!(
-            (a.label(&cat, "team"), c.job_name(&cat)),
-            (None, Some("nb"))
-        );
-        assert!(c.annotations.is_empty());
-    }
-
-    #[test]
-    fn malformed_heads_do_not_trap() {
-        let mut c = columns();
-        // A partial fourth head, short times, less usage than the heads say, an unknown
-        // requeue reason, and identity columns that do not pair up.
-        c.ints.extend([9, 9]);
-        c.ints[8 + 6] = 7;
-        c.times.truncate(14);
-        c.usage_amounts.truncate(1);
-        if let Some(ids) = c.identities.as_mut() {
-            ids.namespaces.truncate(1);
-            ids.label_offsets = vec![0, 5];
-        }
-        let heads = heads_of(c);
-        assert_eq!(heads.len(), 3);
-        assert_eq!(heads[1].requeue_reason, None);
-        assert_eq!(
-            (heads[2].priority, heads[2].created, heads[2].queued),
-            (3, 300, 0)
+            (a.label(&cat, "team"), a.job_name(&cat)),
+            (Some("ml"), Some("nb"))
         );
         assert_eq!(
-            heads[0].usage,
-            vec![FrAmount {
-                fr: 0,
-                amount: 1000
-            }]
+            (b.namespace, b.owner, b.labels.len() + b.annotations.len()),
+            (NO_STRING, None, 0)
         );
-        assert!(heads[1].usage.is_empty() && heads[2].usage.is_empty());
-        assert_eq!(heads[2].namespace, NO_STRING);
+        assert_eq!((b.namespace(&cat), b.job_kind(&cat)), ("", None));
     }
 
     /// The example of `plugins/README.md` ("Demoting flapping workloads"): Kueue's order, but a
