@@ -1,4 +1,4 @@
-//! Preemption that never chooses a victim in a protected namespace (WIT 0.5.0 identity).
+//! Preemption that never chooses a victim in a protected namespace.
 //!
 //! Kueue's victim selection — classical, or fair sharing's when it is on — over the candidates
 //! whose Workload is not in one of the namespaces listed in the plugin's setting `namespaces`

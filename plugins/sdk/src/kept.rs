@@ -143,3 +143,42 @@ impl KeptUsage {
         self.serial
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{CatalogBuilder, amounts, node_usage};
+
+    /// An entry is its node's whole usage of the request's flavor-resources: one it does not
+    /// list is 0 from then on; other flavor-resources and nodes keep what they had.
+    #[test]
+    fn an_entry_replaces_its_nodes_usage_of_the_requests_flavor_resources() {
+        let cat = CatalogBuilder::new()
+            .flavor_resources(3)
+            .cohort("c", None)
+            .cluster_queue("a", Some(0))
+            .build();
+        let mut k = KeptUsage::default();
+        let all = amounts(&[(0, 1), (1, 1), (2, 1)]);
+        k.receive(&cat, &[node_usage(1, &[(0, 5), (1, 6), (2, 7)])], &all);
+        k.receive(&cat, &[node_usage(0, &[(0, 9)])], &all);
+        assert_eq!((k.get(1, 0), k.get(1, 1), k.get(1, 2)), (5, 6, 7));
+        // A request for flavor-resources 0 and 1 lists node 1 with only 1: 0 is now 0, 2 is
+        // not the request's and stays.
+        k.receive(
+            &cat,
+            &[node_usage(1, &[(1, 3)])],
+            &amounts(&[(0, 1), (1, 1)]),
+        );
+        assert_eq!((k.get(1, 0), k.get(1, 1), k.get(1, 2)), (0, 3, 7));
+        assert_eq!(k.get(0, 0), 9);
+        // Unknown nodes and flavor-resources are skipped.
+        k.receive(
+            &cat,
+            &[node_usage(7, &[(0, 1)]), node_usage(1, &[(9, 1)])],
+            &all,
+        );
+        assert_eq!((k.get(7, 0), k.get(1, 9)), (0, 0));
+        assert_eq!((k.nodes(), k.arrivals()), (&[1, 0][..], 4));
+    }
+}

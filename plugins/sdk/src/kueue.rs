@@ -432,8 +432,8 @@ fn attempts_for<C: CandidateTable>(
     let cq = catalog.cluster_queue(req.preemptor.cluster_queue);
     let forbidden =
         cq.is_none_or(|cq| cq.preemption.borrow_within_cohort == BorrowWithinCohort::Never);
-    // Read straight from the request's usage rows: building a whole view for one row is the
-    // most expensive part of a call on large cohorts.
+    // Read straight from the request's usage: building a whole view for one node is the most
+    // expensive part of a call on large cohorts.
     let under_nominal = match cq {
         Some(cq) => req.needs_preemption.iter().all(|&fr| {
             catalog.quota(cq.node, fr).nominal

@@ -2,6 +2,8 @@
 //! [`export_ordering!`](crate::export_ordering).
 
 use crate::catalog::Catalog;
+#[cfg(doc)]
+use crate::identity::Identity;
 use crate::kueue;
 use crate::quota::QuotaView;
 use crate::types::{
@@ -144,7 +146,7 @@ pub trait OrderingPolicy: Default + 'static {
     /// `Needs::TREE_USAGE` for quota usage in
     /// [`order_heads_with_usage`](OrderingPolicy::order_heads_with_usage) (which makes the head
     /// order speculative, see there), `Needs::IDENTITY` for who workloads are (namespace,
-    /// owning job, labels, annotations: [`Identity`](crate::identity::Identity); without it
+    /// owning job, labels, annotations: [`Identity`]; without it
     /// every workload reads as nobody in particular), `Needs::POD_SETS` for what they request
     /// ([`Workload::pod_sets`]; without it no podSets). The host prepares and sends only that.
     /// Default: `Needs::IDENTITY | Needs::POD_SETS` (Kueue's own ordering,

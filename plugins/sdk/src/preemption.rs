@@ -17,6 +17,8 @@ use std::rc::Rc;
 
 use crate::admitted::AdmittedTable;
 use crate::catalog::Catalog;
+#[cfg(doc)]
+use crate::identity::Identity;
 use crate::identity::NO_STRING;
 use crate::types::{
     ClusterQueueId, Entry, FrAmount, LocalQueueId, Millis, Needs, NewStrings, NodeId, NodeUsage,
@@ -517,12 +519,12 @@ pub trait PreemptionPolicy: Default + 'static {
     /// flavor-resource (read it with [`QuotaView::from_usage_table`](crate::QuotaView::from_usage_table);
     /// fair sharing's shares need it, see [`kueue::preemption_needs`](crate::kueue::preemption_needs));
     /// `Needs::IDENTITY` sends who the preemptor and the candidates are (namespace, owning
-    /// job, labels, annotations: [`Identity`](crate::identity::Identity) and
+    /// job, labels, annotations: [`Identity`] and
     /// [`CandidateTable`]; without it they read as nobody in particular); `Needs::POD_SETS`
     /// sends what the preemptor requests ([`Workload::pod_sets`]; without it no podSets; what
     /// it needs under the flavors tried is `req.requests` either way). Default:
     /// `Needs::IDENTITY | Needs::POD_SETS` (Kueue's own victim selection,
-    /// [`kueue::preemption_needs`], reads neither).
+    /// [`kueue::preemption_needs`](crate::kueue::preemption_needs), reads neither).
     fn needs(&self, catalog: &Catalog) -> Needs {
         let _ = catalog;
         Needs::IDENTITY | Needs::POD_SETS
