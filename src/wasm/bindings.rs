@@ -51,10 +51,10 @@ pub use ordering::wasq::policy::host;
 pub use ordering::wasq::policy::types;
 
 /// The WIT package version this host implements.
-pub const WIT_VERSION: &str = "0.12.0";
+pub const WIT_VERSION: &str = "1.0.0";
 
 /// Fully qualified names of the exported interfaces, one per world.
-pub const ORDERING_EXPORT: &str = "wasq:policy/ordering@0.12.0";
-pub const PREEMPTION_EXPORT: &str = "wasq:policy/preemption@0.12.0";
-pub const FLAVOR_ASSIGNMENT_EXPORT: &str = "wasq:policy/flavor-assignment@0.12.0";
-pub const PLACEMENT_EXPORT: &str = "wasq:policy/placement@0.12.0";
+pub const ORDERING_EXPORT: &str = "wasq:policy/ordering@1.0.0";
+pub const PREEMPTION_EXPORT: &str = "wasq:policy/preemption@1.0.0";
+pub const FLAVOR_ASSIGNMENT_EXPORT: &str = "wasq:policy/flavor-assignment@1.0.0";
+pub const PLACEMENT_EXPORT: &str = "wasq:policy/placement@1.0.0";

@@ -639,15 +639,7 @@ impl Plugin {
             Instance::Ordering(p) => {
                 let g = p.wasq_policy_ordering();
                 g.call_set_catalog(&mut *store, &empty)
-                    .and_then(|_| {
-                        g.call_sort_keys(
-                            &mut *store,
-                            None,
-                            &super::policies::empty_queued(),
-                            &[],
-                            0,
-                        )
-                    })
+                    .and_then(|_| g.call_sort_keys(&mut *store, None, &[], &[], 0))
                     .map(|a| a.len())
             }
             Instance::Preemption(p) => {

@@ -1,4 +1,4 @@
-//! The table of admitted workloads of one preemption plugin instance (WIT 0.10.0,
+//! The table of admitted workloads of one preemption plugin instance (WIT
 //! `preemption.new-rows`): what preemption reads of a workload holding quota crosses into the
 //! instance once per admission, the first time the workload is a candidate, and every
 //! candidate after that is a row number.
@@ -49,7 +49,6 @@ impl RowTable {
             added: pre::NewRows {
                 first: 0,
                 rows: Vec::new(),
-                usage: Vec::new(),
             },
             max_rows: max_rows.max(1),
         }
@@ -62,7 +61,6 @@ impl RowTable {
         }
         self.first = self.len;
         self.added.rows.clear();
-        self.added.usage.clear();
     }
 
     /// Forgets every row: the instance starts a new table with the next row sent (after a new
@@ -104,13 +102,12 @@ impl RowTable {
             admitted: c.reserved_at,
             requeue_count: c.requeue_count,
             requeue_reason: c.requeue_reason.map(convert::requeue_reason),
-            usage_len: c.usage.len() as u32,
-        });
-        self.added.usage.extend(
-            c.usage
+            usage: c
+                .usage
                 .iter()
-                .map(|&(fr, amount)| t::FrAmount { fr: fr.0, amount }),
-        );
+                .map(|&(fr, amount)| t::FrAmount { fr: fr.0, amount })
+                .collect(),
+        });
         row
     }
 
@@ -125,7 +122,6 @@ impl RowTable {
             pre::NewRows {
                 first: 0,
                 rows: Vec::new(),
-                usage: Vec::new(),
             },
         );
         added.first = self.first;
@@ -183,7 +179,10 @@ mod tests {
             [4, 9]
         );
         assert_eq!(
-            sent.usage.iter().map(|u| u.amount).collect::<Vec<_>>(),
+            sent.rows
+                .iter()
+                .flat_map(|r| r.usage.iter().map(|u| u.amount))
+                .collect::<Vec<_>>(),
             [1000, 2000]
         );
         assert_eq!(
@@ -202,7 +201,7 @@ mod tests {
         assert_eq!(table.row(&again), 2);
         let sent = table.take().expect("the new admission");
         assert_eq!((sent.first, sent.rows.len()), (2, 1));
-        assert_eq!(sent.usage[0].amount, 3000);
+        assert_eq!(sent.rows[0].usage[0].amount, 3000);
     }
 
     #[test]

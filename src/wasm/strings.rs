@@ -50,12 +50,6 @@ pub struct Ident {
 pub const NONE: u32 = u32::MAX;
 
 impl Ident {
-    /// Whether it has labels or annotations the plugin sees.
-    #[inline]
-    pub fn has_extras(&self) -> bool {
-        self.extras != NONE
-    }
-
     /// The owning job as the WIT's `owner` record; `None` for a bare Workload.
     pub fn owner(&self) -> Option<crate::wasm::bindings::types::Owner> {
         let [kind, api_version, name] = self.owner;
