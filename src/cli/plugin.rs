@@ -149,8 +149,9 @@ fn check(file: &Path, options: &HostOptions, output: Output) -> anyhow::Result<(
         Output::Table => {
             println!("plugin      {}", info.name);
             println!(
-                "implements  {} (wasq:policy@{})",
+                "implements  {} (wasq:policy@{}; this host speaks up to {})",
                 info.kind,
+                info.wit_version,
                 wasq::wasm::WIT_VERSION
             );
             println!("digest      {}", info.digest);

@@ -64,6 +64,26 @@ impl Collector for PluginCollector {
             ConstCounter::new(s.calls).encode(e.encode_family(&labels)?)?;
         }
         let mut e = encoder.encode_descriptor(
+            "wasq_plugin_cpu_seconds",
+            "CPU time of each plugin's calls",
+            None,
+            ConstCounter::new(0f64).metric_type(),
+        )?;
+        for (i, s) in &statuses {
+            let labels = self.labels(vec![("plugin", i.name.clone())]);
+            ConstCounter::new(s.cpu_us as f64 / 1e6).encode(e.encode_family(&labels)?)?;
+        }
+        let mut e = encoder.encode_descriptor(
+            "wasq_plugin_over_budget",
+            "Calls the built-in made instead because the plugin had used its CPU budget",
+            None,
+            ConstCounter::new(0u64).metric_type(),
+        )?;
+        for (i, s) in &statuses {
+            let labels = self.labels(vec![("plugin", i.name.clone())]);
+            ConstCounter::new(s.over_budget).encode(e.encode_family(&labels)?)?;
+        }
+        let mut e = encoder.encode_descriptor(
             "wasq_plugin_extra_victims",
             "Victims evicted beyond what the preemptors needed (allowExtraVictims)",
             None,

@@ -304,6 +304,9 @@ impl Simulation {
                         .collect(),
                     quarantined: status.quarantined,
                     extra_victims: status.extra_victims,
+                    over_budget: status.over_budget,
+                    cpu_micros: status.cpu_us,
+                    busiest_cycle_micros: status.busiest_cycle_us,
                 }
             })
             .collect()

@@ -175,6 +175,13 @@ pub struct PluginSummary {
     pub quarantined: bool,
     /// Victims evicted beyond what the preemptors needed (`allowExtraVictims`).
     pub extra_victims: u64,
+    /// Calls the built-in made instead because the plugin had used its CPU budget for the
+    /// cycle or the run (not failures).
+    pub over_budget: u64,
+    /// CPU time of all its calls, in microseconds.
+    pub cpu_micros: u64,
+    /// CPU time of its calls in its busiest scheduling cycle, in microseconds.
+    pub busiest_cycle_micros: u64,
 }
 
 /// How often one plugin failed for one reason.

@@ -7,7 +7,7 @@
 //! policies:                          # EXT: NAME (`builtin` or a plugin's file stem)
 //!   preemption: min-runtime
 //!   placement: pack-by-rack
-//! limits: {memoryBytes: 67108864, deadlineMs: 10, deadlinePerItemUs: 5, quarantineAfter: 5}
+//! limits: {memoryBytes: 67108864, deadlineMs: 10, cycleBudgetMs: 500, quarantineAfter: 5}
 //! pluginLimits:
 //!   min-runtime: {deadlineMs: 20}
 //! exposeAnnotations: ["wasq.dev/", "example.com/cost"]

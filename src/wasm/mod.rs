@@ -1,5 +1,5 @@
 //! The wasmtime host for policy plugins: WebAssembly components implementing one world of the
-//! `wasq:policy@0.12.0` WIT package (`wit/`).
+//! `wasq:policy@1.0.0` WIT package (`wit/`).
 //!
 //! It owns loading (digest, compile cache, import allow-list), sandboxing (no capabilities,
 //! memory cap, CPU deadline, optional fuel), the calls (catalog sent once per instance, batches
@@ -25,6 +25,7 @@ mod state;
 mod strings;
 mod text;
 mod usage_rows;
+pub mod version;
 
 pub use bindings::WIT_VERSION;
 pub use config::PolicyConfig;

@@ -690,24 +690,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_kind_byte_is_the_case_number_with_bit_7_for_a_candidate_being_evicted() {
-        let kinds = [
-            (CandidateKind::SameQueue, 0),
-            (CandidateKind::HierarchicalReclaim, 1),
-            (CandidateKind::ReclaimWithoutBorrowing, 2),
-            (CandidateKind::ReclaimWhileBorrowing, 3),
-            (CandidateKind::FairSharing, 4),
-        ];
-        for (k, case) in kinds {
-            for evicted in [false, true] {
-                let c = crate::policy::Candidate {
-                    kind: k,
-                    evicted,
-                    ..crate::policy::Candidate::test(1, 0)
-                };
-                let expected = if evicted { case | 128 } else { case };
-                assert_eq!(kind_byte(&c), expected, "{k:?}, evicted: {evicted}");
-            }
-        }
+    fn usage_rows_become_node_usage_refilled_in_place() {
+        let frs = [FrIdx(2), FrIdx(5)];
+        let mut out = Vec::new();
+        fill_node_usage(&mut out, &[7, 9], &[1, 2, 3, 4], &frs);
+        let amounts = |out: &[t::NodeUsage]| {
+            out.iter()
+                .map(|n| (n.node, n.usage.iter().map(|u| (u.fr, u.amount)).collect()))
+                .collect::<Vec<(u32, Vec<(u32, i64)>)>>()
+        };
+        assert_eq!(
+            amounts(&out),
+            [(7, vec![(2, 1), (5, 2)]), (9, vec![(2, 3), (5, 4)])]
+        );
+        // A later request with fewer rows leaves nothing of the earlier one.
+        fill_node_usage(&mut out, &[4], &[10, 0], &frs);
+        assert_eq!(amounts(&out), [(4, vec![(2, 10), (5, 0)])]);
+        fill_node_usage(&mut out, &[], &[], &frs);
+        assert!(out.is_empty());
     }
 }

@@ -159,7 +159,7 @@ impl StringTable {
     }
 
     /// The strings this call adds, for the guest to append before it decides; `None` when it
-    /// adds none (WIT 0.12.0). A table started again with no string yet is sent with its
+    /// adds none. A table started again with no string yet is sent with its
     /// first string, as `first` 0: no call refers to the guest's old strings in between.
     pub fn take(&mut self) -> Option<t::NewStrings> {
         if self.added.is_empty() {
