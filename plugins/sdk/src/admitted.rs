@@ -5,7 +5,7 @@
 use crate::bindings::preemption::exports::wasq::policy::preemption as wit;
 
 /// The rows the host sent, in id order, and one more: an empty row (workload 0, ClusterQueue
-/// 0, no quota), which a candidate naming a row the host never sent reads instead.
+/// 0, no quota, nobody in particular), which a candidate naming a row the host never sent reads instead.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct AdmittedTable {
     rows: Vec<wit::AdmittedRow>,
@@ -23,6 +23,7 @@ fn empty_row() -> wit::AdmittedRow {
         requeue_count: 0,
         requeue_reason: None,
         usage: Vec::new(),
+        identity: None,
     }
 }
 
@@ -81,6 +82,7 @@ mod tests {
                 .iter()
                 .map(|&amount| FrAmount { fr: 0, amount })
                 .collect(),
+            identity: None,
         }
     }
 

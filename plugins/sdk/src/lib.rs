@@ -75,6 +75,7 @@ mod peeled;
 pub mod placement;
 pub mod preemption;
 pub mod quota;
+mod relations;
 pub mod testing;
 mod workload;
 

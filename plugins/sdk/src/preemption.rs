@@ -6,12 +6,13 @@
 //! to simulate removals), and `allow_borrowing` must be `false` when a victim is a
 //! reclaim-without-borrowing candidate of another ClusterQueue.
 //!
-//! A candidate crosses in two parts: what depends on the preemptor (its kind, lowest common
-//! ancestor, whether it is being evicted, its LocalQueue's usage, who it is) in the request,
-//! and what does not (its workload, queues, priority, times, requeue history and the quota it
-//! holds) once per admission, as a row of the instance's table of admitted workloads
-//! (`new-rows`), which the SDK keeps. The SDK joins the two: a plugin reads one [`Candidate`]
-//! record per candidate, or the same fields by index through [`CandidateTable`].
+//! A candidate crosses in two parts: what does not depend on the preemptor (its workload,
+//! queues, priority, times, requeue history, the quota it holds and who it is) once per
+//! admission, as a row of the instance's table of admitted workloads (`new-rows`), which the
+//! SDK keeps; and what does in the request: its row, the group of candidates alike that gives
+//! its kind, lowest common ancestor and whether it is being evicted, and its LocalQueue's
+//! usage. The SDK joins them once per request: a plugin reads one [`Candidate`] record per
+//! candidate, or the same fields by index through [`CandidateTable`].
 
 use std::rc::Rc;
 
@@ -20,6 +21,7 @@ use crate::catalog::Catalog;
 #[cfg(doc)]
 use crate::identity::Identity;
 use crate::identity::NO_STRING;
+use crate::relations::{Joiner, Relation};
 use crate::types::{
     ClusterQueueId, Entry, FrAmount, LocalQueueId, Millis, Needs, NewStrings, NodeId, NodeUsage,
     Owner, RequeueReason, StringId, Workload,
@@ -28,8 +30,9 @@ use crate::types::{
 use crate::bindings::preemption::exports::wasq::policy::preemption as wit;
 pub use wit::{CandidateKind, Victims};
 
-/// An admitted workload that may be preempted: the request's `candidate` record
-/// (`wit/preemption.wit`) joined with its row of admitted workloads, its identity flattened.
+/// An admitted workload that may be preempted: its row of admitted workloads
+/// (`wit/preemption.wit`) joined with what the request says of it (its group, its LocalQueue's
+/// usage), its identity flattened.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
     /// The workload's handle.
@@ -70,15 +73,19 @@ pub struct Candidate {
 
 crate::identity::identity_from_fields!(Candidate);
 
-/// The candidates as the host sends them: the request's `candidate` records, each read with
-/// its row of the instance's table of admitted workloads (`record new-rows`), without a
-/// [`Candidate`] built per candidate. Read them through [`CandidateTable`].
+/// The candidates as the host sends them: rows of the instance's table of admitted workloads
+/// (`record new-rows`), each read with what the request's groups and LocalQueue shares say of
+/// it (joined once, when the request arrives), without a [`Candidate`] built per candidate.
+/// Read them through [`CandidateTable`].
 ///
 /// (The name is from the versions of the contract that sent candidates as columns.)
 #[derive(Debug, Clone, PartialEq)]
 pub struct CandidateColumns {
-    list: Vec<wit::Candidate>,
-    /// The instance's table of admitted workloads (as of this call) that `list`'s rows index.
+    /// The candidates' rows (`request.candidates`).
+    rows: Vec<u32>,
+    /// Per candidate: kind, lca, evicting, LocalQueue usage.
+    relations: Vec<Relation>,
+    /// The instance's table of admitted workloads (as of this call) that `rows` index.
     table: Rc<AdmittedTable>,
     /// Whether the list is in Kueue's candidate order: as the host sends it, or as
     /// [`Request::to_columns`] found it.
@@ -277,40 +284,47 @@ macro_rules! records_table {
 records_table!([Candidate], Vec<Candidate>);
 
 impl CandidateColumns {
-    /// The candidates of a request, reading the instance's table of admitted workloads
-    /// `table`: a row the table does not hold reads as an empty row (workload 0, ClusterQueue
-    /// 0, no quota; the host never sends one, and a plugin must not trap if it did).
-    pub(crate) fn new(list: Vec<wit::Candidate>, table: Rc<AdmittedTable>) -> CandidateColumns {
+    /// The candidates of a request (`rows`, `relations` one per row), reading the instance's
+    /// table of admitted workloads `table`: a row the table does not hold reads as an empty
+    /// row (workload 0, ClusterQueue 0, no quota; the host never sends one, and a plugin must
+    /// not trap if it did).
+    pub(crate) fn new(
+        rows: Vec<u32>,
+        relations: Vec<Relation>,
+        table: Rc<AdmittedTable>,
+    ) -> CandidateColumns {
+        debug_assert_eq!(rows.len(), relations.len());
         CandidateColumns {
-            list,
+            rows,
+            relations,
             table,
             in_order: true,
         }
     }
 
-    /// The candidates as the host sent them (`request.candidates`), before they are joined
-    /// with their rows: read those through [`CandidateTable`].
-    pub fn raw(&self) -> &[wit::Candidate] {
-        &self.list
+    /// The candidates as the host sent them (`request.candidates`): their rows of the
+    /// instance's table of admitted workloads. Read the candidates through [`CandidateTable`].
+    pub fn raw(&self) -> &[u32] {
+        &self.rows
     }
 
     /// Candidate `i`'s row of the table (the empty row when the table does not hold it).
     #[inline(always)]
     fn row(&self, i: usize) -> &wit::AdmittedRow {
-        self.table.row(self.list[i].row)
+        self.table.row(self.rows[i])
     }
 
     /// Candidate `i`'s identity, when the host sent it.
     #[inline]
     fn identity(&self, i: usize) -> Option<&crate::types::WorkloadIdentity> {
-        self.list[i].identity.as_ref()
+        self.row(i).identity.as_ref()
     }
 }
 
 impl CandidateTable for CandidateColumns {
     #[inline]
     fn len(&self) -> usize {
-        self.list.len()
+        self.rows.len()
     }
     #[inline]
     fn workload(&self, i: usize) -> u32 {
@@ -322,11 +336,11 @@ impl CandidateTable for CandidateColumns {
     }
     #[inline]
     fn kind(&self, i: usize) -> CandidateKind {
-        self.list[i].kind
+        self.relations[i].kind
     }
     #[inline]
     fn lca(&self, i: usize) -> Option<NodeId> {
-        self.list[i].lca
+        self.relations[i].lca
     }
     #[inline]
     fn priority(&self, i: usize) -> i64 {
@@ -350,7 +364,7 @@ impl CandidateTable for CandidateColumns {
     }
     #[inline]
     fn evicting(&self, i: usize) -> bool {
-        self.list[i].evicting
+        self.relations[i].evicting
     }
     #[inline(always)]
     fn usage(&self, i: usize) -> impl Iterator<Item = FrAmount> + '_ {
@@ -358,7 +372,7 @@ impl CandidateTable for CandidateColumns {
     }
     #[inline]
     fn local_queue_usage(&self, i: usize) -> Option<f64> {
-        self.list[i].local_queue_usage
+        self.relations[i].local_queue_usage
     }
     fn candidate(&self, i: usize) -> Candidate {
         Candidate {
@@ -411,16 +425,26 @@ impl CandidateTable for CandidateColumns {
 }
 
 impl Request<CandidateColumns> {
-    /// A request as the host sent it, its candidates' rows read from `table`.
+    /// A request as the host sent it, its candidates' rows read from `table`, their groups and
+    /// LocalQueue shares joined by `joiner` (`local_queues`: how many the catalog has).
     pub(crate) fn received(
         r: wit::Request,
         table: &Rc<AdmittedTable>,
+        joiner: &mut Joiner,
+        local_queues: usize,
     ) -> Request<CandidateColumns> {
+        let relations = joiner.join(
+            &r.candidates,
+            &r.groups,
+            &r.local_queue_usage,
+            table,
+            local_queues,
+        );
         Request {
             preemptor: r.preemptor,
             requests: r.requests,
             needs_preemption: r.needs_preemption,
-            candidates: CandidateColumns::new(r.candidates, table.clone()),
+            candidates: CandidateColumns::new(r.candidates, relations, table.clone()),
             usage_kept: r.usage_kept,
             usage: r.usage,
             tree_usage: r.tree_usage.unwrap_or_default(),
@@ -449,7 +473,8 @@ impl<C: CandidateTable> Request<C> {
 
 impl Request {
     /// The same request with the candidates as the host sends them (a table of admitted
-    /// workloads of its own, one row per candidate): to test a
+    /// workloads of its own, one row per candidate, each relating to the preemptor as its
+    /// record says, its LocalQueue usage included): to test a
     /// [`select_victims_columns`](PreemptionPolicy::select_victims_columns) written over
     /// [`CandidateTable`] on requests built as records.
     pub fn to_columns(&self) -> Request<CandidateColumns> {
@@ -469,23 +494,23 @@ impl Request {
                     requeue_count: c.requeue_count,
                     requeue_reason: c.requeue_reason,
                     usage: c.usage.clone(),
+                    identity: Some(crate::identity::from_parts(c)),
                 })
                 .collect(),
         });
-        let records = list
+        // Each record's own relation: records may give a usage the host's form cannot (two
+        // usages for one LocalQueue, a usage without a LocalQueue), and must read back alike.
+        let relations = list
             .iter()
-            .enumerate()
-            .map(|(i, c)| wit::Candidate {
-                row: i as u32,
+            .map(|c| Relation {
                 kind: c.kind,
                 evicting: c.evicting,
                 lca: c.lca,
                 local_queue_usage: c.local_queue_usage,
-                identity: Some(crate::identity::from_parts(c)),
             })
             .collect();
         let all: Vec<u32> = (0..list.len() as u32).collect();
-        let mut candidates = CandidateColumns::new(records, Rc::new(table));
+        let mut candidates = CandidateColumns::new(all.clone(), relations, Rc::new(table));
         // Records a test builds may come in any order; only those already in Kueue's order
         // are marked so, as the host's always are.
         candidates.in_order = crate::kueue::candidate_order(self, &all) == all;
@@ -559,6 +584,9 @@ pub mod glue {
     ::std::thread_local! {
         /// The instance's table of admitted workloads (`new-rows`), as of the last call.
         static ROWS: ::core::cell::RefCell<Rc<AdmittedTable>> = Default::default();
+        /// What joins each request's groups and LocalQueue shares per candidate, and the
+        /// buffers it keeps between requests.
+        static JOINER: ::core::cell::RefCell<Joiner> = Default::default();
     }
 
     pub fn set_catalog<P: PreemptionPolicy>(
@@ -585,6 +613,7 @@ pub mod glue {
             }
             t.clone()
         });
+        let local_queues = catalog.local_queues.len();
         requests
             .into_iter()
             .map(|r| {
@@ -592,7 +621,11 @@ pub mod glue {
                     // Filed before the plugin looks: the requests after it rely on it.
                     crate::kept::receive(catalog, &r.usage, &r.requests);
                 }
-                policy.select_victims_columns(catalog, &Request::received(r, &table))
+                let req = JOINER.with_borrow_mut(|j| Request::received(r, &table, j, local_queues));
+                let victims = policy.select_victims_columns(catalog, &req);
+                // The relations' buffer serves the next request.
+                JOINER.with_borrow_mut(|j| j.recycle(req.candidates.relations));
+                victims
             })
             .collect()
     }
@@ -693,51 +726,57 @@ mod tests {
             requeue_count: requeue.0,
             requeue_reason: requeue.1,
             usage: crate::testing::amounts(usage),
+            identity: None,
         }
     }
 
-    /// A candidate record as the host sends it.
-    fn sent(row: u32, kind: CandidateKind, evicting: bool, lca: Option<u32>) -> wit::Candidate {
-        wit::Candidate {
-            row,
+    /// A group of candidates as the host sends it.
+    fn group(
+        kind: CandidateKind,
+        evicting: bool,
+        lca: Option<u32>,
+        rows: &[u32],
+    ) -> wit::CandidateGroup {
+        wit::CandidateGroup {
             kind,
-            evicting,
             lca,
-            local_queue_usage: None,
-            identity: None,
+            evicting,
+            rows: rows.to_vec(),
+        }
+    }
+
+    /// A request as the host sends it, for these candidates (no quota to speak of).
+    fn sent(
+        candidates: &[u32],
+        groups: Vec<wit::CandidateGroup>,
+        local_queue_usage: Vec<wit::LocalQueueShare>,
+    ) -> wit::Request {
+        wit::Request {
+            preemptor: crate::testing::workload(5, 1, 0, 0),
+            requests: Vec::new(),
+            needs_preemption: Vec::new(),
+            candidates: candidates.to_vec(),
+            groups,
+            local_queue_usage,
+            usage_kept: false,
+            usage: Vec::new(),
+            tree_usage: None,
+            now: 0,
         }
     }
 
     #[test]
     fn candidates_become_one_record_each_with_their_rows() {
         // The instance's table holds three rows; the request names two of them.
-        let mut table = AdmittedTable::default();
-        table.add(wit::NewRows {
-            first: 0,
-            rows: vec![
-                row(1, 0, None, 0, (0, 0), (0, None), &[(1, 5)]),
-                row(
-                    7,
-                    1,
-                    Some(3),
-                    -1,
-                    (10, 11),
-                    (0, None),
-                    &[(0, 1000), (1, 2000)],
-                ),
-                row(
-                    9,
-                    2,
-                    None,
-                    3,
-                    (20, 21),
-                    (2, Some(RequeueReason::AdmissionCheck)),
-                    &[(0, 3000)],
-                ),
-            ],
-        });
-        let mut a = sent(1, CandidateKind::SameQueue, false, None);
-        a.local_queue_usage = Some(0.5);
+        let mut a = row(
+            7,
+            1,
+            Some(3),
+            -1,
+            (10, 11),
+            (0, None),
+            &[(0, 1000), (1, 2000)],
+        );
         a.identity = Some(crate::types::WorkloadIdentity {
             namespace: 0,
             owner: Some(Owner {
@@ -748,26 +787,47 @@ mod tests {
             labels: Vec::new(),
             annotations: Vec::new(),
         });
-        // The second is being evicted.
-        let mut b = sent(2, CandidateKind::FairSharing, true, Some(4));
+        let mut b = row(
+            9,
+            2,
+            None,
+            3,
+            (20, 21),
+            (2, Some(RequeueReason::AdmissionCheck)),
+            &[(0, 3000)],
+        );
         b.identity = Some(crate::types::WorkloadIdentity {
             namespace: 1,
             owner: None,
             labels: Vec::new(),
             annotations: vec![Entry { key: 5, value: 6 }],
         });
-        let req: Request = Request::received(
-            wit::Request {
-                preemptor: crate::testing::workload(5, 1, 0, 0),
-                requests: Vec::new(),
-                needs_preemption: Vec::new(),
-                candidates: vec![a, b],
-                usage_kept: false,
-                usage: Vec::new(),
-                tree_usage: None,
-                now: 0,
+        let mut table = AdmittedTable::default();
+        table.add(wit::NewRows {
+            first: 0,
+            rows: vec![row(1, 0, None, 0, (0, 0), (0, None), &[(1, 5)]), a, b],
+        });
+        // The second is being evicted; the first's LocalQueue (3) has a usage.
+        let groups = vec![
+            group(CandidateKind::FairSharing, true, Some(4), &[2]),
+            group(CandidateKind::SameQueue, false, None, &[1]),
+        ];
+        let shares = vec![
+            wit::LocalQueueShare {
+                local_queue: 3,
+                weighted: 0.5,
             },
+            wit::LocalQueueShare {
+                local_queue: 0,
+                weighted: 9.0,
+            },
+        ];
+        let mut joiner = Joiner::default();
+        let req: Request = Request::received(
+            sent(&[1, 2], groups, shares),
             &Rc::new(table),
+            &mut joiner,
+            4,
         )
         .to_records();
         let [a, b] = &req.candidates[..] else {
@@ -829,31 +889,133 @@ mod tests {
         assert_eq!(again.candidates, req.candidates);
     }
 
+    /// Records in the host's form (one group per kind, lca and evicting flag; one share per
+    /// LocalQueue) read back as the records, request after request with one joiner.
+    #[test]
+    fn the_host_form_of_records_reads_as_the_records() {
+        let mut x: u64 = 3;
+        let mut next = |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let kinds = [
+            CandidateKind::SameQueue,
+            CandidateKind::HierarchicalReclaim,
+            CandidateKind::ReclaimWhileBorrowing,
+            CandidateKind::ReclaimWithoutBorrowing,
+            CandidateKind::FairSharing,
+        ];
+        let mut joiner = Joiner::default();
+        for round in 0..100 {
+            let lq_usage: Vec<Option<f64>> = (0..4)
+                .map(|_| (round % 2 == 0 && next(3) > 0).then(|| next(8) as f64 / 2.0))
+                .collect();
+            let records: Vec<Candidate> = (0..next(30) as u32)
+                .map(|w| {
+                    let wl = crate::testing::workload(w, next(3) as u32, 0, next(4) as i64);
+                    let mut c = crate::testing::candidate(&wl, next(5) as i64, next(9) as i64);
+                    c.usage = crate::testing::amounts(&[(0, next(4) as i64), (1, 7)]);
+                    c.kind = kinds[next(5) as usize];
+                    c.lca = (next(2) == 0).then(|| next(3) as u32);
+                    c.evicting = next(5) == 0;
+                    c.local_queue = (next(4) > 0).then(|| next(4) as u32);
+                    c.local_queue_usage = c.local_queue.and_then(|lq| lq_usage[lq as usize]);
+                    c.namespace = next(3) as u32;
+                    c
+                })
+                .collect();
+            let table = records.iter().map(|c| {
+                let mut r = row(
+                    c.workload,
+                    c.cluster_queue,
+                    c.local_queue,
+                    c.priority,
+                    (c.created, c.admitted),
+                    (c.requeue_count, c.requeue_reason),
+                    &[],
+                );
+                r.usage = c.usage.clone();
+                r.identity = Some(crate::identity::from_parts(c));
+                r
+            });
+            // Rows in reverse, after a few of no candidate.
+            let mut rows: Vec<wit::AdmittedRow> = table.rev().collect();
+            let skip = next(3) as u32;
+            for _ in 0..skip {
+                rows.insert(0, row(99, 0, None, 0, (0, 0), (0, None), &[]));
+            }
+            let n = records.len() as u32;
+            let row_of = |i: u32| skip + n - 1 - i;
+            let mut groups: Vec<wit::CandidateGroup> = Vec::new();
+            for (i, c) in records.iter().enumerate() {
+                let at = groups
+                    .iter()
+                    .position(|g| (g.kind, g.lca, g.evicting) == (c.kind, c.lca, c.evicting));
+                match at {
+                    Some(g) => groups[g].rows.push(row_of(i as u32)),
+                    None => groups.push(group(c.kind, c.evicting, c.lca, &[row_of(i as u32)])),
+                }
+            }
+            let shares = (0..4)
+                .filter_map(|lq| {
+                    lq_usage[lq].map(|weighted| wit::LocalQueueShare {
+                        local_queue: lq as u32,
+                        weighted,
+                    })
+                })
+                .collect();
+            let mut t = AdmittedTable::default();
+            t.add(wit::NewRows { first: 0, rows });
+            let candidates: Vec<u32> = (0..n).map(row_of).collect();
+            let req = Request::received(
+                sent(&candidates, groups, shares),
+                &Rc::new(t),
+                &mut joiner,
+                4,
+            );
+            assert_eq!(req.to_records().candidates, records, "round {round}");
+            joiner.recycle(req.candidates.relations);
+        }
+    }
+
     #[test]
     fn a_row_never_sent_and_an_identity_not_sent_read_as_nobody() {
         let mut table = AdmittedTable::default();
         table.add(wit::NewRows {
             first: 0,
-            rows: vec![row(
-                1,
-                0,
-                Some(1),
-                5,
-                (0, 0),
-                (4, Some(RequeueReason::Preempted)),
-                &[(0, 10), (1, 20)],
-            )],
-        });
-        // Row 9 was never sent: it reads as the empty row.
-        let t = CandidateColumns::new(
-            vec![
-                sent(0, CandidateKind::ReclaimWhileBorrowing, true, None),
-                sent(9, CandidateKind::SameQueue, false, Some(2)),
+            rows: vec![
+                row(
+                    1,
+                    0,
+                    Some(1),
+                    5,
+                    (0, 0),
+                    (4, Some(RequeueReason::Preempted)),
+                    &[(0, 10), (1, 20)],
+                ),
+                row(2, 0, None, 0, (0, 0), (0, None), &[]),
             ],
-            Rc::new(table),
+        });
+        // Row 9 was never sent: it reads as the empty row. Row 1 is in no group.
+        let groups = vec![
+            group(CandidateKind::ReclaimWhileBorrowing, true, None, &[0]),
+            group(CandidateKind::SameQueue, false, Some(2), &[9]),
+        ];
+        let t = Request::received(
+            sent(&[0, 9, 1], groups, Vec::new()),
+            &Rc::new(table),
+            &mut Joiner::default(),
+            0,
+        )
+        .candidates;
+        assert_eq!(t.len(), 3);
+        assert_eq!(t.raw(), [0, 9, 1]);
+        assert_eq!(
+            (t.kind(2), t.lca(2), t.evicting(2), t.local_queue_usage(2)),
+            (CandidateKind::SameQueue, None, false, None)
         );
-        assert_eq!(t.len(), 2);
-        assert_eq!(t.raw()[1].row, 9);
         assert_eq!(
             (0..2)
                 .map(|i| (t.workload(i), t.requeue_count(i), t.requeue_reason(i)))
