@@ -287,6 +287,8 @@ impl WasmPreemption {
                     requests: Vec::new(),
                     needs_preemption: Vec::new(),
                     candidates: Vec::new(),
+                    groups: Vec::new(),
+                    local_queue_usage: Vec::new(),
                     usage_kept: false,
                     usage: Vec::new(),
                     tree_usage: None,
@@ -317,49 +319,72 @@ fn kind(k: CandidateKind) -> pre::CandidateKind {
     }
 }
 
-/// The candidates as WIT records, written over `out` (records kept from the previous call):
-/// each one's row of the instance's table of admitted workloads (added to `rows` when new),
-/// what relates it to this preemptor, and who it is when the plugin reads identity.
+/// The candidates as the request lists them, written over `request` (lists kept from the
+/// previous call): each one's row of the instance's table of admitted workloads (added to
+/// `call.rows` when new, with who it is when the plugin reads identity), the groups of
+/// candidates that relate to this preemptor alike, and their LocalQueues' usage.
 fn fill_candidates(
-    out: &mut Vec<pre::Candidate>,
+    request: &mut pre::Request,
     call: &mut super::plugin::CallCx<'_>,
     cluster: &crate::cluster::Cluster,
     list: &[crate::policy::Candidate],
 ) {
-    out.truncate(list.len());
-    for (i, c) in list.iter().enumerate() {
-        let candidate = pre::Candidate {
-            row: call.rows.row(c),
-            kind: kind(c.kind),
-            evicting: c.evicted,
-            lca: c.lca.map(|n| n.0),
-            local_queue_usage: c.local_queue_usage,
-            identity: None,
-        };
-        let slot = match out.get_mut(i) {
-            Some(slot) => {
-                // Keep the identity's lists for the refill below.
-                let identity = slot.identity.take();
-                *slot = pre::Candidate {
-                    identity,
-                    ..candidate
-                };
-                slot
-            }
+    request.candidates.clear();
+    request.local_queue_usage.clear();
+    // Group slots are kept with their lists; `groups` counts those in use.
+    let groups = &mut request.groups;
+    let mut used = 0;
+    for c in list {
+        let row = call.rows.row(c, || {
+            let mut identity = None;
+            convert::fill_identity(
+                &mut identity,
+                call.needs.identity,
+                cluster,
+                call.catalog,
+                call.strings,
+                c.workload,
+            );
+            identity
+        });
+        request.candidates.push(row);
+        let (kind, lca) = (kind(c.kind), c.lca.map(|n| n.0));
+        let found = groups[..used]
+            .iter()
+            .position(|g| g.kind == kind && g.lca == lca && g.evicting == c.evicted);
+        let group = match found {
+            Some(g) => g,
             None => {
-                out.push(candidate);
-                out.last_mut().expect("pushed")
+                if used == groups.len() {
+                    groups.push(pre::CandidateGroup {
+                        kind,
+                        lca,
+                        evicting: c.evicted,
+                        rows: Vec::new(),
+                    });
+                } else {
+                    let g = &mut groups[used];
+                    (g.kind, g.lca, g.evicting) = (kind, lca, c.evicted);
+                    g.rows.clear();
+                }
+                used += 1;
+                used - 1
             }
         };
-        convert::fill_identity(
-            &mut slot.identity,
-            call.needs.identity,
-            cluster,
-            call.catalog,
-            call.strings,
-            c.workload,
-        );
+        groups[group].rows.push(row);
+        if let (Some(weighted), Some(lq)) = (c.local_queue_usage, c.local_queue)
+            && !request
+                .local_queue_usage
+                .iter()
+                .any(|s| s.local_queue == lq.0)
+        {
+            request.local_queue_usage.push(pre::LocalQueueShare {
+                local_queue: lq.0,
+                weighted,
+            });
+        }
     }
+    groups.truncate(used);
 }
 
 /// Usage rows (row-major over `frs`) as WIT node usage, written over `out` (entries refilled
@@ -452,7 +477,7 @@ impl PreemptionPolicy for WasmPreemption {
                         call.strings,
                         req.preemptor,
                     );
-                    fill_candidates(&mut request.candidates, call, cluster, &req.candidates);
+                    fill_candidates(request, call, cluster, &req.candidates);
                     request.tree_usage = if call.needs.tree_usage {
                         convert::fill_tree_usage(
                             tree_usage,

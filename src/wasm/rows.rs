@@ -72,9 +72,13 @@ impl RowTable {
     }
 
     /// The candidate's row, added to the table (and to this call's new rows) if its admission
-    /// has none yet.
+    /// has none yet; `identity` says who the workload is, asked only for a new row.
     #[inline]
-    pub fn row(&mut self, c: &Candidate) -> u32 {
+    pub fn row(
+        &mut self,
+        c: &Candidate,
+        identity: impl FnOnce() -> Option<t::WorkloadIdentity>,
+    ) -> u32 {
         let index = c.workload.index();
         if let Some(&(serial, row)) = self.of.get(index)
             && serial == c.serial
@@ -82,10 +86,10 @@ impl RowTable {
         {
             return row;
         }
-        self.add(c)
+        self.add(c, identity())
     }
 
-    fn add(&mut self, c: &Candidate) -> u32 {
+    fn add(&mut self, c: &Candidate, identity: Option<t::WorkloadIdentity>) -> u32 {
         let index = c.workload.index();
         if self.of.len() <= index {
             self.of.resize(index + 1, (0, 0));
@@ -107,6 +111,7 @@ impl RowTable {
                 .iter()
                 .map(|&(fr, amount)| t::FrAmount { fr: fr.0, amount })
                 .collect(),
+            identity,
         });
         row
     }
@@ -171,7 +176,14 @@ mod tests {
         table.begin();
         let a = candidate(4, 100, 1000);
         let b = candidate(9, 101, 2000);
-        assert_eq!((table.row(&a), table.row(&b), table.row(&a)), (0, 1, 0));
+        assert_eq!(
+            (
+                table.row(&a, || None),
+                table.row(&b, || None),
+                table.row(&a, || None)
+            ),
+            (0, 1, 0)
+        );
         let sent = table.take().expect("two new rows");
         assert_eq!(sent.first, 0);
         assert_eq!(
@@ -194,11 +206,11 @@ mod tests {
         // The next call sends only what is new: the same admission is a known row, the same
         // workload admitted again a new one.
         table.begin();
-        assert_eq!(table.row(&a), 0);
+        assert_eq!(table.row(&a, || None), 0);
         assert!(table.take().is_none(), "nothing new");
         table.begin();
         let again = candidate(4, 102, 3000);
-        assert_eq!(table.row(&again), 2);
+        assert_eq!(table.row(&again, || None), 2);
         let sent = table.take().expect("the new admission");
         assert_eq!((sent.first, sent.rows.len()), (2, 1));
         assert_eq!(sent.rows[0].usage[0].amount, 3000);
@@ -209,7 +221,10 @@ mod tests {
         let mut table = RowTable::default();
         table.begin();
         let made_up = candidate(0, 0, 1);
-        assert_eq!((table.row(&made_up), table.row(&made_up)), (0, 1));
+        assert_eq!(
+            (table.row(&made_up, || None), table.row(&made_up, || None)),
+            (0, 1)
+        );
     }
 
     #[test]
@@ -217,19 +232,19 @@ mod tests {
         let mut table = RowTable::with_max(3);
         table.begin();
         for w in 0..3 {
-            table.row(&candidate(w, 10 + u64::from(w), 1));
+            table.row(&candidate(w, 10 + u64::from(w), 1), || None);
         }
         assert_eq!(table.len, 3);
         table.take();
         table.begin();
         // Past the bound: row numbers start at 0 and the call says so.
         assert_eq!(table.len, 0);
-        assert_eq!(table.row(&candidate(1, 11, 1)), 0, "sent again");
+        assert_eq!(table.row(&candidate(1, 11, 1), || None), 0, "sent again");
         assert_eq!(table.take().map(|s| s.first), Some(0));
         table.clear();
         table.begin();
         assert_eq!(
-            table.row(&candidate(1, 11, 1)),
+            table.row(&candidate(1, 11, 1), || None),
             0,
             "sent again after a clear"
         );

@@ -201,10 +201,16 @@ fn a_plugin_of_another_major_or_a_newer_minor_is_refused_naming_both_versions() 
     let built = super::plugins::built();
     let bytes = std::fs::read(built.plugins.join("kueue-default-preemption.wasm")).expect("built");
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("next-major.wasm"), built_against(&bytes, b"@2.0.0"))
-        .expect("write");
-    std::fs::write(dir.path().join("next-minor.wasm"), built_against(&bytes, b"@1.1.0"))
-        .expect("write");
+    std::fs::write(
+        dir.path().join("next-major.wasm"),
+        built_against(&bytes, b"@2.0.0"),
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("next-minor.wasm"),
+        built_against(&bytes, b"@1.1.0"),
+    )
+    .expect("write");
     std::fs::write(dir.path().join("kueue-default-preemption.wasm"), &bytes).expect("write");
     let registry =
         wasq::wasm::Registry::load_dir(super::plugins::engine(), dir.path(), &test_options())
@@ -221,7 +227,8 @@ fn a_plugin_of_another_major_or_a_newer_minor_is_refused_naming_both_versions() 
     );
     let minor = &failures["next-minor"];
     assert!(
-        minor.contains("wasq:policy@1.1.0") && minor.contains("newer than this host's wasq:policy@1.0.0"),
+        minor.contains("wasq:policy@1.1.0")
+            && minor.contains("newer than this host's wasq:policy@1.0.0"),
         "{minor}"
     );
     assert!(registry.get("kueue-default-preemption").is_some());
