@@ -13,6 +13,7 @@ mod config;
 mod convert;
 mod engine;
 pub mod guests;
+mod heads;
 mod imports;
 mod limits;
 mod load;

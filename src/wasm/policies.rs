@@ -53,9 +53,14 @@ struct OrderingScratch {
     /// `sort-keys`: the batch.
     queued: Vec<t::Workload>,
     lq_usage: Vec<t::LocalQueueUsage>,
-    /// `order-heads`.
-    heads: Vec<ord::Head>,
+    /// `order-heads`: the heads by id, in the host's order.
+    heads: Vec<u32>,
+    /// Their groups; slots are kept with their lists, and the call sends those in use.
+    groups: Vec<ord::HeadGroup>,
+    head_usage: Vec<ord::HeadUsage>,
     tree_usage: Vec<t::NodeUsage>,
+    /// By workload handle, while an answer is read: 0, or 1 + the position of its head.
+    positions: Vec<u32>,
 }
 
 /// A mutex's contents, poisoned or not (every call refills the scratch it reads).
@@ -71,66 +76,128 @@ impl WasmOrdering {
                 queued: Vec::new(),
                 lq_usage: Vec::new(),
                 heads: Vec::new(),
+                groups: Vec::new(),
+                head_usage: Vec::new(),
                 tree_usage: Vec::new(),
+                positions: Vec::new(),
             }),
         }
     }
 }
 
-/// The heads as WIT records, written over `out` (records and their lists refilled in place);
-/// identities come from the instance's string table in the call.
-fn fill_heads(out: &mut Vec<ord::Head>, heads: &[HeadEntry]) {
-    out.truncate(heads.len());
-    for (i, h) in heads.iter().enumerate() {
-        let key = ord::SortKey {
-            primary: h.key.0[0],
-            secondary: h.key.0[1],
-            tertiary: h.key.0[2],
+/// The heads as `order-heads` sends them, written over `scratch` (lists kept from the previous
+/// call): each one's id in the instance's table of heads (added to `call.heads` when new, with
+/// who it is when the plugin reads identity), and the groups of heads assigned alike. Returns
+/// how many groups are in use.
+fn fill_heads(
+    scratch: &mut OrderingScratch,
+    call: &mut super::plugin::CallCx<'_>,
+    cluster: &crate::cluster::Cluster,
+    heads: &[HeadEntry],
+) -> usize {
+    scratch.heads.clear();
+    let groups = &mut scratch.groups;
+    let mut used = 0;
+    for h in heads {
+        let id = call.heads.head(h, || {
+            let mut identity = None;
+            convert::fill_identity(
+                &mut identity,
+                call.needs.identity,
+                cluster,
+                call.catalog,
+                call.strings,
+                h.workload,
+            );
+            identity
+        });
+        scratch.heads.push(id);
+        // A linear search: a cycle's heads fall into a handful of groups.
+        let (second_pass, level) = (h.has_reservation, h.borrow_level);
+        let group = match groups[..used]
+            .iter()
+            .position(|g| g.second_pass == second_pass && g.borrowing_level == level)
+        {
+            Some(g) => g,
+            None => {
+                if used == groups.len() {
+                    groups.push(ord::HeadGroup {
+                        second_pass,
+                        borrowing_level: level,
+                        heads: Vec::new(),
+                    });
+                } else {
+                    let g = &mut groups[used];
+                    (g.second_pass, g.borrowing_level) = (second_pass, level);
+                    g.heads.clear();
+                }
+                used += 1;
+                used - 1
+            }
         };
+        groups[group].heads.push(id);
+    }
+    used
+}
+
+/// What each head's assignment takes, by head id (`ids`, in the order of `heads`), written
+/// over `out` (entries refilled in place).
+fn fill_head_usage(out: &mut Vec<ord::HeadUsage>, ids: &[u32], heads: &[HeadEntry]) {
+    out.truncate(heads.len());
+    for (i, (&head, h)) in ids.iter().zip(heads).enumerate() {
         let usage = h
             .usage
             .iter()
             .map(|&(fr, amount)| t::FrAmount { fr: fr.0, amount });
-        let fields = |head: &mut ord::Head| {
-            head.workload = h.workload.0;
-            head.cluster_queue = h.cluster_queue.0;
-            head.local_queue = h.local_queue.map(|l| l.0);
-            head.second_pass = h.has_reservation;
-            head.borrowing_level = h.borrow_level;
-            head.priority = h.priority;
-            head.created = h.created;
-            head.queued = h.queued;
-            head.key = key;
-            head.requeue_count = h.requeue_count;
-            head.requeue_reason = h.requeue_reason.map(convert::requeue_reason);
-        };
         match out.get_mut(i) {
-            Some(head) => {
-                fields(head);
-                head.usage.clear();
-                head.usage.extend(usage);
+            Some(entry) => {
+                entry.head = head;
+                entry.usage.clear();
+                entry.usage.extend(usage);
             }
-            None => {
-                let mut head = ord::Head {
-                    workload: 0,
-                    cluster_queue: 0,
-                    local_queue: None,
-                    second_pass: false,
-                    borrowing_level: 0,
-                    priority: 0,
-                    created: 0,
-                    queued: 0,
-                    key,
-                    requeue_count: 0,
-                    requeue_reason: None,
-                    usage: usage.collect(),
-                    identity: None,
-                };
-                fields(&mut head);
-                out.push(head);
-            }
+            None => out.push(ord::HeadUsage {
+                head,
+                usage: usage.collect(),
+            }),
         }
     }
+}
+
+/// The positions in `heads` of the workloads of an answer to `order-heads`, which must name
+/// every head's workload exactly once. `positions` is a buffer by workload handle, all zero
+/// before and after.
+fn head_positions(
+    answer: &[u32],
+    heads: &[HeadEntry],
+    positions: &mut Vec<u32>,
+) -> Result<Vec<usize>, PolicyError> {
+    if answer.len() != heads.len() {
+        return Err(wrong_length("the head order", answer.len(), heads.len()));
+    }
+    // Read: 1 + the position of a head not named yet; `NAMED` once named; 0 for no head.
+    const NAMED: u32 = u32::MAX;
+    for (i, h) in heads.iter().enumerate() {
+        let w = h.workload.index();
+        if positions.len() <= w {
+            positions.resize(w + 1, 0);
+        }
+        positions[w] = i as u32 + 1;
+    }
+    let order = answer
+        .iter()
+        .map(|&w| match positions.get(w as usize).copied().unwrap_or(0) {
+            0 => Err(InvalidAnswer::NotAHead(w)),
+            NAMED => Err(InvalidAnswer::DuplicateHead(w)),
+            p => {
+                positions[w as usize] = NAMED;
+                Ok(p as usize - 1)
+            }
+        })
+        .collect::<Result<Vec<usize>, _>>();
+    for h in heads {
+        positions[h.workload.index()] = 0;
+    }
+    order.map_err(PolicyError::Invalid)
 }
 
 /// The batch of `sort-keys` as WIT workloads, written over `out` (records refilled in place):
@@ -219,21 +286,12 @@ impl OrderingPolicy for WasmOrdering {
     ) -> Result<Vec<usize>, PolicyError> {
         let mut scratch = lock(&self.scratch);
         let scratch = &mut *scratch;
-        fill_heads(&mut scratch.heads, heads);
-        let order = self
+        let answer = self
             .plugin
             .call(cx.cluster, "order-heads", heads.len(), |call| {
-                for (head, h) in scratch.heads.iter_mut().zip(heads) {
-                    convert::fill_identity(
-                        &mut head.identity,
-                        call.needs.identity,
-                        cx.cluster,
-                        call.catalog,
-                        call.strings,
-                        h.workload,
-                    );
-                }
-                let tree_usage = if call.needs.tree_usage {
+                let used = fill_heads(scratch, call, cx.cluster, heads);
+                let (head_usage, tree_usage) = if call.needs.tree_usage {
+                    fill_head_usage(&mut scratch.head_usage, &scratch.heads, heads);
                     let tree = &cx.cluster.tree;
                     convert::fill_tree_usage(
                         &mut scratch.tree_usage,
@@ -243,15 +301,32 @@ impl OrderingPolicy for WasmOrdering {
                             .iter()
                             .map(|h| tree.root(cx.cluster.cq(h.cluster_queue).node)),
                     );
-                    Some(scratch.tree_usage.as_slice())
+                    (
+                        Some(scratch.head_usage.as_slice()),
+                        Some(scratch.tree_usage.as_slice()),
+                    )
                 } else {
-                    None
+                    (None, None)
                 };
                 let strings = call.strings.take();
+                let new_heads = call.heads.take();
                 let (guest, store) = call.ordering()?;
-                guest.call_order_heads(store, strings.as_ref(), &scratch.heads, tree_usage, cx.now)
+                let answer = guest.call_order_heads(
+                    store,
+                    strings.as_ref(),
+                    new_heads.as_ref(),
+                    &scratch.heads,
+                    &scratch.groups[..used],
+                    head_usage,
+                    tree_usage,
+                    cx.now,
+                );
+                call.heads.give_back(new_heads);
+                answer
             })?;
-        Ok(order.into_iter().map(|i| i as usize).collect())
+        head_positions(&answer, heads, &mut scratch.positions).inspect_err(|e| {
+            self.plugin.refused(e);
+        })
     }
 
     fn refused(&self, error: &PolicyError) {
@@ -713,6 +788,52 @@ impl PlacementPolicy for WasmPlacement {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::{CqId, WorkloadId};
+
+    fn head(workload: u32) -> HeadEntry {
+        HeadEntry {
+            workload: WorkloadId(workload),
+            cluster_queue: CqId(workload),
+            has_reservation: false,
+            borrow_level: 0,
+            priority: 0,
+            created: 0,
+            queued: 0,
+            local_queue: None,
+            key: SortKey::default(),
+            usage: Default::default(),
+            requeue_count: 0,
+            requeue_reason: None,
+        }
+    }
+
+    #[test]
+    fn an_answer_of_workloads_becomes_positions_or_is_refused() {
+        let heads = [head(7), head(3), head(12)];
+        let mut positions = Vec::new();
+        let mut read = |answer: &[u32]| head_positions(answer, &heads, &mut positions);
+        assert_eq!(read(&[12, 7, 3]).ok(), Some(vec![2, 0, 1]));
+        let refused = |r: Result<Vec<usize>, PolicyError>| match r {
+            Err(PolicyError::Invalid(e)) => e.to_string(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            refused(read(&[12, 7])),
+            "the head order has 2 entries, expected 3"
+        );
+        assert_eq!(refused(read(&[12, 7, 7])), "workload 7 appears twice");
+        assert_eq!(
+            refused(read(&[12, 7, 4])),
+            "workload 4 is not one of the heads"
+        );
+        assert_eq!(
+            refused(read(&[12, 7, u32::MAX])),
+            "workload 4294967295 is not one of the heads"
+        );
+        // Refusals leave nothing behind: the buffer reads as before.
+        assert_eq!(read(&[3, 12, 7]).ok(), Some(vec![1, 2, 0]));
+        assert!(positions.iter().all(|&p| p == 0));
+    }
 
     #[test]
     fn usage_rows_become_node_usage_refilled_in_place() {

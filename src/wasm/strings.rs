@@ -76,8 +76,11 @@ type Extras = (Pairs, Pairs);
 
 impl StringTable {
     /// Starts a call: a table past its bounds starts again (the call then sends `first` = 0).
-    pub fn begin(&mut self) {
-        if self.ids.len() as u32 >= MAX_STRINGS || self.bytes >= MAX_BYTES {
+    /// Returns whether it did: ids the instance holds elsewhere (in its table of heads) then
+    /// name nothing.
+    pub fn begin(&mut self) -> bool {
+        let again = self.ids.len() as u32 >= MAX_STRINGS || self.bytes >= MAX_BYTES;
+        if again {
             self.ids.clear();
             self.bytes = 0;
             self.idents.clear();
@@ -85,6 +88,7 @@ impl StringTable {
         }
         self.first = self.ids.len() as u32;
         self.added.clear();
+        again
     }
 
     /// The id of `s`, added to the table (and to this call's new strings) if new.

@@ -140,16 +140,15 @@ pub fn order_heads_by_priority(heads: &[Head], priority: impl Fn(&Head) -> i64) 
 
 /// [`order_heads`] on the heads as the host sends them (the WIT records), without making a
 /// [`Head`] of each: the same order.
-pub fn order_heads_columns(heads: &Heads) -> Vec<u32> {
+pub fn order_heads_columns(heads: &Heads<'_>) -> Vec<u32> {
     // The index ends each key, so that the unstable sort keeps equal heads in the host's
     // order, as the stable one of `order_heads` does.
-    let mut keyed: Vec<((bool, u32, i64, i64), u32)> = heads
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
+    let mut keyed: Vec<((bool, u32, i64, i64), u32)> = (0..heads.len())
+        .map(|i| {
+            let h = heads.info(i);
             let key = (
-                !h.second_pass,
-                h.borrowing_level,
+                !heads.second_pass(i),
+                heads.borrowing_level(i),
                 h.priority.wrapping_neg(),
                 h.created,
             );
@@ -1249,29 +1248,15 @@ mod tests {
         };
         for round in 0..200 {
             let n = next(40) as u32;
-            let heads: Heads = (0..n)
-                .map(|w| {
-                    let second_pass = next(4) == 0;
-                    let borrowing_level = next(3) as u32;
-                    let priority = next(3) as i64 - 1;
-                    let created = next(4) as i64;
-                    crate::bindings::ordering::exports::wasq::policy::ordering::Head {
-                        workload: w,
-                        cluster_queue: 0,
-                        local_queue: None,
-                        second_pass,
-                        borrowing_level,
-                        priority,
-                        created,
-                        queued: 0,
-                        key: SortKey::default().into(),
-                        requeue_count: 0,
-                        requeue_reason: None,
-                        usage: Vec::new(),
-                        identity: None,
-                    }
-                })
-                .collect();
+            let mut cycle = crate::ordering::testing_heads::Cycle::default();
+            for w in 0..n {
+                let second_pass = next(4) == 0;
+                let borrowing_level = next(3) as u32;
+                let priority = next(3) as i64 - 1;
+                let created = next(4) as i64;
+                cycle.head(w, second_pass, borrowing_level, priority, created);
+            }
+            let heads = cycle.received(&[]);
             let records = crate::ordering::heads_of(heads.clone());
             assert_eq!(
                 order_heads_columns(&heads),

@@ -30,7 +30,8 @@
 //! The SDK handles the WIT contract (`wasq:policy@1.0.0`, generated with wit-bindgen from the
 //! repository's `wit/` folder): it stores the [`Catalog`] the host sends and passes it to every
 //! policy method, batches calls, keeps the tables the contract keeps in an instance (the string
-//! table, preemption's table of admitted workloads and the quota usage it was sent) so that a
+//! table, ordering's table of heads, preemption's table of admitted workloads and the quota
+//! usage it was sent) so that a
 //! plugin never sees them, and installs a panic hook that logs the panic message to the host
 //! before the guest traps. It also offers:
 //! - [`QuotaView`]: Kueue's quota arithmetic, to simulate removing candidates and check a fit,
@@ -65,6 +66,7 @@ pub mod duration;
 pub mod export;
 pub mod fair;
 pub mod flavor_assignment;
+mod head_table;
 pub mod identity;
 mod kept;
 pub mod kueue;

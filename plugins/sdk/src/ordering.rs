@@ -2,6 +2,7 @@
 //! [`export_ordering!`](crate::export_ordering).
 
 use crate::catalog::Catalog;
+use crate::head_table::Assigned;
 #[cfg(doc)]
 use crate::identity::Identity;
 use crate::kueue;
@@ -13,9 +14,49 @@ use crate::types::{
 
 use crate::bindings::ordering::exports::wasq::policy::ordering as wit;
 
-/// The heads of a cycle as the host sends them: one WIT `head` record each
-/// (`wit/ordering.wit`). [`heads_of`] makes them [`Head`]s.
-pub type Heads = Vec<wit::Head>;
+/// The heads of a cycle as the host sends them (`wit/ordering.wit`, `order-heads`), in the
+/// host's order: each one's entry in the instance's table of heads (`head-info`, the table the
+/// SDK keeps), how it was assigned (its `head-group`) and, when sent, the quota its assignment
+/// takes (`head-usage`). [`heads_of`] makes them [`Head`]s; a policy may read them as they are
+/// (`kueue::order_heads_columns` does).
+#[derive(Debug, Clone)]
+pub struct Heads<'a> {
+    info: Vec<&'a wit::HeadInfo>,
+    assigned: Vec<Assigned>,
+}
+
+impl<'a> Heads<'a> {
+    /// How many heads.
+    pub fn len(&self) -> usize {
+        self.info.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.info.is_empty()
+    }
+
+    /// What does not change while head `i`'s workload stays queued under one key: workload,
+    /// queues, priority, times, key, requeue history, who it is.
+    pub fn info(&self, i: usize) -> &'a wit::HeadInfo {
+        self.info[i]
+    }
+
+    /// Whether head `i` is on its second pass.
+    pub fn second_pass(&self, i: usize) -> bool {
+        self.assigned[i].second_pass
+    }
+
+    /// How high in the cohort tree head `i`'s assignment borrows.
+    pub fn borrowing_level(&self, i: usize) -> u32 {
+        self.assigned[i].borrowing_level
+    }
+
+    /// What head `i`'s assignment takes; empty unless the policy needs `TREE_USAGE`.
+    pub fn usage(&self, i: usize) -> &[FrAmount] {
+        &self.assigned[i].usage
+    }
+}
 
 /// A queue-order key (`sort-key` in `wit/ordering.wit`). Workloads are popped smallest first,
 /// comparing `primary`, then `secondary`, then `tertiary`; equal keys keep the host's order
@@ -92,22 +133,24 @@ pub struct Head {
 
 crate::identity::identity_from_fields!(Head);
 
-impl From<wit::Head> for Head {
-    fn from(h: wit::Head) -> Head {
-        let (namespace, owner, labels, annotations) = crate::identity::into_parts(h.identity);
+impl Head {
+    /// A head from its entry in the table of heads and how it was assigned.
+    fn received(info: &wit::HeadInfo, assigned: Assigned) -> Head {
+        let (namespace, owner, labels, annotations) =
+            crate::identity::into_parts(info.identity.clone());
         Head {
-            workload: h.workload,
-            cluster_queue: h.cluster_queue,
-            local_queue: h.local_queue,
-            has_reservation: h.second_pass,
-            borrow_level: h.borrowing_level,
-            priority: h.priority,
-            created: h.created,
-            queued: h.queued,
-            requeue_count: h.requeue_count,
-            requeue_reason: h.requeue_reason,
-            key: h.key.into(),
-            usage: h.usage,
+            workload: info.workload,
+            cluster_queue: info.cluster_queue,
+            local_queue: info.local_queue,
+            has_reservation: assigned.second_pass,
+            borrow_level: assigned.borrowing_level,
+            priority: info.priority,
+            created: info.created,
+            queued: info.queued,
+            requeue_count: info.requeue_count,
+            requeue_reason: info.requeue_reason,
+            key: info.key.into(),
+            usage: assigned.usage,
             namespace,
             owner,
             labels,
@@ -117,8 +160,13 @@ impl From<wit::Head> for Head {
 }
 
 /// The host's heads as one [`Head`] record each, in order.
-pub fn heads_of(heads: Heads) -> Vec<Head> {
-    heads.into_iter().map(Head::from).collect()
+pub fn heads_of(heads: Heads<'_>) -> Vec<Head> {
+    heads
+        .info
+        .into_iter()
+        .zip(heads.assigned)
+        .map(|(info, assigned)| Head::received(info, assigned))
+        .collect()
 }
 
 /// An admission-ordering policy. The decisions default to Kueue's classical behaviour (without
@@ -210,14 +258,16 @@ pub trait OrderingPolicy: Default + 'static {
     }
 
     /// What the SDK calls for each cycle: the same decision on the heads as the host sends
-    /// them ([`Heads`]). The default makes them [`Head`]s ([`heads_of`]) and calls
+    /// them ([`Heads`]: the table of heads joined with the cycle's groups and usage). The
+    /// default makes them [`Head`]s ([`heads_of`]) and calls
     /// [`order_heads_with_usage`](OrderingPolicy::order_heads_with_usage); a policy that reads
     /// the host's records itself may override it (as `kueue-default-ordering` does with
     /// [`kueue::order_heads_columns`] for Kueue's classical order). Both must decide alike.
+    /// The SDK answers the host with the workloads of the heads at the positions returned.
     fn order_heads_columns(
         &mut self,
         catalog: &Catalog,
-        heads: Heads,
+        heads: Heads<'_>,
         usage: &QuotaView<'_>,
         now: Millis,
     ) -> Vec<u32> {
@@ -229,11 +279,21 @@ pub trait OrderingPolicy: Default + 'static {
 pub mod glue {
     use super::*;
     use crate::export::Plugin;
+    use crate::head_table::{HeadTable, Joiner};
+
+    ::std::thread_local! {
+        /// The instance's table of heads (`new-heads`), as of the last call.
+        static HEADS: ::core::cell::RefCell<HeadTable> = Default::default();
+        /// What joins each cycle's groups and usage per head, and the lookups it keeps.
+        static JOINER: ::core::cell::RefCell<Joiner> = Default::default();
+    }
 
     pub fn set_catalog<P: OrderingPolicy>(
         plugin: &mut Plugin<P>,
         catalog: crate::types::Catalog,
     ) -> Needs {
+        // Heads name the previous catalog's queues; the host starts a new table too.
+        HEADS.with_borrow_mut(|t| *t = HeadTable::default());
         plugin.set_catalog(catalog, P::catalog_changed);
         let (policy, catalog) = plugin.parts();
         policy.needs(catalog)
@@ -269,16 +329,43 @@ pub mod glue {
             .collect()
     }
 
+    /// The workload answered for a position the policy gave that is no head's: the host
+    /// refuses the answer (no workload has this handle).
+    const NO_HEAD: u32 = u32::MAX;
+
+    #[allow(clippy::too_many_arguments)]
     pub fn order_heads<P: OrderingPolicy>(
         plugin: &mut Plugin<P>,
         strings: Option<NewStrings>,
-        heads: Heads,
+        new_heads: Option<wit::NewHeads>,
+        heads: Vec<wit::HeadId>,
+        groups: Vec<wit::HeadGroup>,
+        head_usage: Option<Vec<wit::HeadUsage>>,
         tree_usage: Option<Vec<NodeUsage>>,
         now: Millis,
-    ) -> Vec<u32> {
+    ) -> Vec<WorkloadId> {
         let (policy, catalog) = plugin.parts_with(strings);
-        let view = QuotaView::from_usage_table(catalog, tree_usage.as_deref().unwrap_or_default());
-        policy.order_heads_columns(catalog, heads, &view, now)
+        HEADS.with_borrow_mut(|table| {
+            if let Some(new) = new_heads {
+                table.add(new);
+            }
+            let table = &*table;
+            let mut head_usage = head_usage.unwrap_or_default();
+            let assigned =
+                JOINER.with_borrow_mut(|j| j.join(&heads, &groups, &mut head_usage, table));
+            let received = Heads {
+                info: heads.iter().map(|&id| table.head(id)).collect(),
+                assigned,
+            };
+            let workloads: Vec<WorkloadId> = received.info.iter().map(|h| h.workload).collect();
+            let view =
+                QuotaView::from_usage_table(catalog, tree_usage.as_deref().unwrap_or_default());
+            policy
+                .order_heads_columns(catalog, received, &view, now)
+                .into_iter()
+                .map(|p| workloads.get(p as usize).copied().unwrap_or(NO_HEAD))
+                .collect()
+        })
     }
 }
 
@@ -327,12 +414,25 @@ macro_rules! export_ordering {
                 }
                 fn order_heads(
                     strings: Option<$crate::types::NewStrings>,
-                    heads: $crate::ordering::Heads,
+                    new_heads: ::core::option::Option<
+                        $crate::bindings::ordering::exports::wasq::policy::ordering::NewHeads,
+                    >,
+                    heads: ::std::vec::Vec<u32>,
+                    groups: ::std::vec::Vec<
+                        $crate::bindings::ordering::exports::wasq::policy::ordering::HeadGroup,
+                    >,
+                    head_usage: ::core::option::Option<
+                        ::std::vec::Vec<
+                            $crate::bindings::ordering::exports::wasq::policy::ordering::HeadUsage,
+                        >,
+                    >,
                     tree_usage: Option<::std::vec::Vec<$crate::types::NodeUsage>>,
                     now: $crate::types::Millis,
-                ) -> ::std::vec::Vec<u32> {
+                ) -> ::std::vec::Vec<$crate::types::WorkloadId> {
                     __WASQ_PLUGIN.with_borrow_mut(|p| {
-                        $crate::ordering::glue::order_heads(p, strings, heads, tree_usage, now)
+                        $crate::ordering::glue::order_heads(
+                            p, strings, new_heads, heads, groups, head_usage, tree_usage, now,
+                        )
                     })
                 }
             }
@@ -343,22 +443,107 @@ macro_rules! export_ordering {
     };
 }
 
+/// A cycle's heads as the host sends them, for the SDK's tests.
+#[cfg(test)]
+pub(crate) mod testing_heads {
+    use super::*;
+    use crate::head_table::{HeadTable, Joiner};
+
+    /// Heads added to a table, their groups and usage.
+    #[derive(Default)]
+    pub(crate) struct Cycle {
+        table: HeadTable,
+        new: Vec<wit::HeadInfo>,
+        ids: Vec<u32>,
+        groups: Vec<wit::HeadGroup>,
+        usage: Vec<wit::HeadUsage>,
+    }
+
+    impl Cycle {
+        /// A new head of this cycle, in the host's order; returns its id.
+        pub(crate) fn add(&mut self, info: wit::HeadInfo, second_pass: bool, level: u32) -> u32 {
+            let id = (self.table.len() + self.new.len()) as u32;
+            self.new.push(info);
+            self.ids.push(id);
+            match self
+                .groups
+                .iter_mut()
+                .find(|g| g.second_pass == second_pass && g.borrowing_level == level)
+            {
+                Some(g) => g.heads.push(id),
+                None => self.groups.push(wit::HeadGroup {
+                    second_pass,
+                    borrowing_level: level,
+                    heads: vec![id],
+                }),
+            }
+            id
+        }
+
+        /// A new head with Kueue's key and nothing else of note.
+        pub(crate) fn head(
+            &mut self,
+            workload: u32,
+            second_pass: bool,
+            level: u32,
+            priority: i64,
+            created: i64,
+        ) -> u32 {
+            let info = wit::HeadInfo {
+                workload,
+                cluster_queue: 0,
+                local_queue: None,
+                priority,
+                created,
+                queued: created,
+                key: crate::kueue::sort_key_with_priority(priority, created).into(),
+                requeue_count: 0,
+                requeue_reason: None,
+                identity: None,
+            };
+            self.add(info, second_pass, level)
+        }
+
+        /// What head `id`'s assignment takes.
+        pub(crate) fn usage(&mut self, id: u32, usage: &[(u32, i64)]) {
+            self.usage.push(wit::HeadUsage {
+                head: id,
+                usage: crate::testing::amounts(usage),
+            });
+        }
+
+        /// The heads `ids` (every head added, in order, if empty) as the SDK receives them.
+        pub(crate) fn received(&mut self, ids: &[u32]) -> Heads<'_> {
+            let new = std::mem::take(&mut self.new);
+            if !new.is_empty() {
+                self.table.add(wit::NewHeads {
+                    first: self.table.len() as u32,
+                    heads: new,
+                });
+            }
+            let ids = if ids.is_empty() { &self.ids[..] } else { ids };
+            let assigned =
+                Joiner::default().join(ids, &self.groups, &mut self.usage.clone(), &self.table);
+            Heads {
+                info: ids.iter().map(|&id| self.table.head(id)).collect(),
+                assigned,
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::identity::{Identity, NO_STRING};
     use crate::types::WorkloadIdentity;
 
-    /// The host's head records become `Head`s: second pass, borrowing level, key and usage as
-    /// sent, the identity flattened (none sent: nobody in particular).
-    #[test]
-    fn host_heads_become_head_records() {
-        let sent = |workload: u32, identity: Option<WorkloadIdentity>| wit::Head {
+    /// A head's entry in the table of heads.
+    fn info(workload: u32, identity: Option<WorkloadIdentity>) -> wit::HeadInfo {
+        wit::HeadInfo {
             workload,
             cluster_queue: 1,
             local_queue: Some(7),
-            second_pass: true,
-            borrowing_level: 2,
             priority: -1,
             created: 200,
             queued: 201,
@@ -369,9 +554,15 @@ mod tests {
             },
             requeue_count: 3,
             requeue_reason: Some(RequeueReason::PodsReadyTimeout),
-            usage: crate::testing::amounts(&[(0, 1000), (1, 2000)]),
             identity,
-        };
+        }
+    }
+
+    /// The host's heads become `Head`s: the table's entry, the group's second pass and
+    /// borrowing level, the usage sent for the head, the identity flattened (none sent: nobody
+    /// in particular).
+    #[test]
+    fn host_heads_become_head_records() {
         let who = WorkloadIdentity {
             namespace: 0,
             owner: Some(Owner {
@@ -382,7 +573,11 @@ mod tests {
             labels: vec![Entry { key: 7, value: 8 }],
             annotations: Vec::new(),
         };
-        let heads = heads_of(vec![sent(4, Some(who.clone())), sent(5, None)]);
+        let mut cycle = testing_heads::Cycle::default();
+        let a = cycle.add(info(4, Some(who.clone())), true, 2);
+        let b = cycle.add(info(5, None), false, 0);
+        cycle.usage(a, &[(0, 1000), (1, 2000)]);
+        let heads = heads_of(cycle.received(&[a, b]));
         let [a, b] = &heads[..] else { unreachable!() };
         assert_eq!(
             (
@@ -422,7 +617,126 @@ mod tests {
             (b.namespace, b.owner, b.labels.len() + b.annotations.len()),
             (NO_STRING, None, 0)
         );
+        assert_eq!(
+            (b.has_reservation, b.borrow_level, b.usage.len()),
+            (false, 0, 0)
+        );
         assert_eq!((b.namespace(&cat), b.job_kind(&cat)), ("", None));
+    }
+
+    /// Kueue's classical order: a position per head.
+    #[derive(Default)]
+    struct Classical;
+    impl OrderingPolicy for Classical {
+        fn needs(&self, _: &Catalog) -> Needs {
+            Needs::empty()
+        }
+    }
+
+    /// A policy that answers a position past the heads.
+    #[derive(Default)]
+    struct PastTheEnd;
+    impl OrderingPolicy for PastTheEnd {
+        fn order_heads(&mut self, _: &Catalog, heads: &[Head], _: Millis) -> Vec<u32> {
+            (0..=heads.len() as u32).rev().collect()
+        }
+    }
+
+    fn sent(first: u32, heads: Vec<wit::HeadInfo>) -> Option<wit::NewHeads> {
+        Some(wit::NewHeads { first, heads })
+    }
+
+    fn group(second_pass: bool, borrowing_level: u32, heads: &[u32]) -> wit::HeadGroup {
+        wit::HeadGroup {
+            second_pass,
+            borrowing_level,
+            heads: heads.to_vec(),
+        }
+    }
+
+    /// The glue keeps the table of heads between calls, reads each cycle's heads from it and
+    /// answers workloads, not positions.
+    #[test]
+    fn order_heads_keeps_the_table_and_answers_workloads() {
+        let mut plugin = crate::export::Plugin::<Classical>::new();
+        let entry = |w: u32, priority: i64| wit::HeadInfo {
+            priority,
+            ..info(w, None)
+        };
+        glue::set_catalog(
+            &mut plugin,
+            crate::testing::CatalogBuilder::new().build().raw().clone(),
+        );
+        // Cycle 1: three new heads; head 2 borrows, head 1 is on its second pass.
+        let order = glue::order_heads(
+            &mut plugin,
+            None,
+            sent(0, vec![entry(10, 1), entry(11, 1), entry(12, 5)]),
+            vec![0, 1, 2],
+            vec![
+                group(false, 0, &[0]),
+                group(true, 0, &[1]),
+                group(false, 1, &[2]),
+            ],
+            None,
+            None,
+            0,
+        );
+        assert_eq!(order, [11, 10, 12]);
+        // Cycle 2: heads 0 and 2 known by id, one new (id 3) of higher priority; none borrows.
+        let order = glue::order_heads(
+            &mut plugin,
+            None,
+            sent(3, vec![entry(13, 9)]),
+            vec![2, 0, 3],
+            vec![group(false, 0, &[2, 0, 3])],
+            None,
+            None,
+            0,
+        );
+        assert_eq!(order, [13, 12, 10]);
+        // Nothing new: the table is as it was.
+        let order = glue::order_heads(
+            &mut plugin,
+            None,
+            None,
+            vec![1, 0],
+            vec![group(false, 0, &[1, 0])],
+            None,
+            None,
+            0,
+        );
+        assert_eq!(order, [11, 10], "equal heads keep the host's order");
+        // A new catalog starts the table again.
+        glue::set_catalog(
+            &mut plugin,
+            crate::testing::CatalogBuilder::new().build().raw().clone(),
+        );
+        let order = glue::order_heads(
+            &mut plugin,
+            None,
+            sent(0, vec![entry(20, 0)]),
+            vec![0],
+            vec![group(false, 0, &[0])],
+            None,
+            None,
+            0,
+        );
+        assert_eq!(order, [20]);
+
+        // A position past the heads is answered as no workload (which the host refuses).
+        let mut past = crate::export::Plugin::<PastTheEnd>::new();
+        let order = glue::order_heads(
+            &mut past,
+            None,
+            sent(0, vec![entry(30, 0)]),
+            vec![0],
+            vec![group(false, 0, &[0])],
+            None,
+            None,
+            0,
+        );
+        assert_eq!(order, [u32::MAX, 30]);
     }
 
     /// The example of `plugins/README.md` ("Demoting flapping workloads"): Kueue's order, but a
