@@ -27,6 +27,7 @@ use wasq::sim::{Limits, Scenario, Simulation, duration::parse_millis};
 #[command(
     name = "wasq",
     version,
+    long_version = long_version(),
     about = "A Kueue-compatible job-queueing controller with policies as sandboxed WebAssembly components"
 )]
 struct Cli {
@@ -41,7 +42,8 @@ enum Command {
         /// Manifest files, or directories whose *.yaml files are all read.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
-        #[arg(long, value_enum, default_value = "table")]
+        /// How to print the result: a table for people, or JSON.
+        #[arg(short, long, value_enum, default_value = "table")]
         output: Output,
         /// Stop after this many scheduling cycles (1 = exactly one cycle, as Kueue's unit tests).
         #[arg(long)]
@@ -78,10 +80,16 @@ enum Command {
         /// runs, and the workloads whose fate differs).
         #[arg(long, value_name = "FILE", conflicts_with_all = ["watch", "speed"])]
         report: Option<PathBuf>,
+        /// Run even when a bound plugin's file cannot be loaded: the built-in policy decides in
+        /// its place (counted as fallbacks, reason `load-error`). Without it such a run fails,
+        /// naming the file and the reason.
+        #[arg(long)]
+        allow_fallback: bool,
     },
     /// Kueue's performance-test shape simulated twice in one process — built-in native policies,
     /// then the three kueue-default WASM plugins — with the WASM/native ratio.
     Bench {
+        /// Which of Kueue's performance-test shapes to generate.
         #[arg(long, value_enum, default_value = "baseline")]
         shape: wasq::sim::generate::Shape,
         /// Simulator driver: the shape's cohorts multiplied by N (10 = ten times the
@@ -94,7 +102,8 @@ enum Command {
         /// a shape, scale, cohorts, queuesPerCohort, quota, classes) instead of --shape.
         #[arg(long, value_name = "FILE", conflicts_with = "shape")]
         generator: Option<PathBuf>,
-        #[arg(long, value_enum, default_value = "table")]
+        /// How to print the result: a table for people, or JSON.
+        #[arg(short, long, value_enum, default_value = "table")]
         output: Output,
         /// Where kueue-default-ordering/-preemption/-flavors.wasm are (`wasq plugin build`).
         #[arg(long, value_name = "DIR", default_value = "target/plugins")]
@@ -151,6 +160,12 @@ enum Command {
     },
     /// Print Kueue's CustomResourceDefinitions (kueue.x-k8s.io), generated from wasq's types.
     Crds,
+    /// Print a shell completion script (e.g. `source <(wasq completion bash)`, or
+    /// `wasq completion zsh > "${fpath[1]}/_wasq"`).
+    Completion {
+        /// The shell to complete in.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Which driver `wasq bench` runs the shape through.
@@ -165,6 +180,21 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     u64::try_from(ms)
         .map(std::time::Duration::from_millis)
         .map_err(|_| format!("{s}: a duration cannot be negative"))
+}
+
+/// `wasq --version`: the release, the commit it was built from, the plugin contract it speaks
+/// and the Kueue API it follows.
+fn long_version() -> &'static str {
+    static TEXT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "{}\ncommit:     {}\nwasq:policy {} (the WIT package plugins are built against)\n\
+             kueue:      kueue.x-k8s.io/v1beta2 (Kueue's main branch after v0.19)",
+            env!("CARGO_PKG_VERSION"),
+            env!("WASQ_COMMIT"),
+            wasq::wasm::WIT_VERSION,
+        )
+    });
+    &TEXT
 }
 
 fn main() -> ExitCode {
@@ -271,6 +301,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     "flavor-assignment=kueue-default-flavors".into(),
                 ],
                 config,
+                cache: Default::default(),
             };
             let policies = args.load(false, true)?;
             let progress = |label: &str, total: usize| {
@@ -309,6 +340,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 Some(policies.source.clone()),
             )
         }
+        Command::Completion { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "wasq", &mut std::io::stdout());
+            Ok(())
+        }
         Command::Crds => {
             print!("{}", wasq::k8s::cli::crds_yaml()?);
             Ok(())
@@ -326,6 +362,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             compare,
             cost_attribution_labels,
             report: html,
+            allow_fallback,
         } => {
             if speed.is_some_and(|s| !(s > 0.0 && s.is_finite())) {
                 anyhow::bail!("--speed must be a positive number");
@@ -346,6 +383,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     limits,
                     output,
                     html.as_deref(),
+                    allow_fallback,
                 );
             }
             let policies = policies.load(speed.is_some(), true)?;
@@ -353,6 +391,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let mut scenario = Scenario::load_with(&paths, &cost_attribution_labels)
                 .context("loading manifests")?;
             scenario.cluster.apply_budget_defaults(&policies.budgets);
+            policies.refuse_unloadable(&policies.bindings, &scenario.cluster, allow_fallback)?;
             let total = scenario.cluster.workloads.len();
             let mut sim = Simulation::new(scenario);
             sim.use_policies(policies.live_bindings())?;
@@ -427,6 +466,7 @@ fn compare_policies(
     limits: Limits,
     output: Output,
     html: Option<&std::path::Path>,
+    allow_fallback: bool,
 ) -> anyhow::Result<()> {
     let [a, b] = specs else {
         anyhow::bail!("--compare takes two bindings, A and B");
@@ -435,6 +475,9 @@ fn compare_policies(
     let (bindings_a, bindings_b) = (policies.bindings_with(a)?, policies.bindings_with(b)?);
     let mut scenario = Scenario::load(paths).context("loading manifests")?;
     scenario.cluster.apply_budget_defaults(&policies.budgets);
+    for bindings in [&bindings_a, &bindings_b] {
+        policies.refuse_unloadable(bindings, &scenario.cluster, allow_fallback)?;
+    }
     let sim_a = wasq::sim::compare::run(&scenario, &limits, policies.fresh_bindings(bindings_a))?;
     let sim_b = wasq::sim::compare::run(&scenario, &limits, policies.fresh_bindings(bindings_b))?;
     let comparison = wasq::sim::compare::compare_runs((a, &sim_a), (b, &sim_b));
@@ -451,4 +494,48 @@ fn compare_policies(
         Output::Table => print!("{}", comparison.to_table()),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// Every argument of every command says what it is for in `--help`.
+    #[test]
+    fn every_argument_has_help() {
+        fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in command.get_subcommands() {
+                if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                    missing.push(format!("{path} {} (the command)", sub.get_name()));
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "wasq", &mut missing);
+        assert!(missing.is_empty(), "no help for: {missing:#?}");
+    }
+
+    #[test]
+    fn the_long_version_names_the_commit_the_contract_and_kueue() {
+        let text = super::long_version();
+        assert!(text.starts_with(env!("CARGO_PKG_VERSION")), "{text}");
+        assert!(text.contains("commit:"), "{text}");
+        assert!(
+            text.contains(&format!("wasq:policy {}", wasq::wasm::WIT_VERSION)),
+            "{text}"
+        );
+        assert!(text.contains("kueue.x-k8s.io/v1beta2"), "{text}");
+    }
 }

@@ -247,17 +247,45 @@ fn read_objects(
                 file: file.clone(),
                 doc: doc.number,
             };
-            match decode_document(&origin, doc.value) {
-                Ok(object) => objects.push((origin, object)),
-                Err(e) => errors.extend(
-                    e.problems
-                        .into_iter()
-                        .map(|p| ManifestError::in_doc(&origin, e.object.clone(), p)),
-                ),
+            let values = match list_items(doc.value) {
+                Ok(values) => values,
+                Err(problem) => {
+                    errors.push(ManifestError::in_doc(&origin, Some("List".into()), problem));
+                    continue;
+                }
+            };
+            for value in values {
+                match decode_document(&origin, value) {
+                    Ok(object) => objects.push((origin.clone(), object)),
+                    Err(e) => errors.extend(
+                        e.problems
+                            .into_iter()
+                            .map(|p| ManifestError::in_doc(&origin, e.object.clone(), p)),
+                    ),
+                }
             }
         }
     }
     objects
+}
+
+/// A `v1` `List` — what `kubectl get KIND[,KIND…] -o yaml` prints — as its items, each an
+/// object of the document (errors name the document and the item's object); any other
+/// document as itself.
+fn list_items(value: serde_json::Value) -> Result<Vec<serde_json::Value>, FieldProblem> {
+    use serde_json::Value;
+    let is_list = value.get("apiVersion").and_then(Value::as_str) == Some("v1")
+        && value.get("kind").and_then(Value::as_str) == Some("List");
+    let mut value = value;
+    let items = match (is_list, &mut value) {
+        (true, Value::Object(list)) => list.remove("items"),
+        _ => return Ok(vec![value]),
+    };
+    match items {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => Ok(items),
+        Some(_) => Err(FieldProblem::at("items", "expected a list of objects")),
+    }
 }
 
 /// Two objects of one kind with the same namespace and name (Workloads are checked after Jobs

@@ -20,7 +20,8 @@ pub enum PluginCommand {
     Check {
         /// The component (`.wasm`) to load.
         file: PathBuf,
-        #[arg(long, value_enum, default_value = "table")]
+        /// How to print the result: a table for people, or JSON.
+        #[arg(short, long, value_enum, default_value = "table")]
         output: Output,
         /// Manifest files (or directories) of a scenario to run the plugin against.
         #[arg(long, value_name = "SCENARIO", num_args = 1..)]
@@ -29,19 +30,26 @@ pub enum PluginCommand {
         /// plugin (as `simulate` and `controller` would apply them); default limits without.
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        #[command(flatten)]
+        cache: super::policies::CacheArgs,
     },
     /// Every plugin of a directory: name, kind, digest, size, and whether it loads.
     List {
+        /// The directory of `*.wasm` components to list.
         #[arg(long, value_name = "DIR", default_value = "target/plugins")]
         plugins: PathBuf,
-        #[arg(long, value_enum, default_value = "table")]
+        /// How to print the result: a table for people, or JSON.
+        #[arg(short, long, value_enum, default_value = "table")]
         output: Output,
+        #[command(flatten)]
+        cache: super::policies::CacheArgs,
     },
     /// Scaffold a guest crate that builds with `cargo build --release --target wasm32-wasip2`
     /// and passes its own `cargo test`.
     New {
         /// Crate name (also the plugin name: the component is NAME.wasm).
         name: String,
+        /// The extension point the plugin decides.
         #[arg(long, value_enum)]
         kind: PluginKind,
         /// Parent directory of the new crate.
@@ -55,7 +63,9 @@ pub enum PluginCommand {
     /// target/plugins (and the test fixtures into target/plugin-fixtures); with PATH: that crate
     /// or workspace into --out.
     Build {
+        /// A guest crate or workspace to build (default: this repository's plugins/).
         path: Option<PathBuf>,
+        /// Where the components of PATH go.
         #[arg(long, default_value = "target/plugins")]
         out: PathBuf,
     },
@@ -92,18 +102,24 @@ pub fn run(command: PluginCommand) -> anyhow::Result<()> {
             output,
             against,
             config,
+            cache,
         } => {
+            let engine = cache.engine(false)?;
             let options = match &config {
                 Some(path) => wasq::wasm::PolicyConfig::load(path)?.host_options(),
                 None => HostOptions::default(),
             };
             if against.is_empty() {
-                check(&file, &options, output)
+                check(&engine, &file, &options, output)
             } else {
-                dry_run(&file, &against, &options, output)
+                dry_run(engine, &file, &against, &options, output)
             }
         }
-        PluginCommand::List { plugins, output } => list(&plugins, output),
+        PluginCommand::List {
+            plugins,
+            output,
+            cache,
+        } => list(cache.engine(false)?, &plugins, output),
         PluginCommand::New {
             name,
             kind,
@@ -133,11 +149,15 @@ pub fn run(command: PluginCommand) -> anyhow::Result<()> {
     }
 }
 
-fn check(file: &Path, options: &HostOptions, output: Output) -> anyhow::Result<()> {
-    let engine = WasmEngine::new(false)?;
+fn check(
+    engine: &WasmEngine,
+    file: &Path,
+    options: &HostOptions,
+    output: Output,
+) -> anyhow::Result<()> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     // Exactly what a load or reload does: compile, world, imports, smoke call.
-    let plugin = make_plugin(&engine, file, &bytes, options)?;
+    let plugin = make_plugin(engine, file, &bytes, options)?;
     let info = plugin.info();
     let limits = plugin.limits();
     match output {
@@ -156,7 +176,14 @@ fn check(file: &Path, options: &HostOptions, output: Output) -> anyhow::Result<(
             );
             println!("digest      {}", info.digest);
             println!("size        {} bytes", info.size);
-            println!("compile     {:.1} ms", info.compile_ms);
+            if info.from_cache {
+                println!(
+                    "compile     {:.1} ms (loaded compiled from the cache)",
+                    info.compile_ms
+                );
+            } else {
+                println!("compile     {:.1} ms", info.compile_ms);
+            }
             println!("exports     {}", info.exports.join(", "));
             println!("imports     {}", info.imports.join("\n            "));
             println!("limits      {}", describe_limits(&limits));
@@ -185,13 +212,13 @@ fn describe_limits(l: &wasq::wasm::Limits) -> String {
 /// `wasq plugin check FILE --against SCENARIO`: the scenario run natively and with the plugin
 /// bound to its extension point, and what differs.
 fn dry_run(
+    engine: WasmEngine,
     file: &Path,
     scenario: &[PathBuf],
     options: &HostOptions,
     output: Output,
 ) -> anyhow::Result<()> {
     use wasq::sim::{Limits, Scenario, Simulation};
-    let engine = WasmEngine::new(false)?;
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     let plugin = make_plugin(&engine, file, &bytes, options)?;
     let (name, kind) = (plugin.info().name.clone(), plugin.info().kind);
@@ -263,8 +290,7 @@ fn dry_run(
     Ok(())
 }
 
-fn list(dir: &Path, output: Output) -> anyhow::Result<()> {
-    let engine = WasmEngine::new(false)?;
+fn list(engine: WasmEngine, dir: &Path, output: Output) -> anyhow::Result<()> {
     let registry = Registry::load_dir(engine, dir, &HostOptions::default())
         .with_context(|| format!("reading {}", dir.display()))?;
     #[derive(serde::Serialize)]
@@ -273,6 +299,8 @@ fn list(dir: &Path, output: Output) -> anyhow::Result<()> {
         kind: Option<PluginKind>,
         digest: Option<String>,
         size: Option<u64>,
+        /// Loaded compiled from the disk cache rather than compiled.
+        from_cache: bool,
         status: String,
     }
     let mut rows: Vec<Row> = registry
@@ -282,6 +310,7 @@ fn list(dir: &Path, output: Output) -> anyhow::Result<()> {
             kind: Some(p.kind()),
             digest: Some(p.info().digest.clone()),
             size: Some(p.info().size),
+            from_cache: p.info().from_cache,
             status: "loaded".into(),
         })
         .chain(registry.failures().map(|(name, e)| Row {
@@ -289,6 +318,7 @@ fn list(dir: &Path, output: Output) -> anyhow::Result<()> {
             kind: None,
             digest: None,
             size: None,
+            from_cache: false,
             status: format!("refused: {e}"),
         }))
         .collect();

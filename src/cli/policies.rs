@@ -26,6 +26,38 @@ pub struct PolicyArgs {
     /// plugin settings); flags override it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub cache: CacheArgs,
+}
+
+/// Where compiled plugins are kept between runs.
+#[derive(Args, Debug, Clone, Default)]
+pub struct CacheArgs {
+    /// Directory of the compiled-module cache: a plugin compiled once is loaded from there by
+    /// later runs (default: $XDG_CACHE_HOME/wasq, else ~/.cache/wasq).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Compile every plugin afresh, and keep nothing on disk.
+    #[arg(long, conflicts_with = "cache_dir")]
+    pub no_cache: bool,
+}
+
+impl CacheArgs {
+    /// The engine, with the disk cache unless it is turned off or no directory can be found.
+    pub fn engine(&self, fuel: bool) -> anyhow::Result<WasmEngine> {
+        let dir = if self.no_cache {
+            None
+        } else {
+            self.cache_dir
+                .clone()
+                .or_else(wasq::wasm::default_cache_dir)
+        };
+        match dir {
+            Some(dir) => WasmEngine::with_disk_cache(fuel, &dir),
+            None => WasmEngine::new(fuel),
+        }
+        .context("starting wasmtime")
+    }
 }
 
 /// Where plugins come from, and the default bindings.
@@ -65,7 +97,7 @@ impl PolicyArgs {
         }
         let fuel = options.limits.fuel.is_some()
             || options.plugin_limits.values().any(|l| l.fuel.is_some());
-        let engine = WasmEngine::new(fuel).context("starting wasmtime")?;
+        let engine = self.cache.engine(fuel)?;
         let dir = self.plugins.clone().or(config.plugins.clone());
         let source = match &dir {
             Some(dir) if live => PluginSource::Live(
@@ -87,6 +119,50 @@ impl PolicyArgs {
 }
 
 impl Policies {
+    /// Refuses a run whose `bindings` (or a ClusterQueue annotation of `cluster`) name a plugin
+    /// file the host could not load: the built-in would decide in its place all through, and
+    /// a comparison would compare the built-in with itself. `allow`: run anyway (each such
+    /// decision is then a fallback with reason `load-error`).
+    ///
+    /// # Errors
+    /// The first binding to an unloadable file, with the file and the reason.
+    pub fn refuse_unloadable(
+        &self,
+        bindings: &Bindings,
+        cluster: &wasq::cluster::Cluster,
+        allow: bool,
+    ) -> anyhow::Result<()> {
+        if allow {
+            return Ok(());
+        }
+        let registry = self.source.snapshot();
+        let failed: std::collections::BTreeMap<&str, &wasq::wasm::LoadError> = registry
+            .failures()
+            .map(|(name, error)| (name.as_str(), error))
+            .collect();
+        let annotated = cluster.cluster_queues.iter().flat_map(|cq| {
+            cq.annotations
+                .iter()
+                .filter(|(k, _)| k.starts_with(wasq::wasm::ANNOTATION_PREFIX))
+                .map(move |(k, v)| (format!("ClusterQueue {} annotation {k}", cq.name), v))
+        });
+        let bound = bindings
+            .names
+            .iter()
+            .map(|(kind, name)| (format!("--policy {kind}"), name))
+            .chain(annotated);
+        for (by, name) in bound {
+            if let Some(error) = failed.get(name.trim()) {
+                anyhow::bail!(
+                    "{by} binds plugin `{}`, which cannot be loaded: {error}\n(pass \
+                     --allow-fallback to run with the built-in policy deciding in its place)",
+                    name.trim()
+                );
+            }
+        }
+        Ok(())
+    }
+
     pub fn live_bindings(&self) -> LiveBindings {
         LiveBindings::new(self.source.clone(), self.bindings.clone())
     }

@@ -35,11 +35,14 @@ pub struct ControllerArgs {
     /// Run without leader election (a single replica only).
     #[arg(long)]
     pub no_leader_elect: bool,
+    /// The Lease replicas elect their leader through (in the controller's namespace).
     #[arg(long, default_value = "wasq-controller")]
     pub lease_name: String,
     /// This replica's identity in the Lease (default: $HOSTNAME).
     #[arg(long)]
     pub identity: Option<String>,
+    /// How long a leader holds the Lease without renewing it before another replica may take
+    /// it over.
     #[arg(long, default_value_t = 15)]
     pub lease_duration_seconds: i32,
     /// More job kinds, as a YAML list in the shape of the built-in ones.

@@ -37,8 +37,80 @@ pub fn structural_schema<T: JsonSchema>() -> Value {
     schema
 }
 
+/// The defaults Kueue's CRDs declare (`+kubebuilder:default`), by kind and property path
+/// (`[]` steps into a list's items), as JSON: the API server writes them into every stored
+/// object, so that `kubectl get` and other readers see them as Kueue's users do. wasq's types
+/// default the same fields when they decode, so only what is stored changes.
+const KUEUE_DEFAULTS: &[(KueueKind, &str, &str)] = &[
+    (
+        KueueKind::ClusterQueue,
+        "spec.queueingStrategy",
+        r#""BestEffortFIFO""#,
+    ),
+    (KueueKind::ClusterQueue, "spec.stopPolicy", r#""None""#),
+    (KueueKind::ClusterQueue, "spec.fairSharing.weight", "1"),
+    (KueueKind::ClusterQueue, "spec.flavorFungibility", "{}"),
+    (
+        KueueKind::ClusterQueue,
+        "spec.flavorFungibility.whenCanBorrow",
+        r#""MayStopSearch""#,
+    ),
+    (
+        KueueKind::ClusterQueue,
+        "spec.flavorFungibility.whenCanPreempt",
+        r#""TryNextFlavor""#,
+    ),
+    (KueueKind::ClusterQueue, "spec.preemption", "{}"),
+    (
+        KueueKind::ClusterQueue,
+        "spec.preemption.borrowWithinCohort",
+        "{}",
+    ),
+    (
+        KueueKind::ClusterQueue,
+        "spec.preemption.borrowWithinCohort.policy",
+        r#""Never""#,
+    ),
+    (
+        KueueKind::ClusterQueue,
+        "spec.preemption.reclaimWithinCohort",
+        r#""Never""#,
+    ),
+    (
+        KueueKind::ClusterQueue,
+        "spec.preemption.withinClusterQueue",
+        r#""Never""#,
+    ),
+    (KueueKind::LocalQueue, "spec.stopPolicy", r#""None""#),
+    (KueueKind::LocalQueue, "spec.fairSharing.weight", "1"),
+    (KueueKind::Cohort, "spec.fairSharing.weight", "1"),
+    (KueueKind::Workload, "spec.active", "true"),
+    (KueueKind::Workload, "spec.podSets[].count", "1"),
+    (KueueKind::Workload, "spec.podSets[].name", r#""main""#),
+];
+
+/// Sets each of [`KUEUE_DEFAULTS`] of `kind` whose property `schema` has.
+fn add_kueue_defaults(kind: KueueKind, schema: &mut Value) {
+    for (_, path, default) in KUEUE_DEFAULTS.iter().filter(|(k, _, _)| *k == kind) {
+        let mut at = Some(&mut *schema);
+        for step in path.split('.') {
+            let (name, items) = match step.strip_suffix("[]") {
+                Some(name) => (name, true),
+                None => (step, false),
+            };
+            at = at.and_then(|s| s.pointer_mut(&format!("/properties/{name}")));
+            if items {
+                at = at.and_then(|s| s.get_mut("items"));
+            }
+        }
+        if let Some(property) = at {
+            property["default"] = serde_json::from_str(default).expect("a default is JSON");
+        }
+    }
+}
+
 /// The root schema of a Kueue object: `apiVersion`, `kind`, `metadata` as Kubernetes wants
-/// them, and the kind's own fields.
+/// them, and the kind's own fields, with Kueue's defaults ([`KUEUE_DEFAULTS`]).
 pub fn object_schema(kind: KueueKind) -> Value {
     let mut root = match kind {
         KueueKind::ResourceFlavor => structural_schema::<api::ResourceFlavor>(),
@@ -84,6 +156,7 @@ pub fn object_schema(kind: KueueKind) -> Value {
             obj.remove("required");
         }
     }
+    add_kueue_defaults(kind, &mut root);
     root
 }
 

@@ -4,7 +4,7 @@
 
 use futures::StreamExt;
 use kube::api::Api;
-use kube::core::{ApiResource, DynamicObject};
+use kube::core::{ApiResource, DynamicObject, TypeMeta};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::mpsc::UnboundedSender;
@@ -21,8 +21,9 @@ pub fn spawn(
 ) {
     let api: Api<DynamicObject> = Api::all_with(client, &resource);
     let config = match source {
-        // Only pods of pod groups are Kueue's business here.
-        Source::Pod => watcher::Config::default().labels(labels::POD_GROUP_NAME),
+        // Only queued pods are Kueue's business here: in a group or alone (a lone pod has no
+        // group label; selecting by that label, wasq never saw one), every one names its queue.
+        Source::Pod => watcher::Config::default().labels(labels::QUEUE_NAME),
         _ => watcher::Config::default(),
     };
     tokio::spawn(async move {
@@ -30,14 +31,14 @@ pub fn spawn(
         let mut buffer: Vec<DynamicObject> = Vec::new();
         while let Some(event) = stream.next().await {
             let observed = match event {
-                Ok(Event::Apply(o)) => Observed::Applied(source, o),
-                Ok(Event::Delete(o)) => Observed::Deleted(source, o),
+                Ok(Event::Apply(o)) => Observed::Applied(source, typed(o, &resource)),
+                Ok(Event::Delete(o)) => Observed::Deleted(source, typed(o, &resource)),
                 Ok(Event::Init) => {
                     buffer.clear();
                     continue;
                 }
                 Ok(Event::InitApply(o)) => {
-                    buffer.push(o);
+                    buffer.push(typed(o, &resource));
                     continue;
                 }
                 Ok(Event::InitDone) => Observed::Listed(source, std::mem::take(&mut buffer)),
@@ -51,4 +52,17 @@ pub fn spawn(
             }
         }
     });
+}
+
+/// The object with the watched resource's `apiVersion` and `kind` when it came without: the
+/// API server writes them on a list of a built-in kind (a NamespaceList) but not on its items,
+/// which the mirror could not decode (watch events and custom resources carry them).
+fn typed(mut object: DynamicObject, resource: &ApiResource) -> DynamicObject {
+    if object.types.as_ref().is_none_or(|t| t.kind.is_empty()) {
+        object.types = Some(TypeMeta {
+            api_version: resource.api_version.clone(),
+            kind: resource.kind.clone(),
+        });
+    }
+    object
 }

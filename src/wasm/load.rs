@@ -76,8 +76,11 @@ pub struct PluginInfo {
     pub imports: Vec<String>,
     pub exports: Vec<String>,
     pub size: u64,
-    /// Compile time in milliseconds (of the first compilation of this digest).
+    /// Compile time in milliseconds (of the first compilation of this digest), or the time to
+    /// load it from the compiled-module cache.
     pub compile_ms: f64,
+    /// Loaded compiled from the disk cache (`--cache-dir`) rather than compiled.
+    pub from_cache: bool,
 }
 
 fn as_text<S: serde::Serializer>(v: &Version, s: S) -> Result<S::Ok, S::Error> {
@@ -305,6 +308,7 @@ pub fn load_bytes(
             size: bytes.len() as u64,
             compile_ms: compiled.compile_ms,
             wit_version: version,
+            from_cache: compiled.from_cache,
         },
         pre,
     })

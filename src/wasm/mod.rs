@@ -30,7 +30,7 @@ pub mod version;
 
 pub use bindings::WIT_VERSION;
 pub use config::PolicyConfig;
-pub use engine::WasmEngine;
+pub use engine::{WasmEngine, default_cache_dir};
 pub use imports::ImportError;
 pub use limits::Limits;
 pub use load::{LoadError, PluginInfo, PluginKind, digest_of, plugin_files, plugin_name};

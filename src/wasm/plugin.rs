@@ -148,11 +148,23 @@ struct Inner {
     spent: Spent,
 }
 
+/// The CPU time a plugin's calls spent, against its budgets.
 #[derive(Default)]
 struct Spent {
+    /// The scheduling cycle `in_cycle` counts.
     cycle: u64,
     in_cycle: Duration,
     in_run: Duration,
+}
+
+impl Spent {
+    /// The figures as of `cycle`: the cycle's count starts again with each new cycle.
+    fn at(&mut self, cycle: u64) -> &mut Spent {
+        if self.cycle != cycle {
+            (self.cycle, self.in_cycle) = (cycle, Duration::ZERO);
+        }
+        self
+    }
 }
 
 impl Inner {
@@ -532,10 +544,7 @@ impl Plugin {
 
     /// Whether the plugin's calls have used their CPU budget for the run, or for `cycle`.
     fn over_budget(&self, inner: &mut Inner, cycle: u64) -> Option<PolicyError> {
-        let spent = &mut inner.spent;
-        if spent.cycle != cycle {
-            (spent.cycle, spent.in_cycle) = (cycle, Duration::ZERO);
-        }
+        let spent = inner.spent.at(cycle);
         if let Some(budget_ms) = self.limits.run_budget_ms
             && spent.in_run >= Duration::from_millis(budget_ms)
         {
@@ -553,10 +562,7 @@ impl Plugin {
 
     /// Counts `spent` of CPU time against the budgets of `cycle` and of the run.
     fn charge(&self, inner: &mut Inner, cycle: u64, spent: Duration) {
-        let s = &mut inner.spent;
-        if s.cycle != cycle {
-            (s.cycle, s.in_cycle) = (cycle, Duration::ZERO);
-        }
+        let s = inner.spent.at(cycle);
         s.in_cycle += spent;
         s.in_run += spent;
         let status = &mut inner.status;

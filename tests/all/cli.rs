@@ -228,3 +228,138 @@ fn max_cycles_per_instant_bounds_a_livelock_and_refuses_zero() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--max-cycles-per-instant"), "{err}");
 }
+
+/// A bound plugin whose file cannot be loaded fails the run, naming the file and the reason
+/// (otherwise the built-in decides throughout, and `--compare` compares it with itself);
+/// `--allow-fallback` runs it anyway, every such decision a counted fallback.
+#[test]
+fn simulate_refuses_a_bound_plugin_that_cannot_load_unless_fallback_is_allowed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("broken.wasm"), "not a component\n").expect("write");
+    let scenario = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scenarios/preempt-lowest-priority.yaml");
+    let simulate = |extra: &[&str]| {
+        wasq()
+            .args(["simulate", "--output", "json", "--plugins"])
+            .arg(dir.path())
+            .args(extra)
+            .arg(&scenario)
+            .output()
+            .expect("runs")
+    };
+    for args in [
+        &["--policy", "preemption=broken"][..],
+        &["--compare", "preemption=builtin", "preemption=broken"][..],
+    ] {
+        let refused = simulate(args);
+        assert!(!refused.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            err.contains("binds plugin `broken`, which cannot be loaded")
+                && err.contains("broken.wasm: not a WebAssembly component")
+                && err.contains("--allow-fallback"),
+            "{args:?}: {err}"
+        );
+    }
+    let allowed = simulate(&["--policy", "preemption=broken", "--allow-fallback"]);
+    assert!(
+        allowed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&allowed.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&allowed.stdout).expect("json");
+    let fallbacks = report["summary"]["fallbacks"]
+        .as_array()
+        .expect("fallbacks");
+    assert!(
+        fallbacks
+            .iter()
+            .any(|f| f["plugin"] == "broken" && f["reason"] == "load-error"),
+        "{fallbacks:?}"
+    );
+}
+
+/// `wasq --version` names what an operator needs to report a problem, and completions
+/// generate for the common shells.
+#[test]
+fn version_names_the_commit_the_contract_and_kueue_and_completions_generate() {
+    let out = wasq().arg("--version").output().expect("runs");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for field in [
+        "wasq 0.",
+        "commit:",
+        "wasq:policy",
+        "kueue.x-k8s.io/v1beta2",
+    ] {
+        assert!(text.contains(field), "{field}: {text}");
+    }
+    for shell in ["bash", "zsh", "fish"] {
+        let out = wasq().args(["completion", shell]).output().expect("runs");
+        assert!(out.status.success(), "{shell}");
+        let script = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            script.contains("simulate") && script.contains("allow-fallback"),
+            "{shell}: {script}"
+        );
+    }
+}
+
+/// The compiled-module cache: a second run loads every plugin compiled, compiling nothing; an
+/// entry whose bytes were damaged is compiled again, never run.
+#[test]
+fn a_second_run_loads_plugins_compiled_and_a_damaged_entry_is_compiled_again() {
+    let cache = tempfile::tempdir().expect("tempdir");
+    let list = || {
+        let out = wasq()
+            .args(["plugin", "list", "-o", "json", "--plugins"])
+            .arg(&built().plugins)
+            .arg("--cache-dir")
+            .arg(cache.path())
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("json");
+        assert!(rows.len() >= 10, "{rows:?}");
+        assert!(rows.iter().all(|r| r["status"] == "loaded"), "{rows:?}");
+        rows.iter().filter(|r| r["from_cache"] == true).count()
+    };
+    assert_eq!(list(), 0, "a cold cache compiles every plugin");
+    let total = {
+        let warm = list();
+        assert!(
+            warm >= 10,
+            "a warm cache compiles nothing: {warm} loaded compiled"
+        );
+        warm
+    };
+    // Damage one entry: that one plugin is compiled again, the others still come from the cache.
+    let entry = walk(cache.path())
+        .into_iter()
+        .find(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .expect("a cache entry");
+    let mut bytes = std::fs::read(&entry).expect("entry");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&entry, bytes).expect("damaged");
+    assert_eq!(list(), total - 1);
+    assert_eq!(list(), total, "rewritten after it was compiled again");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("readable").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

@@ -918,3 +918,59 @@ spec:
         ]
     );
 }
+
+/// What `kubectl get … -o yaml` prints for several objects — one `v1` `List` with server-set
+/// metadata and Kueue's statuses — loads as its items, and a Workload holding an admission
+/// starts admitted in the simulator.
+#[test]
+fn a_kubectl_list_loads_as_its_items() {
+    let path = fixture("kubectl-get-list.yaml");
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    let m = load("kubectl-get-list.yaml", &text);
+    assert_eq!(
+        (
+            m.flavors.len(),
+            m.cluster_queues.len(),
+            m.local_queues.len(),
+            m.workloads.len()
+        ),
+        (1, 1, 1, 2)
+    );
+    assert!(
+        workload(&m, "job-sample-job-running-1a2b3")
+            .status
+            .as_ref()
+            .is_some_and(|s| s.admission.is_some())
+    );
+    let scenario = wasq::sim::Scenario::load(&[path]).expect("loads as a scenario");
+    let mut sim = wasq::sim::Simulation::new(scenario);
+    sim.run(
+        &wasq::sim::Limits {
+            max_cycles: Some(1),
+            ..Default::default()
+        },
+        None,
+    );
+    let report = sim.report();
+    let state = |name: &str| {
+        report
+            .workloads
+            .iter()
+            .find(|w| w.name == name)
+            .map(|w| w.state)
+            .unwrap_or_default()
+    };
+    assert_eq!(state("job-sample-job-running-1a2b3"), "admitted");
+    assert_eq!(state("job-sample-job-waiting-4d5e6"), "inadmissible");
+    // An empty List is no object; a List whose items are not a list is an error naming it.
+    assert_eq!(
+        load("empty.yaml", "apiVersion: v1\nkind: List\nitems: []\n")
+            .cluster_queues
+            .len(),
+        0
+    );
+    assert_eq!(
+        errors("bad.yaml", "apiVersion: v1\nkind: List\nitems: {a: 1}\n"),
+        ["bad.yaml doc 1: List: items: expected a list of objects"]
+    );
+}

@@ -17,7 +17,7 @@ fn scenario(name: &str) -> PathBuf {
 }
 
 /// Fallback entries of `plugin` in a report: (reason, count, last error).
-fn fallbacks_of(report: &Report, plugin: &str) -> Vec<(String, u64, String)> {
+pub(super) fn fallbacks_of(report: &Report, plugin: &str) -> Vec<(String, u64, String)> {
     report
         .summary
         .fallbacks

@@ -16,6 +16,7 @@ use wasq::wasm::{HostOptions, ImportError, Limits, LoadError, PluginStatus, Regi
 
 use super::plugins::{bindings, built, engine, fixtures, run, test_options};
 use super::scenarios::outcome_lines;
+use super::wasm_containment::fallbacks_of;
 
 /// A scenario where one cycle asks for many preemptions: `queues` ClusterQueues of 1 cpu, each
 /// full with a priority-0 workload, and a priority-10 workload arriving in each.
@@ -156,16 +157,6 @@ impl Drop for Hog {
     }
 }
 
-fn fallback_reasons(report: &Report, plugin: &str) -> Vec<(String, u64, String)> {
-    report
-        .summary
-        .fallbacks
-        .iter()
-        .filter(|f| f.plugin == plugin)
-        .map(|f| (f.reason.clone(), f.count, f.last_error.clone()))
-        .collect()
-}
-
 #[test]
 fn a_valid_plugin_is_not_timed_out_for_waiting_on_a_busy_machine() {
     let scenario = many_preemptions(8);
@@ -183,7 +174,7 @@ fn a_valid_plugin_is_not_timed_out_for_waiting_on_a_busy_machine() {
     };
     assert!(status.calls >= 8, "{status:?}");
     assert_eq!(status.failures.get("timeout"), None, "{status:?}");
-    assert!(fallback_reasons(&report, "fixture-slow").is_empty());
+    assert!(fallbacks_of(&report, "fixture-slow").is_empty());
     assert_eq!(outcome_lines(&report), outcome_lines(&run(&scenario, None)));
 }
 
@@ -208,7 +199,7 @@ fn a_looping_plugin_is_still_stopped_within_a_tick_of_its_cpu_deadline() {
         (10.0..14.0).contains(&per_call_ms),
         "{per_call_ms} ms per call"
     );
-    let reasons = fallback_reasons(&report, "fixture-loop");
+    let reasons = fallbacks_of(&report, "fixture-loop");
     assert!(
         reasons
             .iter()
@@ -240,7 +231,7 @@ fn a_slow_plugin_gets_its_cycle_budget_and_the_builtin_decides_the_rest_of_the_c
         status.busiest_cycle_us <= 10_000 + 2 * per_call_us,
         "{status:?}"
     );
-    let reasons = fallback_reasons(&report, "fixture-slow");
+    let reasons = fallbacks_of(&report, "fixture-slow");
     assert!(
         reasons
             .iter()
@@ -271,7 +262,7 @@ fn a_slow_plugin_cannot_make_a_run_cost_more_than_its_run_budget() {
     let per_call_us = status.cpu_us / status.calls.max(1);
     assert!(status.cpu_us <= 12_000 + 2 * per_call_us, "{status:?}");
     assert!(status.over_budget > 0, "{status:?}");
-    let reasons = fallback_reasons(&report, "fixture-slow");
+    let reasons = fallbacks_of(&report, "fixture-slow");
     assert!(
         reasons
             .iter()

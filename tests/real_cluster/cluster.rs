@@ -1,5 +1,7 @@
 //! A real control plane for one test: etcd and kube-apiserver, as built by
-//! `.ci/build-control-plane`, on free loopback ports with a throw-away folder.
+//! `.ci/build-control-plane`, on free loopback ports with a throw-away folder; and, for a test
+//! that runs pods ([`ControlPlane::run_pods`]), kube-controller-manager, kube-scheduler and
+//! KWOK with fake nodes.
 //!
 //! The API server serves TLS with a certificate for `127.0.0.1` signed by a CA made here (wasq's
 //! own webhook certificate code), authenticates an `admin` user in `system:masters` by a static
@@ -9,7 +11,7 @@
 //!
 //! Each server runs under a small `sh` that holds a pipe from this process: when the pipe
 //! closes — at [`ControlPlane`]'s drop, or when the test process dies however it dies — the `sh`
-//! kills the server, so no etcd or API server outlives its test.
+//! kills the server, so no server outlives its test.
 
 use std::fmt::Write as _;
 use std::io::{Read as _, Write as _};
@@ -20,7 +22,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use base64::Engine as _;
+use k8s_openapi::api::core::v1::{Node, ServiceAccount};
+use kube::api::{Api, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::recorder::{self, StatusWrites};
@@ -35,8 +40,14 @@ const BINARIES: [&str; 5] = [
 ];
 /// Overrides where the binaries are looked for.
 const BIN_ENV: &str = "WASQ_CONTROL_PLANE_BIN";
+/// Set: each control plane's folder (data, certificates, every server's log) is kept.
+const KEEP_ENV: &str = "WASQ_KEEP_CONTROL_PLANE";
 /// The admin's kubeconfig, in the control plane's folder.
 const KUBECONFIG: &str = "kubeconfig";
+/// The CA that signed the API server's certificate, in the control plane's folder.
+pub const CA: &str = "ca.crt";
+/// The key service-account tokens are signed with, in the control plane's folder.
+const SERVICE_ACCOUNT_KEY: &str = "service-account.key";
 /// How long a server may take to become ready (a cold API server on two busy cores takes ~10 s).
 const READY_WITHIN: Duration = Duration::from_secs(120);
 
@@ -82,11 +93,16 @@ pub fn bin_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// etcd and kube-apiserver, running until dropped.
+/// etcd and kube-apiserver (and the servers [`ControlPlane::run_pods`] adds), running until
+/// dropped.
 pub struct ControlPlane {
     /// `https://127.0.0.1:<port>`.
     pub url: String,
+    /// Stopped in this order at drop: the newest first, etcd last.
     servers: Vec<Server>,
+    bin: PathBuf,
+    apiserver_args: Vec<String>,
+    etcd_port: u16,
     /// Data, certificates, the kubeconfig and each server's log (`<binary>.log`).
     dir: tempfile::TempDir,
 }
@@ -99,8 +115,22 @@ impl ControlPlane {
     /// its log).
     pub async fn start() -> Result<ControlPlane> {
         let bin = bin_dir()?;
+        // A port picked free can be taken by another test's server before ours binds it.
+        let mut attempt = 1;
+        loop {
+            match ControlPlane::start_once(&bin).await {
+                Err(e) if attempt < 3 && format!("{e:#}").contains("address already in use") => {
+                    attempt += 1;
+                }
+                started => return started,
+            }
+        }
+    }
+
+    async fn start_once(bin: &Path) -> Result<ControlPlane> {
         let dir = tempfile::Builder::new()
             .prefix("wasq-control-plane-")
+            .disable_cleanup(std::env::var_os(KEEP_ENV).is_some())
             .tempdir()?;
         let root = dir.path();
 
@@ -109,7 +139,7 @@ impl ControlPlane {
         let peer_url = format!("http://127.0.0.1:{peer_port}");
         let mut etcd = Server::spawn(
             "etcd",
-            &bin,
+            &bin.join("etcd"),
             root,
             &[
                 "--name=wasq-test".into(),
@@ -123,6 +153,7 @@ impl ControlPlane {
                 "--unsafe-no-fsync=true".into(),
                 "--log-level=warn".into(),
             ],
+            &[],
         )?;
         let started = Instant::now();
         while !etcd_healthy(client_port) {
@@ -141,55 +172,98 @@ impl ControlPlane {
             std::fs::write(&path, text).with_context(|| path.display().to_string())?;
             Ok(path)
         };
+        write(CA, &certs.ca_pem)?;
         let tls_cert = write("apiserver.crt", &certs.cert_pem)?;
         let tls_key = write("apiserver.key", &certs.key_pem)?;
         // Service-account tokens are signed with a key of their own; the public half checks them.
         let sa = rcgen::KeyPair::generate()?;
-        let sa_key = write("service-account.key", &sa.serialize_pem())?;
+        let sa_key = write(SERVICE_ACCOUNT_KEY, &sa.serialize_pem())?;
         let sa_pub = write("service-account.pub", &sa.public_key_pem())?;
         let tokens = write(
             "tokens.csv",
             &format!("{token},admin,admin,\"system:masters\"\n"),
         )?;
+        let apiserver_args = vec![
+            format!("--etcd-servers={etcd_url}"),
+            "--bind-address=127.0.0.1".into(),
+            "--advertise-address=127.0.0.1".into(),
+            format!("--secure-port={port}"),
+            format!("--tls-cert-file={}", tls_cert.display()),
+            format!("--tls-private-key-file={}", tls_key.display()),
+            format!("--token-auth-file={}", tokens.display()),
+            "--authorization-mode=RBAC".into(),
+            format!("--service-account-issuer={url}"),
+            format!("--service-account-key-file={}", sa_pub.display()),
+            format!("--service-account-signing-key-file={}", sa_key.display()),
+            // Only allocated from: no kube-proxy runs, nothing is ever sent to these.
+            "--service-cluster-ip-range=10.0.0.0/24".into(),
+            "--allow-privileged=true".into(),
+            // Its own certificates (aggregator, loopback) go here, not into the work tree.
+            format!("--cert-dir={}", root.join("apiserver-certs").display()),
+        ];
         let mut apiserver = Server::spawn(
             "kube-apiserver",
-            &bin,
+            &bin.join("kube-apiserver"),
             root,
-            &[
-                format!("--etcd-servers={etcd_url}"),
-                "--bind-address=127.0.0.1".into(),
-                "--advertise-address=127.0.0.1".into(),
-                format!("--secure-port={port}"),
-                format!("--tls-cert-file={}", tls_cert.display()),
-                format!("--tls-private-key-file={}", tls_key.display()),
-                format!("--token-auth-file={}", tokens.display()),
-                "--authorization-mode=RBAC".into(),
-                format!("--service-account-issuer={url}"),
-                format!("--service-account-key-file={}", sa_pub.display()),
-                format!("--service-account-signing-key-file={}", sa_key.display()),
-                // Only allocated from: no kube-proxy runs, nothing is ever sent to these.
-                "--service-cluster-ip-range=10.0.0.0/24".into(),
-                "--allow-privileged=true".into(),
-                // Its own certificates (aggregator, loopback) go here, not into the work tree.
-                format!("--cert-dir={}", root.join("apiserver-certs").display()),
-            ],
+            &apiserver_args,
+            &[],
         )?;
         let kubeconfig = write(KUBECONFIG, &kubeconfig_yaml(&url, &certs.ca_pem, &token))?;
-        let client = client_for(&kubeconfig).await?;
-        let started = Instant::now();
-        loop {
-            let readyz = http::Request::get("/readyz").body(Vec::new())?;
-            match client.request_text(readyz).await {
-                Ok(body) if body.trim() == "ok" => break,
-                _ => apiserver.still_running(started)?,
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        wait_ready(&kubeconfig, &mut apiserver).await?;
         Ok(ControlPlane {
             url,
             servers: vec![apiserver, etcd],
+            bin: bin.to_path_buf(),
+            apiserver_args,
+            etcd_port: client_port,
             dir,
         })
+    }
+
+    /// Kills the API server (`SIGKILL`: every watch and request cut) and starts it again with
+    /// the same flags, port and etcd; returns once it is ready. Its watch cache starts anew: a
+    /// watch resumed from an earlier resourceVersion is answered `410 Gone` when etcd no longer
+    /// holds it ([`ControlPlane::compact_etcd`]).
+    ///
+    /// # Errors
+    /// The new API server exits or is not ready within two minutes.
+    pub async fn restart_apiserver(&mut self) -> Result<()> {
+        let at = self
+            .servers
+            .iter()
+            .position(|s| s.name == "kube-apiserver")
+            .context("the API server runs")?;
+        drop(self.servers.remove(at));
+        let mut apiserver = Server::spawn(
+            "kube-apiserver",
+            &self.bin.join("kube-apiserver"),
+            self.dir.path(),
+            &self.apiserver_args,
+            &[],
+        )?;
+        wait_ready(&self.kubeconfig(), &mut apiserver).await?;
+        self.servers.insert(at, apiserver);
+        Ok(())
+    }
+
+    /// Compacts etcd's history up to its current revision (as the API server does every five
+    /// minutes) through etcd's JSON gateway; returns the revision.
+    ///
+    /// # Errors
+    /// etcd does not answer as expected.
+    pub fn compact_etcd(&self) -> Result<u64> {
+        // Any range answers with the current revision in its header.
+        let range = etcd_post(self.etcd_port, "/v3/kv/range", &json!({"key": "Lw=="}))?;
+        let revision: u64 = range["header"]["revision"]
+            .as_str()
+            .context("etcd's header has a revision")?
+            .parse()?;
+        etcd_post(
+            self.etcd_port,
+            "/v3/kv/compaction",
+            &json!({"revision": revision.to_string(), "physical": true}),
+        )?;
+        Ok(revision)
     }
 
     /// A new client for the admin user (one per test runtime: a client's connections belong
@@ -214,6 +288,164 @@ impl ControlPlane {
     pub fn kubeconfig(&self) -> PathBuf {
         self.dir.path().join(KUBECONFIG)
     }
+
+    /// The control plane's folder: its data, certificates and every server's log.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Starts what runs pods, for the tests that need them: kube-controller-manager (the Job,
+    /// garbage-collector, service-account and node-lifecycle controllers), kube-scheduler, and
+    /// KWOK playing the kubelet of `nodes` fake nodes, created as KWOK's docs show them
+    /// ([`kwok_node`]); returns once every node is Ready and untainted and the `default`
+    /// namespace has its ServiceAccount.
+    ///
+    /// KWOK runs with the stages of `kwok-stages.yaml`: a pod on a fake node becomes Running at
+    /// once and, when a Job owns it, Succeeded after the delay its
+    /// `pod-complete.stage.kwok.x-k8s.io/delay` annotation gives (one second without one).
+    ///
+    /// # Errors
+    /// A server that exits, nodes not Ready or no ServiceAccount within two minutes.
+    pub async fn run_pods(&mut self, nodes: usize) -> Result<()> {
+        let root = self.dir.path().to_path_buf();
+        let kubeconfig = format!("--kubeconfig={}", self.kubeconfig().display());
+        let controllers = Server::spawn(
+            "kube-controller-manager",
+            &self.bin.join("kube-controller-manager"),
+            &root,
+            &[
+                kubeconfig.clone(),
+                // `serviceaccount-controller` makes each namespace's `default` ServiceAccount,
+                // without which the API server refuses a pod; `node-lifecycle-controller` lifts
+                // the `not-ready` taint the API server puts on a new node once KWOK reports it
+                // Ready (and renews its Lease).
+                "--controllers=job-controller,garbage-collector-controller,\
+                 serviceaccount-controller,serviceaccount-token-controller,\
+                 root-ca-certificate-publisher-controller,node-lifecycle-controller"
+                    .into(),
+                format!(
+                    "--service-account-private-key-file={}",
+                    root.join(SERVICE_ACCOUNT_KEY).display()
+                ),
+                format!("--root-ca-file={}", root.join(CA).display()),
+                "--leader-elect=false".into(),
+                // No HTTPS endpoint (its health is not asked): no port to pick.
+                "--secure-port=0".into(),
+            ],
+            &[],
+        )?;
+        self.servers.insert(0, controllers);
+        let scheduler = Server::spawn(
+            "kube-scheduler",
+            &self.bin.join("kube-scheduler"),
+            &root,
+            &[
+                kubeconfig.clone(),
+                "--leader-elect=false".into(),
+                "--secure-port=0".into(),
+            ],
+            &[],
+        )?;
+        self.servers.insert(0, scheduler);
+        let stages = root.join("kwok-stages.yaml");
+        std::fs::write(&stages, include_str!("kwok-stages.yaml"))?;
+        let kwok = Server::spawn(
+            "kwok",
+            &self.bin.join("kwok"),
+            &root,
+            &[
+                kubeconfig,
+                format!("--config={}", stages.display()),
+                "--manage-all-nodes=false".into(),
+                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".into(),
+                // Node Leases, as kwokctl runs it: the node lifecycle controller judges a node
+                // by its Lease, which KWOK renews more often than it rewrites node status.
+                "--node-lease-duration-seconds=40".into(),
+            ],
+            &[],
+        )?;
+        self.servers.insert(0, kwok);
+
+        let client = self.client().await?;
+        let api: Api<Node> = Api::all(client.clone());
+        for i in 0..nodes {
+            api.create(
+                &PostParams::default(),
+                &kwok_node(&format!("kwok-node-{i}"))?,
+            )
+            .await
+            .with_context(|| format!("creating node kwok-node-{i}"))?;
+        }
+        let accounts: Api<ServiceAccount> = Api::namespaced(client, "default");
+        let started = Instant::now();
+        loop {
+            let ready = api
+                .list(&ListParams::default())
+                .await?
+                .items
+                .iter()
+                .filter(|n| is_ready(n))
+                .count();
+            if ready == nodes && accounts.get_opt("default").await?.is_some() {
+                return Ok(());
+            }
+            for server in &mut self.servers {
+                server.still_running(started)?;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// A fake node as KWOK's docs show one ("Manage nodes and pods with kwok": the annotation
+/// `kwok.x-k8s.io/node: fake` that KWOK manages by, the `type: kwok` label, the taint that keeps
+/// real pods off it, 32 CPUs).
+pub fn kwok_node(name: &str) -> Result<Node> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0", "kwok.x-k8s.io/node": "fake"},
+            "labels": {
+                "beta.kubernetes.io/arch": "amd64",
+                "beta.kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/role": "agent",
+                "node-role.kubernetes.io/agent": "",
+                "type": "kwok"
+            },
+            "name": name
+        },
+        "spec": {"taints": [{"effect": "NoSchedule", "key": "kwok.x-k8s.io/node", "value": "fake"}]},
+        "status": {
+            "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+            "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+            "nodeInfo": {
+                "architecture": "amd64", "bootID": "", "containerRuntimeVersion": "",
+                "kernelVersion": "", "kubeProxyVersion": "fake", "kubeletVersion": "fake",
+                "machineID": "", "operatingSystem": "linux", "osImage": "", "systemUUID": ""
+            },
+            "phase": "Running"
+        }
+    }))?)
+}
+
+/// Ready, and without the taints the API server and the node lifecycle controller put on a
+/// node that is not (`node.kubernetes.io/not-ready`, `…/unreachable`): pods can land on it.
+fn is_ready(node: &Node) -> bool {
+    let ready = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    let tainted = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|t| t.iter().any(|t| t.key.starts_with("node.kubernetes.io/")));
+    ready && !tainted
 }
 
 impl Drop for ControlPlane {
@@ -222,6 +454,40 @@ impl Drop for ControlPlane {
         // moments retrying etcd. The folder goes after (a field dropped after this).
         self.servers.clear();
     }
+}
+
+/// Waits until the API server's `/readyz` says ok.
+async fn wait_ready(kubeconfig: &Path, apiserver: &mut Server) -> Result<()> {
+    let client = client_for(kubeconfig).await?;
+    let started = Instant::now();
+    loop {
+        let readyz = http::Request::get("/readyz").body(Vec::new())?;
+        match client.request_text(readyz).await {
+            Ok(body) if body.trim() == "ok" => return Ok(()),
+            _ => apiserver.still_running(started)?,
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// POSTs `body` to etcd's JSON gateway at `path`; its answer.
+fn etcd_post(port: u16, path: &str, body: &serde_json::Value) -> Result<serde_json::Value> {
+    let body = serde_json::to_string(body)?;
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        stream,
+        "POST {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    let (head, json) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    if !head.starts_with("HTTP/1.0 200") && !head.starts_with("HTTP/1.1 200") {
+        bail!("etcd answered {path} with {answer}");
+    }
+    Ok(serde_json::from_str(json)?)
 }
 
 async fn client_for(kubeconfig: &Path) -> Result<kube::Client> {
@@ -259,7 +525,7 @@ current-context: wasq-test
 
 /// A port nothing listens on now (the kernel's pick; a race with another process taking it
 /// before the server does is possible but shows as a start failure, not a wrong answer).
-fn free_port() -> Result<u16> {
+pub fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
@@ -285,9 +551,9 @@ fn etcd_healthy(port: u16) -> bool {
     ask().is_ok_and(|a| a.contains("\"health\":\"true\""))
 }
 
-/// One server process under its lifeline `sh`.
-struct Server {
-    name: &'static str,
+/// One server process under its lifeline `sh`: killed (`SIGKILL`) when dropped.
+pub struct Server {
+    name: String,
     sh: Child,
     /// Closing it makes the `sh` kill the server.
     lifeline: Option<ChildStdin>,
@@ -303,15 +569,30 @@ pid=$!
 wait "$pid""#;
 
 impl Server {
-    fn spawn(name: &'static str, bin: &Path, dir: &Path, args: &[String]) -> Result<Server> {
+    /// Starts `program` with `args` and `env` in `dir`, its output into `dir/<name>.log`.
+    ///
+    /// # Errors
+    /// When `sh` cannot be started or the log created.
+    pub fn spawn(
+        name: &str,
+        program: &Path,
+        dir: &Path,
+        args: &[String],
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Result<Server> {
         let log = dir.join(format!("{name}.log"));
-        let out = std::fs::File::create(&log)?;
+        // Appended to: a server started again (the API server's restart) keeps the first log.
+        let out = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(&log)?;
         let mut sh = Command::new("sh")
             .arg("-c")
             .arg(LIFELINE)
             .arg(name)
-            .arg(bin.join(name))
+            .arg(program)
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(dir)
             .stdin(Stdio::piped())
             .stdout(out.try_clone()?)
@@ -320,7 +601,7 @@ impl Server {
             .with_context(|| format!("starting {name}"))?;
         let lifeline = sh.stdin.take();
         Ok(Server {
-            name,
+            name: name.to_string(),
             sh,
             lifeline,
             log,
@@ -329,7 +610,10 @@ impl Server {
 
     /// `Ok` while the server runs and `started` is less than [`READY_WITHIN`] ago; else an
     /// error with the end of its log.
-    fn still_running(&mut self, started: Instant) -> Result<()> {
+    ///
+    /// # Errors
+    /// As said.
+    pub fn still_running(&mut self, started: Instant) -> Result<()> {
         let problem = match self.sh.try_wait()? {
             Some(status) => format!("exited ({status})"),
             None if started.elapsed() > READY_WITHIN => {
@@ -337,15 +621,24 @@ impl Server {
             }
             None => return Ok(()),
         };
-        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let tail: Vec<&str> = log.lines().rev().take(30).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
         bail!(
             "{} {problem}; the end of {}:\n{}",
             self.name,
             self.log.display(),
-            tail.join("\n")
+            self.log_tail(30)
         )
+    }
+
+    /// Its log: standard output and error.
+    pub fn log_path(&self) -> &Path {
+        &self.log
+    }
+
+    /// The last `lines` lines of the server's log.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(lines).collect();
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams, TypeMeta};
 use serde_json::Value;
 use wasq::k8s::controller::Controller;
 use wasq::k8s::metrics::Metrics;
@@ -19,6 +19,7 @@ use crate::cluster::ControlPlane;
 use crate::crds;
 use crate::kept::assert_kept;
 use crate::kueue_docs::{api_for, namespace};
+use crate::recorder::StatusWrite;
 
 /// The first document of `kueue-docs.yaml` of this kind and name.
 fn doc(kind: &str, name: &str) -> Result<Value> {
@@ -39,15 +40,23 @@ async fn list_all(client: &kube::Client, controller: &mut Controller) -> Result<
             other => anyhow::bail!("this test lists no {other:?}"),
         };
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-        let objects = api.list(&ListParams::default()).await?.items;
+        let mut objects = api.list(&ListParams::default()).await?.items;
+        // The real server lists a built-in kind's items untyped; the watchers type them.
+        for object in &mut objects {
+            object.types.get_or_insert_with(|| TypeMeta {
+                api_version: resource.api_version.clone(),
+                kind: resource.kind.clone(),
+            });
+        }
         controller.observe(Observed::Listed(source, objects));
     }
     Ok(())
 }
 
-#[tokio::test]
-async fn status_wasq_writes_is_kept() -> Result<()> {
-    let plane = ControlPlane::start().await?;
+/// Kueue's doc objects created on `plane` and wasq's controller (its real writer) run until
+/// settled: the Workload `team-a/sample-job` admitted into `cluster-queue`. Returns the admin
+/// client and the status writes the controller made.
+pub async fn admit_sample(plane: &ControlPlane) -> Result<(kube::Client, Vec<StatusWrite>)> {
     let client = plane.client().await?;
     crds::install(&client).await?;
     namespace(&client, "team-a").await?;
@@ -81,8 +90,13 @@ async fn status_wasq_writes_is_kept() -> Result<()> {
     list_all(&client, &mut controller).await?;
     controller.step().await;
     controller.settled().await;
+    Ok((client, writes.take()))
+}
 
-    let writes = writes.take();
+#[tokio::test]
+async fn status_wasq_writes_is_kept() -> Result<()> {
+    let plane = ControlPlane::start().await?;
+    let (client, writes) = admit_sample(&plane).await?;
     let workload_path =
         "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads/sample-job/status";
     assert!(

@@ -6,7 +6,8 @@
 //! `/apis/{group}/{version}/...`, namespaced or cluster-scoped, with or without a `status`
 //! subresource):
 //! - GET, LIST (`labelSelector`, `fieldSelector`, `limit` + `continue` over one consistent
-//!   snapshot, `resourceVersion` with `resourceVersionMatch=Exact|NotOlderThan`), CREATE
+//!   snapshot, `resourceVersion` with `resourceVersionMatch=Exact|NotOlderThan`; a built-in
+//!   kind's items without `apiVersion` and `kind`, as the API server lists them), CREATE
 //!   (`generateName`; 409 AlreadyExists), PUT (409 Conflict on a stale resourceVersion),
 //!   PATCH — merge (409 on a stale `metadata.resourceVersion`), JSON Patch (a failed `test` is
 //!   422 Invalid, as the API server answers), strategic merge and apply taken as merge patches —
@@ -24,7 +25,7 @@
 //! [`ApiServer::expire_watches`] (every open watch stream ends).
 //!
 //! Not modelled: authentication and authorization, admission webhooks, validation against
-//! schemas, version conversion (a resource is served at the versions registered, sharing no
+//! schemas and their defaults, version conversion (a resource is served at the versions registered, sharing no
 //! storage), field ownership (managedFields) and server-side apply's list merging, strategic
 //! merge keys, garbage collection through ownerReferences, namespace deletion cascading,
 //! `deletecollection`, `remainingItemCount`, a watch-cache delay (writes are visible at once).

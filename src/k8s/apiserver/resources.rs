@@ -51,6 +51,16 @@ impl Resource {
         }
     }
 
+    /// Whether the kind is one of Kubernetes' own (the core group, `apps`, `batch`, the
+    /// `*.k8s.io` groups) rather than a custom resource (`*.x-k8s.io` — SIG projects' CRDs
+    /// such as Kueue's — or any other group with a dot). The API server lists a built-in
+    /// kind's items without their `apiVersion` and `kind` (the list carries them); a custom
+    /// resource's items keep theirs.
+    pub fn is_builtin(&self) -> bool {
+        !self.group.contains('.')
+            || (self.group.ends_with(".k8s.io") && !self.group.ends_with(".x-k8s.io"))
+    }
+
     /// `plural.group` (or `plural` in the core group), as the API server names it in messages.
     pub fn qualified(&self) -> String {
         if self.group.is_empty() {

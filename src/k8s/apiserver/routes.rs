@@ -349,10 +349,19 @@ fn object(inner: &Inner, r: ObjectRequest) -> Result<(u16, Value), ApiError> {
             if let Some(c) = listed.continue_token {
                 metadata["continue"] = json!(c);
             }
+            let mut items = listed.items;
+            if res.is_builtin() {
+                for item in &mut items {
+                    if let Some(fields) = item.as_object_mut() {
+                        fields.remove("apiVersion");
+                        fields.remove("kind");
+                    }
+                }
+            }
             (
                 200,
                 json!({"kind": format!("{}List", res.kind), "apiVersion": res.api_version(),
-                       "metadata": metadata, "items": listed.items}),
+                       "metadata": metadata, "items": items}),
             )
         }
         (&Method::POST, None) => (201, store.create(r.resource, ns, r.body)?),

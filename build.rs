@@ -1,0 +1,21 @@
+//! Stamps the binary with the commit it was built from (`wasq --version`), when built in a git
+//! checkout; `unknown` otherwise (a source archive, a vendored build).
+
+fn main() {
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=WASQ_COMMIT={commit}");
+    // A new commit or branch changes HEAD or the ref it names.
+    for path in [".git/HEAD", ".git/refs/heads", ".git/packed-refs"] {
+        if std::path::Path::new(path).exists() {
+            println!("cargo:rerun-if-changed={path}");
+        }
+    }
+}
