@@ -18,6 +18,40 @@ use super::plugins::{bindings, built, engine, fixtures, run, test_options};
 use super::scenarios::outcome_lines;
 use super::wasm_containment::fallbacks_of;
 
+/// A Workload of one 1-cpu pod in LocalQueue `lq`; `admitted_in` gives it an admission there.
+fn one_cpu_workload(name: &str, lq: &str, priority: i32, admitted_in: Option<&str>) -> String {
+    let mut yaml = format!(
+        r#"---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {{namespace: default, name: {name}}}
+spec:
+  queueName: {lq}
+  priority: {priority}
+  podSets:
+  - name: main
+    count: 1
+    template:
+      spec:
+        containers:
+        - {{name: c, image: pause, resources: {{requests: {{cpu: '1'}}}}}}
+"#
+    );
+    if let Some(cq) = admitted_in {
+        yaml.push_str(&format!(
+            r#"status:
+  admission:
+    clusterQueue: {cq}
+    podSetAssignments:
+    - {{name: main, count: 1, flavors: {{cpu: default}}, resourceUsage: {{cpu: '1'}}}}
+  conditions:
+  - {{type: QuotaReserved, status: 'True', reason: QuotaReserved, message: '', lastTransitionTime: '2024-01-01T00:00:00Z'}}
+"#
+        ));
+    }
+    yaml
+}
+
 /// A scenario where one cycle asks for many preemptions: `queues` ClusterQueues of 1 cpu, each
 /// full with a priority-0 workload, and a priority-10 workload arriving in each.
 fn many_preemptions(queues: usize) -> PathBuf {
@@ -26,11 +60,12 @@ fn many_preemptions(queues: usize) -> PathBuf {
          kind: ResourceFlavor\nmetadata: {name: default}\n",
     );
     for i in 0..queues {
+        let (cq, lq) = (format!("cq-{i}"), format!("lq-{i}"));
         yaml.push_str(&format!(
             r#"---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
-metadata: {{name: cq-{i}}}
+metadata: {{name: {cq}}}
 spec:
   namespaceSelector: {{}}
   preemption: {{withinClusterQueue: LowerPriority}}
@@ -43,45 +78,12 @@ spec:
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
-metadata: {{namespace: default, name: lq-{i}}}
-spec: {{clusterQueue: cq-{i}}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: Workload
-metadata: {{namespace: default, name: low-{i}}}
-spec:
-  queueName: lq-{i}
-  priority: 0
-  podSets:
-  - name: main
-    count: 1
-    template:
-      spec:
-        containers:
-        - {{name: c, image: pause, resources: {{requests: {{cpu: '1'}}}}}}
-status:
-  admission:
-    clusterQueue: cq-{i}
-    podSetAssignments:
-    - {{name: main, count: 1, flavors: {{cpu: default}}, resourceUsage: {{cpu: '1'}}}}
-  conditions:
-  - {{type: QuotaReserved, status: 'True', reason: QuotaReserved, message: '', lastTransitionTime: '2024-01-01T00:00:00Z'}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: Workload
-metadata: {{namespace: default, name: high-{i}}}
-spec:
-  queueName: lq-{i}
-  priority: 10
-  podSets:
-  - name: main
-    count: 1
-    template:
-      spec:
-        containers:
-        - {{name: c, image: pause, resources: {{requests: {{cpu: '1'}}}}}}
+metadata: {{namespace: default, name: {lq}}}
+spec: {{clusterQueue: {cq}}}
 "#
         ));
+        yaml.push_str(&one_cpu_workload(&format!("low-{i}"), &lq, 0, Some(&cq)));
+        yaml.push_str(&one_cpu_workload(&format!("high-{i}"), &lq, 10, None));
     }
     let dir = std::env::temp_dir().join(format!("wasq-sandbox-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
