@@ -3,11 +3,11 @@
 //! latest content was refused.
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeCounterValue, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 
-use crate::wasm::PluginSource;
+use crate::wasm::{PluginInfo, PluginSource, PluginStatus};
 
 /// A collector over a plugin source.
 pub struct PluginCollector {
@@ -27,6 +27,31 @@ impl PluginCollector {
     fn labels(&self, mut labels: Labels) -> Labels {
         labels.push(("replica_role", self.role.clone()));
         labels
+    }
+
+    /// A counter with one value per plugin, read from its status.
+    fn per_plugin<N>(
+        &self,
+        encoder: &mut DescriptorEncoder,
+        statuses: &[(&PluginInfo, PluginStatus)],
+        name: &str,
+        help: &str,
+        value: impl Fn(&PluginStatus) -> N,
+    ) -> Result<(), std::fmt::Error>
+    where
+        N: EncodeCounterValue + Default + std::fmt::Debug,
+    {
+        let mut e = encoder.encode_descriptor(
+            name,
+            help,
+            None,
+            ConstCounter::new(N::default()).metric_type(),
+        )?;
+        for (i, s) in statuses {
+            let labels = self.labels(vec![("plugin", i.name.clone())]);
+            ConstCounter::new(value(s)).encode(e.encode_family(&labels)?)?;
+        }
+        Ok(())
     }
 }
 
@@ -53,46 +78,34 @@ impl Collector for PluginCollector {
         }
 
         let statuses: Vec<_> = plugins.iter().map(|p| (p.info(), p.status())).collect();
-        let mut e = encoder.encode_descriptor(
+        self.per_plugin(
+            &mut encoder,
+            &statuses,
             "wasq_plugin_calls",
             "Calls into each plugin",
-            None,
-            ConstCounter::new(0u64).metric_type(),
+            |s| s.calls,
         )?;
-        for (i, s) in &statuses {
-            let labels = self.labels(vec![("plugin", i.name.clone())]);
-            ConstCounter::new(s.calls).encode(e.encode_family(&labels)?)?;
-        }
-        let mut e = encoder.encode_descriptor(
+        self.per_plugin(
+            &mut encoder,
+            &statuses,
             "wasq_plugin_cpu_seconds",
             "CPU time of each plugin's calls",
-            None,
-            ConstCounter::new(0f64).metric_type(),
+            |s| s.cpu_us as f64 / 1e6,
         )?;
-        for (i, s) in &statuses {
-            let labels = self.labels(vec![("plugin", i.name.clone())]);
-            ConstCounter::new(s.cpu_us as f64 / 1e6).encode(e.encode_family(&labels)?)?;
-        }
-        let mut e = encoder.encode_descriptor(
+        self.per_plugin(
+            &mut encoder,
+            &statuses,
             "wasq_plugin_over_budget",
             "Calls the built-in made instead because the plugin had used its CPU budget",
-            None,
-            ConstCounter::new(0u64).metric_type(),
+            |s| s.over_budget,
         )?;
-        for (i, s) in &statuses {
-            let labels = self.labels(vec![("plugin", i.name.clone())]);
-            ConstCounter::new(s.over_budget).encode(e.encode_family(&labels)?)?;
-        }
-        let mut e = encoder.encode_descriptor(
+        self.per_plugin(
+            &mut encoder,
+            &statuses,
             "wasq_plugin_extra_victims",
             "Victims evicted beyond what the preemptors needed (allowExtraVictims)",
-            None,
-            ConstCounter::new(0u64).metric_type(),
+            |s| s.extra_victims,
         )?;
-        for (i, s) in &statuses {
-            let labels = self.labels(vec![("plugin", i.name.clone())]);
-            ConstCounter::new(s.extra_victims).encode(e.encode_family(&labels)?)?;
-        }
         let mut e = encoder.encode_descriptor(
             "wasq_plugin_failures",
             "Failed plugin calls and refused answers, per reason",
@@ -148,5 +161,38 @@ impl Collector for PluginCollector {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use prometheus_client::registry::Registry;
+
+    use super::PluginCollector;
+    use crate::wasm::{PluginSource, WasmEngine};
+
+    #[test]
+    fn every_per_plugin_counter_is_described() {
+        let engine = WasmEngine::new(false).expect("engine");
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(PluginCollector {
+            source: PluginSource::Fixed(Arc::new(crate::wasm::Registry::empty(engine))),
+            role: "leader".into(),
+        }));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).expect("encodes");
+        for name in [
+            "wasq_plugin_calls",
+            "wasq_plugin_cpu_seconds",
+            "wasq_plugin_over_budget",
+            "wasq_plugin_extra_victims",
+        ] {
+            assert!(
+                text.contains(&format!("# TYPE {name} counter")),
+                "{name}:\n{text}"
+            );
+        }
     }
 }
