@@ -621,8 +621,9 @@ impl Plugin {
             inner.needs = Some((cluster.config_id, live.needs));
         }
         if live.strings.begin() {
-            // Heads carry identities as ids of the string table that was.
+            // Heads and rows carry identities as ids of the string table that was.
             live.heads.clear();
+            live.rows.clear();
         }
         live.heads.begin();
         live.rows.begin();

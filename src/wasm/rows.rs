@@ -17,7 +17,10 @@ use super::convert;
 use crate::policy::Candidate;
 
 /// At most this many rows before the table starts again.
-pub const MAX_ROWS: u32 = 65_536;
+/// At most this many rows before the table starts again: as with heads
+/// ([`super::heads::MAX_HEADS`]), a table of many MiB costs a call milliseconds at each
+/// doubling.
+pub const MAX_ROWS: u32 = 16_384;
 
 /// One instance's table, as the host keeps it.
 #[derive(Debug)]
