@@ -169,8 +169,9 @@ fn check(
         Output::Table => {
             println!("plugin      {}", info.name);
             println!(
-                "implements  {} (wasq:policy@{})",
+                "implements  {} (wasq:policy@{}; this host speaks up to {})",
                 info.kind,
+                info.wit_version,
                 wasq::wasm::WIT_VERSION
             );
             println!("digest      {}", info.digest);

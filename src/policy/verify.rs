@@ -22,6 +22,12 @@ pub enum InvalidAnswer {
         got: usize,
         expected: usize,
     },
+    /// A head order naming a workload that is none of the heads' (a plugin answers workloads).
+    #[error("workload {0} is not one of the heads")]
+    NotAHead(u32),
+    /// A head order naming a head's workload twice.
+    #[error("workload {0} appears twice")]
+    DuplicateHead(u32),
     #[error("the victims do not make the preemptor fit")]
     VictimsInsufficient,
     #[error(

@@ -50,11 +50,16 @@ pub mod placement {
 pub use ordering::wasq::policy::host;
 pub use ordering::wasq::policy::types;
 
-/// The WIT package version this host implements.
-pub const WIT_VERSION: &str = "0.12.0";
+/// The WIT package version this host implements (the newest of `version::SERVED`).
+pub const WIT_VERSION: &str = "1.0.0";
 
-/// Fully qualified names of the exported interfaces, one per world.
-pub const ORDERING_EXPORT: &str = "wasq:policy/ordering@0.12.0";
-pub const PREEMPTION_EXPORT: &str = "wasq:policy/preemption@0.12.0";
-pub const FLAVOR_ASSIGNMENT_EXPORT: &str = "wasq:policy/flavor-assignment@0.12.0";
-pub const PLACEMENT_EXPORT: &str = "wasq:policy/placement@0.12.0";
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_version_named_is_the_newest_served() {
+        assert_eq!(
+            super::WIT_VERSION,
+            super::super::version::host().to_string()
+        );
+    }
+}

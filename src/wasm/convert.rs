@@ -279,98 +279,6 @@ fn entries(strings: &mut StringTable, map: &StrMap, pass: impl Fn(&str) -> bool)
 /// owner).
 pub use super::strings::NONE as NO_STRING;
 
-/// `identities` (the identity columns of `record heads` and `record candidates`: namespace,
-/// owning job, labels, annotations) written over `slot` when the plugin reads identity (its
-/// buffers refilled in place from call to call), else `none`. `idents` gives the identities,
-/// in order (unread without `identity`).
-pub fn fill_identities(
-    slot: &mut Option<t::Identities>,
-    identity: bool,
-    strings: &StringTable,
-    idents: &[Ident],
-) {
-    if !identity {
-        *slot = None;
-        return;
-    }
-    let out = slot.get_or_insert_with(|| t::Identities {
-        namespaces: Vec::new(),
-        job_kinds: Vec::new(),
-        job_api_versions: Vec::new(),
-        job_names: Vec::new(),
-        label_offsets: Vec::new(),
-        label_keys: Vec::new(),
-        label_values: Vec::new(),
-        annotation_offsets: Vec::new(),
-        annotation_keys: Vec::new(),
-        annotation_values: Vec::new(),
-    });
-    out.namespaces.clear();
-    out.namespaces.extend(idents.iter().map(|i| i.namespace));
-    out.job_kinds.clear();
-    out.job_kinds.extend(idents.iter().map(|i| i.owner[0]));
-    out.job_api_versions.clear();
-    out.job_api_versions
-        .extend(idents.iter().map(|i| i.owner[1]));
-    out.job_names.clear();
-    out.job_names.extend(idents.iter().map(|i| i.owner[2]));
-    for c in [
-        &mut out.label_offsets,
-        &mut out.label_keys,
-        &mut out.label_values,
-        &mut out.annotation_offsets,
-        &mut out.annotation_keys,
-        &mut out.annotation_values,
-    ] {
-        c.clear();
-    }
-    // Most workloads have neither labels nor annotations the plugin sees: nothing to add for
-    // them until one does.
-    let Some(first) = idents.iter().position(|i| i.has_extras()) else {
-        return;
-    };
-    for (i, &ident) in idents.iter().enumerate().skip(first) {
-        push_entries(
-            (
-                &mut out.label_offsets,
-                &mut out.label_keys,
-                &mut out.label_values,
-            ),
-            i,
-            strings.labels(ident),
-        );
-        push_entries(
-            (
-                &mut out.annotation_offsets,
-                &mut out.annotation_keys,
-                &mut out.annotation_values,
-            ),
-            i,
-            strings.annotations(ident),
-        );
-    }
-}
-
-/// Appends workload `i`'s entries to entry columns (offsets, keys, values). Offsets are
-/// written only once some entry has any (none at all: the WIT allows no offsets, one list
-/// fewer to fill and copy).
-fn push_entries(
-    (offsets, keys, values): (&mut Vec<u32>, &mut Vec<u32>, &mut Vec<u32>),
-    i: usize,
-    entries: &[(u32, u32)],
-) {
-    if !entries.is_empty() && offsets.is_empty() {
-        offsets.resize(i + 1, 0);
-    }
-    for &(key, value) in entries {
-        keys.push(key);
-        values.push(value);
-    }
-    if !offsets.is_empty() {
-        offsets.push(keys.len() as u32);
-    }
-}
-
 /// A `workload` record with nothing in it, to be filled by [`fill_workload`].
 pub fn empty_workload() -> t::Workload {
     t::Workload {
@@ -502,15 +410,6 @@ pub fn requeue_reason(reason: EvictionReason) -> t::RequeueReason {
     }
 }
 
-/// `no-requeue-reason`: a workload never requeued (`record heads`).
-pub const NO_REQUEUE_REASON: u8 = u8::MAX;
-
-/// A workload's requeue-reason byte in `record heads`: the position of its `requeue-reason`
-/// case, or [`NO_REQUEUE_REASON`].
-pub fn requeue_reason_byte(reason: Option<EvictionReason>) -> u8 {
-    reason.map_or(NO_REQUEUE_REASON, |r| requeue_reason(r) as u8)
-}
-
 /// The preemptor's requests as WIT amounts, written over `out`.
 pub fn fill_fr_amounts(out: &mut Vec<t::FrAmount>, v: &[(FrIdx, i64)]) {
     out.clear();
@@ -520,48 +419,45 @@ pub fn fill_fr_amounts(out: &mut Vec<t::FrAmount>, v: &[(FrIdx, i64)]) {
     );
 }
 
-/// Every node of the trees rooted at `roots` on every flavor-resource (a `usage-table`),
-/// written over `out`.
-pub fn fill_usage_table(
-    out: &mut t::UsageTable,
+/// Every node of the trees rooted at `roots`, each with its usage of every flavor-resource
+/// it uses, written over `out` (entries and their lists refilled in place).
+pub fn fill_tree_usage(
+    out: &mut Vec<t::NodeUsage>,
     cluster: &Cluster,
     usage: &crate::quota::Usage,
     roots: impl IntoIterator<Item = NodeId>,
 ) {
-    let nodes = &mut out.nodes;
-    nodes.clear();
+    let mut n = 0;
+    let mut seen_roots: Vec<NodeId> = Vec::new();
     for root in roots {
-        if nodes.contains(&root.0) {
+        if seen_roots.contains(&root) {
             continue;
         }
-        let start = nodes.len();
-        nodes.push(root.0);
-        let mut i = start;
-        while i < nodes.len() {
-            nodes.extend(
-                cluster
-                    .tree
-                    .node(NodeId(nodes[i]))
-                    .children
-                    .iter()
-                    .map(|c| c.0),
-            );
-            i += 1;
+        seen_roots.push(root);
+        let mut stack = vec![root];
+        while let Some(node) = stack.pop() {
+            let amounts = usage.of(node).iter().enumerate().filter(|(_, a)| **a != 0);
+            let fr_amounts = amounts.map(|(fr, &amount)| t::FrAmount {
+                fr: fr as u32,
+                amount,
+            });
+            match out.get_mut(n) {
+                Some(entry) => {
+                    entry.node = node.0;
+                    entry.usage.clear();
+                    entry.usage.extend(fr_amounts);
+                }
+                None => out.push(t::NodeUsage {
+                    node: node.0,
+                    usage: fr_amounts.collect(),
+                }),
+            }
+            n += 1;
+            // Children in tree order after their parent (depth first).
+            stack.extend(cluster.tree.node(node).children.iter().rev().copied());
         }
     }
-    out.amounts.clear();
-    out.amounts.reserve(nodes.len() * usage.n_fr());
-    for &n in nodes.iter() {
-        out.amounts.extend_from_slice(usage.of(NodeId(n)));
-    }
-}
-
-/// An empty `usage-table` (for plugins that do not read usage).
-pub fn no_usage() -> t::UsageTable {
-    t::UsageTable {
-        nodes: Vec::new(),
-        amounts: Vec::new(),
-    }
+    out.truncate(n);
 }
 
 /// Admission fair sharing's figures for `lqs` (each once, in the order given).
@@ -725,20 +621,6 @@ spec:
         - {name: c, image: pause, resources: {requests: {cpu: '2'}}}
 ";
 
-    /// The identity columns of `idents`, as plain vectors: (namespaces, jobs, label columns,
-    /// annotation columns).
-    type Columns = (Vec<u32>, [Vec<u32>; 3], [Vec<u32>; 3], [Vec<u32>; 3]);
-
-    fn columns(slot: &Option<t::Identities>) -> Columns {
-        let c = slot.clone().expect("identities sent");
-        (
-            c.namespaces,
-            [c.job_kinds, c.job_api_versions, c.job_names],
-            [c.label_offsets, c.label_keys, c.label_values],
-            [c.annotation_offsets, c.annotation_keys, c.annotation_values],
-        )
-    }
-
     #[test]
     fn refilled_records_hold_only_what_the_latest_call_sends() {
         let m = crate::api::load::load_str(
@@ -757,34 +639,6 @@ spec:
         let catalog = catalog(&cluster, &Exposure::default(), &[]);
         let mut strings = StringTable::default();
         strings.begin();
-        // Columns for [plain, nb] (labels and annotations from the second entry on), then
-        // refilled for [plain] alone: nothing of the first call may remain.
-        let idents: Vec<Ident> = [plain, nb]
-            .iter()
-            .map(|&w| catalog.ident(&mut strings, &cluster, w))
-            .collect();
-        let mut slot = None;
-        fill_identities(&mut slot, true, &strings, &idents);
-        let (tier, gold) = (
-            strings.intern("kueue.x-k8s.io/tier"),
-            strings.intern("gold"),
-        );
-        let first = columns(&slot);
-        assert_eq!(first.2, [vec![0, 0, 1], vec![tier], vec![gold]]);
-        assert_eq!(first.3[0], [0, 0, 1]);
-        assert_eq!(first.1[0][0], NO_STRING);
-        fill_identities(&mut slot, true, &strings, &idents[..1]);
-        let mut fresh = None;
-        fill_identities(&mut fresh, true, &strings, &idents[..1]);
-        assert_eq!(columns(&slot), columns(&fresh));
-        assert!(
-            columns(&fresh).2.iter().all(Vec::is_empty),
-            "no labels: no offsets either"
-        );
-        // A plugin that does not read identity gets none.
-        fill_identities(&mut slot, false, &strings, &idents);
-        assert!(slot.is_none());
-
         // A workload record refilled over one with more podSets, labels and an owner.
         let mut record = workload(&cluster, &catalog, &mut strings, plain, CqId(0), 5, true);
         assert_eq!(record.pod_sets.as_ref().map(Vec::len), Some(2));
@@ -857,8 +711,5 @@ spec:
             all.map(Some)
         );
         assert_eq!(EvictionReason::of_kueue("InactiveWorkload"), None);
-        // The heads' bytes are the case positions; 255 when never requeued.
-        assert_eq!(requeue_reason_byte(None), NO_REQUEUE_REASON);
-        assert_eq!(all.map(|r| requeue_reason_byte(Some(r))), [0, 1, 2]);
     }
 }

@@ -142,15 +142,15 @@ mod tests {
     #[test]
     fn the_interfaces_a_rust_guest_links_are_known() {
         for name in [
-            "wasq:policy/host@0.12.0",
-            "wasq:policy/types@0.12.0",
+            "wasq:policy/host@1.0.0",
+            "wasq:policy/types@1.0.0",
             "wasi:cli/stderr@0.2.6",
             "wasi:io/streams@0.2.0",
             "wasi:cli/terminal-output@0.2.3",
         ] {
             assert!(functions_of(name).is_ok(), "{name}");
         }
-        assert_eq!(functions_of("wasq:policy/host@0.12.0"), Ok(&["log"][..]));
+        assert_eq!(functions_of("wasq:policy/host@1.0.0"), Ok(&["log"][..]));
     }
 
     #[test]

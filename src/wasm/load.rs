@@ -7,12 +7,10 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use wasmtime::component::Linker;
 
-use super::bindings::{
-    FLAVOR_ASSIGNMENT_EXPORT, ORDERING_EXPORT, PLACEMENT_EXPORT, PREEMPTION_EXPORT, WIT_VERSION,
-    flavors, ordering, placement, preemption,
-};
+use super::bindings::{WIT_VERSION, flavors, ordering, placement, preemption};
 use super::engine::WasmEngine;
 use super::state::State;
+use super::version::{Version, VersionError};
 
 /// The extension point a plugin implements.
 #[derive(
@@ -49,13 +47,11 @@ impl PluginKind {
         PluginKind::ALL.into_iter().find(|k| k.as_str() == s)
     }
 
-    fn export(self) -> &'static str {
-        match self {
-            PluginKind::Ordering => ORDERING_EXPORT,
-            PluginKind::Preemption => PREEMPTION_EXPORT,
-            PluginKind::FlavorAssignment => FLAVOR_ASSIGNMENT_EXPORT,
-            PluginKind::Placement => PLACEMENT_EXPORT,
-        }
+    /// The kind whose interface an export names (`wasq:policy/preemption@1.0.0`), at any
+    /// version.
+    fn of_export(name: &str) -> Option<PluginKind> {
+        let interface = name.strip_prefix("wasq:policy/")?.split('@').next()?;
+        PluginKind::parse(interface)
     }
 }
 
@@ -74,6 +70,9 @@ pub struct PluginInfo {
     /// `sha256:` and the first 16 hex digits of the file's SHA-256.
     pub digest: String,
     pub kind: PluginKind,
+    /// The `wasq:policy` version the host serves it (its own minor version's requests).
+    #[serde(serialize_with = "as_text")]
+    pub wit_version: Version,
     pub imports: Vec<String>,
     pub exports: Vec<String>,
     pub size: u64,
@@ -82,6 +81,10 @@ pub struct PluginInfo {
     pub compile_ms: f64,
     /// Loaded compiled from the disk cache (`--cache-dir`) rather than compiled.
     pub from_cache: bool,
+}
+
+fn as_text<S: serde::Serializer>(v: &Version, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
 }
 
 /// Why a plugin file was refused.
@@ -98,12 +101,8 @@ pub enum LoadError {
         path: PathBuf,
         error: super::imports::ImportError,
     },
-    #[error(
-        "{path}: built against wasq:policy@{version}, but this host speaks \
-         wasq:policy@{WIT_VERSION}; rebuild the plugin against this release's wit/ \
-         (`wasq plugin build`)"
-    )]
-    OtherVersion { path: PathBuf, version: String },
+    #[error("{path}: {error}")]
+    OtherVersion { path: PathBuf, error: VersionError },
     #[error(
         "{path}: exports none of the wasq:policy@{WIT_VERSION} interfaces (ordering, preemption, \
          flavor-assignment, placement); it exports: {exports}"
@@ -229,27 +228,33 @@ pub fn load_bytes(
         .exports(engine.engine())
         .map(|(n, _)| n.to_string())
         .collect();
-    if let Some(version) = imports
+    let named: Vec<&str> = imports
         .iter()
         .chain(&exports)
         .filter_map(|n| n.strip_prefix("wasq:policy/"))
-        .filter_map(|n| n.split('@').nth(1))
-        .find(|v| *v != WIT_VERSION)
-    {
-        return Err(LoadError::OtherVersion {
-            path: path.to_path_buf(),
-            version: version.to_string(),
-        });
-    }
+        .map(|n| n.split_once('@').map_or("", |(_, v)| v))
+        .collect();
+    // A component naming no `wasq:policy` interface is no plugin: refused below, for its
+    // imports or for exporting no policy.
+    let version = if named.is_empty() {
+        super::version::host()
+    } else {
+        super::version::negotiate(named, super::version::SERVED).map_err(|error| {
+            LoadError::OtherVersion {
+                path: path.to_path_buf(),
+                error,
+            }
+        })?
+    };
     super::imports::check(engine.engine(), component).map_err(|error| {
         LoadError::ForbiddenImport {
             path: path.to_path_buf(),
             error,
         }
     })?;
-    let kinds: Vec<PluginKind> = PluginKind::ALL
-        .into_iter()
-        .filter(|k| exports.iter().any(|e| e == k.export()))
+    let kinds: Vec<PluginKind> = exports
+        .iter()
+        .filter_map(|e| PluginKind::of_export(e))
         .collect();
     let kind = match kinds.as_slice() {
         [k] => *k,
@@ -302,6 +307,7 @@ pub fn load_bytes(
             exports,
             size: bytes.len() as u64,
             compile_ms: compiled.compile_ms,
+            wit_version: version,
             from_cache: compiled.from_cache,
         },
         pre,

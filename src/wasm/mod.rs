@@ -1,5 +1,5 @@
 //! The wasmtime host for policy plugins: WebAssembly components implementing one world of the
-//! `wasq:policy@0.12.0` WIT package (`wit/`).
+//! `wasq:policy@1.0.0` WIT package (`wit/`).
 //!
 //! It owns loading (digest, compile cache, import allow-list), sandboxing (no capabilities,
 //! memory cap, CPU deadline, optional fuel), the calls (catalog sent once per instance, batches
@@ -13,6 +13,7 @@ mod config;
 mod convert;
 mod engine;
 pub mod guests;
+mod heads;
 mod imports;
 mod limits;
 mod load;
@@ -25,6 +26,7 @@ mod state;
 mod strings;
 mod text;
 mod usage_rows;
+pub mod version;
 
 pub use bindings::WIT_VERSION;
 pub use config::PolicyConfig;

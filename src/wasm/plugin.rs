@@ -11,6 +11,7 @@ use wasmtime::{Store, Trap};
 use super::bindings::{flavors, ordering, placement, preemption};
 use super::convert;
 use super::engine::WasmEngine;
+use super::heads::HeadTable;
 use super::limits::{CallClock, Limits};
 use super::load::{Loaded, PluginInfo, PluginKind, Pre};
 use super::rows::RowTable;
@@ -120,6 +121,8 @@ struct Live {
     needs: crate::policy::Needs,
     /// The instance's string table (`new-strings`).
     strings: StringTable,
+    /// The instance's table of heads (`new-heads`; ordering plugins only).
+    heads: HeadTable,
     /// The instance's table of admitted workloads (`new-rows`; preemption plugins only).
     rows: RowTable,
     /// The usage rows the instance holds (`request.usage-kept`; preemption plugins only).
@@ -202,6 +205,9 @@ pub(super) struct CallCx<'a> {
     /// The instance's table of admitted workloads: take each candidate's row, then send
     /// [`RowTable::take`] as `select-victims`' `rows`.
     pub rows: &'a mut RowTable,
+    /// The instance's table of heads: take each head's id, then send [`HeadTable::take`] as
+    /// `order-heads`' `new-heads`.
+    pub heads: &'a mut HeadTable,
     /// The usage rows the instance holds: a request carries those
     /// [`SentUsage::fill_changed`] finds changed.
     pub usage: &'a mut SentUsage,
@@ -425,6 +431,7 @@ impl Plugin {
             catalog_of: None,
             needs: crate::policy::Needs::default(),
             strings: StringTable::default(),
+            heads: HeadTable::default(),
             rows: RowTable::default(),
             usage: SentUsage::default(),
         })
@@ -608,17 +615,24 @@ impl Plugin {
             live.needs = r.map_err(|e| classify(e, &live.store, &self.limits))?;
             live.catalog_of = Some(cluster.config_id);
             // Rows name ClusterQueues and LocalQueues of the previous catalog.
+            live.heads.clear();
             live.rows.clear();
             live.usage.clear();
             inner.needs = Some((cluster.config_id, live.needs));
         }
-        live.strings.begin();
+        if live.strings.begin() {
+            // Heads and rows carry identities as ids of the string table that was.
+            live.heads.clear();
+            live.rows.clear();
+        }
+        live.heads.begin();
         live.rows.begin();
         let mut cx = CallCx {
             store: &mut live.store,
             catalog: &catalog,
             strings: &mut live.strings,
             rows: &mut live.rows,
+            heads: &mut live.heads,
             usage: &mut live.usage,
             instance: &live.instance,
             needs: live.needs,
@@ -645,15 +659,7 @@ impl Plugin {
             Instance::Ordering(p) => {
                 let g = p.wasq_policy_ordering();
                 g.call_set_catalog(&mut *store, &empty)
-                    .and_then(|_| {
-                        g.call_sort_keys(
-                            &mut *store,
-                            None,
-                            &super::policies::empty_queued(),
-                            &[],
-                            0,
-                        )
-                    })
+                    .and_then(|_| g.call_sort_keys(&mut *store, None, &[], &[], 0))
                     .map(|a| a.len())
             }
             Instance::Preemption(p) => {

@@ -12,7 +12,6 @@ use super::bindings::preemption::exports::wasq::policy::preemption as pre;
 use super::bindings::types as t;
 use super::convert;
 use super::plugin::Plugin;
-use super::strings::Ident;
 use crate::policy::verify::InvalidAnswer;
 use crate::policy::{
     CandidateKind, FitMode, FlavorAssignmentPolicy, FlavorChoiceRequest, HeadEntry, Needs,
@@ -48,16 +47,20 @@ pub struct WasmOrdering {
     scratch: Mutex<OrderingScratch>,
 }
 
-/// What an ordering plugin's calls send, kept between calls: each call clears and refills
-/// these lists instead of allocating and freeing them.
+/// What an ordering plugin's calls send, kept between calls: each call refills these records
+/// in place instead of allocating them again.
 struct OrderingScratch {
-    /// `sort-keys`: the batch as columns.
-    queued: ord::Queued,
+    /// `sort-keys`: the batch.
+    queued: Vec<t::Workload>,
     lq_usage: Vec<t::LocalQueueUsage>,
-    /// `order-heads`.
-    heads: ord::Heads,
-    usage: t::UsageTable,
-    idents: Vec<Ident>,
+    /// `order-heads`: the heads by id, in the host's order.
+    heads: Vec<u32>,
+    /// Their groups; slots are kept with their lists, and the call sends those in use.
+    groups: Vec<ord::HeadGroup>,
+    head_usage: Vec<ord::HeadUsage>,
+    tree_usage: Vec<t::NodeUsage>,
+    /// By workload handle, while an answer is read: 0, or 1 + the position of its head.
+    positions: Vec<u32>,
 }
 
 /// A mutex's contents, poisoned or not (every call refills the scratch it reads).
@@ -70,95 +73,163 @@ impl WasmOrdering {
         WasmOrdering {
             plugin,
             scratch: Mutex::new(OrderingScratch {
-                queued: empty_queued(),
+                queued: Vec::new(),
                 lq_usage: Vec::new(),
-                heads: ord::Heads {
-                    ints: Vec::new(),
-                    times: Vec::new(),
-                    usage_frs: Vec::new(),
-                    usage_amounts: Vec::new(),
-                    identities: None,
-                },
-                usage: convert::no_usage(),
-                idents: Vec::new(),
+                heads: Vec::new(),
+                groups: Vec::new(),
+                head_usage: Vec::new(),
+                tree_usage: Vec::new(),
+                positions: Vec::new(),
             }),
         }
     }
 }
 
-/// The heads as the WIT's four lists (`record heads`), written over `out` (all but the
-/// identity columns, which come from the instance's string table in the call).
-fn fill_heads(out: &mut ord::Heads, heads: &[HeadEntry]) {
-    out.ints.clear();
-    out.times.clear();
-    out.usage_frs.clear();
-    out.usage_amounts.clear();
-    out.ints.reserve(heads.len() * HEAD_INTS);
-    out.times.reserve(heads.len() * HEAD_TIMES);
+/// The heads as `order-heads` sends them, written over `scratch` (lists kept from the previous
+/// call): each one's id in the instance's table of heads (added to `call.heads` when new, with
+/// who it is when the plugin reads identity), and the groups of heads assigned alike. Returns
+/// how many groups are in use.
+fn fill_heads(
+    scratch: &mut OrderingScratch,
+    call: &mut super::plugin::CallCx<'_>,
+    cluster: &crate::cluster::Cluster,
+    heads: &[HeadEntry],
+) -> usize {
+    scratch.heads.clear();
+    let groups = &mut scratch.groups;
+    let mut used = 0;
     for h in heads {
-        out.ints.extend([
-            h.workload.0,
-            h.cluster_queue.0,
-            h.local_queue.map_or(NO_LOCAL_QUEUE, |l| l.0),
-            u32::from(h.has_reservation),
-            h.borrow_level,
-            h.requeue_count,
-            convert::requeue_reason_byte(h.requeue_reason).into(),
-            h.usage.len() as u32,
-        ]);
-        out.times.extend([
-            h.priority, h.created, h.queued, h.key.0[0], h.key.0[1], h.key.0[2],
-        ]);
-        for &(fr, amount) in &h.usage {
-            out.usage_frs.push(fr.0);
-            out.usage_amounts.push(amount);
+        let id = call.heads.head(h, || {
+            let mut identity = None;
+            convert::fill_identity(
+                &mut identity,
+                call.needs.identity,
+                cluster,
+                call.catalog,
+                call.strings,
+                h.workload,
+            );
+            identity
+        });
+        scratch.heads.push(id);
+        // A linear search: a cycle's heads fall into a handful of groups.
+        let (second_pass, level) = (h.has_reservation, h.borrow_level);
+        let group = match groups[..used]
+            .iter()
+            .position(|g| g.second_pass == second_pass && g.borrowing_level == level)
+        {
+            Some(g) => g,
+            None => {
+                if used == groups.len() {
+                    groups.push(ord::HeadGroup {
+                        second_pass,
+                        borrowing_level: level,
+                        heads: Vec::new(),
+                    });
+                } else {
+                    let g = &mut groups[used];
+                    (g.second_pass, g.borrowing_level) = (second_pass, level);
+                    g.heads.clear();
+                }
+                used += 1;
+                used - 1
+            }
+        };
+        groups[group].heads.push(id);
+    }
+    used
+}
+
+/// What each head's assignment takes, by head id (`ids`, in the order of `heads`), written
+/// over `out` (entries refilled in place).
+fn fill_head_usage(out: &mut Vec<ord::HeadUsage>, ids: &[u32], heads: &[HeadEntry]) {
+    out.truncate(heads.len());
+    for (i, (&head, h)) in ids.iter().zip(heads).enumerate() {
+        let usage = h
+            .usage
+            .iter()
+            .map(|&(fr, amount)| t::FrAmount { fr: fr.0, amount });
+        match out.get_mut(i) {
+            Some(entry) => {
+                entry.head = head;
+                entry.usage.clear();
+                entry.usage.extend(usage);
+            }
+            None => out.push(ord::HeadUsage {
+                head,
+                usage: usage.collect(),
+            }),
         }
     }
 }
 
-/// The batch of `sort-keys` as the WIT's columns (`record queued`), written over `out` (all but
-/// the identity columns and podSets, which depend on the plugin's needs).
-fn fill_queued(out: &mut ord::Queued, cluster: &crate::cluster::Cluster, batch: &[QueuedWorkload]) {
-    out.ints.clear();
-    out.times.clear();
-    out.ints.reserve(batch.len() * QUEUED_INTS);
-    out.times.reserve(batch.len() * QUEUED_TIMES);
-    for q in batch {
-        let wl = cluster.workload(q.workload);
-        out.ints.extend([
-            q.workload.0,
-            q.cluster_queue.0,
-            wl.lq.map_or(NO_LOCAL_QUEUE, |l| l.0),
-            wl.requeue_count,
-            convert::requeue_reason_byte(wl.requeue_reason).into(),
-        ]);
-        out.times
-            .extend([wl.effective_priority(), wl.created, q.queued]);
+/// The positions in `heads` of the workloads of an answer to `order-heads`, which must name
+/// every head's workload exactly once. `positions` is a buffer by workload handle, all zero
+/// before and after.
+fn head_positions(
+    answer: &[u32],
+    heads: &[HeadEntry],
+    positions: &mut Vec<u32>,
+) -> Result<Vec<usize>, PolicyError> {
+    if answer.len() != heads.len() {
+        return Err(wrong_length("the head order", answer.len(), heads.len()));
     }
+    // Read: 1 + the position of a head not named yet; `NAMED` once named; 0 for no head.
+    const NAMED: u32 = u32::MAX;
+    for (i, h) in heads.iter().enumerate() {
+        let w = h.workload.index();
+        if positions.len() <= w {
+            positions.resize(w + 1, 0);
+        }
+        positions[w] = i as u32 + 1;
+    }
+    let order = answer
+        .iter()
+        .map(|&w| match positions.get(w as usize).copied().unwrap_or(0) {
+            0 => Err(InvalidAnswer::NotAHead(w)),
+            NAMED => Err(InvalidAnswer::DuplicateHead(w)),
+            p => {
+                positions[w as usize] = NAMED;
+                Ok(p as usize - 1)
+            }
+        })
+        .collect::<Result<Vec<usize>, _>>();
+    for h in heads {
+        positions[h.workload.index()] = 0;
+    }
+    order.map_err(PolicyError::Invalid)
 }
 
-/// An empty `record queued`.
-pub(super) fn empty_queued() -> ord::Queued {
-    ord::Queued {
-        ints: Vec::new(),
-        times: Vec::new(),
-        identities: None,
-        pod_sets: None,
+/// The batch of `sort-keys` as WIT workloads, written over `out` (records refilled in place):
+/// podSets only with `pod_sets`, and identities from the instance's string table with
+/// `identity`.
+fn fill_queued(
+    out: &mut Vec<t::Workload>,
+    call: &mut super::plugin::CallCx<'_>,
+    cluster: &crate::cluster::Cluster,
+    batch: &[QueuedWorkload],
+) {
+    out.truncate(batch.len());
+    out.resize_with(batch.len(), convert::empty_workload);
+    for (w, q) in out.iter_mut().zip(batch) {
+        convert::fill_workload(
+            w,
+            cluster,
+            q.workload,
+            q.cluster_queue,
+            q.queued,
+            call.needs.pod_sets,
+        );
+        convert::fill_identity(
+            &mut w.identity,
+            call.needs.identity,
+            cluster,
+            call.catalog,
+            call.strings,
+            q.workload,
+        );
     }
 }
-
-/// Integers and times per workload in `record queued`, and entries per key in `sort-keys`'
-/// answer.
-const QUEUED_INTS: usize = 5;
-const QUEUED_TIMES: usize = 3;
-const SORT_KEY_LEN: usize = 3;
-
-/// Integers and times per head in `record heads`.
-const HEAD_INTS: usize = 8;
-const HEAD_TIMES: usize = 6;
-
-/// `no-local-queue`: a `local-queue-id` that names no LocalQueue (`record heads`).
-const NO_LOCAL_QUEUE: u32 = u32::MAX;
 
 impl OrderingPolicy for WasmOrdering {
     fn id(&self) -> PolicyRef {
@@ -179,32 +250,7 @@ impl OrderingPolicy for WasmOrdering {
         let keys = self
             .plugin
             .call(cx.cluster, "sort-keys", batch.len(), |call| {
-                let queued = &mut scratch.queued;
-                fill_queued(queued, cx.cluster, batch);
-                let idents = &mut scratch.idents;
-                idents.clear();
-                if call.needs.identity {
-                    idents.extend(
-                        batch
-                            .iter()
-                            .map(|q| call.catalog.ident(call.strings, cx.cluster, q.workload)),
-                    );
-                }
-                convert::fill_identities(
-                    &mut queued.identities,
-                    call.needs.identity,
-                    call.strings,
-                    idents,
-                );
-                if call.needs.pod_sets {
-                    let lists = queued.pod_sets.get_or_insert_with(Vec::new);
-                    lists.resize_with(batch.len(), Vec::new);
-                    for (list, q) in lists.iter_mut().zip(batch) {
-                        convert::fill_pod_sets(list, cx.cluster, q.workload);
-                    }
-                } else {
-                    queued.pod_sets = None;
-                }
+                fill_queued(&mut scratch.queued, call, cx.cluster, batch);
                 scratch.lq_usage.clear();
                 if call.needs.local_queue_usage {
                     scratch.lq_usage = convert::local_queue_usage(
@@ -214,21 +260,22 @@ impl OrderingPolicy for WasmOrdering {
                 }
                 let strings = call.strings.take();
                 let (guest, store) = call.ordering()?;
-                guest.call_sort_keys(store, strings.as_ref(), queued, &scratch.lq_usage, cx.now)
+                guest.call_sort_keys(
+                    store,
+                    strings.as_ref(),
+                    &scratch.queued,
+                    &scratch.lq_usage,
+                    cx.now,
+                )
             })?;
-        // Three entries per workload (counted in entries, so that a partial key shows).
-        if keys.len() != batch.len() * SORT_KEY_LEN {
-            let e = wrong_length(
-                "the sort keys (three per workload)",
-                keys.len(),
-                batch.len() * SORT_KEY_LEN,
-            );
+        if keys.len() != batch.len() {
+            let e = wrong_length("the sort keys (one per workload)", keys.len(), batch.len());
             self.plugin.refused(&e);
             return Err(e);
         }
         Ok(keys
-            .chunks_exact(SORT_KEY_LEN)
-            .map(|k| SortKey([k[0], k[1], k[2]]))
+            .into_iter()
+            .map(|k| SortKey([k.primary, k.secondary, k.tertiary]))
             .collect())
     }
 
@@ -239,50 +286,47 @@ impl OrderingPolicy for WasmOrdering {
     ) -> Result<Vec<usize>, PolicyError> {
         let mut scratch = lock(&self.scratch);
         let scratch = &mut *scratch;
-        fill_heads(&mut scratch.heads, heads);
-        let order = self
+        let answer = self
             .plugin
             .call(cx.cluster, "order-heads", heads.len(), |call| {
-                let idents = &mut scratch.idents;
-                idents.clear();
-                if call.needs.identity {
-                    idents.extend(
-                        heads
-                            .iter()
-                            .map(|h| call.catalog.ident(call.strings, cx.cluster, h.workload)),
-                    );
-                }
-                convert::fill_identities(
-                    &mut scratch.heads.identities,
-                    call.needs.identity,
-                    call.strings,
-                    idents,
-                );
-                if call.needs.tree_usage {
+                let used = fill_heads(scratch, call, cx.cluster, heads);
+                let (head_usage, tree_usage) = if call.needs.tree_usage {
+                    fill_head_usage(&mut scratch.head_usage, &scratch.heads, heads);
                     let tree = &cx.cluster.tree;
-                    convert::fill_usage_table(
-                        &mut scratch.usage,
+                    convert::fill_tree_usage(
+                        &mut scratch.tree_usage,
                         cx.cluster,
                         cx.usage,
                         heads
                             .iter()
                             .map(|h| tree.root(cx.cluster.cq(h.cluster_queue).node)),
                     );
+                    (
+                        Some(scratch.head_usage.as_slice()),
+                        Some(scratch.tree_usage.as_slice()),
+                    )
                 } else {
-                    scratch.usage.nodes.clear();
-                    scratch.usage.amounts.clear();
-                }
+                    (None, None)
+                };
                 let strings = call.strings.take();
+                let new_heads = call.heads.take();
                 let (guest, store) = call.ordering()?;
-                guest.call_order_heads(
+                let answer = guest.call_order_heads(
                     store,
                     strings.as_ref(),
+                    new_heads.as_ref(),
                     &scratch.heads,
-                    &scratch.usage,
+                    &scratch.groups[..used],
+                    head_usage,
+                    tree_usage,
                     cx.now,
-                )
+                );
+                call.heads.give_back(new_heads);
+                answer
             })?;
-        Ok(order.into_iter().map(|i| i as usize).collect())
+        head_positions(&answer, heads, &mut scratch.positions).inspect_err(|e| {
+            self.plugin.refused(e);
+        })
     }
 
     fn refused(&self, error: &PolicyError) {
@@ -297,14 +341,15 @@ pub struct WasmPreemption {
     scratch: Mutex<PreemptionScratch>,
 }
 
-/// What a `select-victims` call sends, kept between calls: each call clears and refills
-/// these lists instead of allocating and freeing about thirty of them.
+/// What a `select-victims` call sends, kept between calls: each call refills the request's
+/// records in place instead of allocating them again.
 struct PreemptionScratch {
     request: pre::Request,
-    /// The usage rows' buffers while the request sends none (`request.usage` is `None`).
-    usage: pre::UsageRows,
+    /// The changed usage rows, before they become `request.usage`.
+    nodes: Vec<u32>,
+    amounts: Vec<i64>,
     frs: Vec<FrIdx>,
-    idents: Vec<Ident>,
+    tree_usage: Vec<t::NodeUsage>,
 }
 
 impl WasmPreemption {
@@ -316,31 +361,20 @@ impl WasmPreemption {
                     preemptor: convert::empty_workload(),
                     requests: Vec::new(),
                     needs_preemption: Vec::new(),
-                    candidates: pre::Candidates {
-                        rows: Vec::new(),
-                        kinds: Vec::new(),
-                        lcas: Vec::new(),
-                        identities: None,
-                        local_queue_usage: None,
-                    },
+                    candidates: Vec::new(),
+                    groups: Vec::new(),
+                    local_queue_usage: Vec::new(),
                     usage_kept: false,
-                    usage: None,
+                    usage: Vec::new(),
                     tree_usage: None,
                     now: 0,
                 },
-                usage: no_rows(),
+                nodes: Vec::new(),
+                amounts: Vec::new(),
                 frs: Vec::new(),
-                idents: Vec::new(),
+                tree_usage: Vec::new(),
             }),
         }
-    }
-}
-
-/// Usage rows with no row (and no buffer).
-fn no_rows() -> pre::UsageRows {
-    pre::UsageRows {
-        nodes: Vec::new(),
-        amounts: Vec::new(),
     }
 }
 
@@ -349,75 +383,110 @@ fn no_rows() -> pre::UsageRows {
 /// purpose. Without it a non-minimal answer is refused and the built-in decides.
 pub const ALLOW_EXTRA_VICTIMS: &str = "allowExtraVictims";
 
-/// A candidate's kind as its `candidate-kind` case number (`record candidates`, `kinds`).
-fn kind(k: CandidateKind) -> u8 {
-    let case = match k {
+/// A candidate's kind as the WIT names it.
+fn kind(k: CandidateKind) -> pre::CandidateKind {
+    match k {
         CandidateKind::SameQueue => pre::CandidateKind::SameQueue,
         CandidateKind::HierarchicalReclaim => pre::CandidateKind::HierarchicalReclaim,
         CandidateKind::ReclaimWithoutBorrowing => pre::CandidateKind::ReclaimWithoutBorrowing,
         CandidateKind::ReclaimWhileBorrowing => pre::CandidateKind::ReclaimWhileBorrowing,
         CandidateKind::FairSharing => pre::CandidateKind::FairSharing,
-    };
-    case as u8
+    }
 }
 
-/// Bit 7 of a `kinds` byte: the candidate is being evicted (`record candidates`).
-const EVICTING: u8 = 0x80;
-
-/// A candidate's byte of the `kinds` column: its kind's case number, and [`EVICTING`] when
-/// it is being evicted.
-fn kind_byte(c: &crate::policy::Candidate) -> u8 {
-    kind(c.kind) | if c.evicted { EVICTING } else { 0 }
-}
-
-/// `no-node`: a `node-id` that names no node (`record candidates`, `lcas`).
-const NO_NODE: u32 = u32::MAX;
-
-/// The candidates as the WIT's columns, written over `out` (into buffers kept from the
+/// The candidates as the request lists them, written over `request` (lists kept from the
 /// previous call): each one's row of the instance's table of admitted workloads (added to
-/// `rows` when new), and what relates it to this preemptor. `idents` is scratch for their
-/// identities.
-#[allow(clippy::too_many_arguments)]
+/// `call.rows` when new, with who it is when the plugin reads identity), the groups of
+/// candidates that relate to this preemptor alike, and their LocalQueues' usage.
 fn fill_candidates(
-    out: &mut pre::Candidates,
-    idents: &mut Vec<Ident>,
+    request: &mut pre::Request,
+    call: &mut super::plugin::CallCx<'_>,
     cluster: &crate::cluster::Cluster,
-    catalog: &convert::Catalog,
-    strings: &mut super::strings::StringTable,
-    rows: &mut super::rows::RowTable,
     list: &[crate::policy::Candidate],
-    identity: bool,
 ) {
-    out.rows.clear();
-    out.rows.extend(list.iter().map(|c| rows.row(c)));
-    out.kinds.clear();
-    out.kinds.extend(list.iter().map(kind_byte));
-    out.lcas.clear();
-    out.lcas
-        .extend(list.iter().map(|c| c.lca.map_or(NO_NODE, |n| n.0)));
-    // The sparse column, and the identities when asked for, in one pass.
-    idents.clear();
-    // The previous call's lists, when it sent any; sent again only if some candidate has usage.
-    let mut afs = out
-        .local_queue_usage
-        .take()
-        .unwrap_or_else(|| pre::CandidatesLocalQueueUsage {
-            of: Vec::new(),
-            usage: Vec::new(),
+    request.candidates.clear();
+    request.local_queue_usage.clear();
+    // Group slots are kept with their lists; `groups` counts those in use.
+    let groups = &mut request.groups;
+    let mut used = 0;
+    for c in list {
+        let row = call.rows.row(c, || {
+            let mut identity = None;
+            convert::fill_identity(
+                &mut identity,
+                call.needs.identity,
+                cluster,
+                call.catalog,
+                call.strings,
+                c.workload,
+            );
+            identity
         });
-    afs.of.clear();
-    afs.usage.clear();
-    for (i, c) in list.iter().enumerate() {
-        if identity {
-            idents.push(catalog.ident(strings, cluster, c.workload));
-        }
-        if let Some(u) = c.local_queue_usage {
-            afs.of.push(i as u32);
-            afs.usage.push(u);
+        request.candidates.push(row);
+        let (kind, lca) = (kind(c.kind), c.lca.map(|n| n.0));
+        let found = groups[..used]
+            .iter()
+            .position(|g| g.kind == kind && g.lca == lca && g.evicting == c.evicted);
+        let group = match found {
+            Some(g) => g,
+            None => {
+                if used == groups.len() {
+                    groups.push(pre::CandidateGroup {
+                        kind,
+                        lca,
+                        evicting: c.evicted,
+                        rows: Vec::new(),
+                    });
+                } else {
+                    let g = &mut groups[used];
+                    (g.kind, g.lca, g.evicting) = (kind, lca, c.evicted);
+                    g.rows.clear();
+                }
+                used += 1;
+                used - 1
+            }
+        };
+        groups[group].rows.push(row);
+        if let (Some(weighted), Some(lq)) = (c.local_queue_usage, c.local_queue)
+            && !request
+                .local_queue_usage
+                .iter()
+                .any(|s| s.local_queue == lq.0)
+        {
+            request.local_queue_usage.push(pre::LocalQueueShare {
+                local_queue: lq.0,
+                weighted,
+            });
         }
     }
-    convert::fill_identities(&mut out.identities, identity, strings, idents);
-    out.local_queue_usage = (!afs.of.is_empty()).then_some(afs);
+    groups.truncate(used);
+}
+
+/// Usage rows (row-major over `frs`) as WIT node usage, written over `out` (entries refilled
+/// in place).
+fn fill_node_usage(out: &mut Vec<t::NodeUsage>, nodes: &[u32], amounts: &[i64], frs: &[FrIdx]) {
+    out.truncate(nodes.len());
+    for (i, (&node, row)) in nodes
+        .iter()
+        .zip(amounts.chunks_exact(frs.len().max(1)))
+        .enumerate()
+    {
+        let usage = frs
+            .iter()
+            .zip(row)
+            .map(|(fr, &amount)| t::FrAmount { fr: fr.0, amount });
+        match out.get_mut(i) {
+            Some(entry) => {
+                entry.node = node;
+                entry.usage.clear();
+                entry.usage.extend(usage);
+            }
+            None => out.push(t::NodeUsage {
+                node,
+                usage: usage.collect(),
+            }),
+        }
+    }
 }
 
 impl PreemptionPolicy for WasmPreemption {
@@ -441,9 +510,10 @@ impl PreemptionPolicy for WasmPreemption {
         let mut scratch = lock(&self.scratch);
         let PreemptionScratch {
             request,
-            usage,
+            nodes,
+            amounts,
             frs,
-            idents,
+            tree_usage,
         } = &mut *scratch;
         frs.clear();
         frs.extend(req.requests.iter().map(|&(fr, _)| fr));
@@ -458,21 +528,14 @@ impl PreemptionPolicy for WasmPreemption {
         let answers =
             self.plugin
                 .call(cluster, "select-victims", req.candidates.len(), |call| {
-                    // Sent only when some row is (most requests send none).
-                    if let Some(sent) = request.usage.take() {
-                        *usage = sent;
-                    }
                     call.usage.fill_changed(
-                        (&mut usage.nodes, &mut usage.amounts),
+                        (nodes, amounts),
                         cluster,
                         req.usage,
                         cluster.tree.root(req.node),
                         frs,
                     );
-                    if !usage.nodes.is_empty() {
-                        request.usage = Some(std::mem::replace(usage, no_rows()));
-                    }
-                    let identity = call.needs.identity;
+                    fill_node_usage(&mut request.usage, nodes, amounts, frs);
                     convert::fill_workload(
                         &mut request.preemptor,
                         cluster,
@@ -483,32 +546,25 @@ impl PreemptionPolicy for WasmPreemption {
                     );
                     convert::fill_identity(
                         &mut request.preemptor.identity,
-                        identity,
+                        call.needs.identity,
                         cluster,
                         call.catalog,
                         call.strings,
                         req.preemptor,
                     );
-                    fill_candidates(
-                        &mut request.candidates,
-                        idents,
-                        cluster,
-                        call.catalog,
-                        call.strings,
-                        call.rows,
-                        &req.candidates,
-                        identity,
-                    );
-                    if call.needs.tree_usage {
-                        convert::fill_usage_table(
-                            request.tree_usage.get_or_insert_with(convert::no_usage),
+                    fill_candidates(request, call, cluster, &req.candidates);
+                    request.tree_usage = if call.needs.tree_usage {
+                        convert::fill_tree_usage(
+                            tree_usage,
                             cluster,
                             req.usage,
                             [cluster.tree.root(req.node)],
                         );
+                        // Taken back after the call (below), keeping its buffers.
+                        Some(std::mem::take(tree_usage))
                     } else {
-                        request.tree_usage = None;
-                    }
+                        None
+                    };
                     let strings = call.strings.take();
                     let rows = call.rows.take();
                     let (guest, store) = call.preemption()?;
@@ -519,6 +575,9 @@ impl PreemptionPolicy for WasmPreemption {
                         std::slice::from_ref(request),
                     );
                     call.rows.give_back(rows);
+                    if let Some(sent) = request.tree_usage.take() {
+                        *tree_usage = sent;
+                    }
                     answers
                 })?;
         let answer = single(
@@ -652,13 +711,25 @@ impl PlacementPolicy for WasmPlacement {
                 })
                 .collect(),
         };
-        let mut domains = Some(pl::Domains {
-            levels: columns.levels,
-            parents: columns.parents,
-            free: columns.free,
-            leaf_domains: columns.leaf_domains,
-            eligible: columns.eligible,
-        });
+        // The tree as records: per domain its level, parent and free capacity per resource
+        // column; per leaf its domain and whether the pods may use it.
+        let mut domains: Option<Vec<pl::Domain>> = Some(
+            (0..columns.levels.len())
+                .map(|d| pl::Domain {
+                    level: columns.levels[d],
+                    parent: u32::try_from(columns.parents[d]).ok(),
+                    free: columns.free.iter().map(|column| column[d]).collect(),
+                })
+                .collect(),
+        );
+        let mut leaves: Option<Vec<pl::Leaf>> = Some(
+            columns
+                .leaf_domains
+                .iter()
+                .zip(&columns.eligible)
+                .map(|(&domain, &eligible)| pl::Leaf { domain, eligible })
+                .collect(),
+        );
         // The deadline grows with the domains the call carries.
         let answers = self.0.call(cluster, "place", tree.domains.len(), |call| {
             let request = pl::Request {
@@ -685,6 +756,7 @@ impl PlacementPolicy for WasmPlacement {
                 leader: question.leader.clone(),
                 constraint: constraint.clone(),
                 domains: domains.take().expect("one call"),
+                leaves: leaves.take().expect("one call"),
                 now: req.now,
             };
             let strings = call.strings.take();
@@ -716,26 +788,71 @@ impl PlacementPolicy for WasmPlacement {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::{CqId, WorkloadId};
+
+    fn head(workload: u32) -> HeadEntry {
+        HeadEntry {
+            workload: WorkloadId(workload),
+            cluster_queue: CqId(workload),
+            has_reservation: false,
+            borrow_level: 0,
+            priority: 0,
+            created: 0,
+            queued: 0,
+            local_queue: None,
+            key: SortKey::default(),
+            usage: Default::default(),
+            requeue_count: 0,
+            requeue_reason: None,
+        }
+    }
 
     #[test]
-    fn a_kind_byte_is_the_case_number_with_bit_7_for_a_candidate_being_evicted() {
-        let kinds = [
-            (CandidateKind::SameQueue, 0),
-            (CandidateKind::HierarchicalReclaim, 1),
-            (CandidateKind::ReclaimWithoutBorrowing, 2),
-            (CandidateKind::ReclaimWhileBorrowing, 3),
-            (CandidateKind::FairSharing, 4),
-        ];
-        for (k, case) in kinds {
-            for evicted in [false, true] {
-                let c = crate::policy::Candidate {
-                    kind: k,
-                    evicted,
-                    ..crate::policy::Candidate::test(1, 0)
-                };
-                let expected = if evicted { case | 128 } else { case };
-                assert_eq!(kind_byte(&c), expected, "{k:?}, evicted: {evicted}");
-            }
-        }
+    fn an_answer_of_workloads_becomes_positions_or_is_refused() {
+        let heads = [head(7), head(3), head(12)];
+        let mut positions = Vec::new();
+        let mut read = |answer: &[u32]| head_positions(answer, &heads, &mut positions);
+        assert_eq!(read(&[12, 7, 3]).ok(), Some(vec![2, 0, 1]));
+        let refused = |r: Result<Vec<usize>, PolicyError>| match r {
+            Err(PolicyError::Invalid(e)) => e.to_string(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            refused(read(&[12, 7])),
+            "the head order has 2 entries, expected 3"
+        );
+        assert_eq!(refused(read(&[12, 7, 7])), "workload 7 appears twice");
+        assert_eq!(
+            refused(read(&[12, 7, 4])),
+            "workload 4 is not one of the heads"
+        );
+        assert_eq!(
+            refused(read(&[12, 7, u32::MAX])),
+            "workload 4294967295 is not one of the heads"
+        );
+        // Refusals leave nothing behind: the buffer reads as before.
+        assert_eq!(read(&[3, 12, 7]).ok(), Some(vec![1, 2, 0]));
+        assert!(positions.iter().all(|&p| p == 0));
+    }
+
+    #[test]
+    fn usage_rows_become_node_usage_refilled_in_place() {
+        let frs = [FrIdx(2), FrIdx(5)];
+        let mut out = Vec::new();
+        fill_node_usage(&mut out, &[7, 9], &[1, 2, 3, 4], &frs);
+        let amounts = |out: &[t::NodeUsage]| {
+            out.iter()
+                .map(|n| (n.node, n.usage.iter().map(|u| (u.fr, u.amount)).collect()))
+                .collect::<Vec<(u32, Vec<(u32, i64)>)>>()
+        };
+        assert_eq!(
+            amounts(&out),
+            [(7, vec![(2, 1), (5, 2)]), (9, vec![(2, 3), (5, 4)])]
+        );
+        // A later request with fewer rows leaves nothing of the earlier one.
+        fill_node_usage(&mut out, &[4], &[10, 0], &frs);
+        assert_eq!(amounts(&out), [(4, vec![(2, 10), (5, 0)])]);
+        fill_node_usage(&mut out, &[], &[], &frs);
+        assert!(out.is_empty());
     }
 }

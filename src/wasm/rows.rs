@@ -1,4 +1,4 @@
-//! The table of admitted workloads of one preemption plugin instance (WIT 0.10.0,
+//! The table of admitted workloads of one preemption plugin instance (WIT
 //! `preemption.new-rows`): what preemption reads of a workload holding quota crosses into the
 //! instance once per admission, the first time the workload is a candidate, and every
 //! candidate after that is a row number.
@@ -17,7 +17,10 @@ use super::convert;
 use crate::policy::Candidate;
 
 /// At most this many rows before the table starts again.
-pub const MAX_ROWS: u32 = 65_536;
+/// At most this many rows before the table starts again: as with heads
+/// ([`super::heads::MAX_HEADS`]), a table of many MiB costs a call milliseconds at each
+/// doubling.
+pub const MAX_ROWS: u32 = 16_384;
 
 /// One instance's table, as the host keeps it.
 #[derive(Debug)]
@@ -49,7 +52,6 @@ impl RowTable {
             added: pre::NewRows {
                 first: 0,
                 rows: Vec::new(),
-                usage: Vec::new(),
             },
             max_rows: max_rows.max(1),
         }
@@ -62,7 +64,6 @@ impl RowTable {
         }
         self.first = self.len;
         self.added.rows.clear();
-        self.added.usage.clear();
     }
 
     /// Forgets every row: the instance starts a new table with the next row sent (after a new
@@ -74,9 +75,13 @@ impl RowTable {
     }
 
     /// The candidate's row, added to the table (and to this call's new rows) if its admission
-    /// has none yet.
+    /// has none yet; `identity` says who the workload is, asked only for a new row.
     #[inline]
-    pub fn row(&mut self, c: &Candidate) -> u32 {
+    pub fn row(
+        &mut self,
+        c: &Candidate,
+        identity: impl FnOnce() -> Option<t::WorkloadIdentity>,
+    ) -> u32 {
         let index = c.workload.index();
         if let Some(&(serial, row)) = self.of.get(index)
             && serial == c.serial
@@ -84,10 +89,10 @@ impl RowTable {
         {
             return row;
         }
-        self.add(c)
+        self.add(c, identity())
     }
 
-    fn add(&mut self, c: &Candidate) -> u32 {
+    fn add(&mut self, c: &Candidate, identity: Option<t::WorkloadIdentity>) -> u32 {
         let index = c.workload.index();
         if self.of.len() <= index {
             self.of.resize(index + 1, (0, 0));
@@ -104,13 +109,13 @@ impl RowTable {
             admitted: c.reserved_at,
             requeue_count: c.requeue_count,
             requeue_reason: c.requeue_reason.map(convert::requeue_reason),
-            usage_len: c.usage.len() as u32,
-        });
-        self.added.usage.extend(
-            c.usage
+            usage: c
+                .usage
                 .iter()
-                .map(|&(fr, amount)| t::FrAmount { fr: fr.0, amount }),
-        );
+                .map(|&(fr, amount)| t::FrAmount { fr: fr.0, amount })
+                .collect(),
+            identity,
+        });
         row
     }
 
@@ -125,7 +130,6 @@ impl RowTable {
             pre::NewRows {
                 first: 0,
                 rows: Vec::new(),
-                usage: Vec::new(),
             },
         );
         added.first = self.first;
@@ -175,7 +179,14 @@ mod tests {
         table.begin();
         let a = candidate(4, 100, 1000);
         let b = candidate(9, 101, 2000);
-        assert_eq!((table.row(&a), table.row(&b), table.row(&a)), (0, 1, 0));
+        assert_eq!(
+            (
+                table.row(&a, || None),
+                table.row(&b, || None),
+                table.row(&a, || None)
+            ),
+            (0, 1, 0)
+        );
         let sent = table.take().expect("two new rows");
         assert_eq!(sent.first, 0);
         assert_eq!(
@@ -183,7 +194,10 @@ mod tests {
             [4, 9]
         );
         assert_eq!(
-            sent.usage.iter().map(|u| u.amount).collect::<Vec<_>>(),
+            sent.rows
+                .iter()
+                .flat_map(|r| r.usage.iter().map(|u| u.amount))
+                .collect::<Vec<_>>(),
             [1000, 2000]
         );
         assert_eq!(
@@ -195,14 +209,14 @@ mod tests {
         // The next call sends only what is new: the same admission is a known row, the same
         // workload admitted again a new one.
         table.begin();
-        assert_eq!(table.row(&a), 0);
+        assert_eq!(table.row(&a, || None), 0);
         assert!(table.take().is_none(), "nothing new");
         table.begin();
         let again = candidate(4, 102, 3000);
-        assert_eq!(table.row(&again), 2);
+        assert_eq!(table.row(&again, || None), 2);
         let sent = table.take().expect("the new admission");
         assert_eq!((sent.first, sent.rows.len()), (2, 1));
-        assert_eq!(sent.usage[0].amount, 3000);
+        assert_eq!(sent.rows[0].usage[0].amount, 3000);
     }
 
     #[test]
@@ -210,7 +224,10 @@ mod tests {
         let mut table = RowTable::default();
         table.begin();
         let made_up = candidate(0, 0, 1);
-        assert_eq!((table.row(&made_up), table.row(&made_up)), (0, 1));
+        assert_eq!(
+            (table.row(&made_up, || None), table.row(&made_up, || None)),
+            (0, 1)
+        );
     }
 
     #[test]
@@ -218,19 +235,19 @@ mod tests {
         let mut table = RowTable::with_max(3);
         table.begin();
         for w in 0..3 {
-            table.row(&candidate(w, 10 + u64::from(w), 1));
+            table.row(&candidate(w, 10 + u64::from(w), 1), || None);
         }
         assert_eq!(table.len, 3);
         table.take();
         table.begin();
         // Past the bound: row numbers start at 0 and the call says so.
         assert_eq!(table.len, 0);
-        assert_eq!(table.row(&candidate(1, 11, 1)), 0, "sent again");
+        assert_eq!(table.row(&candidate(1, 11, 1), || None), 0, "sent again");
         assert_eq!(table.take().map(|s| s.first), Some(0));
         table.clear();
         table.begin();
         assert_eq!(
-            table.row(&candidate(1, 11, 1)),
+            table.row(&candidate(1, 11, 1), || None),
             0,
             "sent again after a clear"
         );

@@ -50,12 +50,6 @@ pub struct Ident {
 pub const NONE: u32 = u32::MAX;
 
 impl Ident {
-    /// Whether it has labels or annotations the plugin sees.
-    #[inline]
-    pub fn has_extras(&self) -> bool {
-        self.extras != NONE
-    }
-
     /// The owning job as the WIT's `owner` record; `None` for a bare Workload.
     pub fn owner(&self) -> Option<crate::wasm::bindings::types::Owner> {
         let [kind, api_version, name] = self.owner;
@@ -82,8 +76,11 @@ type Extras = (Pairs, Pairs);
 
 impl StringTable {
     /// Starts a call: a table past its bounds starts again (the call then sends `first` = 0).
-    pub fn begin(&mut self) {
-        if self.ids.len() as u32 >= MAX_STRINGS || self.bytes >= MAX_BYTES {
+    /// Returns whether it did: ids the instance holds elsewhere (in its table of heads) then
+    /// name nothing.
+    pub fn begin(&mut self) -> bool {
+        let again = self.ids.len() as u32 >= MAX_STRINGS || self.bytes >= MAX_BYTES;
+        if again {
             self.ids.clear();
             self.bytes = 0;
             self.idents.clear();
@@ -91,6 +88,7 @@ impl StringTable {
         }
         self.first = self.ids.len() as u32;
         self.added.clear();
+        again
     }
 
     /// The id of `s`, added to the table (and to this call's new strings) if new.
@@ -165,7 +163,7 @@ impl StringTable {
     }
 
     /// The strings this call adds, for the guest to append before it decides; `None` when it
-    /// adds none (WIT 0.12.0). A table started again with no string yet is sent with its
+    /// adds none. A table started again with no string yet is sent with its
     /// first string, as `first` 0: no call refers to the guest's old strings in between.
     pub fn take(&mut self) -> Option<t::NewStrings> {
         if self.added.is_empty() {

@@ -31,7 +31,7 @@ fn plugin_check_reports_what_the_host_sees_and_refuses_what_it_would_refuse() {
     assert!(
         info["imports"]
             .as_array()
-            .is_some_and(|i| i.iter().any(|i| i == "wasq:policy/host@0.12.0"))
+            .is_some_and(|i| i.iter().any(|i| i == "wasq:policy/host@1.0.0"))
     );
     let refused = wasq()
         .args(["plugin", "check"])

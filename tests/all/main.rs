@@ -3,6 +3,7 @@
 mod admission_checks;
 mod budgets;
 mod cli;
+mod compat;
 mod examples;
 mod fair_swap;
 mod fairness;

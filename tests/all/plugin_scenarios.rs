@@ -17,7 +17,7 @@ use super::scenarios::{limits_of, outcome_lines};
 /// The header line naming the binding a scenario demonstrates.
 const HEADER: &str = "# wasq-plugin:";
 
-fn scenario_files() -> Vec<PathBuf> {
+pub(super) fn scenario_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/plugin-scenarios");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -29,7 +29,7 @@ fn scenario_files() -> Vec<PathBuf> {
 }
 
 /// The `EXT=NAME` of the scenario's single `# wasq-plugin:` line.
-fn binding_of(path: &Path, text: &str) -> String {
+pub(super) fn binding_of(path: &Path, text: &str) -> String {
     let specs: Vec<&str> = text
         .lines()
         .filter_map(|l| l.trim().strip_prefix(HEADER))
@@ -46,7 +46,7 @@ fn binding_of(path: &Path, text: &str) -> String {
 
 /// The lines of an expected file: blank lines and `#` comments (whole-line or after ` #`) are
 /// ignored, whitespace is normalized.
-fn expected_lines(path: &Path) -> BTreeSet<String> {
+pub(super) fn expected_lines(path: &Path) -> BTreeSet<String> {
     std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         .lines()
@@ -56,7 +56,7 @@ fn expected_lines(path: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-fn run(path: &Path, text: &str, plugin: Option<(&Registry, &Bindings)>) -> Report {
+pub(super) fn run(path: &Path, text: &str, plugin: Option<(&Registry, &Bindings)>) -> Report {
     let scenario =
         Scenario::load(&[path.to_path_buf()]).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut sim = Simulation::new(scenario);
@@ -74,7 +74,7 @@ fn run(path: &Path, text: &str, plugin: Option<(&Registry, &Bindings)>) -> Repor
 }
 
 /// `None` when equal, else what is missing and what is extra.
-fn compare(expected: &BTreeSet<String>, actual: &BTreeSet<String>) -> Option<String> {
+pub(super) fn compare(expected: &BTreeSet<String>, actual: &BTreeSet<String>) -> Option<String> {
     if expected == actual {
         return None;
     }

@@ -173,52 +173,64 @@ fn a_forbidden_import_is_refused_at_load_naming_the_import() {
     assert_eq!(refused, ["fixture-forbidden-import", "fixture-huge-memory"]);
 }
 
-/// A plugin built against another version of the WIT package is refused at load, naming both
-/// versions: the same component with its `wasq:policy` names rewritten to 0.13.0, as if built
-/// against the next version (equal length, so the binary stays valid).
-#[test]
-fn a_plugin_of_another_wit_version_is_refused_naming_both_versions() {
-    let built = super::plugins::built();
-    let bytes = std::fs::read(built.plugins.join("kueue-default-preemption.wasm")).expect("built");
-    let (from, to) = (b"wasq:policy/".as_slice(), b"@0.12.0".as_slice());
-    let mut old = bytes.clone();
+/// `bytes` with every `wasq:policy` name's version `@1.0.0` rewritten to `to` (six bytes too,
+/// so the binary stays valid): the same component as if built against that version.
+fn built_against(bytes: &[u8], to: &[u8; 6]) -> Vec<u8> {
+    let (from, at) = (b"wasq:policy/".as_slice(), b"@1.0.0".as_slice());
+    let mut out = bytes.to_vec();
     let mut rewritten = 0;
     let mut i = 0;
-    while let Some(at) = old[i..].windows(from.len()).position(|w| w == from) {
-        let start = i + at;
+    while let Some(found) = out[i..].windows(from.len()).position(|w| w == from) {
+        let start = i + found;
         // The version follows the interface name, within a short distance.
-        let end = (start + 64).min(old.len());
-        if let Some(v) = old[start..end].windows(to.len()).position(|w| w == to) {
-            old[start + v..start + v + to.len()].copy_from_slice(b"@0.13.0");
+        let end = (start + 64).min(out.len());
+        if let Some(v) = out[start..end].windows(at.len()).position(|w| w == at) {
+            out[start + v..start + v + at.len()].copy_from_slice(to);
             rewritten += 1;
         }
         i = start + from.len();
     }
     assert!(rewritten > 0, "no wasq:policy names found");
+    out
+}
+
+/// A plugin built against another major version of the WIT package, or a newer minor one, is
+/// refused at load, naming both versions; the current build beside them loads.
+#[test]
+fn a_plugin_of_another_major_or_a_newer_minor_is_refused_naming_both_versions() {
+    let built = super::plugins::built();
+    let bytes = std::fs::read(built.plugins.join("kueue-default-preemption.wasm")).expect("built");
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("old-preemption.wasm"), &old).expect("write");
+    std::fs::write(
+        dir.path().join("next-major.wasm"),
+        built_against(&bytes, b"@2.0.0"),
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("next-minor.wasm"),
+        built_against(&bytes, b"@1.1.0"),
+    )
+    .expect("write");
     std::fs::write(dir.path().join("kueue-default-preemption.wasm"), &bytes).expect("write");
     let registry =
         wasq::wasm::Registry::load_dir(super::plugins::engine(), dir.path(), &test_options())
             .expect("the directory loads");
-    let failures: Vec<_> = registry.failures().collect();
-    let [(name, error)] = failures.as_slice() else {
-        panic!(
-            "exactly the rewritten plugin is refused: {:?}",
-            failures.len()
-        )
-    };
-    assert_eq!(*name, "old-preemption");
-    match error {
-        LoadError::OtherVersion { version, .. } => assert_eq!(version, "0.13.0"),
-        other => panic!("unexpected error {other}"),
-    }
-    let message = error.to_string();
+    let failures: std::collections::BTreeMap<&str, String> = registry
+        .failures()
+        .map(|(name, e)| (name.as_str(), e.to_string()))
+        .collect();
+    assert_eq!(failures.len(), 2, "{failures:?}");
+    let major = &failures["next-major"];
     assert!(
-        message.contains("wasq:policy@0.13.0") && message.contains("wasq:policy@0.12.0"),
-        "{message}"
+        major.contains("wasq:policy@2.0.0") && major.contains("wasq:policy@1.0.0"),
+        "{major}"
     );
-    // The current build beside it loads.
+    let minor = &failures["next-minor"];
+    assert!(
+        minor.contains("wasq:policy@1.1.0")
+            && minor.contains("newer than this host's wasq:policy@1.0.0"),
+        "{minor}"
+    );
     assert!(registry.get("kueue-default-preemption").is_some());
 }
 

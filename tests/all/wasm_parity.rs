@@ -16,9 +16,9 @@ fn bindings(specs: &[&str]) -> Bindings {
     b
 }
 
-const ORDERING: &str = "ordering=kueue-default-ordering";
-const PREEMPTION: &str = "preemption=kueue-default-preemption";
-const FLAVORS: &str = "flavor-assignment=kueue-default-flavors";
+pub(super) const ORDERING: &str = "ordering=kueue-default-ordering";
+pub(super) const PREEMPTION: &str = "preemption=kueue-default-preemption";
+pub(super) const FLAVORS: &str = "flavor-assignment=kueue-default-flavors";
 
 #[test]
 fn kueue_default_plugins_decide_exactly_like_the_builtin() {
@@ -36,14 +36,22 @@ fn kueue_default_ordering_and_flavors_decide_exactly_like_the_builtin() {
 /// Runs every scenario natively and with `specs` bound, and checks that both decide the same,
 /// and that the plugins made at least `min_decisions` of the admissions and preemptions.
 fn check_parity(specs: &[&str], min_decisions: usize) {
-    let registry = plugins();
+    check_parity_in(&plugins(), specs, min_decisions);
+}
+
+/// [`check_parity`] with the plugins of `registry` (the compatibility corpus, `compat.rs`).
+pub(super) fn check_parity_in(
+    registry: &wasq::wasm::Registry,
+    specs: &[&str],
+    min_decisions: usize,
+) {
     let bindings = bindings(specs);
     let files = scenario_files();
     let mut differences = Vec::new();
     let mut plugin_decisions = 0;
     for path in &files {
         let native = run(path, None);
-        let wasm = run(path, Some((&registry, &bindings)));
+        let wasm = run(path, Some((registry, &bindings)));
         let name = path.file_name().unwrap_or_default().to_string_lossy();
         if let Some(d) = difference(&native, &wasm) {
             differences.push(format!("{name}: {d}"));
@@ -336,8 +344,7 @@ fn generated_parity(seeds: std::ops::Range<u64>) {
     }
 }
 
-/// A candidate being evicted crosses into the plugin as bit 7 of its kind byte (WIT 0.12.0),
-/// and the plugin reads it as the built-in does: Kueue tries the evicting candidates of each
+/// A candidate being evicted crosses into the plugin as `candidate.evicting`, and the plugin reads it as the built-in does: Kueue tries the evicting candidates of each
 /// class first, so an evicting candidate of the preemptor's own queue goes before another
 /// queue's reclaimable one, where without the flag the other queue's would go first. (The
 /// simulator completes evictions at once, so its runs seldom list one.)

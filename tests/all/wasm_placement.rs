@@ -114,7 +114,12 @@ fn fallbacks(r: &Report, extension: &str) -> BTreeMap<String, u64> {
 
 #[test]
 fn kueue_default_placement_decides_exactly_like_the_builtin_on_every_tas_scenario() {
-    let registry = plugins();
+    placement_parity_in(&plugins());
+}
+
+/// Every TAS scenario (and eight generated ones) natively and with `kueue-default-placement`
+/// of `registry`: the same events and the same pods per node, every placement the plugin's.
+pub(super) fn placement_parity_in(registry: &Registry) {
     let b = bindings(&[KUEUE]);
     let tmp = tempfile::tempdir().expect("tempdir");
     let mut files = tas_files();
@@ -126,7 +131,7 @@ fn kueue_default_placement_decides_exactly_like_the_builtin_on_every_tas_scenari
     let mut decided = 0;
     for path in &files {
         let native = run(path, None);
-        let wasm = run(path, Some((&registry, &b)));
+        let wasm = run(path, Some((registry, &b)));
         let name = path.display();
         assert_eq!(events(&native), events(&wasm), "{name}: events differ");
         assert_eq!(
@@ -135,8 +140,7 @@ fn kueue_default_placement_decides_exactly_like_the_builtin_on_every_tas_scenari
             "{name}: placements differ"
         );
         assert!(fallbacks(&wasm, "placement").is_empty(), "{name}");
-        // WIT 0.7.0 carries every request: podSet groups (with their leader) and multi-layer
-        // slices too.
+        // Every request crosses: podSet groups (with their leader) and multi-layer slices too.
         for p in &wasm.topology.placements {
             assert_eq!(
                 &*p.placed_by.name, "kueue-default-placement",

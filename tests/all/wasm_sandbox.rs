@@ -308,7 +308,7 @@ fn an_import_the_host_does_not_provide_is_refused_at_load_naming_it() {
     let extra = load_text(
         "extra-host-function",
         r#"(component
-             (import "wasq:policy/host@0.12.0" (instance
+             (import "wasq:policy/host@1.0.0" (instance
                (export "log" (func (param "level" u8) (param "message" string)))
                (export "exec" (func (param "command" string) (result string))))))"#,
     );
@@ -318,7 +318,7 @@ fn an_import_the_host_does_not_provide_is_refused_at_load_naming_it() {
             ..
         }) => assert_eq!(
             (interface.as_str(), item.as_str()),
-            ("wasq:policy/host@0.12.0", "exec")
+            ("wasq:policy/host@1.0.0", "exec")
         ),
         other => panic!("{other:?}"),
     }

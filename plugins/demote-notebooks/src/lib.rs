@@ -1,5 +1,5 @@
-//! Admission ordering that sends workloads of some job kinds after the others (WIT 0.5.0
-//! identity): interactive notebooks wait behind batch jobs.
+//! Admission ordering that sends workloads of some job kinds after the others (by who they
+//! are: their owning job's kind): interactive notebooks wait behind batch jobs.
 //!
 //! A workload whose owning job's kind is listed in the plugin's setting `kinds`
 //! (`pluginSettings.demote-notebooks.kinds: "Notebook,RayCluster"` in the wasq `--config` file;

@@ -87,7 +87,7 @@ wasq_policy_sdk::export_preemption!(LeastLostWork);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasq_policy_sdk::testing::{CatalogBuilder, no_usage_table, workload};
+    use wasq_policy_sdk::testing::{CatalogBuilder, no_usage_table, node_usage, workload};
 
     fn candidate(workload: u32, cq: u32, priority: i64, admitted: Millis, used: i64) -> Candidate {
         Candidate {
@@ -124,8 +124,10 @@ mod tests {
             needs_preemption: vec![0],
             candidates,
             usage_kept: false,
-            usage_nodes: usage.iter().map(|u| u.0).collect(),
-            usage: usage.iter().map(|u| u.1).collect(),
+            usage: usage
+                .iter()
+                .map(|&(node, amount)| node_usage(node, &[(0, amount)]))
+                .collect(),
             tree_usage: no_usage_table(),
             now: 1_000,
         }

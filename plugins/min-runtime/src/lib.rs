@@ -101,7 +101,7 @@ wasq_policy_sdk::export_preemption!(MinRuntime);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasq_policy_sdk::testing::{CatalogBuilder, no_usage_table, workload};
+    use wasq_policy_sdk::testing::{CatalogBuilder, no_usage_table, node_usage, workload};
 
     const MIN: Millis = 60_000;
 
@@ -150,8 +150,7 @@ mod tests {
             // Kueue would take the lower-priority one (index 0), admitted recently.
             candidates: vec![candidate(1, 0, now - 1_000), candidate(2, 1, now - 2 * MIN)],
             usage_kept: false,
-            usage_nodes: vec![0],
-            usage: vec![10],
+            usage: vec![node_usage(0, &[(0, 10)])],
             tree_usage: no_usage_table(),
             now,
         }

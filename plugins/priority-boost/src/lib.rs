@@ -6,7 +6,7 @@
 //! cycle's heads by (second pass first, lower borrowing level, higher effective priority,
 //! older), stable.
 //!
-//! Heads carry the same annotations (WIT 0.5.0), but also the key their workload was queued
+//! Heads carry the same annotations, but also the key their workload was queued
 //! under (`head.key`, computed by this plugin's `sort_key`), so a head's effective priority is
 //! `-key.primary`: no annotation is parsed twice and the plugin keeps no state. (Where the host had to use its built-in key because a `sort-keys`
 //! call failed, that key holds the plain priority, so head order still agrees with queue order.)

@@ -1,4 +1,4 @@
-//! Preemption that never chooses a victim in a protected namespace (WIT 0.5.0 identity).
+//! Preemption that never chooses a victim in a protected namespace.
 //!
 //! Kueue's victim selection — classical, or fair sharing's when it is on — over the candidates
 //! whose Workload is not in one of the namespaces listed in the plugin's setting `namespaces`
@@ -81,7 +81,7 @@ wasq_policy_sdk::export_preemption!(ProtectNamespace);
 mod tests {
     use super::*;
     use wasq_policy_sdk::testing::{
-        CatalogBuilder, candidate, no_usage_table, with_identity, workload,
+        CatalogBuilder, candidate, no_usage_table, node_usage, with_identity, workload,
     };
 
     #[test]
@@ -117,8 +117,7 @@ mod tests {
             needs_preemption: vec![0],
             candidates: vec![low, high],
             usage_kept: false,
-            usage_nodes: vec![0],
-            usage: vec![10],
+            usage: vec![node_usage(0, &[(0, 10)])],
             tree_usage: no_usage_table(),
             now: 0,
         };

@@ -1,12 +1,12 @@
-//! Who a workload is (WIT 0.5.0): its namespace, the job that owns it, its LocalQueue, and the
-//! labels and annotations the plugin's allow-list passes — read the same way on a
-//! [`Workload`], an [`ordering::Head`](crate::ordering::Head), a
-//! [`preemption::Candidate`](crate::preemption::Candidate) ([`Identity`]) and on the columns of
-//! a [`CandidateTable`](crate::preemption::CandidateTable).
+//! Who a workload is: its namespace, the job that owns it, its LocalQueue, and the labels and
+//! annotations the plugin's allow-list passes — read the same way on a [`Workload`], an
+//! [`ordering::Head`](crate::ordering::Head), a
+//! [`preemption::Candidate`](crate::preemption::Candidate) ([`Identity`]) and, by index, on a
+//! [`CandidateTable`](crate::preemption::CandidateTable).
 //!
 //! The host sends these strings once per plugin instance, into a string table the SDK keeps in
-//! the [`Catalog`] (`new-strings` in `wit/types.wit`); records and columns carry
-//! [`StringId`]s. The accessors take the catalog to resolve them:
+//! the [`Catalog`] (`new-strings` in `wit/types.wit`); records carry [`StringId`]s. The
+//! accessors take the catalog to resolve them:
 //!
 //! ```
 //! # use wasq_policy_sdk::prelude::*;
@@ -19,9 +19,10 @@
 //! ```
 
 use crate::catalog::Catalog;
-use crate::types::{Entry, Identities, LocalQueueId, Owner, StringId, Workload};
+use crate::types::{Entry, LocalQueueId, Owner, StringId, Workload, WorkloadIdentity};
 
-/// `no-string` in the identity columns: none (a workload without an owning job).
+/// The namespace of a record whose identity the host did not send (the plugin's `needs` lack
+/// [`Needs::IDENTITY`](crate::types::Needs::IDENTITY)): an id no string has, read as `""`.
 pub const NO_STRING: StringId = u32::MAX;
 
 /// What identifies a workload, wherever it comes from. The provided methods resolve the
@@ -119,120 +120,26 @@ impl Identity for Workload {
     }
 }
 
-/// The identity columns of `n` workloads made safe to read with [`namespace_at`],
-/// [`owner_at`], [`labels_at`] and [`annotations_at`]: `none` (a plugin without
-/// [`Needs::IDENTITY`](crate::types::Needs::IDENTITY)) reads as no identities; the entry
-/// columns are normalized ([`normalize_entries`]); short string columns read as `no-string`.
-pub(crate) fn normalize_identities(ids: Option<Identities>, n: usize) -> Identities {
-    let mut c = ids.unwrap_or_else(|| Identities {
-        namespaces: Vec::new(),
-        job_kinds: Vec::new(),
-        job_api_versions: Vec::new(),
-        job_names: Vec::new(),
-        label_offsets: Vec::new(),
-        label_keys: Vec::new(),
-        label_values: Vec::new(),
-        annotation_offsets: Vec::new(),
-        annotation_keys: Vec::new(),
-        annotation_values: Vec::new(),
-    });
-    normalize_entries(
-        &mut c.label_offsets,
-        &mut c.label_keys,
-        &mut c.label_values,
-        n,
-    );
-    normalize_entries(
-        &mut c.annotation_offsets,
-        &mut c.annotation_keys,
-        &mut c.annotation_values,
-        n,
-    );
-    c
-}
-
-/// Workload `i`'s namespace in identity columns (`no-string` when not sent).
-pub(crate) fn namespace_at(c: &Identities, i: usize) -> StringId {
-    c.namespaces.get(i).copied().unwrap_or(NO_STRING)
-}
-
-/// Workload `i`'s owner in identity columns (none when not sent).
-pub(crate) fn owner_at(c: &Identities, i: usize) -> Option<Owner> {
-    let string = |v: &Vec<StringId>| v.get(i).copied().unwrap_or(NO_STRING);
-    owner_of(
-        string(&c.job_kinds),
-        string(&c.job_api_versions),
-        string(&c.job_names),
-    )
-}
-
-/// Workload `i`'s labels in identity columns made safe by [`normalize_identities`].
-pub(crate) fn labels_at(c: &Identities, i: usize) -> impl Iterator<Item = Entry> + '_ {
-    entries_of(&c.label_offsets, &c.label_keys, &c.label_values, i)
-}
-
-/// Workload `i`'s annotations in identity columns made safe by [`normalize_identities`].
-pub(crate) fn annotations_at(c: &Identities, i: usize) -> impl Iterator<Item = Entry> + '_ {
-    entries_of(
-        &c.annotation_offsets,
-        &c.annotation_keys,
-        &c.annotation_values,
-        i,
-    )
-}
-
-/// An owner from the three job columns (`no-string` in `kind` = none).
-pub(crate) fn owner_of(kind: StringId, api_version: StringId, name: StringId) -> Option<Owner> {
-    (kind != NO_STRING).then_some(Owner {
-        kind,
-        api_version,
-        name,
-    })
-}
-
-/// Entry columns (`label-offsets`/`-keys`/`-values`, or the annotation ones) made safe to
-/// read with [`entries_of`] for `n` entries: keys and values cut to the same length, and
-/// either `n + 1` offsets, non-decreasing and in range, or, when there are no entries at all
-/// (what the host sends when no entry has any), no offsets.
-pub(crate) fn normalize_entries(
-    offsets: &mut Vec<u32>,
-    keys: &mut Vec<StringId>,
-    values: &mut Vec<StringId>,
-    n: usize,
-) {
-    let len = keys.len().min(values.len());
-    keys.truncate(len);
-    values.truncate(len);
-    if len == 0 {
-        offsets.clear();
-        return;
-    }
-    if offsets.is_empty() {
-        offsets.push(0);
-    }
-    offsets.resize(n + 1, len as u32);
-    let mut floor = 0;
-    for o in offsets.iter_mut() {
-        *o = (*o).clamp(floor, len as u32);
-        floor = *o;
+/// The parts of a WIT identity as the SDK's records hold them: namespace, owner, labels,
+/// annotations. `none` (a plugin without [`Needs::IDENTITY`](crate::types::Needs::IDENTITY))
+/// reads as nobody in particular: namespace [`NO_STRING`], no owner, no entries.
+pub(crate) fn into_parts(
+    identity: Option<WorkloadIdentity>,
+) -> (StringId, Option<Owner>, Vec<Entry>, Vec<Entry>) {
+    match identity {
+        Some(i) => (i.namespace, i.owner, i.labels, i.annotations),
+        None => (NO_STRING, None, Vec::new(), Vec::new()),
     }
 }
 
-/// Entry `i` of columns made safe by [`normalize_entries`] (none without offsets).
-pub(crate) fn entries_of<'a>(
-    offsets: &[u32],
-    keys: &'a [StringId],
-    values: &'a [StringId],
-    i: usize,
-) -> impl Iterator<Item = Entry> + 'a {
-    let range = match (offsets.get(i), offsets.get(i + 1)) {
-        (Some(&from), Some(&to)) => from as usize..to as usize,
-        _ => 0..0,
-    };
-    keys[range.clone()]
-        .iter()
-        .zip(&values[range])
-        .map(|(&key, &value)| Entry { key, value })
+/// An identity from the parts an SDK record holds (the inverse of [`into_parts`]).
+pub(crate) fn from_parts(who: &impl Identity) -> WorkloadIdentity {
+    WorkloadIdentity {
+        namespace: who.namespace_id(),
+        owner: who.owner(),
+        labels: who.label_entries().to_vec(),
+        annotations: who.annotation_entries().to_vec(),
+    }
 }
 
 #[cfg(test)]
@@ -278,26 +185,12 @@ mod tests {
             ),
             ("", None)
         );
-        let none = normalize_identities(None, 3);
+        let (namespace, owner, labels, annotations) = into_parts(None);
         assert_eq!(
-            (namespace_at(&none, 2), owner_at(&none, 2)),
-            (NO_STRING, None)
+            (namespace, owner, labels.len() + annotations.len()),
+            (NO_STRING, None, 0)
         );
-        assert_eq!(
-            labels_at(&none, 2).count() + annotations_at(&none, 0).count(),
-            0
-        );
-    }
-
-    #[test]
-    fn malformed_entry_columns_do_not_trap() {
-        let (mut offsets, mut keys, mut values) = (vec![], vec![1, 2, 3], vec![4, 5]);
-        normalize_entries(&mut offsets, &mut keys, &mut values, 2);
-        assert_eq!(offsets, vec![0, 2, 2]);
-        assert_eq!(entries_of(&offsets, &keys, &values, 0).count(), 2);
-        let (mut offsets, mut keys, mut values) = (vec![5, 1], vec![1], vec![4]);
-        normalize_entries(&mut offsets, &mut keys, &mut values, 2);
-        assert_eq!(offsets, vec![1, 1, 1]);
-        assert_eq!(entries_of(&offsets, &keys, &values, 1).count(), 0);
+        assert_eq!(into_parts(wl.identity.clone()).0, wl.namespace_id());
+        assert_eq!(Some(from_parts(&wl)), wl.identity);
     }
 }

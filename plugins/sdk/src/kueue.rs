@@ -15,9 +15,7 @@ use std::cmp::Ordering;
 use crate::catalog::Catalog;
 use crate::flavor_assignment::{FitMode, FlavorOption};
 use crate::ordering::{Head, Heads, SortKey};
-use crate::preemption::{
-    Candidate, CandidateKind, CandidateTable, EVICTING, KINDS, Request, Victims,
-};
+use crate::preemption::{Candidate, CandidateKind, CandidateTable, Request, Victims};
 use crate::quota::QuotaView;
 use crate::types::{
     BorrowWithinCohort, ClusterQueueId, Fungibility, FungibilityPolicy, FungibilityPreference,
@@ -140,13 +138,22 @@ pub fn order_heads_by_priority(heads: &[Head], priority: impl Fn(&Head) -> i64) 
     order
 }
 
-/// [`order_heads`] on the heads as the host sends them, without building a [`Head`] per head:
-/// the same order.
-pub fn order_heads_columns(heads: &Heads) -> Vec<u32> {
+/// [`order_heads`] on the heads as the host sends them (the WIT records), without making a
+/// [`Head`] of each: the same order.
+pub fn order_heads_columns(heads: &Heads<'_>) -> Vec<u32> {
     // The index ends each key, so that the unstable sort keeps equal heads in the host's
     // order, as the stable one of `order_heads` does.
-    let mut keyed: Vec<((bool, u32, i64, i64), u32)> = (0..crate::ordering::head_count(heads))
-        .map(|i| (crate::ordering::classical_key(heads, i), i as u32))
+    let mut keyed: Vec<((bool, u32, i64, i64), u32)> = (0..heads.len())
+        .map(|i| {
+            let h = heads.info(i);
+            let key = (
+                !heads.second_pass(i),
+                heads.borrowing_level(i),
+                h.priority.wrapping_neg(),
+                h.created,
+            );
+            (key, i as u32)
+        })
         .collect();
     keyed.sort_unstable();
     keyed.into_iter().map(|(_, i)| i).collect()
@@ -309,18 +316,9 @@ fn tally<C: CandidateTable>(req: &Request<C>, order: Order<'_>) -> Tally {
     let t = &req.candidates;
     // `(seen, behind)`, as `note` keeps them.
     let mut state = (0u32, 0u32);
-    match (t.kind_columns(), order) {
-        // The host's columns, every candidate in index order: a byte per candidate.
-        (Some(kinds), Order::All) => state = tally_columns(kinds),
-        (Some(kinds), Order::Listed(order)) => {
-            for &i in order {
-                if let Some(&kind) = kinds.get(i as usize) {
-                    note(&mut state, column_group(kind));
-                }
-            }
-        }
-        (None, Order::All) => (0..t.len()).for_each(|i| note(&mut state, group_of(t, i))),
-        (None, Order::Listed(order)) => {
+    match order {
+        Order::All => (0..t.len()).for_each(|i| note(&mut state, group_of(t, i))),
+        Order::Listed(order) => {
             for &i in order {
                 if (i as usize) < t.len() {
                     note(&mut state, group_of(t, i as usize));
@@ -334,29 +332,6 @@ fn tally<C: CandidateTable>(req: &Request<C>, order: Order<'_>) -> Tally {
     }
 }
 
-/// [`tally`] of the host's columns in index order: the groups seen (bit `g` for group `g`),
-/// and a nonzero second word when a candidate's group comes after a greater one. Eight
-/// candidates at a time, as one 8-byte word ([`Eight`]); the rest one by one.
-fn tally_columns(kinds: &[u8]) -> (u32, u32) {
-    let mut state = (0u32, 0u32);
-    let kinds8 = kinds.chunks_exact(8);
-    let kinds_rest = kinds8.remainder();
-    for k in kinds8 {
-        let eight = Eight::of(k);
-        // A group here below the greatest seen before, or out of order among the eight (which
-        // takes two groups: the host's order has runs of one).
-        state.1 |= eight.present & below_greatest(state.0);
-        if !eight.present.is_power_of_two() {
-            state.1 |= u32::from(eight.out_of_order());
-        }
-        state.0 |= eight.present;
-    }
-    for &kind in kinds_rest {
-        note(&mut state, column_group(kind));
-    }
-    state
-}
-
 /// Adds a candidate of `group` to a tally's `(seen, behind)`: bit `g` of `seen` is set once
 /// group `g` has a candidate; `behind` gets a bit whenever a candidate's group comes after a
 /// greater one (so the order is not in groups).
@@ -364,88 +339,6 @@ fn tally_columns(kinds: &[u8]) -> (u32, u32) {
 fn note(state: &mut (u32, u32), group: u8) {
     state.1 |= state.0 >> (group + 1);
     state.0 |= 1 << group;
-}
-
-/// The bits of the groups below the greatest one in `seen` (none when `seen` is empty).
-fn below_greatest(seen: u32) -> u32 {
-    match seen.checked_ilog2() {
-        Some(g) => (1 << g) - 1,
-        None => 0,
-    }
-}
-
-/// Eight candidates' groups from their kind bytes (kind and evicting flag), one bit per byte
-/// (the byte's high bit) in a word per group: [`tally`]'s pass over the host's columns, with a
-/// handful of word operations per eight candidates instead of a lookup and two shifts per
-/// candidate (which a compiled plugin spends about 30 instructions on).
-struct Eight {
-    /// Per group, the high bit of each byte whose candidate is in it.
-    groups: [u64; 6],
-    /// Bit `g` set when group `g` has one of the eight.
-    present: u32,
-}
-
-// `Eight::of` reads kind bytes by number: the classes of `KINDS` must be these.
-const _: () = assert!(
-    KINDS.len() == 5
-        && CLASSES[0] == 2
-        && CLASSES[1] == 0
-        && CLASSES[2] == 1
-        && CLASSES[3] == 1
-        && CLASSES[4] == 1
-);
-
-const HIGH: u64 = 0x8080_8080_8080_8080;
-const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-const ONES: u64 = 0x0101_0101_0101_0101;
-
-/// The high bit of every byte of `x` that equals `v`.
-fn bytes_equal(x: u64, v: u8) -> u64 {
-    let y = x ^ (ONES * u64::from(v));
-    !(((y & LOW7) + LOW7) | y | LOW7)
-}
-
-impl Eight {
-    fn of(kinds: &[u8]) -> Eight {
-        let mut k = [0u8; 8];
-        k.copy_from_slice(&kinds[..8]);
-        let bytes = u64::from_le_bytes(k);
-        // Bit 7 of each byte is the evicting flag (`EVICTING`), the rest the kind.
-        let (e, k) = (bytes & HIGH, bytes & LOW7);
-        // By `KINDS`: 1 hierarchical reclaim (class 0); 2, 3 and 4 other queues (class 1);
-        // 0 and unknown kinds the same queue (class 2).
-        let c0 = bytes_equal(k, 1);
-        let c1 = bytes_equal(k, 2) | bytes_equal(k, 3) | bytes_equal(k, 4);
-        let c2 = !(c0 | c1) & HIGH;
-        let (ev, other) = (e & HIGH, !e & HIGH);
-        let groups = [
-            c0 & ev,
-            c1 & ev,
-            c2 & ev,
-            c0 & other,
-            c1 & other,
-            c2 & other,
-        ];
-        let mut present = 0;
-        for (g, &m) in groups.iter().enumerate() {
-            present |= u32::from(m != 0) << g;
-        }
-        Eight { groups, present }
-    }
-
-    /// Whether one of the eight comes after one of them in a greater group.
-    fn out_of_order(&self) -> bool {
-        let mut greater = 0u64;
-        // From the greatest group down: a byte of group `g` after the first byte of a
-        // greater group is out of order (byte `j` of the word is candidate `j`).
-        for &m in self.groups.iter().rev() {
-            if m != 0 && greater != 0 && greater.trailing_zeros() < 63 - m.leading_zeros() {
-                return true;
-            }
-            greater |= m;
-        }
-        false
-    }
 }
 
 /// The candidates an order lists.
@@ -458,32 +351,10 @@ enum Order<'a> {
 }
 
 /// Candidate `i`'s group in Kueue's victim order: evicting ones of each [`class`] first.
+#[inline(always)]
 fn group_of<C: CandidateTable>(t: &C, i: usize) -> u8 {
-    match t.kind_columns() {
-        Some(kinds) if i < kinds.len() => column_group(kinds[i]),
-        _ => u8::from(!t.evicting(i)) * 3 + class(t.kind(i)),
-    }
+    u8::from(!t.evicting(i)) * 3 + class(t.kind(i))
 }
-
-/// The group of a candidate whose kind byte is `byte` (the kind in the low seven bits, an
-/// unknown one read as `same-queue` as [`CandidateColumns`](crate::preemption::CandidateColumns)
-/// reads it; being evicted in bit 7).
-fn column_group(byte: u8) -> u8 {
-    let evicting = byte & EVICTING != 0;
-    let kind = usize::from(byte & !EVICTING);
-    u8::from(!evicting) * 3 + CLASSES.get(kind).copied().unwrap_or(2)
-}
-
-/// Per kind byte ([`KINDS`]): its [`class`].
-const CLASSES: [u8; KINDS.len()] = {
-    let mut classes = [0; KINDS.len()];
-    let mut k = 0;
-    while k < KINDS.len() {
-        classes[k] = class(KINDS[k]);
-        k += 1;
-    }
-    classes
-};
 
 /// What [`tally`] finds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -560,8 +431,8 @@ fn attempts_for<C: CandidateTable>(
     let cq = catalog.cluster_queue(req.preemptor.cluster_queue);
     let forbidden =
         cq.is_none_or(|cq| cq.preemption.borrow_within_cohort == BorrowWithinCohort::Never);
-    // Read straight from the request's usage rows: building a whole view for one row is the
-    // most expensive part of a call on large cohorts.
+    // Read straight from the request's usage: building a whole view for one node is the most
+    // expensive part of a call on large cohorts.
     let under_nominal = match cq {
         Some(cq) => req.needs_preemption.iter().all(|&fr| {
             catalog.quota(cq.node, fr).nominal
@@ -719,9 +590,7 @@ impl Search {
         allow: bool,
     ) -> bool {
         match &self.needs {
-            Some(needs) => {
-                valid_past_kind(view, req, i, &NeedsIn { view, cols: needs })
-            }
+            Some(needs) => valid_past_kind(view, req, i, &NeedsIn { view, cols: needs }),
             None => candidate_is_valid(view, req, i, allow),
         }
     }
@@ -824,7 +693,7 @@ struct Searching<'c> {
 
 impl<'c> Searching<'c> {
     fn new<C: CandidateTable>(catalog: &'c Catalog, req: &Request<C>, node: NodeId) -> Self {
-        let view = QuotaView::from_request_rows(catalog, req);
+        let view = QuotaView::from_request_usage(catalog, req);
         let search = Search::new(&view, req, node);
         Searching { view, search }
     }
@@ -991,7 +860,7 @@ pub fn default_fungibility() -> Fungibility {
 mod tests {
     use super::*;
     use crate::testing::{CatalogBuilder, workload};
-    use crate::types::{FrAmount, UsageTable};
+    use crate::types::{FrAmount, NodeUsage};
 
     fn amt(fr: u32, amount: i64) -> FrAmount {
         FrAmount { fr, amount }
@@ -1032,14 +901,21 @@ mod tests {
             needs_preemption: vec![0],
             candidates,
             usage_kept: false,
-            usage_nodes: usage.iter().map(|u| u.0).collect(),
-            usage: usage.iter().map(|u| u.1).collect(),
-            tree_usage: UsageTable {
-                nodes: Vec::new(),
-                amounts: Vec::new(),
-            },
+            usage: one_resource(&usage),
+            tree_usage: Vec::new(),
             now: 0,
         }
+    }
+
+    /// The usage of each `(node, amount)` of flavor-resource 0.
+    fn one_resource(usage: &[(u32, i64)]) -> Vec<NodeUsage> {
+        usage
+            .iter()
+            .map(|&(node, amount)| NodeUsage {
+                node,
+                usage: vec![amt(0, amount)],
+            })
+            .collect()
     }
 
     /// One ClusterQueue (node 0, cq 0) with nominal 10.
@@ -1139,36 +1015,36 @@ mod tests {
         assert_eq!(greedy_victims(&cat, &req, &order, &[true]), None);
         let v = greedy_victims(&cat, &req, &order, &[true, false]).unwrap();
         assert_eq!((v.victims, v.allow_borrowing), (vec![3, 2], false));
-        // The same through the columns the host sends.
+        // The same on the candidates as the host sends them.
         let columns = req.to_columns();
         assert_eq!(greedy_victims(&cat, &columns, &order, &[true]), None);
     }
 
-    /// With kept usage a row crosses once, and again when it changes: later requests carry
-    /// only what changed and decide as if they carried every row, search after search (each
-    /// search leaves the kept view as it found it).
+    /// With kept usage a node's usage crosses once, and again when it changes: later requests
+    /// carry only what changed and decide as if they carried every node, search after search
+    /// (each search leaves the kept view as it found it).
     #[test]
     fn requests_on_kept_usage_decide_as_with_their_rows() {
         let cat = pair();
         let full = reclaim_from_a_borrowing_lender();
         let expected = select_victims(&cat, &full);
         assert!(expected.is_some());
-        let kept = |nodes: Vec<u32>, usage: Vec<i64>| {
+        let kept = |usage: &[(u32, i64)]| {
             let mut r = full.clone();
             r.usage_kept = true;
-            crate::kept::receive(&cat, &nodes, &r.requests, &usage);
-            (r.usage_nodes, r.usage) = (nodes, usage);
+            r.usage = one_resource(usage);
+            crate::kept::receive(&cat, &r.usage, &r.requests);
             r
         };
         // The first request carries the whole tree, the next ones nothing.
-        let first = kept(vec![0, 1, 2], vec![10, 2, 8]);
+        let first = kept(&[(0, 10), (1, 2), (2, 8)]);
         assert_eq!(select_victims(&cat, &first), expected);
         for _ in 0..3 {
-            let later = kept(Vec::new(), Vec::new());
+            let later = kept(&[]);
             assert_eq!(select_victims(&cat, &later), expected);
             assert_eq!(select_victims(&cat, &later.to_columns()), expected);
         }
-        let later = kept(Vec::new(), Vec::new());
+        let later = kept(&[]);
         let mut view = QuotaView::from_request(&cat, &later);
         assert_eq!(
             (view.usage(0, 0), view.usage(1, 0), view.usage(2, 0)),
@@ -1181,13 +1057,13 @@ mod tests {
         let view = QuotaView::from_request(&cat, &later);
         assert_eq!((view.usage(0, 0), view.usage(2, 0)), (10, 8));
         drop(view);
-        // b gives back 4 (two candidates gone): the rows of b and the cohort change, and a
-        // request carrying only them decides as one carrying every row.
+        // b gives back 4 (two candidates gone): the usage of b and the cohort changes, and a
+        // request carrying only theirs decides as one carrying every node's.
         let mut smaller = full.clone();
         smaller.candidates.truncate(2);
-        smaller.usage = vec![6, 2, 4];
+        smaller.usage = one_resource(&[(0, 6), (1, 2), (2, 4)]);
         let expected = select_victims(&cat, &smaller);
-        let mut changed = kept(vec![0, 2], vec![6, 4]);
+        let mut changed = kept(&[(0, 6), (2, 4)]);
         changed.candidates.truncate(2);
         assert_eq!(select_victims(&cat, &changed), expected);
         let view = QuotaView::from_request(&cat, &changed);
@@ -1233,56 +1109,6 @@ mod tests {
         let low = cand(4, 0, CandidateKind::SameQueue, -1, 0);
         let req = request(0, 1, vec![same, other, hier, low], vec![]);
         assert_eq!(victim_order(&req, &[0, 1, 2, 3]), vec![0, 2, 1, 3]);
-    }
-
-    #[test]
-    fn columns_tally_eight_at_a_time_as_one_by_one() {
-        // Kind bytes past `KINDS` included; runs of one group, as the host's order has them,
-        // and mixed ones.
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m
-        };
-        // Kinds past `KINDS` included, each with or without the evicting bit.
-        let kinds = [0u8, 1, 2, 3, 4, 5, 9, 0x7f];
-        // The group by definition: evicting ones first, then by `class`, unknown kinds as
-        // `same-queue`.
-        let group = |k: u8, e: bool| {
-            let kind = KINDS
-                .get(usize::from(k))
-                .copied()
-                .unwrap_or(CandidateKind::SameQueue);
-            u8::from(!e) * 3 + class(kind)
-        };
-        for round in 0..3000 {
-            let n = next(41) as usize;
-            let sorted = round % 2 == 0;
-            let mut pairs: Vec<(u8, bool)> = (0..n)
-                .map(|_| (kinds[next(8) as usize], next(4) == 0))
-                .collect();
-            if sorted {
-                pairs.sort_by_key(|&(k, e)| group(k, e));
-            }
-            let bytes: Vec<u8> = pairs
-                .iter()
-                .map(|&(k, e)| if e { k | EVICTING } else { k })
-                .collect();
-            let (mut seen, mut behind) = (0u32, false);
-            for (&(k, e), &byte) in pairs.iter().zip(&bytes) {
-                let g = group(k, e);
-                assert_eq!(column_group(byte), g, "byte {byte:#x}");
-                behind |= seen >> (g + 1) != 0;
-                seen |= 1 << g;
-            }
-            let (s, b) = tally_columns(&bytes);
-            assert_eq!((s, b != 0), (seen, behind), "round {round}: {pairs:?}");
-            if sorted {
-                assert_eq!(b, 0, "round {round}");
-            }
-        }
     }
 
     #[test]
@@ -1343,20 +1169,22 @@ mod tests {
             let mut req = request(0, 1 + next(6) as i64, candidates, Vec::new());
             req.requests.push(amt(1, next(4) as i64));
             req.needs_preemption = vec![0, 1];
-            req.usage_nodes = vec![2, 1, 0, 3, 4];
-            req.usage = (0..10).map(|_| next(9) as i64).collect();
+            req.usage = [2, 1, 0, 3, 4]
+                .map(|node| NodeUsage {
+                    node,
+                    usage: (0..2).map(|fr| amt(fr, next(9) as i64)).collect(),
+                })
+                .to_vec();
             let columns = req.to_columns();
             let all: Vec<u32> = (0..n).collect();
             assert_eq!(candidate_order(&req, &all), candidate_order(&columns, &all));
-            // Tallied from the host's columns as from the records, one at a time, and grouped
-            // as a stable sort by group would.
+            // Tallied from the host's form as from the records, and grouped as a stable sort
+            // by group would.
             let order = candidate_order(&req, &all);
             let (a, b) = (
                 tally(&req, Order::Listed(&order)),
                 tally(&columns, Order::Listed(&order)),
             );
-            assert!(columns.candidates.kind_columns().is_some());
-            assert!(req.candidates.kind_columns().is_none());
             assert_eq!(a, b, "round {round}");
             // Every candidate in index order, tallied without a list, as with one.
             assert_eq!(tally(&req, Order::All), tally(&req, Order::Listed(&all)));
@@ -1378,8 +1206,8 @@ mod tests {
             let v = select_victims(&cat, &req);
             assert_eq!(select_victims(&cat, &columns), v, "round {round}");
             answered += usize::from(v.is_some());
-            // As the host sends them: in Kueue's order, which the columns then trust instead
-            // of sorting. The same workloads are chosen, in the same order.
+            // As the host sends them: in Kueue's order, which its form then trusts instead of
+            // sorting. The same workloads are chosen, in the same order.
             let mut sorted = req.clone();
             sorted.candidates = candidate_order(&req, &all)
                 .iter()
@@ -1410,7 +1238,7 @@ mod tests {
     /// The path over the host's heads orders them exactly as the one over `Head`s, ties
     /// included (equal heads keep the host's order).
     #[test]
-    fn head_columns_order_as_head_records() {
+    fn host_heads_order_as_head_records() {
         let mut x: u64 = 7;
         let mut next = |m: u64| {
             x = x
@@ -1419,23 +1247,16 @@ mod tests {
             (x >> 33) % m
         };
         for round in 0..200 {
-            let n = next(40) as usize;
-            let mut heads = Heads {
-                ints: Vec::new(),
-                times: Vec::new(),
-                usage_frs: Vec::new(),
-                usage_amounts: Vec::new(),
-                identities: None,
-            };
-            for w in 0..n as u32 {
-                let reserved = u32::from(next(4) == 0);
-                heads
-                    .ints
-                    .extend([w, 0, u32::MAX, reserved, next(3) as u32, 0, 255, 0]);
-                heads
-                    .times
-                    .extend([next(3) as i64 - 1, next(4) as i64, 0, 0, 0, 0]);
+            let n = next(40) as u32;
+            let mut cycle = crate::ordering::testing_heads::Cycle::default();
+            for w in 0..n {
+                let second_pass = next(4) == 0;
+                let borrowing_level = next(3) as u32;
+                let priority = next(3) as i64 - 1;
+                let created = next(4) as i64;
+                cycle.head(w, second_pass, borrowing_level, priority, created);
             }
+            let heads = cycle.received(&[]);
             let records = crate::ordering::heads_of(heads.clone());
             assert_eq!(
                 order_heads_columns(&heads),

@@ -1,16 +1,17 @@
 //! [`Layout`]: the storage of a [`QuotaView`](crate::QuotaView), kept by the instance between
 //! views. What a view holds of a node besides its usage (its slot, parent slot, and per
-//! column a cell with its quotas and its parent's cell) depends only on the catalog and the view's flavor-resources, so it is worked out
-//! once per node and reused by every later view of the same catalog and columns: a request's
-//! view then costs what its usage rows cost, not the work of placing each node again.
+//! column a cell with its quotas and its parent's cell) depends only on the catalog and the
+//! view's flavor-resources, so it is worked out once per node and reused by every later view of
+//! the same catalog and columns: a request's view then costs what its usage costs, not the work
+//! of placing each node again.
 //!
 //! A layout at rest holds no usage (every cell 0) and no members, unless it holds the usage
-//! the instance keeps ([`crate::kept`], WIT 0.11.0 `request.usage-kept`): then its members
-//! are every node received, with their usage as received, kept for the next view. A view marks
-//! the slots it holds with its own stamp (`stamp[slot] == epoch`); a view of its own usage
-//! clears the usage of exactly those slots on return, so giving a layout back costs what the
-//! view held. A view of kept usage leaves its members' usage as it found it, or, if changed
-//! through the public [`QuotaView`](crate::QuotaView) methods, has it read again on return.
+//! the instance keeps ([`crate::kept`], `request.usage-kept`): then its members are every node
+//! received, with their usage as received, kept for the next view. A view marks the slots it
+//! holds with its own stamp (`stamp[slot] == epoch`); a view of its own usage clears the usage
+//! of exactly those slots on return, so giving a layout back costs what the view held. A view
+//! of kept usage leaves its members' usage as it found it, or, if changed through the public
+//! [`QuotaView`](crate::QuotaView) methods, has it read again on return.
 
 use std::cell::RefCell;
 
@@ -90,7 +91,7 @@ pub(crate) struct Layout {
     /// Whether the members hold the usage the instance keeps ([`crate::kept`]), rather than
     /// the view's own.
     kept: bool,
-    /// Under kept usage: how many arrivals of rows the members are up to date with
+    /// Under kept usage: how many arrivals of usage the members are up to date with
     /// ([`crate::kept::KeptUsage::arrivals`]).
     synced: usize,
     /// Whether usage was changed in a way the view does not undo itself (a public
@@ -131,8 +132,8 @@ impl Layout {
         layout
     }
 
-    /// Holds every node whose rows arrived since the last time, with their usage as received
-    /// (a node read as a non-member would read 0: a request lists no row for it).
+    /// Holds every node whose usage arrived since the last time, with its usage as received
+    /// (a node read as a non-member would read 0: a request does not list it).
     fn sync(&mut self, catalog: &Catalog, k: &KeptUsage) {
         let cols = self.frs.len();
         let arrived = match k.arrived_since(self.synced) {

@@ -27,21 +27,24 @@
 //! wasq_policy_sdk::export_ordering!(OldestFirst);
 //! ```
 //!
-//! The SDK handles the WIT contract (`wasq:policy@0.6.0`, generated with wit-bindgen from the
+//! The SDK handles the WIT contract (`wasq:policy@1.0.0`, generated with wit-bindgen from the
 //! repository's `wit/` folder): it stores the [`Catalog`] the host sends and passes it to every
-//! policy method, batches calls, and installs a panic hook that logs the panic message to the
-//! host before the guest traps. It also offers:
+//! policy method, batches calls, keeps the tables the contract keeps in an instance (the string
+//! table, ordering's table of heads, preemption's table of admitted workloads and the quota
+//! usage it was sent) so that a
+//! plugin never sees them, and installs a panic hook that logs the panic message to the host
+//! before the guest traps. It also offers:
 //! - [`QuotaView`]: Kueue's quota arithmetic, to simulate removing candidates and check a fit,
 //!   and [`fair`]: fair sharing's dominant resource share over it;
 //! - [`kueue`]: Kueue's default decisions, to reuse or fall back to;
 //! - [`placement::Tree`]: a placement request's domain tree (children, levels, free capacity,
-//!   leaves and the pods that fit on them) over its columns;
+//!   leaves and the pods that fit on them);
 //! - [`Catalog::annotation`], [`Catalog::setting`] and [`parse_duration`] for configuration;
 //! - [`Workload::requeue_count`](types::Workload::requeue_count) and
 //!   [`requeue_reason`](types::Workload::requeue_reason) (also on [`ordering::Head`]): how often
 //!   a workload was evicted and queued again, and why;
-//! - [`Identity`](identity::Identity) on workloads, heads and candidates (and the same on a
-//!   [`CandidateTable`](preemption::CandidateTable)'s rows): `namespace`, `job_kind`,
+//! - [`Identity`](identity::Identity) on workloads, heads and candidates (and the same by index
+//!   on a [`CandidateTable`](preemption::CandidateTable)): `namespace`, `job_kind`,
 //!   `job_api_version`, `job_name`, `local_queue`, `label`, `annotation` — who a workload is,
 //!   its strings resolved through the catalog's string table;
 //! - [`log`] functions and the [`info!`], [`warn!`], … macros over the host's `log` import;
@@ -58,12 +61,12 @@ mod admitted;
 pub mod alloc;
 pub mod bindings;
 pub mod catalog;
-mod columns;
 pub mod duration;
 #[doc(hidden)]
 pub mod export;
 pub mod fair;
 pub mod flavor_assignment;
+mod head_table;
 pub mod identity;
 mod kept;
 pub mod kueue;
@@ -74,6 +77,7 @@ mod peeled;
 pub mod placement;
 pub mod preemption;
 pub mod quota;
+mod relations;
 pub mod testing;
 mod workload;
 
@@ -102,6 +106,6 @@ pub mod prelude {
     pub use crate::quota::QuotaView;
     pub use crate::types::{
         Annotation, ClusterQueueId, Entry, FrAmount, FrId, LocalQueueUsage, Millis, Needs, NodeId,
-        Owner, Quantity, RequeueReason, StringId, Workload, WorkloadId,
+        NodeUsage, Owner, Quantity, RequeueReason, StringId, Workload, WorkloadId,
     };
 }

@@ -2,28 +2,65 @@
 //! [`export_ordering!`](crate::export_ordering).
 
 use crate::catalog::Catalog;
-use crate::identity::{annotations_at, labels_at, namespace_at, normalize_identities, owner_at};
+use crate::head_table::Assigned;
+#[cfg(doc)]
+use crate::identity::Identity;
 use crate::kueue;
 use crate::quota::QuotaView;
 use crate::types::{
     ClusterQueueId, Entry, FrAmount, LocalQueueId, LocalQueueUsage, Millis, Needs, NewStrings,
-    Owner, RequeueReason, StringId, UsageTable, Workload, WorkloadId, WorkloadIdentity,
+    NodeUsage, Owner, RequeueReason, StringId, Workload, WorkloadId,
 };
 
-use crate::workload::requeue_reason_of;
-
 use crate::bindings::ordering::exports::wasq::policy::ordering as wit;
-/// The heads as the host sends them (`record heads`): eight integers and six times per head,
-/// their usage back to back, identities as columns. Read them with [`heads_of`].
-pub use wit::Heads;
-/// The workloads of a `sort-keys` call as the host sends them (`record queued`): five integers
-/// and three times per workload, identities and podSets as options. Read them with
-/// [`queued_workloads`].
-pub use wit::Queued;
 
-/// A queue-order key (three entries of `sort-keys`' answer per workload). Workloads are popped
-/// smallest first, comparing `primary`, then `secondary`, then `tertiary`; equal keys keep the
-/// host's order (by workload handle).
+/// The heads of a cycle as the host sends them (`wit/ordering.wit`, `order-heads`), in the
+/// host's order: each one's entry in the instance's table of heads (`head-info`, the table the
+/// SDK keeps), how it was assigned (its `head-group`) and, when sent, the quota its assignment
+/// takes (`head-usage`). [`heads_of`] makes them [`Head`]s; a policy may read them as they are
+/// (`kueue::order_heads_columns` does).
+#[derive(Debug, Clone)]
+pub struct Heads<'a> {
+    info: Vec<&'a wit::HeadInfo>,
+    assigned: Vec<Assigned>,
+}
+
+impl<'a> Heads<'a> {
+    /// How many heads.
+    pub fn len(&self) -> usize {
+        self.info.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.info.is_empty()
+    }
+
+    /// What does not change while head `i`'s workload stays queued under one key: workload,
+    /// queues, priority, times, key, requeue history, who it is.
+    pub fn info(&self, i: usize) -> &'a wit::HeadInfo {
+        self.info[i]
+    }
+
+    /// Whether head `i` is on its second pass.
+    pub fn second_pass(&self, i: usize) -> bool {
+        self.assigned[i].second_pass
+    }
+
+    /// How high in the cohort tree head `i`'s assignment borrows.
+    pub fn borrowing_level(&self, i: usize) -> u32 {
+        self.assigned[i].borrowing_level
+    }
+
+    /// What head `i`'s assignment takes; empty unless the policy needs `TREE_USAGE`.
+    pub fn usage(&self, i: usize) -> &[FrAmount] {
+        &self.assigned[i].usage
+    }
+}
+
+/// A queue-order key (`sort-key` in `wit/ordering.wit`). Workloads are popped smallest first,
+/// comparing `primary`, then `secondary`, then `tertiary`; equal keys keep the host's order
+/// (by workload handle).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct SortKey {
     /// Compared first.
@@ -34,8 +71,28 @@ pub struct SortKey {
     pub tertiary: i64,
 }
 
-/// One ClusterQueue head of a scheduling cycle, after the host assigned it flavors: one entry
-/// of `order-heads`' `record heads` (`wit/ordering.wit`), as one record.
+impl From<wit::SortKey> for SortKey {
+    fn from(k: wit::SortKey) -> SortKey {
+        SortKey {
+            primary: k.primary,
+            secondary: k.secondary,
+            tertiary: k.tertiary,
+        }
+    }
+}
+
+impl From<SortKey> for wit::SortKey {
+    fn from(k: SortKey) -> wit::SortKey {
+        wit::SortKey {
+            primary: k.primary,
+            secondary: k.secondary,
+            tertiary: k.tertiary,
+        }
+    }
+}
+
+/// One ClusterQueue head of a scheduling cycle, after the host assigned it flavors: the WIT
+/// `head` record (`wit/ordering.wit`) with its identity flattened.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Head {
     /// The workload's handle.
@@ -60,7 +117,7 @@ pub struct Head {
     pub requeue_count: u32,
     /// Why it was last evicted and queued again; `None` when it never was.
     pub requeue_reason: Option<RequeueReason>,
-    /// The sort key the workload was queued under (see `record heads`).
+    /// The sort key the workload was queued under (see `head.key`).
     pub key: SortKey,
     /// The quota its assignment takes, per flavor-resource.
     pub usage: Vec<FrAmount>,
@@ -76,139 +133,39 @@ pub struct Head {
 
 crate::identity::identity_from_fields!(Head);
 
-/// Integers per head in `record heads`' `ints`, and their positions.
-const HEAD_INTS: usize = 8;
-const WORKLOAD: usize = 0;
-const CLUSTER_QUEUE: usize = 1;
-const LOCAL_QUEUE: usize = 2;
-const HAS_RESERVATION: usize = 3;
-const BORROW_LEVEL: usize = 4;
-const REQUEUE_COUNT: usize = 5;
-const REQUEUE_REASON: usize = 6;
-const USAGE_LEN: usize = 7;
-/// Values per head in `record heads`' `times`, and their positions.
-const HEAD_TIMES: usize = 6;
-const PRIORITY: usize = 0;
-const CREATED: usize = 1;
-const QUEUED: usize = 2;
-const KEY: usize = 3;
-
-/// `no-local-queue` in `record heads`.
-const NO_LOCAL_QUEUE: LocalQueueId = u32::MAX;
-
-/// Integers and times per workload in `record queued`.
-const QUEUED_INTS: usize = 5;
-const QUEUED_TIMES: usize = 3;
-
-/// One [`Workload`] record per workload of a `sort-keys` batch (`record queued`), in order:
-/// whole groups of `ints` (a trailing partial one is ignored); short `times` read as 0, a
-/// missing podSet list as none.
-pub fn queued_workloads(mut c: wit::Queued) -> Vec<Workload> {
-    let n = c.ints.len() / QUEUED_INTS;
-    let identity = c.identities.is_some();
-    let ids = normalize_identities(c.identities.take(), n);
-    let mut pod_sets = c.pod_sets.take().map(Vec::into_iter);
-    (0..n)
-        .map(|i| {
-            let int = |k: usize| c.ints[i * QUEUED_INTS + k];
-            let time = |k: usize| {
-                c.times
-                    .get(i * QUEUED_TIMES + k)
-                    .copied()
-                    .unwrap_or_default()
-            };
-            Workload {
-                id: int(0),
-                identity: identity.then(|| WorkloadIdentity {
-                    namespace: namespace_at(&ids, i),
-                    owner: owner_at(&ids, i),
-                    labels: labels_at(&ids, i).collect(),
-                    annotations: annotations_at(&ids, i).collect(),
-                }),
-                cluster_queue: int(1),
-                local_queue: Some(int(2)).filter(|&l| l != NO_LOCAL_QUEUE),
-                priority: time(0),
-                created: time(1),
-                queued: time(2),
-                requeue_count: int(3),
-                requeue_reason: u8::try_from(int(4)).ok().and_then(requeue_reason_of),
-                pod_sets: pod_sets.as_mut().map(|p| p.next().unwrap_or_default()),
-            }
-        })
-        .collect()
+impl Head {
+    /// A head from its entry in the table of heads and how it was assigned.
+    fn received(info: &wit::HeadInfo, assigned: Assigned) -> Head {
+        let (namespace, owner, labels, annotations) =
+            crate::identity::into_parts(info.identity.clone());
+        Head {
+            workload: info.workload,
+            cluster_queue: info.cluster_queue,
+            local_queue: info.local_queue,
+            has_reservation: assigned.second_pass,
+            borrow_level: assigned.borrowing_level,
+            priority: info.priority,
+            created: info.created,
+            queued: info.queued,
+            requeue_count: info.requeue_count,
+            requeue_reason: info.requeue_reason,
+            key: info.key.into(),
+            usage: assigned.usage,
+            namespace,
+            owner,
+            labels,
+            annotations,
+        }
+    }
 }
 
-/// How many heads the host sent: whole groups of `ints` (a trailing partial one is ignored).
-pub(crate) fn head_count(c: &wit::Heads) -> usize {
-    c.ints.len() / HEAD_INTS
-}
-
-/// Head `i`'s integer `k` (`i` < [`head_count`]).
-#[inline]
-fn int_at(c: &wit::Heads, i: usize, k: usize) -> u32 {
-    c.ints[i * HEAD_INTS + k]
-}
-
-/// Head `i`'s time or key part `k`; 0 when `times` is short.
-#[inline]
-fn time_at(c: &wit::Heads, i: usize, k: usize) -> i64 {
-    c.times.get(i * HEAD_TIMES + k).copied().unwrap_or_default()
-}
-
-/// What Kueue's classical head order compares, for head `i`: second pass first, then lower
-/// borrowing level, higher priority, older.
-pub(crate) fn classical_key(c: &wit::Heads, i: usize) -> (bool, u32, i64, i64) {
-    (
-        int_at(c, i, HAS_RESERVATION) == 0,
-        int_at(c, i, BORROW_LEVEL),
-        time_at(c, i, PRIORITY).wrapping_neg(),
-        time_at(c, i, CREATED),
-    )
-}
-
-/// The host's heads as one [`Head`] record each, with their usage and identity. Values the
-/// host did not send (short `times`, usage or identity columns) read as defaults and an unknown
-/// requeue reason as none (the host never sends such heads; a plugin must not trap if it did).
-pub fn heads_of(mut c: wit::Heads) -> Vec<Head> {
-    let n = head_count(&c);
-    let ids = normalize_identities(c.identities.take(), n);
-    let entries = c.usage_frs.len().min(c.usage_amounts.len());
-    let mut at = 0;
-    (0..n)
-        .map(|i| {
-            let end = (at + int_at(&c, i, USAGE_LEN) as usize).min(entries);
-            let usage = (at..end)
-                .map(|k| FrAmount {
-                    fr: c.usage_frs[k],
-                    amount: c.usage_amounts[k],
-                })
-                .collect();
-            at = end;
-            Head {
-                workload: int_at(&c, i, WORKLOAD),
-                cluster_queue: int_at(&c, i, CLUSTER_QUEUE),
-                local_queue: Some(int_at(&c, i, LOCAL_QUEUE)).filter(|&l| l != NO_LOCAL_QUEUE),
-                has_reservation: int_at(&c, i, HAS_RESERVATION) != 0,
-                borrow_level: int_at(&c, i, BORROW_LEVEL),
-                priority: time_at(&c, i, PRIORITY),
-                created: time_at(&c, i, CREATED),
-                queued: time_at(&c, i, QUEUED),
-                requeue_count: int_at(&c, i, REQUEUE_COUNT),
-                requeue_reason: u8::try_from(int_at(&c, i, REQUEUE_REASON))
-                    .ok()
-                    .and_then(requeue_reason_of),
-                key: SortKey {
-                    primary: time_at(&c, i, KEY),
-                    secondary: time_at(&c, i, KEY + 1),
-                    tertiary: time_at(&c, i, KEY + 2),
-                },
-                usage,
-                namespace: namespace_at(&ids, i),
-                owner: owner_at(&ids, i),
-                labels: labels_at(&ids, i).collect(),
-                annotations: annotations_at(&ids, i).collect(),
-            }
-        })
+/// The host's heads as one [`Head`] record each, in order.
+pub fn heads_of(heads: Heads<'_>) -> Vec<Head> {
+    heads
+        .info
+        .into_iter()
+        .zip(heads.assigned)
+        .map(|(info, assigned)| Head::received(info, assigned))
         .collect()
 }
 
@@ -237,7 +194,7 @@ pub trait OrderingPolicy: Default + 'static {
     /// `Needs::TREE_USAGE` for quota usage in
     /// [`order_heads_with_usage`](OrderingPolicy::order_heads_with_usage) (which makes the head
     /// order speculative, see there), `Needs::IDENTITY` for who workloads are (namespace,
-    /// owning job, labels, annotations: [`Identity`](crate::identity::Identity); without it
+    /// owning job, labels, annotations: [`Identity`]; without it
     /// every workload reads as nobody in particular), `Needs::POD_SETS` for what they request
     /// ([`Workload::pod_sets`]; without it no podSets). The host prepares and sends only that.
     /// Default: `Needs::IDENTITY | Needs::POD_SETS` (Kueue's own ordering,
@@ -284,7 +241,7 @@ pub trait OrderingPolicy: Default + 'static {
     }
 
     /// The order of this cycle's heads given the quota usage of their cohort trees (`usage`
-    /// tracks every flavor-resource; it is empty unless the policy needs `TREE_USAGE`). With
+    /// tracks every flavor-resource; every usage is 0 unless the policy needs `TREE_USAGE`). With
     /// `TREE_USAGE` the order is speculative: it must assume that every head, in turn, takes
     /// its `usage` (see [`QuotaView::add_workload`]); the host asks again for the remaining
     /// heads of that head's cohort tree when one does not. This is what the SDK calls. Default:
@@ -301,14 +258,16 @@ pub trait OrderingPolicy: Default + 'static {
     }
 
     /// What the SDK calls for each cycle: the same decision on the heads as the host sends
-    /// them ([`Heads`]). The default builds one [`Head`] per head ([`heads_of`]), and calls
+    /// them ([`Heads`]: the table of heads joined with the cycle's groups and usage). The
+    /// default makes them [`Head`]s ([`heads_of`]) and calls
     /// [`order_heads_with_usage`](OrderingPolicy::order_heads_with_usage); a policy that reads
-    /// a few fields overrides it to skip that work (as [`kueue::order_heads_columns`] does for
-    /// Kueue's classical order). Both must decide alike.
+    /// the host's records itself may override it (as `kueue-default-ordering` does with
+    /// [`kueue::order_heads_columns`] for Kueue's classical order). Both must decide alike.
+    /// The SDK answers the host with the workloads of the heads at the positions returned.
     fn order_heads_columns(
         &mut self,
         catalog: &Catalog,
-        heads: Heads,
+        heads: Heads<'_>,
         usage: &QuotaView<'_>,
         now: Millis,
     ) -> Vec<u32> {
@@ -320,11 +279,21 @@ pub trait OrderingPolicy: Default + 'static {
 pub mod glue {
     use super::*;
     use crate::export::Plugin;
+    use crate::head_table::{HeadTable, Joiner};
+
+    ::std::thread_local! {
+        /// The instance's table of heads (`new-heads`), as of the last call.
+        static HEADS: ::core::cell::RefCell<HeadTable> = Default::default();
+        /// What joins each cycle's groups and usage per head, and the lookups it keeps.
+        static JOINER: ::core::cell::RefCell<Joiner> = Default::default();
+    }
 
     pub fn set_catalog<P: OrderingPolicy>(
         plugin: &mut Plugin<P>,
         catalog: crate::types::Catalog,
     ) -> Needs {
+        // Heads name the previous catalog's queues; the host starts a new table too.
+        HEADS.with_borrow_mut(|t| *t = HeadTable::default());
         plugin.set_catalog(catalog, P::catalog_changed);
         let (policy, catalog) = plugin.parts();
         policy.needs(catalog)
@@ -333,10 +302,10 @@ pub mod glue {
     pub fn sort_keys<P: OrderingPolicy>(
         plugin: &mut Plugin<P>,
         strings: Option<NewStrings>,
-        workloads: wit::Queued,
+        workloads: Vec<Workload>,
         local_queue_usage: Vec<LocalQueueUsage>,
         now: Millis,
-    ) -> Vec<i64> {
+    ) -> Vec<wit::SortKey> {
         let (policy, catalog) = plugin.parts_with(strings);
         let mut by_lq: Vec<(u32, usize)> = local_queue_usage
             .iter()
@@ -351,26 +320,52 @@ pub mod glue {
                 .filter(|&&(l, _)| l == lq)
                 .map(|&(_, i)| &local_queue_usage[i])
         };
-        let workloads = queued_workloads(workloads);
-        let mut keys = Vec::with_capacity(workloads.len() * 3);
-        for w in &workloads {
-            let lq = w.local_queue.and_then(find);
-            let k = policy.sort_key_with_usage(catalog, w, lq, now);
-            keys.extend([k.primary, k.secondary, k.tertiary]);
-        }
-        keys
+        workloads
+            .iter()
+            .map(|w| {
+                let lq = w.local_queue.and_then(find);
+                policy.sort_key_with_usage(catalog, w, lq, now).into()
+            })
+            .collect()
     }
 
+    /// The workload answered for a position the policy gave that is no head's: the host
+    /// refuses the answer (no workload has this handle).
+    const NO_HEAD: u32 = u32::MAX;
+
+    #[allow(clippy::too_many_arguments)]
     pub fn order_heads<P: OrderingPolicy>(
         plugin: &mut Plugin<P>,
         strings: Option<NewStrings>,
-        heads: wit::Heads,
-        usage: UsageTable,
+        new_heads: Option<wit::NewHeads>,
+        heads: Vec<wit::HeadId>,
+        groups: Vec<wit::HeadGroup>,
+        head_usage: Option<Vec<wit::HeadUsage>>,
+        tree_usage: Option<Vec<NodeUsage>>,
         now: Millis,
-    ) -> Vec<u32> {
+    ) -> Vec<WorkloadId> {
         let (policy, catalog) = plugin.parts_with(strings);
-        let view = QuotaView::from_usage_table(catalog, &usage);
-        policy.order_heads_columns(catalog, heads, &view, now)
+        HEADS.with_borrow_mut(|table| {
+            if let Some(new) = new_heads {
+                table.add(new);
+            }
+            let table = &*table;
+            let mut head_usage = head_usage.unwrap_or_default();
+            let assigned =
+                JOINER.with_borrow_mut(|j| j.join(&heads, &groups, &mut head_usage, table));
+            let received = Heads {
+                info: heads.iter().map(|&id| table.head(id)).collect(),
+                assigned,
+            };
+            let workloads: Vec<WorkloadId> = received.info.iter().map(|h| h.workload).collect();
+            let view =
+                QuotaView::from_usage_table(catalog, tree_usage.as_deref().unwrap_or_default());
+            policy
+                .order_heads_columns(catalog, received, &view, now)
+                .into_iter()
+                .map(|p| workloads.get(p as usize).copied().unwrap_or(NO_HEAD))
+                .collect()
+        })
     }
 }
 
@@ -401,10 +396,12 @@ macro_rules! export_ordering {
                 }
                 fn sort_keys(
                     strings: Option<$crate::types::NewStrings>,
-                    workloads: $crate::ordering::Queued,
+                    workloads: ::std::vec::Vec<$crate::types::Workload>,
                     local_queue_usage: ::std::vec::Vec<$crate::types::LocalQueueUsage>,
                     now: $crate::types::Millis,
-                ) -> ::std::vec::Vec<i64> {
+                ) -> ::std::vec::Vec<
+                    $crate::bindings::ordering::exports::wasq::policy::ordering::SortKey,
+                > {
                     __WASQ_PLUGIN.with_borrow_mut(|p| {
                         $crate::ordering::glue::sort_keys(
                             p,
@@ -417,12 +414,25 @@ macro_rules! export_ordering {
                 }
                 fn order_heads(
                     strings: Option<$crate::types::NewStrings>,
-                    heads: $crate::bindings::ordering::exports::wasq::policy::ordering::Heads,
-                    usage: $crate::types::UsageTable,
+                    new_heads: ::core::option::Option<
+                        $crate::bindings::ordering::exports::wasq::policy::ordering::NewHeads,
+                    >,
+                    heads: ::std::vec::Vec<u32>,
+                    groups: ::std::vec::Vec<
+                        $crate::bindings::ordering::exports::wasq::policy::ordering::HeadGroup,
+                    >,
+                    head_usage: ::core::option::Option<
+                        ::std::vec::Vec<
+                            $crate::bindings::ordering::exports::wasq::policy::ordering::HeadUsage,
+                        >,
+                    >,
+                    tree_usage: Option<::std::vec::Vec<$crate::types::NodeUsage>>,
                     now: $crate::types::Millis,
-                ) -> ::std::vec::Vec<u32> {
+                ) -> ::std::vec::Vec<$crate::types::WorkloadId> {
                     __WASQ_PLUGIN.with_borrow_mut(|p| {
-                        $crate::ordering::glue::order_heads(p, strings, heads, usage, now)
+                        $crate::ordering::glue::order_heads(
+                            p, strings, new_heads, heads, groups, head_usage, tree_usage, now,
+                        )
                     })
                 }
             }
@@ -433,158 +443,165 @@ macro_rules! export_ordering {
     };
 }
 
+/// A cycle's heads as the host sends them, for the SDK's tests.
+#[cfg(test)]
+pub(crate) mod testing_heads {
+    use super::*;
+    use crate::head_table::{HeadTable, Joiner};
+
+    /// Heads added to a table, their groups and usage.
+    #[derive(Default)]
+    pub(crate) struct Cycle {
+        table: HeadTable,
+        new: Vec<wit::HeadInfo>,
+        ids: Vec<u32>,
+        groups: Vec<wit::HeadGroup>,
+        usage: Vec<wit::HeadUsage>,
+    }
+
+    impl Cycle {
+        /// A new head of this cycle, in the host's order; returns its id.
+        pub(crate) fn add(&mut self, info: wit::HeadInfo, second_pass: bool, level: u32) -> u32 {
+            let id = (self.table.len() + self.new.len()) as u32;
+            self.new.push(info);
+            self.ids.push(id);
+            match self
+                .groups
+                .iter_mut()
+                .find(|g| g.second_pass == second_pass && g.borrowing_level == level)
+            {
+                Some(g) => g.heads.push(id),
+                None => self.groups.push(wit::HeadGroup {
+                    second_pass,
+                    borrowing_level: level,
+                    heads: vec![id],
+                }),
+            }
+            id
+        }
+
+        /// A new head with Kueue's key and nothing else of note.
+        pub(crate) fn head(
+            &mut self,
+            workload: u32,
+            second_pass: bool,
+            level: u32,
+            priority: i64,
+            created: i64,
+        ) -> u32 {
+            let info = wit::HeadInfo {
+                workload,
+                cluster_queue: 0,
+                local_queue: None,
+                priority,
+                created,
+                queued: created,
+                key: crate::kueue::sort_key_with_priority(priority, created).into(),
+                requeue_count: 0,
+                requeue_reason: None,
+                identity: None,
+            };
+            self.add(info, second_pass, level)
+        }
+
+        /// What head `id`'s assignment takes.
+        pub(crate) fn usage(&mut self, id: u32, usage: &[(u32, i64)]) {
+            self.usage.push(wit::HeadUsage {
+                head: id,
+                usage: crate::testing::amounts(usage),
+            });
+        }
+
+        /// The heads `ids` (every head added, in order, if empty) as the SDK receives them.
+        pub(crate) fn received(&mut self, ids: &[u32]) -> Heads<'_> {
+            let new = std::mem::take(&mut self.new);
+            if !new.is_empty() {
+                self.table.add(wit::NewHeads {
+                    first: self.table.len() as u32,
+                    heads: new,
+                });
+            }
+            let ids = if ids.is_empty() { &self.ids[..] } else { ids };
+            let assigned =
+                Joiner::default().join(ids, &self.groups, &mut self.usage.clone(), &self.table);
+            Heads {
+                info: ids.iter().map(|&id| self.table.head(id)).collect(),
+                assigned,
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::identity::Identity;
-    use crate::identity::NO_STRING;
+    use crate::identity::{Identity, NO_STRING};
+    use crate::types::WorkloadIdentity;
 
-    /// The columns of `sort-keys` read back as the records they stand for: identities,
-    /// podSets, no LocalQueue and no requeue reason included; a trailing partial group of
-    /// integers is ignored.
-    #[test]
-    fn queued_columns_read_as_workload_records() {
-        let queued = wit::Queued {
-            ints: vec![7, 1, 3, 2, 0, 8, 2, NO_LOCAL_QUEUE, 0, 255, 9],
-            times: vec![5, 100, 150, -1, 200],
-            identities: Some(crate::types::Identities {
-                namespaces: vec![10, 11],
-                job_kinds: vec![12, NO_STRING],
-                job_api_versions: vec![13, NO_STRING],
-                job_names: vec![14, NO_STRING],
-                label_offsets: vec![0, 1, 1],
-                label_keys: vec![15],
-                label_values: vec![16],
-                annotation_offsets: Vec::new(),
-                annotation_keys: Vec::new(),
-                annotation_values: Vec::new(),
-            }),
-            pod_sets: Some(vec![vec![crate::types::PodSet {
-                count: 2,
-                min_count: Some(1),
-                per_pod: Vec::new(),
-            }]]),
-        };
-        let w = queued_workloads(queued);
-        assert_eq!(w.len(), 2);
-        let first = &w[0];
-        assert_eq!(
-            (first.id, first.cluster_queue, first.local_queue),
-            (7, 1, Some(3))
-        );
-        assert_eq!((first.priority, first.created, first.queued), (5, 100, 150));
-        assert_eq!(
-            (first.requeue_count, first.requeue_reason),
-            (2, Some(RequeueReason::Preempted))
-        );
-        let id = first.identity.as_ref().expect("identities were sent");
-        assert_eq!(id.namespace, 10);
-        assert_eq!(
-            id.owner,
-            Some(Owner {
-                kind: 12,
-                api_version: 13,
-                name: 14
-            })
-        );
-        assert_eq!(id.labels, vec![Entry { key: 15, value: 16 }]);
-        assert!(id.annotations.is_empty());
-        assert_eq!(first.pod_sets.as_ref().map(Vec::len), Some(1));
-        let second = &w[1];
-        assert_eq!(
-            (second.id, second.local_queue, second.requeue_reason),
-            (8, None, None)
-        );
-        assert_eq!(
-            (second.priority, second.created, second.queued),
-            (-1, 200, 0),
-            "short times"
-        );
-        assert_eq!(second.identity.as_ref().and_then(|i| i.owner), None);
-        assert_eq!(second.pod_sets, Some(Vec::new()), "a missing list is empty");
-        // Without identities or podSets, none.
-        let bare = queued_workloads(wit::Queued {
-            ints: vec![7, 1, 3, 2, 0],
-            times: vec![5, 100, 150],
-            identities: None,
-            pod_sets: None,
-        });
-        assert_eq!(
-            (bare[0].identity.is_none(), bare[0].pod_sets.is_none()),
-            (true, true)
-        );
-    }
-
-    fn columns() -> wit::Heads {
-        let rr = |r: Option<RequeueReason>| u32::from(r.map_or(255, |r| r as u8));
-        wit::Heads {
-            ints: [
-                [4, 0, 7, 0, 0, 0, rr(None), 2],
-                [
-                    5,
-                    1,
-                    NO_LOCAL_QUEUE,
-                    0,
-                    1,
-                    3,
-                    rr(Some(RequeueReason::PodsReadyTimeout)),
-                    0,
-                ],
-                [6, 2, 8, 1, 2, 1, rr(Some(RequeueReason::Preempted)), 1],
-            ]
-            .concat(),
-            times: [
-                [10, 100, 101, -10, 100, 0],
-                [-1, 200, 201, 1, 200, 0],
-                [3, 300, 301, -3, 300, 9],
-            ]
-            .concat(),
-            usage_frs: vec![0, 1, 0],
-            usage_amounts: vec![1000, 2000, 500],
-            identities: Some(crate::types::Identities {
-                namespaces: vec![0, 1, 0],
-                job_kinds: vec![2, NO_STRING, 3],
-                job_api_versions: vec![4, NO_STRING, 4],
-                job_names: vec![5, NO_STRING, 6],
-                label_offsets: vec![0, 0, 1, 1],
-                label_keys: vec![7],
-                label_values: vec![8],
-                annotation_offsets: Vec::new(),
-                annotation_keys: Vec::new(),
-                annotation_values: Vec::new(),
-            }),
+    /// A head's entry in the table of heads.
+    fn info(workload: u32, identity: Option<WorkloadIdentity>) -> wit::HeadInfo {
+        wit::HeadInfo {
+            workload,
+            cluster_queue: 1,
+            local_queue: Some(7),
+            priority: -1,
+            created: 200,
+            queued: 201,
+            key: wit::SortKey {
+                primary: 1,
+                secondary: 200,
+                tertiary: 9,
+            },
+            requeue_count: 3,
+            requeue_reason: Some(RequeueReason::PodsReadyTimeout),
+            identity,
         }
     }
 
+    /// The host's heads become `Head`s: the table's entry, the group's second pass and
+    /// borrowing level, the usage sent for the head, the identity flattened (none sent: nobody
+    /// in particular).
     #[test]
-    fn columns_become_one_record_per_head() {
-        let heads = heads_of(columns());
-        assert_eq!(heads.len(), 3);
-        let [a, b, c] = &heads[..] else {
-            unreachable!()
+    fn host_heads_become_head_records() {
+        let who = WorkloadIdentity {
+            namespace: 0,
+            owner: Some(Owner {
+                kind: 2,
+                api_version: 4,
+                name: 6,
+            }),
+            labels: vec![Entry { key: 7, value: 8 }],
+            annotations: Vec::new(),
         };
+        let mut cycle = testing_heads::Cycle::default();
+        let a = cycle.add(info(4, Some(who.clone())), true, 2);
+        let b = cycle.add(info(5, None), false, 0);
+        cycle.usage(a, &[(0, 1000), (1, 2000)]);
+        let heads = heads_of(cycle.received(&[a, b]));
+        let [a, b] = &heads[..] else { unreachable!() };
         assert_eq!(
-            (a.workload, a.local_queue, a.has_reservation),
-            (4, Some(7), false)
+            (
+                a.workload,
+                a.cluster_queue,
+                a.local_queue,
+                a.has_reservation
+            ),
+            (4, 1, Some(7), true)
         );
-        assert_eq!(a.usage, crate::testing::amounts(&[(0, 1000), (1, 2000)]));
-        assert_eq!((b.local_queue, b.borrow_level, b.priority), (None, 1, -1));
-        assert!(b.usage.is_empty());
-        assert_eq!((a.requeue_count, a.requeue_reason), (0, None));
         assert_eq!(
-            (b.requeue_count, b.requeue_reason),
+            (a.borrow_level, a.priority, a.created, a.queued),
+            (2, -1, 200, 201)
+        );
+        assert_eq!(
+            (a.key.primary, a.key.secondary, a.key.tertiary),
+            (1, 200, 9)
+        );
+        assert_eq!(
+            (a.requeue_count, a.requeue_reason),
             (3, Some(RequeueReason::PodsReadyTimeout))
         );
-        assert_eq!(
-            (c.requeue_count, c.requeue_reason),
-            (1, Some(RequeueReason::Preempted))
-        );
-        assert!(c.has_reservation);
-        assert_eq!(
-            (c.key.primary, c.key.secondary, c.key.tertiary, c.queued),
-            (-3, 300, 9, 301)
-        );
-        assert_eq!(c.usage, vec![FrAmount { fr: 0, amount: 500 }]);
+        assert_eq!(a.usage, crate::testing::amounts(&[(0, 1000), (1, 2000)]));
+        assert_eq!(Some(crate::identity::from_parts(a)), Some(who));
         let mut cat = crate::testing::CatalogBuilder::new().build();
         for s in [
             "prod", "dev", "Job", "Notebook", "v1", "a", "nb", "team", "ml",
@@ -593,46 +610,133 @@ mod tests {
         }
         assert_eq!((a.namespace(&cat), a.job_kind(&cat)), ("prod", Some("Job")));
         assert_eq!(
-            (b.namespace(&cat), b.job_kind(&cat), b.job_name(&cat)),
-            ("dev", None, None)
+            (a.label(&cat, "team"), a.job_name(&cat)),
+            (Some("ml"), Some("nb"))
         );
-        assert_eq!(b.label(&cat, "team"), Some("ml"));
         assert_eq!(
-            (a.label(&cat, "team"), c.job_name(&cat)),
-            (None, Some("nb"))
+            (b.namespace, b.owner, b.labels.len() + b.annotations.len()),
+            (NO_STRING, None, 0)
         );
-        assert!(c.annotations.is_empty());
+        assert_eq!(
+            (b.has_reservation, b.borrow_level, b.usage.len()),
+            (false, 0, 0)
+        );
+        assert_eq!((b.namespace(&cat), b.job_kind(&cat)), ("", None));
     }
 
-    #[test]
-    fn malformed_heads_do_not_trap() {
-        let mut c = columns();
-        // A partial fourth head, short times, less usage than the heads say, an unknown
-        // requeue reason, and identity columns that do not pair up.
-        c.ints.extend([9, 9]);
-        c.ints[8 + 6] = 7;
-        c.times.truncate(14);
-        c.usage_amounts.truncate(1);
-        if let Some(ids) = c.identities.as_mut() {
-            ids.namespaces.truncate(1);
-            ids.label_offsets = vec![0, 5];
+    /// Kueue's classical order: a position per head.
+    #[derive(Default)]
+    struct Classical;
+    impl OrderingPolicy for Classical {
+        fn needs(&self, _: &Catalog) -> Needs {
+            Needs::empty()
         }
-        let heads = heads_of(c);
-        assert_eq!(heads.len(), 3);
-        assert_eq!(heads[1].requeue_reason, None);
-        assert_eq!(
-            (heads[2].priority, heads[2].created, heads[2].queued),
-            (3, 300, 0)
+    }
+
+    /// A policy that answers a position past the heads.
+    #[derive(Default)]
+    struct PastTheEnd;
+    impl OrderingPolicy for PastTheEnd {
+        fn order_heads(&mut self, _: &Catalog, heads: &[Head], _: Millis) -> Vec<u32> {
+            (0..=heads.len() as u32).rev().collect()
+        }
+    }
+
+    fn sent(first: u32, heads: Vec<wit::HeadInfo>) -> Option<wit::NewHeads> {
+        Some(wit::NewHeads { first, heads })
+    }
+
+    fn group(second_pass: bool, borrowing_level: u32, heads: &[u32]) -> wit::HeadGroup {
+        wit::HeadGroup {
+            second_pass,
+            borrowing_level,
+            heads: heads.to_vec(),
+        }
+    }
+
+    /// The glue keeps the table of heads between calls, reads each cycle's heads from it and
+    /// answers workloads, not positions.
+    #[test]
+    fn order_heads_keeps_the_table_and_answers_workloads() {
+        let mut plugin = crate::export::Plugin::<Classical>::new();
+        let entry = |w: u32, priority: i64| wit::HeadInfo {
+            priority,
+            ..info(w, None)
+        };
+        glue::set_catalog(
+            &mut plugin,
+            crate::testing::CatalogBuilder::new().build().raw().clone(),
         );
-        assert_eq!(
-            heads[0].usage,
-            vec![FrAmount {
-                fr: 0,
-                amount: 1000
-            }]
+        // Cycle 1: three new heads; head 2 borrows, head 1 is on its second pass.
+        let order = glue::order_heads(
+            &mut plugin,
+            None,
+            sent(0, vec![entry(10, 1), entry(11, 1), entry(12, 5)]),
+            vec![0, 1, 2],
+            vec![
+                group(false, 0, &[0]),
+                group(true, 0, &[1]),
+                group(false, 1, &[2]),
+            ],
+            None,
+            None,
+            0,
         );
-        assert!(heads[1].usage.is_empty() && heads[2].usage.is_empty());
-        assert_eq!(heads[2].namespace, NO_STRING);
+        assert_eq!(order, [11, 10, 12]);
+        // Cycle 2: heads 0 and 2 known by id, one new (id 3) of higher priority; none borrows.
+        let order = glue::order_heads(
+            &mut plugin,
+            None,
+            sent(3, vec![entry(13, 9)]),
+            vec![2, 0, 3],
+            vec![group(false, 0, &[2, 0, 3])],
+            None,
+            None,
+            0,
+        );
+        assert_eq!(order, [13, 12, 10]);
+        // Nothing new: the table is as it was.
+        let order = glue::order_heads(
+            &mut plugin,
+            None,
+            None,
+            vec![1, 0],
+            vec![group(false, 0, &[1, 0])],
+            None,
+            None,
+            0,
+        );
+        assert_eq!(order, [11, 10], "equal heads keep the host's order");
+        // A new catalog starts the table again.
+        glue::set_catalog(
+            &mut plugin,
+            crate::testing::CatalogBuilder::new().build().raw().clone(),
+        );
+        let order = glue::order_heads(
+            &mut plugin,
+            None,
+            sent(0, vec![entry(20, 0)]),
+            vec![0],
+            vec![group(false, 0, &[0])],
+            None,
+            None,
+            0,
+        );
+        assert_eq!(order, [20]);
+
+        // A position past the heads is answered as no workload (which the host refuses).
+        let mut past = crate::export::Plugin::<PastTheEnd>::new();
+        let order = glue::order_heads(
+            &mut past,
+            None,
+            sent(0, vec![entry(30, 0)]),
+            vec![0],
+            vec![group(false, 0, &[0])],
+            None,
+            None,
+            0,
+        );
+        assert_eq!(order, [u32::MAX, 30]);
     }
 
     /// The example of `plugins/README.md` ("Demoting flapping workloads"): Kueue's order, but a

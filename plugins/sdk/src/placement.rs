@@ -1,10 +1,11 @@
 //! Placement plugins (topology-aware scheduling): implement [`PlacementPolicy`] and export it
 //! with [`export_placement!`](crate::export_placement).
 //!
-//! The host sends a TAS podSet's flavor's domain tree as columns (`wit/placement.wit`,
-//! `record domains`); [`Tree`] is the view to read it by: domains with their level, parent,
-//! children and free capacity, the leaves with their eligibility and how many pods fit on
-//! each. The plugin answers pods per leaf (and a podSet group's leader's leaf); the host checks
+//! The host sends a TAS podSet's flavor's domain tree as a list of domains (level, parent,
+//! free capacity per resource) and a list of leaves (domain, eligibility): `record domain` and
+//! `record leaf` in `wit/placement.wit`. [`Tree`] is the view to read it by: domains with their
+//! level, parent, children and free capacity, the leaves with their eligibility and how many
+//! pods fit on each. The plugin answers pods per leaf (and a podSet group's leader's leaf); the host checks
 //! the answer (every pod placed, on eligible leaves within their free capacity, inside one
 //! domain of a required level, whole slices per slice domain and slice layer, the leader where
 //! it fits) and falls back to Kueue's BestFit
@@ -13,12 +14,12 @@
 use crate::catalog::Catalog;
 
 pub use crate::bindings::placement::exports::wasq::policy::placement::{
-    Answer, Constraint, ConstraintMode, Domains, LeafPods, Placement, Request, SliceLayer,
+    Answer, Constraint, ConstraintMode, Domain, Leaf, LeafPods, Placement, Request, SliceLayer,
 };
 
-/// A domain's index in the request's columns (`domains.levels`, `parents`, `free`).
+/// A domain's index in `request.domains`.
 pub type DomainId = u32;
-/// A leaf's index (`domains.leaf-domains`): what answers name.
+/// A leaf's index in `request.leaves`: what answers name.
 pub type LeafId = u32;
 
 /// A placement policy.
@@ -37,7 +38,7 @@ pub trait PlacementPolicy: Default + 'static {
     fn place(&mut self, catalog: &Catalog, req: &Request) -> Answer;
 }
 
-/// The domain tree of a request, with what the columns leave implicit computed once: each
+/// The domain tree of a request, with what its lists leave implicit computed once: each
 /// domain's children and leaf, each level's domains.
 #[derive(Debug, Clone)]
 pub struct Tree<'r> {
@@ -48,23 +49,25 @@ pub struct Tree<'r> {
 }
 
 impl<'r> Tree<'r> {
-    /// The view of `req`'s columns.
+    /// The view of `req`'s domains and leaves. A parent, level or leaf domain out of range
+    /// is left out of the lists it would index (the host never sends one).
     pub fn new(req: &'r Request) -> Tree<'r> {
-        let d = &req.domains;
-        let n = d.levels.len();
+        let n = req.domains.len();
         let mut children = vec![Vec::new(); n];
         let mut per_level = vec![Vec::new(); req.level_names.len()];
-        for i in 0..n {
-            if let Ok(p) = usize::try_from(d.parents[i]) {
-                children[p].push(i as DomainId);
+        for (i, d) in req.domains.iter().enumerate() {
+            if let Some(siblings) = d.parent.and_then(|p| children.get_mut(p as usize)) {
+                siblings.push(i as DomainId);
             }
-            if let Some(level) = per_level.get_mut(d.levels[i] as usize) {
+            if let Some(level) = per_level.get_mut(d.level as usize) {
                 level.push(i as DomainId);
             }
         }
         let mut leaf_of = vec![None; n];
-        for (leaf, &dom) in d.leaf_domains.iter().enumerate() {
-            leaf_of[dom as usize] = Some(leaf as LeafId);
+        for (leaf, l) in req.leaves.iter().enumerate() {
+            if let Some(slot) = leaf_of.get_mut(l.domain as usize) {
+                *slot = Some(leaf as LeafId);
+            }
         }
         Tree {
             req,
@@ -81,7 +84,7 @@ impl<'r> Tree<'r> {
 
     /// How many domains the tree has.
     pub fn domains(&self) -> usize {
-        self.req.domains.levels.len()
+        self.req.domains.len()
     }
 
     /// How many levels the topology has (0 = the highest).
@@ -96,12 +99,12 @@ impl<'r> Tree<'r> {
 
     /// A domain's level.
     pub fn level(&self, d: DomainId) -> usize {
-        self.req.domains.levels[d as usize] as usize
+        self.req.domains[d as usize].level as usize
     }
 
     /// A domain's parent; `None` at the highest level.
     pub fn parent(&self, d: DomainId) -> Option<DomainId> {
-        u32::try_from(self.req.domains.parents[d as usize]).ok()
+        self.req.domains[d as usize].parent
     }
 
     /// A domain's children, in the order of their values.
@@ -125,13 +128,14 @@ impl<'r> Tree<'r> {
         d
     }
 
-    /// A domain's free capacity of resource column `resource` (milli-units): a leaf's own, an
-    /// inner domain's the sum of its leaves'.
+    /// A domain's free capacity of resource `resource` (an index into `request.resource-names`,
+    /// milli-units): a leaf's own, an inner domain's the sum of its leaves'.
     pub fn free(&self, resource: usize, d: DomainId) -> i64 {
-        self.req.domains.free[resource][d as usize]
+        self.req.domains[d as usize].free[resource]
     }
 
-    /// The column of a resource by name (`pods`, `cpu`, `nvidia.com/gpu`, …).
+    /// The index of a resource in `request.resource-names`, by name (`pods`, `cpu`,
+    /// `nvidia.com/gpu`, …).
     pub fn resource(&self, catalog: &Catalog, name: &str) -> Option<usize> {
         self.req
             .resource_names
@@ -141,12 +145,12 @@ impl<'r> Tree<'r> {
 
     /// How many leaves the tree has.
     pub fn leaves(&self) -> usize {
-        self.req.domains.leaf_domains.len()
+        self.req.leaves.len()
     }
 
     /// A leaf's domain.
     pub fn leaf_domain(&self, leaf: LeafId) -> DomainId {
-        self.req.domains.leaf_domains[leaf as usize]
+        self.req.leaves[leaf as usize].domain
     }
 
     /// The leaf a lowest-level domain is.
@@ -156,11 +160,11 @@ impl<'r> Tree<'r> {
 
     /// Whether the pods may run on a leaf.
     pub fn eligible(&self, leaf: LeafId) -> bool {
-        self.req.domains.eligible[leaf as usize]
+        self.req.leaves[leaf as usize].eligible
     }
 
     /// How many pods fit on a leaf's free capacity (ignoring eligibility), and the resource
-    /// column that limits it first (`None` when no resource is requested).
+    /// that limits it first (`None` when no resource is requested).
     pub fn fits_on(&self, leaf: LeafId) -> (i32, Option<usize>) {
         let d = self.leaf_domain(leaf);
         fits(&self.req.per_pod, |c| self.free(c, d))
@@ -187,8 +191,8 @@ impl<'r> Tree<'r> {
     }
 }
 
-/// How many pods of `per_pod` fit in `free` (per resource column), and the column that limits
-/// it first.
+/// How many pods of `per_pod` fit in `free` (per resource), and the resource that limits it
+/// first.
 fn fits(per_pod: &[i64], free: impl Fn(usize) -> i64) -> (i32, Option<usize>) {
     let mut best: Option<(i64, usize)> = None;
     for (c, &need) in per_pod.iter().enumerate() {

@@ -5,24 +5,34 @@
 //! must be distinct candidates that make the preemptor fit (use [`QuotaView`](crate::QuotaView)
 //! to simulate removals), and `allow_borrowing` must be `false` when a victim is a
 //! reclaim-without-borrowing candidate of another ClusterQueue.
+//!
+//! A candidate crosses in two parts: what does not depend on the preemptor (its workload,
+//! queues, priority, times, requeue history, the quota it holds and who it is) once per
+//! admission, as a row of the instance's table of admitted workloads (`new-rows`), which the
+//! SDK keeps; and what does in the request: its row, the group of candidates alike that gives
+//! its kind, lowest common ancestor and whether it is being evicted, and its LocalQueue's
+//! usage. The SDK joins them once per request: a plugin reads one [`Candidate`] record per
+//! candidate, or the same fields by index through [`CandidateTable`].
 
 use std::rc::Rc;
 
 use crate::admitted::AdmittedTable;
 use crate::catalog::Catalog;
-use crate::identity::{
-    NO_STRING, annotations_at, labels_at, namespace_at, normalize_identities, owner_at,
-};
+#[cfg(doc)]
+use crate::identity::Identity;
+use crate::identity::NO_STRING;
+use crate::relations::{Joiner, Relation};
 use crate::types::{
-    ClusterQueueId, Entry, FrAmount, Identities, LocalQueueId, Millis, Needs, NewStrings, NodeId,
-    Owner, RequeueReason, StringId, UsageTable, Workload,
+    ClusterQueueId, Entry, FrAmount, LocalQueueId, Millis, Needs, NewStrings, NodeId, NodeUsage,
+    Owner, RequeueReason, StringId, Workload,
 };
 
 use crate::bindings::preemption::exports::wasq::policy::preemption as wit;
 pub use wit::{CandidateKind, Victims};
 
-/// An admitted workload that may be preempted: one entry of the request's candidate columns
-/// (`wit/preemption.wit`, `record candidates`), as one record.
+/// An admitted workload that may be preempted: its row of admitted workloads
+/// (`wit/preemption.wit`) joined with what the request says of it (its group, its LocalQueue's
+/// usage), its identity flattened.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
     /// The workload's handle.
@@ -63,23 +73,22 @@ pub struct Candidate {
 
 crate::identity::identity_from_fields!(Candidate);
 
-/// The candidates as the host sends them (`wit/preemption.wit`, `record candidates`): one
-/// column per field, no record per candidate, made safe to index when received; what does not
-/// depend on the preemptor is read from the candidate's row of the instance's table of
-/// admitted workloads (`record new-rows`). Read them through [`CandidateTable`].
+/// The candidates as the host sends them: rows of the instance's table of admitted workloads
+/// (`record new-rows`), each read with what the request's groups and LocalQueue shares say of
+/// it (joined once, when the request arrives), without a [`Candidate`] built per candidate.
+/// Read them through [`CandidateTable`].
+///
+/// (The name is from the versions of the contract that sent candidates as columns.)
 #[derive(Debug, Clone, PartialEq)]
 pub struct CandidateColumns {
-    raw: wit::Candidates,
-    /// The instance's table of admitted workloads (as of this call) that `raw.rows` index.
+    /// The candidates' rows (`request.candidates`).
+    rows: Vec<u32>,
+    /// Per candidate: kind, lca, evicting, LocalQueue usage.
+    relations: Vec<Relation>,
+    /// The instance's table of admitted workloads (as of this call) that `rows` index.
     table: Rc<AdmittedTable>,
-    /// Who each candidate is (empty columns when the plugin did not ask: see
-    /// [`Needs::IDENTITY`](crate::types::Needs::IDENTITY)).
-    ids: Identities,
-    /// Per candidate, when any has admission-fair-sharing usage (the host lists those that
-    /// do); empty otherwise.
-    local_queue_usage: Vec<Option<f64>>,
-    /// Whether the rows are in Kueue's candidate order: as the host sends them, or as
-    /// [`Request::to_columns`] found them.
+    /// Whether the list is in Kueue's candidate order: as the host sends it, or as
+    /// [`Request::to_columns`] found it.
     in_order: bool,
 }
 
@@ -99,24 +108,23 @@ pub struct Request<C = Vec<Candidate>> {
     /// Eligible candidates, in Kueue's candidate order (see `wit/preemption.wit`); answers
     /// refer to them by index.
     pub candidates: C,
-    /// Whether the instance keeps the usage rows it receives (see `wit/preemption.wit`,
-    /// `usage-kept`; the host sends `true`): `usage_nodes` then lists only the nodes of the
+    /// Whether the instance keeps the usage it receives (see `wit/preemption.wit`,
+    /// `usage-kept`; the host sends `true`): `usage` then lists only the nodes of the
     /// preemptor's cohort tree whose usage changed since the instance last received it, and
     /// [`QuotaView::from_request`] reads the others from what the SDK kept. A request built by
-    /// hand uses `false` and lists its own rows.
+    /// hand uses `false` and lists its own usage.
     ///
     /// [`QuotaView::from_request`]: crate::QuotaView::from_request
     pub usage_kept: bool,
-    /// The quota-tree nodes whose usage `usage` holds: with `usage_kept`, see there; else the
-    /// preemptor's and every candidate's ClusterQueue, and their ancestors. (The host's
-    /// `request.usage` as two vectors, empty when it sent `none`.)
-    pub usage_nodes: Vec<u32>,
-    /// Row-major: entry `i * len(requests) + j` is the usage of `usage_nodes[i]` for
-    /// `requests[j].fr`.
-    pub usage: Vec<i64>,
+    /// Quota usage of nodes on the `requests`' flavor-resources (a flavor-resource a node's
+    /// entry does not list is 0): with `usage_kept`, see there; else the preemptor's and every
+    /// candidate's ClusterQueue, and their ancestors. Read it through
+    /// [`QuotaView::from_request`](crate::QuotaView::from_request).
+    pub usage: Vec<NodeUsage>,
     /// Every node of the preemptor's cohort tree on every flavor-resource, when the plugin
-    /// asked for it (`Needs::TREE_USAGE`).
-    pub tree_usage: UsageTable,
+    /// asked for it (`Needs::TREE_USAGE`); empty otherwise. Read it through
+    /// [`QuotaView::from_usage_table`](crate::QuotaView::from_usage_table).
+    pub tree_usage: Vec<NodeUsage>,
     /// The scheduler's clock.
     pub now: Millis,
 }
@@ -166,21 +174,12 @@ pub trait CandidateTable {
     fn labels(&self, i: usize) -> impl Iterator<Item = Entry> + '_;
     /// The annotations the allow-list passes.
     fn annotations(&self, i: usize) -> impl Iterator<Item = Entry> + '_;
-    /// Whether the rows are known to be in Kueue's candidate order (as the host sends
+    /// Whether the candidates are known to be in Kueue's candidate order (as the host sends
     /// `request.candidates`), so that [`kueue::candidate_order`](crate::kueue::candidate_order)
     /// need not sort or check them. `false` unless the table says otherwise: records a plugin
     /// builds itself may come in any order.
     fn in_candidate_order(&self) -> bool {
         false
-    }
-    /// The kind bytes as `record candidates` sends them, by index, when the table holds them
-    /// as such a column (the host's [`CandidateColumns`]), so that a pass over every candidate
-    /// reads one slice: the low seven bits are the kind (decode with [`KINDS`]; past its end
-    /// reads as `same-queue`, as [`CandidateTable::kind`] reads it) and bit 7 ([`EVICTING`])
-    /// says the candidate is being evicted. `None` for a table read one candidate at a time
-    /// (the default).
-    fn kind_columns(&self) -> Option<&[u8]> {
-        None
     }
 
     /// Its namespace (see [`Identity::namespace`]).
@@ -285,70 +284,95 @@ macro_rules! records_table {
 records_table!([Candidate], Vec<Candidate>);
 
 impl CandidateColumns {
-    /// Candidate `i`'s row of the table: the empty row's when the table does not hold the
-    /// row sent (checked as it is read, not in a pass over every candidate at each call).
+    /// The candidates of a request (`rows`, `relations` one per row), reading the instance's
+    /// table of admitted workloads `table`: a row the table does not hold reads as an empty
+    /// row (workload 0, ClusterQueue 0, no quota; the host never sends one, and a plugin must
+    /// not trap if it did).
+    pub(crate) fn new(
+        rows: Vec<u32>,
+        relations: Vec<Relation>,
+        table: Rc<AdmittedTable>,
+    ) -> CandidateColumns {
+        debug_assert_eq!(rows.len(), relations.len());
+        CandidateColumns {
+            rows,
+            relations,
+            table,
+            in_order: true,
+        }
+    }
+
+    /// The candidates as the host sent them (`request.candidates`): their rows of the
+    /// instance's table of admitted workloads. Read the candidates through [`CandidateTable`].
+    pub fn raw(&self) -> &[u32] {
+        &self.rows
+    }
+
+    /// Candidate `i`'s row of the table (the empty row when the table does not hold it).
     #[inline(always)]
-    fn row(&self, i: usize) -> usize {
-        self.table.checked(self.raw.rows[i]) as usize
+    fn row(&self, i: usize) -> &wit::AdmittedRow {
+        self.table.row(self.rows[i])
+    }
+
+    /// Candidate `i`'s identity, when the host sent it.
+    #[inline]
+    fn identity(&self, i: usize) -> Option<&crate::types::WorkloadIdentity> {
+        self.row(i).identity.as_ref()
     }
 }
 
 impl CandidateTable for CandidateColumns {
     #[inline]
     fn len(&self) -> usize {
-        self.raw.rows.len()
+        self.rows.len()
     }
     #[inline]
     fn workload(&self, i: usize) -> u32 {
-        self.table.workloads[self.row(i)]
+        self.row(i).workload
     }
     #[inline]
     fn cluster_queue(&self, i: usize) -> ClusterQueueId {
-        self.table.cluster_queues[self.row(i)]
+        self.row(i).cluster_queue
     }
     #[inline]
     fn kind(&self, i: usize) -> CandidateKind {
-        // An unknown case reads as `same-queue` (checked as it is read).
-        KINDS
-            .get(usize::from(self.raw.kinds[i] & !EVICTING))
-            .copied()
-            .unwrap_or(CandidateKind::SameQueue)
+        self.relations[i].kind
     }
     #[inline]
     fn lca(&self, i: usize) -> Option<NodeId> {
-        Some(self.raw.lcas[i]).filter(|&n| n != NO_NODE)
+        self.relations[i].lca
     }
     #[inline]
     fn priority(&self, i: usize) -> i64 {
-        self.table.priorities[self.row(i)]
+        self.row(i).priority
     }
     #[inline]
     fn created(&self, i: usize) -> Millis {
-        self.table.created[self.row(i)]
+        self.row(i).created
     }
     #[inline]
     fn admitted(&self, i: usize) -> Millis {
-        self.table.admitted[self.row(i)]
+        self.row(i).admitted
     }
     #[inline]
     fn requeue_count(&self, i: usize) -> u32 {
-        self.table.requeue_counts[self.row(i)]
+        self.row(i).requeue_count
     }
     #[inline]
     fn requeue_reason(&self, i: usize) -> Option<RequeueReason> {
-        self.table.requeue_reason(self.row(i) as u32)
+        self.row(i).requeue_reason
     }
     #[inline]
     fn evicting(&self, i: usize) -> bool {
-        self.raw.kinds[i] & EVICTING != 0
+        self.relations[i].evicting
     }
     #[inline(always)]
     fn usage(&self, i: usize) -> impl Iterator<Item = FrAmount> + '_ {
-        self.table.usage(self.row(i) as u32)
+        self.row(i).usage.iter().copied()
     }
     #[inline]
     fn local_queue_usage(&self, i: usize) -> Option<f64> {
-        self.local_queue_usage.get(i).copied().flatten()
+        self.relations[i].local_queue_usage
     }
     fn candidate(&self, i: usize) -> Candidate {
         Candidate {
@@ -362,7 +386,7 @@ impl CandidateTable for CandidateColumns {
             requeue_count: self.requeue_count(i),
             requeue_reason: self.requeue_reason(i),
             evicting: self.evicting(i),
-            usage: self.usage(i).collect(),
+            usage: self.row(i).usage.clone(),
             local_queue: self.local_queue_id(i),
             namespace: self.namespace_id(i),
             owner: self.owner(i),
@@ -373,114 +397,57 @@ impl CandidateTable for CandidateColumns {
     }
     #[inline]
     fn local_queue_id(&self, i: usize) -> Option<LocalQueueId> {
-        Some(self.table.local_queues[self.row(i)]).filter(|&l| l != NO_LOCAL_QUEUE)
+        self.row(i).local_queue
     }
     fn namespace_id(&self, i: usize) -> StringId {
-        namespace_at(&self.ids, i)
+        self.identity(i).map_or(NO_STRING, |id| id.namespace)
     }
     fn owner(&self, i: usize) -> Option<Owner> {
-        owner_at(&self.ids, i)
+        self.identity(i).and_then(|id| id.owner)
     }
     fn labels(&self, i: usize) -> impl Iterator<Item = Entry> + '_ {
-        labels_at(&self.ids, i)
+        self.identity(i)
+            .map_or(&[][..], |id| &id.labels)
+            .iter()
+            .copied()
     }
     fn annotations(&self, i: usize) -> impl Iterator<Item = Entry> + '_ {
-        annotations_at(&self.ids, i)
+        self.identity(i)
+            .map_or(&[][..], |id| &id.annotations)
+            .iter()
+            .copied()
     }
     /// The host sends candidates in Kueue's candidate order (`request.candidates`).
     #[inline]
     fn in_candidate_order(&self) -> bool {
         self.in_order
     }
-    fn kind_columns(&self) -> Option<&[u8]> {
-        Some(&self.raw.kinds)
-    }
-}
-
-/// `no-local-queue` in `record candidates`' `local-queues`.
-pub const NO_LOCAL_QUEUE: LocalQueueId = u32::MAX;
-
-/// `candidate-kind` by case number, as `record candidates` sends kinds (in the low seven bits
-/// of a kind byte).
-pub const KINDS: [CandidateKind; 5] = [
-    CandidateKind::SameQueue,
-    CandidateKind::HierarchicalReclaim,
-    CandidateKind::ReclaimWithoutBorrowing,
-    CandidateKind::ReclaimWhileBorrowing,
-    CandidateKind::FairSharing,
-];
-
-/// Bit 7 of a kind byte in `record candidates`' `kinds`: the candidate is being evicted.
-pub const EVICTING: u8 = 0x80;
-
-/// `no-node` in `record candidates`' `lcas`: no lowest common ancestor.
-pub const NO_NODE: NodeId = u32::MAX;
-
-impl CandidateColumns {
-    /// The candidates of a request, reading the instance's table of admitted workloads
-    /// `table`, made safe to index: a column shorter than `rows` is padded with defaults, a
-    /// longer one truncated, a row the table does not hold reads as an empty row (workload 0,
-    /// no quota), an unknown kind as `same-queue`, and indices out of range are ignored (the
-    /// host never sends such columns; a plugin must not trap if it did).
-    pub(crate) fn new(mut c: wit::Candidates, table: Rc<AdmittedTable>) -> CandidateColumns {
-        let n = c.rows.len();
-        // Rows and kinds are checked as they are read (`row`, `kind`), not here: a pass over
-        // every candidate at every call costs more than a bound at each read.
-        c.kinds.resize(n, 0);
-        c.lcas.resize(n, NO_NODE);
-        let ids = normalize_identities(c.identities.take(), n);
-        let mut local_queue_usage = Vec::new();
-        if let Some(afs) = c.local_queue_usage.as_ref().filter(|a| !a.of.is_empty()) {
-            local_queue_usage.resize(n, None);
-            for (&i, &u) in afs.of.iter().zip(&afs.usage) {
-                if let Some(slot) = local_queue_usage.get_mut(i as usize) {
-                    *slot = Some(u);
-                }
-            }
-        }
-        CandidateColumns {
-            raw: c,
-            table,
-            ids,
-            local_queue_usage,
-            in_order: true,
-        }
-    }
-}
-
-impl CandidateColumns {
-    /// The columns as the host sent them, with the per-candidate lists padded or truncated to
-    /// `rows`; rows, kind bytes and the list by index (`local-queue-usage.of`) are as sent,
-    /// out-of-range values included. Decode `kinds` with [`KINDS`] and [`EVICTING`] and `lcas`
-    /// with [`NO_NODE`]; [`CandidateTable`] reads a row the table does not hold as the empty
-    /// row and a kind past [`KINDS`] as `same-queue`. (The rows themselves are read through
-    /// [`CandidateTable`].)
-    pub fn raw(&self) -> &wit::Candidates {
-        &self.raw
-    }
 }
 
 impl Request<CandidateColumns> {
-    /// A request as the host sent it, its candidates' rows read from `table`.
+    /// A request as the host sent it, its candidates' rows read from `table`, their groups and
+    /// LocalQueue shares joined by `joiner` (`local_queues`: how many the catalog has).
     pub(crate) fn received(
         r: wit::Request,
         table: &Rc<AdmittedTable>,
+        joiner: &mut Joiner,
+        local_queues: usize,
     ) -> Request<CandidateColumns> {
-        let (usage_nodes, usage) = r
-            .usage
-            .map_or_else(Default::default, |u| (u.nodes, u.amounts));
+        let relations = joiner.join(
+            &r.candidates,
+            &r.groups,
+            &r.local_queue_usage,
+            table,
+            local_queues,
+        );
         Request {
             preemptor: r.preemptor,
             requests: r.requests,
             needs_preemption: r.needs_preemption,
-            candidates: CandidateColumns::new(r.candidates, table.clone()),
+            candidates: CandidateColumns::new(r.candidates, relations, table.clone()),
             usage_kept: r.usage_kept,
-            usage_nodes,
-            usage,
-            tree_usage: r.tree_usage.unwrap_or_else(|| UsageTable {
-                nodes: Vec::new(),
-                amounts: Vec::new(),
-            }),
+            usage: r.usage,
+            tree_usage: r.tree_usage.unwrap_or_default(),
             now: r.now,
         }
     }
@@ -497,7 +464,6 @@ impl<C: CandidateTable> Request<C> {
                 .map(|i| self.candidates.candidate(i))
                 .collect(),
             usage_kept: self.usage_kept,
-            usage_nodes: self.usage_nodes.clone(),
             usage: self.usage.clone(),
             tree_usage: self.tree_usage.clone(),
             now: self.now,
@@ -506,13 +472,13 @@ impl<C: CandidateTable> Request<C> {
 }
 
 impl Request {
-    /// The same request with the candidates as the host sends them: to test a
+    /// The same request with the candidates as the host sends them (a table of admitted
+    /// workloads of its own, one row per candidate, each relating to the preemptor as its
+    /// record says, its LocalQueue usage included): to test a
     /// [`select_victims_columns`](PreemptionPolicy::select_victims_columns) written over
     /// [`CandidateTable`] on requests built as records.
     pub fn to_columns(&self) -> Request<CandidateColumns> {
         let list = &self.candidates;
-        let position = |kind: CandidateKind| KINDS.iter().position(|&k| k == kind).unwrap_or(0);
-        // A table of its own: one row per candidate, in order.
         let mut table = AdmittedTable::default();
         table.add(wit::NewRows {
             first: 0,
@@ -527,66 +493,24 @@ impl Request {
                     admitted: c.admitted,
                     requeue_count: c.requeue_count,
                     requeue_reason: c.requeue_reason,
-                    usage_len: c.usage.len() as u32,
+                    usage: c.usage.clone(),
+                    identity: Some(crate::identity::from_parts(c)),
                 })
                 .collect(),
-            usage: list.iter().flat_map(|c| c.usage.iter().copied()).collect(),
         });
-        let mut c = wit::Candidates {
-            rows: (0..list.len() as u32).collect(),
-            kinds: list
-                .iter()
-                .map(|c| (position(c.kind) as u8) | if c.evicting { EVICTING } else { 0 })
-                .collect(),
-            lcas: list.iter().map(|c| c.lca.unwrap_or(NO_NODE)).collect(),
-            identities: Some(Identities {
-                namespaces: list.iter().map(|c| c.namespace).collect(),
-                job_kinds: list
-                    .iter()
-                    .map(|c| c.owner.map_or(NO_STRING, |o| o.kind))
-                    .collect(),
-                job_api_versions: list
-                    .iter()
-                    .map(|c| c.owner.map_or(NO_STRING, |o| o.api_version))
-                    .collect(),
-                job_names: list
-                    .iter()
-                    .map(|c| c.owner.map_or(NO_STRING, |o| o.name))
-                    .collect(),
-                label_offsets: vec![0],
-                label_keys: Vec::new(),
-                label_values: Vec::new(),
-                annotation_offsets: vec![0],
-                annotation_keys: Vec::new(),
-                annotation_values: Vec::new(),
-            }),
-            local_queue_usage: None,
-        };
-        for (i, cand) in list.iter().enumerate() {
-            if let Some(ids) = c.identities.as_mut() {
-                ids.label_keys.extend(cand.labels.iter().map(|e| e.key));
-                ids.label_values.extend(cand.labels.iter().map(|e| e.value));
-                ids.label_offsets.push(ids.label_keys.len() as u32);
-                ids.annotation_keys
-                    .extend(cand.annotations.iter().map(|e| e.key));
-                ids.annotation_values
-                    .extend(cand.annotations.iter().map(|e| e.value));
-                ids.annotation_offsets
-                    .push(ids.annotation_keys.len() as u32);
-            }
-            if let Some(usage) = cand.local_queue_usage {
-                let afs =
-                    c.local_queue_usage
-                        .get_or_insert_with(|| wit::CandidatesLocalQueueUsage {
-                            of: Vec::new(),
-                            usage: Vec::new(),
-                        });
-                afs.of.push(i as u32);
-                afs.usage.push(usage);
-            }
-        }
+        // Each record's own relation: records may give a usage the host's form cannot (two
+        // usages for one LocalQueue, a usage without a LocalQueue), and must read back alike.
+        let relations = list
+            .iter()
+            .map(|c| Relation {
+                kind: c.kind,
+                evicting: c.evicting,
+                lca: c.lca,
+                local_queue_usage: c.local_queue_usage,
+            })
+            .collect();
         let all: Vec<u32> = (0..list.len() as u32).collect();
-        let mut candidates = CandidateColumns::new(c, Rc::new(table));
+        let mut candidates = CandidateColumns::new(all.clone(), relations, Rc::new(table));
         // Records a test builds may come in any order; only those already in Kueue's order
         // are marked so, as the host's always are.
         candidates.in_order = crate::kueue::candidate_order(self, &all) == all;
@@ -596,7 +520,6 @@ impl Request {
             needs_preemption: self.needs_preemption.clone(),
             candidates,
             usage_kept: self.usage_kept,
-            usage_nodes: self.usage_nodes.clone(),
             usage: self.usage.clone(),
             tree_usage: self.tree_usage.clone(),
             now: self.now,
@@ -621,12 +544,12 @@ pub trait PreemptionPolicy: Default + 'static {
     /// flavor-resource (read it with [`QuotaView::from_usage_table`](crate::QuotaView::from_usage_table);
     /// fair sharing's shares need it, see [`kueue::preemption_needs`](crate::kueue::preemption_needs));
     /// `Needs::IDENTITY` sends who the preemptor and the candidates are (namespace, owning
-    /// job, labels, annotations: [`Identity`](crate::identity::Identity) and
+    /// job, labels, annotations: [`Identity`] and
     /// [`CandidateTable`]; without it they read as nobody in particular); `Needs::POD_SETS`
     /// sends what the preemptor requests ([`Workload::pod_sets`]; without it no podSets; what
     /// it needs under the flavors tried is `req.requests` either way). Default:
     /// `Needs::IDENTITY | Needs::POD_SETS` (Kueue's own victim selection,
-    /// [`kueue::preemption_needs`], reads neither).
+    /// [`kueue::preemption_needs`](crate::kueue::preemption_needs), reads neither).
     fn needs(&self, catalog: &Catalog) -> Needs {
         let _ = catalog;
         Needs::IDENTITY | Needs::POD_SETS
@@ -661,6 +584,9 @@ pub mod glue {
     ::std::thread_local! {
         /// The instance's table of admitted workloads (`new-rows`), as of the last call.
         static ROWS: ::core::cell::RefCell<Rc<AdmittedTable>> = Default::default();
+        /// What joins each request's groups and LocalQueue shares per candidate, and the
+        /// buffers it keeps between requests.
+        static JOINER: ::core::cell::RefCell<Joiner> = Default::default();
     }
 
     pub fn set_catalog<P: PreemptionPolicy>(
@@ -687,14 +613,19 @@ pub mod glue {
             }
             t.clone()
         });
+        let local_queues = catalog.local_queues.len();
         requests
             .into_iter()
             .map(|r| {
-                if let Some(rows) = r.usage.as_ref().filter(|_| r.usage_kept) {
-                    // Filed before the plugin looks: the requests after it rely on them.
-                    crate::kept::receive(catalog, &rows.nodes, &r.requests, &rows.amounts);
+                if r.usage_kept {
+                    // Filed before the plugin looks: the requests after it rely on it.
+                    crate::kept::receive(catalog, &r.usage, &r.requests);
                 }
-                policy.select_victims_columns(catalog, &Request::received(r, &table))
+                let req = JOINER.with_borrow_mut(|j| Request::received(r, &table, j, local_queues));
+                let victims = policy.select_victims_columns(catalog, &req);
+                // The relations' buffer serves the next request.
+                JOINER.with_borrow_mut(|j| j.recycle(req.candidates.relations));
+                victims
             })
             .collect()
     }
@@ -783,7 +714,7 @@ mod tests {
         priority: i64,
         times: (i64, i64),
         requeue: (u32, Option<RequeueReason>),
-        usage_len: u32,
+        usage: &[(u32, i64)],
     ) -> wit::AdmittedRow {
         wit::AdmittedRow {
             workload,
@@ -794,69 +725,109 @@ mod tests {
             admitted: times.1,
             requeue_count: requeue.0,
             requeue_reason: requeue.1,
-            usage_len,
+            usage: crate::testing::amounts(usage),
+            identity: None,
         }
     }
 
-    fn amounts(v: &[(u32, i64)]) -> Vec<FrAmount> {
-        crate::testing::amounts(v)
+    /// A group of candidates as the host sends it.
+    fn group(
+        kind: CandidateKind,
+        evicting: bool,
+        lca: Option<u32>,
+        rows: &[u32],
+    ) -> wit::CandidateGroup {
+        wit::CandidateGroup {
+            kind,
+            lca,
+            evicting,
+            rows: rows.to_vec(),
+        }
+    }
+
+    /// A request as the host sends it, for these candidates (no quota to speak of).
+    fn sent(
+        candidates: &[u32],
+        groups: Vec<wit::CandidateGroup>,
+        local_queue_usage: Vec<wit::LocalQueueShare>,
+    ) -> wit::Request {
+        wit::Request {
+            preemptor: crate::testing::workload(5, 1, 0, 0),
+            requests: Vec::new(),
+            needs_preemption: Vec::new(),
+            candidates: candidates.to_vec(),
+            groups,
+            local_queue_usage,
+            usage_kept: false,
+            usage: Vec::new(),
+            tree_usage: None,
+            now: 0,
+        }
     }
 
     #[test]
-    fn columns_become_one_record_per_candidate() {
+    fn candidates_become_one_record_each_with_their_rows() {
         // The instance's table holds three rows; the request names two of them.
+        let mut a = row(
+            7,
+            1,
+            Some(3),
+            -1,
+            (10, 11),
+            (0, None),
+            &[(0, 1000), (1, 2000)],
+        );
+        a.identity = Some(crate::types::WorkloadIdentity {
+            namespace: 0,
+            owner: Some(Owner {
+                kind: 2,
+                api_version: 3,
+                name: 4,
+            }),
+            labels: Vec::new(),
+            annotations: Vec::new(),
+        });
+        let mut b = row(
+            9,
+            2,
+            None,
+            3,
+            (20, 21),
+            (2, Some(RequeueReason::AdmissionCheck)),
+            &[(0, 3000)],
+        );
+        b.identity = Some(crate::types::WorkloadIdentity {
+            namespace: 1,
+            owner: None,
+            labels: Vec::new(),
+            annotations: vec![Entry { key: 5, value: 6 }],
+        });
         let mut table = AdmittedTable::default();
         table.add(wit::NewRows {
             first: 0,
-            rows: vec![
-                row(1, 0, None, 0, (0, 0), (0, None), 1),
-                row(7, 1, Some(3), -1, (10, 11), (0, None), 2),
-                row(
-                    9,
-                    2,
-                    None,
-                    3,
-                    (20, 21),
-                    (2, Some(RequeueReason::AdmissionCheck)),
-                    1,
-                ),
-            ],
-            usage: amounts(&[(1, 5), (0, 1000), (1, 2000), (0, 3000)]),
+            rows: vec![row(1, 0, None, 0, (0, 0), (0, None), &[(1, 5)]), a, b],
         });
-        let columns = wit::Candidates {
-            rows: vec![1, 2],
-            // The second is being evicted.
-            kinds: vec![0, 4 | EVICTING],
-            lcas: vec![u32::MAX, 4],
-            identities: Some(crate::types::Identities {
-                namespaces: vec![0, 1],
-                job_kinds: vec![2, NO_STRING],
-                job_api_versions: vec![3, NO_STRING],
-                job_names: vec![4, NO_STRING],
-                label_offsets: Vec::new(),
-                label_keys: Vec::new(),
-                label_values: Vec::new(),
-                annotation_offsets: vec![0, 0, 1],
-                annotation_keys: vec![5],
-                annotation_values: vec![6],
-            }),
-            local_queue_usage: Some(wit::CandidatesLocalQueueUsage {
-                of: vec![0],
-                usage: vec![0.5],
-            }),
-        };
-        let req: Request = Request::received(
-            wit::Request {
-                preemptor: crate::testing::workload(5, 1, 0, 0),
-                requests: Vec::new(),
-                needs_preemption: Vec::new(),
-                candidates: columns,
-                usage_kept: false,
-                usage: None,
-                tree_usage: None,
-                now: 0,
+        // The second is being evicted; the first's LocalQueue (3) has a usage.
+        let groups = vec![
+            group(CandidateKind::FairSharing, true, Some(4), &[2]),
+            group(CandidateKind::SameQueue, false, None, &[1]),
+        ];
+        let shares = vec![
+            wit::LocalQueueShare {
+                local_queue: 3,
+                weighted: 0.5,
             },
+            wit::LocalQueueShare {
+                local_queue: 0,
+                weighted: 9.0,
+            },
+        ];
+        let mut joiner = Joiner::default();
+        let req: Request = Request::received(
+            sent(&[1, 2], groups, shares),
             &Rc::new(table),
+            &mut joiner,
+            4,
         )
         .to_records();
         let [a, b] = &req.candidates[..] else {
@@ -878,13 +849,7 @@ mod tests {
             (b.cluster_queue, b.kind, b.lca, b.evicting, b.admitted),
             (2, CandidateKind::FairSharing, Some(4), true, 21)
         );
-        assert_eq!(
-            b.usage,
-            vec![FrAmount {
-                fr: 0,
-                amount: 3000
-            }]
-        );
+        assert_eq!(b.usage, crate::testing::amounts(&[(0, 3000)]));
         let mut cat = crate::testing::CatalogBuilder::new().build();
         for s in [
             "prod",
@@ -911,7 +876,7 @@ mod tests {
         );
         assert_eq!(b.annotation(&cat, "wasq.dev/ckpt"), Some("x"));
         assert!(a.labels.is_empty() && b.labels.is_empty());
-        // The table reads the same in place.
+        // The table reads the same by index.
         let t = req.to_columns().candidates;
         assert_eq!(
             (t.namespace(&cat, 1), t.job_name(&cat, 0)),
@@ -919,13 +884,104 @@ mod tests {
         );
         assert_eq!(t.annotation(&cat, 1, "wasq.dev/ckpt"), Some("x"));
         assert_eq!(t.annotation(&cat, 0, "wasq.dev/ckpt"), None);
-        // And back: the columns of the records are the columns sent.
+        // And back: the records of the host's form are the records it was made of.
         let again = req.to_columns().to_records();
         assert_eq!(again.candidates, req.candidates);
     }
 
+    /// Records in the host's form (one group per kind, lca and evicting flag; one share per
+    /// LocalQueue) read back as the records, request after request with one joiner.
     #[test]
-    fn malformed_columns_are_made_safe_to_index() {
+    fn the_host_form_of_records_reads_as_the_records() {
+        let mut x: u64 = 3;
+        let mut next = |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let kinds = [
+            CandidateKind::SameQueue,
+            CandidateKind::HierarchicalReclaim,
+            CandidateKind::ReclaimWhileBorrowing,
+            CandidateKind::ReclaimWithoutBorrowing,
+            CandidateKind::FairSharing,
+        ];
+        let mut joiner = Joiner::default();
+        for round in 0..100 {
+            let lq_usage: Vec<Option<f64>> = (0..4)
+                .map(|_| (round % 2 == 0 && next(3) > 0).then(|| next(8) as f64 / 2.0))
+                .collect();
+            let records: Vec<Candidate> = (0..next(30) as u32)
+                .map(|w| {
+                    let wl = crate::testing::workload(w, next(3) as u32, 0, next(4) as i64);
+                    let mut c = crate::testing::candidate(&wl, next(5) as i64, next(9) as i64);
+                    c.usage = crate::testing::amounts(&[(0, next(4) as i64), (1, 7)]);
+                    c.kind = kinds[next(5) as usize];
+                    c.lca = (next(2) == 0).then(|| next(3) as u32);
+                    c.evicting = next(5) == 0;
+                    c.local_queue = (next(4) > 0).then(|| next(4) as u32);
+                    c.local_queue_usage = c.local_queue.and_then(|lq| lq_usage[lq as usize]);
+                    c.namespace = next(3) as u32;
+                    c
+                })
+                .collect();
+            let table = records.iter().map(|c| {
+                let mut r = row(
+                    c.workload,
+                    c.cluster_queue,
+                    c.local_queue,
+                    c.priority,
+                    (c.created, c.admitted),
+                    (c.requeue_count, c.requeue_reason),
+                    &[],
+                );
+                r.usage = c.usage.clone();
+                r.identity = Some(crate::identity::from_parts(c));
+                r
+            });
+            // Rows in reverse, after a few of no candidate.
+            let mut rows: Vec<wit::AdmittedRow> = table.rev().collect();
+            let skip = next(3) as u32;
+            for _ in 0..skip {
+                rows.insert(0, row(99, 0, None, 0, (0, 0), (0, None), &[]));
+            }
+            let n = records.len() as u32;
+            let row_of = |i: u32| skip + n - 1 - i;
+            let mut groups: Vec<wit::CandidateGroup> = Vec::new();
+            for (i, c) in records.iter().enumerate() {
+                let at = groups
+                    .iter()
+                    .position(|g| (g.kind, g.lca, g.evicting) == (c.kind, c.lca, c.evicting));
+                match at {
+                    Some(g) => groups[g].rows.push(row_of(i as u32)),
+                    None => groups.push(group(c.kind, c.evicting, c.lca, &[row_of(i as u32)])),
+                }
+            }
+            let shares = (0..4)
+                .filter_map(|lq| {
+                    lq_usage[lq].map(|weighted| wit::LocalQueueShare {
+                        local_queue: lq as u32,
+                        weighted,
+                    })
+                })
+                .collect();
+            let mut t = AdmittedTable::default();
+            t.add(wit::NewRows { first: 0, rows });
+            let candidates: Vec<u32> = (0..n).map(row_of).collect();
+            let req = Request::received(
+                sent(&candidates, groups, shares),
+                &Rc::new(t),
+                &mut joiner,
+                4,
+            );
+            assert_eq!(req.to_records().candidates, records, "round {round}");
+            joiner.recycle(req.candidates.relations);
+        }
+    }
+
+    #[test]
+    fn a_row_never_sent_and_an_identity_not_sent_read_as_nobody() {
         let mut table = AdmittedTable::default();
         table.add(wit::NewRows {
             first: 0,
@@ -937,83 +993,46 @@ mod tests {
                     5,
                     (0, 0),
                     (4, Some(RequeueReason::Preempted)),
-                    2,
+                    &[(0, 10), (1, 20)],
                 ),
-                // Says it holds more quota than the call sent.
-                row(2, 0, None, 6, (0, 0), (0, None), 3),
+                row(2, 0, None, 0, (0, 0), (0, None), &[]),
             ],
-            usage: amounts(&[(0, 10), (1, 20), (0, 30)]),
         });
-        let columns = wit::Candidates {
-            // Row 9 was never sent: it reads as the empty row.
-            rows: vec![0, 1, 9],
-            // The first is being evicted.
-            kinds: vec![3 | EVICTING, 9],
-            lcas: vec![u32::MAX, 1, 2, 5],
-            identities: Some(crate::types::Identities {
-                namespaces: Vec::new(),
-                job_kinds: vec![1, 2, 3, 4],
-                job_api_versions: Vec::new(),
-                job_names: Vec::new(),
-                // Decreasing and out of range.
-                label_offsets: vec![0, 3, 1],
-                label_keys: vec![1, 2],
-                label_values: vec![3],
-                annotation_offsets: Vec::new(),
-                annotation_keys: vec![1],
-                annotation_values: Vec::new(),
-            }),
-            local_queue_usage: Some(wit::CandidatesLocalQueueUsage {
-                of: vec![2, 5, 1],
-                usage: vec![0.25, 1.0],
-            }),
-        };
-        let t = CandidateColumns::new(columns, Rc::new(table));
+        // Row 9 was never sent: it reads as the empty row. Row 1 is in no group.
+        let groups = vec![
+            group(CandidateKind::ReclaimWhileBorrowing, true, None, &[0]),
+            group(CandidateKind::SameQueue, false, Some(2), &[9]),
+        ];
+        let t = Request::received(
+            sent(&[0, 9, 1], groups, Vec::new()),
+            &Rc::new(table),
+            &mut Joiner::default(),
+            0,
+        )
+        .candidates;
         assert_eq!(t.len(), 3);
-        // As sent, padded to the rows: read through the table, not these.
+        assert_eq!(t.raw(), [0, 9, 1]);
         assert_eq!(
-            (&t.raw().rows[..], &t.raw().kinds[..]),
-            (&[0, 1, 9][..], &[3 | EVICTING, 9, 0][..])
+            (t.kind(2), t.lca(2), t.evicting(2), t.local_queue_usage(2)),
+            (CandidateKind::SameQueue, None, false, None)
         );
-        assert_eq!(t.cluster_queue(2), 0);
-        assert_eq!(t.kind(0), CandidateKind::ReclaimWhileBorrowing);
-        // An unknown kind and a missing one read as same-queue.
-        assert_eq!(t.kind(1), CandidateKind::SameQueue);
-        assert_eq!(t.kind(2), CandidateKind::SameQueue);
-        assert_eq!((t.lca(0), t.lca(1), t.lca(2)), (None, Some(1), Some(2)));
-        assert!(t.evicting(0) && !t.evicting(1) && !t.evicting(2));
-        // The row never sent reads as an empty row.
         assert_eq!(
-            (0..3)
+            (0..2)
                 .map(|i| (t.workload(i), t.requeue_count(i), t.requeue_reason(i)))
                 .collect::<Vec<_>>(),
-            vec![
-                (1, 4, Some(RequeueReason::Preempted)),
-                (2, 0, None),
-                (0, 0, None)
-            ]
+            vec![(1, 4, Some(RequeueReason::Preempted)), (0, 0, None)]
         );
+        assert_eq!(
+            (t.kind(0), t.lca(0), t.lca(1)),
+            (CandidateKind::ReclaimWhileBorrowing, None, Some(2))
+        );
+        assert!(t.evicting(0) && !t.evicting(1));
         let usage = |i| t.usage(i).map(|u| (u.fr, u.amount)).collect::<Vec<_>>();
-        assert_eq!(usage(0), vec![(0, 10), (1, 20)]);
-        // Cut to the quota the call sent.
-        assert_eq!(usage(1), vec![(0, 30)]);
-        assert_eq!(usage(2), Vec::new());
-        // Index 5 is out of range; candidate 1's usage has no value to pair with.
-        assert_eq!(
-            (0..3).map(|i| t.local_queue_usage(i)).collect::<Vec<_>>(),
-            vec![None, None, Some(0.25)]
-        );
-        assert_eq!((t.candidate(1).priority, t.candidate(2).priority), (6, 0));
-        // Missing identity columns read as none; entries are cut to what pairs up.
+        assert_eq!((usage(0), usage(1)), (vec![(0, 10), (1, 20)], Vec::new()));
         assert_eq!((t.local_queue_id(0), t.local_queue_id(1)), (Some(1), None));
-        assert_eq!(
-            (t.namespace_id(2), t.owner(2).map(|o| o.kind)),
-            (NO_STRING, Some(3))
-        );
-        assert_eq!(
-            (0..3).map(|i| t.labels(i).count()).collect::<Vec<_>>(),
-            vec![1, 0, 0]
-        );
-        assert!((0..3).all(|i| t.annotations(i).count() == 0));
+        assert_eq!((t.candidate(0).priority, t.candidate(1).priority), (5, 0));
+        // No identity sent (the plugin did not ask): nobody in particular.
+        assert_eq!((t.namespace_id(0), t.owner(0)), (NO_STRING, None));
+        assert_eq!(t.labels(0).count() + t.annotations(1).count(), 0);
     }
 }

@@ -13,15 +13,16 @@
 //!
 //! "Unlimited" sums saturate instead of wrapping, as on the host.
 //!
-//! A view built [`from_usage_table`](QuotaView::from_usage_table) tracks every flavor-resource
-//! of the catalog, which fair sharing's dominant resource share ([`QuotaView::drs`]) needs.
+//! A view built [`from_usage_table`](QuotaView::from_usage_table) (the `tree-usage` the host
+//! sends) tracks every flavor-resource of the catalog, which fair sharing's dominant resource
+//! share ([`QuotaView::drs`]) needs.
 
 use crate::catalog::Catalog;
 use crate::kept;
 use crate::layout::{Cell, Layout, NONE};
 use crate::peeled;
 use crate::preemption::{Candidate, CandidateTable, Request};
-use crate::types::{FrAmount, FrId, NodeId, NodeKind, Quantity, Quota, UsageTable};
+use crate::types::{FrAmount, FrId, NodeId, NodeKind, NodeUsage, Quantity, Quota};
 
 /// Quota usage of part of the quota tree, with Kueue's arithmetic.
 ///
@@ -56,14 +57,14 @@ impl<'c> QuotaView<'c> {
     }
 
     /// The view of a preemption request: columns are the preemptor's requested
-    /// flavor-resources, usage is the request's `usage` of `usage_nodes` (with `usage_kept`,
-    /// the usage the instance keeps, this request's rows included), and the preemptor's and
-    /// every candidate's ClusterQueue (with their ancestors) are included.
+    /// flavor-resources, usage is the request's `usage` (with `usage_kept`, the usage the
+    /// instance keeps, this request's included), and the preemptor's and every candidate's
+    /// ClusterQueue (with their ancestors) are included.
     pub fn from_request<C: CandidateTable>(
         catalog: &'c Catalog,
         req: &Request<C>,
     ) -> QuotaView<'c> {
-        let mut view = QuotaView::from_request_rows(catalog, req);
+        let mut view = QuotaView::from_request_usage(catalog, req);
         let t = &req.candidates;
         let mut last = None;
         for i in 0..t.len() {
@@ -80,12 +81,12 @@ impl<'c> QuotaView<'c> {
     }
 
     /// [`from_request`](QuotaView::from_request) without including the candidates' queues
-    /// beyond the request's usage rows: a search takes usage from a queue through
+    /// beyond the request's usage: a search takes usage from a queue through
     /// [`remove_candidate_of`](QuotaView::remove_candidate_of), which includes it then, and
     /// until then a node outside the view reads as it would included (usage 0, the catalog's
-    /// quotas). The host lists every candidate's queue among the rows anyway; this saves a
+    /// quotas). The host lists every candidate's queue in the usage anyway; this saves a
     /// lookup per candidate when it does.
-    pub(crate) fn from_request_rows<C: CandidateTable>(
+    pub(crate) fn from_request_usage<C: CandidateTable>(
         catalog: &'c Catalog,
         req: &Request<C>,
     ) -> QuotaView<'c> {
@@ -96,7 +97,7 @@ impl<'c> QuotaView<'c> {
             l: Layout::take(catalog, &req_frs, kept),
         };
         if !kept {
-            view.load_rows(&req.usage_nodes, &req.usage, &req_frs);
+            view.load(&req.usage);
         }
         if let Some(node) = catalog.cluster_queue_node(req.preemptor.cluster_queue) {
             view.include(node);
@@ -104,55 +105,35 @@ impl<'c> QuotaView<'c> {
         view
     }
 
-    /// Loads usage rows: row `i` of `usage` (`width` entries, one per requested
-    /// flavor-resource, duplicates included) is the usage of `nodes[i]`, and its ancestors are
-    /// included (with usage 0 unless listed). A node listed twice takes its later row; a node
-    /// not in the catalog is skipped.
-    fn load_rows(&mut self, nodes: &[NodeId], usage: &[Quantity], row_frs: &[FrId]) {
-        let (width, cols) = (row_frs.len(), self.l.frs.len());
-        // Column → its entry in a row; with duplicate flavor-resources the first one wins.
-        let mut entry = [usize::MAX; 4];
-        let mut entries = Vec::new();
-        let entry: &mut [usize] = if cols <= entry.len() {
-            &mut entry[..cols]
-        } else {
-            entries.resize(cols, usize::MAX);
-            &mut entries
-        };
-        for (c, e) in entry.iter_mut().enumerate() {
-            let fr = self.l.frs[c];
-            *e = row_frs.iter().position(|&f| f == fr).unwrap_or(usize::MAX);
-        }
-        for (i, &node) in nodes.iter().enumerate() {
-            let Some(slot) = self.l.include(self.catalog, node) else {
+    /// Loads usage: each entry's node takes the usage it lists of the tracked flavor-resources
+    /// (0 for one it does not list), and is included with its ancestors (usage 0 unless
+    /// listed). A node listed twice takes its later entry; a node not in the catalog is
+    /// skipped.
+    fn load(&mut self, usage: &[NodeUsage]) {
+        let cols = self.l.frs.len();
+        for entry in usage {
+            let Some(slot) = self.l.include(self.catalog, entry.node) else {
                 continue;
             };
-            for (c, &j) in entry.iter().enumerate() {
-                if let Some(&v) = usage.get((i * width).saturating_add(j)) {
-                    self.l.cells[slot * cols + c].usage = v;
+            let row = slot * cols;
+            for cell in &mut self.l.cells[row..row + cols] {
+                cell.usage = 0;
+            }
+            for u in &entry.usage {
+                if let Some(col) = self.column(u.fr) {
+                    self.l.cells[row + col].usage = u.amount;
                 }
             }
         }
     }
 
-    /// The view of a `usage-table` (the cohort trees a fair-sharing decision is about): every
-    /// flavor-resource of the catalog is a column, and every node of the table is included with
-    /// its usage as sent. Nodes outside the table read as usage 0.
-    pub fn from_usage_table(catalog: &'c Catalog, table: &UsageTable) -> QuotaView<'c> {
+    /// The view of the usage of whole cohort trees (`tree-usage`, what a fair-sharing decision
+    /// is about): every flavor-resource of the catalog is a column, and every node listed is
+    /// included with its usage as sent. Nodes not listed read as usage 0.
+    pub fn from_usage_table(catalog: &'c Catalog, usage: &[NodeUsage]) -> QuotaView<'c> {
         let all: Vec<FrId> = (0..catalog.flavor_resources.len() as FrId).collect();
         let mut view = QuotaView::new(catalog, &all);
-        let width = all.len();
-        for (i, &node) in table.nodes.iter().enumerate() {
-            view.include(node);
-            let Some(slot) = view.slot(node) else {
-                continue;
-            };
-            let row = table.amounts.get(i * width..(i + 1) * width).unwrap_or(&[]);
-            let cells = &mut view.l.cells[slot * width..slot * width + row.len()];
-            for (cell, &v) in cells.iter_mut().zip(row) {
-                cell.usage = v;
-            }
-        }
+        view.load(usage);
         view
     }
 
@@ -541,28 +522,26 @@ impl<'c> QuotaView<'c> {
     }
 }
 
-/// The usage of `node` for `fr` as a request has it, without a view: its row, or, when the
-/// instance keeps usage, what it received last. 0 for a node or flavor-resource the request
-/// has no row for.
+/// The usage of `node` for `fr` as a request has it, without a view: its entry in `usage`,
+/// or, when the instance keeps usage, what it received last. 0 for a node the request does
+/// not list and for a flavor-resource it does not request.
 pub(crate) fn request_usage<C>(
     catalog: &Catalog,
     req: &Request<C>,
     node: NodeId,
     fr: FrId,
 ) -> Quantity {
+    if !req.requests.iter().any(|r| r.fr == fr) {
+        return 0;
+    }
     if req.usage_kept {
-        if !req.requests.iter().any(|r| r.fr == fr) {
-            return 0;
-        }
         return kept::with(catalog, |k| k.get(node, fr));
     }
-    let width = req.requests.len();
-    req.usage_nodes
+    req.usage
         .iter()
-        .position(|&n| n == node)
-        .zip(req.requests.iter().position(|r| r.fr == fr))
-        .and_then(|(i, j)| req.usage.get(i * width + j).copied())
-        .unwrap_or(0)
+        .rfind(|u| u.node == node)
+        .and_then(|u| u.usage.iter().find(|a| a.fr == fr))
+        .map_or(0, |a| a.amount)
 }
 
 /// One step of [`QuotaView::add_in`]: adds `delta` to the cell's usage and returns its parent
@@ -701,12 +680,22 @@ mod tests {
     }
 
     #[test]
-    fn request_rows_load_as_setting_each_usage() {
+    fn request_usage_loads_as_setting_each_usage() {
         let cat = two_queues();
-        // b listed before its cohort is missing from the list; a listed twice (the later row
-        // wins); the request names FR twice (the first entry of a row wins).
+        let entry = |node, pairs: &[(FrId, Quantity)]| NodeUsage {
+            node,
+            usage: crate::testing::amounts(pairs),
+        };
+        // b listed before its cohort, which is missing from the list; a listed twice (the
+        // later entry wins, a flavor-resource it does not list is 0); an untracked
+        // flavor-resource and an unknown node are ignored.
         let mut loaded = QuotaView::new(&cat, &[FR, FR]);
-        loaded.load_rows(&[2, 1, 1, 99], &[5, 8, 3, 8, 7, 8, 1, 1], &[FR, FR]);
+        loaded.load(&[
+            entry(2, &[(FR, 5), (7, 1)]),
+            entry(1, &[(FR, 3)]),
+            entry(1, &[(FR, 7)]),
+            entry(99, &[(FR, 1)]),
+        ]);
         let mut set = QuotaView::new(&cat, &[FR]);
         set.set_usage(2, FR, 5);
         set.set_usage(1, FR, 7);
@@ -724,6 +713,9 @@ mod tests {
         loaded.add_usage(2, FR, 2);
         set.add_usage(2, FR, 2);
         assert_eq!(loaded.usage(0, FR), set.usage(0, FR));
+        // A later entry listing nothing sets the node's usage to 0.
+        loaded.load(&[entry(1, &[])]);
+        assert_eq!(loaded.usage(1, FR), 0);
     }
 
     #[test]

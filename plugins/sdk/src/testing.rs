@@ -12,8 +12,8 @@ use crate::quota::QuotaView;
 use crate::types::{
     self, AdmissionFairSharing, Annotation, ClusterQueue, ClusterQueueId, Entry, FairSharing,
     FairSharingStrategy, FlavorResource, FrAmount, FrId, Fungibility, LocalQueue, LocalQueueId,
-    LocalQueueUsage, Millis, Node, NodeId, NodeKind, Owner, PreemptionConfig, Quantity,
-    QueueingStrategy, Quota, RequeueReason, Setting, StringId, UsageTable, Workload,
+    LocalQueueUsage, Millis, Node, NodeId, NodeKind, NodeUsage, Owner, PreemptionConfig, Quantity,
+    QueueingStrategy, Quota, RequeueReason, Setting, StringId, Workload,
 };
 
 /// Builds a [`Catalog`] node by node. Nodes get ids in the order they are added; every
@@ -491,15 +491,16 @@ pub fn requeued(mut workload: Workload, count: u32, reason: RequeueReason) -> Wo
     workload
 }
 
-/// The `usage-table` the host would send for the trees rooted at `roots` (each node of them,
-/// breadth first, on every flavor-resource), after adding each `(node, fr, amount)` of `adds`
-/// in turn with Kueue's bubbling (so cohorts hold what their children use beyond their
-/// guaranteed quota).
+/// The `tree-usage` the host would send for the trees rooted at `roots`: each node of them,
+/// breadth first, with its usage of every flavor-resource it uses (as the host, it leaves out
+/// amounts of 0), after adding each `(node, fr, amount)` of `adds` in turn with Kueue's
+/// bubbling (so cohorts hold what their children use beyond their guaranteed quota). Read it
+/// with [`QuotaView::from_usage_table`].
 pub fn usage_table(
     catalog: &Catalog,
     roots: &[NodeId],
     adds: &[(NodeId, FrId, Quantity)],
-) -> UsageTable {
+) -> Vec<NodeUsage> {
     let all: Vec<FrId> = (0..catalog.flavor_resources.len() as FrId).collect();
     let mut view = QuotaView::new(catalog, &all);
     for &(node, fr, amount) in adds {
@@ -517,20 +518,25 @@ pub fn usage_table(
             i += 1;
         }
     }
-    let amounts = nodes
-        .iter()
-        .flat_map(|&n| all.iter().map(move |&fr| (n, fr)))
-        .map(|(n, fr)| view.usage(n, fr))
-        .collect();
-    UsageTable { nodes, amounts }
+    nodes
+        .into_iter()
+        .map(|node| NodeUsage {
+            node,
+            usage: all
+                .iter()
+                .map(|&fr| FrAmount {
+                    fr,
+                    amount: view.usage(node, fr),
+                })
+                .filter(|u| u.amount != 0)
+                .collect(),
+        })
+        .collect()
 }
 
-/// An empty `usage-table`: what the host sends a plugin that does not need `tree-usage`.
-pub fn no_usage_table() -> UsageTable {
-    UsageTable {
-        nodes: Vec::new(),
-        amounts: Vec::new(),
-    }
+/// No usage: the `tree-usage` of a request to a plugin that does not need it.
+pub fn no_usage_table() -> Vec<NodeUsage> {
+    Vec::new()
 }
 
 /// Admission fair sharing's figures for a LocalQueue with the given weighted usage (and no
@@ -541,6 +547,16 @@ pub fn local_queue_usage(local_queue: LocalQueueId, weighted: f64) -> LocalQueue
         consumed: Vec::new(),
         penalty: Vec::new(),
         weighted,
+    }
+}
+
+/// A node's usage of flavor-resources, as `(fr, amount)` pairs: an entry of a preemption
+/// request's `usage` (`Request { usage: vec![node_usage(0, &[(0, 10)])], .. }`) or of a
+/// `tree-usage`.
+pub fn node_usage(node: NodeId, pairs: &[(FrId, Quantity)]) -> NodeUsage {
+    NodeUsage {
+        node,
+        usage: amounts(pairs),
     }
 }
 

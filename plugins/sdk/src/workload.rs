@@ -29,22 +29,6 @@ impl Workload {
     }
 }
 
-/// `no-requeue-reason` in the `requeue-reasons` columns (`record heads`, `record candidates`):
-/// never requeued.
-pub(crate) const NO_REQUEUE_REASON: u8 = u8::MAX;
-
-/// A `requeue-reasons` entry (the position of a `requeue-reason` case) as the enum; `None` for
-/// [`NO_REQUEUE_REASON`] and for any byte that names no case (the host never sends one; a
-/// plugin must not trap if it did).
-pub(crate) fn requeue_reason_of(byte: u8) -> Option<RequeueReason> {
-    match byte {
-        0 => Some(RequeueReason::Preempted),
-        1 => Some(RequeueReason::AdmissionCheck),
-        2 => Some(RequeueReason::PodsReadyTimeout),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,18 +45,5 @@ mod tests {
             (3, Some(RequeueReason::PodsReadyTimeout))
         );
         assert!(flapping.requeued_at_least(3) && !flapping.requeued_at_least(4));
-    }
-
-    #[test]
-    fn reason_bytes_are_the_case_positions() {
-        for reason in [
-            RequeueReason::Preempted,
-            RequeueReason::AdmissionCheck,
-            RequeueReason::PodsReadyTimeout,
-        ] {
-            assert_eq!(requeue_reason_of(reason as u8), Some(reason));
-        }
-        assert_eq!(requeue_reason_of(NO_REQUEUE_REASON), None);
-        assert_eq!(requeue_reason_of(3), None);
     }
 }

@@ -424,7 +424,7 @@ mod tests {
     use crate::catalog::Catalog;
     use crate::preemption::Candidate;
     use crate::testing::{CatalogBuilder, amounts, usage_table, workload};
-    use crate::types::{ClusterQueueId, Quantity, UsageTable};
+    use crate::types::{ClusterQueueId, NodeUsage, Quantity};
 
     use FairSharingStrategy::{LessThanInitialShare as S2B, LessThanOrEqualToFinalShare as S2A};
 
@@ -465,7 +465,7 @@ mod tests {
     }
 
     /// The tree usage of the admitted workloads.
-    fn tree_usage(cat: &Catalog, admitted: &[Admitted<'_>]) -> UsageTable {
+    fn tree_usage(cat: &Catalog, admitted: &[Admitted<'_>]) -> Vec<NodeUsage> {
         let adds: Vec<(NodeId, u32, Quantity)> = admitted
             .iter()
             .map(|&(_, cq, cpu, _)| (cat.cluster_queue_node(cq).unwrap(), 0, cpu * 1000))
@@ -531,7 +531,6 @@ mod tests {
             needs_preemption: vec![0],
             candidates,
             usage_kept: false,
-            usage_nodes: Vec::new(),
             usage: Vec::new(),
             tree_usage: table,
             now: 0,
@@ -551,11 +550,11 @@ mod tests {
         strategies: &[FairSharingStrategy],
     ) -> Option<Vec<String>> {
         let v = fair_select_victims(cat, req, strategies);
-        // The same decision on the columns the host sends.
+        // The same decision on the candidates as the host sends them.
         assert_eq!(
             fair_select_victims(cat, &req.to_columns(), strategies),
             v,
-            "columns"
+            "as sent"
         );
         let v = v?;
         assert!(v.allow_borrowing);

@@ -1,12 +1,13 @@
 //! Kueue's default placement (`findTopologyAssignment` in
-//! `pkg/cache/scheduler/tas_flavor_snapshot.go`) over the request's columns: the host's
+//! `pkg/cache/scheduler/tas_flavor_snapshot.go`) over the request's domain tree: the host's
 //! built-in itself (the shared `wasq-bestfit` crate), so a plugin calling it decides exactly as
 //! the host would — BestFit by domain, then the lowest level's tightest fit; a preferred
 //! level falls back upward, then spans domains; unconstrained requests take the least free
 //! capacity first (`TASProfileMixed`); slices stay within their domain, further slice layers
 //! within theirs; a podSet group's leader is placed with its workers.
 //!
-//! Ties between domains are broken by their values, which is their index order in the columns.
+//! Ties between domains are broken by their values, which is their index order in
+//! `request.domains`.
 //! The "no fit" message is Kueue's without the node exclusion counts, which the host appends.
 
 use wasq_bestfit as bestfit;

@@ -62,7 +62,7 @@ wasq_policy_sdk::export_placement!(Policy);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasq_policy_sdk::placement::{Constraint, Domains};
+    use wasq_policy_sdk::placement::{Constraint, Domain, Leaf};
     use wasq_policy_sdk::testing::{CatalogBuilder, workload};
 
     #[test]
@@ -77,6 +77,11 @@ mod tests {
         ]
         .map(|s| catalog.intern(s));
         // Racks r1 (nodes with 8 and 2 free GPUs) and r2 (one node with 8).
+        let domain = |level, parent, free: [i64; 2]| Domain {
+            level,
+            parent,
+            free: free.to_vec(),
+        };
         let req = Request {
             workload: workload(1, 0, 0, 0),
             pod_set: 0,
@@ -94,16 +99,20 @@ mod tests {
                 slice_size: 1,
                 layers: Vec::new(),
             },
-            domains: Domains {
-                levels: vec![0, 1, 1, 0, 1],
-                parents: vec![-1, 0, 0, -1, 3],
-                free: vec![
-                    vec![220_000, 110_000, 110_000, 110_000, 110_000],
-                    vec![10_000, 8_000, 2_000, 8_000, 8_000],
-                ],
-                leaf_domains: vec![1, 2, 4],
-                eligible: vec![true, true, true],
-            },
+            // Per domain: level, parent, free pods and GPUs (milli-units).
+            domains: vec![
+                domain(0, None, [220_000, 10_000]),
+                domain(1, Some(0), [110_000, 8_000]),
+                domain(1, Some(0), [110_000, 2_000]),
+                domain(0, None, [110_000, 8_000]),
+                domain(1, Some(3), [110_000, 8_000]),
+            ],
+            leaves: [1, 2, 4]
+                .map(|domain| Leaf {
+                    domain,
+                    eligible: true,
+                })
+                .to_vec(),
             now: 0,
         };
         assert_eq!(

@@ -86,7 +86,9 @@ wasq_policy_sdk::export_preemption!(ProtectNamespace);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasq_policy_sdk::testing::{CatalogBuilder, candidate, no_usage_table, with_identity, workload};
+    use wasq_policy_sdk::testing::{
+        CatalogBuilder, candidate, no_usage_table, node_usage, with_identity, workload,
+    };
 
     #[test]
     fn reads_the_setting() {
@@ -118,8 +120,7 @@ mod tests {
             needs_preemption: vec![0],
             candidates: vec![low, high],
             usage_kept: false,
-            usage_nodes: vec![0],
-            usage: vec![10],
+            usage: vec![node_usage(0, &[(0, 10)])],
             tree_usage: no_usage_table(),
             now: 0,
         };
