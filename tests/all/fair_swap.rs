@@ -215,7 +215,14 @@ impl Capture {
     /// Runs `f` with this capture as the thread's subscriber.
     fn during<R>(&self, f: impl FnOnce() -> R) -> R {
         let subscriber = tracing_subscriber::registry().with(self.clone());
-        tracing::subscriber::with_default(subscriber, f)
+        tracing::subscriber::with_default(subscriber, || {
+            // Tests on other threads hit the `cycle` and `plugin_call` callsites without a
+            // subscriber: one registered while this one was being created keeps the interest
+            // it computed without it ("never"), and this capture would see no call. Asking
+            // every callsite again, now that this subscriber exists, leaves none behind.
+            tracing::callsite::rebuild_interest_cache();
+            f()
+        })
     }
 }
 
