@@ -603,6 +603,14 @@ impl Cluster {
         }
     }
 
+    /// The admission a workload holds, as shared with alike admissions of its ClusterQueue.
+    pub fn admission_shared(&self, id: WorkloadId) -> Option<&Arc<Admission>> {
+        match &self.holdings[id.index()] {
+            Holding::None => None,
+            Holding::Admitted(a) | Holding::Evicting(a) => Some(a),
+        }
+    }
+
     pub fn admission(&self, id: WorkloadId) -> Option<&Admission> {
         match &self.holdings[id.index()] {
             Holding::None => None,

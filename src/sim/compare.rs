@@ -62,8 +62,12 @@ pub struct Side {
 pub struct Waits {
     /// Admissions during the run (first admissions of workloads).
     pub admitted: u64,
+    /// Over every workload that arrived, as the report's ClusterQueue summary counts them:
+    /// all the time each spent pending, censored at the end of the run.
     pub mean_wait_seconds: Option<f64>,
     pub p95_wait_seconds: Option<f64>,
+    /// Workloads pending when the run ended.
+    pub pending_at_end: u64,
 }
 
 /// B − A, where they differ.
@@ -92,6 +96,7 @@ pub struct WaitDiff {
     pub admitted: i64,
     pub mean_wait_seconds: Option<f64>,
     pub p95_wait_seconds: Option<f64>,
+    pub pending_at_end: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -259,26 +264,32 @@ fn side(bindings: &str, sim: &Simulation, report: &Report) -> Side {
                 admitted: q.admitted,
                 mean_wait_seconds: q.mean_wait_seconds,
                 p95_wait_seconds: q.p95_wait_seconds,
+                pending_at_end: q.pending_at_end,
             };
             (name.clone(), waits)
         })
         .collect();
-    let mut lq_waits: Vec<Vec<f64>> = vec![Vec::new(); cluster.local_queues.len()];
-    for wl in &cluster.workloads {
-        let i = wl.id.index();
-        if let (Some(lq), Some(t)) = (wl.lq, sim.lives[i].first_admitted()) {
-            lq_waits[lq.index()].push((t - sim.lives[i].arrival).max(0) as f64 / 1000.0);
+    // Per LocalQueue: admitted, every arrived workload's wait, pending at the end.
+    let mut lq_waits: Vec<(u64, Vec<f64>, u64)> =
+        vec![(0, Vec::new(), 0); cluster.local_queues.len()];
+    for (wl, fate) in cluster.workloads.iter().zip(super::waits::fates(sim)) {
+        if let (Some(lq), Some(fate)) = (wl.lq, fate) {
+            let e = &mut lq_waits[lq.index()];
+            e.0 += u64::from(sim.lives[wl.id.index()].first_admitted().is_some());
+            e.1.push(fate.wait);
+            e.2 += u64::from(fate.pending_at_end);
         }
     }
     let local_queues = cluster
         .local_queues
         .iter()
         .zip(&mut lq_waits)
-        .map(|(lq, w)| {
+        .map(|(lq, (admitted, w, pending))| {
             let waits = Waits {
-                admitted: w.len() as u64,
+                admitted: *admitted,
                 mean_wait_seconds: mean(w).map(round3),
                 p95_wait_seconds: p95(w).map(round3),
+                pending_at_end: *pending,
             };
             (format!("{}/{}", lq.namespace, lq.name), waits)
         })
@@ -374,6 +385,7 @@ fn wait_differences(
         admitted: 0,
         mean_wait_seconds: None,
         p95_wait_seconds: None,
+        pending_at_end: 0,
     };
     let delta = |x: Option<f64>, y: Option<f64>| Some(round3(y? - x?));
     a.keys()
@@ -385,6 +397,7 @@ fn wait_differences(
                     admitted: wb.admitted as i64 - wa.admitted as i64,
                     mean_wait_seconds: delta(wa.mean_wait_seconds, wb.mean_wait_seconds),
                     p95_wait_seconds: delta(wa.p95_wait_seconds, wb.p95_wait_seconds),
+                    pending_at_end: wb.pending_at_end as i64 - wa.pending_at_end as i64,
                 };
                 (k.clone(), d)
             })
@@ -432,7 +445,9 @@ impl Comparison {
                          d: &BTreeMap<String, WaitDiff>| {
             for k in keys(xa, xb) {
                 let (wa, wb) = (xa.get(k), xb.get(k));
-                if wa.is_none_or(|w| w.admitted == 0) && wb.is_none_or(|w| w.admitted == 0) {
+                if wa.is_none_or(|w| w.mean_wait_seconds.is_none())
+                    && wb.is_none_or(|w| w.mean_wait_seconds.is_none())
+                {
                     continue;
                 }
                 let dk = d.get(k);
@@ -448,6 +463,18 @@ impl Comparison {
                     num(wb.and_then(|w| w.p95_wait_seconds), "s"),
                     delta(dk.and_then(|d| d.p95_wait_seconds), "s"),
                 );
+                let (pa, pb) = (
+                    wa.map_or(0, |w| w.pending_at_end),
+                    wb.map_or(0, |w| w.pending_at_end),
+                );
+                if pa + pb > 0 {
+                    row(
+                        format!("{kind} {k} pending at the end"),
+                        pa.to_string(),
+                        pb.to_string(),
+                        format!("{:+}", pb as i64 - pa as i64),
+                    );
+                }
             }
         };
         waits(

@@ -28,6 +28,7 @@ pub mod scenario;
 pub mod timeline;
 pub mod topology;
 pub mod trace;
+pub(crate) mod waits;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -108,6 +109,9 @@ pub struct Simulation {
     pub(crate) lives: Vec<life::Life>,
     /// How many workloads have finished (the progress figure, read every cycle).
     settled: usize,
+    /// The admission each finished workload held, for the report.
+    pub(crate) finished_admissions:
+        rustc_hash::FxHashMap<WorkloadId, std::sync::Arc<crate::cluster::Admission>>,
     /// The timeline as recorded (names by id, texts interned).
     pub(crate) events: timeline::Recorder,
     /// A pending event's reason is put together here before it is interned.
@@ -172,6 +176,7 @@ impl Simulation {
             finishes: Default::default(),
             lives,
             settled: 0,
+            finished_admissions: Default::default(),
             events: Default::default(),
             reason_buf: String::new(),
             usage_integral: Vec::new(),
@@ -426,6 +431,9 @@ impl Simulation {
             }
             self.finishes.pop();
             self.lives[id.index()].set_finish_at(None);
+            if let Some(a) = self.cluster().admission_shared(id) {
+                self.finished_admissions.insert(id, a.clone());
+            }
             self.log_release(id);
             self.scheduler.finish(id);
             self.stopped(id);

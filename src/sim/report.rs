@@ -79,10 +79,28 @@ pub struct WorkloadReport {
     pub namespace: String,
     pub name: String,
     pub cluster_queue: Option<String>,
+    /// `namespace/name` of its LocalQueue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_queue: Option<String>,
     pub priority: i64,
     /// `admitted`, `pending`, `inadmissible` or `finished`.
     pub state: &'static str,
+    /// The admission it holds, or held when it finished.
     pub admission: Option<AdmissionReport>,
+    /// When it arrived (seconds on the virtual clock); `None` when it had not when the run
+    /// ended.
+    pub arrival_seconds: Option<f64>,
+    pub first_admitted_seconds: Option<f64>,
+    pub finished_seconds: Option<f64>,
+    /// All the time it spent pending: from its arrival, and from each eviction, until
+    /// admitted (or finished, deactivated, or the end of the run: then counted so far).
+    pub wait_seconds: Option<f64>,
+    /// Times it was evicted, by reason (`InCohortReclamation`, `PodsReadyTimeout`, ...).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub evictions: BTreeMap<String, u32>,
+    /// What it was last told while pending (Kueue's `QuotaReserved=False` message).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_pending_message: Option<String>,
     /// Cost-attribution labels (`--cost-attribution-labels`), when any.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
@@ -113,9 +131,16 @@ pub struct CheckReport {
 #[serde(rename_all = "camelCase")]
 pub struct QueueSummary {
     pub admitted: u64,
+    /// Over every workload of the queue that arrived: all the time each spent pending, one
+    /// still pending at the end counted with its wait so far (see `WorkloadReport::wait_seconds`).
     pub mean_wait_seconds: Option<f64>,
     pub p95_wait_seconds: Option<f64>,
-    /// Of the mean wait: until quota was first reserved (`QuotaReserved`)...
+    /// Workloads pending when the run ended.
+    pub pending_at_end: u64,
+    /// Workloads that arrived and were never admitted.
+    pub never_admitted: u64,
+    /// Of the workloads admitted, the mean time to their first admission: until quota was
+    /// first reserved (`QuotaReserved`)...
     pub mean_wait_for_quota_seconds: Option<f64>,
     /// ...and from then until every admission check was Ready (0 without checks).
     pub mean_wait_for_checks_seconds: Option<f64>,
@@ -326,10 +351,13 @@ pub(crate) fn cq_names(cluster: &Cluster) -> std::sync::Arc<[Box<str>]> {
 /// its timeline ([`Simulation::into_report`] passes none and moves the simulation's in after).
 pub(crate) fn build_from(sim: &Simulation, events: super::Timeline) -> Report {
     let cluster = sim.cluster();
+    let fates = super::waits::fates(sim);
+    let secs = |t: crate::cluster::Millis| round3((t - sim.t0()) as f64 / 1000.0);
     let workloads = cluster
         .workloads
         .iter()
-        .map(|wl| WorkloadReport {
+        .zip(&fates)
+        .map(|(wl, fate)| WorkloadReport {
             namespace: wl.namespace.clone(),
             name: wl.name.clone(),
             cluster_queue: cluster
@@ -337,9 +365,31 @@ pub(crate) fn build_from(sim: &Simulation, events: super::Timeline) -> Report {
                 .map(|a| a.cluster_queue)
                 .or(wl.cluster_queue)
                 .map(|cq| cluster.cq(cq).name.clone()),
+            local_queue: wl.lq.map(|lq| {
+                let lq = &cluster.local_queues[lq.index()];
+                format!("{}/{}", lq.namespace, lq.name)
+            }),
             priority: wl.effective_priority(),
             state: state_of(sim, wl.id),
-            admission: admission_report(cluster, wl.id),
+            admission: admission_report(cluster, wl.id).or_else(|| {
+                sim.finished_admissions
+                    .get(&wl.id)
+                    .map(|a| admission_of(cluster, a))
+            }),
+            arrival_seconds: fate
+                .is_some()
+                .then(|| secs(sim.lives[wl.id.index()].arrival)),
+            first_admitted_seconds: sim.lives[wl.id.index()].first_admitted().map(secs),
+            finished_seconds: fate.as_ref().and_then(|f| f.finished).map(round3),
+            wait_seconds: fate.as_ref().map(|f| round3(f.wait)),
+            evictions: fate
+                .as_ref()
+                .map(|f| f.evictions.clone())
+                .unwrap_or_default(),
+            last_pending_message: sim.lives[wl.id.index()]
+                .last_pending()
+                .filter(|_| fate.as_ref().is_some_and(|f| f.pending_at_end))
+                .map(|(text, _)| sim.events.texts.get(text).to_string()),
             labels: sim.labels[wl.id.index()].clone(),
             admission_checks: sim.wl_checks[wl.id.index()]
                 .checks
@@ -362,21 +412,29 @@ pub(crate) fn build_from(sim: &Simulation, events: super::Timeline) -> Report {
         .collect();
 
     let elapsed = sim.now() - sim.t0();
-    let mut waits: Vec<Vec<f64>> = vec![Vec::new(); cluster.cluster_queues.len()];
-    let mut quota_waits: Vec<Vec<f64>> = vec![Vec::new(); cluster.cluster_queues.len()];
-    let mut check_waits: Vec<Vec<f64>> = vec![Vec::new(); cluster.cluster_queues.len()];
+    let n_cq = cluster.cluster_queues.len();
+    let mut waits: Vec<Vec<f64>> = vec![Vec::new(); n_cq];
+    let (mut pending_at_end, mut never_admitted) = (vec![0u64; n_cq], vec![0u64; n_cq]);
+    let mut quota_waits: Vec<Vec<f64>> = vec![Vec::new(); n_cq];
+    let mut check_waits: Vec<Vec<f64>> = vec![Vec::new(); n_cq];
     let mut classes: BTreeMap<String, (u64, Vec<f64>)> = BTreeMap::new();
-    for wl in &cluster.workloads {
+    for (wl, fate) in cluster.workloads.iter().zip(&fates) {
         let life = &sim.lives[wl.id.index()];
         let admitted = life.first_admitted();
+        let cq = cluster
+            .admission(wl.id)
+            .map(|a| a.cluster_queue)
+            .or(wl.cluster_queue);
+        if let (Some(fate), Some(cq)) = (fate, cq) {
+            waits[cq.index()].push(fate.wait);
+            pending_at_end[cq.index()] += u64::from(fate.pending_at_end);
+            never_admitted[cq.index()] += u64::from(admitted.is_none());
+        }
+        // Kueue's time to admit (its performance tests' figure): admitted workloads only.
         let wait = admitted.map(|t| ((t - life.arrival).max(0)) as f64 / 1000.0);
-        if let (Some(w), Some(cq)) = (wait, wl.cluster_queue) {
-            waits[cq.index()].push(w);
-            if let (Some(r), Some(a)) = (life.first_reserved(), admitted) {
-                let arrived = life.arrival;
-                quota_waits[cq.index()].push(((r - arrived).max(0)) as f64 / 1000.0);
-                check_waits[cq.index()].push(((a - r).max(0)) as f64 / 1000.0);
-            }
+        if let (Some(cq), Some(r), Some(a)) = (wl.cluster_queue, life.first_reserved(), admitted) {
+            quota_waits[cq.index()].push(((r - life.arrival).max(0)) as f64 / 1000.0);
+            check_waits[cq.index()].push(((a - r).max(0)) as f64 / 1000.0);
         }
         if let Some(class) = wl.annotations.get(CLASS) {
             let e = classes.entry(class.to_string()).or_default();
@@ -416,6 +474,8 @@ pub(crate) fn build_from(sim: &Simulation, events: super::Timeline) -> Report {
                 admitted: admissions[cq.id.index()],
                 mean_wait_seconds: mean(w).map(round3),
                 p95_wait_seconds: p95(w).map(round3),
+                pending_at_end: pending_at_end[cq.id.index()],
+                never_admitted: never_admitted[cq.id.index()],
                 mean_wait_for_quota_seconds: mean(&quota_waits[cq.id.index()]).map(round3),
                 mean_wait_for_checks_seconds: mean(&check_waits[cq.id.index()]).map(round3),
                 usage_percent,
@@ -591,8 +651,8 @@ impl Report {
         let _ = writeln!(out, "  total: {}", counts.join(", "));
         let _ = writeln!(
             out,
-            "\n{:<24} {:>8} {:>10} {:>10} {:>11}  usage % of nominal",
-            "ClusterQueue", "admitted", "mean wait", "p95 wait", "preemptions"
+            "\n{:<24} {:>8} {:>8} {:>10} {:>10} {:>11}  usage % of nominal",
+            "ClusterQueue", "admitted", "pending", "mean wait", "p95 wait", "preemptions"
         );
         for (name, q) in &self.summary.cluster_queues {
             let usage: Vec<String> = q
@@ -603,9 +663,10 @@ impl Report {
             let secs = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}s"));
             let _ = writeln!(
                 out,
-                "{:<24} {:>8} {:>10} {:>10} {:>11}  {}",
+                "{:<24} {:>8} {:>8} {:>10} {:>10} {:>11}  {}",
                 name,
                 q.admitted,
+                q.pending_at_end,
                 secs(q.mean_wait_seconds),
                 secs(q.p95_wait_seconds),
                 q.preemptions,

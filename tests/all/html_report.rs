@@ -93,7 +93,7 @@ fn compare_lists_exactly_the_workloads_whose_fate_differs_and_why() {
         html.matches("<svg").count()
     );
     for overlaid in [
-        "Time to admit by LocalQueue, A (solid) and B (dashed) overlaid",
+        "Wait by LocalQueue, A (solid) and B (dashed) overlaid",
         "Admissions and preemptions over time, A (solid) and B (dashed) overlaid",
         "Jain&#39;s index of the ClusterQueues&#39; shares over time, A (solid) and B (dashed) \
          overlaid",
@@ -106,7 +106,7 @@ fn compare_lists_exactly_the_workloads_whose_fate_differs_and_why() {
     }
     for side_by_side in [
         "usage of default/cpu in team, stacked per ClusterQueue",
-        "time to admit by LocalQueue",
+        "wait by LocalQueue (time pending, censored at the end)",
         "admissions, preemptions (by reason) and admission-check waits over time",
         "share of the tree&#39;s default/cpu (solid) vs weighted entitlement (dashed), per \
          ClusterQueue",
@@ -198,12 +198,13 @@ fn every_chart_of_a_report_renders_in_a_browser_without_errors() {
                  peak, the rest together)",
                 "default/cpu borrowed beyond nominal quota, ClusterQueues of cohort-0 (top 7 of \
                  10 by peak)",
-                "time to admit by workload class",
-                "time to admit by LocalQueue (top 7 of 20 by p95, the rest together)",
+                "wait by workload class (time pending, censored at the end)",
+                "wait by LocalQueue (top 7 of 20 by p95, the rest together) (time pending, censored at \
+                 the end)",
                 "admissions, preemptions (by reason) and admission-check waits over time",
                 "vs weighted entitlement (dashed), per ClusterQueue, 4 of 20 furthest from it",
                 "Jain&#39;s index of the ClusterQueues&#39; shares over time (1 = equal)",
-                "Time to admit by workload class, A (solid) and B (dashed) overlaid",
+                "Wait by workload class, A (solid) and B (dashed) overlaid",
             ],
         ),
         (
@@ -249,7 +250,7 @@ fn every_chart_of_a_report_renders_in_a_browser_without_errors() {
             dom.matches("<polygon").count() >= 1,
             "{name}: a stacked chart"
         );
-        assert!(dom.contains("virtual time (s)") && dom.contains("time to admit (s)"));
+        assert!(dom.contains("virtual time (s)") && dom.contains("wait (s)"));
         // The page has no script: any console message is an error (a blocked resource, a
         // parse error reported by the browser).
         assert!(console.is_empty(), "{name}: {console:?}");

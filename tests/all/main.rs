@@ -21,6 +21,7 @@ mod scenarios;
 mod sim_inputs;
 mod topology;
 mod topology_groups;
+mod waits;
 mod wasm_containment;
 mod wasm_parity;
 mod wasm_placement;

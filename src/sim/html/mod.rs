@@ -8,7 +8,7 @@
 //!
 //! - `model.rs`: what is drawn of one run, gathered from the parts below;
 //! - `usage.rs`: usage stacked per cohort tree, and borrowing per ClusterQueue;
-//! - `waits.rs`: times to admit per class and per LocalQueue;
+//! - `waits.rs`: waits per class and per LocalQueue;
 //! - `timeline.rs`: admissions, preemptions and admission-check waits over time;
 //! - `sharing.rs`: share vs weighted entitlement and Jain's index over time;
 //! - `downsample.rs`: a few hundred points per series, extremes kept;

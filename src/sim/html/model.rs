@@ -51,7 +51,7 @@ pub struct RunModel {
     pub duration: f64,
     /// Usage over time, stacked per cohort tree.
     pub usage: Usage,
-    /// Times to admit by workload class and by LocalQueue (each when the run has one).
+    /// Waits by workload class and by LocalQueue (each when the run has one).
     pub waits: Vec<WaitsChart>,
     /// Admissions over time: cumulative count.
     pub admissions: Series,

@@ -43,7 +43,7 @@ pub fn waits(out: &mut String, a: &RunModel, b: &RunModel) -> Result<(), ChartEr
         let (ga, gb): (Vec<&Waits>, Vec<&Waits>) = pairs.iter().copied().unzip();
         let series = interleave(&cdf(&ga), &cdf(&gb), labels);
         let title = format!(
-            "Time to admit by {}, {} (solid) and {} (dashed) overlaid, cumulative",
+            "Wait by {}, {} (solid) and {} (dashed) overlaid, cumulative",
             x.by, labels.0, labels.1
         );
         let mut rows = waits_rows(&ga, Some(labels.0));
@@ -55,7 +55,7 @@ pub fn waits(out: &mut String, a: &RunModel, b: &RunModel) -> Result<(), ChartEr
             out,
             &LineChart {
                 title: &title,
-                x_label: "time to admit (s)",
+                x_label: "wait (s)",
                 y_label: "share of admitted workloads",
                 series: &series,
                 references: &[],

@@ -274,17 +274,18 @@ pub(super) fn waits_rows(waits: &[&Waits], run: Option<&str>) -> Vec<Vec<String>
         .collect()
 }
 
-pub(super) const WAIT_COLUMNS: [&str; 5] = ["admitted", "p50 (s)", "p90 (s)", "p95 (s)", "max (s)"];
+pub(super) const WAIT_COLUMNS: [&str; 5] =
+    ["workloads", "p50 (s)", "p90 (s)", "p95 (s)", "max (s)"];
 
 fn waits_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
     if run.waits.is_empty() {
-        out.push_str("<p>Nothing was admitted.</p>");
+        out.push_str("<p>No workload arrived.</p>");
         return Ok(());
     }
     for chart in &run.waits {
         let shown = top_of(chart.groups.len(), chart.of, "p95");
         let title = format!(
-            "{}: time to admit by {}{shown}, cumulative",
+            "{}: wait by {}{shown} (time pending, censored at the end), cumulative",
             run.label, chart.by
         );
         let groups: Vec<&Waits> = chart.groups.iter().collect();
@@ -294,7 +295,7 @@ fn waits_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
             out,
             &LineChart {
                 title: &title,
-                x_label: "time to admit (s)",
+                x_label: "wait (s)",
                 y_label: "share of admitted workloads",
                 series: &cdf(&groups),
                 references: &[],
@@ -601,13 +602,7 @@ pub fn render(runs: &[RunModel], differences: Option<&[Difference]>) -> Result<S
         &rows,
     );
     section(&mut out, "Usage over time", runs, usage_section, None)?;
-    section(
-        &mut out,
-        "Time to admit",
-        runs,
-        waits_section,
-        Some(overlay::waits),
-    )?;
+    section(&mut out, "Waits", runs, waits_section, Some(overlay::waits))?;
     section(
         &mut out,
         "Admissions, preemptions and admission-check waits",

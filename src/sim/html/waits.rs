@@ -1,7 +1,8 @@
-//! Times to admit (first admission − arrival) of the admitted workloads, grouped by workload
-//! class (`sim.wasq.dev/class`) and by LocalQueue, each grouping drawn when the run has one:
-//! at most [`MAX_GROUPS`] groups per chart (those with the longest p95 waits), the others
-//! pooled into one.
+//! Waits (all the time a workload spent pending, censored at the end of the run, as the
+//! report's summary counts them) of every workload that arrived, grouped by workload class
+//! (`sim.wasq.dev/class`) and by LocalQueue, each grouping drawn when the run has one: at most
+//! [`MAX_GROUPS`] groups per chart (those with the longest p95 waits), the others pooled into
+//! one.
 
 use std::collections::BTreeMap;
 
@@ -10,21 +11,21 @@ use crate::sim::{CLASS, Simulation};
 /// Groups drawn per chart; the others are pooled.
 pub const MAX_GROUPS: usize = 7;
 
-/// Times to admit of one group, sorted ascending (seconds).
+/// Waits of one group, sorted ascending (seconds).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Waits {
     pub name: String,
     pub seconds: Vec<f64>,
 }
 
-/// The times to admit under one grouping.
+/// The waits under one grouping.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WaitsChart {
     /// `workload class` or `LocalQueue`.
     pub by: &'static str,
     /// The groups with the longest p95 waits, then the others pooled.
     pub groups: Vec<Waits>,
-    /// How many groups had an admitted workload.
+    /// How many groups had a workload that arrived.
     pub of: usize,
 }
 
@@ -64,18 +65,17 @@ fn chart(by: &'static str, plural: &str, groups: BTreeMap<String, Vec<f64>>) -> 
 }
 
 /// The charts of a run: by workload class when any workload has one, by LocalQueue when any
-/// admitted workload came through one.
+/// workload came through one.
 pub fn build(sim: &Simulation) -> Vec<WaitsChart> {
     let cluster = sim.cluster();
     let mut by_class: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut by_lq: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut lq_names: Vec<Option<String>> = vec![None; cluster.local_queues.len()];
-    for wl in &cluster.workloads {
-        let i = wl.id.index();
-        let Some(admitted) = sim.lives[i].first_admitted() else {
+    for (wl, fate) in cluster.workloads.iter().zip(crate::sim::waits::fates(sim)) {
+        let Some(fate) = fate else {
             continue;
         };
-        let wait = (admitted - sim.lives[i].arrival).max(0) as f64 / 1000.0;
+        let wait = fate.wait;
         if let Some(class) = wl.annotations.get(CLASS) {
             by_class.entry(class.to_string()).or_default().push(wait);
         }
