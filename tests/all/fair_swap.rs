@@ -214,12 +214,18 @@ impl Capture {
 
     /// Runs `f` with this capture as the thread's subscriber.
     fn during<R>(&self, f: impl FnOnce() -> R) -> R {
+        // With a single dispatcher registered in the process, tracing-core computes a
+        // callsite's interest from the default dispatcher of whichever thread registers it
+        // (`Rebuilder::JustOne`): a test on another thread, without a subscriber, meeting the
+        // `cycle` callsite first would cache "never" for it, and this capture would see no
+        // cycle. A second dispatcher kept for the whole process makes every rebuild ask all of
+        // them.
+        static SECOND: std::sync::LazyLock<tracing::Dispatch> = std::sync::LazyLock::new(|| {
+            tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default())
+        });
+        std::sync::LazyLock::force(&SECOND);
         let subscriber = tracing_subscriber::registry().with(self.clone());
         tracing::subscriber::with_default(subscriber, || {
-            // Tests on other threads hit the `cycle` and `plugin_call` callsites without a
-            // subscriber: one registered while this one was being created keeps the interest
-            // it computed without it ("never"), and this capture would see no call. Asking
-            // every callsite again, now that this subscriber exists, leaves none behind.
             tracing::callsite::rebuild_interest_cache();
             f()
         })
