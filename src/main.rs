@@ -85,6 +85,10 @@ enum Command {
         /// naming the file and the reason.
         #[arg(long)]
         allow_fallback: bool,
+        /// Fail when a ClusterQueue or LocalQueue would be inactive in Kueue (a missing
+        /// ResourceFlavor, AdmissionCheck or ClusterQueue) instead of warning and running.
+        #[arg(long)]
+        strict: bool,
     },
     /// Kueue's performance-test shape simulated twice in one process — built-in native policies,
     /// then the three kueue-default WASM plugins — with the WASM/native ratio.
@@ -363,6 +367,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             cost_attribution_labels,
             report: html,
             allow_fallback,
+            strict,
         } => {
             if speed.is_some_and(|s| !(s > 0.0 && s.is_finite())) {
                 anyhow::bail!("--speed must be a positive number");
@@ -375,6 +380,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             if watch {
                 return cli::watch::run(&paths, &policies, limits);
             }
+            let checked = Checked {
+                strict,
+                allow_fallback,
+            };
             if let Some(specs) = compare {
                 return compare_policies(
                     &paths,
@@ -383,13 +392,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     limits,
                     output,
                     html.as_deref(),
-                    allow_fallback,
+                    checked,
                 );
             }
             let policies = policies.load(speed.is_some(), true)?;
             let _watch = policies.watch()?;
             let mut scenario = Scenario::load_with(&paths, &cost_attribution_labels)
                 .context("loading manifests")?;
+            checked.inactive(&scenario)?;
             scenario.cluster.apply_budget_defaults(&policies.budgets);
             policies.refuse_unloadable(&policies.bindings, &scenario.cluster, allow_fallback)?;
             let total = scenario.cluster.workloads.len();
@@ -458,6 +468,35 @@ fn load_generator(path: &std::path::Path) -> anyhow::Result<wasq::sim::generate:
     wasq::sim::extensions::generator_of(ext).with_context(|| format!("{}", path.display()))
 }
 
+/// What `wasq simulate` checks of a loaded scenario before it runs.
+#[derive(Debug, Clone, Copy)]
+struct Checked {
+    /// `--strict`: what Kueue would report inactive is an error, not a warning.
+    strict: bool,
+    /// `--allow-fallback`: a bound plugin that cannot load is replaced by the built-in.
+    allow_fallback: bool,
+}
+
+impl Checked {
+    /// Warns of each ClusterQueue and LocalQueue Kueue would report inactive, or with
+    /// `--strict` fails naming them all.
+    fn inactive(self, scenario: &Scenario) -> anyhow::Result<()> {
+        let inactive = wasq::sim::report::inactive_objects(&scenario.cluster);
+        if self.strict && !inactive.is_empty() {
+            let lines: Vec<String> = inactive.iter().map(|o| format!("  {o}")).collect();
+            anyhow::bail!(
+                "--strict: {} object(s) would be inactive in Kueue:\n{}",
+                inactive.len(),
+                lines.join("\n")
+            );
+        }
+        for o in &inactive {
+            tracing::warn!("{o}; its workloads stay pending");
+        }
+        Ok(())
+    }
+}
+
 /// `wasq simulate --compare A B`: the scenario loaded once, run under each binding.
 fn compare_policies(
     paths: &[PathBuf],
@@ -466,7 +505,7 @@ fn compare_policies(
     limits: Limits,
     output: Output,
     html: Option<&std::path::Path>,
-    allow_fallback: bool,
+    checked: Checked,
 ) -> anyhow::Result<()> {
     let [a, b] = specs else {
         anyhow::bail!("--compare takes two bindings, A and B");
@@ -474,9 +513,10 @@ fn compare_policies(
     let policies = policies.load(false, true)?;
     let (bindings_a, bindings_b) = (policies.bindings_with(a)?, policies.bindings_with(b)?);
     let mut scenario = Scenario::load(paths).context("loading manifests")?;
+    checked.inactive(&scenario)?;
     scenario.cluster.apply_budget_defaults(&policies.budgets);
     for bindings in [&bindings_a, &bindings_b] {
-        policies.refuse_unloadable(bindings, &scenario.cluster, allow_fallback)?;
+        policies.refuse_unloadable(bindings, &scenario.cluster, checked.allow_fallback)?;
     }
     let sim_a = wasq::sim::compare::run(&scenario, &limits, policies.fresh_bindings(bindings_a))?;
     let sim_b = wasq::sim::compare::run(&scenario, &limits, policies.fresh_bindings(bindings_b))?;

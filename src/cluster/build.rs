@@ -183,6 +183,7 @@ pub fn build_cluster_with(
         let spec = &cq.spec;
         let cohort = spec.cohort_name.clone();
         let mut inactive_reason = None;
+        let mut missing_flavors: Vec<&str> = Vec::new();
         let mut resource_groups = SmallVec::new();
         for g in &spec.resource_groups {
             let covered: SmallVec<[ResourceId; 4]> = g
@@ -192,14 +193,21 @@ pub fn build_cluster_with(
                 .collect();
             let group_flavors = g.flavors.iter().map(|f| names.flavor(&f.name)).collect();
             for f in &g.flavors {
-                if !flavors.contains_key(&names.flavor(&f.name)) && inactive_reason.is_none() {
-                    inactive_reason = Some(format!("flavor {} not found", f.name));
+                if !flavors.contains_key(&names.flavor(&f.name)) {
+                    missing_flavors.push(f.name.as_str());
                 }
             }
             resource_groups.push(ResourceGroupInfo {
                 covered,
                 flavors: group_flavors,
             });
+        }
+        if !missing_flavors.is_empty() {
+            // Kueue's message (its cache's `inactiveReason`).
+            inactive_reason = Some(format!(
+                "references missing ResourceFlavor(s): {}",
+                missing_flavors.join(",")
+            ));
         }
         if let Some(c) = &cohort
             && cyclic.contains(c)
@@ -307,6 +315,7 @@ pub fn build_cluster_with(
             namespace: lq.metadata.namespace.clone().unwrap_or_default(),
             name: lq.metadata.name.clone().unwrap_or_default(),
             cluster_queue: cq_by_name.get(&lq.spec.cluster_queue).copied(),
+            cluster_queue_name: lq.spec.cluster_queue.clone(),
             fair_weight: fair_weight(lq.spec.fair_sharing.as_ref()),
         })
         .collect();

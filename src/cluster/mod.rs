@@ -139,6 +139,8 @@ pub struct LocalQueueInfo {
     pub name: String,
     /// `None` when its ClusterQueue does not exist.
     pub cluster_queue: Option<CqId>,
+    /// `spec.clusterQueue`, whether it exists or not.
+    pub cluster_queue_name: String,
     /// `spec.fairSharing.weight` in milli-units (1000 when unset), for admission fair sharing.
     pub fair_weight: i64,
 }
@@ -216,6 +218,23 @@ impl ClusterQueueInfo {
 
     pub fn is_active(&self) -> bool {
         self.inactive_reason.is_none()
+    }
+
+    /// Kueue's `Active=False` condition of an inactive ClusterQueue: reason and message.
+    pub fn inactive_condition(&self) -> Option<(&'static str, String)> {
+        let why = self.inactive_reason.as_deref()?;
+        let reason = if why.starts_with("references missing ResourceFlavor") {
+            "FlavorNotFound"
+        } else if why.starts_with("references missing AdmissionCheck") {
+            "AdmissionCheckNotFound"
+        } else if why.starts_with("references inactive AdmissionCheck") {
+            "AdmissionCheckInactive"
+        } else if why.contains("stopped") {
+            "Stopped"
+        } else {
+            "Unknown"
+        };
+        Some((reason, format!("Can't admit new workloads: {why}.")))
     }
 
     /// The index of the resource group covering `resource`, if one does (Kueue allows at most

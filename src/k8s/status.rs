@@ -130,24 +130,9 @@ pub fn weighted_share(cluster: &Cluster, node: crate::quota::NodeId) -> Option<F
 
 /// Kueue's `Active` condition of a ClusterQueue.
 fn cluster_queue_active(cluster: &Cluster, cq: CqId, now: Millis) -> Condition {
-    let info = cluster.cq(cq);
-    match &info.inactive_reason {
+    match cluster.cq(cq).inactive_condition() {
         None => conditions::condition("Active", true, "Ready", "Can admit new workloads", now),
-        Some(why) => {
-            let reason = if why.starts_with("flavor") {
-                "FlavorNotFound"
-            } else if why.starts_with("references missing AdmissionCheck") {
-                "AdmissionCheckNotFound"
-            } else if why.starts_with("references inactive AdmissionCheck") {
-                "AdmissionCheckInactive"
-            } else if why.contains("stopped") {
-                "Stopped"
-            } else {
-                "Unknown"
-            };
-            let message = format!("Can't admit new workloads: {why}.");
-            conditions::condition("Active", false, reason, &message, now)
-        }
+        Some((reason, message)) => conditions::condition("Active", false, reason, &message, now),
     }
 }
 

@@ -453,8 +453,21 @@ impl Simulation {
                 if let Some(&ahead) = arrived.get(i + 4) {
                     self.scheduler.prefetch_submit(ahead);
                 }
-                if let Err(e) = self.scheduler.submit(id) {
-                    let message = e.to_string();
+                let refused = match self.scheduler.submit(id) {
+                    Err(e) => Some(e.to_string()),
+                    // Queued, but its ClusterQueue admits nothing: Kueue's workload controller
+                    // says so on the workload.
+                    Ok(()) => {
+                        let cluster = self.cluster();
+                        cluster
+                            .workload(id)
+                            .cluster_queue
+                            .map(|cq| cluster.cq(cq))
+                            .filter(|cq| !cq.is_active())
+                            .map(|cq| format!("ClusterQueue {} is inactive", cq.name))
+                    }
+                };
+                if let Some(message) = refused {
                     let text = self.events.texts.intern(&message);
                     self.lives[id.index()].set_last_pending(Some((text, true)));
                     self.push_event(EventType::Inadmissible, id, Some(&message), None, None);

@@ -127,6 +127,76 @@ pub struct CheckReport {
     pub pod_set_updates: BTreeMap<String, BTreeMap<String, String>>,
 }
 
+/// A ClusterQueue or LocalQueue that Kueue would report inactive (`Active=False`), with the
+/// reason and message its status would carry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InactiveObject {
+    /// `ClusterQueue` or `LocalQueue`.
+    pub kind: &'static str,
+    /// The ClusterQueue's name, or the LocalQueue's `namespace/name`.
+    pub name: String,
+    pub reason: &'static str,
+    pub message: String,
+    /// A LocalQueue's `spec.clusterQueue`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_queue: Option<String>,
+}
+
+impl std::fmt::Display for InactiveObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} is inactive ({}): {}",
+            self.kind, self.name, self.reason, self.message
+        )?;
+        match (&self.cluster_queue, self.reason) {
+            (Some(cq), "ClusterQueueDoesNotExist") => {
+                write!(f, " (ClusterQueue {cq} doesn't exist)")
+            }
+            (Some(cq), _) => write!(f, " (ClusterQueue {cq} is inactive)"),
+            (None, _) => Ok(()),
+        }
+    }
+}
+
+/// The ClusterQueues and LocalQueues of `cluster` that Kueue would report inactive: a
+/// ClusterQueue naming a missing ResourceFlavor or AdmissionCheck (or stopped, or in a cohort
+/// cycle), a LocalQueue whose ClusterQueue does not exist or is inactive.
+pub fn inactive_objects(cluster: &Cluster) -> Vec<InactiveObject> {
+    let mut out: Vec<InactiveObject> = cluster
+        .cluster_queues
+        .iter()
+        .filter_map(|cq| {
+            let (reason, message) = cq.inactive_condition()?;
+            Some(InactiveObject {
+                kind: "ClusterQueue",
+                name: cq.name.clone(),
+                reason,
+                message,
+                cluster_queue: None,
+            })
+        })
+        .collect();
+    // Kueue's LocalQueue controller: the condition's message does not name the ClusterQueue.
+    const MESSAGE: &str = "Can't submit new workloads to clusterQueue";
+    for lq in &cluster.local_queues {
+        let reason = match lq.cluster_queue {
+            None => "ClusterQueueDoesNotExist",
+            Some(cq) if !cluster.cq(cq).is_active() => "ClusterQueueIsInactive",
+            Some(_) => continue,
+        };
+        out.push(InactiveObject {
+            kind: "LocalQueue",
+            name: format!("{}/{}", lq.namespace, lq.name),
+            reason,
+            message: MESSAGE.to_string(),
+            cluster_queue: Some(lq.cluster_queue_name.clone()),
+        });
+    }
+    out
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueSummary {
@@ -186,6 +256,9 @@ pub struct Summary {
     /// Per cost-attribution label key and value: workloads and resource-seconds held.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub cost_attribution: super::attribution::CostAttribution,
+    /// ClusterQueues and LocalQueues Kueue would report inactive ([`inactive_objects`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inactive: Vec<InactiveObject>,
 }
 
 /// One plugin's activity during the run.
@@ -529,6 +602,7 @@ pub(crate) fn build_from(sim: &Simulation, events: super::Timeline) -> Report {
                 .collect(),
             plugins: sim.plugin_summaries(),
             cost_attribution: super::attribution::build(sim),
+            inactive: inactive_objects(cluster),
         },
         fairness: super::fairness::build(sim),
         topology: sim.tas.report(cluster),
@@ -689,6 +763,12 @@ impl Report {
                     "{:<24} mean wait {quota:.1}s for quota + {checks:.1}s for admission checks",
                     ""
                 );
+            }
+        }
+        if !self.summary.inactive.is_empty() {
+            let _ = writeln!(out, "\nInactive, as Kueue reports them:");
+            for o in &self.summary.inactive {
+                let _ = writeln!(out, "  {o}");
             }
         }
         if !self.summary.workload_classes.is_empty() {

@@ -388,10 +388,18 @@ fn bad_check_configurations_are_refused_or_make_the_queue_inactive() {
         cq.inactive_reason.as_deref(),
         Some("references inactive AdmissionCheck(s): prov")
     );
-    // It waits in its queue: an inactive ClusterQueue offers no heads.
+    // It waits in its queue (an inactive ClusterQueue offers no heads), saying why as Kueue's
+    // workload controller does.
     let r = sim.report();
     assert_eq!(r.workloads[0].state, "pending");
-    assert!(r.events.is_empty(), "{:?}", r.events);
+    let said: Vec<_> = r.events.iter().map(|e| (e.kind, e.reason)).collect();
+    assert_eq!(
+        said,
+        [(
+            EventType::Inadmissible,
+            Some("ClusterQueue cq is inactive".to_string())
+        )]
+    );
     let missing = provisioning("", "", "").replace(
         "admissionChecks: [{name: prov}]",
         "admissionChecks: [{name: prov}, {name: budget}]",

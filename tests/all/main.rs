@@ -8,6 +8,7 @@ mod examples;
 mod fair_swap;
 mod fairness;
 mod html_report;
+mod inactive;
 mod invariants;
 mod job_kinds;
 mod k8s;
