@@ -26,6 +26,13 @@ use crate::api::jobs::{self, JobKind};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ControllerArgs {
+    /// The kubeconfig to reach the cluster with (default: $KUBECONFIG, else ~/.kube/config,
+    /// else the in-cluster configuration), as with kubectl.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (default: its current-context), as with kubectl.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
     /// Address of /metrics, /healthz, /readyz and the pending-workloads visibility API.
     #[arg(long, default_value = "0.0.0.0:8080")]
     pub listen: SocketAddr,
@@ -136,7 +143,7 @@ async fn run_async(
     configure: Configure,
     plugins: Option<crate::wasm::PluginSource>,
 ) -> anyhow::Result<()> {
-    let client = connect().await?;
+    let client = connect(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
     let mut kinds: Vec<JobKind> = jobs::builtin();
     if let Some(path) = &args.integrations {
         let text =
@@ -377,22 +384,53 @@ fn one_line(e: &dyn std::error::Error) -> String {
     parts.join(": ")
 }
 
-/// The client for the in-cluster environment or the kubeconfig, checked by asking the API server
-/// its version, or one message saying which sources were tried and what failed.
-async fn connect() -> anyhow::Result<kube::Client> {
-    let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
-    let kubeconfig = kubeconfig_path();
-    let have_kubeconfig = kubeconfig.as_deref().is_some_and(std::path::Path::exists);
-    if !in_cluster && !have_kubeconfig {
-        anyhow::bail!(no_cluster_message(kubeconfig.as_deref()));
+/// The client configuration: from `kubeconfig` (or, without it, `$KUBECONFIG` or
+/// `~/.kube/config` when one exists, else the in-cluster environment), with `context` (else the
+/// kubeconfig's current-context); and where it came from, for messages.
+pub async fn client_config(
+    kubeconfig: Option<&std::path::Path>,
+    context: Option<&str>,
+) -> anyhow::Result<(kube::Config, String)> {
+    let options = kube::config::KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..Default::default()
+    };
+    if let Some(path) = kubeconfig {
+        let source = format!("the kubeconfig {}", path.display());
+        let file = kube::config::Kubeconfig::read_from(path)
+            .map_err(|e| anyhow::anyhow!("cannot use {source}: {}", one_line(&e)))?;
+        let config = kube::Config::from_custom_kubeconfig(file, &options)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot use {source}: {}", one_line(&e)))?;
+        return Ok((config, source));
     }
-    let source = match &kubeconfig {
+    let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
+    let default = kubeconfig_path();
+    let have_kubeconfig = default.as_deref().is_some_and(std::path::Path::exists);
+    if !in_cluster && !have_kubeconfig {
+        anyhow::bail!(no_cluster_message(default.as_deref()));
+    }
+    let source = match &default {
         Some(p) if have_kubeconfig => format!("the kubeconfig {}", p.display()),
         _ => "the in-cluster configuration".to_string(),
     };
-    let config = kube::Config::infer()
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot use {source}: {}", one_line(&e)))?;
+    let config = match context {
+        Some(_) => kube::Config::from_kubeconfig(&options)
+            .await
+            .map_err(|e| one_line(&e)),
+        None => kube::Config::infer().await.map_err(|e| one_line(&e)),
+    }
+    .map_err(|e| anyhow::anyhow!("cannot use {source}: {e}"))?;
+    Ok((config, source))
+}
+
+/// The client of [`client_config`], checked by asking the API server its version, or one
+/// message saying which sources were tried and what failed.
+async fn connect(
+    kubeconfig: Option<&std::path::Path>,
+    context: Option<&str>,
+) -> anyhow::Result<kube::Client> {
+    let (config, source) = client_config(kubeconfig, context).await?;
     let url = config.cluster_url.clone();
     let client = kube::Client::try_from(config)
         .map_err(|e| anyhow::anyhow!("cannot use {source}: {}", one_line(&e)))?;
@@ -403,4 +441,60 @@ async fn connect() -> anyhow::Result<kube::Client> {
         )
     })?;
     Ok(client)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kubeconfig with two contexts, each reaching its own server.
+    const KUBECONFIG: &str = "apiVersion: v1
+kind: Config
+current-context: one
+clusters:
+- name: one
+  cluster: {server: 'https://one.example:6443', insecure-skip-tls-verify: true}
+- name: two
+  cluster: {server: 'https://two.example:6443', insecure-skip-tls-verify: true}
+users:
+- name: me
+  user: {token: abc}
+contexts:
+- name: one
+  context: {cluster: one, user: me}
+- name: two
+  context: {cluster: two, user: me, namespace: team}
+";
+
+    #[tokio::test]
+    async fn kubeconfig_and_context_choose_the_cluster_as_kubectl_does() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("config");
+        std::fs::write(&path, KUBECONFIG).expect("write kubeconfig");
+        let url = |c: &kube::Config| c.cluster_url.to_string();
+
+        let (config, source) = client_config(Some(&path), None)
+            .await
+            .expect("current context");
+        assert_eq!(url(&config), "https://one.example:6443/");
+        assert_eq!(source, format!("the kubeconfig {}", path.display()));
+
+        let (config, _) = client_config(Some(&path), Some("two"))
+            .await
+            .expect("named context");
+        assert_eq!(url(&config), "https://two.example:6443/");
+        assert_eq!(config.default_namespace, "team");
+
+        let missing = client_config(Some(&path), Some("three"))
+            .await
+            .expect_err("no such context");
+        assert!(missing.to_string().contains("three"), "{missing}");
+        let absent = client_config(Some(&dir.path().join("nope")), None)
+            .await
+            .expect_err("no such file");
+        assert!(
+            absent.to_string().starts_with("cannot use the kubeconfig"),
+            "{absent}"
+        );
+    }
 }
