@@ -451,7 +451,8 @@ fn wasm_policies() -> (Registry, PolicySet) {
         limits: Limits {
             deadline_ms: 1_000,
             ..Limits::default()
-        },
+        }
+        .into(),
         ..HostOptions::default()
     };
     let registry = Registry::load_dir(engine, &dir, &options).expect("plugin directory");

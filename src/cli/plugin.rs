@@ -164,6 +164,7 @@ fn check(
         Output::Json => {
             let mut value = serde_json::to_value(info)?;
             value["limits"] = serde_json::to_value(limits)?;
+            value["instance"] = serde_json::to_value(plugin.footprint())?;
             println!("{}", serde_json::to_string_pretty(&value)?)
         }
         Output::Table => {
@@ -173,6 +174,11 @@ fn check(
                 info.kind,
                 info.wit_version,
                 wasq::wasm::WIT_VERSION
+            );
+            println!(
+                "language    {} (built by {})",
+                info.language,
+                info.language.toolchain()
             );
             println!("digest      {}", info.digest);
             println!("size        {} bytes", info.size);
@@ -186,7 +192,18 @@ fn check(
             }
             println!("exports     {}", info.exports.join(", "));
             println!("imports     {}", info.imports.join("\n            "));
-            println!("limits      {}", describe_limits(&limits));
+            let footprint = plugin.footprint();
+            println!(
+                "instance    {:.1} MiB of memory, instantiated in {:.1} ms",
+                footprint.memory_bytes as f64 / (1 << 20) as f64,
+                footprint.instantiate_ms
+            );
+            let by = if limits == info.language.default_limits() {
+                format!("{}'s defaults", info.language)
+            } else {
+                "configured".to_string()
+            };
+            println!("limits      {} ({by})", describe_limits(&limits));
         }
     }
     Ok(())

@@ -60,6 +60,11 @@ fn check_indices(indices: &[usize], len: usize) -> Result<(), InvalidAnswer> {
     Ok(())
 }
 
+/// Candidates a plugin narrows Kueue's choice to (`kueue-among`): distinct, in range.
+pub fn candidate_subset(indices: &[usize], len: usize) -> Result<(), InvalidAnswer> {
+    check_indices(indices, len)
+}
+
 /// One sort key per queued workload.
 pub fn sort_keys<K>(keys: &[K], len: usize) -> Result<(), InvalidAnswer> {
     if keys.len() == len {

@@ -7,8 +7,8 @@
 //! policies:                          # EXT: NAME (`builtin` or a plugin's file stem)
 //!   preemption: min-runtime
 //!   placement: pack-by-rack
-//! limits: {memoryBytes: 67108864, deadlineMs: 10, cycleBudgetMs: 500, quarantineAfter: 5}
-//! pluginLimits:
+//! limits: {cycleBudgetMs: 1000}      # every plugin; a field not given keeps its language's default
+//! pluginLimits:                      # one plugin; a field not given keeps `limits` (or the default)
 //!   min-runtime: {deadlineMs: 20}
 //! exposeAnnotations: ["wasq.dev/", "example.com/cost"]
 //! pluginMetadata:                    # per plugin: more Workload label/annotation keys it sees
@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Deserialize;
 
-use super::limits::Limits;
+use super::limits::LimitsPatch;
 use super::plugin::Exposure;
 use super::registry::{Bindings, HostOptions};
 
@@ -41,12 +41,13 @@ pub struct PolicyConfig {
     /// `placement`).
     #[serde(default)]
     pub policies: BTreeMap<String, String>,
-    /// Limits for every plugin.
+    /// Limits for every plugin: each field given replaces the default of the plugin's language.
     #[serde(default)]
-    pub limits: Option<Limits>,
-    /// Limits of individual plugins, replacing `limits` for them.
+    pub limits: LimitsPatch,
+    /// Limits of individual plugins: each field given replaces `limits` (or the default) for
+    /// that plugin.
     #[serde(default)]
-    pub plugin_limits: BTreeMap<String, Limits>,
+    pub plugin_limits: BTreeMap<String, LimitsPatch>,
     /// Annotation keys (exact, or prefixes ending in `/`) plugins may see, besides those under
     /// `kueue.x-k8s.io/` and `wasq.dev/` which every plugin sees.
     pub expose_annotations: Option<Vec<String>>,
@@ -122,7 +123,7 @@ impl PolicyConfig {
     /// Limits, exposure and settings for the host.
     pub fn host_options(&self) -> HostOptions {
         HostOptions {
-            limits: self.limits.unwrap_or_default(),
+            limits: self.limits,
             plugin_limits: self
                 .plugin_limits
                 .iter()
@@ -195,9 +196,18 @@ mod tests {
             "pack-by-rack"
         );
         let o = c.host_options();
-        assert_eq!(o.limits.deadline_ms, 20);
-        assert_eq!(o.limits.memory_bytes, 64 << 20);
-        assert_eq!(o.plugin_limits["min-runtime"].memory_bytes, 1 << 20);
+        assert_eq!(o.limits.deadline_ms, Some(20));
+        assert_eq!(o.limits.memory_bytes, None);
+        assert_eq!(o.plugin_limits["min-runtime"].memory_bytes, Some(1 << 20));
+        // Field by field: the language's default, `limits`, then the plugin's own.
+        let own = o.limits_for("min-runtime", super::super::Language::Rust);
+        assert_eq!((own.memory_bytes, own.deadline_ms), (1 << 20, 20));
+        let python = o.limits_for("other", super::super::Language::Python);
+        assert_eq!(python.deadline_ms, 20);
+        assert_eq!(
+            python.memory_bytes,
+            super::super::Language::Python.default_limits().memory_bytes
+        );
         assert!(o.exposure.exposes("example.com/cost"));
         assert!(!o.exposure.exposes("example.com/other"));
         // Kueue's and wasq's keys are always exposed.

@@ -65,6 +65,54 @@ impl Default for Limits {
     }
 }
 
+/// Limits as a configuration writes them (`limits`, `pluginLimits.<name>`): each field given
+/// replaces the one beneath it — a plugin's language defaults
+/// ([`Language::default_limits`](super::language::Language::default_limits)), then `limits`,
+/// then `pluginLimits.<name>`; a field not given keeps it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LimitsPatch {
+    pub memory_bytes: Option<u64>,
+    pub deadline_ms: Option<u64>,
+    pub deadline_per_item_us: Option<u64>,
+    pub cycle_budget_ms: Option<u64>,
+    pub run_budget_ms: Option<u64>,
+    pub fuel: Option<u64>,
+    pub quarantine_after: Option<u32>,
+}
+
+impl LimitsPatch {
+    /// `base` with the fields this patch gives replaced.
+    pub fn over(&self, base: Limits) -> Limits {
+        Limits {
+            memory_bytes: self.memory_bytes.unwrap_or(base.memory_bytes),
+            deadline_ms: self.deadline_ms.unwrap_or(base.deadline_ms),
+            deadline_per_item_us: self
+                .deadline_per_item_us
+                .unwrap_or(base.deadline_per_item_us),
+            cycle_budget_ms: self.cycle_budget_ms.unwrap_or(base.cycle_budget_ms),
+            run_budget_ms: self.run_budget_ms.or(base.run_budget_ms),
+            fuel: self.fuel.or(base.fuel),
+            quarantine_after: self.quarantine_after.unwrap_or(base.quarantine_after),
+        }
+    }
+}
+
+/// Every field given: these limits whatever the plugin's language.
+impl From<Limits> for LimitsPatch {
+    fn from(l: Limits) -> LimitsPatch {
+        LimitsPatch {
+            memory_bytes: Some(l.memory_bytes),
+            deadline_ms: Some(l.deadline_ms),
+            deadline_per_item_us: Some(l.deadline_per_item_us),
+            cycle_budget_ms: Some(l.cycle_budget_ms),
+            run_budget_ms: l.run_budget_ms,
+            fuel: l.fuel,
+            quarantine_after: Some(l.quarantine_after),
+        }
+    }
+}
+
 impl Limits {
     /// The deadline of a call carrying `items`, in milliseconds (at least 1).
     pub fn deadline_for(&self, items: usize) -> u64 {
@@ -265,6 +313,30 @@ mod tests {
         }
         assert!(clock.stopped_by_wall);
         assert_eq!(ticks, deadline * WALL_FACTOR);
+    }
+
+    #[test]
+    fn a_patch_replaces_only_the_fields_it_gives() {
+        let base = Limits {
+            memory_bytes: 512 << 20,
+            deadline_ms: 200,
+            ..Limits::default()
+        };
+        let patch = LimitsPatch {
+            deadline_ms: Some(50),
+            fuel: Some(7),
+            ..LimitsPatch::default()
+        };
+        let l = patch.over(base);
+        assert_eq!(
+            (l.memory_bytes, l.deadline_ms, l.fuel),
+            (512 << 20, 50, Some(7))
+        );
+        assert_eq!(LimitsPatch::default().over(base), base);
+        assert_eq!(
+            LimitsPatch::from(Limits::default()).over(base),
+            Limits::default()
+        );
     }
 
     #[test]

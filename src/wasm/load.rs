@@ -9,6 +9,7 @@ use wasmtime::component::Linker;
 
 use super::bindings::{WIT_VERSION, flavors, ordering, placement, preemption};
 use super::engine::WasmEngine;
+use super::language::Language;
 use super::state::State;
 use super::version::{Version, VersionError};
 
@@ -70,6 +71,9 @@ pub struct PluginInfo {
     /// `sha256:` and the first 16 hex digits of the file's SHA-256.
     pub digest: String,
     pub kind: PluginKind,
+    /// The language it was written in, as its component tells (`Unknown` when it does not):
+    /// it chooses the default limits.
+    pub language: Language,
     /// The `wasq:policy` version the host serves it (its own minor version's requests).
     #[serde(serialize_with = "as_text")]
     pub wit_version: Version,
@@ -303,6 +307,7 @@ pub fn load_bytes(
             path: path.to_path_buf(),
             digest,
             kind,
+            language: Language::of(bytes),
             imports,
             exports,
             size: bytes.len() as u64,

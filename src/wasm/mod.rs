@@ -15,6 +15,7 @@ mod engine;
 pub mod guests;
 mod heads;
 mod imports;
+mod language;
 mod limits;
 mod load;
 mod plugin;
@@ -32,9 +33,10 @@ pub use bindings::WIT_VERSION;
 pub use config::PolicyConfig;
 pub use engine::{WasmEngine, default_cache_dir};
 pub use imports::ImportError;
-pub use limits::Limits;
+pub use language::Language;
+pub use limits::{Limits, LimitsPatch};
 pub use load::{LoadError, PluginInfo, PluginKind, digest_of, plugin_files, plugin_name};
-pub use plugin::{ALWAYS_EXPOSED, Exposure, Plugin, PluginStatus};
+pub use plugin::{ALWAYS_EXPOSED, Exposure, Footprint, Plugin, PluginStatus};
 pub use policies::{WasmFlavors, WasmOrdering, WasmPlacement, WasmPreemption};
 pub use registry::{
     ANNOTATION_PREFIX, BUILTIN, BindError, Bindings, HostOptions, Registry, make_plugin,

@@ -182,9 +182,20 @@ impl Inner {
     }
 }
 
+/// What one fresh instance of a plugin takes: measured by its smoke test.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Footprint {
+    /// Wall time to instantiate it, in milliseconds.
+    pub instantiate_ms: f64,
+    /// Its linear memory once it has answered an empty catalog and batch, in bytes.
+    pub memory_bytes: u64,
+}
+
 /// A loaded plugin, callable through the policy adapters.
 pub struct Plugin {
     info: PluginInfo,
+    footprint: Footprint,
     pre: Pre,
     engine: WasmEngine,
     limits: Limits,
@@ -337,6 +348,7 @@ impl Plugin {
             name: loaded.info.name.as_str().into(),
             digest: loaded.info.digest.as_str().into(),
             info: loaded.info,
+            footprint: Footprint::default(),
             pre: loaded.pre,
             engine,
             limits,
@@ -353,6 +365,7 @@ impl Plugin {
             name: self.name.clone(),
             digest: self.digest.clone(),
             info: self.info.clone(),
+            footprint: self.footprint,
             pre: self.pre.clone(),
             engine: self.engine.clone(),
             limits: self.limits,
@@ -645,10 +658,23 @@ impl Plugin {
     /// Validates a freshly loaded plugin before it is used: it must instantiate within its
     /// limits (its start function, memories and tables), and a fresh instance must accept an
     /// empty catalog and answer an empty batch with an empty answer, within the limits.
-    pub fn smoke_test(&self) -> Result<(), SmokeFailure> {
+    /// What it measures is kept as the plugin's [`Footprint`].
+    pub fn smoke_test(&mut self) -> Result<(), SmokeFailure> {
+        let start = std::time::Instant::now();
         let mut live = self.instantiate().map_err(SmokeFailure::Instantiate)?;
+        let instantiate_ms = start.elapsed().as_secs_f64() * 1e3;
         self.empty_batch(&mut live)
-            .map_err(SmokeFailure::EmptyBatch)
+            .map_err(SmokeFailure::EmptyBatch)?;
+        self.footprint = Footprint {
+            instantiate_ms,
+            memory_bytes: live.store.data().limiter.used,
+        };
+        Ok(())
+    }
+
+    /// What a fresh instance took in its smoke test (zero before it).
+    pub fn footprint(&self) -> Footprint {
+        self.footprint
     }
 
     fn empty_batch(&self, live: &mut Live) -> Result<(), PolicyError> {

@@ -12,7 +12,8 @@ use super::bindings::preemption::exports::wasq::policy::preemption as pre;
 use super::bindings::types as t;
 use super::convert;
 use super::plugin::Plugin;
-use crate::policy::verify::InvalidAnswer;
+use crate::policy::builtin;
+use crate::policy::verify::{self, InvalidAnswer};
 use crate::policy::{
     CandidateKind, FitMode, FlavorAssignmentPolicy, FlavorChoiceRequest, HeadEntry, Needs,
     OrderingPolicy, PlacementAnswer, PlacementChoiceRequest, PlacementPolicy, PolicyContext,
@@ -489,6 +490,19 @@ fn fill_node_usage(out: &mut Vec<t::NodeUsage>, nodes: &[u32], amounts: &[i64], 
     }
 }
 
+/// Kueue's victims for `req` chosen only among the candidates at `allowed` (distinct
+/// indices into `req.candidates`, in any order), as indices into `req.candidates`: the
+/// `kueue-among` answer. The narrowed request keeps Kueue's candidate order.
+fn kueue_among(req: &PreemptionRequest<'_>, mut allowed: Vec<usize>) -> Option<VictimSet> {
+    allowed.sort_unstable();
+    let mut narrowed = req.clone();
+    narrowed.candidates = allowed.iter().map(|&i| req.candidates[i].clone()).collect();
+    builtin::select_victims(&narrowed).map(|set| VictimSet {
+        victims: set.victims.iter().map(|&k| allowed[k]).collect(),
+        allow_borrowing: set.allow_borrowing,
+    })
+}
+
 impl PreemptionPolicy for WasmPreemption {
     fn id(&self) -> PolicyRef {
         self.plugin.id()
@@ -585,10 +599,22 @@ impl PreemptionPolicy for WasmPreemption {
             "the answers to select-victims (one per request)",
             answers,
         )?;
-        Ok(answer.map(|v| VictimSet {
-            victims: v.victims.into_iter().map(|i| i as usize).collect(),
-            allow_borrowing: v.allow_borrowing,
-        }))
+        match answer {
+            pre::Answer::NoVictims => Ok(None),
+            pre::Answer::Victims(v) => Ok(Some(VictimSet {
+                victims: v.victims.into_iter().map(|i| i as usize).collect(),
+                allow_borrowing: v.allow_borrowing,
+            })),
+            pre::Answer::KueueAmong(allowed) => {
+                let allowed: Vec<usize> = allowed.into_iter().map(|i| i as usize).collect();
+                verify::candidate_subset(&allowed, req.candidates.len()).map_err(|e| {
+                    let e = PolicyError::from(e);
+                    self.plugin.refused(&e);
+                    e
+                })?;
+                Ok(kueue_among(req, allowed))
+            }
+        }
     }
 
     fn refused(&self, error: &PolicyError) {

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::engine::WasmEngine;
-use super::limits::Limits;
+use super::language::Language;
+use super::limits::{Limits, LimitsPatch};
 use super::load::{LoadError, PluginKind, load_bytes, plugin_files, plugin_name};
 use super::plugin::{Exposure, Plugin, SmokeFailure};
 use super::policies::{WasmFlavors, WasmOrdering, WasmPlacement, WasmPreemption};
@@ -96,15 +97,28 @@ enum Resolved {
 /// Settings that apply to every plugin of a registry.
 #[derive(Debug, Clone, Default)]
 pub struct HostOptions {
-    pub limits: Limits,
-    /// Per-plugin limit overrides, by plugin name.
-    pub plugin_limits: HashMap<String, Limits>,
+    /// Limits for every plugin, over its language's defaults (`limits` in the configuration).
+    pub limits: LimitsPatch,
+    /// Per-plugin limits over those, by plugin name (`pluginLimits`).
+    pub plugin_limits: HashMap<String, LimitsPatch>,
     pub exposure: Exposure,
     /// Per-plugin label and annotation keys, added to `exposure` for that plugin, by plugin
     /// name (`pluginMetadata` in the configuration).
     pub plugin_exposure: HashMap<String, Exposure>,
     /// Per-plugin settings, by plugin name.
     pub settings: HashMap<String, Vec<(String, String)>>,
+}
+
+impl HostOptions {
+    /// The limits of plugin `name` written in `language`: its language's defaults, then
+    /// `limits`, then its own `pluginLimits`, field by field.
+    pub fn limits_for(&self, name: &str, language: Language) -> Limits {
+        let global = self.limits.over(language.default_limits());
+        match self.plugin_limits.get(name) {
+            Some(own) => own.over(global),
+            None => global,
+        }
+    }
 }
 
 /// The plugins found in a directory: loaded ones, and the files that were refused. Cloning is
@@ -128,13 +142,9 @@ pub fn make_plugin(
 ) -> Result<Arc<Plugin>, LoadError> {
     let name = plugin_name(path);
     let loaded = load_bytes(engine, path, &name, bytes)?;
-    let limits = options
-        .plugin_limits
-        .get(&name)
-        .copied()
-        .unwrap_or(options.limits);
+    let limits = options.limits_for(&name, loaded.info.language);
     let settings = options.settings.get(&name).cloned().unwrap_or_default();
-    let plugin = Plugin::new(
+    let mut plugin = Plugin::new(
         loaded,
         engine.clone(),
         limits,

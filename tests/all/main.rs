@@ -12,6 +12,7 @@ mod inactive;
 mod invariants;
 mod job_kinds;
 mod k8s;
+mod kueue_among;
 mod manifests;
 mod plugin_scenarios;
 mod plugins;

@@ -36,9 +36,9 @@ pub fn registry(dir: &Path, options: &HostOptions) -> Registry {
 /// cannot hit by accident. Tests about the deadline itself set it explicitly.
 pub fn test_options() -> HostOptions {
     HostOptions {
-        limits: wasq::wasm::Limits {
-            deadline_ms: 2_000,
-            ..wasq::wasm::Limits::default()
+        limits: wasq::wasm::LimitsPatch {
+            deadline_ms: Some(2_000),
+            ..Default::default()
         },
         ..HostOptions::default()
     }

@@ -331,7 +331,8 @@ fn a_quarantined_plugin_gets_a_fresh_start_when_its_file_changes() {
             quarantine_after: 2,
             deadline_ms: 2_000,
             ..wasq::wasm::Limits::default()
-        },
+        }
+        .into(),
         ..test_options()
     };
     let live = LivePlugins::open(engine(), dir.path(), options).expect("open");

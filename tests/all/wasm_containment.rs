@@ -80,7 +80,7 @@ fn each_misbehaving_plugin_is_contained_and_the_builtin_decides() {
     let mut options = test_options();
     options
         .plugin_limits
-        .insert("fixture-loop".into(), Limits::default());
+        .insert("fixture-loop".into(), Limits::default().into());
     let registry = fixtures(&options);
     for (fixture, extension, file, reason, text) in cases {
         let path = scenario(file);
@@ -119,7 +119,7 @@ fn each_misbehaving_plugin_is_contained_and_the_builtin_decides() {
 /// Test options with a short quarantine.
 fn quarantine_after(n: u32) -> HostOptions {
     let mut options = test_options();
-    options.limits.quarantine_after = n;
+    options.limits.quarantine_after = Some(n);
     options
 }
 
@@ -293,7 +293,8 @@ fn fuel_stops_an_endless_loop_deterministically() {
             // A deadline far away, so that fuel is what stops it.
             deadline_ms: 60_000,
             ..Limits::default()
-        },
+        }
+        .into(),
         ..test_options()
     };
     let engine = wasq::wasm::WasmEngine::new(true).expect("fuel engine");

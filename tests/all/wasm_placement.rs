@@ -384,7 +384,8 @@ fn fixture_registry(answer: &str, deadline_ms: u64) -> Registry {
         limits: wasq::wasm::Limits {
             deadline_ms,
             ..wasq::wasm::Limits::default()
-        },
+        }
+        .into(),
         settings: [(
             "fixture-placement".to_string(),
             vec![("answer".to_string(), answer.to_string())],

@@ -95,7 +95,7 @@ spec: {{clusterQueue: {cq}}}
 /// Fixtures loaded with `limits` for every plugin and `spin` rounds for `fixture-slow`.
 fn slow_fixtures(limits: Limits, spin: u64) -> Registry {
     let options = HostOptions {
-        limits,
+        limits: limits.into(),
         settings: HashMap::from([(
             "fixture-slow".to_string(),
             vec![("spin".to_string(), spin.to_string())],
@@ -184,7 +184,7 @@ fn a_valid_plugin_is_not_timed_out_for_waiting_on_a_busy_machine() {
 fn a_looping_plugin_is_still_stopped_within_a_tick_of_its_cpu_deadline() {
     let limits = Limits::default();
     let registry = fixtures(&HostOptions {
-        limits,
+        limits: limits.into(),
         ..HostOptions::default()
     });
     let start = std::time::Instant::now();
@@ -276,7 +276,7 @@ fn a_slow_plugin_cannot_make_a_run_cost_more_than_its_run_budget() {
 #[test]
 fn a_plugin_failing_one_function_is_quarantined_though_another_succeeds() {
     let mut options = test_options();
-    options.limits.quarantine_after = 3;
+    options.limits.quarantine_after = Some(3);
     let registry = fixtures(&options);
     let scenario = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/scenarios/life-strict-vs-besteffort-fifo.yaml");

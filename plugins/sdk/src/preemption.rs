@@ -28,7 +28,7 @@ use crate::types::{
 };
 
 use crate::bindings::preemption::exports::wasq::policy::preemption as wit;
-pub use wit::{CandidateKind, Victims};
+pub use wit::{Answer, CandidateKind, Victims};
 
 /// An admitted workload that may be preempted: its row of admitted workloads
 /// (`wit/preemption.wit`) joined with what the request says of it (its group, its LocalQueue's
@@ -574,6 +574,17 @@ pub trait PreemptionPolicy: Default + 'static {
     ) -> Option<Victims> {
         self.select_victims(catalog, &req.to_records())
     }
+
+    /// The answer the SDK sends for each request: the victims of
+    /// [`select_victims_columns`](PreemptionPolicy::select_victims_columns), or
+    /// [`Answer::NoVictims`]. Override it to answer [`Answer::KueueAmong`]`(indices)`: Kueue's
+    /// own selection, run by the host among those candidates only (how the Python and
+    /// JavaScript SDKs compose with Kueue; Rust policies can also call
+    /// [`kueue`](crate::kueue) themselves).
+    fn answer(&mut self, catalog: &Catalog, req: &Request<CandidateColumns>) -> Answer {
+        self.select_victims_columns(catalog, req)
+            .map_or(Answer::NoVictims, Answer::Victims)
+    }
 }
 
 #[doc(hidden)]
@@ -605,7 +616,7 @@ pub mod glue {
         strings: Option<NewStrings>,
         rows: Option<wit::NewRows>,
         requests: Vec<wit::Request>,
-    ) -> Vec<Option<Victims>> {
+    ) -> Vec<wit::Answer> {
         let (policy, catalog) = plugin.parts_with(strings);
         let table = ROWS.with_borrow_mut(|t| {
             if let Some(rows) = rows {
@@ -622,10 +633,10 @@ pub mod glue {
                     crate::kept::receive(catalog, &r.usage, &r.requests);
                 }
                 let req = JOINER.with_borrow_mut(|j| Request::received(r, &table, j, local_queues));
-                let victims = policy.select_victims_columns(catalog, &req);
+                let answer = policy.answer(catalog, &req);
                 // The relations' buffer serves the next request.
                 JOINER.with_borrow_mut(|j| j.recycle(req.candidates.relations));
-                victims
+                answer
             })
             .collect()
     }
@@ -664,7 +675,9 @@ macro_rules! export_preemption {
                     requests: ::std::vec::Vec<
                         $crate::bindings::preemption::exports::wasq::policy::preemption::Request,
                     >,
-                ) -> ::std::vec::Vec<::core::option::Option<$crate::preemption::Victims>> {
+                ) -> ::std::vec::Vec<
+                    $crate::bindings::preemption::exports::wasq::policy::preemption::Answer,
+                > {
                     __WASQ_PLUGIN.with_borrow_mut(|p| {
                         $crate::preemption::glue::select_victims(p, strings, rows, requests)
                     })
