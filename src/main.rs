@@ -123,6 +123,11 @@ enum Command {
         /// 200}`: one ordering call over 10,000 heads takes longer than the default 10 ms).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// Simulator driver: bind these plugins (`EXT=NAME`, repeatable) on the WASM side
+        /// instead of the three kueue-default ones, the other extension points staying
+        /// built-in: the cost of any plugin against the built-in on the same shape.
+        #[arg(long = "policy", value_name = "EXT=NAME")]
+        policy: Vec<String>,
         /// `simulator`: the shape on the virtual clock, native vs WASM policies. `controller`:
         /// the shape in real time through the controller against an in-process API server.
         #[arg(long, value_enum, default_value = "simulator")]
@@ -282,6 +287,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             plugins,
             repeat,
             config,
+            policy,
             ..
         } => {
             if generator.is_some() && scale != [1] {
@@ -299,11 +305,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let args = PolicyArgs {
                 plugins: Some(plugins),
-                policies: vec![
-                    "ordering=kueue-default-ordering".into(),
-                    "preemption=kueue-default-preemption".into(),
-                    "flavor-assignment=kueue-default-flavors".into(),
-                ],
+                policies: if policy.is_empty() {
+                    vec![
+                        "ordering=kueue-default-ordering".into(),
+                        "preemption=kueue-default-preemption".into(),
+                        "flavor-assignment=kueue-default-flavors".into(),
+                    ]
+                } else {
+                    policy
+                },
                 config,
                 cache: Default::default(),
             };

@@ -1,5 +1,6 @@
 //! Command-line pieces of the `wasq` binary that are more than argument plumbing.
 
+mod languages;
 pub mod plugin;
 pub mod policies;
 pub mod progress;

@@ -10,6 +10,7 @@ use wasq::wasm::guests::{GuestProfile, build_guests, build_repository_plugins};
 use wasq::wasm::{HostOptions, PluginKind, Registry, WasmEngine, make_plugin};
 
 use super::Output;
+use super::languages::{self, Lang};
 
 #[derive(Subcommand)]
 pub enum PluginCommand {
@@ -44,56 +45,38 @@ pub enum PluginCommand {
         #[command(flatten)]
         cache: super::policies::CacheArgs,
     },
-    /// Scaffold a guest crate that builds with `cargo build --release --target wasm32-wasip2`
-    /// and passes its own `cargo test`.
+    /// Scaffold a plugin in Rust, Python or JavaScript that builds with `wasq plugin build`
+    /// and passes its own tests (`cargo test`, `pytest`, `node --test`). The SDK it builds
+    /// against is written next to it, from this binary: no source tree or network needed.
     New {
-        /// Crate name (also the plugin name: the component is NAME.wasm).
+        /// Plugin name (the component is NAME.wasm): lowercase letters, digits, - and _.
         name: String,
         /// The extension point the plugin decides.
         #[arg(long, value_enum)]
         kind: PluginKind,
-        /// Parent directory of the new crate.
+        /// The language to write it in.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: Lang,
+        /// Parent directory of the new plugin.
         #[arg(long, default_value = ".")]
         dir: PathBuf,
-        /// Path of the wasq-policy-sdk crate (default: the one in this wasq's source tree).
-        #[arg(long)]
+        /// Rust only: depend on this wasq-policy-sdk crate instead of writing the SDK next to
+        /// the new crate.
+        #[arg(long, value_name = "PATH")]
         sdk: Option<PathBuf>,
     },
-    /// Build guests for wasm32-wasip2. Without PATH: this repository's plugins/ into
-    /// target/plugins (and the test fixtures into target/plugin-fixtures); with PATH: that crate
-    /// or workspace into --out.
+    /// Build plugins into components. Without PATH: this repository's plugins/ into
+    /// target/plugins (and the test fixtures into target/plugin-fixtures); with PATH: the
+    /// plugin there, in the language its manifest says (Cargo.toml: cargo for wasm32-wasip2;
+    /// pyproject.toml: componentize-py; package.json: componentize-js), into --out.
     Build {
-        /// A guest crate or workspace to build (default: this repository's plugins/).
+        /// A plugin directory (or, for Rust, a workspace) to build.
         path: Option<PathBuf>,
         /// Where the components of PATH go.
-        #[arg(long, default_value = "target/plugins")]
+        #[arg(long, value_name = "DIR", default_value = "target/plugins")]
         out: PathBuf,
     },
 }
-
-/// The templates, compiled into the binary so that `plugin new` works anywhere.
-const TEMPLATES: [(PluginKind, &str, &str); 4] = [
-    (
-        PluginKind::Ordering,
-        include_str!("../../plugins/templates/ordering/Cargo.toml.tmpl"),
-        include_str!("../../plugins/templates/ordering/src/lib.rs"),
-    ),
-    (
-        PluginKind::Preemption,
-        include_str!("../../plugins/templates/preemption/Cargo.toml.tmpl"),
-        include_str!("../../plugins/templates/preemption/src/lib.rs"),
-    ),
-    (
-        PluginKind::FlavorAssignment,
-        include_str!("../../plugins/templates/flavor-assignment/Cargo.toml.tmpl"),
-        include_str!("../../plugins/templates/flavor-assignment/src/lib.rs"),
-    ),
-    (
-        PluginKind::Placement,
-        include_str!("../../plugins/templates/placement/Cargo.toml.tmpl"),
-        include_str!("../../plugins/templates/placement/src/lib.rs"),
-    ),
-];
 
 pub fn run(command: PluginCommand) -> anyhow::Result<()> {
     match command {
@@ -123,9 +106,10 @@ pub fn run(command: PluginCommand) -> anyhow::Result<()> {
         PluginCommand::New {
             name,
             kind,
+            lang,
             dir,
             sdk,
-        } => new(&name, kind, &dir, sdk),
+        } => new(&name, kind, lang, &dir, sdk.as_deref()),
         PluginCommand::Build { path: None, .. } => {
             let built = build_repository_plugins(Path::new("."), GuestProfile::Release)?;
             println!("plugins:  {}", built.plugins.display());
@@ -136,11 +120,16 @@ pub fn run(command: PluginCommand) -> anyhow::Result<()> {
             path: Some(path),
             out,
         } => {
-            let manifest = path.join("Cargo.toml");
-            if !manifest.is_file() {
-                bail!("{} has no Cargo.toml", path.display());
-            }
-            let files = build_guests(&manifest, &path.join("target"), &out, GuestProfile::Release)?;
+            let files = match Lang::of_dir(&path)? {
+                Lang::Rust => build_guests(
+                    &path.join("Cargo.toml"),
+                    &path.join("target"),
+                    &out,
+                    GuestProfile::Release,
+                )?,
+                Lang::Python => vec![languages::build_python(&path, &out)?],
+                Lang::Javascript => vec![languages::build_javascript(&path, &out)?],
+            };
             for f in files {
                 println!("{}", f.display());
             }
@@ -362,7 +351,13 @@ fn list(engine: WasmEngine, dir: &Path, output: Output) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn new(name: &str, kind: PluginKind, parent: &Path, sdk: Option<PathBuf>) -> anyhow::Result<()> {
+fn new(
+    name: &str,
+    kind: PluginKind,
+    lang: Lang,
+    parent: &Path,
+    sdk: Option<&Path>,
+) -> anyhow::Result<()> {
     let valid = !name.is_empty()
         && name
             .chars()
@@ -370,45 +365,27 @@ fn new(name: &str, kind: PluginKind, parent: &Path, sdk: Option<PathBuf>) -> any
         && name.starts_with(|c: char| c.is_ascii_lowercase());
     if !valid {
         bail!(
-            "`{name}` is not a valid crate name (lowercase letters, digits, - and _; starts with a letter)"
+            "`{name}` is not a valid plugin name (lowercase letters, digits, - and _; starts with a letter)"
         );
+    }
+    if sdk.is_some() && lang != Lang::Rust {
+        bail!("--sdk names a Rust SDK crate; a {lang:?} plugin gets its SDK written next to it");
     }
     let dir = parent.join(name);
     if dir.exists() {
         bail!("{} already exists", dir.display());
     }
-    let sdk = match sdk {
-        Some(p) => p,
-        None => Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("plugins")
-            .join("sdk"),
-    };
-    let sdk = std::fs::canonicalize(&sdk)
-        .with_context(|| format!("the SDK is not at {} (pass --sdk PATH)", sdk.display()))?;
-    let (_, manifest, lib) = TEMPLATES
-        .iter()
-        .find(|(k, ..)| *k == kind)
-        .expect("a template per kind");
-    let fill = |t: &str| {
-        t.replace("{{name}}", name)
-            .replace("{{sdk_path}}", &sdk.display().to_string())
-    };
-    std::fs::create_dir_all(dir.join("src"))
-        .with_context(|| format!("creating {}", dir.display()))?;
-    std::fs::write(dir.join("Cargo.toml"), fill(manifest))?;
-    std::fs::write(dir.join("src").join("lib.rs"), fill(lib))?;
-    println!("created {} ({} plugin)", dir.display(), kind.as_str());
+    languages::scaffold(lang, kind, name, &dir, sdk)?;
+    let d = dir.display();
+    println!("created {d} ({} plugin, {lang:?})", kind.as_str());
+    match lang {
+        Lang::Rust => println!("  test:  cargo test --manifest-path {d}/Cargo.toml"),
+        Lang::Python => println!("  test:  python3 -m pytest {d}"),
+        Lang::Javascript => println!("  test:  node --test {d}"),
+    }
+    println!("  build: wasq plugin build {d} --out my-plugins");
     println!(
-        "  build: cargo build --release --target wasm32-wasip2 --manifest-path {}/Cargo.toml",
-        dir.display()
-    );
-    println!(
-        "  test:  cargo test --manifest-path {}/Cargo.toml",
-        dir.display()
-    );
-    println!(
-        "  run:   wasq plugin build {} --out my-plugins && wasq simulate SCENARIO --plugins my-plugins --policy {}={name}",
-        dir.display(),
+        "  run:   wasq simulate SCENARIO --plugins my-plugins --policy {}={name}",
         kind.as_str()
     );
     Ok(())

@@ -305,7 +305,7 @@ impl<'g> Runs<'g> {
         self.rounds += 1;
         for is_wasm in order {
             let (label, policies) = if is_wasm {
-                ("kueue-default plugins (WASM)", Some(wasm()))
+                ("plugins (WASM)", Some(wasm()))
             } else {
                 ("builtin", None)
             };

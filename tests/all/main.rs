@@ -13,6 +13,7 @@ mod invariants;
 mod job_kinds;
 mod k8s;
 mod kueue_among;
+mod languages;
 mod manifests;
 mod plugin_scenarios;
 mod plugins;

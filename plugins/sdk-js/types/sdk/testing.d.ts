@@ -1,0 +1,21 @@
+/// <reference path="../wit/ordering-plugin.d.ts" preserve="true" />
+/// <reference path="../wit/preemption-plugin.d.ts" preserve="true" />
+/// <reference path="../wit/flavor-assignment-plugin.d.ts" preserve="true" />
+/// <reference path="../wit/placement-plugin.d.ts" preserve="true" />
+export { amounts, candidate, CatalogBuilder, checkPlacement, clearLogs, FlavorAssignmentHost, head, logs, nodeUsage, OrderingHost, PlacementHost, PreemptionHost, topology, workload, } from './src/testing.js';
+export type Who = import('./src/testing.js').Who;
+export type WorkloadSpec = import('./src/testing.js').WorkloadSpec;
+export type HeadSpec = import('./src/testing.js').HeadSpec;
+export type CandidateSpec = import('./src/testing.js').CandidateSpec;
+export type TopologyNode = import('./src/testing.js').TopologyNode;
+export type PreemptionRequestSpec = import('./src/testing.js').PreemptionRequestSpec;
+export type FlavorRequestSpec = import('./src/testing.js').FlavorRequestSpec;
+export type PlacementRequestSpec = import('./src/testing.js').PlacementRequestSpec;
+/** @typedef {import('./src/testing.js').Who} Who */
+/** @typedef {import('./src/testing.js').WorkloadSpec} WorkloadSpec */
+/** @typedef {import('./src/testing.js').HeadSpec} HeadSpec */
+/** @typedef {import('./src/testing.js').CandidateSpec} CandidateSpec */
+/** @typedef {import('./src/testing.js').TopologyNode} TopologyNode */
+/** @typedef {import('./src/testing.js').PreemptionRequestSpec} PreemptionRequestSpec */
+/** @typedef {import('./src/testing.js').FlavorRequestSpec} FlavorRequestSpec */
+/** @typedef {import('./src/testing.js').PlacementRequestSpec} PlacementRequestSpec */

@@ -1,0 +1,295 @@
+//! Policies in Rust, Python and JavaScript: the Python and JavaScript SDKs' own tests, the same
+//! policies in three languages deciding alike, and scaffolds made outside the repository that
+//! build, pass their own tests and load. The toolchains are installed by
+//! `.ci/ensure-plugin-toolchains` (the README's test command), where `wasq plugin build` finds
+//! them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use wasq::wasm::{Bindings, Registry};
+
+use super::plugin_scenarios::run;
+use super::plugins::{built, engine, test_options};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn wasq() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_wasq"))
+}
+
+/// The toolchains' directory `.ci/ensure-plugin-toolchains` fills (as `wasq plugin build`
+/// finds it).
+fn toolchains() -> PathBuf {
+    if let Some(dir) = std::env::var_os("WASQ_TOOLCHAINS") {
+        return dir.into();
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache"));
+    cache.join("wasq/toolchains")
+}
+
+/// The Python with pytest the toolchains' virtualenv holds.
+fn python() -> Command {
+    let python = toolchains().join("python/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run .ci/ensure-plugin-toolchains",
+        python.display()
+    );
+    Command::new(python)
+}
+
+/// Runs `command`, failing the test with its output unless it succeeds.
+fn succeeds(mut command: Command, what: &str) -> Output {
+    let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `wasq plugin build DIR --out OUT`: the component's path.
+fn build(dir: &Path, out: &Path) -> PathBuf {
+    let mut command = wasq();
+    command
+        .args(["plugin", "build"])
+        .arg(dir)
+        .arg("--out")
+        .arg(out);
+    let printed = succeeds(command, &format!("wasq plugin build {}", dir.display()));
+    PathBuf::from(
+        String::from_utf8_lossy(&printed.stdout)
+            .trim()
+            .lines()
+            .last()
+            .expect("a path"),
+    )
+}
+
+#[test]
+fn the_python_sdk_passes_its_own_tests() {
+    let mut command = python();
+    // With componentize-py, its bindings are checked against the SDK's plain-Python mirror.
+    command
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .env(
+            "COMPONENTIZE_PY",
+            toolchains().join("python/bin/componentize-py"),
+        )
+        .current_dir(repo().join("plugins/sdk-python"));
+    let out = succeeds(command, "pytest plugins/sdk-python");
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(!summary.contains("skipped"), "{summary}");
+}
+
+#[test]
+fn the_javascript_sdk_passes_its_own_tests() {
+    // Its component tests (COMPONENTIZE_JS and JCO set: about a minute of building and
+    // transpiling) are left to the SDK's developers; the host runs its plugins below.
+    let mut command = Command::new("node");
+    command
+        .arg("--test")
+        .env_remove("COMPONENTIZE_JS")
+        .current_dir(repo().join("plugins/sdk-js"));
+    succeeds(command, "node --test plugins/sdk-js");
+}
+
+/// The repository's Python and JavaScript ports, built once, next to the Rust originals.
+fn three_languages() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = repo().join("target/test-language-plugins");
+        let _ = std::fs::remove_dir_all(&dir);
+        for name in ["protect-namespace", "demote-notebooks"] {
+            for suffix in ["py", "js"] {
+                build(&repo().join(format!("plugins/{name}-{suffix}")), &dir);
+            }
+            std::fs::copy(
+                built().plugins.join(format!("{name}.wasm")),
+                dir.join(format!("{name}.wasm")),
+            )
+            .expect("copy the Rust plugin");
+        }
+        dir
+    })
+}
+
+/// A report as JSON with the deciding plugin's name and digest replaced and its CPU figures
+/// dropped: what must be identical whichever language decided.
+fn normalized(report: &wasq::sim::Report, name: &str, digest: &str) -> String {
+    let mut value = serde_json::to_value(report).expect("report serializes");
+    let plugins = value["summary"]["plugins"].take();
+    for p in plugins.as_array().into_iter().flatten() {
+        assert_eq!(p["failures"], serde_json::json!({}), "{name}: {p}");
+    }
+    value
+        .to_string()
+        .replace(digest, "DIGEST")
+        .replace(name, "PLUGIN")
+}
+
+fn scenarios() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for dir in ["tests/scenarios", "tests/plugin-scenarios"] {
+        for entry in std::fs::read_dir(repo().join(dir)).expect(dir) {
+            let path = entry.expect("entry").path();
+            if path.extension().is_some_and(|e| e == "yaml") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn the_same_policies_decide_alike_in_rust_python_and_javascript() {
+    let registry = Registry::load_dir(engine(), three_languages(), &test_options())
+        .expect("the three languages' plugins load");
+    for (kind, name) in [
+        ("preemption", "protect-namespace"),
+        ("ordering", "demote-notebooks"),
+    ] {
+        for path in scenarios() {
+            let text = std::fs::read_to_string(&path).expect("scenario");
+            let mut reports = Vec::new();
+            for plugin in [name.to_string(), format!("{name}-py"), format!("{name}-js")] {
+                let mut b = Bindings::default();
+                b.set(&format!("{kind}={plugin}")).expect("binding");
+                let digest = registry.get(&plugin).expect("loaded").info().digest.clone();
+                let report = run(&path, &text, Some((&registry, &b)));
+                assert_eq!(report.summary.fallbacks, [], "{plugin}: {}", path.display());
+                reports.push((plugin.clone(), normalized(&report, &plugin, &digest)));
+            }
+            for (plugin, report) in &reports[1..] {
+                assert!(
+                    report == &reports[0].1,
+                    "{plugin} decides otherwise than {name} on {}",
+                    path.display()
+                );
+            }
+        }
+    }
+    // Each was called, and the Python and JavaScript ones got their language's limits.
+    for plugin in ["protect-namespace-py", "demote-notebooks-js"] {
+        let p = registry.get(plugin).expect("loaded");
+        assert!(p.status().calls > 0, "{plugin} was never called");
+        assert_eq!(
+            p.limits().memory_bytes,
+            p.info().language.default_limits().memory_bytes
+        );
+    }
+}
+
+/// `wasq plugin check --output json` of a component.
+fn check(file: &Path) -> serde_json::Value {
+    let mut command = wasq();
+    command
+        .args(["plugin", "check", "--output", "json"])
+        .arg(file);
+    let out = succeeds(command, &format!("wasq plugin check {}", file.display()));
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+#[test]
+fn scaffolds_made_outside_the_repository_build_pass_their_tests_and_load() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("plugins");
+    for (lang, kinds) in [
+        (
+            "python",
+            &["ordering", "preemption", "flavor-assignment", "placement"][..],
+        ),
+        (
+            "javascript",
+            &["ordering", "preemption", "flavor-assignment", "placement"][..],
+        ),
+        ("rust", &["preemption"][..]),
+    ] {
+        for kind in kinds {
+            let name = format!("my-{lang}-{kind}");
+            let mut new = wasq();
+            new.args([
+                "plugin", "new", &name, "--kind", kind, "--lang", lang, "--dir",
+            ])
+            .arg(dir.path());
+            succeeds(new, &format!("wasq plugin new {name}"));
+            let plugin = dir.path().join(&name);
+            let mut test = match lang {
+                "python" => {
+                    let mut c = python();
+                    c.args(["-m", "pytest", "-q", "-p", "no:cacheprovider"]);
+                    c
+                }
+                "javascript" => {
+                    let mut c = Command::new("node");
+                    c.arg("--test");
+                    c
+                }
+                _ => {
+                    let mut c = Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()));
+                    c.args(["test", "--offline", "--target-dir"])
+                        .arg(dir.path().join("target"))
+                        // The outer build's settings are for the host (as `wasm::guests` has it).
+                        .env_remove("CARGO_TARGET_DIR")
+                        .env_remove("RUSTFLAGS")
+                        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+                        .env_remove("CLIPPY_ARGS");
+                    c
+                }
+            };
+            test.current_dir(&plugin);
+            succeeds(test, &format!("{name}'s own tests"));
+            // Building every kind costs a component each: one per language is built and
+            // loaded, the preemption scaffold.
+            if *kind == "preemption" {
+                let file = build(&plugin, &out);
+                assert_eq!(file, out.join(format!("{name}.wasm")));
+                let info = check(&file);
+                assert_eq!(info["kind"], "preemption");
+                assert_eq!(info["language"], lang, "{info}");
+                assert_eq!(info["wit_version"], wasq::wasm::WIT_VERSION.to_string());
+            }
+        }
+    }
+    // A directory that holds no plugin is named with what was expected.
+    let mut empty = wasq();
+    empty
+        .args(["plugin", "build"])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out);
+    let refused = empty.output().expect("runs");
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("pyproject.toml (Python)"), "{err}");
+}
+
+#[test]
+fn a_missing_toolchain_is_named_with_how_to_install_it() {
+    let mut command = wasq();
+    command
+        .args(["plugin", "build"])
+        .arg(repo().join("plugins/protect-namespace-py"))
+        .arg("--out")
+        .arg(tempfile::tempdir().expect("tempdir").path())
+        .env("PATH", "/nonexistent")
+        .env("WASQ_TOOLCHAINS", "/nonexistent");
+    let out = command.output().expect("runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("componentize-py is not installed")
+            && err.contains("pip install componentize-py==0.25.1"),
+        "{err}"
+    );
+}
