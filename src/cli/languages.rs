@@ -27,6 +27,8 @@ static TEMPLATES_PYTHON: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/plugins/tem
 static TEMPLATES_JS: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/plugins/templates/javascript");
 
 /// The toolchains' versions `.ci/ensure-plugin-toolchains` installs and the docs name.
+const COMPONENTIZE_PY_VERSION: &str = "0.25.1";
+const COMPONENTIZE_JS_VERSION: &str = "0.23.0";
 pub const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
 pub const COMPONENTIZE_JS: &str = "@bytecodealliance/componentize-js@0.23.0";
 pub const JCO: &str = "@bytecodealliance/jco@1.35.0";
@@ -40,6 +42,36 @@ pub enum Lang {
     Rust,
     Python,
     Javascript,
+}
+
+impl std::fmt::Display for Lang {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Lang::Rust => "Rust",
+            Lang::Python => "Python",
+            Lang::Javascript => "JavaScript",
+        })
+    }
+}
+
+/// A plugin name as `wasq plugin new` takes it and `--policy EXT=NAME` names it: lowercase
+/// letters, digits, `-` and `_`, starting with a letter (also the component's file stem).
+pub fn check_name(name: &str, whose: &str) -> anyhow::Result<()> {
+    let valid = name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if !valid {
+        bail!(
+            "{whose}: `{name}` is not a valid plugin name (lowercase letters, digits, - and _; \
+             starts with a letter): it names the component, NAME.wasm"
+        );
+    }
+    // The SDKs' own folder names: a plugin called so would be taken for its SDK.
+    if ["sdk-js", "wasq_policy", "wasq-sdk"].contains(&name) {
+        bail!("{whose}: `{name}` is the name of an SDK's folder; choose another");
+    }
+    Ok(())
 }
 
 impl Lang {
@@ -66,7 +98,7 @@ impl Lang {
                 dir.display(),
                 found
                     .iter()
-                    .map(|l| format!("{l:?}"))
+                    .map(Lang::to_string)
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
@@ -113,7 +145,7 @@ fn write_template(lang: Lang, kind: PluginKind, name: &str, dir: &Path) -> anyho
     };
     let template = templates
         .get_dir(kind.as_str())
-        .with_context(|| format!("no {lang:?} template for {kind}"))?;
+        .with_context(|| format!("no {lang} template for {kind}"))?;
     fn copy(from: &Dir<'_>, root: &Path, to: &Path, name: &str) -> anyhow::Result<()> {
         for entry in from.entries().iter().filter(|e| is_source(e)) {
             let relative = entry.path().strip_prefix(root).unwrap_or(entry.path());
@@ -174,10 +206,25 @@ pub fn scaffold(
             let sdk = dir.parent().unwrap_or(Path::new(".")).join("sdk-js");
             if !sdk.exists() {
                 extract_js_sdk(&sdk)?;
+            } else if !js_sdk_is_current(&sdk) {
+                eprintln!(
+                    "warning: kept {}, which is not the SDK this wasq carries: remove it and run \
+                     `wasq plugin new` again to get this wasq's",
+                    sdk.display()
+                );
             }
         }
     }
     Ok(())
+}
+
+/// Whether the JavaScript SDK at `dir` is the one this binary carries (its entry modules
+/// compared).
+fn js_sdk_is_current(dir: &Path) -> bool {
+    ["index.js", "component.js"].iter().all(|file| {
+        let carried = JS_SDK.get_file(file).map(|f| f.contents());
+        std::fs::read(dir.join(file)).ok().as_deref() == carried
+    })
 }
 
 /// The JavaScript SDK this binary carries, written to `to`.
@@ -246,19 +293,29 @@ pub fn toolchains_dir() -> PathBuf {
 }
 
 /// A tool by name: on `PATH`, else at `fallback` under the toolchains' directory; or an error
-/// saying exactly how to install it.
-fn find_tool(name: &str, fallback: &str, install: &str) -> anyhow::Result<PathBuf> {
-    if let Some(path) = std::env::var_os("PATH") {
-        for dir in std::env::split_paths(&path) {
-            let candidate = dir.join(name);
-            if candidate.is_file() {
-                return Ok(candidate);
-            }
-        }
-    }
+/// saying exactly how to install it. A tool whose `--version` does not name `version` is used
+/// with a warning naming both.
+fn find_tool(name: &str, fallback: &str, version: &str, install: &str) -> anyhow::Result<PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(name))
+            .find(|candidate| candidate.is_file())
+    });
     let installed = toolchains_dir().join(fallback);
-    if installed.is_file() {
-        return Ok(installed);
+    if let Some(tool) = on_path.or_else(|| installed.is_file().then(|| installed.clone())) {
+        let said = Command::new(&tool)
+            .arg("--version")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        if !said.contains(version) {
+            eprintln!(
+                "warning: {} says `{said}`; wasq's SDKs are built and tested with {name} \
+                 {version} ({install})",
+                tool.display()
+            );
+        }
+        return Ok(tool);
     }
     bail!(
         "{name} is not installed: it is neither on PATH nor at {}. Install it with\n    {install}\n\
@@ -334,10 +391,15 @@ pub fn build_python(dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
     let project: PyProject =
         toml::from_str(&text).with_context(|| format!("{}", manifest.display()))?;
     let (kind, tool) = kind_of(project.tool.and_then(|t| t.wasq), &manifest, "[tool.wasq]")?;
+    check_name(
+        &project.project.name,
+        &format!("{} [project] name", manifest.display()),
+    )?;
     let module = tool.module.unwrap_or_else(|| "policy".to_string());
     let tool = find_tool(
         "componentize-py",
         "python/bin/componentize-py",
+        COMPONENTIZE_PY_VERSION,
         &format!("pip install {COMPONENTIZE_PY}"),
     )?;
     let scratch = tempfile::tempdir()?;
@@ -358,11 +420,23 @@ pub fn build_python(dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
         ])
         .arg("-p")
         .arg(dir);
-    // The SDK next to the plugin (a scaffold's) wins; else the one this binary carries.
-    if !dir.join("wasq_policy").is_dir() {
-        let sdk = scratch.path().join("sdk");
-        extract(&PYTHON_SDK, &sdk.join("wasq_policy"))?;
-        command.arg("-p").arg(&sdk);
+    // The SDK the plugin's tests import (its conftest.py looks in the same places): its own
+    // copy (a scaffold's), `$WASQ_PYTHON_SDK`, a `sdk-python/` beside it (this repository's
+    // layout); else the one this binary carries.
+    let beside = dir.join("..").join("sdk-python");
+    let sdk = if dir.join("wasq_policy").is_dir() {
+        None
+    } else if let Some(path) = std::env::var_os("WASQ_PYTHON_SDK") {
+        Some(PathBuf::from(path))
+    } else if beside.join("wasq_policy").is_dir() {
+        Some(beside)
+    } else {
+        let carried = scratch.path().join("sdk");
+        extract(&PYTHON_SDK, &carried.join("wasq_policy"))?;
+        Some(carried)
+    };
+    if let Some(sdk) = sdk {
+        command.arg("-p").arg(sdk);
     }
     command.arg(&module).arg("-o").arg(&file);
     run(command, "componentize-py")?;
@@ -384,10 +458,18 @@ pub fn build_javascript(dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
     let package: PackageJson =
         serde_json::from_str(&text).with_context(|| format!("{}", manifest.display()))?;
     let (kind, tool) = kind_of(package.wasq, &manifest, "\"wasq\"")?;
+    check_name(&package.name, &format!("{} name", manifest.display()))?;
     let entry = tool.entry.unwrap_or_else(|| "policy.js".to_string());
+    if entry.contains(['/', '\\', '\'']) || !entry.ends_with(".js") {
+        bail!(
+            "{}: wasq.entry `{entry}` must be a module file of the plugin's folder (policy.js)",
+            manifest.display()
+        );
+    }
     let componentize = find_tool(
         "componentize-js",
         "node/node_modules/.bin/componentize-js",
+        COMPONENTIZE_JS_VERSION,
         &format!("npm install {COMPONENTIZE_JS} {JCO}"),
     )?;
     // componentize-js follows relative imports only below its working directory: the plugin,

@@ -358,18 +358,9 @@ fn new(
     parent: &Path,
     sdk: Option<&Path>,
 ) -> anyhow::Result<()> {
-    let valid = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
-        && name.starts_with(|c: char| c.is_ascii_lowercase());
-    if !valid {
-        bail!(
-            "`{name}` is not a valid plugin name (lowercase letters, digits, - and _; starts with a letter)"
-        );
-    }
+    languages::check_name(name, "wasq plugin new")?;
     if sdk.is_some() && lang != Lang::Rust {
-        bail!("--sdk names a Rust SDK crate; a {lang:?} plugin gets its SDK written next to it");
+        bail!("--sdk names a Rust SDK crate; a {lang} plugin gets its SDK written next to it");
     }
     let dir = parent.join(name);
     if dir.exists() {
@@ -377,7 +368,7 @@ fn new(
     }
     languages::scaffold(lang, kind, name, &dir, sdk)?;
     let d = dir.display();
-    println!("created {d} ({} plugin, {lang:?})", kind.as_str());
+    println!("created {d} ({} plugin, {lang})", kind.as_str());
     match lang {
         Lang::Rust => println!("  test:  cargo test --manifest-path {d}/Cargo.toml"),
         Lang::Python => println!("  test:  python3 -m pytest {d}"),

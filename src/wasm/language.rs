@@ -7,6 +7,11 @@
 //! interpreter over the same requests, so they get more memory and longer deadlines by default
 //! (`docs/plugins.md`, "Limits"): a valid Python policy is never timed out on every call, and
 //! a Rust one keeps the tight defaults that contain a misbehaving plugin quickly.
+//!
+//! The marks are the component's own word: a hostile component can carry them and get an
+//! interpreter's defaults. Those are bounded like any limits (memory, deadlines, budgets), so it
+//! stays contained; for plugins that are not trusted, set `limits` (or `pluginLimits.<name>`) in
+//! the configuration, which replace the defaults whatever the component claims.
 
 use super::limits::Limits;
 

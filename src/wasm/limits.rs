@@ -254,7 +254,7 @@ impl wasmtime::ResourceLimiter for MemoryCap {
 mod tests {
     use std::time::{Duration, Instant};
 
-    use super::{CallClock, Limits, WALL_FACTOR};
+    use super::{CallClock, Limits, LimitsPatch, WALL_FACTOR};
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)

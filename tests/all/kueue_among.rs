@@ -73,17 +73,22 @@ fn leaving_out_a_candidate_narrows_kueues_choice() {
 }
 
 #[test]
-fn a_candidate_named_twice_is_refused_and_the_builtin_decides() {
+fn a_malformed_list_is_refused_and_the_builtin_decides() {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/preempt-lowest-priority.yaml");
     let b = bindings(&[&format!("preemption={FIXTURE}")]);
-    let refused = run(&path, Some((&with_answer("duplicate"), &b)));
-    assert_eq!(preempted(&refused), ["default/low"]);
-    let found = fallbacks_of(&refused, FIXTURE);
-    assert!(
-        found
-            .iter()
-            .any(|(r, _, e)| r == "invalid-answer" && e.contains("index 0 appears twice")),
-        "{found:?}"
-    );
+    for (answer, error) in [
+        ("duplicate", "index 0 appears twice"),
+        ("out-of-range", "out of range"),
+    ] {
+        let refused = run(&path, Some((&with_answer(answer), &b)));
+        assert_eq!(preempted(&refused), ["default/low"], "{answer}");
+        let found = fallbacks_of(&refused, FIXTURE);
+        assert!(
+            found
+                .iter()
+                .any(|(r, _, e)| r == "invalid-answer" && e.contains(error)),
+            "{answer}: {found:?}"
+        );
+    }
 }

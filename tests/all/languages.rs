@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use wasq::wasm::{Bindings, Registry};
+use wasq::wasm::{Bindings, Language, Registry};
 
 use super::plugin_scenarios::run;
 use super::plugins::{built, engine, test_options};
@@ -179,14 +179,19 @@ fn the_same_policies_decide_alike_in_rust_python_and_javascript() {
             }
         }
     }
-    // Each was called, and the Python and JavaScript ones got their language's limits.
-    for plugin in ["protect-namespace-py", "demote-notebooks-js"] {
+    // Each was called; the Python and JavaScript ones are told apart and get their
+    // language's memory (the test options set only the deadline).
+    for (plugin, language, memory) in [
+        ("protect-namespace-py", Language::Python, 512 << 20),
+        ("demote-notebooks-py", Language::Python, 512 << 20),
+        ("protect-namespace-js", Language::JavaScript, 256 << 20),
+        ("demote-notebooks-js", Language::JavaScript, 256 << 20),
+        ("protect-namespace", Language::Rust, 64 << 20),
+    ] {
         let p = registry.get(plugin).expect("loaded");
         assert!(p.status().calls > 0, "{plugin} was never called");
-        assert_eq!(
-            p.limits().memory_bytes,
-            p.info().language.default_limits().memory_bytes
-        );
+        assert_eq!(p.info().language, language, "{plugin}");
+        assert_eq!(p.limits().memory_bytes, memory, "{plugin}");
     }
 }
 
@@ -276,20 +281,70 @@ fn scaffolds_made_outside_the_repository_build_pass_their_tests_and_load() {
 
 #[test]
 fn a_missing_toolchain_is_named_with_how_to_install_it() {
-    let mut command = wasq();
-    command
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    for (plugin, says) in [
+        (
+            "protect-namespace-py",
+            "componentize-py is not installed: it is neither on PATH nor at /nonexistent/python/bin/componentize-py. Install it with\n    pip install componentize-py==0.25.1",
+        ),
+        (
+            "protect-namespace-js",
+            "componentize-js is not installed: it is neither on PATH nor at /nonexistent/node/node_modules/.bin/componentize-js. Install it with\n    npm install @bytecodealliance/componentize-js@0.23.0 @bytecodealliance/jco@1.35.0",
+        ),
+    ] {
+        let mut command = wasq();
+        command
+            .args(["plugin", "build"])
+            .arg(repo().join("plugins").join(plugin))
+            .arg("--out")
+            .arg(out_dir.path())
+            .env("PATH", "/nonexistent")
+            .env("WASQ_TOOLCHAINS", "/nonexistent");
+        let out = command.output().expect("runs");
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{err}");
+    }
+}
+
+#[test]
+fn a_manifest_naming_no_valid_plugin_is_refused_with_its_field() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plugin = dir.path().join("p");
+    std::fs::create_dir_all(&plugin).expect("mkdir");
+    std::fs::write(
+        plugin.join("package.json"),
+        r#"{"name": "@me/policy", "wasq": {"kind": "preemption"}}"#,
+    )
+    .expect("write");
+    let out = wasq()
         .args(["plugin", "build"])
-        .arg(repo().join("plugins/protect-namespace-py"))
+        .arg(&plugin)
         .arg("--out")
-        .arg(tempfile::tempdir().expect("tempdir").path())
-        .env("PATH", "/nonexistent")
-        .env("WASQ_TOOLCHAINS", "/nonexistent");
-    let out = command.output().expect("runs");
+        .arg(dir.path().join("out"))
+        .output()
+        .expect("runs");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("componentize-py is not installed")
-            && err.contains("pip install componentize-py==0.25.1"),
+        err.contains("package.json name: `@me/policy` is not a valid plugin name"),
+        "{err}"
+    );
+    std::fs::write(
+        plugin.join("package.json"),
+        r#"{"name": "policy", "wasq": {"kind": "scheduling"}}"#,
+    )
+    .expect("write");
+    let out = wasq()
+        .args(["plugin", "build"])
+        .arg(&plugin)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("\"wasq\".kind = \"scheduling\" is none of ordering, preemption"),
         "{err}"
     );
 }

@@ -102,6 +102,19 @@ def test_a_string_restart_renames_ids_and_never_sent_rows_read_empty():
         0, 0, [], "", False)
 
 
+def test_a_new_catalog_starts_a_new_table_of_rows():
+    rt = runtime()
+    group = wit.CandidateGroup(CandidateKind.SAME_QUEUE, None, False, [0])
+    rt.select_victims(None, wit.NewRows(0, [admitted(1), admitted(2)]), [request([0], [group])])
+    rt.set_catalog(catalog().raw)
+    # The table starts again after set-catalog: rows not sent since read empty.
+    rt.select_victims(None, None,
+                      [request([0, 1], [wit.CandidateGroup(CandidateKind.SAME_QUEUE, None,
+                                                            False, [0, 1])])])
+    c0, c1 = rt.policy.seen[-1].candidates
+    assert (c0.workload, c0.usage, c1.workload, c1.usage) == (0, [], 0, [])
+
+
 def test_a_candidate_in_no_group_reads_as_same_queue():
     rt = runtime()
     rt.select_victims(None, wit.NewRows(0, [admitted(1)]), [request([0], [])])

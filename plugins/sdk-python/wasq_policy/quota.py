@@ -56,12 +56,13 @@ class QuotaView:
         """The view of ``node-usage`` entries (a ``tree-usage``, or a request's own
         ``usage``): each entry is its node's usage (a flavor-resource it does not list is 0);
         a node listed twice takes its later entry."""
-        table: dict[tuple[int, int], int] = {}
+        by_node: dict[int, dict[int, int]] = {}
         for entry in usage:
-            for key in [k for k in table if k[0] == entry.node]:
-                del table[key]
-            for amount in entry.usage:
-                table[(entry.node, amount.fr)] = amount.amount
+            # A later entry of a node replaces the earlier one whole.
+            by_node[entry.node] = {amount.fr: amount.amount for amount in entry.usage}
+        table = {
+            (node, fr): amount for node, amounts in by_node.items() for fr, amount in amounts.items()
+        }
         return cls(catalog, table, frs)
 
     def copy(self) -> "QuotaView":
