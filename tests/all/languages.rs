@@ -64,7 +64,11 @@ fn build(dir: &Path, out: &Path) -> PathBuf {
         .args(["plugin", "build"])
         .arg(dir)
         .arg("--out")
-        .arg(out);
+        .arg(out)
+        // A Rust scaffold's release profile has LTO and one codegen unit: the same behaviour
+        // builds in half the time without them (as the repository's test guests do).
+        .env("CARGO_PROFILE_RELEASE_LTO", "false")
+        .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16");
     let printed = succeeds(command, &format!("wasq plugin build {}", dir.display()));
     PathBuf::from(
         String::from_utf8_lossy(&printed.stdout)
