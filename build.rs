@@ -1,5 +1,6 @@
 //! Stamps the binary with the commit it was built from (`wasq --version`), when built in a git
-//! checkout; `unknown` otherwise (a source archive, a vendored build).
+//! checkout; `unknown` otherwise (a source archive, a vendored build). Rebuilds it when the SDKs,
+//! templates or WIT it carries change.
 
 fn main() {
     let commit = std::process::Command::new("git")
@@ -12,6 +13,18 @@ fn main() {
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=WASQ_COMMIT={commit}");
+    // What `wasq plugin new` and `plugin build` carry (cli::languages, `include_dir!`, which
+    // does not tell cargo what it read on stable Rust): a change there rebuilds the binary.
+    for dir in [
+        "wit",
+        "plugins/sdk/src",
+        "crates/bestfit/src",
+        "plugins/sdk-python/wasq_policy",
+        "plugins/sdk-js",
+        "plugins/templates",
+    ] {
+        println!("cargo:rerun-if-changed={dir}");
+    }
     // A new commit or branch changes HEAD or the ref it names.
     for path in [".git/HEAD", ".git/refs/heads", ".git/packed-refs"] {
         if std::path::Path::new(path).exists() {

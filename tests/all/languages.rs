@@ -41,7 +41,10 @@ fn python() -> Command {
         "{} is missing: run .ci/ensure-plugin-toolchains",
         python.display()
     );
-    Command::new(python)
+    let mut command = Command::new(python);
+    // No __pycache__ in the SDK's folder, which the binary carries (build.rs watches it).
+    command.env("PYTHONDONTWRITEBYTECODE", "1");
+    command
 }
 
 /// Runs `command`, failing the test with its output unless it succeeds.
