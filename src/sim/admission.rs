@@ -22,6 +22,9 @@ impl Simulation {
         }
         self.push_event(EventType::Admitted, workload, None, None, Some(policy));
         self.events.set_last_ordered_by(ordered_by);
+        if let Some(admission) = self.scheduler.cluster.admission_shared(workload) {
+            self.events.set_last_admission(admission.clone());
+        }
         if let Some(w) = &self.scheduler.cluster.settings.wait_for_pods_ready {
             self.readiness.admitted(workload, self.now, ready_after, w);
         }

@@ -715,7 +715,10 @@ impl Simulation {
             .iter_mut()
             .map(|w| std::mem::take(&mut w.key).into_boxed_str())
             .collect();
-        report.events = Timeline::new(events, keys, report::cq_names(self.cluster()));
+        let cluster = self.cluster();
+        report.events = Timeline::new(events, keys, report::cq_names(cluster), |a| {
+            report::admission_of(cluster, a)
+        });
         report
     }
 }

@@ -51,6 +51,10 @@ pub struct Event {
     /// Admissions: the ordering policy that placed the workload in its cycle's order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ordered_by: Option<PolicyRef>,
+    /// Admissions: what the workload was admitted with (flavors, counts, topology
+    /// assignment), so that the events alone tell what every queue and node held when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admission: Option<AdmissionReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -407,7 +411,9 @@ pub fn build(sim: &Simulation) -> Report {
         .iter()
         .map(|w| w.key.clone().into_boxed_str())
         .collect();
-    let events = super::Timeline::new(sim.events.clone(), keys, cq_names(cluster));
+    let events = super::Timeline::new(sim.events.clone(), keys, cq_names(cluster), |a| {
+        admission_of(cluster, a)
+    });
     build_from(sim, events)
 }
 

@@ -12,11 +12,11 @@ use rustc_hash::FxHashMap;
 use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
-use crate::cluster::{CqId, WorkloadId};
+use crate::cluster::{Admission, CqId, WorkloadId};
 use crate::policy::PolicyRef;
 
 use super::log::ChunkedLog;
-use super::report::{Event, EventType};
+use super::report::{AdmissionReport, Event, EventType};
 
 /// No id (an absent ClusterQueue, preemptor, reason or ordering policy).
 const NONE: u32 = u32::MAX;
@@ -32,6 +32,8 @@ pub(crate) struct Record {
     instant: u32,
     pub workload: WorkloadId,
     cluster_queue: u32,
+    /// A `Preempted` event's preemptor; an `Admitted` event's admission (an index into
+    /// [`Recorder::admissions`]): no event has both.
     preemptor: u32,
     reason: u32,
     policy: u32,
@@ -47,7 +49,14 @@ impl Record {
     }
 
     pub fn preemptor(&self) -> Option<WorkloadId> {
-        (self.preemptor != NONE).then_some(WorkloadId(self.preemptor))
+        (self.preemptor != NONE && self.kind != EventType::Admitted)
+            .then_some(WorkloadId(self.preemptor))
+    }
+
+    /// An admission's index into [`Recorder::admissions`].
+    fn admission(&self) -> Option<usize> {
+        (self.preemptor != NONE && self.kind == EventType::Admitted)
+            .then_some(self.preemptor as usize)
     }
 }
 
@@ -83,6 +92,11 @@ pub(crate) struct Recorder {
     pub records: ChunkedLog<Record>,
     pub texts: Texts,
     policies: Vec<PolicyRef>,
+    /// What `Admitted` events admitted, each distinct admission once (alike admissions are
+    /// alike bodies, `cluster::bodies`: a generated shape has a handful), shared with the
+    /// cluster's holdings.
+    admissions: Vec<Arc<Admission>>,
+    admission_index: FxHashMap<Arc<Admission>, u32>,
     /// Each (seconds on the virtual clock, cycle) at which events happened, in the order
     /// first recorded; a record names its own by index. A new one is added whenever an event
     /// does not happen at the last one.
@@ -133,6 +147,24 @@ impl Recorder {
         self.instants[r.instant as usize]
     }
 
+    /// Sets what the last event, an `Admitted` one, admitted.
+    pub fn set_last_admission(&mut self, admission: Arc<Admission>) {
+        let Some(r) = self.records.last_mut() else {
+            return;
+        };
+        if r.kind != EventType::Admitted {
+            return;
+        }
+        let next = u32::try_from(self.admissions.len()).expect("fewer than 2^32 admissions");
+        r.preemptor = *self
+            .admission_index
+            .entry(admission.clone())
+            .or_insert_with(|| {
+                self.admissions.push(admission);
+                next
+            });
+    }
+
     /// Sets the last event's ordering policy (an admission's).
     pub fn set_last_ordered_by(&mut self, policy: PolicyRef) {
         let i = self.policy_index(policy);
@@ -173,6 +205,8 @@ pub struct Timeline {
     workloads: Arc<[Box<str>]>,
     /// By ClusterQueue id.
     cluster_queues: Arc<[Box<str>]>,
+    /// The recorded admissions as reported, by index.
+    admissions: Arc<[AdmissionReport]>,
 }
 
 /// One event of a [`Timeline`], borrowed: its texts are the timeline's.
@@ -225,6 +259,13 @@ impl<'a> EventRef<'a> {
         (r != NONE).then(|| &self.timeline.recorded.policies[r as usize])
     }
 
+    /// An admission's flavors, counts and topology assignment.
+    pub fn admission(&self) -> Option<&'a AdmissionReport> {
+        self.record
+            .admission()
+            .and_then(|i| self.timeline.admissions.get(i))
+    }
+
     /// The event as an owned value.
     pub fn to_event(&self) -> Event {
         Event {
@@ -237,22 +278,26 @@ impl<'a> EventRef<'a> {
             preemptor: self.preemptor().map(str::to_string),
             policy: self.policy().clone(),
             ordered_by: self.ordered_by().cloned(),
+            admission: self.admission().cloned(),
         }
     }
 }
 
 impl Timeline {
     /// The timeline of `recorded`, its workloads and ClusterQueues named by `workloads` and
-    /// `cluster_queues` (indexed by id).
+    /// `cluster_queues` (indexed by id), its admissions as `report` reports them.
     pub(crate) fn new(
         recorded: Recorder,
         workloads: Arc<[Box<str>]>,
         cluster_queues: Arc<[Box<str>]>,
+        report: impl Fn(&Admission) -> AdmissionReport,
     ) -> Timeline {
+        let admissions = recorded.admissions.iter().map(|a| report(a)).collect();
         Timeline {
             recorded,
             workloads,
             cluster_queues,
+            admissions,
         }
     }
 
@@ -331,8 +376,8 @@ impl PartialEq<Vec<Event>> for Timeline {
 /// Written exactly as [`Event`]'s derived `Serialize` writes it.
 impl Serialize for EventRef<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let ordered_by = self.ordered_by();
-        let n = 8 + usize::from(ordered_by.is_some());
+        let (ordered_by, admission) = (self.ordered_by(), self.admission());
+        let n = 8 + usize::from(ordered_by.is_some()) + usize::from(admission.is_some());
         let mut s = serializer.serialize_struct("Event", n)?;
         s.serialize_field("time", &self.time())?;
         s.serialize_field("cycle", &self.cycle())?;
@@ -345,6 +390,10 @@ impl Serialize for EventRef<'_> {
         match ordered_by {
             Some(p) => s.serialize_field("orderedBy", p)?,
             None => s.skip_field("orderedBy")?,
+        }
+        match admission {
+            Some(a) => s.serialize_field("admission", a)?,
+            None => s.skip_field("admission")?,
         }
         s.end()
     }

@@ -159,6 +159,56 @@ fn a_preempted_workload_waits_from_its_eviction_until_admitted_again() {
     assert_eq!((research.pending_at_end, research.never_admitted), (0, 0));
 }
 
+#[test]
+fn each_admitted_event_carries_the_admission_it_made() {
+    // On racks: the events alone say which flavor and which nodes each admission took.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tas-racks.yaml");
+    let report = simulate(&[path], &Limits::default());
+    let admitted: Vec<_> = report
+        .events
+        .iter()
+        .filter(|e| e.kind == wasq::sim::EventType::Admitted)
+        .collect();
+    assert!(!admitted.is_empty());
+    for e in &admitted {
+        let a = e.admission.as_ref().expect("an Admitted event's admission");
+        let ps = &a.pod_set_assignments[0];
+        assert!(ps.count > 0 && !ps.flavors.is_empty(), "{e:?}");
+        assert!(
+            ps.topology_assignment.is_some(),
+            "a TAS admission's nodes: {e:?}"
+        );
+        // The last admission of a workload is the one its record keeps.
+        let last = report
+            .events
+            .iter()
+            .rfind(|l| l.kind == wasq::sim::EventType::Admitted && l.workload == e.workload)
+            .expect("itself at least");
+        let name = e.workload.split_once('/').map_or(&*e.workload, |(_, n)| n);
+        assert_eq!(
+            workload_report(&report, name).admission,
+            last.admission,
+            "{}",
+            e.workload
+        );
+    }
+    // Only admissions carry one, and the JSON writes it only there.
+    assert!(
+        report
+            .events
+            .iter()
+            .all(|e| e.admission.is_some() == (e.kind == wasq::sim::EventType::Admitted))
+    );
+    let json = serde_json::to_value(&report.events).expect("events serialize");
+    let first = json
+        .as_array()
+        .expect("a list")
+        .iter()
+        .find(|e| e["type"] == "Admitted")
+        .expect("an admission");
+    assert!(first["admission"]["podSetAssignments"][0]["topologyAssignment"]["slices"].is_array());
+}
+
 fn wasq() -> Command {
     Command::new(env!("CARGO_BIN_EXE_wasq"))
 }
