@@ -29,9 +29,7 @@ static TEMPLATES_JS: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/plugins/templat
 /// The toolchains' versions `.ci/ensure-plugin-toolchains` installs and the docs name.
 const COMPONENTIZE_PY_VERSION: &str = "0.25.1";
 const COMPONENTIZE_JS_VERSION: &str = "0.23.0";
-pub const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
-pub const COMPONENTIZE_JS: &str = "@bytecodealliance/componentize-js@0.23.0";
-pub const JCO: &str = "@bytecodealliance/jco@1.35.0";
+const JCO_VERSION: &str = "1.35.0";
 
 /// The wit-bindgen the Rust SDK is written against (plugins/Cargo.toml).
 const WIT_BINDGEN: &str = "0.63";
@@ -119,12 +117,21 @@ fn is_source(entry: &include_dir::DirEntry<'_>) -> bool {
         .is_some_and(|n| !NOT_SOURCES.iter().any(|s| n == *s))
 }
 
-/// Writes an embedded directory's files under `to`.
-fn extract(dir: &Dir<'_>, to: &Path) -> anyhow::Result<()> {
+/// Writes an embedded directory's files under `to`, but for the top-level entries named in
+/// `skip`.
+fn extract(dir: &Dir<'_>, to: &Path, skip: &[&str]) -> anyhow::Result<()> {
     std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
-    for entry in dir.entries().iter().filter(|e| is_source(e)) {
+    let kept = dir.entries().iter().filter(|e| {
+        is_source(e)
+            && !skip
+                .iter()
+                .any(|s| e.path().file_name().is_some_and(|n| n == *s))
+    });
+    for entry in kept {
         match entry {
-            include_dir::DirEntry::Dir(d) => extract(d, &to.join(d.path().file_name().unwrap()))?,
+            include_dir::DirEntry::Dir(d) => {
+                extract(d, &to.join(d.path().file_name().unwrap()), &[])?
+            }
             include_dir::DirEntry::File(f) => {
                 let path = to.join(f.path().file_name().unwrap());
                 std::fs::write(&path, f.contents())
@@ -199,7 +206,7 @@ pub fn scaffold(
             let text = std::fs::read_to_string(&manifest)?;
             std::fs::write(&manifest, text.replace("{{sdk_path}}", &sdk_path))?;
         }
-        Lang::Python => extract(&PYTHON_SDK, &dir.join("wasq_policy"))?,
+        Lang::Python => extract(&PYTHON_SDK, &dir.join("wasq_policy"), &[])?,
         // Plugins import the SDK as their sibling `../sdk-js/` (as in this repository's
         // `plugins/`): one copy serves every JavaScript plugin of a folder.
         Lang::Javascript => {
@@ -229,18 +236,7 @@ fn js_sdk_is_current(dir: &Path) -> bool {
 
 /// The JavaScript SDK this binary carries, written to `to`.
 fn extract_js_sdk(to: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in JS_SDK.entries().iter().filter(|e| is_source(e)) {
-        let name = entry.path().file_name().unwrap_or_default();
-        if JS_SDK_DEVELOPMENT.iter().any(|d| name == *d) {
-            continue;
-        }
-        match entry {
-            include_dir::DirEntry::Dir(d) => extract(d, &to.join(name))?,
-            include_dir::DirEntry::File(f) => std::fs::write(to.join(name), f.contents())?,
-        }
-    }
-    Ok(())
+    extract(&JS_SDK, to, JS_SDK_DEVELOPMENT)
 }
 
 /// The Rust SDK as a crate of its own under `root`, laid out as in wasq's repository
@@ -248,7 +244,7 @@ fn extract_js_sdk(to: &Path) -> anyhow::Result<()> {
 fn vendor_rust_sdk(root: &Path) -> anyhow::Result<()> {
     let version = env!("CARGO_PKG_VERSION");
     let sdk = root.join("plugins/sdk");
-    extract(&RUST_SDK, &sdk.join("src"))?;
+    extract(&RUST_SDK, &sdk.join("src"), &[])?;
     std::fs::write(
         sdk.join("Cargo.toml"),
         format!(
@@ -259,7 +255,7 @@ fn vendor_rust_sdk(root: &Path) -> anyhow::Result<()> {
         ),
     )?;
     let bestfit = root.join("crates/bestfit");
-    extract(&BESTFIT, &bestfit.join("src"))?;
+    extract(&BESTFIT, &bestfit.join("src"), &[])?;
     std::fs::write(
         bestfit.join("Cargo.toml"),
         format!(
@@ -267,7 +263,7 @@ fn vendor_rust_sdk(root: &Path) -> anyhow::Result<()> {
              license = \"Apache-2.0\"\npublish = false\n\n[dependencies]\n"
         ),
     )?;
-    extract(&WIT, &root.join("wit"))?;
+    extract(&WIT, &root.join("wit"), &[])?;
     std::fs::write(
         root.join("README.md"),
         format!(
@@ -400,11 +396,11 @@ pub fn build_python(dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
         "componentize-py",
         "python/bin/componentize-py",
         COMPONENTIZE_PY_VERSION,
-        &format!("pip install {COMPONENTIZE_PY}"),
+        &format!("pip install componentize-py=={COMPONENTIZE_PY_VERSION}"),
     )?;
     let scratch = tempfile::tempdir()?;
     let wit = scratch.path().join("wit");
-    extract(&WIT, &wit)?;
+    extract(&WIT, &wit, &[])?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let file = out.join(format!("{}.wasm", project.project.name));
     let mut command = Command::new(tool);
@@ -432,7 +428,7 @@ pub fn build_python(dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
         Some(beside)
     } else {
         let carried = scratch.path().join("sdk");
-        extract(&PYTHON_SDK, &carried.join("wasq_policy"))?;
+        extract(&PYTHON_SDK, &carried.join("wasq_policy"), &[])?;
         Some(carried)
     };
     if let Some(sdk) = sdk {
@@ -470,7 +466,10 @@ pub fn build_javascript(dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
         "componentize-js",
         "node/node_modules/.bin/componentize-js",
         COMPONENTIZE_JS_VERSION,
-        &format!("npm install {COMPONENTIZE_JS} {JCO}"),
+        &format!(
+            "npm install @bytecodealliance/componentize-js@{COMPONENTIZE_JS_VERSION} \
+             @bytecodealliance/jco@{JCO_VERSION}"
+        ),
     )?;
     // componentize-js follows relative imports only below its working directory: the plugin,
     // its sibling SDK (the plugin's own, else this binary's) and the WIT are staged side by
@@ -488,7 +487,7 @@ pub fn build_javascript(dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
     } else {
         extract_js_sdk(&build.join("sdk-js"))?;
     }
-    extract(&WIT, &build.join("wit"))?;
+    extract(&WIT, &build.join("wit"), &[])?;
     let interface = match kind {
         PluginKind::Ordering => "ordering",
         PluginKind::Preemption => "preemption",
