@@ -9,6 +9,10 @@
 //! match their digest, or that wasmtime refuses, is compiled again and rewritten, never run
 //! (`wasq_precompiled`). Entries are written to a temporary file and renamed, so a reader never
 //! sees half of one.
+//!
+//! Below both, a component not found in either cache is compiled through Cranelift's function
+//! cache (`function_cache`), in memory or under `<dir>/functions`: only its functions not seen
+//! before are compiled.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -20,6 +24,7 @@ use std::time::Instant;
 use wasmtime::component::Component;
 use wasmtime::{Config, Engine};
 
+use super::function_cache::{FunctionCache, FunctionCacheStats};
 use super::limits::EPOCH_TICK;
 
 /// A compiled component and what compiling it cost.
@@ -42,6 +47,8 @@ pub struct WasmEngine {
     disk: Option<PathBuf>,
     /// Components compiled (not found in either cache) since the engine was made.
     compiled: Arc<AtomicU64>,
+    /// Compiled functions, shared by every component this engine compiles.
+    functions: Arc<FunctionCache>,
 }
 
 /// The default directory of the disk cache: `$XDG_CACHE_HOME/wasq`, else `$HOME/.cache/wasq`.
@@ -59,6 +66,17 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 impl WasmEngine {
     /// Creates an engine. With `fuel`, every call is metered (deterministic, ≈10% slower).
     pub fn new(fuel: bool) -> anyhow::Result<WasmEngine> {
+        WasmEngine::build(fuel, None)
+    }
+
+    /// An engine that also keeps compiled components in `dir` across runs (see the module's
+    /// documentation), in a subdirectory for this wasmtime version and these settings, and
+    /// compiled functions in `dir/functions`.
+    pub fn with_disk_cache(fuel: bool, dir: &Path) -> anyhow::Result<WasmEngine> {
+        WasmEngine::build(fuel, Some(dir))
+    }
+
+    fn build(fuel: bool, dir: Option<&Path>) -> anyhow::Result<WasmEngine> {
         let mut config = Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(true);
@@ -67,32 +85,37 @@ impl WasmEngine {
         // taking every core from it (on 2 cores, parallel compilation stalled cycles for
         // milliseconds; BENCHMARKS.md).
         config.parallel_compilation(false);
+        // Cranelift's keys cover the function, the target and the compiler's settings, so one
+        // directory of functions serves engines of every setting.
+        let functions = Arc::new(match dir {
+            Some(dir) => FunctionCache::on_disk(dir),
+            None => FunctionCache::in_memory(),
+        });
+        config.enable_incremental_compilation(functions.clone())?;
         // `WASQ_PROFILE=perfmap`: name plugin functions in `perf` (writes /tmp/perf-PID.map).
         if std::env::var("WASQ_PROFILE").is_ok_and(|v| v == "perfmap") {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
         let engine = Engine::new(&config)?;
         start_ticker(&engine);
+        let disk = dir.map(|dir| {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            engine.precompile_compatibility_hash().hash(&mut hasher);
+            dir.join(format!("{:016x}", hasher.finish()))
+        });
         Ok(WasmEngine {
             engine,
             fuel,
             cache: Arc::default(),
-            disk: None,
+            disk,
             compiled: Arc::default(),
+            functions,
         })
     }
 
-    /// An engine that also keeps compiled components in `dir` across runs (see the module's
-    /// documentation), in a subdirectory for this wasmtime version and these settings.
-    pub fn with_disk_cache(fuel: bool, dir: &Path) -> anyhow::Result<WasmEngine> {
-        let mut engine = WasmEngine::new(fuel)?;
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        engine
-            .engine
-            .precompile_compatibility_hash()
-            .hash(&mut hasher);
-        engine.disk = Some(dir.join(format!("{:016x}", hasher.finish())));
-        Ok(engine)
+    /// How often compiling found a function already compiled, and how often it did not.
+    pub fn function_cache_stats(&self) -> FunctionCacheStats {
+        self.functions.stats()
     }
 
     /// How many components this engine compiled (found in neither cache).

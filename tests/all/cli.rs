@@ -363,3 +363,30 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// The function cache under `--cache-dir`: a component never compiled before, but built with the
+/// same SDK as one that was, takes the functions they share from the cache (in another engine, as
+/// another run would), and decides as if compiled afresh.
+#[test]
+fn a_new_component_compiles_only_the_functions_not_seen_before() {
+    use wasq::wasm::WasmEngine;
+    let cache = tempfile::tempdir().expect("tempdir");
+    let compile = |name: &str| {
+        let engine = WasmEngine::with_disk_cache(false, cache.path()).expect("engine");
+        let bytes = std::fs::read(built().plugins.join(format!("{name}.wasm"))).expect("plugin");
+        let digest = wasq::wasm::digest_of(&bytes);
+        engine.compile(&digest, &bytes).expect("compiles");
+        engine.function_cache_stats()
+    };
+    let first = compile("kueue-default-preemption");
+    assert!(first.misses > 0, "{first:?}");
+    assert!(
+        cache.path().join("functions").is_dir(),
+        "the functions are kept beside the compiled components"
+    );
+    let second = compile("protect-namespace");
+    assert!(
+        second.hits > second.misses,
+        "most of a second plugin of the same SDK comes from the cache: {second:?}"
+    );
+}
