@@ -69,6 +69,7 @@ async fn established(api: &Api<CustomResourceDefinition>, name: &str) -> Result<
 }
 
 #[tokio::test]
+#[ignore = "needs the control plane of .ci/build-control-plane; run with --ignored"]
 async fn every_crd_is_established_and_kept() -> Result<()> {
     let plane = ControlPlane::start().await?;
     let client = plane.client().await?;

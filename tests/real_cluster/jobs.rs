@@ -254,6 +254,7 @@ pub async fn pods_in_phase(
 }
 
 #[tokio::test]
+#[ignore = "needs the control plane of .ci/build-control-plane; run with --ignored"]
 async fn queued_job_is_admitted_runs_on_kwok_nodes_and_finishes() -> Result<()> {
     let begun = Instant::now();
     let (_plane, client, mut wasq) =
@@ -348,6 +349,7 @@ async fn queued_job_is_admitted_runs_on_kwok_nodes_and_finishes() -> Result<()> 
 }
 
 #[tokio::test]
+#[ignore = "needs the control plane of .ci/build-control-plane; run with --ignored"]
 async fn high_priority_job_preempts_a_running_low_priority_one() -> Result<()> {
     let priority = |name: &str, value: i32| {
         json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",

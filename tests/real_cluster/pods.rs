@@ -77,6 +77,7 @@ spec:
 const GATES: [&str; 2] = ["kueue.x-k8s.io/admission", "kueue.x-k8s.io/topology"];
 
 #[tokio::test]
+#[ignore = "needs the control plane of .ci/build-control-plane; run with --ignored"]
 async fn queued_pods_alone_and_in_a_group_are_ungated_and_run() -> Result<()> {
     let (_plane, client, mut wasq) =
         set_up(&[kwok_flavor(), cluster_queue(9, None), local_queue()]).await?;

@@ -17,6 +17,7 @@ use crate::leader::{admitted_events, since, workload_name};
 use crate::wasq::Options;
 
 #[tokio::test]
+#[ignore = "needs the control plane of .ci/build-control-plane; run with --ignored"]
 async fn nothing_is_lost_when_the_apiserver_restarts_after_a_compaction() -> Result<()> {
     // The Lease outlives the restart: the replica keeps leading instead of stopping.
     let options = Options {
