@@ -1,5 +1,5 @@
 //! Admission fair sharing (Kueue's KEP-4136): per LocalQueue, the resources it consumed,
-//! decayed with a half-life and sampled on the scheduler's clock, plus an entry penalty for
+//! decayed with a half-life and sampled on its own clock, plus an entry penalty for
 //! each admission since the last sample. The core owns this bookkeeping; ordering policies
 //! read it ([`LqUsage::weighted`], or the raw figures) and never change it.
 //!
@@ -10,9 +10,12 @@
 //! `Σ_r weight_r·(consumed_r + penalty_r) / lqWeight` (+∞ when the weight is ≤ 0), resources in
 //! units (1 CPU = 1), as Kueue's `AsApproximateFloat64`.
 //!
-//! wasq samples at the first scheduling cycle at or after each interval (the simulator's clock
-//! only stops at events), with `elapsed` the real time since the previous sample, which gives the
-//! same decay as Kueue's periodic reconcile when usage is constant in between.
+//! The first sample is taken at the first scheduling cycle; later ones every interval after it,
+//! whatever the scheduler does (`Scheduler::sample_local_queue_usage_until`, called by the
+//! simulator before its clock moves and by the controller every pass). Usage only changes at
+//! events, and samples of an unchanged usage at equal intervals decay as one sample over their
+//! whole span (`(1−α)ⁿ = 0.5^(n·interval/halfLife)`), so the last sample before each event
+//! stands for all of them, with `elapsed` the time since the previous one.
 
 use super::{AdmissionFairSharing, LqId, Millis};
 use crate::quota::ResourceId;

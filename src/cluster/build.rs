@@ -537,7 +537,9 @@ fn cyclic_cohorts(parents: &BTreeMap<String, Option<String>>) -> BTreeSet<String
 }
 
 /// Per-pod requests as Kueue computes them: requests (limits standing in for missing ones),
-/// summed over containers, the max with each init container, plus pod overhead.
+/// summed over containers, the max with each init container, plus pod overhead. A zero request
+/// stays: a resource the ClusterQueue covers gets a flavor for it, as in Kueue (one it does not
+/// cover is skipped by the flavor assignment).
 pub fn pod_requests(spec: &PodSpec) -> BTreeMap<String, i64> {
     fn container_requests(r: Option<&ResourceRequirements>) -> BTreeMap<String, i64> {
         let mut out = BTreeMap::new();
@@ -572,7 +574,6 @@ pub fn pod_requests(spec: &PodSpec) -> BTreeMap<String, i64> {
             *total.entry(k.clone()).or_default() += q.milli();
         }
     }
-    total.retain(|_, v| *v != 0);
     total
 }
 

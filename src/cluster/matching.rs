@@ -184,11 +184,16 @@ pub fn node_mismatch(
 /// Why a flavor cannot host a podSet, or `None` when it can.
 pub fn flavor_mismatch(flavor: &FlavorInfo, ps: &PodSetInfo) -> Option<String> {
     if let Some(taint) = untolerated_taint(flavor, ps) {
+        // Kueue formats the taint as Go prints a struct: {key value effect timeAdded}.
         return Some(format!(
-            "untolerated taint {}={}:{} in flavor {}",
+            "untolerated taint {{{} {} {} {}}} in flavor {}",
             taint.key,
             taint.value.as_deref().unwrap_or(""),
             taint.effect,
+            taint
+                .time_added
+                .as_ref()
+                .map_or_else(|| "<nil>".to_string(), |t| t.0.to_string()),
             flavor.name
         ));
     }

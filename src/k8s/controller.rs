@@ -478,6 +478,11 @@ impl Controller {
 
     async fn run_cycles(&mut self, now: Millis) {
         self.write_failed = false;
+        // Admission fair sharing samples on its own clock (every pass), not only when a cycle
+        // admits.
+        if let Some(s) = self.scheduler.as_mut() {
+            s.sample_local_queue_usage_until(now);
+        }
         for _ in 0..MAX_CYCLES_PER_PASS {
             // Writes of earlier cycles that have landed: admissions confirmed, or undone and
             // queued again.

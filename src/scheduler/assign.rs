@@ -117,6 +117,29 @@ impl NoFitReason {
 /// A few reasons, inline.
 pub type Reasons = SmallVec<[NoFitReason; 2]>;
 
+/// Kueue's reasons for a flavor that cannot take a podSet, and for a workload no flavor takes
+/// (`QuotaReserved=False`, UnadmittedWorkloadsObservability, on by default): least severe
+/// first (Kueue's `reasonSeverity`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum NoFitTier {
+    TopologyPlacementFailed,
+    WaitingForQuota,
+    ExceedsMaxQuota,
+    NoMatchingFlavor,
+}
+
+impl NoFitTier {
+    /// The condition's reason.
+    pub fn reason(self) -> &'static str {
+        match self {
+            NoFitTier::TopologyPlacementFailed => super::tas::PLACEMENT_FAILED,
+            NoFitTier::WaitingForQuota => "WaitingForQuota",
+            NoFitTier::ExceedsMaxQuota => "ExceedsMaxQuota",
+            NoFitTier::NoMatchingFlavor => "NoMatchingFlavor",
+        }
+    }
+}
+
 /// One podSet's flavors; the podSet is the workload's podSet at the same index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodSetAssignment {
@@ -125,6 +148,9 @@ pub struct PodSetAssignment {
     /// Set when some requested resource got no flavor.
     pub failed: bool,
     pub reasons: Reasons,
+    /// Each flavor tried that could not take the podSet, and why (Kueue's
+    /// `FlavorAssignmentAttempts` with mode NoFit).
+    pub no_fit: SmallVec<[(FlavorId, NoFitTier); 2]>,
 }
 
 impl PodSetAssignment {
@@ -206,6 +232,42 @@ impl Assignment {
             .map(PodSetAssignment::mode)
             .min()
             .unwrap_or(AssignmentMode::Fit)
+    }
+
+    /// Kueue's `resolveNoFitReason`: over the podSets no flavor takes, the most severe of their
+    /// reasons, each podSet's being the most severe over its resource groups of the least
+    /// severe reason of the group's flavors (a podSet with no flavor tried: `NoMatchingFlavor`).
+    /// A placement that fits no empty capacity is `TopologyPlacementFailed`.
+    pub fn no_fit_reason(&self, cluster: &crate::cluster::Cluster, cq: CqId) -> &'static str {
+        if let Some(f) = self.topology_failed() {
+            return f.label;
+        }
+        let groups = &cluster.cq(cq).resource_groups;
+        let mut overall: Option<NoFitTier> = None;
+        for psa in self
+            .pod_sets
+            .iter()
+            .filter(|p| p.mode() == AssignmentMode::NoFit)
+        {
+            if psa.no_fit.is_empty() {
+                overall = overall.max(Some(NoFitTier::NoMatchingFlavor));
+                continue;
+            }
+            let mut per_group: SmallVec<[(usize, NoFitTier); 2]> = SmallVec::new();
+            for (i, &(flavor, tier)) in psa.no_fit.iter().enumerate() {
+                // A flavor in no group (deleted) is a group of its own.
+                let group = groups
+                    .iter()
+                    .position(|g| g.flavors.contains(&flavor))
+                    .unwrap_or(usize::MAX - i);
+                match per_group.iter_mut().find(|(g, _)| *g == group) {
+                    Some((_, least)) => *least = (*least).min(tier),
+                    None => per_group.push((group, tier)),
+                }
+            }
+            overall = overall.max(per_group.iter().map(|&(_, t)| t).max());
+        }
+        overall.unwrap_or(NoFitTier::NoMatchingFlavor).reason()
     }
 
     /// Flavor-resources whose mode needs preemption.
@@ -339,6 +401,7 @@ pub(super) fn assign_flavors(
             flavors: SmallVec::new(),
             failed: false,
             reasons: Reasons::new(),
+            no_fit: SmallVec::new(),
         };
         for &(res, qty) in &requests {
             if psa.flavors.iter().any(|f| f.resource == res) {
@@ -484,6 +547,7 @@ fn evaluate_flavor(
     let fungibility = cluster.cq(cq_id).fungibility;
     let Some(info) = cluster.flavor(flavor) else {
         psa.reasons.push(NoFitReason::FlavorNotFound(flavor));
+        psa.no_fit.push((flavor, NoFitTier::NoMatchingFlavor));
         return None;
     };
     let ps = &cluster.workload(wl_id).pod_sets[pod_set];
@@ -491,19 +555,29 @@ fn evaluate_flavor(
         .or_else(|| super::tas::flavor_mismatch(cluster, cq_id, ps, info, group))
     {
         psa.reasons.push(NoFitReason::Mismatch(reason));
+        psa.no_fit.push((flavor, NoFitTier::NoMatchingFlavor));
         return None;
     }
     let mut rep = (FitMode::Fit, 0u32);
     let mut per_resource = SmallVec::new();
     let mut reasons = Reasons::new();
+    // Kueue's `flavorNoFitReason`: the most severe of the resources' reasons.
+    let mut tier = None;
     for &(res, val) in group {
         let Some(fr) = cluster.names.find_fr(flavor, res) else {
             rep = (FitMode::NoFit, 0);
+            tier = Some(NoFitTier::NoMatchingFlavor);
             break;
         };
         let assumed = amount_of(&assignment.usage, fr);
         let (mode, borrow, reason) =
             fits_resource_quota(ctx, usage, wl_id, cq_id, fr, assumed, val);
+        let resource_tier = match &reason {
+            Some(NoFitReason::OverCapacity { .. }) => Some(NoFitTier::ExceedsMaxQuota),
+            Some(_) if mode == FitMode::NoFit => Some(NoFitTier::WaitingForQuota),
+            _ => None,
+        };
+        tier = tier.max(resource_tier);
         if let Some(r) = reason {
             reasons.push(r);
         }
@@ -516,6 +590,11 @@ fn evaluate_flavor(
         per_resource.push((res, mode, borrow));
     }
     psa.reasons.extend(reasons.iter().cloned());
+    if rep.0 == FitMode::NoFit
+        && let Some(tier) = tier
+    {
+        psa.no_fit.push((flavor, tier));
+    }
     Some(Evaluated {
         flavor,
         mode: rep.0,

@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 
 use crate::api::ReclaimWithinCohort;
-use crate::cluster::{Admission, CqId, Millis, PodSetAdmission, WorkloadId};
+use crate::cluster::{Admission, Cluster, CqId, Millis, PodSetAdmission, WorkloadId};
 use crate::policy::{HeadEntry, PolicyContext, PolicyRef, TopologyFit, verify};
 use crate::queue::{Head, RequeueReason, SortKey};
 use crate::quota::{FrAmounts, NodeId, Usage, UsageRead};
@@ -186,6 +186,7 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
             targets_memo: &scratch.targets_memo,
             candidate_buffers: &scratch.candidate_buffers,
             placed_by: Default::default(),
+            gone: Default::default(),
         };
         let (assignment, targets) =
             get_assignments(&ctx, snapshot, s.cluster.tas.current(), wl, cq);
@@ -250,6 +251,7 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
             targets_memo: &scratch.targets_memo,
             candidate_buffers: &scratch.candidate_buffers,
             placed_by: Default::default(),
+            gone: Default::default(),
         };
         let (result, recomputed, took) = process(&ctx, snapshot, &mut preempted, &mut tas_usage, e);
         processed.push((i, result, recomputed));
@@ -334,13 +336,25 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
                     }
                 }
                 s.budgets.record(e.cq, now, evicted);
+                // Kueue's `markPreemptionOutcome`: the flavor assigner's message, and how many
+                // victims the preemptor waits for.
+                let said = s.texts.message(
+                    &e.assignment,
+                    &s.cluster.names,
+                    &s.cluster.workload(e.workload).pod_sets,
+                );
+                let message = if evicted > 0 {
+                    format!("{said}. Pending the preemption of {evicted} workload(s)").into()
+                } else {
+                    said
+                };
                 requeues.push((
                     e.workload,
                     e.cq,
                     e.key,
                     RequeueReason::PendingPreemption,
                     "WaitingForPreemptedWorkloads",
-                    "waiting for preempted workloads to be evicted".into(),
+                    message,
                 ));
             }
             Outcome::Requeue {
@@ -353,7 +367,11 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
                     s.budgets.wake_at(e.cq, at);
                 }
                 let message = match message {
-                    Said::NoFit => s.texts.message(&e.assignment, &s.cluster.names),
+                    Said::NoFit => s.texts.message(
+                        &e.assignment,
+                        &s.cluster.names,
+                        &s.cluster.workload(e.workload).pod_sets,
+                    ),
                     Said::Text(m) => m,
                 };
                 requeues.push((e.workload, e.cq, e.key, reason, label, message));
@@ -601,6 +619,28 @@ impl Preempted {
     }
 }
 
+/// The TAS usage without what `workloads` placed (`None` without TAS: nothing to take out).
+fn without_placements(
+    cluster: &Cluster,
+    tas: &TasUsage,
+    workloads: impl Iterator<Item = WorkloadId>,
+) -> Option<TasUsage> {
+    if cluster.tas.is_empty() {
+        return None;
+    }
+    let mut usage = tas.clone();
+    for id in workloads {
+        for p in cluster
+            .admission(id)
+            .into_iter()
+            .flat_map(|a| a.pod_sets.iter().filter_map(|ps| ps.topology.as_ref()))
+        {
+            cluster.tas.remove_from_snapshot(&mut usage, p);
+        }
+    }
+    Some(usage)
+}
+
 /// A nomination computed again during processing (it replaces the entry's). Boxed: it is
 /// rare, and every processed entry carries this slot through the cycle's list of outcomes
 /// (unboxed, an assignment's size per head: 4 MB a cycle at 10,000 heads, written and read
@@ -633,13 +673,23 @@ fn process(
     let mut held = e.held;
     let mut deferred = false;
 
-    // Targets overlapping this cycle's earlier preemptions: recompute with those victims gone.
-    // Only this tree's victims change the usage this entry's assignment reads.
+    // Targets overlapping this cycle's earlier preemptions: recompute with those victims gone
+    // (Kueue's `SimulateWorkloadRemoval`). Only this tree's victims change the quota this
+    // entry's assignment reads; every victim's nodes are free once it is gone.
     let root = tree.root(node);
     if e.targets.iter().any(|t| preempted.contains(t.workload)) {
+        let without = without_placements(ctx.cluster, tas, preempted.all.iter().copied());
+        ctx.gone.borrow_mut().extend(preempted.all.iter().copied());
         let (a, t) = asked_without(ctx.cluster, snapshot, preempted.in_tree(root), |others| {
-            get_assignments(ctx, others, tas, e.workload, e.cq)
+            get_assignments(
+                ctx,
+                others,
+                without.as_ref().unwrap_or(tas),
+                e.workload,
+                e.cq,
+            )
         });
+        ctx.gone.borrow_mut().clear();
         deferred = a.mode() == AssignmentMode::Fit;
         held = t.held;
         own = Some(Box::new((a, t.targets)));
@@ -688,7 +738,7 @@ fn process(
     if mode == AssignmentMode::NoFit {
         let outcome = Outcome::Requeue {
             reason: retry(RequeueReason::NoFit),
-            label: assignment.topology_failed().map_or("NoFit", |f| f.label),
+            label: assignment.no_fit_reason(ctx.cluster, e.cq),
             message: Said::NoFit,
             wake: None,
         };

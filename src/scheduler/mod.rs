@@ -535,6 +535,33 @@ impl Scheduler {
         if !self.cluster.lq_usage.due(now, afs) {
             return;
         }
+        self.take_local_queue_sample(now);
+    }
+
+    /// Admission fair sharing on its own clock, as Kueue's LocalQueue controller samples every
+    /// `usageSamplingInterval` whatever the scheduler does: the samples due up to `to` since
+    /// the last one, with what is admitted now. A driver calls it before its clock moves to
+    /// `to` (the simulator at each event, the controller every pass), so what LocalQueues held
+    /// between two cycles is counted. Samples of an unchanged usage at equal intervals decay
+    /// as one sample over their whole span, so the last of them alone is taken.
+    pub fn sample_local_queue_usage_until(&mut self, to: Millis) {
+        let Some(afs) = &self.cluster.settings.admission_fair_sharing else {
+            return;
+        };
+        let (Some(last), every) = (self.cluster.lq_usage.last_sample(), afs.sampling_interval)
+        else {
+            return;
+        };
+        if every <= 0 || to - last < every {
+            return;
+        }
+        self.take_local_queue_sample(last + (to - last) / every * every);
+    }
+
+    fn take_local_queue_sample(&mut self, at: Millis) {
+        let Some(afs) = &self.cluster.settings.admission_fair_sharing else {
+            return;
+        };
         let mut admitted = Vec::new();
         for cq in &self.cluster.cluster_queues {
             for row in self.cluster.admitted_rows(cq.id) {
@@ -547,7 +574,7 @@ impl Scheduler {
             }
         }
         let afs = afs.clone();
-        self.cluster.lq_usage.sample(now, &afs, &admitted);
+        self.cluster.lq_usage.sample(at, &afs, &admitted);
     }
 
     /// Admission fair sharing: after LocalQueue usage changed, the workloads of those

@@ -36,6 +36,9 @@ pub(super) struct Ctx<'a> {
     /// The placement policy of each podSet placed since it was last emptied, in order (what
     /// admitted placements are attributed to).
     pub placed_by: RefCell<Vec<PolicyRef>>,
+    /// Workloads that are not candidates: this cycle's victims while a preemptor whose targets
+    /// they were is computed again as if they were gone (Kueue's `SimulateWorkloadRemoval`).
+    pub gone: RefCell<rustc_hash::FxHashSet<WorkloadId>>,
 }
 
 pub(super) type TargetsMemo = (FrList, FrAmounts, Targets);
@@ -154,6 +157,10 @@ impl Collector<'_, '_> {
     /// preempting it.
     fn eligible(&self, row: &AdmittedRow, in_cq: CqId) -> bool {
         if !row.usage.iter().any(|(fr, _)| self.needs.contains(fr)) {
+            return false;
+        }
+        let gone = self.ctx.gone.borrow();
+        if !gone.is_empty() && gone.contains(&row.workload) {
             return false;
         }
         let policy = if in_cq == self.cq {

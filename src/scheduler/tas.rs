@@ -112,8 +112,10 @@ pub(super) fn flavor_mismatch(
 }
 
 /// Places every TAS podSet of `assignment` on `usage` (on empty capacity with `empty`: could
-/// it fit were every workload gone?). `None` for podSets that are not TAS. The error is the
-/// pending message, in Kueue's words.
+/// it fit were every workload gone? Kueue's `simulateEmpty`, which still counts pods outside
+/// TAS). Each podSet sees what the workload's earlier podSets took, on their flavor and on the
+/// nodes it shares with theirs, so the workload is judged as a whole. `None` for podSets that
+/// are not TAS. The error is the pending message, in Kueue's words.
 pub(super) fn place(
     placer: Placer<'_, '_>,
     usage: &TasUsage,
@@ -123,6 +125,13 @@ pub(super) fn place(
     empty: bool,
 ) -> Result<Vec<Option<PodSetPlacement>>, String> {
     let cluster = placer.cluster();
+    let blank;
+    let usage = if empty {
+        blank = cluster.tas.unused();
+        &blank
+    } else {
+        usage
+    };
     let info = cluster.workload(wl);
     let mut out: Vec<Option<PodSetPlacement>> = vec![None; assignment.pod_sets.len()];
     // Kueue's `FindTopologyAssignmentsForFlavor`: TAS podSets by podSet group (on one flavor),
@@ -195,7 +204,7 @@ pub(super) fn place(
             flavor,
         };
         let (placement, leader_placement) =
-            place_pod_set(placer, now, ps, psa.count, leader_ps, of, implied, empty)
+            place_pod_set(placer, now, ps, psa.count, leader_ps, of, implied)
                 .map_err(|reason| failed(ps, reason))?;
         if g < last {
             let local = local.get_or_insert_with(|| usage.clone());
@@ -245,7 +254,6 @@ fn one_pod(cluster: &Cluster, tree: &DomainTree, ps: &PodSetInfo) -> (Vec<i64>, 
 
 /// Places `count` pods of `ps` — with a podSet group's `leader` (one pod), in one request —
 /// and returns the workers' placement and the leader's.
-#[allow(clippy::too_many_arguments)]
 fn place_pod_set(
     placer: Placer<'_, '_>,
     usage: &TasUsage,
@@ -254,7 +262,6 @@ fn place_pod_set(
     leader: Option<&PodSetInfo>,
     of: PodSetRef,
     implied: bool,
-    empty: bool,
 ) -> Result<(PodSetPlacement, Option<PodSetPlacement>), String> {
     let (cluster, flavor) = (placer.cluster(), of.flavor);
     let f = cluster.tas.get(flavor).expect("a TAS flavor");
@@ -266,11 +273,7 @@ fn place_pod_set(
         missing = missing.take().or(m);
         p
     });
-    let free = if empty {
-        tree.capacity.clone()
-    } else {
-        cluster.tas.free(flavor, usage).expect("a TAS flavor")
-    };
+    let free = cluster.tas.free(flavor, usage).expect("a TAS flavor");
     let mut eligible = vec![true; tree.leaves.len()];
     let mut excluded = Exclusions::default();
     if tree.lowest_is_node() {
@@ -481,12 +484,15 @@ impl TopologyFit for VictimFit<'_> {
 }
 
 /// The ClusterQueues whose parked workloads may fit now that `admission`'s placements are
-/// released: nodes are shared by every ClusterQueue with the flavor, whatever its cohort tree.
+/// released: nodes are shared by every ClusterQueue with the flavor, or a flavor sharing its
+/// nodes, whatever its cohort tree.
 pub(super) fn sharing_nodes(cluster: &Cluster, admission: &crate::cluster::Admission) -> Vec<CqId> {
+    // The flavors placed on, and every flavor sharing nodes with them.
     let flavors: Vec<FlavorId> = admission
         .pod_sets
         .iter()
         .filter_map(|ps| ps.topology.as_ref().map(|p| p.flavor))
+        .flat_map(|f| cluster.tas.sharing_nodes_with(f))
         .collect();
     if flavors.is_empty() {
         return Vec::new();

@@ -412,6 +412,8 @@ impl Simulation {
         if dt <= 0 {
             return;
         }
+        // Admission fair sharing samples on its own clock, with what ran until `to`.
+        self.scheduler.sample_local_queue_usage_until(to);
         let cluster = &self.scheduler.cluster;
         let n_fr = cluster.tree.n_fr();
         for cq in &cluster.cluster_queues {

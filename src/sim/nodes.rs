@@ -15,8 +15,8 @@
 //!   allocatable: {cpu: '96', nvidia.com/gpu: '8', pods: '110'}
 //! ```
 //!
-//! Nodes are named `b<i>-r<j>-n<k>` (`r<j>-n<k>` with one block) and labelled
-//! `cloud.wasq.dev/block`, `cloud.wasq.dev/rack` and `kubernetes.io/hostname`.
+//! Nodes are named `b<i>-r<j>-n<k>` (`r<j>-n<k>` with one block), labelled
+//! `cloud.wasq.dev/block`, `cloud.wasq.dev/rack` and `kubernetes.io/hostname`, and `Ready`.
 
 use std::collections::BTreeMap;
 
@@ -100,6 +100,7 @@ pub fn generate(spec: &NodeInventorySpec) -> Manifests {
                     spec: None,
                     status: Some(NodeStatus {
                         allocatable: Some(allocatable.clone()),
+                        conditions: Some(vec![crate::topology::tree::ready_condition()]),
                         ..NodeStatus::default()
                     }),
                 });

@@ -124,6 +124,18 @@ impl Scenario {
         if !errors.is_empty() {
             return Err(ScenarioError::Annotations(errors));
         }
+        // As in Kueue, only a node reporting Ready=True counts; one that reports nothing was
+        // most likely meant to be ready.
+        for n in &manifests.nodes {
+            let conditions = n.status.as_ref().and_then(|s| s.conditions.as_ref());
+            if !conditions.is_some_and(|c| c.iter().any(|c| c.type_ == "Ready")) {
+                tracing::warn!(
+                    node = n.metadata.name.as_deref().unwrap_or_default(),
+                    "Node has no Ready condition, so TAS leaves it out as Kueue does; add \
+                     `status.conditions: [{{type: Ready, status: 'True'}}]` to count it"
+                );
+            }
+        }
         // A generator's and the traces' workloads are valid by construction and carry no
         // timestamp: they are made one at a time while the cluster takes them in.
         let lazy = generator.as_ref().map(super::generate::LazyWorkloads::new);

@@ -6,12 +6,23 @@
 //! `reserve` / `release` with what the admission placed, so a leaf's usage is always the sum
 //! of the placements admitted on it and never exceeds its allocatable capacity (placements are
 //! verified against free capacity before they are admitted).
+//!
+//! **Nodes shared by flavors.** Two TAS flavors may select the same nodes (the same
+//! `nodeLabels`, one with `nodeTaints`; or one flavor's nodes a subset of another's). Usage is
+//! kept per flavor, but the free capacity of a flavor's leaf that is a node also subtracts what
+//! every other flavor placed on that node (Kueue's `TASHandleOverlappingFlavors`), in the
+//! cluster and in a cycle's snapshot alike: no node is given out twice. Kueue aggregates by
+//! domain (the values of every level), so only flavors of one Topology share; wasq matches
+//! nodes by name, so flavors of different Topologies whose lowest level is
+//! `kubernetes.io/hostname` share their nodes too. Leaves that are not nodes (a lowest level
+//! above the hostname) are not shared, as in Kueue.
 
 mod leaf_table;
 mod non_tas;
 pub mod placement;
 pub mod tree;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::Toleration;
@@ -56,6 +67,20 @@ pub struct Topologies {
     non_tas: TasUsage,
     /// What pods outside TAS use per node, by resource (milli-units, 1000 per pod in `pods`).
     node_usage: HashMap<String, BTreeMap<String, i64>>,
+    /// Per TAS flavor, the nodes it shares with each other flavor.
+    shared: Vec<Vec<SharedNodes>>,
+}
+
+/// The node leaves one TAS flavor shares with another: what either places on them counts
+/// against both.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SharedNodes {
+    /// The other flavor (its index in [`Topologies::flavors`]).
+    other: usize,
+    /// (leaf of this flavor, the same node's leaf in the other), by leaf.
+    leaves: Vec<(usize, usize)>,
+    /// (column of this flavor, the same resource's column in the other).
+    columns: Vec<(usize, usize)>,
 }
 
 /// Per-leaf usage of every TAS flavor, cloned as a cycle's snapshot.
@@ -127,6 +152,7 @@ impl Topologies {
                 tolerations: rf.spec.tolerations.clone(),
             });
         }
+        out.shared = shared_nodes(&out.flavors);
         out
     }
 
@@ -144,6 +170,16 @@ impl Topologies {
         &self.usage
     }
 
+    /// A usage with nothing placed (placing on empty capacity).
+    pub fn unused(&self) -> TasUsage {
+        TasUsage(
+            self.flavors
+                .iter()
+                .map(|f| LeafTable::zeroed(f.tree.leaves.len(), f.tree.resources.len()))
+                .collect(),
+        )
+    }
+
     /// Adds (`sign` = 1) or removes (`sign` = -1) a placement's usage.
     pub fn add(&mut self, p: &PodSetPlacement, sign: i64) {
         if let Some(&i) = self.by_flavor.get(&p.flavor) {
@@ -158,15 +194,44 @@ impl Topologies {
     }
 
     /// Free capacity per leaf and column of a flavor under `usage`, less what pods outside
-    /// TAS use.
+    /// TAS use and what other flavors placed on the nodes it shares with them.
     pub fn free(&self, flavor: FlavorId, usage: &TasUsage) -> Option<LeafTable> {
         let i = *self.by_flavor.get(&flavor)?;
         let tree = &self.flavors[i].tree;
         Some(LeafTable::minus(
             &tree.capacity,
-            &usage.0[i],
+            &self.used(i, usage),
             &self.non_tas.0[i],
         ))
+    }
+
+    /// `flavor` and every TAS flavor that shares nodes with it.
+    pub fn sharing_nodes_with(&self, flavor: FlavorId) -> Vec<FlavorId> {
+        let mut out = vec![flavor];
+        if let Some(&i) = self.by_flavor.get(&flavor) {
+            out.extend(self.shared[i].iter().map(|s| self.flavors[s.other].flavor));
+        }
+        out
+    }
+
+    /// What TAS placements use on the `i`-th flavor's leaves under `usage`: its own, plus, on
+    /// nodes it shares, every other flavor's.
+    fn used<'a>(&self, i: usize, usage: &'a TasUsage) -> Cow<'a, LeafTable> {
+        let shared = &self.shared[i];
+        if shared.is_empty() {
+            return Cow::Borrowed(&usage.0[i]);
+        }
+        let mut used = usage.0[i].clone();
+        for s in shared {
+            let other = &usage.0[s.other];
+            for &(mine, theirs) in &s.leaves {
+                let (row, from) = (used.row_mut(mine), other.row(theirs));
+                for &(c, d) in &s.columns {
+                    row[c] += from[d];
+                }
+            }
+        }
+        Cow::Owned(used)
     }
 
     /// Adds a placement's usage to a snapshot.
@@ -184,11 +249,12 @@ impl Topologies {
     }
 
     /// Per flavor, per domain of every level: used and allocatable milli-units per resource
-    /// (the report's utilisation).
+    /// (the report's utilisation; a node shared with other flavors counts their use too).
     pub fn utilisation(&self) -> Vec<DomainUtilisation> {
         let mut out = Vec::new();
         for (i, f) in self.flavors.iter().enumerate() {
             let tree = &f.tree;
+            let used = self.used(i, &self.usage);
             let mut per_domain: BTreeMap<DomainId, (Vec<i64>, Vec<i64>)> = BTreeMap::new();
             for (leaf, &d) in tree.leaves.iter().enumerate() {
                 let mut at = Some(d);
@@ -197,7 +263,7 @@ impl Topologies {
                         (vec![0; tree.resources.len()], vec![0; tree.resources.len()])
                     });
                     for c in 0..tree.resources.len() {
-                        e.0[c] += self.usage.0[i].row(leaf)[c];
+                        e.0[c] += used.row(leaf)[c];
                         e.1[c] += tree.capacity.row(leaf)[c];
                     }
                     at = tree.domain(id).parent;
@@ -310,6 +376,46 @@ impl Topologies {
             })
             .collect()
     }
+}
+
+/// For each flavor, the nodes it shares with each other flavor, when both flavors' leaves are
+/// nodes (their lowest level is `kubernetes.io/hostname`).
+fn shared_nodes(flavors: &[TasFlavor]) -> Vec<Vec<SharedNodes>> {
+    let mut out = vec![Vec::new(); flavors.len()];
+    for (i, a) in flavors.iter().enumerate() {
+        let a = &a.tree;
+        if !a.lowest_is_node() {
+            continue;
+        }
+        for (j, b) in flavors.iter().enumerate() {
+            let b = &b.tree;
+            if i == j || !b.lowest_is_node() {
+                continue;
+            }
+            let mut leaves: Vec<(usize, usize)> = a
+                .node_leaf
+                .iter()
+                .filter_map(|(node, &mine)| b.node_leaf.get(node).map(|&theirs| (mine, theirs)))
+                .collect();
+            if leaves.is_empty() {
+                continue;
+            }
+            leaves.sort_unstable();
+            leaves.dedup();
+            let columns = a
+                .resources
+                .iter()
+                .enumerate()
+                .filter_map(|(c, r)| b.resource_index(r).map(|d| (c, d)))
+                .collect();
+            out[i].push(SharedNodes {
+                other: j,
+                leaves,
+                columns,
+            });
+        }
+    }
+    out
 }
 
 fn add_to(usage: &mut LeafTable, p: &PodSetPlacement, sign: i64) {

@@ -75,7 +75,8 @@ mod tests {
         let node = |name: &str, rack: &str| -> Node {
             serde_json::from_value(json!({"metadata": {"name": name, "labels": {
                 "rack": rack, "kubernetes.io/hostname": name}},
-                "status": {"allocatable": {"cpu": "8", "pods": "110"}}}))
+                "status": {"allocatable": {"cpu": "8", "pods": "110"},
+                    "conditions": [{"type": "Ready", "status": "True"}]}}))
             .unwrap()
         };
         let topology: Topology = serde_json::from_value(json!({"metadata": {"name": "t"},

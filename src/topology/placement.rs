@@ -504,6 +504,7 @@ mod tests {
                         .map(|(k, v)| (k.to_string(), K8sQuantity(v.to_string())))
                         .collect(),
                 ),
+                conditions: Some(vec![super::super::tree::ready_condition()]),
                 ..NodeStatus::default()
             }),
         }

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use k8s_openapi::api::core::v1::{Node, Taint};
+use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint};
 
 use super::LeafTable;
 use crate::api::Quantity;
@@ -75,14 +75,27 @@ fn ready_and_schedulable(n: &Node) -> bool {
     if n.spec.as_ref().and_then(|s| s.unschedulable) == Some(true) {
         return false;
     }
-    // A node without a Ready condition counts as ready: the simulator's nodes rarely carry
-    // status conditions (Kueue, reading the API server, requires Ready=True).
-    let ready = n
-        .status
+    // Kueue's `schedulableAndReady`: a node counts only when it reports `Ready=True`, in the
+    // simulator as in a cluster (a scenario's node says so in `status.conditions`).
+    is_ready(n)
+}
+
+/// The condition of a node that is ready (`Ready=True`), for nodes made by the simulator.
+pub fn ready_condition() -> NodeCondition {
+    NodeCondition {
+        type_: "Ready".into(),
+        status: "True".into(),
+        ..NodeCondition::default()
+    }
+}
+
+/// Whether a node reports the condition `Ready=True`.
+pub fn is_ready(n: &Node) -> bool {
+    n.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
-        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"));
-    ready.is_none_or(|c| c.status == "True")
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+        .is_some_and(|c| c.status == "True")
 }
 
 /// Kueue's `NodeMatchesFlavor`: every level label present and the flavor's node labels matched.

@@ -24,6 +24,7 @@ mod scenarios;
 mod sim_inputs;
 mod topology;
 mod topology_groups;
+mod topology_shared;
 mod waits;
 mod wasm_containment;
 mod wasm_parity;

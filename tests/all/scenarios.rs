@@ -175,7 +175,7 @@ fn a_head_that_no_longer_fits_after_another_is_skipped_then_parked() {
             (
                 2,
                 true,
-                "NoFit: couldn't assign flavors: insufficient unused quota for cpu in flavor \
+                "WaitingForQuota: couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor \
                  default, 2 more needed"
                     .into()
             ),
@@ -184,10 +184,11 @@ fn a_head_that_no_longer_fits_after_another_is_skipped_then_parked() {
 }
 
 /// A preemptor whose targets an earlier entry of the cycle took, and which would still need
-/// another victim with the cycle's victims gone, is skipped with Kueue's overlap message (not a
-/// deferred fit), then preempts that other victim itself.
+/// another victim with the cycle's victims gone, is computed again without them (they are no
+/// candidates any more) and preempts that other victim in the same cycle (Kueue's
+/// RecomputeAssignmentUponPreemptionTargetsOverlap, "new_targets").
 #[test]
-fn a_preemptor_whose_targets_were_taken_and_still_falls_short_is_told_they_overlap() {
+fn a_preemptor_whose_targets_were_taken_and_still_falls_short_preempts_another_victim() {
     let report = scenario("preempt-overlapping-targets-still-short");
     let b = told(&report, "default/b");
     assert_eq!(
@@ -195,7 +196,9 @@ fn a_preemptor_whose_targets_were_taken_and_still_falls_short_is_told_they_overl
         (
             1,
             false,
-            "WaitingForQuota: Workload has overlapping preemption targets with another workload"
+            "WaitingForPreemptedWorkloads: couldn't assign flavors to pod set main: insufficient \
+             unused quota for cpu in flavor default, 2 more needed. Pending the preemption of 1 \
+             workload(s)"
                 .into()
         )
     );
@@ -205,7 +208,7 @@ fn a_preemptor_whose_targets_were_taken_and_still_falls_short_is_told_they_overl
         .filter(|e| e.kind == EventType::Preempted && e.preemptor.as_deref() == Some("default/b"))
         .map(|e| (e.cycle, e.workload.clone()))
         .collect();
-    assert_eq!(preempted_by_b, vec![(3, "default/w".to_string())]);
+    assert_eq!(preempted_by_b, vec![(1, "default/w".to_string())]);
 }
 
 /// A preemptor whose targets an earlier entry of the same cycle took is asked again with that
@@ -260,4 +263,27 @@ fn a_preempted_workloads_finish_is_cancelled_and_scheduled_anew() {
     };
     assert_eq!(times(EventType::Admitted), [0.0, 40.0]);
     assert_eq!(times(EventType::Finished), [100.0]);
+}
+
+/// The reason of a workload no flavor takes is Kueue's tier (UnadmittedWorkloadsObservability):
+/// the least severe over a resource group's flavors, the most severe over groups. (StrictFIFO:
+/// the head stays at the head, not parked.)
+#[test]
+fn a_workload_no_flavor_takes_gets_kueues_reason_and_message() {
+    assert_eq!(
+        told(&scenario("reason-exceeds-max-quota-beats-taint"), "sales/new-job2"),
+        vec![(
+            1,
+            false,
+            "ExceedsMaxQuota: couldn't assign flavors to pod set main: insufficient quota for cpu in flavor on-demand, previously considered podsets requests (0) + current podset request (10) > maximum capacity (5), untolerated taint {key val NoSchedule <nil>} in flavor spot-tainted".into()
+        )]
+    );
+    assert_eq!(
+        told(&scenario("reason-no-matching-flavor"), "sales/new-job3"),
+        vec![(
+            1,
+            false,
+            "NoMatchingFlavor: couldn't assign flavors to pod set main: untolerated taint {key val NoSchedule <nil>} in flavor spot-tainted, untolerated taint {key val2 NoSchedule <nil>} in flavor spot-tainted-2".into()
+        )]
+    );
 }

@@ -324,7 +324,7 @@ fn a_quota_fit_without_room_on_the_leaves_preempts_with_kueues_messages() {
             ("default/low-priority-admitted".to_string(), "Preempted".to_string()),
             (
                 "default/foo".into(),
-                "WaitingForPreemptedWorkloads: waiting for preempted workloads to be evicted".into()
+                r#"WaitingForPreemptedWorkloads: couldn't assign flavors to pod set one: topology "tas-single-level" doesn't allow to fit any of 1 pod(s). Total nodes: 1; excluded: resource "cpu": 1. Pending the preemption of 1 workload(s)"#.into()
             ),
             (
                 "default/low-priority-admitted".into(),
@@ -368,5 +368,49 @@ fn multi_layer_slices_that_cannot_form_report_every_layer() {
             "default/foo".to_string(),
             "TopologyPlacementFailed: couldn't assign flavors to pod set one: topology \"tas-three-level\" doesn't allow to fit; 0/1 slice(s) fit on level cloud.provider.com/rack; 2/3 slice(s) fit on level kubernetes.io/hostname".to_string()
         )]
+    );
+}
+
+#[test]
+fn podsets_that_never_fit_together_fail_placement_as_a_workload() {
+    // Kueue's TestScheduleForTAS "workload with two PodSets exceeds node pods capacity".
+    assert_eq!(
+        pending_reasons("tas-two-pod-sets-exceed-node-pods.yaml", Some(1)),
+        [(
+            "default/foo".to_string(),
+            r#"TopologyPlacementFailed: couldn't assign flavors to pod set two: topology "tas-single-level" doesn't allow to fit any of 1 pod(s). Total nodes: 1; excluded: resource "pods": 1"#.to_string()
+        )]
+    );
+}
+
+#[test]
+fn a_node_two_flavors_share_is_given_out_once() {
+    // TestSnapshot "overlapping flavors differing only in taints share the usage of their
+    // node": x1 is full through the two flavors together, so `late` waits.
+    let reasons = pending_reasons("tas-overlapping-flavors-differing-in-taints.yaml", Some(1));
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert_eq!(reasons[0].0, "default/late");
+    assert!(
+        reasons[0]
+            .1
+            .starts_with("WaitingForQuota: couldn't assign flavors to pod set main: "),
+        "{reasons:?}"
+    );
+}
+
+#[test]
+fn a_second_preemptor_whose_targets_were_taken_preempts_others_in_the_same_cycle() {
+    // TestScheduleForTASPreemption "preempting workload recomputes both overlapping preemption
+    // targets and TAS topology assignment": after one cycle both preemptors wait for a victim
+    // each.
+    let message = r#"WaitingForPreemptedWorkloads: couldn't assign flavors to pod set one: topology "tas-single-level" doesn't allow to fit any of 1 pod(s). Total nodes: 2; excluded: resource "cpu": 2. Pending the preemption of 1 workload(s)"#;
+    let mut told = pending_reasons("tas-two-preemptors-recompute-targets.yaml", Some(1));
+    told.retain(|(_, reason)| reason != "Preempted");
+    assert_eq!(
+        told,
+        [
+            ("default/wl-high-1".to_string(), message.to_string()),
+            ("default/wl-high-2".to_string(), message.to_string()),
+        ]
     );
 }

@@ -55,7 +55,7 @@ fn place(
         if let Some(g) = gpu {
             write!(y, ", example.com/gpu: '{g}'").unwrap();
         }
-        y.push_str("}\n");
+        y.push_str("}\n  conditions: [{type: Ready, status: 'True'}]\n");
     }
     y.push_str(
         "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: w, namespace: default}\n\

@@ -438,6 +438,7 @@ metadata:
   labels: {{tas-node: 'true', kubernetes.io/hostname: {host}}}
 status:
   allocatable: {{cpu: '5', pods: '10'}}
+  conditions: [{{type: Ready, status: 'True'}}]
 "
         ));
     }

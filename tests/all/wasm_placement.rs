@@ -192,6 +192,7 @@ fn node(block: u64, rack: u64, host: u64, cpu: u64, gpu: u64) -> Node {
                 .map(|(k, v)| (k.to_string(), Quantity(v)))
                 .collect(),
             ),
+            conditions: Some(vec![wasq::topology::tree::ready_condition()]),
             ..NodeStatus::default()
         }),
     }
