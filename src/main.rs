@@ -169,6 +169,22 @@ enum Command {
     },
     /// Print Kueue's CustomResourceDefinitions (kueue.x-k8s.io), generated from wasq's types.
     Crds,
+    /// Write a cluster's queueing state (Kueue objects, Workloads with their status, Namespaces,
+    /// Nodes) into a directory the simulator runs as it is, e.g. `wasq snapshot -o now/` then
+    /// `wasq simulate now/ --compare preemption=builtin preemption=my-plugin`.
+    Snapshot {
+        /// The kubeconfig to reach the cluster with (default: $KUBECONFIG, else ~/.kube/config,
+        /// else the in-cluster configuration), as with kubectl.
+        #[arg(long, value_name = "FILE")]
+        kubeconfig: Option<PathBuf>,
+        /// The kubeconfig context to use (default: its current-context), as with kubectl.
+        #[arg(long, value_name = "NAME")]
+        context: Option<String>,
+        /// The directory to write `<kind>.yaml` files into (made if missing; files of the same
+        /// names are replaced).
+        #[arg(short, long = "output-dir", value_name = "DIR")]
+        output_dir: PathBuf,
+    },
     /// Print a shell completion script (e.g. `source <(wasq completion bash)`, or
     /// `wasq completion zsh > "${fpath[1]}/_wasq"`).
     Completion {
@@ -354,6 +370,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 Some(policies.source.clone()),
             )
         }
+        Command::Snapshot {
+            kubeconfig,
+            context,
+            output_dir,
+        } => wasq::k8s::cli::snapshot(kubeconfig.as_deref(), context.as_deref(), &output_dir),
         Command::Completion { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut command, "wasq", &mut std::io::stdout());

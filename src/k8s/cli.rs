@@ -67,6 +67,13 @@ pub struct ControllerArgs {
     /// admission, into its job's pod templates, for cost attribution (OpenCost, Kubecost).
     #[arg(long, value_delimiter = ',', value_name = "KEYS")]
     pub cost_attribution_labels: Vec<String>,
+    /// Append every Workload's run (arrival, queue, priority, podSets, run time) to FILE as a
+    /// simulator trace (JSONL), to replay the cluster's traffic with `wasq simulate`.
+    #[arg(long, value_name = "FILE")]
+    pub record_trace: Option<PathBuf>,
+    /// Start a new trace file past this size (e.g. 100Mi); the old one becomes FILE.1.
+    #[arg(long, default_value = "100Mi", value_name = "SIZE", value_parser = parse_size)]
+    pub record_trace_max_size: u64,
     /// Serve no admission webhooks (for clusters whose API server cannot reach the controller):
     /// queued jobs must then be created suspended and pods with the scheduling gate.
     #[arg(long)]
@@ -98,6 +105,14 @@ pub struct ControllerArgs {
     /// Kueue does.
     #[arg(long, default_value = "10s", value_parser = parse_interval)]
     pub pending_status_interval: Duration,
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let q: crate::api::Quantity = s.parse().map_err(|e| format!("{s}: {e}"))?;
+    u64::try_from(q.0 / 1000)
+        .ok()
+        .filter(|&b| b > 0)
+        .ok_or_else(|| format!("{s}: a size must be positive"))
 }
 
 fn parse_interval(s: &str) -> Result<Duration, String> {
@@ -221,6 +236,13 @@ async fn run_async(
     }
     if let Some(path) = &args.kueue_config {
         controller.mirror.configuration = Some(crate::api::config::load_file(path)?);
+    }
+    if let Some(path) = &args.record_trace {
+        let started = jiff::Timestamp::now().as_millisecond();
+        let recorder =
+            super::trace_recorder::TraceRecorder::open(path, args.record_trace_max_size, started)
+                .with_context(|| format!("opening the trace {}", path.display()))?;
+        controller.set_trace_recorder(recorder);
     }
 
     let shared = controller.shared.clone();
@@ -422,6 +444,28 @@ pub async fn client_config(
     }
     .map_err(|e| anyhow::anyhow!("cannot use {source}: {e}"))?;
     Ok((config, source))
+}
+
+/// `wasq snapshot`: the cluster's queueing state written into `dir` as a scenario; prints what
+/// was written.
+pub fn snapshot(
+    kubeconfig: Option<&std::path::Path>,
+    context: Option<&str>,
+    dir: &std::path::Path,
+) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let snapshot = runtime.block_on(async {
+        let client = connect(kubeconfig, context).await?;
+        super::snapshot::take(&client).await
+    })?;
+    snapshot.write(dir)?;
+    for (file, n) in snapshot.counts() {
+        println!("{:>7}  {}", n, dir.join(file).display());
+    }
+    Ok(())
 }
 
 /// The client of [`client_config`], checked by asking the API server its version, or one

@@ -143,6 +143,8 @@ pub struct Controller {
     /// When each pending Workload's condition was last written by wasq (entries older than
     /// the interval are dropped at each refresh).
     pub(super) pending_written: HashMap<WorkloadId, Millis>,
+    /// `--record-trace`: every Workload's run, as a simulator trace.
+    recorder: Option<super::trace_recorder::TraceRecorder>,
 }
 
 impl Controller {
@@ -177,7 +179,13 @@ impl Controller {
             refreshed: None,
             pending_interval: 0,
             pending_written: HashMap::new(),
+            recorder: None,
         }
+    }
+
+    /// Records every Workload's run into a simulator trace (`wasq controller --record-trace`).
+    pub fn set_trace_recorder(&mut self, recorder: super::trace_recorder::TraceRecorder) {
+        self.recorder = Some(recorder);
     }
 
     /// Rewrites a pending Workload's `QuotaReserved=False` condition when only its message
@@ -246,6 +254,9 @@ impl Controller {
     }
 
     pub fn observe(&mut self, ev: Observed) {
+        if let Some(r) = self.recorder.as_mut() {
+            r.observe(&ev, (self.clock)());
+        }
         self.mirror.observe(ev);
     }
 

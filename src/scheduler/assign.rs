@@ -148,9 +148,10 @@ pub struct PodSetAssignment {
     /// Set when some requested resource got no flavor.
     pub failed: bool,
     pub reasons: Reasons,
-    /// Each flavor tried that could not take the podSet, and why (Kueue's
-    /// `FlavorAssignmentAttempts` with mode NoFit).
-    pub no_fit: SmallVec<[(FlavorId, NoFitTier); 2]>,
+    /// Kueue's reason for the flavors tried that could not take the podSet
+    /// (`FlavorAssignmentAttempts` with mode NoFit): per resource group the least severe of its
+    /// flavors', the most severe over groups; `None` when no flavor was tried.
+    pub no_fit: Option<NoFitTier>,
 }
 
 impl PodSetAssignment {
@@ -234,40 +235,20 @@ impl Assignment {
             .unwrap_or(AssignmentMode::Fit)
     }
 
-    /// Kueue's `resolveNoFitReason`: over the podSets no flavor takes, the most severe of their
-    /// reasons, each podSet's being the most severe over its resource groups of the least
-    /// severe reason of the group's flavors (a podSet with no flavor tried: `NoMatchingFlavor`).
-    /// A placement that fits no empty capacity is `TopologyPlacementFailed`.
-    pub fn no_fit_reason(&self, cluster: &crate::cluster::Cluster, cq: CqId) -> &'static str {
+    /// Kueue's `resolveNoFitReason`: the most severe reason of the podSets no flavor takes (a
+    /// podSet with no flavor tried: `NoMatchingFlavor`). A placement that fits no empty
+    /// capacity is `TopologyPlacementFailed`.
+    pub fn no_fit_reason(&self) -> &'static str {
         if let Some(f) = self.topology_failed() {
             return f.label;
         }
-        let groups = &cluster.cq(cq).resource_groups;
-        let mut overall: Option<NoFitTier> = None;
-        for psa in self
-            .pod_sets
+        self.pod_sets
             .iter()
             .filter(|p| p.mode() == AssignmentMode::NoFit)
-        {
-            if psa.no_fit.is_empty() {
-                overall = overall.max(Some(NoFitTier::NoMatchingFlavor));
-                continue;
-            }
-            let mut per_group: SmallVec<[(usize, NoFitTier); 2]> = SmallVec::new();
-            for (i, &(flavor, tier)) in psa.no_fit.iter().enumerate() {
-                // A flavor in no group (deleted) is a group of its own.
-                let group = groups
-                    .iter()
-                    .position(|g| g.flavors.contains(&flavor))
-                    .unwrap_or(usize::MAX - i);
-                match per_group.iter_mut().find(|(g, _)| *g == group) {
-                    Some((_, least)) => *least = (*least).min(tier),
-                    None => per_group.push((group, tier)),
-                }
-            }
-            overall = overall.max(per_group.iter().map(|&(_, t)| t).max());
-        }
-        overall.unwrap_or(NoFitTier::NoMatchingFlavor).reason()
+            .map(|p| p.no_fit.unwrap_or(NoFitTier::NoMatchingFlavor))
+            .max()
+            .unwrap_or(NoFitTier::NoMatchingFlavor)
+            .reason()
     }
 
     /// Flavor-resources whose mode needs preemption.
@@ -296,6 +277,21 @@ struct Evaluated {
 }
 
 impl Evaluated {
+    /// Kueue's `flavorNoFitReason` of a flavor that cannot take the podSet: the most severe of
+    /// its resources' (more than it could ever hold: `ExceedsMaxQuota`; not enough now, and no
+    /// preemption helps: `WaitingForQuota`; a resource it lacks: `NoMatchingFlavor`).
+    fn no_fit_tier(&self) -> NoFitTier {
+        self.reasons
+            .iter()
+            .map(|r| match r {
+                NoFitReason::OverCapacity { .. } => NoFitTier::ExceedsMaxQuota,
+                NoFitReason::Insufficient { .. } => NoFitTier::WaitingForQuota,
+                _ => NoFitTier::NoMatchingFlavor,
+            })
+            .max()
+            .unwrap_or(NoFitTier::NoMatchingFlavor)
+    }
+
     /// The option as a flavor policy sees it.
     fn option(&self, names: &Names) -> FlavorOption {
         FlavorOption {
@@ -401,7 +397,7 @@ pub(super) fn assign_flavors(
             flavors: SmallVec::new(),
             failed: false,
             reasons: Reasons::new(),
-            no_fit: SmallVec::new(),
+            no_fit: None,
         };
         for &(res, qty) in &requests {
             if psa.flavors.iter().any(|f| f.resource == res) {
@@ -438,6 +434,18 @@ pub(super) fn assign_flavors(
                     )
                 })
                 .collect();
+            // Kueue's `resolveNoFitReason` for this group: the least severe reason of its
+            // flavors that cannot take the podSet (a flavor that does not match at all:
+            // `NoMatchingFlavor`), folded into the podSet's as the most severe over groups.
+            let group_tier = evaluated
+                .iter()
+                .filter_map(|e| match e {
+                    None => Some(NoFitTier::NoMatchingFlavor),
+                    Some(e) if e.mode == FitMode::NoFit => Some(e.no_fit_tier()),
+                    Some(_) => None,
+                })
+                .min();
+            psa.no_fit = psa.no_fit.max(group_tier);
             // Nothing to choose when at most one flavor can host the podSet: the host applies
             // it (as Kueue's scan would) without a call, and without building the request.
             // Part of the WIT contract.
@@ -547,7 +555,6 @@ fn evaluate_flavor(
     let fungibility = cluster.cq(cq_id).fungibility;
     let Some(info) = cluster.flavor(flavor) else {
         psa.reasons.push(NoFitReason::FlavorNotFound(flavor));
-        psa.no_fit.push((flavor, NoFitTier::NoMatchingFlavor));
         return None;
     };
     let ps = &cluster.workload(wl_id).pod_sets[pod_set];
@@ -555,29 +562,19 @@ fn evaluate_flavor(
         .or_else(|| super::tas::flavor_mismatch(cluster, cq_id, ps, info, group))
     {
         psa.reasons.push(NoFitReason::Mismatch(reason));
-        psa.no_fit.push((flavor, NoFitTier::NoMatchingFlavor));
         return None;
     }
     let mut rep = (FitMode::Fit, 0u32);
     let mut per_resource = SmallVec::new();
     let mut reasons = Reasons::new();
-    // Kueue's `flavorNoFitReason`: the most severe of the resources' reasons.
-    let mut tier = None;
     for &(res, val) in group {
         let Some(fr) = cluster.names.find_fr(flavor, res) else {
             rep = (FitMode::NoFit, 0);
-            tier = Some(NoFitTier::NoMatchingFlavor);
             break;
         };
         let assumed = amount_of(&assignment.usage, fr);
         let (mode, borrow, reason) =
             fits_resource_quota(ctx, usage, wl_id, cq_id, fr, assumed, val);
-        let resource_tier = match &reason {
-            Some(NoFitReason::OverCapacity { .. }) => Some(NoFitTier::ExceedsMaxQuota),
-            Some(_) if mode == FitMode::NoFit => Some(NoFitTier::WaitingForQuota),
-            _ => None,
-        };
-        tier = tier.max(resource_tier);
         if let Some(r) = reason {
             reasons.push(r);
         }
@@ -590,11 +587,6 @@ fn evaluate_flavor(
         per_resource.push((res, mode, borrow));
     }
     psa.reasons.extend(reasons.iter().cloned());
-    if rep.0 == FitMode::NoFit
-        && let Some(tier) = tier
-    {
-        psa.no_fit.push((flavor, tier));
-    }
     Some(Evaluated {
         flavor,
         mode: rep.0,

@@ -187,6 +187,7 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
             candidate_buffers: &scratch.candidate_buffers,
             placed_by: Default::default(),
             gone: Default::default(),
+            some_gone: Default::default(),
         };
         let (assignment, targets) =
             get_assignments(&ctx, snapshot, s.cluster.tas.current(), wl, cq);
@@ -252,6 +253,7 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
             candidate_buffers: &scratch.candidate_buffers,
             placed_by: Default::default(),
             gone: Default::default(),
+            some_gone: Default::default(),
         };
         let (result, recomputed, took) = process(&ctx, snapshot, &mut preempted, &mut tas_usage, e);
         processed.push((i, result, recomputed));
@@ -680,6 +682,7 @@ fn process(
     if e.targets.iter().any(|t| preempted.contains(t.workload)) {
         let without = without_placements(ctx.cluster, tas, preempted.all.iter().copied());
         ctx.gone.borrow_mut().extend(preempted.all.iter().copied());
+        ctx.some_gone.set(true);
         let (a, t) = asked_without(ctx.cluster, snapshot, preempted.in_tree(root), |others| {
             get_assignments(
                 ctx,
@@ -689,6 +692,7 @@ fn process(
                 e.cq,
             )
         });
+        ctx.some_gone.set(false);
         ctx.gone.borrow_mut().clear();
         deferred = a.mode() == AssignmentMode::Fit;
         held = t.held;
@@ -738,7 +742,7 @@ fn process(
     if mode == AssignmentMode::NoFit {
         let outcome = Outcome::Requeue {
             reason: retry(RequeueReason::NoFit),
-            label: assignment.no_fit_reason(ctx.cluster, e.cq),
+            label: assignment.no_fit_reason(),
             message: Said::NoFit,
             wake: None,
         };

@@ -39,6 +39,8 @@ pub(super) struct Ctx<'a> {
     /// Workloads that are not candidates: this cycle's victims while a preemptor whose targets
     /// they were is computed again as if they were gone (Kueue's `SimulateWorkloadRemoval`).
     pub gone: RefCell<rustc_hash::FxHashSet<WorkloadId>>,
+    /// `gone` is not empty (read for every candidate; the set itself only then).
+    pub some_gone: std::cell::Cell<bool>,
 }
 
 pub(super) type TargetsMemo = (FrList, FrAmounts, Targets);
@@ -159,8 +161,7 @@ impl Collector<'_, '_> {
         if !row.usage.iter().any(|(fr, _)| self.needs.contains(fr)) {
             return false;
         }
-        let gone = self.ctx.gone.borrow();
-        if !gone.is_empty() && gone.contains(&row.workload) {
+        if self.ctx.some_gone.get() && self.ctx.gone.borrow().contains(&row.workload) {
             return false;
         }
         let policy = if in_cq == self.cq {

@@ -217,7 +217,7 @@ mod tests {
                 flavors: smallvec![],
                 failed: true,
                 reasons,
-                no_fit: smallvec![],
+                no_fit: None,
             }],
             usage: Default::default(),
             borrowing: 0,

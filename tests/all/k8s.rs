@@ -1222,3 +1222,151 @@ async fn an_admitted_job_starts_with_its_teams_label_in_the_pod_template() {
         &json!({"op": "add", "path": "/spec/suspend", "value": false})
     );
 }
+
+/// `wasq snapshot` of a cluster whose controller admitted one job and left another pending: the
+/// simulator, started from the files, holds the same admission (quota and all) and keeps the
+/// other pending, as the cluster does.
+#[tokio::test]
+async fn a_snapshot_starts_the_simulator_with_the_clusters_admissions() {
+    let mut objects = cohort_tree();
+    // 10 cpu, more than the tree's 12 leave once `big` holds 4.
+    objects.push(job("late", "5", 2, queue_label(), true));
+    objects.push((
+        "/api/v1/nodes/n1".into(),
+        json!({"apiVersion": "v1", "kind": "Node",
+               "metadata": {"name": "n1", "labels": {"gpu": "a"}},
+               "status": {"allocatable": {"cpu": "8", "pods": "110"},
+                          "conditions": [{"type": "Ready", "status": "True"}]}}),
+    ));
+    let env = borrowing_job_admitted_in(objects, false).await;
+    let late = format!("{KUEUE}/namespaces/ns/workloads/{}", job_wl("late"));
+    assert!(env.api.get(&late).unwrap()["status"]["admission"].is_null());
+
+    let snapshot = wasq::k8s::snapshot::take(&env.api.client())
+        .await
+        .expect("listed");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let written = snapshot.write(dir.path()).expect("written");
+    assert!(
+        written.iter().any(|p| p.ends_with("nodes.yaml")),
+        "{written:?}"
+    );
+    let text = std::fs::read_to_string(dir.path().join("workloads.yaml")).unwrap();
+    assert!(!text.contains("resourceVersion") && !text.contains("managedFields"));
+
+    let scenario = wasq::sim::Scenario::load(&[dir.path().to_path_buf()]).expect("loads");
+    let mut sim = wasq::sim::Simulation::new(scenario);
+    let admitted = |sim: &wasq::sim::Simulation| -> Vec<String> {
+        let cluster = sim.cluster();
+        cluster
+            .workloads
+            .iter()
+            .filter(|w| cluster.admission(w.id).is_some())
+            .map(|w| w.key.to_string())
+            .collect()
+    };
+    let big = format!("ns/{}", job_wl("big"));
+    assert_eq!(admitted(&sim), std::slice::from_ref(&big));
+    sim.run(
+        &wasq::sim::Limits {
+            max_cycles: Some(3),
+            ..Default::default()
+        },
+        None,
+    );
+    assert_eq!(admitted(&sim), [big], "the pending one still does not fit");
+    let report = sim.report();
+    let pending = report
+        .workloads
+        .iter()
+        .find(|w| w.name == job_wl("late"))
+        .expect("the pending Workload is in the scenario");
+    assert_ne!(pending.state, "admitted");
+}
+
+/// `wasq controller --record-trace`: a Workload that finishes and one deleted while admitted are
+/// written once each, with their arrival, queue, admitted podSets and run time; the file,
+/// replayed by the simulator on the cluster's own objects, admits the same Workload on the same
+/// flavor at the same instant and ends it after the same run time.
+#[tokio::test]
+async fn a_recorded_trace_replays_to_the_same_admissions() {
+    use wasq::k8s::trace_recorder::TraceRecorder;
+    let mut objects = cohort_tree();
+    objects.push(job("big", "2", 2, queue_label(), true));
+    objects.push(job("gone", "1", 1, queue_label(), true));
+    let mut env = Env::new(objects);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("trace.jsonl");
+    // Recording started 30 s before the jobs were created.
+    env.controller
+        .set_trace_recorder(TraceRecorder::open(&file, 1 << 20, NOW - 30_000).expect("opened"));
+    env.list_all();
+    env.step().await;
+    let path = |name: &str| format!("{KUEUE}/namespaces/ns/workloads/{}", job_wl(name));
+    for name in ["big", "gone"] {
+        assert!(!env.api.get(&path(name)).unwrap()["status"]["admission"].is_null());
+    }
+    // big runs 90 s; gone's job is deleted (its Workload with it) while admitted.
+    env.api.modify(&path("big"), |wl| {
+        let mut conditions = conditions_with_finished(wl, "done");
+        conditions.as_array_mut().unwrap().last_mut().unwrap()["lastTransitionTime"] =
+            json!("2026-01-01T00:01:30Z");
+        wl["status"]["conditions"] = conditions;
+    });
+    env.applied(Source::Kueue(KueueKind::Workload), &path("big"));
+    // A second event of the same finished Workload writes nothing more.
+    env.applied(Source::Kueue(KueueKind::Workload), &path("big"));
+    let gone = env.api.delete(&path("gone")).expect("deleted");
+    env.controller.observe(Observed::Deleted(
+        Source::Kueue(KueueKind::Workload),
+        serde_json::from_value(gone).unwrap(),
+    ));
+    env.step().await;
+
+    let rows: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    assert_eq!(
+        rows[0],
+        json!({"arrival": 30.0, "namespace": "ns", "name": job_wl("big"), "queue": "lq",
+               "priority": 0, "duration": 90.0,
+               "podSets": [{"name": "main", "count": 2, "requests": {"cpu": "2"}}]})
+    );
+    assert_eq!(rows[1]["name"], job_wl("gone"));
+    assert_eq!(
+        rows[1]["duration"], 0.0,
+        "deleted at once (the test's clock stands still)"
+    );
+
+    // Replayed on the cluster's own objects, big alone (gone ran for no time).
+    let mut snapshot = wasq::k8s::snapshot::take(&env.api.client())
+        .await
+        .expect("listed");
+    snapshot.files.remove("workloads.yaml");
+    snapshot.write(dir.path()).expect("written");
+    std::fs::write(
+        dir.path().join("trace.yaml"),
+        "apiVersion: sim.wasq.dev/v1alpha1\nkind: Trace\nmetadata: {name: recorded}\n\
+         spec: {path: trace.jsonl}\n",
+    )
+    .unwrap();
+    let scenario = wasq::sim::Scenario::load(&[dir.path().to_path_buf()]).expect("loads");
+    let mut sim = wasq::sim::Simulation::new(scenario);
+    sim.run(&wasq::sim::Limits::default(), None);
+    let report = sim.report();
+    let big = report
+        .workloads
+        .iter()
+        .find(|w| w.name == job_wl("big"))
+        .expect("replayed");
+    assert_eq!(big.cluster_queue.as_deref(), Some("cq"));
+    assert_eq!(big.state, "finished");
+    assert_eq!(big.arrival_seconds, Some(30.0));
+    assert_eq!(big.first_admitted_seconds, Some(30.0));
+    assert_eq!(big.finished_seconds, Some(120.0));
+    let admission = serde_json::to_string(&big.admission).unwrap();
+    assert!(admission.contains("gpu-a"), "{admission}");
+}
