@@ -38,6 +38,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run manifests on the embedded, deterministic cluster and report what the scheduler did.
+    #[command(
+        after_help = "Examples:\n  wasq simulate examples/baseline.yaml\n  wasq simulate examples/tas-racks.yaml -o json --report report.html\n  wasq simulate examples/reclaim-borrowed-quota.yaml --plugins target/plugins --compare preemption=builtin preemption=least-lost-work\n  wasq simulate cluster-now/ --policy ordering=demote-notebooks --plugins ./plugins"
+    )]
     Simulate {
         /// Manifest files, or directories whose *.yaml files are all read.
         #[arg(required = true)]
@@ -92,6 +95,9 @@ enum Command {
     },
     /// Kueue's performance-test shape simulated twice in one process — built-in native policies,
     /// then the three kueue-default WASM plugins — with the WASM/native ratio.
+    #[command(
+        after_help = "Examples:\n  wasq bench --shape baseline --repeat 3\n  wasq bench --shape large-scale --scale 1,3,10 --repeat 5 -o json\n  wasq bench --driver controller --shape baseline"
+    )]
     Bench {
         /// Which of Kueue's performance-test shapes to generate.
         #[arg(long, value_enum, default_value = "baseline")]
@@ -109,8 +115,9 @@ enum Command {
         /// How to print the result: a table for people, or JSON.
         #[arg(short, long, value_enum, default_value = "table")]
         output: Output,
-        /// Where kueue-default-ordering/-preemption/-flavors.wasm are (`wasq plugin build`).
-        #[arg(long, value_name = "DIR", default_value = "target/plugins")]
+        /// Where kueue-default-ordering/-preemption/-flavors.wasm are (`wasq plugin build`;
+        /// default: target/plugins in a source tree, else $XDG_DATA_HOME/wasq/plugins).
+        #[arg(long, value_name = "DIR", default_value_os_t = cli::default_plugins())]
         plugins: PathBuf,
         /// Runs per side, alternating; the fastest of each is reported. With several scales,
         /// rounds: each runs the largest scale once per side and a smaller scale as many more
@@ -160,6 +167,9 @@ enum Command {
     #[command(subcommand)]
     Plugin(PluginCommand),
     /// Run as the queueing controller of a Kubernetes cluster, in place of Kueue's controller.
+    #[command(
+        after_help = "Examples:\n  wasq controller --no-leader-elect --no-webhooks        # from a workstation, current kubeconfig\n  wasq controller --kubeconfig ~/.kube/prod --context east --plugins /etc/wasq/plugins\n  wasq controller --kueue-config kueue-config.yaml --record-trace /var/lib/wasq/trace.jsonl"
+    )]
     Controller {
         #[command(flatten)]
         args: Box<wasq::k8s::cli::ControllerArgs>,
@@ -168,10 +178,14 @@ enum Command {
         policies: PolicyArgs,
     },
     /// Print Kueue's CustomResourceDefinitions (kueue.x-k8s.io), generated from wasq's types.
+    #[command(after_help = "Examples:\n  wasq crds | kubectl apply --server-side -f -")]
     Crds,
     /// Write a cluster's queueing state (Kueue objects, Workloads with their status, Namespaces,
     /// Nodes) into a directory the simulator runs as it is, e.g. `wasq snapshot -o now/` then
     /// `wasq simulate now/ --compare preemption=builtin preemption=my-plugin`.
+    #[command(
+        after_help = "Examples:\n  wasq snapshot -o now/\n  wasq snapshot --kubeconfig ~/.kube/prod --context east -o east/ && wasq simulate east/"
+    )]
     Snapshot {
         /// The kubeconfig to reach the cluster with (default: $KUBECONFIG, else ~/.kube/config,
         /// else the in-cluster configuration), as with kubectl.
@@ -187,6 +201,9 @@ enum Command {
     },
     /// Print a shell completion script (e.g. `source <(wasq completion bash)`, or
     /// `wasq completion zsh > "${fpath[1]}/_wasq"`).
+    #[command(
+        after_help = "Examples:\n  wasq completion zsh > \"${fpath[1]}/_wasq\"\n  source <(wasq completion bash)\n  wasq completion fish > ~/.config/fish/completions/wasq.fish"
+    )]
     Completion {
         /// The shell to complete in.
         shell: clap_complete::Shell,
@@ -596,6 +613,27 @@ mod tests {
         let mut missing = Vec::new();
         walk(&Cli::command(), "wasq", &mut missing);
         assert!(missing.is_empty(), "no help for: {missing:#?}");
+    }
+
+    /// Every command that runs something shows how in an Examples section of its `--help`.
+    #[test]
+    fn every_command_has_examples() {
+        fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for sub in command.get_subcommands() {
+                let path = format!("{path} {}", sub.get_name());
+                if sub.has_subcommands() {
+                    walk(sub, &path, missing);
+                } else if !sub
+                    .get_after_help()
+                    .is_some_and(|h| h.to_string().starts_with("Examples:\n  wasq "))
+                {
+                    missing.push(path);
+                }
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "wasq", &mut missing);
+        assert!(missing.is_empty(), "no examples for: {missing:#?}");
     }
 
     #[test]

@@ -403,6 +403,18 @@ pub fn build_python(dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
     extract(&WIT, &wit, &[])?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let file = out.join(format!("{}.wasm", project.project.name));
+    // componentize-py imports the plugin and writes bytecode beside it whatever
+    // PYTHONDONTWRITEBYTECODE says: it builds from copies, so the sources stay as they were.
+    let stage = |from: &Path, name: &str| -> anyhow::Result<PathBuf> {
+        let to = scratch.path().join(name);
+        copy_tree(
+            from,
+            &to,
+            &["__pycache__", ".git", ".venv", ".pytest_cache"],
+        )?;
+        Ok(to)
+    };
+    let staged = stage(dir, "plugin")?;
     let mut command = Command::new(tool);
     command
         .arg("-q")
@@ -415,7 +427,7 @@ pub fn build_python(dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
             "--stub-wasi",
         ])
         .arg("-p")
-        .arg(dir);
+        .arg(&staged);
     // The SDK the plugin's tests import (its conftest.py looks in the same places): its own
     // copy (a scaffold's), `$WASQ_PYTHON_SDK`, a `sdk-python/` beside it (this repository's
     // layout); else the one this binary carries.
@@ -423,9 +435,9 @@ pub fn build_python(dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
     let sdk = if dir.join("wasq_policy").is_dir() {
         None
     } else if let Some(path) = std::env::var_os("WASQ_PYTHON_SDK") {
-        Some(PathBuf::from(path))
+        Some(stage(&PathBuf::from(path), "sdk-given")?)
     } else if beside.join("wasq_policy").is_dir() {
-        Some(beside)
+        Some(stage(&beside, "sdk-beside")?)
     } else {
         let carried = scratch.path().join("sdk");
         extract(&PYTHON_SDK, &carried.join("wasq_policy"), &[])?;
@@ -518,7 +530,7 @@ pub fn build_javascript(dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
     Ok(file)
 }
 
-/// Copies `from` into `to`, leaving out the top-level entries named in `skip`.
+/// Copies `from` into `to`, leaving out the entries named in `skip`, at any depth.
 fn copy_tree(from: &Path, to: &Path, skip: &[&str]) -> anyhow::Result<()> {
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
@@ -529,7 +541,7 @@ fn copy_tree(from: &Path, to: &Path, skip: &[&str]) -> anyhow::Result<()> {
         }
         let (source, target) = (entry.path(), to.join(&name));
         if entry.file_type()?.is_dir() {
-            copy_tree(&source, &target, &[])?;
+            copy_tree(&source, &target, skip)?;
         } else {
             std::fs::copy(&source, &target)
                 .with_context(|| format!("copying {}", source.display()))?;

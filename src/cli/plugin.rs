@@ -18,6 +18,9 @@ pub enum PluginCommand {
     /// compile time, or why the host refuses it (exit status 1). With `--against SCENARIO`,
     /// dry-run it there next to the built-in policy and list every decision where they differ,
     /// every refused answer and every fallback, to vet a plugin before binding it.
+    #[command(
+        after_help = "Examples:\n  wasq plugin check target/plugins/least-lost-work.wasm\n  wasq plugin check my-policy.wasm --policy-config policy.yaml -o json"
+    )]
     Check {
         /// The component (`.wasm`) to load.
         file: PathBuf,
@@ -29,15 +32,20 @@ pub enum PluginCommand {
         against: Vec<PathBuf>,
         /// Policy configuration file whose limits, settings and exposed keys apply to the
         /// plugin (as `simulate` and `controller` would apply them); default limits without.
-        #[arg(long, value_name = "FILE")]
+        /// (`--config` is the old name, kept for a release.)
+        #[arg(long = "policy-config", alias = "config", value_name = "FILE")]
         config: Option<PathBuf>,
         #[command(flatten)]
         cache: super::policies::CacheArgs,
     },
     /// Every plugin of a directory: name, kind, digest, size, and whether it loads.
+    #[command(
+        after_help = "Examples:\n  wasq plugin list\n  wasq plugin list --plugins /etc/wasq/plugins -o json"
+    )]
     List {
-        /// The directory of `*.wasm` components to list.
-        #[arg(long, value_name = "DIR", default_value = "target/plugins")]
+        /// The directory of `*.wasm` components to list (default: target/plugins in a source
+        /// tree, else $XDG_DATA_HOME/wasq/plugins).
+        #[arg(long, value_name = "DIR", default_value_os_t = super::default_plugins())]
         plugins: PathBuf,
         /// How to print the result: a table for people, or JSON.
         #[arg(short, long, value_enum, default_value = "table")]
@@ -48,6 +56,9 @@ pub enum PluginCommand {
     /// Scaffold a plugin in Rust, Python or JavaScript that builds with `wasq plugin build`
     /// and passes its own tests (`cargo test`, `pytest`, `node --test`). The SDK it builds
     /// against is written next to it, from this binary: no source tree or network needed.
+    #[command(
+        after_help = "Examples:\n  wasq plugin new fair-gpu --kind preemption\n  wasq plugin new night-owl --kind ordering --lang python --dir ~/policies\n  wasq plugin new spread --kind placement --lang javascript"
+    )]
     New {
         /// Plugin name (the component is NAME.wasm): lowercase letters, digits, - and _.
         name: String,
@@ -69,11 +80,15 @@ pub enum PluginCommand {
     /// target/plugins (and the test fixtures into target/plugin-fixtures); with PATH: the
     /// plugin there, in the language its manifest says (Cargo.toml: cargo for wasm32-wasip2;
     /// pyproject.toml: componentize-py; package.json: componentize-js), into --out.
+    #[command(
+        after_help = "Examples:\n  wasq plugin build                          # in the source tree: plugins/ into target/plugins\n  wasq plugin build ~/policies/night-owl --out ~/policies/built"
+    )]
     Build {
         /// A plugin directory (or, for Rust, a workspace) to build.
         path: Option<PathBuf>,
-        /// Where the components of PATH go.
-        #[arg(long, value_name = "DIR", default_value = "target/plugins")]
+        /// Where the components of PATH go (default: target/plugins in a source tree, else
+        /// $XDG_DATA_HOME/wasq/plugins).
+        #[arg(long, value_name = "DIR", default_value_os_t = super::default_plugins())]
         out: PathBuf,
     },
 }

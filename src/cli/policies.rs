@@ -15,16 +15,20 @@ use wasq::wasm::{
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct PolicyArgs {
-    /// Directory of policy plugins (*.wasm components; `wasq plugin build` fills target/plugins).
+    /// Directory of policy plugins (*.wasm components; `wasq plugin build` fills
+    /// target/plugins). Without it (and without `plugins` in --policy-config) only the built-in
+    /// policies run.
     #[arg(long, value_name = "DIR")]
     pub plugins: Option<PathBuf>,
     /// Which policy decides an extension point: EXT=NAME, EXT one of ordering, preemption,
     /// flavor-assignment, placement; NAME `builtin` or a plugin's file stem in --plugins. Repeatable.
     #[arg(long = "policy", value_name = "EXT=NAME")]
     pub policies: Vec<String>,
-    /// Policy configuration file (plugin directory, bindings, limits, exposed annotations,
-    /// plugin settings); flags override it.
-    #[arg(long, value_name = "FILE")]
+    /// wasq's policy configuration file (plugin directory, bindings, limits, exposed
+    /// annotations, plugin settings); flags override it. Not Kueue's Configuration: that is
+    /// a document among the manifests, or the controller's --kueue-config. (`--config` is
+    /// the old name, kept for a release.)
+    #[arg(long = "policy-config", alias = "config", value_name = "FILE")]
     pub config: Option<PathBuf>,
     #[command(flatten)]
     pub cache: CacheArgs,

@@ -390,3 +390,50 @@ fn a_new_component_compiles_only_the_functions_not_seen_before() {
         "most of a second plugin of the same SDK comes from the cache: {second:?}"
     );
 }
+
+/// Outside a source tree the plugin directory is the user's data directory; `--policy-config`
+/// and its old name `--config` are one option.
+#[test]
+fn an_installed_binary_finds_plugins_in_the_data_directory_and_takes_both_config_names() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let data = home.path().join(".local/share/wasq/plugins");
+    std::fs::create_dir_all(&data).unwrap();
+    let plugin = built().plugins.join("least-lost-work.wasm");
+    std::fs::copy(&plugin, data.join("least-lost-work.wasm")).unwrap();
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    let out = wasq()
+        .args(["plugin", "list", "-o", "json", "--no-cache"])
+        .current_dir(elsewhere.path())
+        .env("HOME", home.path())
+        .env_remove("XDG_DATA_HOME")
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["name"], "least-lost-work");
+
+    let config = elsewhere.path().join("policy.yaml");
+    std::fs::write(&config, "limits: {deadlineMs: 123}\n").unwrap();
+    let deadline = |flag: &str| {
+        let out = wasq()
+            .args(["plugin", "check", "-o", "json", "--no-cache", flag])
+            .arg(&config)
+            .arg(&plugin)
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let info: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        info["limits"]["deadlineMs"].clone()
+    };
+    assert_eq!(deadline("--policy-config"), 123);
+    assert_eq!(deadline("--config"), 123);
+}

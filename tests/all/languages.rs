@@ -266,6 +266,13 @@ fn scaffolds_made_outside_the_repository_build_pass_their_tests_and_load() {
             if *kind == "preemption" {
                 let file = build(&plugin, &out);
                 assert_eq!(file, out.join(format!("{name}.wasm")));
+                // A build leaves the sources as they were (a changed SDK folder would also
+                // rebuild wasq, which carries it).
+                assert!(
+                    !plugin.join("__pycache__").exists()
+                        && !plugin.join("wasq_policy/__pycache__").exists(),
+                    "{name}: the build wrote bytecode into the sources"
+                );
                 let info = check(&file);
                 assert_eq!(info["kind"], "preemption");
                 assert_eq!(info["language"], lang, "{info}");
