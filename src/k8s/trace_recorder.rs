@@ -64,14 +64,10 @@ impl TraceRecorder {
     /// controller's clock. Write failures are logged, never fatal to the controller.
     pub fn observe(&mut self, ev: &Observed, now: Millis) {
         match ev {
+            // Runs that ended before recording started are not written.
             Observed::Listed(Source::Kueue(KueueKind::Workload), objects) => {
-                for o in objects {
-                    if ended_at(o).is_some() {
-                        self.done.insert(key(o));
-                    } else {
-                        self.record_if_finished(o);
-                    }
-                }
+                let ended = objects.iter().filter(|o| ended_at(o).is_some());
+                self.done.extend(ended.map(key));
             }
             Observed::Applied(Source::Kueue(KueueKind::Workload), o) => self.record_if_finished(o),
             Observed::Deleted(Source::Kueue(KueueKind::Workload), o) => {

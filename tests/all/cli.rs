@@ -8,6 +8,24 @@ fn wasq() -> Command {
     Command::new(env!("CARGO_BIN_EXE_wasq"))
 }
 
+/// Runs `command`, failing the test with its output unless it succeeds.
+pub(super) fn succeeds(mut command: Command, what: &str) -> std::process::Output {
+    let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// What a `-o json` command printed, once it succeeded.
+fn json_of(command: Command, what: &str) -> serde_json::Value {
+    serde_json::from_slice(&succeeds(command, what).stdout).expect("json")
+}
+
 #[test]
 fn plugin_check_reports_what_the_host_sees_and_refuses_what_it_would_refuse() {
     let ok = wasq()
@@ -311,19 +329,14 @@ fn version_names_the_commit_the_contract_and_kueue_and_completions_generate() {
 fn a_second_run_loads_plugins_compiled_and_a_damaged_entry_is_compiled_again() {
     let cache = tempfile::tempdir().expect("tempdir");
     let list = || {
-        let out = wasq()
+        let mut command = wasq();
+        command
             .args(["plugin", "list", "-o", "json", "--plugins"])
             .arg(&built().plugins)
             .arg("--cache-dir")
-            .arg(cache.path())
-            .output()
-            .expect("runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("json");
+            .arg(cache.path());
+        let rows = json_of(command, "wasq plugin list");
+        let rows = rows.as_array().expect("a list");
         assert!(rows.len() >= 10, "{rows:?}");
         assert!(rows.iter().all(|r| r["status"] == "loaded"), "{rows:?}");
         rows.iter().filter(|r| r["from_cache"] == true).count()
@@ -401,38 +414,24 @@ fn an_installed_binary_finds_plugins_in_the_data_directory_and_takes_both_config
     let plugin = built().plugins.join("least-lost-work.wasm");
     std::fs::copy(&plugin, data.join("least-lost-work.wasm")).unwrap();
     let elsewhere = tempfile::tempdir().expect("tempdir");
-    let out = wasq()
-        .args(["plugin", "list", "-o", "json", "--no-cache"])
+    let mut list = wasq();
+    list.args(["plugin", "list", "-o", "json", "--no-cache"])
         .current_dir(elsewhere.path())
         .env("HOME", home.path())
-        .env_remove("XDG_DATA_HOME")
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(rows.len(), 1, "{rows:?}");
+        .env_remove("XDG_DATA_HOME");
+    let rows = json_of(list, "wasq plugin list");
+    assert_eq!(rows.as_array().map(Vec::len), Some(1), "{rows}");
     assert_eq!(rows[0]["name"], "least-lost-work");
 
     let config = elsewhere.path().join("policy.yaml");
     std::fs::write(&config, "limits: {deadlineMs: 123}\n").unwrap();
     let deadline = |flag: &str| {
-        let out = wasq()
+        let mut check = wasq();
+        check
             .args(["plugin", "check", "-o", "json", "--no-cache", flag])
             .arg(&config)
-            .arg(&plugin)
-            .output()
-            .expect("runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let info: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-        info["limits"]["deadlineMs"].clone()
+            .arg(&plugin);
+        json_of(check, "wasq plugin check")["limits"]["deadlineMs"].clone()
     };
     assert_eq!(deadline("--policy-config"), 123);
     assert_eq!(deadline("--config"), 123);

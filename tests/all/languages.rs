@@ -5,11 +5,12 @@
 //! them.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::OnceLock;
 
 use wasq::wasm::{Bindings, Language, Registry};
 
+use super::cli::succeeds;
 use super::plugin_scenarios::run;
 use super::plugins::{built, engine, test_options};
 
@@ -45,19 +46,6 @@ fn python() -> Command {
     // No __pycache__ in the SDK's folder, which the binary carries (build.rs watches it).
     command.env("PYTHONDONTWRITEBYTECODE", "1");
     command
-}
-
-/// Runs `command`, failing the test with its output unless it succeeds.
-fn succeeds(mut command: Command, what: &str) -> Output {
-    let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 /// `wasq plugin build DIR --out OUT`: the component's path.

@@ -4,8 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use wasq::cluster::Holding;
+use wasq::cluster::{Cluster, Holding, WorkloadId};
 use wasq::sim::{EventType, Limits, Scenario, Simulation};
+use wasq::topology::{LeafTable, PodSetPlacement};
 
 use super::rng::Rng;
 
@@ -216,43 +217,10 @@ fn random_load_keeps_leaves_and_quota_exact(preempt: bool) {
                 None,
             );
             let cluster = sim.cluster();
+            admitted_any |=
+                assert_usage_is_what_is_held(cluster, &format!("seed {seed}, cycle {cycles}"));
             let f = &cluster.tas.flavors[0];
-            // Recompute every leaf's usage from the admissions held.
-            let mut expected = vec![vec![0i64; f.tree.resources.len()]; f.tree.leaves.len()];
-            for id in 0..cluster.workloads.len() {
-                let (Holding::Admitted(a) | Holding::Evicting(a)) =
-                    cluster.holding(wasq::cluster::WorkloadId(id as u32))
-                else {
-                    continue;
-                };
-                for p in a.pod_sets.iter().filter_map(|ps| ps.topology.as_ref()) {
-                    admitted_any = true;
-                    for &(leaf, n) in &p.leaves {
-                        for (c, per) in p.per_pod.iter().enumerate() {
-                            expected[leaf as usize][c] += i64::from(n) * per;
-                        }
-                    }
-                }
-            }
-            assert_eq!(
-                cluster.tas.leaf_usage(0),
-                &wasq::topology::LeafTable::from(expected.as_slice()),
-                "seed {seed}, cycle {cycles}"
-            );
-            let mut quota = cluster.tree.new_usage();
-            for w in &cluster.workloads {
-                if let Some(a) = cluster.admission(w.id) {
-                    let node = cluster.cq(a.cluster_queue).node;
-                    for &(fr, v) in &a.usage {
-                        cluster.tree.add_usage(&mut quota, node, fr, v);
-                    }
-                }
-            }
-            assert!(
-                quota == cluster.usage,
-                "seed {seed}, cycle {cycles}: quota usage"
-            );
-            for (leaf, used) in expected.iter().enumerate() {
+            for (leaf, used) in cluster.tas.leaf_usage(0).rows().enumerate() {
                 for (c, &u) in used.iter().enumerate() {
                     assert!(
                         u <= f.tree.capacity.row(leaf)[c],
@@ -290,6 +258,51 @@ fn random_load_keeps_leaves_and_quota_exact(preempt: bool) {
     } else {
         assert_eq!(preemptions, 0);
     }
+}
+
+/// Every TAS placement the cluster holds (admitted, or being evicted).
+pub(super) fn held_placements(cluster: &Cluster) -> impl Iterator<Item = &PodSetPlacement> {
+    (0..cluster.workloads.len()).flat_map(move |id| {
+        match cluster.holding(WorkloadId(id as u32)) {
+            Holding::Admitted(a) | Holding::Evicting(a) => a.pod_sets.as_slice(),
+            _ => &[],
+        }
+        .iter()
+        .filter_map(|ps| ps.topology.as_ref())
+    })
+}
+
+/// Asserts that each TAS flavor's per-leaf usage is the sum of the placements held on it and
+/// that quota usage is what the admissions hold; whether anything is placed.
+pub(super) fn assert_usage_is_what_is_held(cluster: &Cluster, at: &str) -> bool {
+    let mut placed = false;
+    for (i, f) in cluster.tas.flavors.iter().enumerate() {
+        let mut expected = vec![vec![0i64; f.tree.resources.len()]; f.tree.leaves.len()];
+        for p in held_placements(cluster).filter(|p| p.flavor == f.flavor) {
+            placed = true;
+            for &(leaf, n) in &p.leaves {
+                for (c, per) in p.per_pod.iter().enumerate() {
+                    expected[leaf as usize][c] += i64::from(n) * per;
+                }
+            }
+        }
+        assert_eq!(
+            cluster.tas.leaf_usage(i),
+            &LeafTable::from(expected.as_slice()),
+            "{at}, flavor {i}"
+        );
+    }
+    let mut quota = cluster.tree.new_usage();
+    for w in &cluster.workloads {
+        if let Some(a) = cluster.admission(w.id) {
+            let node = cluster.cq(a.cluster_queue).node;
+            for &(fr, v) in &a.usage {
+                cluster.tree.add_usage(&mut quota, node, fr, v);
+            }
+        }
+    }
+    assert!(quota == cluster.usage, "{at}: quota usage");
+    placed
 }
 
 /// Runs a `tests/scenarios` file for `cycles` cycles and returns each workload's pending

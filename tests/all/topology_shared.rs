@@ -8,12 +8,12 @@
 
 use std::collections::BTreeMap;
 
-use wasq::cluster::{Holding, WorkloadId};
 use wasq::policy::PolicySet;
 use wasq::sim::{EventType, Limits, Scenario, Simulation};
 
 use super::plugins::{bindings, plugins};
 use super::rng::Rng;
+use super::topology::{assert_usage_is_what_is_held, held_placements};
 
 /// A random inventory of `racks` × `nodes` hosts and the flavors over it.
 fn scenario(seed: u64) -> String {
@@ -160,22 +160,16 @@ spec:
 fn requested_per_node(sim: &Simulation) -> BTreeMap<String, BTreeMap<String, i64>> {
     let cluster = sim.cluster();
     let mut per_node: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
-    for id in 0..cluster.workloads.len() {
-        let (Holding::Admitted(a) | Holding::Evicting(a)) = cluster.holding(WorkloadId(id as u32))
-        else {
-            continue;
-        };
-        for p in a.pod_sets.iter().filter_map(|ps| ps.topology.as_ref()) {
-            let tree = &cluster.tas.get(p.flavor).expect("a TAS flavor").tree;
-            for &(leaf, n) in &p.leaves {
-                let node = node_of(tree, leaf as usize);
-                for (c, per) in p.per_pod.iter().enumerate() {
-                    *per_node
-                        .entry(node.clone())
-                        .or_default()
-                        .entry(tree.resources[c].clone())
-                        .or_default() += i64::from(n) * per;
-                }
+    for p in held_placements(cluster) {
+        let tree = &cluster.tas.get(p.flavor).expect("a TAS flavor").tree;
+        for &(leaf, n) in &p.leaves {
+            let node = node_of(tree, leaf as usize);
+            for (c, per) in p.per_pod.iter().enumerate() {
+                *per_node
+                    .entry(node.clone())
+                    .or_default()
+                    .entry(tree.resources[c].clone())
+                    .or_default() += i64::from(n) * per;
             }
         }
     }
@@ -253,42 +247,7 @@ fn no_node_shared_by_flavors_is_ever_over_committed_with_preemption_and_reloads(
                     );
                 }
             }
-            let cluster = sim.cluster();
-            for (i, f) in cluster.tas.flavors.iter().enumerate() {
-                let mut expected = vec![vec![0i64; f.tree.resources.len()]; f.tree.leaves.len()];
-                for id in 0..cluster.workloads.len() {
-                    let (Holding::Admitted(a) | Holding::Evicting(a)) =
-                        cluster.holding(WorkloadId(id as u32))
-                    else {
-                        continue;
-                    };
-                    for p in a.pod_sets.iter().filter_map(|ps| ps.topology.as_ref()) {
-                        if p.flavor != f.flavor {
-                            continue;
-                        }
-                        for &(leaf, n) in &p.leaves {
-                            for (c, per) in p.per_pod.iter().enumerate() {
-                                expected[leaf as usize][c] += i64::from(n) * per;
-                            }
-                        }
-                    }
-                }
-                assert_eq!(
-                    cluster.tas.leaf_usage(i),
-                    &wasq::topology::LeafTable::from(expected.as_slice()),
-                    "seed {seed}, cycle {cycles}, flavor {i}"
-                );
-            }
-            let mut quota = cluster.tree.new_usage();
-            for w in &cluster.workloads {
-                if let Some(a) = cluster.admission(w.id) {
-                    let node = cluster.cq(a.cluster_queue).node;
-                    for &(fr, v) in &a.usage {
-                        cluster.tree.add_usage(&mut quota, node, fr, v);
-                    }
-                }
-            }
-            assert!(quota == cluster.usage, "seed {seed}, cycle {cycles}: quota");
+            assert_usage_is_what_is_held(sim.cluster(), &format!("seed {seed}, cycle {cycles}"));
             if sim.report().workloads.iter().all(|w| w.state == "finished") {
                 break;
             }
