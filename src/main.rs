@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+#[macro_use]
 mod cli;
 
 /// mimalloc rather than glibc's malloc: at Kueue's large-scale shape it runs ≈ 5% fewer
@@ -308,7 +309,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             })?;
             match output {
                 Output::Json => print_json(&report)?,
-                Output::Table => print!("{}", report.to_table()),
+                Output::Table => out!("{}", report.to_table()),
             }
             Ok(())
         }
@@ -365,7 +366,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     wasq::sim::bench::bench(&generators[0], repeat, wasm, Some(&progress))?;
                 match output {
                     Output::Json => print_json(&report)?,
-                    Output::Table => print!("{}", report.to_table()),
+                    Output::Table => out!("{}", report.to_table()),
                 }
                 return Ok(());
             }
@@ -374,7 +375,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 wasq::sim::bench::bench_scales(&generators, &scale, repeat, wasm, Some(&progress))?;
             match output {
                 Output::Json => print_json(&report)?,
-                Output::Table => print!("{}", report.to_table()),
+                Output::Table => out!("{}", report.to_table()),
             }
             Ok(())
         }
@@ -398,7 +399,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Crds => {
-            print!("{}", wasq::k8s::cli::crds_yaml()?);
+            out!("{}", wasq::k8s::cli::crds_yaml()?);
             Ok(())
         }
         Command::Simulate {
@@ -474,7 +475,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             match output {
                 Output::Json => print_json(&report)?,
-                Output::Table => print!("{}", report.to_table(max_events)),
+                Output::Table => out!("{}", report.to_table(max_events)),
             }
             // The process ends here. Freeing the simulation and its report, millions of
             // allocations at scale (4% of a 10x run for the simulation alone), would only
@@ -579,7 +580,7 @@ fn compare_policies(
     }
     match output {
         Output::Json => print_json(&comparison)?,
-        Output::Table => print!("{}", comparison.to_table()),
+        Output::Table => out!("{}", comparison.to_table()),
     }
     Ok(())
 }

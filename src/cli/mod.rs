@@ -1,5 +1,16 @@
 //! Command-line pieces of the `wasq` binary that are more than argument plumbing.
 
+/// `print!` to standard output; when its reader has gone (`wasq crds | head`), the process ends
+/// quietly instead of panicking, as command-line tools do.
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::cli::write_stdout(format_args!($($arg)*)) };
+}
+
+/// `println!` to standard output, as [`out!`].
+macro_rules! outln {
+    ($($arg:tt)*) => { $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
 mod languages;
 pub mod plugin;
 pub mod policies;
@@ -29,4 +40,16 @@ pub fn default_plugins() -> std::path::PathBuf {
 pub enum Output {
     Table,
     Json,
+}
+
+/// What [`out!`] and [`outln!`] write with.
+pub fn write_stdout(args: std::fmt::Arguments) {
+    use std::io::Write;
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: writing to standard output: {e}");
+        std::process::exit(1);
+    }
 }

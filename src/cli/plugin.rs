@@ -127,8 +127,8 @@ pub fn run(command: PluginCommand) -> anyhow::Result<()> {
         } => new(&name, kind, lang, &dir, sdk.as_deref()),
         PluginCommand::Build { path: None, .. } => {
             let built = build_repository_plugins(Path::new("."), GuestProfile::Release)?;
-            println!("plugins:  {}", built.plugins.display());
-            println!("fixtures: {}", built.fixtures.display());
+            outln!("plugins:  {}", built.plugins.display());
+            outln!("fixtures: {}", built.fixtures.display());
             Ok(())
         }
         PluginCommand::Build {
@@ -146,7 +146,7 @@ pub fn run(command: PluginCommand) -> anyhow::Result<()> {
                 Lang::Javascript => vec![languages::build_javascript(&path, &out)?],
             };
             for f in files {
-                println!("{}", f.display());
+                outln!("{}", f.display());
             }
             Ok(())
         }
@@ -169,35 +169,35 @@ fn check(
             let mut value = serde_json::to_value(info)?;
             value["limits"] = serde_json::to_value(limits)?;
             value["instance"] = serde_json::to_value(plugin.footprint())?;
-            println!("{}", serde_json::to_string_pretty(&value)?)
+            outln!("{}", serde_json::to_string_pretty(&value)?)
         }
         Output::Table => {
-            println!("plugin      {}", info.name);
-            println!(
+            outln!("plugin      {}", info.name);
+            outln!(
                 "implements  {} (wasq:policy@{}; this host speaks up to {})",
                 info.kind,
                 info.wit_version,
                 wasq::wasm::WIT_VERSION
             );
-            println!(
+            outln!(
                 "language    {} (built by {})",
                 info.language,
                 info.language.toolchain()
             );
-            println!("digest      {}", info.digest);
-            println!("size        {} bytes", info.size);
+            outln!("digest      {}", info.digest);
+            outln!("size        {} bytes", info.size);
             if info.from_cache {
-                println!(
+                outln!(
                     "compile     {:.1} ms (loaded compiled from the cache)",
                     info.compile_ms
                 );
             } else {
-                println!("compile     {:.1} ms", info.compile_ms);
+                outln!("compile     {:.1} ms", info.compile_ms);
             }
-            println!("exports     {}", info.exports.join(", "));
-            println!("imports     {}", info.imports.join("\n            "));
+            outln!("exports     {}", info.exports.join(", "));
+            outln!("imports     {}", info.imports.join("\n            "));
             let footprint = plugin.footprint();
-            println!(
+            outln!(
                 "instance    {:.1} MiB of memory, instantiated in {:.1} ms",
                 footprint.memory_bytes as f64 / (1 << 20) as f64,
                 footprint.instantiate_ms
@@ -207,7 +207,7 @@ fn check(
             } else {
                 "configured".to_string()
             };
-            println!("limits      {} ({by})", describe_limits(&limits));
+            outln!("limits      {} ({by})", describe_limits(&limits));
         }
     }
     Ok(())
@@ -277,34 +277,37 @@ fn dry_run(
                 "fallbacks": b.summary.fallbacks,
                 "extraVictims": status.extra_victims,
             });
-            println!("{}", serde_json::to_string_pretty(&value)?);
+            outln!("{}", serde_json::to_string_pretty(&value)?);
         }
         Output::Table => {
-            println!("{name} ({kind}): {} calls", status.calls);
+            outln!("{name} ({kind}): {} calls", status.calls);
             if differences.is_empty() {
-                println!("decisions: identical to the built-in policy's");
+                outln!("decisions: identical to the built-in policy's");
             } else {
-                println!(
+                outln!(
                     "decisions that differ (- built-in only, + {name} only): {}",
                     differences.len()
                 );
                 for (side, line) in &differences {
-                    println!("  {side} {}", line.trim());
+                    outln!("  {side} {}", line.trim());
                 }
             }
             if b.summary.fallbacks.is_empty() {
-                println!("refused answers and failures: none");
+                outln!("refused answers and failures: none");
             } else {
-                println!("refused answers and failures (the built-in decided instead):");
+                outln!("refused answers and failures (the built-in decided instead):");
                 for f in &b.summary.fallbacks {
-                    println!(
+                    outln!(
                         "  {:<15} x{:<5} {} (last: {})",
-                        f.reason, f.count, f.extension, f.last_error
+                        f.reason,
+                        f.count,
+                        f.extension,
+                        f.last_error
                     );
                 }
             }
             if status.extra_victims > 0 {
-                println!("victims beyond need: {}", status.extra_victims);
+                outln!("victims beyond need: {}", status.extra_victims);
             }
         }
     }
@@ -345,14 +348,17 @@ fn list(engine: WasmEngine, dir: &Path, output: Output) -> anyhow::Result<()> {
         .collect();
     rows.sort_by(|a, b| a.name.cmp(&b.name));
     match output {
-        Output::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
+        Output::Json => outln!("{}", serde_json::to_string_pretty(&rows)?),
         Output::Table => {
-            println!(
+            outln!(
                 "{:<28} {:<18} {:<24} {:>8}  STATUS",
-                "NAME", "KIND", "DIGEST", "SIZE"
+                "NAME",
+                "KIND",
+                "DIGEST",
+                "SIZE"
             );
             for r in rows {
-                println!(
+                outln!(
                     "{:<28} {:<18} {:<24} {:>8}  {}",
                     r.name,
                     r.kind.map_or("-".into(), |k| k.to_string()),
@@ -383,14 +389,14 @@ fn new(
     }
     languages::scaffold(lang, kind, name, &dir, sdk)?;
     let d = dir.display();
-    println!("created {d} ({} plugin, {lang})", kind.as_str());
+    outln!("created {d} ({} plugin, {lang})", kind.as_str());
     match lang {
-        Lang::Rust => println!("  test:  cargo test --manifest-path {d}/Cargo.toml"),
-        Lang::Python => println!("  test:  python3 -m pytest {d}"),
-        Lang::Javascript => println!("  test:  node --test {d}"),
+        Lang::Rust => outln!("  test:  cargo test --manifest-path {d}/Cargo.toml"),
+        Lang::Python => outln!("  test:  python3 -m pytest {d}"),
+        Lang::Javascript => outln!("  test:  node --test {d}"),
     }
-    println!("  build: wasq plugin build {d} --out my-plugins");
-    println!(
+    outln!("  build: wasq plugin build {d} --out my-plugins");
+    outln!(
         "  run:   wasq simulate SCENARIO --plugins my-plugins --policy {}={name}",
         kind.as_str()
     );

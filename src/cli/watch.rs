@@ -75,9 +75,9 @@ pub fn run(paths: &[PathBuf], policies: &PolicyArgs, limits: Limits) -> anyhow::
             Ok(lines) => {
                 match &previous {
                     None => {
-                        println!("run {run}: {} decisions", lines.len());
+                        outln!("run {run}: {} decisions", lines.len());
                         for l in &lines {
-                            println!("  {l}");
+                            outln!("  {l}");
                         }
                     }
                     Some(before) => print_diff(run, before, &lines),
@@ -115,18 +115,18 @@ fn print_diff(run: usize, before: &[String], after: &[String]) {
     let removed: Vec<_> = before.iter().filter(|l| !new.contains(l)).collect();
     let added: Vec<_> = after.iter().filter(|l| !old.contains(l)).collect();
     if removed.is_empty() && added.is_empty() {
-        println!("run {run}: no decision changed");
+        outln!("run {run}: no decision changed");
         return;
     }
-    println!(
+    outln!(
         "run {run}: {} decisions no longer made, {} new",
         removed.len(),
         added.len()
     );
     for l in removed {
-        println!("- {l}");
+        outln!("- {l}");
     }
     for l in added {
-        println!("+ {l}");
+        outln!("+ {l}");
     }
 }

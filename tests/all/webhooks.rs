@@ -742,8 +742,8 @@ async fn not_a_review_is_a_bad_request_and_other_paths_are_not_found() {
 }
 
 #[test]
-fn every_webhook_of_the_deploy_manifest_is_served() {
-    let text = std::fs::read_to_string("examples/deploy/wasq.yaml").unwrap();
+fn every_webhook_of_the_deployment_is_served() {
+    let text = std::fs::read_to_string("deploy/base/webhooks.yaml").unwrap();
     let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
     let served = webhooks_with(View::default()).paths();
     let mut names = Vec::new();

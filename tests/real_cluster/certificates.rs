@@ -1,5 +1,5 @@
 //! wasq's own webhook certificate against the real server, as a cluster runs it: the two webhook
-//! configurations of `examples/deploy/wasq.yaml` applied as they are (calling the Service
+//! configurations of `deploy/base/webhooks.yaml` applied as they are (calling the Service
 //! `wasq-webhook-service`), then a replica started without `--webhook-cert-dir` creates the
 //! `kubernetes.io/tls` Secret and writes its CA as every webhook's `caBundle` — kept by the
 //! server — and a second replica serves the same certificate, writing nothing. (No call is
@@ -48,7 +48,7 @@ async fn wasq_keeps_its_certificate_in_a_secret_and_the_ca_bundles() -> Result<(
     let plane = ControlPlane::start().await?;
     let client = plane.client().await?;
     crate::crds::install(&client).await?;
-    // As `kubectl apply --server-side -f examples/deploy/wasq.yaml` would, for these two.
+    // As `kubectl apply --server-side -k deploy/base` would, for these two.
     for doc in deploy_manifest()? {
         let kind = doc["kind"].as_str().unwrap_or_default();
         if !kind.ends_with("WebhookConfiguration") {

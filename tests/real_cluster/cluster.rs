@@ -31,11 +31,12 @@ use sha2::{Digest, Sha256};
 use crate::recorder::{self, StatusWrites};
 
 /// The binaries `.ci/build-control-plane` makes.
-const BINARIES: [&str; 5] = [
+const BINARIES: [&str; 6] = [
     "etcd",
     "kube-apiserver",
     "kube-controller-manager",
     "kube-scheduler",
+    "kubectl",
     "kwok",
 ];
 /// Overrides where the binaries are looked for.

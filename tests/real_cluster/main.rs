@@ -10,6 +10,7 @@
 mod certificates;
 mod cluster;
 mod crds;
+mod deploy;
 mod double;
 mod jobs;
 mod kept;

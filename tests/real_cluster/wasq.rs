@@ -1,5 +1,5 @@
 //! `wasq controller` — the built binary, as a cluster runs it — against a [`ControlPlane`],
-//! with its admission webhooks registered as `examples/deploy/wasq.yaml` registers them, except
+//! with its admission webhooks registered as `deploy/base/webhooks.yaml` registers them, except
 //! for how the API server reaches them: by URL on loopback (no Service routes here) with the CA
 //! of a certificate made for `127.0.0.1`, served from `--webhook-cert-dir`.
 
@@ -191,7 +191,7 @@ impl Wasq {
     }
 
     /// Registers the Mutating and Validating webhook configurations of
-    /// `examples/deploy/wasq.yaml`, each webhook called at this replica's URL with its CA (a
+    /// `deploy/base/webhooks.yaml`, each webhook called at this replica's URL with its CA (a
     /// replica started without [`Options::own_certificate`]), and
     /// waits until the API server calls them (a queued Job created with `dryRun` comes back
     /// suspended).
@@ -208,12 +208,12 @@ impl Wasq {
             let mut config = docs
                 .iter()
                 .find(|d| d["kind"] == kind)
-                .with_context(|| format!("examples/deploy/wasq.yaml has no {kind}"))?
+                .with_context(|| format!("deploy/base/webhooks.yaml has no {kind}"))?
                 .clone();
             for webhook in config["webhooks"].as_array_mut().into_iter().flatten() {
                 let path = webhook["clientConfig"]["service"]["path"]
                     .as_str()
-                    .context("a webhook of examples/deploy/wasq.yaml has no service path")?
+                    .context("a webhook of deploy/base/webhooks.yaml has no service path")?
                     .to_string();
                 webhook["clientConfig"] = json!({
                     "url": format!("https://127.0.0.1:{}{path}", self.webhook_port),
@@ -279,13 +279,13 @@ fn get(port: u16, path: &str) -> Option<(u16, String)> {
     Some((code, body.to_string()))
 }
 
-/// The documents of `examples/deploy/wasq.yaml`.
+/// The documents of `deploy/base/webhooks.yaml`.
 ///
 /// # Errors
 /// When it is not YAML.
 pub fn deploy_manifest() -> Result<Vec<Value>> {
     Ok(serde_saphyr::from_multiple(include_str!(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/examples/deploy/wasq.yaml"
+        "/deploy/base/webhooks.yaml"
     )))?)
 }

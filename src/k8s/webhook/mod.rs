@@ -56,7 +56,7 @@ pub enum Error {
     #[error("webhook certificate: {0}")]
     Certificate(String),
     #[error(
-        "cannot {verb} {what}: forbidden; wasq's ServiceAccount needs the RBAC verb \"{verb}\" on it (see examples/deploy/wasq.yaml)"
+        "cannot {verb} {what}: forbidden; wasq's ServiceAccount needs the RBAC verb \"{verb}\" on it (see deploy/base)"
     )]
     Forbidden { verb: &'static str, what: String },
     #[error("cannot {verb} {what}: {message}")]

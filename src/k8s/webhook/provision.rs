@@ -229,7 +229,7 @@ where
         let config = match api.get(name).await {
             Ok(c) => c,
             Err(e) if is_code(&e, 404) => {
-                tracing::warn!(configuration = %what, "not found: the API server will not call these webhooks (apply examples/deploy/wasq.yaml)");
+                tracing::warn!(configuration = %what, "not found: the API server will not call these webhooks (apply deploy/base)");
                 return Ok(());
             }
             Err(e) => return Err(Error::api("get", what, e)),

@@ -258,7 +258,7 @@ async fn start_up_failures_name_the_address_or_the_secret_and_the_rbac_verb() {
     assert_eq!(
         e,
         "cannot get Secret wasq-system/wasq-webhook-server-cert: forbidden; wasq's ServiceAccount \
-         needs the RBAC verb \"get\" on it (see examples/deploy/wasq.yaml)"
+         needs the RBAC verb \"get\" on it (see deploy/base)"
     );
 }
 
