@@ -200,6 +200,10 @@ enum Command {
         #[arg(short, long = "output-dir", value_name = "DIR")]
         output_dir: PathBuf,
     },
+    /// Before replacing a running Kueue: what wasq would run as Kueue does, differently, or not
+    /// at all, object by object, and what to do before switching (docs/deploy.md).
+    #[command(subcommand)]
+    Migrate(MigrateCommand),
     /// Print a shell completion script (e.g. `source <(wasq completion bash)`, or
     /// `wasq completion zsh > "${fpath[1]}/_wasq"`).
     #[command(
@@ -240,6 +244,33 @@ fn long_version() -> &'static str {
     &TEXT
 }
 
+/// `wasq migrate`.
+#[derive(Subcommand)]
+enum MigrateCommand {
+    /// Read a running Kueue installation (its Configuration, feature gates, webhooks, flavors,
+    /// cohorts, queues, admission checks, Topologies and Workloads) and report, object by object,
+    /// `same`, `different` (with where the docs say how) or `unsupported`, and the `action`s to
+    /// take before switching. Writes nothing. Exits 1 when something is unsupported.
+    #[command(
+        after_help = "Examples:\n  wasq migrate check\n  wasq migrate check --kubeconfig ~/.kube/prod --context east -o json"
+    )]
+    Check {
+        /// The kubeconfig to reach the cluster with (default: $KUBECONFIG, else ~/.kube/config,
+        /// else the in-cluster configuration), as with kubectl.
+        #[arg(long, value_name = "FILE")]
+        kubeconfig: Option<PathBuf>,
+        /// The kubeconfig context to use (default: its current-context), as with kubectl.
+        #[arg(long, value_name = "NAME")]
+        context: Option<String>,
+        /// The namespace Kueue's controller runs in.
+        #[arg(long, value_name = "NAMESPACE", default_value = wasq::k8s::migrate::KUEUE_NAMESPACE)]
+        kueue_namespace: String,
+        /// How to print the findings.
+        #[arg(short, long, value_enum, default_value = "table")]
+        output: Output,
+    },
+}
+
 fn main() -> ExitCode {
     let logs = tracing_subscriber::fmt()
         .with_env_filter(
@@ -269,6 +300,8 @@ fn main() -> ExitCode {
     }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of standard output went away (`wasq simulate -o json | head`).
+        Err(e) if reader_gone(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
@@ -393,6 +426,29 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             context,
             output_dir,
         } => wasq::k8s::cli::snapshot(kubeconfig.as_deref(), context.as_deref(), &output_dir),
+        Command::Migrate(MigrateCommand::Check {
+            kubeconfig,
+            context,
+            kueue_namespace,
+            output,
+        }) => {
+            let report = wasq::k8s::cli::migrate_check(
+                kubeconfig.as_deref(),
+                context.as_deref(),
+                &kueue_namespace,
+            )?;
+            match output {
+                Output::Table => out!("{}", report.to_table()),
+                Output::Json => print_json(&report)?,
+            }
+            let unsupported = report.count(wasq::k8s::migrate::Verdict::Unsupported);
+            if unsupported > 0 {
+                anyhow::bail!(
+                    "{unsupported} thing(s) of this Kueue installation wasq does not run"
+                );
+            }
+            Ok(())
+        }
         Command::Completion { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut command, "wasq", &mut std::io::stdout());
@@ -494,6 +550,17 @@ fn write_html(path: &std::path::Path, page: &str) -> anyhow::Result<()> {
 
 /// Writes a report as pretty JSON to stdout as it serializes (a large simulation's report is
 /// never held as one string).
+/// Whether `e` is a write to a closed pipe.
+fn reader_gone(e: &anyhow::Error) -> bool {
+    use std::io::ErrorKind::BrokenPipe;
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .is_some_and(|e| e.io_error_kind() == Some(BrokenPipe))
+    })
+}
+
 fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     use std::io::Write;
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());

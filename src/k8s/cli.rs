@@ -468,6 +468,22 @@ pub fn snapshot(
     Ok(())
 }
 
+/// `wasq migrate check`: what wasq makes of the Kueue installation the kubeconfig reaches.
+pub fn migrate_check(
+    kubeconfig: Option<&std::path::Path>,
+    context: Option<&str>,
+    kueue_namespace: &str,
+) -> anyhow::Result<super::migrate::Report> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async {
+        let client = connect(kubeconfig, context).await?;
+        super::migrate::check(&client, kueue_namespace).await
+    })
+}
+
 /// The client of [`client_config`], checked by asking the API server its version, or one
 /// message saying which sources were tried and what failed.
 async fn connect(

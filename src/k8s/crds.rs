@@ -162,10 +162,15 @@ pub fn object_schema(kind: KueueKind) -> Value {
 
 /// Rewrites what Kubernetes refuses in a structural schema: `true` / empty schemas (a
 /// `serde_json::Value` field) become `x-kubernetes-preserve-unknown-fields`; `conditions` and
-/// `podSets` become list maps keyed like Kueue's, so server-side apply merges them by key.
+/// `podSets` become list maps keyed like Kueue's, so server-side apply merges them by key; an
+/// optional enum lists its values only, as controller-gen writes Kueue's (schemars adds `null`,
+/// which kubectl's validation of a CRD refuses: "unknown object type \"nil\"").
 fn tidy(schema: &mut Value) {
     match schema {
         Value::Object(map) => {
+            if let Some(Value::Array(values)) = map.get_mut("enum") {
+                values.retain(|v| !v.is_null());
+            }
             if let Some(Value::Object(props)) = map.get_mut("properties") {
                 for (name, prop) in props.iter_mut() {
                     if is_any(prop) {

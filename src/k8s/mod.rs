@@ -29,6 +29,7 @@ pub mod events;
 pub mod integration;
 pub mod leader;
 pub mod metrics;
+pub mod migrate;
 pub mod mirror;
 pub mod nodes;
 pub mod plugin_metrics;

@@ -29,6 +29,11 @@ impl Default for Schemas {
 }
 
 impl Schemas {
+    /// The CRD schema wasq serves for `kind`.
+    pub fn schema(&self, kind: KueueKind) -> Option<&Value> {
+        self.0.get(&kind)
+    }
+
     /// Decodes an object as the manifest loader does, after pruning it to the schema of
     /// `kind` (when it is a Kueue kind) and dropping `managedFields`; `source` names where it
     /// came from in errors (`<api-server>`, `<admission>`).

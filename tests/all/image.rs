@@ -37,12 +37,21 @@ fn json(bytes: &[u8]) -> Value {
     serde_json::from_slice(bytes).expect("json")
 }
 
+/// Where `program` is on this process's PATH.
+fn on_path(program: &str) -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{program} is not on PATH"))
+}
+
 /// `command` as the image's user, in `rootfs`, with the image's environment only.
 fn in_image(rootfs: &Path, config: &Value, args: &[&str]) -> Command {
     use std::os::unix::fs::MetadataExt;
     // /proc/self belongs to the effective user.
     let root_user = std::fs::metadata("/proc/self").expect("procfs").uid() == 0;
-    let mut command = Command::new(if root_user { "chroot" } else { "unshare" });
+    // Found on this PATH: the command's own environment is the image's.
+    let mut command = Command::new(on_path(if root_user { "chroot" } else { "unshare" }));
     if !root_user {
         // A user namespace in which this user is root may chroot.
         command.args(["--user", "--map-root-user", "chroot"]);

@@ -60,7 +60,8 @@ fn unknown_in<T: DeserializeOwned>(object: &Value) -> Result<Vec<String>> {
 }
 
 /// cert-manager's and the Prometheus Operator's kinds, as far as the overlays use them; a field
-/// they do not name is refused.
+/// they do not name is refused. (Their fields are only read by serde: the types are the check.)
+#[allow(dead_code)]
 mod others {
     use serde::Deserialize;
     use std::collections::BTreeMap;
@@ -206,7 +207,8 @@ async fn every_kustomization_renders_typed_objects_the_api_server_accepts() -> R
     // The check itself finds a field no type has.
     let mut typo: Value = serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "x"}, "spec": {"replicass": 2, "selector": {}, "template": {}}});
-    assert_eq!(check_typed(&typo)?, ["spec.replicass"]);
+    let found = check_typed(&typo)?;
+    assert!(matches!(found.as_slice(), [one] if one.ends_with("replicass")), "{found:?}");
     typo["spec"].as_object_mut().unwrap().remove("replicass");
     assert!(check_typed(&typo)?.is_empty());
 

@@ -16,6 +16,7 @@ mod jobs;
 mod kept;
 mod kueue_docs;
 mod leader;
+mod migrate;
 mod pods;
 mod printer_columns;
 mod recorder;
