@@ -381,6 +381,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 } else {
                     policy
                 },
+                shadows: Vec::new(),
                 config,
                 cache: Default::default(),
             };
@@ -419,6 +420,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 *args,
                 policies.configure_hook(),
                 Some(policies.source.clone()),
+                policies.shadow_log.clone(),
             )
         }
         Command::Snapshot {

@@ -24,6 +24,11 @@ pub struct PolicyArgs {
     /// flavor-assignment, placement; NAME `builtin` or a plugin's file stem in --plugins. Repeatable.
     #[arg(long = "policy", value_name = "EXT=NAME")]
     pub policies: Vec<String>,
+    /// A shadow policy: asked the same questions as the policy that decides EXT, its answers
+    /// verified the same way and never acted on; how often it agrees is reported (the
+    /// simulator's `summary.shadow`). EXT=NAME as for --policy. Repeatable.
+    #[arg(long = "shadow", value_name = "EXT=NAME")]
+    pub shadows: Vec<String>,
     /// wasq's policy configuration file (plugin directory, bindings, limits, exposed
     /// annotations, plugin settings); flags override it. Not Kueue's Configuration: that is
     /// a document among the manifests, or the controller's --kueue-config. (`--config` is
@@ -70,6 +75,8 @@ pub struct Policies {
     pub bindings: Bindings,
     /// The file's preemption budgets, under each ClusterQueue's own annotations.
     pub budgets: wasq::cluster::BudgetDefaults,
+    /// What the shadows of [`Policies::live_bindings`] decided.
+    pub shadow_log: std::sync::Arc<wasq::policy::shadow::ShadowLog>,
 }
 
 impl PolicyArgs {
@@ -85,6 +92,9 @@ impl PolicyArgs {
         let mut bindings = config.bindings()?;
         for spec in &self.policies {
             bindings.set(spec)?;
+        }
+        for spec in &self.shadows {
+            bindings.shadow(spec)?;
         }
         let budgets = config.budget_defaults()?;
         let mut options = config.host_options();
@@ -118,6 +128,7 @@ impl PolicyArgs {
             source,
             bindings,
             budgets,
+            shadow_log: Default::default(),
         })
     }
 }
@@ -150,10 +161,15 @@ impl Policies {
                 .filter(|(k, _)| k.starts_with(wasq::wasm::ANNOTATION_PREFIX))
                 .map(move |(k, v)| (format!("ClusterQueue {} annotation {k}", cq.name), v))
         });
+        let shadows = bindings
+            .shadows
+            .iter()
+            .map(|(kind, name)| (format!("--shadow {kind}"), name));
         let bound = bindings
             .names
             .iter()
             .map(|(kind, name)| (format!("--policy {kind}"), name))
+            .chain(shadows)
             .chain(annotated);
         for (by, name) in bound {
             if let Some(error) = failed.get(name.trim()) {
@@ -168,7 +184,11 @@ impl Policies {
     }
 
     pub fn live_bindings(&self) -> LiveBindings {
-        LiveBindings::new(self.source.clone(), self.bindings.clone())
+        LiveBindings::recording(
+            self.source.clone(),
+            self.bindings.clone(),
+            self.shadow_log.clone(),
+        )
     }
 
     /// The bindings with comma-separated `EXT=NAME` pairs applied on top (`--compare A B`).

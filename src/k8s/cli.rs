@@ -140,23 +140,26 @@ async fn served(client: &kube::Client, ar: &ApiResource) -> bool {
 
 /// `wasq controller`: runs until interrupted or until leadership is lost. `configure` binds
 /// policies to every scheduler the controller builds (the same hook the simulator uses).
+/// `plugins` and `shadows` feed the `wasq_plugin_*` and `wasq_policy_shadow_*` metrics.
 pub fn run(
     args: ControllerArgs,
     configure: Configure,
     plugins: Option<crate::wasm::PluginSource>,
+    shadows: Arc<crate::policy::shadow::ShadowLog>,
 ) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(run_async(args, configure, plugins))
+    runtime.block_on(run_async(args, configure, plugins, shadows))
 }
 
 async fn run_async(
     args: ControllerArgs,
     configure: Configure,
     plugins: Option<crate::wasm::PluginSource>,
+    shadows: Arc<crate::policy::shadow::ShadowLog>,
 ) -> anyhow::Result<()> {
     let client = connect(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
     let mut kinds: Vec<JobKind> = jobs::builtin();
@@ -207,7 +210,7 @@ async fn run_async(
     };
     let mut metrics = Metrics::new(role);
     if let Some(source) = plugins {
-        metrics.register_plugins(source);
+        metrics.register_plugins(source, shadows);
     }
     let metrics = Arc::new(metrics);
     let clock: Clock = Arc::new(|| jiff::Timestamp::now().as_millisecond());

@@ -278,11 +278,17 @@ impl Metrics {
         out
     }
 
-    /// Adds the `wasq_plugin_*` metrics of a plugin source, read at each scrape.
-    pub fn register_plugins(&mut self, source: crate::wasm::PluginSource) {
+    /// Adds the `wasq_plugin_*` metrics of a plugin source and the
+    /// `wasq_policy_shadow_decisions_total` of its shadows, read at each scrape.
+    pub fn register_plugins(
+        &mut self,
+        source: crate::wasm::PluginSource,
+        shadows: std::sync::Arc<crate::policy::shadow::ShadowLog>,
+    ) {
         self.registry
             .register_collector(Box::new(super::plugin_metrics::PluginCollector {
                 source,
+                shadows,
                 role: self.role.clone(),
             }));
     }

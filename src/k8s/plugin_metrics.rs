@@ -1,6 +1,7 @@
 //! `wasq_plugin_*` metrics, read from the plugin host at each scrape: what is loaded (name,
 //! kind, digest), calls, failures per reason, quarantine, reloads per result, and files whose
-//! latest content was refused.
+//! latest content was refused; and `wasq_policy_shadow_decisions_total` per shadow policy,
+//! extension and outcome.
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeCounterValue, EncodeMetric};
@@ -12,6 +13,7 @@ use crate::wasm::{PluginInfo, PluginSource, PluginStatus};
 /// A collector over a plugin source.
 pub struct PluginCollector {
     pub source: PluginSource,
+    pub shadows: std::sync::Arc<crate::policy::shadow::ShadowLog>,
     pub role: String,
 }
 
@@ -59,6 +61,29 @@ impl Collector for PluginCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let registry = self.source.snapshot();
         let plugins: Vec<_> = registry.plugins().collect();
+
+        let mut e = encoder.encode_descriptor(
+            "wasq_policy_shadow_decisions",
+            "Decisions of each shadow policy against the enforced ones, per outcome (agree, \
+             differ, invalid, fallback)",
+            None,
+            ConstCounter::new(0u64).metric_type(),
+        )?;
+        for (name, f) in self.shadows.figures() {
+            for (outcome, n) in [
+                ("agree", f.agree),
+                ("differ", f.differ),
+                ("invalid", f.invalid),
+                ("fallback", f.fallback),
+            ] {
+                let labels = self.labels(vec![
+                    ("policy", name.clone()),
+                    ("extension", f.extension.to_string()),
+                    ("outcome", outcome.to_string()),
+                ]);
+                ConstCounter::new(n).encode(e.encode_family(&labels)?)?;
+            }
+        }
 
         let info = ConstGauge::new(1i64);
         let mut e = encoder.encode_descriptor(
@@ -171,6 +196,7 @@ mod tests {
     use prometheus_client::registry::Registry;
 
     use super::PluginCollector;
+    use crate::policy::shadow::{Difference, Outcome, ShadowLog};
     use crate::wasm::{PluginSource, WasmEngine};
 
     #[test]
@@ -179,6 +205,7 @@ mod tests {
         let mut registry = Registry::default();
         registry.register_collector(Box::new(PluginCollector {
             source: PluginSource::Fixed(Arc::new(crate::wasm::Registry::empty(engine))),
+            shadows: Arc::default(),
             role: "leader".into(),
         }));
         let mut text = String::new();
@@ -193,6 +220,36 @@ mod tests {
                 text.contains(&format!("# TYPE {name} counter")),
                 "{name}:\n{text}"
             );
+        }
+    }
+
+    #[test]
+    fn shadow_decisions_are_counted_per_policy_extension_and_outcome() {
+        let engine = WasmEngine::new(false).expect("engine");
+        let source = PluginSource::Fixed(Arc::new(crate::wasm::Registry::empty(engine)));
+        let shadows = Arc::new(ShadowLog::default());
+        let difference = || Difference {
+            extension: "preemption",
+            workload: "ns/a".into(),
+            enforced: "ns/b".into(),
+            shadow: "ns/c".into(),
+        };
+        for outcome in [
+            Outcome::Agree,
+            Outcome::Agree,
+            Outcome::Differ,
+            Outcome::Failed,
+        ] {
+            shadows.record("least-lost-work", "preemption", outcome, difference);
+        }
+        let mut metrics = crate::k8s::metrics::Metrics::new("leader");
+        metrics.register_plugins(source, shadows);
+        let text = metrics.encode();
+        for (outcome, n) in [("agree", 2), ("differ", 1), ("invalid", 0), ("fallback", 1)] {
+            let line = format!(
+                "wasq_policy_shadow_decisions_total{{policy=\"least-lost-work\",extension=\"preemption\",outcome=\"{outcome}\",replica_role=\"leader\"}} {n}"
+            );
+            assert!(text.contains(&line), "{line} not in:\n{text}");
         }
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod builtin;
 mod error;
+pub mod shadow;
 pub mod verify;
 
 pub use error::PolicyError;
@@ -419,6 +420,8 @@ pub struct PolicySet {
     pub preemption: Arc<dyn PreemptionPolicy>,
     pub flavors: Arc<dyn FlavorAssignmentPolicy>,
     pub placement: Arc<dyn PlacementPolicy>,
+    /// Policies asked the same questions and never acted on ([`shadow`]).
+    pub shadows: shadow::Shadows,
 }
 
 impl PolicySet {
@@ -428,6 +431,7 @@ impl PolicySet {
             preemption: Arc::new(builtin::KueuePreemption),
             flavors: Arc::new(builtin::KueueFlavors),
             placement: Arc::new(builtin::KueuePlacement),
+            shadows: shadow::Shadows::default(),
         }
     }
 }
@@ -439,6 +443,7 @@ impl std::fmt::Debug for PolicySet {
             .field("preemption", &self.preemption.id().name)
             .field("flavors", &self.flavors.id().name)
             .field("placement", &self.placement.id().name)
+            .field("shadows", &self.shadows)
             .finish()
     }
 }

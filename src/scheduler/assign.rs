@@ -484,14 +484,18 @@ pub(super) fn assign_flavors(
                                     }),
                                 None => Ok(None),
                             });
-                    match answer {
+                    let choice = match answer {
                         Ok(choice) => choice,
                         Err(e) => {
                             ctx.fallback(policy.id(), "flavor-assignment", e);
                             assignment.policy = PolicyRef::builtin();
                             crate::policy::builtin::choose_flavor(&request)
                         }
+                    };
+                    if !ctx.policies.shadows.flavors.is_empty() {
+                        ctx.policies.shadows.flavor(&request, choice);
                     }
+                    choice
                 }
             };
             let Some(chosen) = choice.and_then(|c| evaluated[c].as_ref()) else {

@@ -571,6 +571,10 @@ fn order_entries(
             )
         }
     };
+    let shadows = &s.default_policies.shadows;
+    if !shadows.ordering.is_empty() {
+        shadows.order_heads(&cx, heads, &order);
+    }
     out.clear();
     out.extend(
         order

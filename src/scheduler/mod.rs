@@ -271,7 +271,7 @@ impl Scheduler {
                         e
                     })
             });
-        match answer {
+        let keys = match answer {
             Ok(keys) => keys,
             Err(e) => {
                 self.record_fallback(policy.id(), "ordering", e);
@@ -281,7 +281,12 @@ impl Scheduler {
                     .map(|q| crate::policy::builtin::sort_key(&cx, q))
                     .collect()
             }
+        };
+        let shadows = &self.policies_for(cq).shadows;
+        if !shadows.ordering.is_empty() {
+            shadows.sort_keys(&PolicyContext::of(&self.cluster, now), batch, &keys);
         }
+        keys
     }
 
     /// Computes the sort keys of every submitted workload (one batch per ordering policy) and

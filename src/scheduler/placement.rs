@@ -69,7 +69,7 @@ fn decide_by(
             }
             PlacementAnswer::NoFit(m) => Ok(PlacementAnswer::NoFit(with_exclusions(request, m))),
         });
-    match answer {
+    let decided = match answer {
         // Verified above.
         Ok(PlacementAnswer::Placed(p)) => (Ok(p), id),
         Ok(PlacementAnswer::NoFit(m)) => (Err(m), id),
@@ -80,7 +80,13 @@ fn decide_by(
                 PolicyRef::builtin(),
             )
         }
+    };
+    if !ctx.policies.shadows.placement.is_empty() {
+        ctx.policies
+            .shadows
+            .placement(&choice, decided.0.as_ref().ok());
     }
+    decided
 }
 
 /// The built-in's decision as the TAS step takes it, verified like any answer, so that no

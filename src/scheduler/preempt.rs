@@ -474,6 +474,9 @@ fn find_targets(
             (builtin::select_victims(&req), PolicyRef::builtin())
         }
     };
+    if !ctx.policies.shadows.preemption.is_empty() {
+        ctx.policies.shadows.preemption(&req, answer.as_ref());
+    }
     let targets: Vec<Target> = answer
         .map(|set| {
             set.victims

@@ -286,6 +286,16 @@ impl Simulation {
         }
     }
 
+    /// What each shadow policy decided against the enforced ones, so far.
+    pub(crate) fn shadow_figures(
+        &self,
+    ) -> std::collections::BTreeMap<String, crate::policy::shadow::Figures> {
+        self.policies
+            .as_ref()
+            .map(|p| p.shadow_log().figures())
+            .unwrap_or_default()
+    }
+
     /// Calls and failures of every plugin the run could bind.
     pub(crate) fn plugin_summaries(&self) -> Vec<report::PluginSummary> {
         let Some(policies) = &self.policies else {

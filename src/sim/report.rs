@@ -263,6 +263,9 @@ pub struct Summary {
     /// ClusterQueues and LocalQueues Kueue would report inactive ([`inactive_objects`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub inactive: Vec<InactiveObject>,
+    /// Per shadow policy (`--shadow EXT=NAME`): its decisions against the enforced ones.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub shadow: BTreeMap<String, crate::policy::shadow::Figures>,
 }
 
 /// One plugin's activity during the run.
@@ -609,6 +612,7 @@ pub(crate) fn build_from(sim: &Simulation, events: super::Timeline) -> Report {
             plugins: sim.plugin_summaries(),
             cost_attribution: super::attribution::build(sim),
             inactive: inactive_objects(cluster),
+            shadow: sim.shadow_figures(),
         },
         fairness: super::fairness::build(sim),
         topology: sim.tas.report(cluster),
@@ -856,6 +860,26 @@ impl Report {
                     "  {} {} {:<18} {:<15} x{:<6} last: {}",
                     f.plugin, f.digest, f.extension, f.reason, f.count, f.last_error
                 );
+            }
+        }
+        if !self.summary.shadow.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nShadow policies (asked as the enforced policy, never acted on):"
+            );
+            for (name, f) in &self.summary.shadow {
+                let _ = writeln!(
+                    out,
+                    "  {name} ({}): {} decisions, {} agree, {} differ, {} invalid, {} failed",
+                    f.extension, f.decisions, f.agree, f.differ, f.invalid, f.fallback
+                );
+                for d in f.differences.iter().take(5) {
+                    let _ = writeln!(
+                        out,
+                        "    {}: enforced {}; shadow {}",
+                        d.workload, d.enforced, d.shadow
+                    );
+                }
             }
         }
         out

@@ -14,6 +14,7 @@ use super::load::{LoadError, PluginKind, load_bytes, plugin_files, plugin_name};
 use super::plugin::{Exposure, Plugin, SmokeFailure};
 use super::policies::{WasmFlavors, WasmOrdering, WasmPlacement, WasmPreemption};
 use crate::cluster::{Cluster, CqId};
+use crate::policy::shadow::{ShadowLog, Shadows};
 use crate::policy::{
     FlavorAssignmentPolicy, FlavorChoiceRequest, HeadEntry, OrderingPolicy, PlacementAnswer,
     PlacementChoiceRequest, PlacementPolicy, PolicyContext, PolicyError, PolicyRef, PolicySet,
@@ -26,10 +27,12 @@ pub const BUILTIN: &str = "builtin";
 /// Prefix of the per-ClusterQueue binding annotations.
 pub const ANNOTATION_PREFIX: &str = "policy.wasq.dev/";
 
-/// Which plugin decides each extension point (`builtin` or a plugin name).
+/// Which plugin decides each extension point (`builtin` or a plugin name), and which shadow it
+/// (asked the same questions, never acted on: [`crate::policy::shadow`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bindings {
     pub names: BTreeMap<PluginKind, String>,
+    pub shadows: Vec<(PluginKind, String)>,
 }
 
 impl Default for Bindings {
@@ -39,19 +42,35 @@ impl Default for Bindings {
                 .into_iter()
                 .map(|k| (k, BUILTIN.to_string()))
                 .collect(),
+            shadows: Vec::new(),
         }
     }
+}
+
+/// `EXT=NAME`, read.
+fn parse_spec(spec: &str) -> Result<(PluginKind, String), BindError> {
+    let (ext, name) = spec
+        .split_once('=')
+        .ok_or_else(|| BindError::Syntax(spec.to_string()))?;
+    let kind = PluginKind::parse(ext.trim())
+        .ok_or_else(|| BindError::UnknownExtension(ext.trim().to_string()))?;
+    Ok((kind, name.trim().to_string()))
 }
 
 impl Bindings {
     /// Applies one `EXT=NAME` setting.
     pub fn set(&mut self, spec: &str) -> Result<(), BindError> {
-        let (ext, name) = spec
-            .split_once('=')
-            .ok_or_else(|| BindError::Syntax(spec.to_string()))?;
-        let kind = PluginKind::parse(ext.trim())
-            .ok_or_else(|| BindError::UnknownExtension(ext.trim().to_string()))?;
-        self.names.insert(kind, name.trim().to_string());
+        let (kind, name) = parse_spec(spec)?;
+        self.names.insert(kind, name);
+        Ok(())
+    }
+
+    /// Adds one `EXT=NAME` shadow.
+    pub fn shadow(&mut self, spec: &str) -> Result<(), BindError> {
+        let shadow = parse_spec(spec)?;
+        if !self.shadows.contains(&shadow) {
+            self.shadows.push(shadow);
+        }
         Ok(())
     }
 
@@ -329,43 +348,95 @@ impl Registry {
         let mut set = PolicySet::builtin();
         for kind in PluginKind::ALL {
             let name = bindings.get(kind);
-            match self.resolve(kind, name, context)? {
-                Resolved::Builtin => {}
-                Resolved::Plugin(plugin) => match kind {
-                    PluginKind::Ordering => set.ordering = Arc::new(WasmOrdering::new(plugin)),
-                    PluginKind::Preemption => {
-                        set.preemption = Arc::new(WasmPreemption::new(plugin))
-                    }
-                    PluginKind::FlavorAssignment => set.flavors = Arc::new(WasmFlavors(plugin)),
-                    PluginKind::Placement => set.placement = Arc::new(WasmPlacement(plugin)),
-                },
-                Resolved::Unloadable(error) => {
-                    tracing::warn!(plugin = name, %error, extension = %kind, "bound plugin cannot be loaded; the built-in policy decides");
-                    let u = Arc::new(Unloadable {
-                        name: name.to_string(),
-                        error: error.to_string(),
-                    });
-                    match kind {
-                        PluginKind::Ordering => set.ordering = u,
-                        PluginKind::Preemption => set.preemption = u,
-                        PluginKind::FlavorAssignment => set.flavors = u,
-                        PluginKind::Placement => set.placement = u,
-                    }
-                }
+            match self.policy(kind, name, context)? {
+                None => {}
+                Some(AnyPolicy::Ordering(p)) => set.ordering = p,
+                Some(AnyPolicy::Preemption(p)) => set.preemption = p,
+                Some(AnyPolicy::Flavors(p)) => set.flavors = p,
+                Some(AnyPolicy::Placement(p)) => set.placement = p,
             }
         }
         Ok(set)
     }
 
+    /// The shadows `bindings` name, recording into `log`; refused as [`Registry::policy_set`]
+    /// refuses a binding.
+    pub fn shadows(&self, bindings: &Bindings, log: &Arc<ShadowLog>) -> Result<Shadows, BindError> {
+        let mut shadows = Shadows {
+            log: log.clone(),
+            ..Shadows::default()
+        };
+        for (kind, name) in &bindings.shadows {
+            let policy = match self.policy(*kind, name, "--shadow")? {
+                Some(p) => p,
+                None => AnyPolicy::builtin(*kind),
+            };
+            match policy {
+                AnyPolicy::Ordering(p) => shadows.ordering.push(p),
+                AnyPolicy::Preemption(p) => shadows.preemption.push(p),
+                AnyPolicy::Flavors(p) => shadows.flavors.push(p),
+                AnyPolicy::Placement(p) => shadows.placement.push(p),
+            }
+        }
+        Ok(shadows)
+    }
+
+    /// The policy `name` of `kind`: `None` for the built-in.
+    fn policy(
+        &self,
+        kind: PluginKind,
+        name: &str,
+        context: &str,
+    ) -> Result<Option<AnyPolicy>, BindError> {
+        Ok(match self.resolve(kind, name, context)? {
+            Resolved::Builtin => None,
+            Resolved::Plugin(plugin) => Some(match kind {
+                PluginKind::Ordering => AnyPolicy::Ordering(Arc::new(WasmOrdering::new(plugin))),
+                PluginKind::Preemption => {
+                    AnyPolicy::Preemption(Arc::new(WasmPreemption::new(plugin)))
+                }
+                PluginKind::FlavorAssignment => AnyPolicy::Flavors(Arc::new(WasmFlavors(plugin))),
+                PluginKind::Placement => AnyPolicy::Placement(Arc::new(WasmPlacement(plugin))),
+            }),
+            Resolved::Unloadable(error) => {
+                tracing::warn!(plugin = name, %error, extension = %kind, context, "plugin cannot be loaded; the built-in policy decides in its place");
+                let u = Arc::new(Unloadable {
+                    name: name.to_string(),
+                    error: error.to_string(),
+                });
+                Some(match kind {
+                    PluginKind::Ordering => AnyPolicy::Ordering(u),
+                    PluginKind::Preemption => AnyPolicy::Preemption(u),
+                    PluginKind::FlavorAssignment => AnyPolicy::Flavors(u),
+                    PluginKind::Placement => AnyPolicy::Placement(u),
+                })
+            }
+        })
+    }
+
     /// The default policy set, and one per ClusterQueue whose annotations override it. Only
     /// the default binding can fail; a ClusterQueue whose annotation cannot be bound is logged
     /// and keeps the default.
+    /// Every set carries the shadows of `defaults` (their figures then go nowhere: see
+    /// [`Registry::bind_recording`]).
     pub fn bind(
         &self,
         cluster: &Cluster,
         defaults: &Bindings,
     ) -> Result<(PolicySet, Vec<(CqId, PolicySet)>), BindError> {
-        let default_set = self.policy_set(defaults, "--policy")?;
+        self.bind_recording(cluster, defaults, &Arc::default())
+    }
+
+    /// [`Registry::bind`], the shadows recording into `log`.
+    pub fn bind_recording(
+        &self,
+        cluster: &Cluster,
+        defaults: &Bindings,
+        log: &Arc<ShadowLog>,
+    ) -> Result<(PolicySet, Vec<(CqId, PolicySet)>), BindError> {
+        let shadows = self.shadows(defaults, log)?;
+        let mut default_set = self.policy_set(defaults, "--policy")?;
+        default_set.shadows = shadows.clone();
         let mut per_cq = Vec::new();
         for cq in &cluster.cluster_queues {
             let mut own = defaults.clone();
@@ -382,7 +453,10 @@ impl Registry {
                 // One bad annotation must not take plugins away from every other queue: that
                 // queue keeps the default binding.
                 match self.policy_set(&own, &context) {
-                    Ok(set) => per_cq.push((cq.id, set)),
+                    Ok(mut set) => {
+                        set.shadows = shadows.clone();
+                        per_cq.push((cq.id, set));
+                    }
                     Err(error) => {
                         tracing::error!(%error, "ClusterQueue binding refused; it uses the default binding")
                     }
@@ -390,6 +464,26 @@ impl Registry {
             }
         }
         Ok((default_set, per_cq))
+    }
+}
+
+/// A policy of one extension point.
+enum AnyPolicy {
+    Ordering(Arc<dyn OrderingPolicy>),
+    Preemption(Arc<dyn PreemptionPolicy>),
+    Flavors(Arc<dyn FlavorAssignmentPolicy>),
+    Placement(Arc<dyn PlacementPolicy>),
+}
+
+impl AnyPolicy {
+    fn builtin(kind: PluginKind) -> AnyPolicy {
+        let set = PolicySet::builtin();
+        match kind {
+            PluginKind::Ordering => AnyPolicy::Ordering(set.ordering),
+            PluginKind::Preemption => AnyPolicy::Preemption(set.preemption),
+            PluginKind::FlavorAssignment => AnyPolicy::Flavors(set.flavors),
+            PluginKind::Placement => AnyPolicy::Placement(set.placement),
+        }
     }
 }
 

@@ -11,6 +11,7 @@
 //! A file that fails validation leaves the previous version running; a deleted file falls back
 //! to the built-in policy; a quarantined plugin gets a fresh start when its file changes.
 
+use crate::policy::shadow::ShadowLog;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -329,19 +330,36 @@ pub struct LiveBindings {
     source: PluginSource,
     bindings: Bindings,
     bound: Option<(u64, u64)>,
+    /// What the shadows decided, across every rebinding.
+    shadow_log: Arc<ShadowLog>,
 }
 
 impl LiveBindings {
     pub fn new(source: PluginSource, bindings: Bindings) -> LiveBindings {
+        LiveBindings::recording(source, bindings, Arc::default())
+    }
+
+    /// Bindings whose shadows record into `shadow_log`.
+    pub fn recording(
+        source: PluginSource,
+        bindings: Bindings,
+        shadow_log: Arc<ShadowLog>,
+    ) -> LiveBindings {
         LiveBindings {
             source,
             bindings,
             bound: None,
+            shadow_log,
         }
     }
 
     pub fn source(&self) -> &PluginSource {
         &self.source
+    }
+
+    /// The figures of the shadows these bindings name.
+    pub fn shadow_log(&self) -> &Arc<ShadowLog> {
+        &self.shadow_log
     }
 
     /// New policies when the plugins or the cluster's configuration changed since the last
@@ -352,6 +370,10 @@ impl LiveBindings {
             return None;
         }
         self.bound = Some(key);
-        Some(self.source.snapshot().bind(cluster, &self.bindings))
+        Some(
+            self.source
+                .snapshot()
+                .bind_recording(cluster, &self.bindings, &self.shadow_log),
+        )
     }
 }

@@ -23,6 +23,7 @@ mod pods_ready;
 mod reload;
 mod rng;
 mod scenarios;
+mod shadow;
 mod sim_inputs;
 mod topology;
 mod topology_groups;

@@ -60,9 +60,10 @@ pub fn run(path: &Path, plugins: Option<(&Registry, &Bindings)>) -> Report {
     let text = std::fs::read_to_string(path).expect("scenario readable");
     let scenario = Scenario::load(&[path.to_path_buf()]).expect("scenario loads");
     let mut sim = Simulation::new(scenario);
+    let shadows = std::sync::Arc::default();
     if let Some((registry, bindings)) = plugins {
         let (default, per_cq) = registry
-            .bind(&sim.scheduler.cluster, bindings)
+            .bind_recording(&sim.scheduler.cluster, bindings, &shadows)
             .expect("bindings resolve");
         sim.scheduler.set_default_policies(default);
         for (cq, set) in per_cq {
@@ -70,7 +71,9 @@ pub fn run(path: &Path, plugins: Option<(&Registry, &Bindings)>) -> Report {
         }
     }
     sim.run(&limits_of(&text), None);
-    sim.report()
+    let mut report = sim.report();
+    report.summary.shadow = shadows.figures();
+    report
 }
 
 /// Bindings from `EXT=NAME` specs.

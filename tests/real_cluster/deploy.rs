@@ -208,7 +208,10 @@ async fn every_kustomization_renders_typed_objects_the_api_server_accepts() -> R
     let mut typo: Value = serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "x"}, "spec": {"replicass": 2, "selector": {}, "template": {}}});
     let found = check_typed(&typo)?;
-    assert!(matches!(found.as_slice(), [one] if one.ends_with("replicass")), "{found:?}");
+    assert!(
+        matches!(found.as_slice(), [one] if one.ends_with("replicass")),
+        "{found:?}"
+    );
     typo["spec"].as_object_mut().unwrap().remove("replicass");
     assert!(check_typed(&typo)?.is_empty());
 
