@@ -9,6 +9,7 @@ mod inflight;
 mod pending;
 mod pods_ready;
 mod provisioning;
+mod takeover;
 mod tas;
 mod watch;
 

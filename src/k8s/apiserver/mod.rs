@@ -32,6 +32,7 @@
 
 pub mod discovery;
 pub mod faults;
+pub mod kueue;
 pub mod resources;
 pub mod routes;
 pub mod selector;
