@@ -198,6 +198,17 @@ pub fn condition(object: &Value, type_: &str, status: &str) -> bool {
         .any(|c| c["type"] == type_ && c["status"] == status)
 }
 
+/// An object's condition of `type` (`null` when it has none).
+pub fn condition_of(object: &Value, type_: &str) -> Value {
+    object["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == type_)
+        .cloned()
+        .unwrap_or_default()
+}
+
 /// The pods of a Job (by the `batch.kubernetes.io/job-name` label the Job controller sets).
 pub async fn pods_of(client: &kube::Client, job: &Job) -> Result<Vec<Pod>> {
     let ns = job.metadata.namespace.as_deref().unwrap_or("default");
@@ -329,13 +340,7 @@ async fn queued_job_is_admitted_runs_on_kwok_nodes_and_finishes() -> Result<()> 
     })
     .await?;
     let finished_after = created.elapsed();
-    let finished = workload["status"]["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|c| c["type"] == "Finished")
-        .cloned()
-        .unwrap_or_default();
+    let finished = condition_of(&workload, "Finished");
     assert_eq!(finished["reason"], "Succeeded", "{finished}");
     assert_eq!(wasq.warnings(), Vec::<String>::new());
     eprintln!(

@@ -21,6 +21,7 @@ mod pods;
 mod printer_columns;
 mod recorder;
 mod restart;
+mod takeover;
 mod wasq;
 mod workload_status;
 
