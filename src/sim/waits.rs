@@ -26,51 +26,103 @@ pub(crate) struct Fate {
     pub evictions: BTreeMap<String, u32>,
 }
 
-/// Each workload's [`Fate`], by workload index; `None` for a workload that had not arrived when
-/// the run ended.
-pub(crate) fn fates(sim: &Simulation) -> Vec<Option<Fate>> {
+/// What the event log says of a workload, in order, for [`walk`]'s reader.
+pub(crate) enum Happening<'a> {
+    /// A stretch it spent pending, from `from` until `to` seconds; `open` when it was still
+    /// pending when the run ended (`to` is then the end).
+    Pending { from: f64, to: f64, open: bool },
+    /// Evicted or preempted, for `reason` (its first word).
+    Evicted(&'a str),
+    /// Finished at that second.
+    Finished(f64),
+}
+
+/// Reads the event log once, telling `on` what happened to each workload that arrived (by
+/// workload index): every stretch it spent pending — from its arrival, and from each eviction,
+/// until admitted, finished or deactivated, or the end of the run — its evictions and its
+/// finish.
+pub(crate) fn walk(sim: &Simulation, mut on: impl FnMut(usize, Happening<'_>)) {
     let t0 = sim.t0();
     let end = (sim.now() - t0) as f64 / 1000.0;
+    // Per workload: `None` before its arrival (or never), then since when it is pending.
     let mut pending_since: Vec<Option<f64>> = Vec::with_capacity(sim.lives.len());
-    let mut fates: Vec<Option<Fate>> = Vec::with_capacity(sim.lives.len());
+    let mut arrived: Vec<bool> = Vec::with_capacity(sim.lives.len());
     for life in &sim.lives {
         let arrival = (life.arrival - t0) as f64 / 1000.0;
-        let arrived = arrival <= end;
-        pending_since.push(arrived.then_some(arrival));
-        fates.push(arrived.then(Fate::default));
+        arrived.push(arrival <= end);
+        pending_since.push((arrival <= end).then_some(arrival));
     }
     let events = &sim.events;
     for r in &events.records {
         let i = r.workload.index();
-        let Some(fate) = fates[i].as_mut() else {
+        if !arrived[i] {
             continue;
-        };
+        }
         let (t, _) = events.at(r);
         let since = &mut pending_since[i];
         match r.kind {
             EventType::Admitted | EventType::Deactivated | EventType::Finished => {
                 if let Some(s) = since.take() {
-                    fate.wait += (t - s).max(0.0);
+                    on(
+                        i,
+                        Happening::Pending {
+                            from: s,
+                            to: t.max(s),
+                            open: false,
+                        },
+                    );
                 }
                 if r.kind == EventType::Finished {
-                    fate.finished = Some(t);
+                    on(i, Happening::Finished(t));
                 }
             }
             EventType::Preempted | EventType::Evicted => {
                 let reason = events.reason(r).unwrap_or("Evicted");
                 // `AdmissionCheck: message` and `PodsReadyTimeout: message`: the reason.
                 let reason = reason.split(':').next().unwrap_or(reason).trim();
-                *fate.evictions.entry(reason.to_string()).or_default() += 1;
+                on(i, Happening::Evicted(reason));
                 since.get_or_insert(t);
             }
             _ => {}
         }
     }
-    for (fate, since) in fates.iter_mut().zip(pending_since) {
-        if let (Some(fate), Some(s)) = (fate.as_mut(), since) {
-            fate.wait += (end - s).max(0.0);
-            fate.pending_at_end = true;
+    for (i, since) in pending_since.into_iter().enumerate() {
+        if let Some(s) = since {
+            on(
+                i,
+                Happening::Pending {
+                    from: s,
+                    to: end.max(s),
+                    open: true,
+                },
+            );
         }
     }
+}
+
+/// Each workload's [`Fate`], by workload index; `None` for a workload that had not arrived when
+/// the run ended.
+pub(crate) fn fates(sim: &Simulation) -> Vec<Option<Fate>> {
+    let end = (sim.now() - sim.t0()) as f64 / 1000.0;
+    let mut fates: Vec<Option<Fate>> = sim
+        .lives
+        .iter()
+        .map(|life| ((life.arrival - sim.t0()) as f64 / 1000.0 <= end).then(Fate::default))
+        .collect();
+    walk(sim, |i, happening| {
+        let Some(fate) = fates[i].as_mut() else {
+            return;
+        };
+        match happening {
+            Happening::Pending { from, to, open } => {
+                fate.wait += to - from;
+                fate.pending_at_end |= open;
+            }
+            Happening::Evicted(reason) => {
+                *fate.evictions.entry(reason.to_string()).or_default() += 1;
+            }
+            Happening::Finished(t) => fate.finished = Some(t),
+        }
+    });
     fates
 }

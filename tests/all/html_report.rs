@@ -28,16 +28,21 @@ fn simulate(args: &[&str], page: &Path) -> String {
     std::fs::read_to_string(page).expect("the report is written")
 }
 
-/// The cells of the table row whose first cell is `first`.
+/// The cells (`<td>`) of the first table row that begins with `first`: as a row header (the
+/// headline's ClusterQueue, not among the cells), or else as a cell.
 fn row<'a>(html: &'a str, first: &str) -> Vec<&'a str> {
-    let start = html
-        .find(&format!("<tr><td>{first}</td>"))
-        .unwrap_or_else(|| panic!("no row {first}"));
+    let start = [
+        format!("<tr><th scope=\"row\">{first}</th>"),
+        format!("<tr><td>{first}</td>"),
+    ]
+    .iter()
+    .find_map(|m| html.find(m.as_str()))
+    .unwrap_or_else(|| panic!("no row {first}"));
     let end = start + html[start..].find("</tr>").expect("row ends");
     html[start..end]
-        .split("<td>")
+        .split("<td")
         .skip(1)
-        .map(|c| c.trim_end_matches("</td>"))
+        .map(|c| c[c.find('>').expect("a cell") + 1..].trim_end_matches("</td>"))
         .collect()
 }
 
@@ -81,8 +86,25 @@ fn compare_lists_exactly_the_workloads_whose_fate_differs_and_why() {
     assert!(fresh[2].starts_with("admitted to team"), "{fresh:?}");
     assert!(long[1].starts_with("admitted to team"), "{long:?}");
     assert!(long[2].contains("after being preempted at"), "{long:?}");
+    // What differs comes first: both runs' headline tables side by side with their
+    // differences, then the workloads whose fate differs, then the overlays, then each
+    // section side by side.
+    let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("no {needle:?}"));
+    let order = [
+        at("<h2>Per ClusterQueue, A and B</h2><div class=\"headline\""),
+        at("<h2>Workloads whose fate differs</h2>"),
+        at("<h2>A and B overlaid</h2>"),
+        at("<h2>Backlog</h2>"),
+    ];
+    assert!(order.is_sorted(), "{order:?}");
+    assert!(at("<figure>") > order[2], "no chart before the overlays");
+    // Per figure: A, B and B − A.
+    let team = row(&html, "team");
+    assert_eq!(team.len(), 8 * 3, "{team:?}");
+    assert_eq!(&team[..3], ["3", "3", "0"], "admitted");
+    assert!(html.contains("<th scope=\"col\">B − A</th>"));
     // Every chart is a figure of its own with one labelled SVG; both runs' charts, and the
-    // distributions of times to admit, the admissions and preemptions and Jain's index of
+    // backlog, the distributions of waits, the admissions, the preemptions and Jain's index of
     // both runs overlaid on the same axes.
     assert_eq!(
         html.matches("<svg").count(),
@@ -93,10 +115,11 @@ fn compare_lists_exactly_the_workloads_whose_fate_differs_and_why() {
         html.matches("<svg").count()
     );
     for overlaid in [
-        "Wait by LocalQueue, A (solid) and B (dashed) overlaid",
-        "Admissions and preemptions over time, A (solid) and B (dashed) overlaid",
-        "Jain&#39;s index of the ClusterQueues&#39; shares over time, A (solid) and B (dashed) \
-         overlaid",
+        "Pending workloads, every ClusterQueue together, A (solid) and B (dashed)",
+        "Wait by LocalQueue, cumulative, A (solid) and B (dashed)",
+        "Admissions so far, A (solid) and B (dashed)",
+        "Preemptions so far, A (solid) and B (dashed)",
+        "Jain&#39;s index of the ClusterQueues&#39; shares over time, A (solid) and B (dashed)",
     ] {
         assert_eq!(
             html.matches(&format!("<figcaption>{overlaid}")).count(),
@@ -105,23 +128,55 @@ fn compare_lists_exactly_the_workloads_whose_fate_differs_and_why() {
         );
     }
     for side_by_side in [
-        "usage of default/cpu in team, stacked per ClusterQueue",
-        "wait by LocalQueue (time pending, censored at the end)",
-        "admissions, preemptions (by reason) and admission-check waits over time",
-        "share of the tree&#39;s default/cpu (solid) vs weighted entitlement (dashed), per \
+        "Usage of default/cpu in team, stacked per ClusterQueue",
+        "Usage of default/cpu per ClusterQueue of team, against its own nominal quota",
+        "Wait by LocalQueue (time pending, censored at the end)",
+        "Admissions so far",
+        "Preemptions so far, by reason",
+        "Share of the tree&#39;s default/cpu (solid) vs weighted entitlement (dashed), per \
          ClusterQueue",
     ] {
-        for run in ["A (preemption=builtin)", "B (preemption=min-runtime)"] {
+        for run in ["A", "B"] {
             assert!(
                 html.contains(&format!("<figcaption>{run}: {side_by_side}")),
                 "{run}: {side_by_side}"
             );
         }
     }
-    assert!(
-        html.contains("min-runtime")
-            && html.contains("<caption>B (preemption=min-runtime): plugins</caption>")
-    );
+    for run in ["A (preemption=builtin)", "B (preemption=min-runtime)"] {
+        assert!(html.contains(&format!("<h3>{run}</h3>")), "{run}");
+    }
+    assert!(html.contains("<caption>B: Plugins</caption>"));
+}
+
+/// Every queue named in a chart's legend, with the colours of its samples there (the legend
+/// draws an entry's sample, then its text).
+fn legend_colours(html: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut out: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for svg in html.split("<svg").skip(1) {
+        let svg = &svg[..svg.find("</svg>").expect("svg ends")];
+        let lines: Vec<&str> = svg.lines().collect();
+        for (k, line) in lines.iter().enumerate() {
+            // Legend text is drawn at x=32 of the legend's area, to the right of the plot.
+            if !(line.starts_with("<text") && k + 1 < lines.len() && k > 0) {
+                continue;
+            }
+            let name = lines[k + 1].trim();
+            let queue = name.split(' ').next().unwrap_or(name);
+            if !queue.starts_with("cq-") {
+                continue;
+            }
+            let sample = lines[k - 1];
+            let colour = ["stroke=\"", "fill=\""].iter().find_map(|attr| {
+                let at = sample.find(attr)? + attr.len();
+                Some(sample[at..at + 7].to_string())
+            });
+            if let Some(colour) = colour.filter(|c| c.starts_with('#')) {
+                out.entry(queue.to_string()).or_default().push(colour);
+            }
+        }
+    }
+    out
 }
 
 /// The Chromium on this machine, if any.
@@ -193,18 +248,21 @@ fn every_chart_of_a_report_renders_in_a_browser_without_errors() {
                 shape.display().to_string(),
             ],
             vec![
-                "usage of default/cpu in all cohort trees, stacked per cohort tree",
-                "usage of default/cpu in cohort-0, stacked per ClusterQueue (top 7 of 10 by \
+                "A: Pending workloads, stacked per ClusterQueue (top 7 of 20 by peak, the rest \
+                 together)",
+                "A: Usage of default/cpu in all cohort trees, stacked per cohort tree",
+                "A: Usage of default/cpu in cohort-0, stacked per ClusterQueue (top 7 of 10 by \
                  peak, the rest together)",
-                "default/cpu borrowed beyond nominal quota, ClusterQueues of cohort-0 (top 7 of \
-                 10 by peak)",
-                "wait by workload class (time pending, censored at the end)",
-                "wait by LocalQueue (top 7 of 20 by p95, the rest together) (time pending, censored at \
-                 the end)",
-                "admissions, preemptions (by reason) and admission-check waits over time",
+                "A: Usage of default/cpu per ClusterQueue of cohort-0, against its own nominal \
+                 quota (top 7 of 10 by peak against it)",
+                "A: Wait by workload class (time pending, censored at the end)",
+                "A: Wait by LocalQueue (top 7 of 20 by p95, the rest together) (time pending, \
+                 censored at the end)",
+                "A: Admissions so far",
+                "A: Preemptions so far, by reason",
                 "vs weighted entitlement (dashed), per ClusterQueue, 4 of 20 furthest from it",
-                "Jain&#39;s index of the ClusterQueues&#39; shares over time (1 = equal)",
-                "Wait by workload class, A (solid) and B (dashed) overlaid",
+                "B: Jain&#39;s index of the ClusterQueues&#39; shares over time (1 = equal)",
+                "Wait by workload class, cumulative, A (solid) and B (dashed)",
             ],
         ),
         (
@@ -216,8 +274,8 @@ fn every_chart_of_a_report_renders_in_a_browser_without_errors() {
                     .to_string(),
             ],
             vec![
-                "run: usage of a100/nvidia.com/gpu in gpus, stacked per ClusterQueue",
-                "run: workloads waiting for their admission checks",
+                "<figcaption>Usage of a100/nvidia.com/gpu in gpus, stacked per ClusterQueue",
+                "<figcaption>Workloads waiting for their admission checks",
             ],
         ),
     ];
@@ -250,7 +308,37 @@ fn every_chart_of_a_report_renders_in_a_browser_without_errors() {
             dom.matches("<polygon").count() >= 1,
             "{name}: a stacked chart"
         );
-        assert!(dom.contains("virtual time (s)") && dom.contains("wait (s)"));
+        // The headline table first, then the charts.
+        let headline = dom
+            .find("<div class=\"headline\"")
+            .expect("a headline table");
+        assert!(headline < dom.find("<figure>").expect("charts"), "{name}");
+        assert!(dom.contains("<th scope=\"row\">all ClusterQueues</th>"));
+        // Axes in lengths of time, not raw seconds.
+        assert!(dom.contains("virtual time") && dom.contains("wait"));
+        let ticks: Vec<&str> = dom
+            .split("</text>")
+            .filter_map(|t| t.rsplit('>').next())
+            .map(str::trim)
+            .filter(|t| t.ends_with('s') || t.ends_with('m') || t.ends_with('h'))
+            .filter(|t| t.chars().next().is_some_and(|c| c.is_ascii_digit()))
+            .collect();
+        assert!(!ticks.is_empty(), "{name}: no tick in a unit of time");
+        assert!(
+            !dom.contains(">\n10.0\n</text>") && !dom.contains(">\n1800.0\n</text>"),
+            "{name}: raw seconds on an axis"
+        );
+        // A queue in one colour on every chart it is in.
+        let colours = legend_colours(&dom);
+        for (queue, seen) in &colours {
+            assert!(
+                seen.iter().all(|c| c == &seen[0]),
+                "{name}: {queue}: {seen:?}"
+            );
+        }
+        if name == "compare.html" {
+            assert!(colours.values().any(|seen| seen.len() >= 4), "{colours:?}");
+        }
         // The page has no script: any console message is an error (a blocked resource, a
         // parse error reported by the browser).
         assert!(console.is_empty(), "{name}: {console:?}");

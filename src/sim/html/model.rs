@@ -8,6 +8,9 @@
 use crate::sim::Simulation;
 use crate::sim::report::Report;
 
+use super::backlog::Backlog;
+use super::headline::Headline;
+use super::palette::{Colour, Palette};
 use super::sharing::{ShareChart, jain_over_time, shares};
 use super::timeline::{CheckWaitModel, check_waits, events};
 use super::usage::Usage;
@@ -16,11 +19,12 @@ use super::waits::WaitsChart;
 /// Points per drawn series.
 pub const MAX_POINTS: usize = 300;
 
-/// A named series of (x, y) points, x sorted.
+/// A named step function: (x, y) points, x sorted, each y holding until the next point.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
+    pub colour: Colour,
 }
 
 /// One policy that decided, as the report names it.
@@ -49,13 +53,19 @@ pub struct RunModel {
     pub label: String,
     /// Virtual seconds the run lasted.
     pub duration: f64,
+    /// Each queue's colour.
+    pub palette: Palette,
+    /// Per ClusterQueue: admitted, pending, waits, preemptions, usage, borrowing.
+    pub headline: Headline,
+    /// Pending workloads over time per ClusterQueue.
+    pub backlog: Backlog,
     /// Usage over time, stacked per cohort tree.
     pub usage: Usage,
     /// Waits by workload class and by LocalQueue (each when the run has one).
     pub waits: Vec<WaitsChart>,
     /// Admissions over time: cumulative count.
     pub admissions: Series,
-    /// Preemptions over time per reason: cumulative count.
+    /// Preemptions over time per reason: cumulative count (none when there were none).
     pub preemptions: Vec<Series>,
     /// Every preemption over time: cumulative count.
     pub all_preemptions: Series,
@@ -86,6 +96,8 @@ pub fn unit_of(resource: &str) -> (&'static str, f64) {
 pub struct Prepared {
     label: String,
     duration: f64,
+    palette: Palette,
+    backlog: Backlog,
     usage: Usage,
     waits: Vec<WaitsChart>,
     checks: Option<CheckWaitModel>,
@@ -100,11 +112,14 @@ impl RunModel {
     /// What is read from the simulation; [`Prepared::finish`] adds what its report holds.
     pub fn prepare(label: &str, sim: &Simulation) -> Prepared {
         let duration = (sim.now().max(sim.t0()) - sim.t0()) as f64 / 1000.0;
+        let palette = Palette::of(sim);
         Prepared {
             label: label.to_string(),
             duration,
-            usage: super::usage::build(sim, duration),
-            waits: super::waits::build(sim),
+            backlog: super::backlog::build(sim, duration, &palette),
+            usage: super::usage::build(sim, duration, &palette),
+            waits: super::waits::build(sim, &palette),
+            palette,
             checks: check_waits(sim, duration),
         }
     }
@@ -119,13 +134,16 @@ impl Prepared {
         RunModel {
             label: self.label,
             duration,
+            headline: super::headline::build(report, &self.usage.queues),
+            shares: shares(&report.fairness, duration, &self.palette),
+            palette: self.palette,
+            backlog: self.backlog,
             usage: self.usage,
             waits: self.waits,
             admissions,
             preemptions,
             all_preemptions,
             checks: self.checks,
-            shares: shares(&report.fairness, duration),
             jain: jain_over_time(&report.fairness),
             policies: report
                 .summary

@@ -1,10 +1,12 @@
 //! Two runs of one scenario on the same axes, where that reads better than side by side: the
-//! time-to-admit distributions (per group both runs have), admissions and preemptions over
-//! time, and Jain's index over time — run A solid, run B dashed, in one colour per series.
+//! backlog of every ClusterQueue together, the wait distributions (per group both runs have),
+//! admissions, preemptions, and Jain's index over time — run A solid, run B dashed, each
+//! series in its colour in both.
 
 use super::charts::{ChartError, LineChart};
+use super::markup::line_figure;
 use super::model::{RunModel, Series};
-use super::page::{WAIT_COLUMNS, cdf, counts_figure, jain_rows, line_figure, waits_rows};
+use super::page::{WAIT_COLUMNS, WAIT_SHARE, cdf, counts_figure, jain_rows, short, waits_rows};
 use super::waits::Waits;
 
 /// Series of run A and run B interleaved (A's first), each named after its run.
@@ -12,6 +14,7 @@ fn interleave(a: &[Series], b: &[Series], labels: (&str, &str)) -> Vec<Series> {
     let named = |s: &Series, run: &str| Series {
         name: format!("{} ({run})", s.name),
         points: s.points.clone(),
+        colour: s.colour,
     };
     a.iter()
         .filter_map(|x| Some((x, b.iter().find(|y| y.name == x.name)?)))
@@ -19,12 +22,12 @@ fn interleave(a: &[Series], b: &[Series], labels: (&str, &str)) -> Vec<Series> {
         .collect()
 }
 
-/// The first word of a run's label (`A`, `B`).
-fn short(label: &str) -> &str {
-    label.split_whitespace().next().unwrap_or(label)
+/// "`what`, A (solid) and B (dashed)".
+fn overlaid(what: &str, labels: (&str, &str)) -> String {
+    format!("{what}, {} (solid) and {} (dashed)", labels.0, labels.1)
 }
 
-pub fn waits(out: &mut String, a: &RunModel, b: &RunModel) -> Result<(), ChartError> {
+fn waits(out: &mut String, a: &RunModel, b: &RunModel) -> Result<(), ChartError> {
     let labels = (short(&a.label), short(&b.label));
     for x in &a.waits {
         let Some(y) = b.waits.iter().find(|y| y.by == x.by) else {
@@ -42,10 +45,7 @@ pub fn waits(out: &mut String, a: &RunModel, b: &RunModel) -> Result<(), ChartEr
         }
         let (ga, gb): (Vec<&Waits>, Vec<&Waits>) = pairs.iter().copied().unzip();
         let series = interleave(&cdf(&ga), &cdf(&gb), labels);
-        let title = format!(
-            "Wait by {}, {} (solid) and {} (dashed) overlaid, cumulative",
-            x.by, labels.0, labels.1
-        );
+        let title = overlaid(&format!("Wait by {}, cumulative", x.by), labels);
         let mut rows = waits_rows(&ga, Some(labels.0));
         rows.extend(waits_rows(&gb, Some(labels.1)));
         rows.sort_by(|p, q| p[0].cmp(&q[0]).then_with(|| p[1].cmp(&q[1])));
@@ -55,8 +55,8 @@ pub fn waits(out: &mut String, a: &RunModel, b: &RunModel) -> Result<(), ChartEr
             out,
             &LineChart {
                 title: &title,
-                x_label: "wait (s)",
-                y_label: "share of admitted workloads",
+                x_label: "wait",
+                y_label: WAIT_SHARE,
                 series: &series,
                 references: &[],
                 paired: true,
@@ -68,30 +68,32 @@ pub fn waits(out: &mut String, a: &RunModel, b: &RunModel) -> Result<(), ChartEr
     Ok(())
 }
 
-pub fn timeline(out: &mut String, a: &RunModel, b: &RunModel) -> Result<(), ChartError> {
+/// One count of both runs (`pick` from each), on one chart.
+fn counts(
+    out: &mut String,
+    (a, b): (&RunModel, &RunModel),
+    what: &str,
+    y: &str,
+    pick: fn(&RunModel) -> &Series,
+) -> Result<(), ChartError> {
     let labels = (short(&a.label), short(&b.label));
     let series = interleave(
-        &[a.admissions.clone(), a.all_preemptions.clone()],
-        &[b.admissions.clone(), b.all_preemptions.clone()],
+        std::slice::from_ref(pick(a)),
+        std::slice::from_ref(pick(b)),
         labels,
     );
-    let title = format!(
-        "Admissions and preemptions over time, {} (solid) and {} (dashed) overlaid",
-        labels.0, labels.1
-    );
-    counts_figure(out, &title, &series, true)
+    counts_figure(out, &overlaid(what, labels), y, &series, true)
 }
 
-pub fn fairness(out: &mut String, a: &RunModel, b: &RunModel) -> Result<(), ChartError> {
+fn jain(out: &mut String, a: &RunModel, b: &RunModel) -> Result<(), ChartError> {
     let labels = (short(&a.label), short(&b.label));
     let series = interleave(&a.jain, &b.jain, labels);
     if series.is_empty() {
         return Ok(());
     }
-    let title = format!(
-        "Jain's index of the ClusterQueues' shares over time, {} (solid) and {} (dashed) \
-         overlaid",
-        labels.0, labels.1
+    let title = overlaid(
+        "Jain's index of the ClusterQueues' shares over time",
+        labels,
     );
     let mut rows = jain_rows(&a.jain, Some(labels.0));
     rows.extend(jain_rows(&b.jain, Some(labels.1)));
@@ -100,7 +102,7 @@ pub fn fairness(out: &mut String, a: &RunModel, b: &RunModel) -> Result<(), Char
         out,
         &LineChart {
             title: &title,
-            x_label: "virtual time (s)",
+            x_label: "virtual time",
             y_label: "Jain's index",
             series: &series,
             references: &[],
@@ -109,4 +111,27 @@ pub fn fairness(out: &mut String, a: &RunModel, b: &RunModel) -> Result<(), Char
         &["flavor/resource", "run", "lowest", "at the end"],
         &rows,
     )
+}
+
+/// Every overlay of runs `a` and `b`.
+pub fn all(out: &mut String, a: &RunModel, b: &RunModel) -> Result<(), ChartError> {
+    counts(
+        out,
+        (a, b),
+        "Pending workloads, every ClusterQueue together",
+        "pending workloads",
+        |r| &r.backlog.total,
+    )?;
+    waits(out, a, b)?;
+    counts(out, (a, b), "Admissions so far", "admissions", |r| {
+        &r.admissions
+    })?;
+    counts(
+        out,
+        (a, b),
+        "Preemptions so far",
+        "workloads preempted",
+        |r| &r.all_preemptions,
+    )?;
+    jain(out, a, b)
 }

@@ -1,133 +1,80 @@
 //! The HTML page: one self-contained file (inline SVG and CSS, no script, no font or network
-//! access), a section per question — usage, time to admit, admissions, preemptions and
-//! admission-check waits, fair sharing, policies — each chart with its numbers in a table
-//! beneath it. With two runs: each section side by side, the time-to-admit distributions,
-//! admissions and preemptions, and Jain's index also overlaid on the same axes (A solid, B
-//! dashed), and the workloads whose fate differs.
+//! access). It opens with the headline table ([`super::headline`]), then a section per
+//! question — backlog, usage, waits, admissions and preemptions, fair sharing, policies — each
+//! chart with its numbers in a table beneath it. With two runs, what differs comes first: the
+//! headline tables side by side with their differences, the workloads whose fate differs,
+//! then some charts of both runs overlaid (A solid, B dashed), then each section side by side.
 
 use std::fmt::Write as _;
 
-use super::charts::{ChartError, LineChart, StackedChart, line_chart, stacked_chart};
+use super::charts::{ChartError, Line, LineChart, Reference, StackedChart, stacked_chart};
 use super::diff::Difference;
+use super::markup::{escape, figure, line_figure, num, optional, table, top_of};
 use super::model::{MAX_POINTS, RunModel, Series};
 use super::overlay;
-use super::usage::{Borrowing, Stacked};
+use super::stack::Stacked;
+use super::usage::OwnQuota;
 use super::waits::{Waits, quantile};
-
-/// `s` with HTML's special characters escaped.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:2000px;color:#111}\
 h2{border-bottom:1px solid #999;margin-top:2em}.runs{display:flex;flex-wrap:wrap;gap:2em}\
-.run{flex:1 1 760px;min-width:0}.overlay{max-width:960px}svg{max-width:100%;height:auto}figure{margin:1em 0}figcaption{font-weight:bold}\
+.run{flex:1 1 760px;min-width:0}.overlay{max-width:960px}svg{max-width:100%;height:auto}\
+figure{margin:1em 0}figcaption{font-weight:bold}\
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;padding:2px 8px;\
-text-align:right}td:first-child,th:first-child{text-align:left}";
+text-align:right}td:first-child,th:first-child{text-align:left}th{background:#f2f2f2}\
+.headline{max-height:36em;overflow:auto}.headline td.delta{background:#f7f7f7}";
 
-/// A value for a table cell, rounded for reading.
-fn num(x: f64) -> String {
-    if x.abs() >= 100.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.3}")
+/// One run as a section draws it: its figures' titles begin with `prefix` (nothing for a
+/// single run; `A: `, `B: ` side by side).
+pub(super) struct Run<'a> {
+    pub model: &'a RunModel,
+    pub prefix: String,
+}
+
+impl Run<'_> {
+    fn title(&self, what: &str) -> String {
+        format!("{}{what}", self.prefix)
     }
 }
 
-/// A table: a header row and rows of cells (escaped here).
-fn table(out: &mut String, caption: &str, header: &[&str], rows: &[Vec<String>]) {
-    let _ = write!(out, "<table><caption>{}</caption><tr>", escape(caption));
-    for h in header {
-        let _ = write!(out, "<th scope=\"col\">{}</th>", escape(h));
-    }
-    out.push_str("</tr>");
-    for row in rows {
-        out.push_str("<tr>");
-        for cell in row {
-            let _ = write!(out, "<td>{}</td>", escape(cell));
-        }
-        out.push_str("</tr>");
-    }
-    out.push_str("</table>");
+/// The first word of a run's label (`A`, `B`).
+pub(super) fn short(label: &str) -> &str {
+    label.split_whitespace().next().unwrap_or(label)
 }
 
-/// A chart's `<svg>` in a figure, with its numbers in a table behind a disclosure.
-fn figure(out: &mut String, title: &str, svg: &str, header: &[&str], rows: &[Vec<String>]) {
-    let _ = write!(
-        out,
-        "<figure><figcaption>{}</figcaption>{svg}<details><summary>The numbers</summary>",
-        escape(title)
-    );
-    table(out, title, header, rows);
-    out.push_str("</details></figure>");
-}
-
-/// A line chart with its table.
-pub(super) fn line_figure(
-    out: &mut String,
-    chart: &LineChart<'_>,
-    header: &[&str],
-    rows: &[Vec<String>],
-) -> Result<(), ChartError> {
-    let svg = line_chart(chart)?;
-    figure(out, chart.title, &svg, header, rows);
-    Ok(())
-}
-
-fn optional(x: Option<f64>) -> String {
-    x.map_or_else(|| "none".to_string(), num)
-}
-
-/// The empirical distribution of each group's waits, as drawable series (steps: the share
-/// admitted within `x` seconds holds until the next wait).
+/// The empirical distribution of each group's waits: the share of workloads that waited at
+/// most `x` seconds.
 pub(super) fn cdf(waits: &[&Waits]) -> Vec<Series> {
     waits
         .iter()
         .map(|w| {
             let n = w.seconds.len() as f64;
-            let points: Vec<(f64, f64)> = w
-                .seconds
-                .iter()
-                .enumerate()
-                .map(|(k, &s)| (s, (k + 1) as f64 / n))
-                .collect();
+            let mut points = vec![(0.0, 0.0)];
+            points.extend(
+                w.seconds
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &s)| (s, (k + 1) as f64 / n)),
+            );
             Series {
                 name: w.name.clone(),
-                points: super::downsample::steps(&super::downsample::min_max(&points, MAX_POINTS)),
+                points: super::downsample::min_max(&points, MAX_POINTS),
+                colour: w.colour,
             }
         })
         .collect()
 }
 
-/// A step function as the line that draws it.
-fn stepped(s: &Series) -> Series {
-    Series {
-        name: s.name.clone(),
-        points: super::downsample::steps(&s.points),
-    }
-}
-
-fn stacked_figure(out: &mut String, label: &str, s: &Stacked) -> Result<(), ChartError> {
+fn stacked_figure(out: &mut String, run: &Run<'_>, s: &Stacked) -> Result<(), ChartError> {
     let shown = top_of(s.layers.len(), s.of, "peak");
-    let title = format!(
-        "{label}: usage of {} in {}, stacked per {}{shown}",
+    let title = run.title(&format!(
+        "Usage of {} in {}, stacked per {}{shown}, against the nominal quota",
         s.resource, s.group, s.member
-    );
+    ));
     let y = format!("{} ({})", s.resource, s.unit);
     let svg = stacked_chart(&StackedChart {
         title: &title,
-        x_label: "virtual time (s)",
+        x_label: "virtual time",
         y_label: &y,
         times: &s.times,
         layers: &s.layers,
@@ -148,7 +95,7 @@ fn stacked_figure(out: &mut String, label: &str, s: &Stacked) -> Result<(), Char
     rows.extend(
         s.references
             .iter()
-            .map(|(name, v)| vec![name.clone(), num(*v), String::new(), String::new()]),
+            .map(|r| vec![r.name.clone(), num(r.value), String::new(), String::new()]),
     );
     let unit = |what: &str| format!("{what} ({})", s.unit);
     figure(
@@ -166,24 +113,19 @@ fn stacked_figure(out: &mut String, label: &str, s: &Stacked) -> Result<(), Char
     Ok(())
 }
 
-fn borrowing_figure(out: &mut String, label: &str, b: &Borrowing) -> Result<(), ChartError> {
-    let shown = if b.of > b.series.len() {
-        format!(" (top {} of {} by peak)", b.series.len(), b.of)
+fn own_quota_figure(out: &mut String, run: &Run<'_>, q: &OwnQuota) -> Result<(), ChartError> {
+    let drawn = q.rows.len();
+    let shown = if q.of > drawn {
+        format!(" (top {drawn} of {} by peak against it)", q.of)
     } else {
         String::new()
     };
-    let title = format!(
-        "{label}: {} borrowed beyond nominal quota, ClusterQueues of {}{shown}",
-        b.resource, b.tree
-    );
-    let y = format!("borrowed {} ({})", b.resource, b.unit);
-    let drawn: Vec<Series> = b.series.iter().map(stepped).collect();
-    let references: Vec<(String, f64)> = b
-        .limit
-        .map(|l| ("borrowing limit".to_string(), l))
-        .into_iter()
-        .collect();
-    let rows: Vec<Vec<String>> = b
+    let title = run.title(&format!(
+        "Usage of {} per ClusterQueue of {}, against its own nominal quota{shown}",
+        q.resource, q.tree
+    ));
+    let y = format!("{} ({})", q.resource, q.unit);
+    let rows: Vec<Vec<String>> = q
         .rows
         .iter()
         .map(|r| {
@@ -191,41 +133,43 @@ fn borrowing_figure(out: &mut String, label: &str, b: &Borrowing) -> Result<(), 
                 r.name.clone(),
                 num(r.nominal),
                 optional(r.borrowing_limit),
+                num(r.peak),
                 num(r.peak_borrowed),
-                num(r.at_limit),
+                super::axis::duration(r.at_limit),
             ]
         })
         .collect();
-    let unit = |what: &str| format!("{what} ({})", b.unit);
+    let unit = |what: &str| format!("{what} ({})", q.unit);
     line_figure(
         out,
         &LineChart {
             title: &title,
-            x_label: "virtual time (s)",
+            x_label: "virtual time",
             y_label: &y,
-            series: &drawn,
-            references: &references,
-            paired: false,
+            series: &q.series,
+            references: &q.references,
+            paired: q.paired,
         },
         &[
             "ClusterQueue",
             &unit("nominal quota"),
             &unit("borrowing limit"),
+            &unit("peak usage"),
             &unit("peak borrowed"),
-            "at the limit (s)",
+            "time at the borrowing limit",
         ],
         &rows,
     )
 }
 
-fn usage_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
-    let u = &run.usage;
+fn usage_section(out: &mut String, run: &Run<'_>) -> Result<(), ChartError> {
+    let u = &run.model.usage;
     if u.trees.is_empty() {
         out.push_str("<p>No quota was used.</p>");
         return Ok(());
     }
     for s in &u.overall {
-        stacked_figure(out, &run.label, s)?;
+        stacked_figure(out, run, s)?;
     }
     if u.tree_count > super::usage::MAX_TREE_CHARTS {
         let _ = write!(
@@ -236,27 +180,55 @@ fn usage_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
             u.tree_count
         );
     }
-    for s in &u.trees {
-        stacked_figure(out, &run.label, s)?;
-        if let Some(b) = u
-            .borrowing
-            .iter()
-            .find(|b| b.tree == s.group && b.resource == s.resource)
-        {
-            borrowing_figure(out, &run.label, b)?;
-        } else {
-            let _ = write!(
-                out,
-                "<p>No ClusterQueue of {} borrowed {}.</p>",
-                escape(&s.group),
-                escape(&s.resource)
-            );
-        }
+    for (s, own) in u.trees.iter().zip(&u.own) {
+        stacked_figure(out, run, s)?;
+        own_quota_figure(out, run, own)?;
     }
     Ok(())
 }
 
+fn backlog_section(out: &mut String, run: &Run<'_>) -> Result<(), ChartError> {
+    let b = &run.model.backlog;
+    let Some(s) = &b.stacked else {
+        out.push_str("<p>No workload was pending: each was admitted as it arrived.</p>");
+        return Ok(());
+    };
+    let title = run.title(&format!(
+        "Pending workloads, stacked per ClusterQueue{}",
+        top_of(s.layers.len(), s.of, "peak")
+    ));
+    let svg = stacked_chart(&StackedChart {
+        title: &title,
+        x_label: "virtual time",
+        y_label: "pending workloads",
+        times: &s.times,
+        layers: &s.layers,
+        references: &[],
+    })?;
+    let rows: Vec<Vec<String>> = b
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.name.clone(),
+                format!("{:.0}", r.peak),
+                num(r.average),
+                format!("{:.0}", r.at_end),
+            ]
+        })
+        .collect();
+    figure(
+        out,
+        &title,
+        &svg,
+        &["ClusterQueue", "peak", "time-averaged", "at the end"],
+        &rows,
+    );
+    Ok(())
+}
+
 pub(super) fn waits_rows(waits: &[&Waits], run: Option<&str>) -> Vec<Vec<String>> {
+    let time = super::axis::duration;
     waits
         .iter()
         .map(|w| {
@@ -264,30 +236,32 @@ pub(super) fn waits_rows(waits: &[&Waits], run: Option<&str>) -> Vec<Vec<String>
             row.extend(run.map(str::to_string));
             row.extend([
                 w.seconds.len().to_string(),
-                num(quantile(&w.seconds, 0.5)),
-                num(quantile(&w.seconds, 0.9)),
-                num(quantile(&w.seconds, 0.95)),
-                num(w.seconds.last().copied().unwrap_or(f64::NAN)),
+                time(quantile(&w.seconds, 0.5)),
+                time(quantile(&w.seconds, 0.9)),
+                time(quantile(&w.seconds, 0.95)),
+                time(w.seconds.last().copied().unwrap_or(f64::NAN)),
             ]);
             row
         })
         .collect()
 }
 
-pub(super) const WAIT_COLUMNS: [&str; 5] =
-    ["workloads", "p50 (s)", "p90 (s)", "p95 (s)", "max (s)"];
+pub(super) const WAIT_COLUMNS: [&str; 5] = ["workloads", "p50", "p90", "p95", "max"];
 
-fn waits_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
-    if run.waits.is_empty() {
+/// The y axis of a distribution of waits.
+pub(super) const WAIT_SHARE: &str = "share of workloads that waited at most";
+
+fn waits_section(out: &mut String, run: &Run<'_>) -> Result<(), ChartError> {
+    if run.model.waits.is_empty() {
         out.push_str("<p>No workload arrived.</p>");
         return Ok(());
     }
-    for chart in &run.waits {
+    for chart in &run.model.waits {
         let shown = top_of(chart.groups.len(), chart.of, "p95");
-        let title = format!(
-            "{}: wait by {}{shown} (time pending, censored at the end), cumulative",
-            run.label, chart.by
-        );
+        let title = run.title(&format!(
+            "Wait by {}{shown} (time pending, censored at the end), cumulative",
+            chart.by
+        ));
         let groups: Vec<&Waits> = chart.groups.iter().collect();
         let mut header = vec![chart.by];
         header.extend(WAIT_COLUMNS);
@@ -295,8 +269,8 @@ fn waits_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
             out,
             &LineChart {
                 title: &title,
-                x_label: "wait (s)",
-                y_label: "share of admitted workloads",
+                x_label: "wait",
+                y_label: WAIT_SHARE,
                 series: &cdf(&groups),
                 references: &[],
                 paired: false,
@@ -308,11 +282,12 @@ fn waits_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
     Ok(())
 }
 
-/// Cumulative counts over time (`paired`: two runs, A solid and B dashed), with each series'
-/// total in the table.
+/// Cumulative counts over time, `y` of them (`paired`: two runs, A solid and B dashed), with
+/// each series' total in the table.
 pub(super) fn counts_figure(
     out: &mut String,
     title: &str,
+    y: &str,
     series: &[Series],
     paired: bool,
 ) -> Result<(), ChartError> {
@@ -327,52 +302,51 @@ pub(super) fn counts_figure(
         out,
         &LineChart {
             title,
-            x_label: "virtual time (s)",
-            y_label: "count so far",
+            x_label: "virtual time",
+            y_label: y,
             series,
             references: &[],
             paired,
         },
-        &["event", "total"],
+        &["series", "at the end"],
         &rows,
     )
 }
 
-/// What a title says when a chart draws only the top `kept - 1` of `of` (the last one pooling
-/// the rest), ranked `by`; nothing when it draws them all.
-fn top_of(kept: usize, of: usize, by: &str) -> String {
-    if of > kept {
-        format!(" (top {} of {of} by {by}, the rest together)", kept - 1)
+fn timeline_section(out: &mut String, run: &Run<'_>) -> Result<(), ChartError> {
+    let m = run.model;
+    counts_figure(
+        out,
+        &run.title("Admissions so far"),
+        "admissions",
+        std::slice::from_ref(&m.admissions),
+        false,
+    )?;
+    if m.preemptions.is_empty() {
+        out.push_str("<p>No workload was preempted.</p>");
     } else {
-        String::new()
+        counts_figure(
+            out,
+            &run.title("Preemptions so far, by reason"),
+            "workloads preempted",
+            &m.preemptions,
+            false,
+        )?;
     }
-}
-
-fn timeline_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
-    let title = format!(
-        "{}: admissions, preemptions (by reason) and admission-check waits over time",
-        run.label
-    );
-    let mut series = vec![run.admissions.clone()];
-    series.extend(run.preemptions.iter().cloned());
-    series.extend(run.checks.as_ref().map(|c| c.begun.clone()));
-    counts_figure(out, &title, &series, false)?;
-    let Some(checks) = &run.checks else {
+    let Some(checks) = &m.checks else {
         out.push_str("<p>No workload waited for admission checks.</p>");
         return Ok(());
     };
-    let title = format!(
-        "{}: workloads waiting for their admission checks",
-        run.label
-    );
+    let title = run.title("Workloads waiting for their admission checks, and waits begun so far");
     let s = &checks.seconds;
+    let time = super::axis::duration;
     line_figure(
         out,
         &LineChart {
             title: &title,
-            x_label: "virtual time (s)",
-            y_label: "workloads waiting",
-            series: &[stepped(&checks.waiting)],
+            x_label: "virtual time",
+            y_label: "workloads",
+            series: &[checks.waiting.clone(), checks.begun.clone()],
             references: &[],
             paired: false,
         },
@@ -381,39 +355,39 @@ fn timeline_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> 
             "ended admitted",
             "ended otherwise",
             "still waiting",
-            "p50 (s)",
-            "p95 (s)",
-            "max (s)",
+            "p50",
+            "p95",
+            "max",
         ],
         &[vec![
             (checks.admitted + checks.released + checks.open).to_string(),
             checks.admitted.to_string(),
             checks.released.to_string(),
             checks.open.to_string(),
-            num(quantile(s, 0.5)),
-            num(quantile(s, 0.95)),
-            num(s.last().copied().unwrap_or(f64::NAN)),
+            time(quantile(s, 0.5)),
+            time(quantile(s, 0.95)),
+            time(s.last().copied().unwrap_or(f64::NAN)),
         ]],
     )
 }
 
-fn fairness_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> {
-    if run.jain.is_empty() {
+fn fairness_section(out: &mut String, run: &Run<'_>) -> Result<(), ChartError> {
+    let m = run.model;
+    if m.jain.is_empty() {
         out.push_str("<p>No ClusterQueue had demand.</p>");
         return Ok(());
     }
-    for chart in &run.shares {
+    for chart in &m.shares {
         let shown = if chart.of > chart.rows.len() {
             format!(", {} of {} furthest from it", chart.rows.len(), chart.of)
         } else {
             String::new()
         };
-        let title = format!(
-            "{}: share of the tree's {} (solid) vs weighted entitlement (dashed), per \
+        let title = run.title(&format!(
+            "Share of the tree's {} (solid) vs weighted entitlement (dashed), per \
              ClusterQueue{shown}",
-            run.label, chart.resource
-        );
-        let drawn: Vec<Series> = chart.series.iter().map(stepped).collect();
+            chart.resource
+        ));
         let rows: Vec<Vec<String>> = chart
             .rows
             .iter()
@@ -433,9 +407,9 @@ fn fairness_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> 
             out,
             &LineChart {
                 title: &title,
-                x_label: "virtual time (s)",
+                x_label: "virtual time",
                 y_label: "fraction of the tree's nominal quota",
-                series: &drawn,
+                series: &chart.series,
                 references: &[],
                 paired: true,
             },
@@ -451,22 +425,18 @@ fn fairness_section(out: &mut String, run: &RunModel) -> Result<(), ChartError> 
             &rows,
         )?;
     }
-    let title = format!(
-        "{}: Jain's index of the ClusterQueues' shares over time (1 = equal)",
-        run.label
-    );
     line_figure(
         out,
         &LineChart {
-            title: &title,
-            x_label: "virtual time (s)",
+            title: &run.title("Jain's index of the ClusterQueues' shares over time (1 = equal)"),
+            x_label: "virtual time",
             y_label: "Jain's index",
-            series: &run.jain,
-            references: &[],
+            series: &m.jain,
+            references: &[Reference::new("equal shares", 1.0, Line::Dotted)],
             paired: false,
         },
         &["flavor/resource", "lowest", "at the end"],
-        &jain_rows(&run.jain, None),
+        &jain_rows(&m.jain, None),
     )
 }
 
@@ -484,8 +454,9 @@ pub(super) fn jain_rows(series: &[Series], run: Option<&str>) -> Vec<Vec<String>
         .collect()
 }
 
-fn policies_section(out: &mut String, run: &RunModel) {
-    let rows: Vec<Vec<String>> = run
+fn policies_section(out: &mut String, run: &Run<'_>) -> Result<(), ChartError> {
+    let m = run.model;
+    let rows: Vec<Vec<String>> = m
         .policies
         .iter()
         .map(|p| {
@@ -502,13 +473,13 @@ fn policies_section(out: &mut String, run: &RunModel) {
     if rows.is_empty() {
         let _ = write!(
             out,
-            "<p>{}: the built-in (Kueue's) policies decided everything.</p>",
-            escape(&run.label)
+            "<p>{}The built-in (Kueue's) policies decided everything.</p>",
+            escape(&run.prefix)
         );
     } else {
         table(
             out,
-            &format!("{}: plugins", run.label),
+            &run.title("Plugins"),
             &[
                 "plugin",
                 "extension point",
@@ -520,7 +491,7 @@ fn policies_section(out: &mut String, run: &RunModel) {
             &rows,
         );
     }
-    let rows: Vec<Vec<String>> = run
+    let rows: Vec<Vec<String>> = m
         .fallbacks
         .iter()
         .map(|f| {
@@ -535,41 +506,74 @@ fn policies_section(out: &mut String, run: &RunModel) {
     if !rows.is_empty() {
         table(
             out,
-            &format!("{}: fallbacks to the built-in", run.label),
+            &run.title("Fallbacks to the built-in"),
             &["extension point", "plugin", "reason", "count"],
             &rows,
         );
     }
+    Ok(())
 }
 
 /// What a section draws of one run.
-type Body = fn(&mut String, &RunModel) -> Result<(), ChartError>;
+type Body = fn(&mut String, &Run<'_>) -> Result<(), ChartError>;
 
-/// What a section draws of two runs on the same axes.
-type Overlay = fn(&mut String, &RunModel, &RunModel) -> Result<(), ChartError>;
+/// The sections, in page order.
+const SECTIONS: [(&str, Body); 6] = [
+    ("Backlog", backlog_section),
+    ("Usage over time", usage_section),
+    ("Waits", waits_section),
+    ("Admissions and preemptions", timeline_section),
+    ("Fair sharing", fairness_section),
+    ("Which policies decided", policies_section),
+];
 
-/// A section with one column per run, and with two runs what reads better overlaid.
-fn section(
-    out: &mut String,
-    title: &str,
-    runs: &[RunModel],
-    body: Body,
-    overlay: Option<Overlay>,
-) -> Result<(), ChartError> {
-    let _ = write!(out, "<section><h2>{}</h2>", escape(title));
-    if let (Some(overlay), [a, b]) = (overlay, runs) {
-        out.push_str("<div class=\"overlay\">");
-        overlay(out, a, b)?;
-        out.push_str("</div>");
-    }
-    out.push_str("<div class=\"runs\">");
+/// A section with one column per run (headed by its label when there are two).
+fn section(out: &mut String, title: &str, runs: &[Run<'_>], body: Body) -> Result<(), ChartError> {
+    let _ = write!(
+        out,
+        "<section><h2>{}</h2><div class=\"runs\">",
+        escape(title)
+    );
     for run in runs {
         out.push_str("<div class=\"run\">");
+        if runs.len() > 1 {
+            let _ = write!(out, "<h3>{}</h3>", escape(&run.model.label));
+        }
         body(out, run)?;
         out.push_str("</div>");
     }
     out.push_str("</div></section>");
     Ok(())
+}
+
+/// How long a run lasted and how much it admitted, in a sentence.
+fn lede(run: &RunModel) -> String {
+    let admissions = run.admissions.points.last().map_or(0.0, |p| p.1);
+    let preempted = run.all_preemptions.points.last().map_or(0.0, |p| p.1);
+    format!(
+        "{} of virtual time, {admissions:.0} admissions, {preempted:.0} preemptions",
+        super::axis::duration(run.duration)
+    )
+}
+
+/// The workloads whose fate differs between `a` and `b`.
+fn differences_section(out: &mut String, a: &RunModel, b: &RunModel, diffs: &[Difference]) {
+    out.push_str("<section><h2>Workloads whose fate differs</h2>");
+    if diffs.is_empty() {
+        out.push_str("<p>None: every workload ended the same way in both runs.</p>");
+    } else {
+        let rows: Vec<Vec<String>> = diffs
+            .iter()
+            .map(|d| vec![d.workload.clone(), d.a.clone(), d.b.clone()])
+            .collect();
+        table(
+            out,
+            &format!("{} workload(s)", diffs.len()),
+            &["workload", &a.label, &b.label],
+            &rows,
+        );
+    }
+    out.push_str("</section>");
 }
 
 /// The whole page for one run, or two compared (with the workloads whose fate differs).
@@ -585,66 +589,43 @@ pub fn render(runs: &[RunModel], differences: Option<&[Difference]>) -> Result<S
          <style>{STYLE}</style></head><body><h1>{0}</h1>",
         escape(&title)
     );
-    let rows: Vec<Vec<String>> = runs
-        .iter()
-        .map(|r| {
-            vec![
-                r.label.clone(),
-                num(r.duration),
-                format!("{:.0}", r.admissions.points.last().map_or(0.0, |p| p.1)),
-            ]
-        })
-        .collect();
-    table(
-        &mut out,
-        "Runs",
-        &["run", "virtual seconds", "admissions"],
-        &rows,
-    );
-    section(&mut out, "Usage over time", runs, usage_section, None)?;
-    section(&mut out, "Waits", runs, waits_section, Some(overlay::waits))?;
-    section(
-        &mut out,
-        "Admissions, preemptions and admission-check waits",
-        runs,
-        timeline_section,
-        Some(overlay::timeline),
-    )?;
-    section(
-        &mut out,
-        "Fair sharing",
-        runs,
-        fairness_section,
-        Some(overlay::fairness),
-    )?;
-    section(
-        &mut out,
-        "Which policies decided",
-        runs,
-        |out, run| {
-            policies_section(out, run);
-            Ok(())
-        },
-        None,
-    )?;
-    if let Some(diffs) = differences {
-        out.push_str("<section><h2>Workloads whose fate differs</h2>");
-        if diffs.is_empty() {
-            out.push_str("<p>None: every workload ended the same way in both runs.</p>");
-        } else {
-            let rows: Vec<Vec<String>> = diffs
-                .iter()
-                .map(|d| vec![d.workload.clone(), d.a.clone(), d.b.clone()])
-                .collect();
-            let (a, b) = (&runs[0].label, &runs[1].label);
-            table(
-                &mut out,
-                &format!("{} workload(s)", diffs.len()),
-                &["workload", a, b],
-                &rows,
-            );
+    let columns: Vec<Run<'_>> = match runs {
+        [a, b] => {
+            for run in [a, b] {
+                let _ = write!(out, "<p>{}: {}.</p>", escape(&run.label), lede(run));
+            }
+            out.push_str("<section><h2>Per ClusterQueue, A and B</h2>");
+            super::headline::compared(&mut out, &a.headline, &b.headline, (&a.label, &b.label));
+            out.push_str("</section>");
+            differences_section(&mut out, a, b, differences.unwrap_or_default());
+            out.push_str("<section><h2>A and B overlaid</h2><div class=\"overlay\">");
+            overlay::all(&mut out, a, b)?;
+            out.push_str("</div></section>");
+            [a, b]
+                .into_iter()
+                .map(|model| Run {
+                    model,
+                    prefix: format!("{}: ", short(&model.label)),
+                })
+                .collect()
         }
-        out.push_str("</section>");
+        _ => {
+            for run in runs {
+                let _ = write!(out, "<p>{}.</p>", lede(run));
+                out.push_str("<section><h2>Per ClusterQueue</h2>");
+                super::headline::single(&mut out, &run.headline);
+                out.push_str("</section>");
+            }
+            runs.iter()
+                .map(|model| Run {
+                    model,
+                    prefix: String::new(),
+                })
+                .collect()
+        }
+    };
+    for (title, body) in SECTIONS {
+        section(&mut out, title, &columns, body)?;
     }
     out.push_str("</body></html>\n");
     Ok(out)

@@ -11,6 +11,7 @@ use crate::sim::fairness::{Fairness, jain};
 
 use super::downsample::min_max;
 use super::model::{MAX_POINTS, Series};
+use super::palette::{Colour, Palette};
 
 /// ClusterQueues drawn per chart (each a share and an entitlement line).
 pub const MAX_QUEUES: usize = 4;
@@ -45,8 +46,9 @@ pub struct ShareChart {
 /// (seconds, share) samples of one ClusterQueue.
 type Points = Vec<(f64, f64)>;
 
-/// The charts of `fairness`, over a run of `duration` seconds.
-pub fn shares(fairness: &Fairness, duration: f64) -> Vec<ShareChart> {
+/// The charts of `fairness`, over a run of `duration` seconds, each ClusterQueue in its colour
+/// of `palette`.
+pub fn shares(fairness: &Fairness, duration: f64, palette: &Palette) -> Vec<ShareChart> {
     // flavor/resource → ClusterQueue → its samples.
     let mut per_fr: BTreeMap<&str, BTreeMap<&str, Points>> = BTreeMap::new();
     for sample in &fairness.samples {
@@ -96,13 +98,16 @@ pub fn shares(fairness: &Fairness, duration: f64) -> Vec<ShareChart> {
                 peak: points.iter().map(|p| p.1).fold(0.0, f64::max),
                 ratio: resource.and_then(|r| r.ratio),
             });
+            let colour = palette.cluster_queue(cq);
             series.push(Series {
                 name: format!("{cq} share"),
                 points: min_max(&points, MAX_POINTS),
+                colour,
             });
             series.push(Series {
                 name: format!("{cq} entitlement"),
                 points: vec![(0.0, e), (duration, e)],
+                colour,
             });
         }
         out.push(ShareChart {
@@ -136,9 +141,11 @@ pub fn jain_over_time(fairness: &Fairness) -> Vec<Series> {
     }
     points
         .into_iter()
-        .map(|(name, points)| Series {
+        .enumerate()
+        .map(|(k, (name, points))| Series {
             name,
             points: min_max(&points, MAX_POINTS),
+            colour: Colour::Nth(k),
         })
         .collect()
 }

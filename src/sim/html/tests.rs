@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 
 use crate::sim::{Limits, Scenario, Simulation};
 
+use super::charts::{Line, Reference};
 use super::model::RunModel;
-use super::usage::MAX_LAYERS;
+use super::palette::Colour;
+use super::stack::MAX_LAYERS;
 
 /// The tests' shape, shared with `tests/all/html_report.rs`.
 const SHAPE: &str = include_str!("../../../tests/manifests/report-two-cohorts.yaml");
@@ -58,7 +60,11 @@ fn every_stack_sums_to_its_trees_usage_at_every_drawn_instant() {
     assert_eq!(all.layers.len(), 2);
     assert_eq!(
         all.references,
-        [("nominal quota of every tree".to_string(), 40.0)]
+        [Reference::new(
+            "nominal quota of every tree",
+            40.0,
+            Line::Solid
+        )]
     );
     for stack in usage.trees.iter().chain(&usage.overall) {
         assert!(stack.times.len() <= super::model::MAX_POINTS);
@@ -83,7 +89,11 @@ fn every_stack_sums_to_its_trees_usage_at_every_drawn_instant() {
     assert_eq!(tree.layers[MAX_LAYERS].name, "the other 3 ClusterQueues");
     assert_eq!(
         tree.references,
-        [("nominal quota of the tree".to_string(), 20.0)]
+        [Reference::new(
+            "nominal quota of the tree",
+            20.0,
+            Line::Solid
+        )]
     );
     let rows = &tree.rows;
     assert!(
@@ -96,22 +106,54 @@ fn every_stack_sums_to_its_trees_usage_at_every_drawn_instant() {
 }
 
 #[test]
-fn borrowing_is_usage_beyond_nominal_quota_against_the_shared_limit() {
+fn each_cluster_queue_is_drawn_against_its_own_nominal_quota_and_limit() {
     let sim = shape();
     let model = RunModel::build("run", &sim, &sim.report());
-    assert!(!model.usage.borrowing.is_empty());
-    for b in &model.usage.borrowing {
-        assert_eq!(b.limit, Some(3.0), "every ClusterQueue may borrow 3 cores");
-        for (s, row) in b.series.iter().zip(&b.rows) {
+    assert_eq!(model.usage.own.len(), model.usage.trees.len());
+    for own in &model.usage.own {
+        // Every ClusterQueue has 2 cores and may borrow 3 more: one dashed line at 2 for all,
+        // one dotted at 5.
+        assert!(!own.paired);
+        assert_eq!(
+            own.references,
+            [
+                Reference::new("nominal quota (each)", 2.0, Line::Dashed),
+                Reference::new("nominal quota + borrowing limit (each)", 5.0, Line::Dotted),
+            ]
+        );
+        assert_eq!(own.series.len(), MAX_LAYERS);
+        for (s, row) in own.series.iter().zip(&own.rows) {
             assert_eq!(s.name, row.name);
+            assert_eq!(s.colour, model.palette.cluster_queue(&row.name));
             let name = row.name.clone();
-            for &(t, borrowed) in &s.points {
-                let used = usage_at(&sim, &|cq| cq == name, t) as f64 / 1000.0;
-                assert_eq!(borrowed, (used - 2.0).max(0.0), "{name} at {t}s");
+            for &(t, used) in &s.points {
+                let expected = usage_at(&sim, &|cq| cq == name, t) as f64 / 1000.0;
+                assert_eq!(used, expected, "{name} at {t}s");
             }
             let peak = s.points.iter().map(|p| p.1).fold(0.0, f64::max);
-            assert_eq!(peak, row.peak_borrowed);
-            assert!(peak > 0.0 && peak <= 3.0);
+            assert_eq!((row.peak, row.peak_borrowed), (peak, (peak - 2.0).max(0.0)));
+            assert!(row.peak_borrowed <= 3.0);
+        }
+        // Those drawn peaked highest against their quota.
+        let lowest = own
+            .rows
+            .iter()
+            .map(|r| r.peak)
+            .fold(f64::INFINITY, f64::min);
+        let tree = model
+            .usage
+            .trees
+            .iter()
+            .find(|t| t.group == own.tree)
+            .unwrap();
+        for r in tree
+            .rows
+            .iter()
+            .filter(|r| !r.name.starts_with("the other"))
+        {
+            if !own.rows.iter().any(|o| o.name == r.name) {
+                assert!(r.peak <= lowest, "{}", r.name);
+            }
         }
     }
 }
@@ -225,4 +267,175 @@ fn admission_check_waits_are_exact() {
     // A run without admission checks records none.
     let sim = shape();
     assert!(RunModel::build("run", &sim, &sim.report()).checks.is_none());
+}
+
+#[test]
+fn the_headline_counts_everyone_who_waited() {
+    // examples/reclaim-borrowed-quota.yaml: research-sweep (12 cpu, 4 borrowed) is preempted
+    // at 5m when prod reclaims its quota and waits until prod-release finishes at 25m;
+    // research-notebook borrows 2 more from 1m. Nobody else waits.
+    let sim = example("reclaim-borrowed-quota.yaml");
+    let model = RunModel::build("run", &sim, &sim.report());
+    let h = &model.headline;
+    let cpu = "default-flavor/cpu";
+    let at = |cq: &str, column: &str| h.value(cq, column);
+    assert_eq!(h.rows[0].name, super::headline::ALL);
+    let names: Vec<&str> = h.rows.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, [super::headline::ALL, "prod", "research"]);
+    for (column, value) in [
+        ("admitted", 3.0),
+        ("pending at end", 0.0),
+        ("never admitted", 0.0),
+        ("mean wait", 600.0),
+        ("p95 wait", 1200.0),
+        ("preempted", 1.0),
+        (&format!("peak borrowed: {cpu} (cores)"), 6.0),
+    ] {
+        assert_eq!(at("research", column), Some(value), "research: {column}");
+    }
+    let usage = format!("usage % of nominal, time-averaged: {cpu}");
+    assert_eq!(at("research", &usage), Some(139.412));
+    assert_eq!(at("prod", "mean wait"), Some(0.0));
+    assert_eq!(
+        at("prod", &format!("peak borrowed: {cpu} (cores)")),
+        Some(0.0)
+    );
+    // Everyone: three workloads waited 0, 0 and 20 minutes; the usage of the two 8-cpu
+    // ClusterQueues together is the mean of theirs.
+    assert_eq!(at(super::headline::ALL, "admitted"), Some(4.0));
+    assert_eq!(at(super::headline::ALL, "mean wait"), Some(400.0));
+    assert_eq!(at(super::headline::ALL, "p95 wait"), Some(1200.0));
+    let both = at(super::headline::ALL, &usage).unwrap();
+    assert!((both - (139.412 + 23.529) / 2.0).abs() < 1e-9, "{both}");
+
+    // The page opens with it, before any chart, in units a person reads.
+    let page = super::render(&[model], None).expect("renders");
+    let table = page
+        .find("<h2>Per ClusterQueue</h2><div class=\"headline\"")
+        .expect("a headline");
+    assert!(table < page.find("<figure>").expect("charts"));
+    assert!(
+        page.contains(
+            "<th scope=\"row\">research</th><td>3</td><td>0</td><td>0</td><td>10m</td>\
+             <td>20m</td><td>1</td><td>139.4%</td>"
+        ),
+        "{}",
+        &page[table..table + 2000]
+    );
+    // One run: no "run:" before the titles.
+    assert!(!page.contains("<figcaption>run"));
+}
+
+#[test]
+fn the_backlog_is_pending_workloads_per_cluster_queue_over_time() {
+    let sim = example("reclaim-borrowed-quota.yaml");
+    let model = RunModel::build("run", &sim, &sim.report());
+    let b = &model.backlog;
+    // prod-release was admitted as it arrived: only research had a backlog, research-sweep
+    // from its preemption at 5m until re-admitted at 25m.
+    let s = b.stacked.as_ref().expect("a backlog");
+    assert_eq!(s.of, 1);
+    assert_eq!(s.layers[0].name, "research");
+    assert_eq!(s.layers[0].colour, model.palette.cluster_queue("research"));
+    let drawn: Vec<(f64, f64)> = s
+        .times
+        .iter()
+        .copied()
+        .zip(s.layers[0].values.clone())
+        .collect();
+    assert_eq!(
+        drawn,
+        [
+            (0.0, 0.0),
+            (300.0, 1.0),
+            (1500.0, 0.0),
+            (model.duration, 0.0)
+        ]
+    );
+    assert_eq!(b.rows.len(), 1);
+    let row = &b.rows[0];
+    assert_eq!((row.peak, row.at_end), (1.0, 0.0));
+    assert!((row.average - 1200.0 / model.duration).abs() < 1e-9);
+    assert_eq!(b.total.points, drawn);
+
+    // Past eight ClusterQueues, the seven highest peaks and the others together, adding up
+    // to every pending workload at every drawn instant.
+    let sim = shape();
+    let model = RunModel::build("run", &sim, &sim.report());
+    let b = &model.backlog;
+    let s = b.stacked.as_ref().expect("a backlog");
+    assert_eq!(s.layers.len(), MAX_LAYERS + 1);
+    assert_eq!(s.layers[MAX_LAYERS].colour, Colour::Others);
+    assert_eq!(b.rows.len(), s.of);
+    assert!(b.rows.windows(2).all(|w| w[0].peak >= w[1].peak));
+    let pending_at = |t: f64| {
+        b.total
+            .points
+            .iter()
+            .take_while(|p| p.0 <= t)
+            .last()
+            .map_or(0.0, |p| p.1)
+    };
+    for (k, &t) in s.times.iter().enumerate() {
+        let drawn: f64 = s.layers.iter().map(|l| l.values[k]).sum();
+        if b.total.points.len() < super::model::MAX_POINTS {
+            assert_eq!(drawn, pending_at(t), "at {t}s");
+        }
+    }
+}
+
+#[test]
+fn a_queue_has_one_colour_in_every_chart() {
+    let sim = shape();
+    let model = RunModel::build("run", &sim, &sim.report());
+    let p = &model.palette;
+    let mut seen: std::collections::BTreeMap<String, Vec<Colour>> = Default::default();
+    let mut note = |name: &str, colour: Colour| {
+        seen.entry(name.to_string()).or_default().push(colour);
+    };
+    for stack in model.usage.trees.iter().chain(&model.backlog.stacked) {
+        for l in &stack.layers {
+            note(&l.name, l.colour);
+        }
+    }
+    for own in &model.usage.own {
+        for s in &own.series {
+            note(&s.name, s.colour);
+        }
+    }
+    for chart in &model.shares {
+        for s in &chart.series {
+            note(
+                s.name
+                    .trim_end_matches(" share")
+                    .trim_end_matches(" entitlement"),
+                s.colour,
+            );
+        }
+    }
+    for w in model.waits.iter().filter(|w| w.by == "LocalQueue") {
+        for g in &w.groups {
+            note(&g.name, g.colour);
+        }
+    }
+    let mut in_several = 0;
+    for (name, colours) in &seen {
+        let expected = if name.starts_with("the other ") {
+            Colour::Others
+        } else if name.contains('/') {
+            p.local_queue(name)
+        } else {
+            p.cluster_queue(name)
+        };
+        assert!(
+            name.starts_with("the other ") || expected != Colour::Others,
+            "{name} is a queue"
+        );
+        assert!(
+            colours.iter().all(|&c| c == expected),
+            "{name}: {colours:?}"
+        );
+        in_several += usize::from(colours.len() >= 3);
+    }
+    assert!(in_several > 0, "{seen:?}");
 }

@@ -10,6 +10,7 @@ use crate::sim::report::{EventType, Report};
 
 use super::downsample::min_max;
 use super::model::{MAX_POINTS, Series};
+use super::palette::Colour;
 
 /// The waits for admission checks of a run.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,13 +29,14 @@ pub struct CheckWaitModel {
 }
 
 /// A cumulative count of `times` (ascending) over `[0, duration]`.
-pub fn cumulative(name: String, times: &[f64], duration: f64) -> Series {
+pub fn cumulative(name: String, times: &[f64], duration: f64, colour: Colour) -> Series {
     let mut p = vec![(0.0, 0.0)];
     p.extend(times.iter().enumerate().map(|(k, &t)| (t, (k + 1) as f64)));
     p.push((duration, times.len() as f64));
     Series {
         name,
         points: min_max(&p, MAX_POINTS),
+        colour,
     }
 }
 
@@ -81,8 +83,14 @@ pub fn check_waits(sim: &Simulation, duration: f64) -> Option<CheckWaitModel> {
         waiting: Series {
             name: "waiting for admission checks".into(),
             points: min_max(&waiting, MAX_POINTS),
+            colour: Colour::Nth(0),
         },
-        begun: cumulative("admission-check waits begun".into(), &begun, duration),
+        begun: cumulative(
+            "admission-check waits begun".into(),
+            &begun,
+            duration,
+            Colour::Nth(1),
+        ),
         admitted,
         released,
         open,
@@ -118,11 +126,15 @@ pub fn events(report: &Report, duration: f64) -> (Series, Vec<Series>, Series) {
             .push(e.time());
     }
     (
-        cumulative("admissions".into(), &admitted, duration),
+        cumulative("admissions".into(), &admitted, duration, Colour::Nth(0)),
         by_reason
             .into_iter()
-            .map(|(reason, times)| cumulative(format!("preempted: {reason}"), &times, duration))
+            .enumerate()
+            .map(|(k, (reason, times))| {
+                let name = format!("preempted: {reason}");
+                cumulative(name, &times, duration, Colour::Nth(5 + k))
+            })
             .collect(),
-        cumulative("preemptions".into(), &all, duration),
+        cumulative("preemptions".into(), &all, duration, Colour::Nth(5)),
     )
 }

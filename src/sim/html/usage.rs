@@ -1,117 +1,67 @@
 //! Usage over time, stacked per cohort tree, from the simulation's log of reservations and
 //! releases: per flavor/resource, one chart of every tree stacked (when there are several)
 //! against their nominal quota together, then for the trees with the highest peaks one chart
-//! of their ClusterQueues stacked against the tree's nominal quota, and one of what those
-//! ClusterQueues borrowed beyond their own nominal quota against their borrowing limit.
+//! of their ClusterQueues stacked against the tree's nominal quota, and one of each of those
+//! ClusterQueues' usage against its own nominal quota (and its borrowing limit); and for the
+//! headline, every ClusterQueue's peak borrowed beyond its nominal quota.
 //!
 //! A stack draws at most [`MAX_LAYERS`] members (those with the highest peaks), the others
-//! summed in one layer; its instants are those [`min_max_indices`] keeps of the stack's total,
-//! so the layers sum to the total at every drawn instant and the total's highs and lows are
-//! kept. A ClusterQueue without a cohort is a tree of its own; a tree's nominal quota is the
-//! sum of every node's (ClusterQueues and Cohorts), as the fairness report's capacity.
+//! summed in one layer ([`super::stack`]). A ClusterQueue without a cohort is a tree of its
+//! own; a tree's nominal quota is the sum of every node's (ClusterQueues and Cohorts), as the
+//! fairness report's capacity.
 
 use crate::quota::{FrIdx, NodeId};
 use crate::sim::Simulation;
 
-use super::downsample::{min_max, min_max_indices};
+use super::charts::{Line, Reference};
+use super::downsample::min_max;
 use super::model::{MAX_POINTS, Series, unit_of};
-
-/// Members drawn in one stack (or one borrowing chart); the others are one more layer.
-pub const MAX_LAYERS: usize = 7;
+use super::palette::{Colour, Palette};
+use super::stack::{MAX_LAYERS, Member, Stacked, Steps, peak, set, stack};
 
 /// Trees drawn ClusterQueue by ClusterQueue, per flavor/resource: those with the highest peaks.
 pub const MAX_TREE_CHARTS: usize = 3;
 
-/// A step function in milli-units: (seconds, value from then on), seconds ascending.
-type Steps = Vec<(f64, i64)>;
-
-/// Appends `(t, v)`, or replaces the last value when it is at `t` too (of the changes at one
-/// instant only the outcome is drawn).
-fn set(steps: &mut Steps, t: f64, v: i64) {
-    match steps.last_mut() {
-        Some(last) if last.0 == t => last.1 = v,
-        _ => steps.push((t, v)),
-    }
-}
-
-/// The values of `steps` at each of `times` (ascending); 0 before its first point.
-fn at_times(steps: &[(f64, i64)], times: &[f64]) -> Vec<i64> {
-    let mut at = 0;
-    let mut value = 0;
-    times
-        .iter()
-        .map(|&t| {
-            while at < steps.len() && steps[at].0 <= t {
-                value = steps[at].1;
-                at += 1;
-            }
-            value
-        })
-        .collect()
-}
-
-/// One layer of a stack: its values at the stack's instants.
+/// A ClusterQueue's usage against its own quota, for the chart's table.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Layer {
-    pub name: String,
-    pub values: Vec<f64>,
-}
-
-/// A member of a stack as its table lists it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MemberRow {
+pub struct QuotaRow {
     pub name: String,
     pub nominal: f64,
-    /// `None`: no limit (or not one member: a tree, the others together).
     pub borrowing_limit: Option<f64>,
     pub peak: f64,
-}
-
-/// Usage of one flavor/resource, stacked by member.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Stacked {
-    /// `all cohort trees`, or the tree's name.
-    pub group: String,
-    /// What a layer is: `cohort tree` or `ClusterQueue`.
-    pub member: &'static str,
-    pub resource: String,
-    pub unit: &'static str,
-    /// The instants drawn (seconds), ascending; each layer's value holds until the next.
-    pub times: Vec<f64>,
-    /// Bottom first: the members with the highest peaks, then the others together.
-    pub layers: Vec<Layer>,
-    /// How many members used the resource.
-    pub of: usize,
-    /// Horizontal reference lines: legend label and value.
-    pub references: Vec<(String, f64)>,
-    /// One per layer.
-    pub rows: Vec<MemberRow>,
-}
-
-/// A ClusterQueue's borrowing, for the borrowing chart's table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BorrowRow {
-    pub name: String,
-    pub nominal: f64,
-    pub borrowing_limit: Option<f64>,
     pub peak_borrowed: f64,
     /// Virtual seconds spent borrowing up to its limit.
     pub at_limit: f64,
 }
 
-/// What the ClusterQueues of one tree borrowed beyond their nominal quota over time.
+/// The usage of some ClusterQueues of one tree, each against its own nominal quota.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Borrowing {
+pub struct OwnQuota {
     pub tree: String,
     pub resource: String,
     pub unit: &'static str,
-    /// Per ClusterQueue that borrowed (the highest peaks): borrowed amount, a step function.
+    /// Per ClusterQueue drawn (the highest peaks of usage against nominal quota): its usage,
+    /// a step function, and when their nominal quotas differ, its nominal quota after it.
     pub series: Vec<Series>,
-    /// The borrowing limit all the drawn ClusterQueues share, if they do.
-    pub limit: Option<f64>,
-    /// How many ClusterQueues of the tree borrowed.
+    /// The series are pairs of a usage and its nominal quota (drawn dashed).
+    pub paired: bool,
+    /// The nominal quota (dashed) and the nominal quota plus the borrowing limit (dotted) the
+    /// ClusterQueues drawn share, if they do.
+    pub references: Vec<Reference>,
+    /// How many ClusterQueues of the tree used the resource.
     pub of: usize,
-    pub rows: Vec<BorrowRow>,
+    /// One per ClusterQueue drawn.
+    pub rows: Vec<QuotaRow>,
+}
+
+/// A ClusterQueue's quota and peak borrowed of one flavor/resource, for the headline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueUsage {
+    pub name: String,
+    pub resource: String,
+    pub unit: &'static str,
+    pub nominal: f64,
+    pub peak_borrowed: f64,
 }
 
 /// Usage over time, stacked per cohort tree.
@@ -121,172 +71,110 @@ pub struct Usage {
     pub overall: Vec<Stacked>,
     /// Per flavor/resource, per tree among those with the highest peaks: its ClusterQueues.
     pub trees: Vec<Stacked>,
-    /// Per drawn tree: what its ClusterQueues borrowed (when any did).
-    pub borrowing: Vec<Borrowing>,
+    /// Per drawn tree: its ClusterQueues against their own nominal quota.
+    pub own: Vec<OwnQuota>,
+    /// Every ClusterQueue's quota and peak borrowed, per flavor/resource it has quota for.
+    pub queues: Vec<QueueUsage>,
     /// Trees in the cluster.
     pub tree_count: usize,
 }
 
-/// A member of a stack before drawing.
-struct Member<'a> {
-    name: String,
-    steps: &'a [(f64, i64)],
-    nominal: i64,
-    borrowing_limit: Option<i64>,
+/// `steps` less `nominal`, where above it.
+fn beyond(steps: &[(f64, i64)], nominal: i64) -> Steps {
+    steps
+        .iter()
+        .map(|&(t, v)| (t, (v - nominal).max(0)))
+        .collect()
 }
 
-fn peak(steps: &[(f64, i64)]) -> i64 {
-    steps.iter().map(|s| s.1).max().unwrap_or(0)
-}
-
-/// The stack of `members` whose sum is `total`.
-fn stack(
-    group: String,
-    member: &'static str,
-    fr: (&str, &'static str, f64),
-    total: &[(f64, i64)],
-    mut members: Vec<Member<'_>>,
-    references: Vec<(String, f64)>,
-) -> Stacked {
-    let (resource, unit, per_unit) = fr;
-    let units = |v: i64| v as f64 / per_unit;
-    members.sort_by(|a, b| {
-        peak(b.steps)
-            .cmp(&peak(a.steps))
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    let of = members.len();
-    // Eight colours: eight members are drawn as they are, more as seven and the others.
-    let shown = if of > MAX_LAYERS + 1 { MAX_LAYERS } else { of };
-    let instants: Vec<f64> = total.iter().map(|p| p.0).collect();
-    // The others: the total less the members drawn, at every instant the total changed.
-    let others: Option<Steps> = (of > shown).then(|| {
-        let mut rest: Vec<i64> = total.iter().map(|p| p.1).collect();
-        for m in &members[..shown] {
-            for (r, v) in rest.iter_mut().zip(at_times(m.steps, &instants)) {
-                *r -= v;
-            }
-        }
-        instants.iter().copied().zip(rest).collect()
-    });
-    let drawn: Vec<(f64, f64)> = total.iter().map(|&(t, v)| (t, v as f64)).collect();
-    let times: Vec<f64> = min_max_indices(&drawn, MAX_POINTS)
-        .into_iter()
-        .map(|i| instants[i])
-        .collect();
-    let mut layers = Vec::with_capacity(shown + 1);
-    let mut rows = Vec::with_capacity(shown + 1);
-    for m in &members[..shown] {
-        layers.push(Layer {
-            name: m.name.clone(),
-            values: at_times(m.steps, &times).into_iter().map(units).collect(),
-        });
-        rows.push(MemberRow {
-            name: m.name.clone(),
-            nominal: units(m.nominal),
-            borrowing_limit: m.borrowing_limit.map(units),
-            peak: units(peak(m.steps)),
-        });
-    }
-    if let Some(rest) = others {
-        let name = format!("the other {} {member}s", of - shown);
-        layers.push(Layer {
-            name: name.clone(),
-            values: at_times(&rest, &times).into_iter().map(units).collect(),
-        });
-        rows.push(MemberRow {
-            name,
-            nominal: units(members[shown..].iter().map(|m| m.nominal).sum()),
-            borrowing_limit: None,
-            peak: units(peak(&rest)),
-        });
-    }
-    Stacked {
-        group,
-        member,
-        resource: resource.to_string(),
-        unit,
-        times,
-        layers,
-        of,
-        references,
-        rows,
-    }
-}
-
-/// What the ClusterQueues among `members` borrowed beyond their nominal quota.
-fn borrowing(
+/// The [`MAX_LAYERS`] of `members` (ClusterQueues of `tree`) with the highest peaks of usage
+/// against their nominal quota, each against it.
+fn own_quota(
     tree: &str,
     fr: (&str, &'static str, f64),
     members: &[Member<'_>],
     duration: f64,
-) -> Option<Borrowing> {
+) -> OwnQuota {
     let (resource, unit, per_unit) = fr;
     let units = |v: i64| v as f64 / per_unit;
-    let mut borrowed: Vec<(&Member<'_>, Steps, i64)> = members
-        .iter()
-        .filter_map(|m| {
-            let steps: Steps = m
-                .steps
-                .iter()
-                .map(|&(t, v)| (t, (v - m.nominal).max(0)))
-                .collect();
-            let top = peak(&steps);
-            (top > 0).then_some((m, steps, top))
-        })
-        .collect();
-    if borrowed.is_empty() {
-        return None;
-    }
-    borrowed.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.name.cmp(&b.0.name)));
-    let of = borrowed.len();
-    borrowed.truncate(MAX_LAYERS);
-    let limits: Vec<Option<i64>> = borrowed.iter().map(|b| b.0.borrowing_limit).collect();
-    let limit = match limits.first() {
-        Some(&Some(l)) if limits.iter().all(|&x| x == Some(l)) => Some(units(l)),
-        _ => None,
+    let against = |m: &Member<'_>| peak(m.steps) as f64 / (m.nominal.max(1) as f64);
+    let mut drawn: Vec<&Member<'_>> = members.iter().collect();
+    drawn.sort_by(|a, b| {
+        against(b)
+            .total_cmp(&against(a))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    drawn.truncate(MAX_LAYERS);
+    let shared = |f: &dyn Fn(&Member<'_>) -> Option<i64>| {
+        let first = f(drawn.first()?)?;
+        drawn.iter().all(|m| f(m) == Some(first)).then_some(first)
     };
+    let nominal = shared(&|m| Some(m.nominal));
+    let limit = shared(&|m| m.borrowing_limit);
+    let mut references = Vec::new();
+    if let Some(n) = nominal {
+        references.push(Reference::new(
+            "nominal quota (each)",
+            units(n),
+            Line::Dashed,
+        ));
+        if let Some(l) = limit {
+            references.push(Reference::new(
+                "nominal quota + borrowing limit (each)",
+                units(n + l),
+                Line::Dotted,
+            ));
+        }
+    }
     let mut series = Vec::new();
     let mut rows = Vec::new();
-    for (m, steps, top) in borrowed {
+    for m in drawn {
+        let borrowed = beyond(m.steps, m.nominal);
         let at_limit = m.borrowing_limit.map_or(0.0, |l| {
-            steps
+            borrowed
                 .iter()
-                .zip(steps.iter().skip(1).map(|s| s.0).chain([duration]))
+                .zip(borrowed.iter().skip(1).map(|s| s.0).chain([duration]))
                 .filter(|((_, v), _)| *v >= l)
                 .map(|((t, _), next)| next - t)
                 .sum()
         });
-        let name = match (limit, m.borrowing_limit) {
-            (None, Some(l)) => format!("{} (limit {} {unit})", m.name, units(l)),
-            _ => m.name.clone(),
-        };
-        let points: Vec<(f64, f64)> = steps.iter().map(|&(t, v)| (t, units(v))).collect();
+        let points: Vec<(f64, f64)> = m.steps.iter().map(|&(t, v)| (t, units(v))).collect();
         series.push(Series {
-            name,
+            name: m.name.clone(),
             points: min_max(&points, MAX_POINTS),
+            colour: m.colour,
         });
-        rows.push(BorrowRow {
+        if nominal.is_none() {
+            series.push(Series {
+                name: format!("{} nominal quota", m.name),
+                points: vec![(0.0, units(m.nominal)), (duration, units(m.nominal))],
+                colour: m.colour,
+            });
+        }
+        rows.push(QuotaRow {
             name: m.name.clone(),
             nominal: units(m.nominal),
             borrowing_limit: m.borrowing_limit.map(units),
-            peak_borrowed: units(top),
+            peak: units(peak(m.steps)),
+            peak_borrowed: units(peak(&borrowed)),
             at_limit,
         });
     }
-    Some(Borrowing {
+    OwnQuota {
         tree: tree.to_string(),
         resource: resource.to_string(),
         unit,
         series,
-        limit,
-        of,
+        paired: nominal.is_none(),
+        references,
+        of: members.len(),
         rows,
-    })
+    }
 }
 
-/// The usage charts of a run (see the module documentation).
-pub fn build(sim: &Simulation, duration: f64) -> Usage {
+/// The usage charts of a run (see the module documentation), each ClusterQueue in its colour
+/// of `palette`.
+pub fn build(sim: &Simulation, duration: f64, palette: &Palette) -> Usage {
     let cluster = sim.cluster();
     let t0 = sim.t0();
     let secs = |t: i64| (t.max(t0) - t0) as f64 / 1000.0;
@@ -366,6 +254,21 @@ pub fn build(sim: &Simulation, duration: f64) -> Usage {
         tree_count: roots.len(),
         ..Usage::default()
     };
+    for cq in &cluster.cluster_queues {
+        for &fr in &cq.frs {
+            let name = cluster.fr_name(fr);
+            let (unit, per_unit) = unit_of(&name);
+            let nominal = tree.quota(cq.node, fr).nominal;
+            let steps = &cq_steps[cq.id.index() * n_fr + fr.index()];
+            usage.queues.push(QueueUsage {
+                name: cq.name.clone(),
+                resource: name,
+                unit,
+                nominal: nominal as f64 / per_unit,
+                peak_borrowed: peak(&beyond(steps, nominal)) as f64 / per_unit,
+            });
+        }
+    }
     for fr in 0..n_fr {
         if all_steps[fr].is_empty() {
             continue;
@@ -382,6 +285,7 @@ pub fn build(sim: &Simulation, duration: f64) -> Usage {
                 .iter()
                 .map(|&t| Member {
                     name: tree.node(roots[t]).name.clone(),
+                    colour: Colour::Nth(t),
                     steps: &tree_steps[t * n_fr + fr],
                     nominal: capacity[t][fr],
                     borrowing_limit: None,
@@ -394,7 +298,11 @@ pub fn build(sim: &Simulation, duration: f64) -> Usage {
                 fr_info,
                 &all_steps[fr],
                 members,
-                vec![("nominal quota of every tree".into(), units(nominal))],
+                vec![Reference::new(
+                    "nominal quota of every tree",
+                    units(nominal),
+                    Line::Solid,
+                )],
             ));
         }
         used.sort_by(|&a, &b| {
@@ -413,16 +321,21 @@ pub fn build(sim: &Simulation, duration: f64) -> Usage {
                     let quota = tree.quota(cq.node, FrIdx(fr as u32));
                     Member {
                         name: cq.name.clone(),
+                        colour: palette.cluster_queue(&cq.name),
                         steps: &cq_steps[cq.id.index() * n_fr + fr],
                         nominal: quota.nominal,
                         borrowing_limit: quota.borrowing_limit,
                     }
                 })
                 .collect();
-            if let Some(b) = borrowing(&tree_name, fr_info, &members, duration) {
-                usage.borrowing.push(b);
-            }
-            let mut references = vec![("nominal quota of the tree".into(), units(capacity[t][fr]))];
+            usage
+                .own
+                .push(own_quota(&tree_name, fr_info, &members, duration));
+            let mut references = vec![Reference::new(
+                "nominal quota of the tree",
+                units(capacity[t][fr]),
+                Line::Solid,
+            )];
             let own: i64 = cluster
                 .cluster_queues
                 .iter()
@@ -430,7 +343,11 @@ pub fn build(sim: &Simulation, duration: f64) -> Usage {
                 .map(|cq| tree.quota(cq.node, FrIdx(fr as u32)).nominal)
                 .sum();
             if own != capacity[t][fr] {
-                references.push(("the ClusterQueues' own nominal quota".into(), units(own)));
+                references.push(Reference::new(
+                    "the ClusterQueues' own nominal quota",
+                    units(own),
+                    Line::Dashed,
+                ));
             }
             usage.trees.push(stack(
                 tree_name,
@@ -443,74 +360,4 @@ pub fn build(sim: &Simulation, duration: f64) -> Usage {
         }
     }
     usage
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn values_at_times_hold_until_the_next_change() {
-        let steps = [(1.0, 5), (3.0, 2), (3.5, 7)];
-        assert_eq!(
-            at_times(&steps, &[0.0, 1.0, 2.0, 3.0, 3.4, 9.0]),
-            [0, 5, 5, 2, 2, 7]
-        );
-    }
-
-    #[test]
-    fn a_stack_of_many_members_draws_the_highest_peaks_and_the_others_sum_to_the_total() {
-        // Ten members, member k holding k+1 from second k until second 20 + k.
-        let steps: Vec<Steps> = (0..10)
-            .map(|k| vec![(k as f64, (k + 1) * 1000), (20.0 + k as f64, 0)])
-            .collect();
-        let mut total: Steps = Vec::new();
-        let mut instants: Vec<f64> = steps.iter().flatten().map(|s| s.0).collect();
-        instants.sort_by(f64::total_cmp);
-        instants.dedup();
-        for t in instants {
-            let v = steps.iter().map(|s| at_times(s, &[t])[0]).sum();
-            total.push((t, v));
-        }
-        let members = steps
-            .iter()
-            .enumerate()
-            .map(|(k, s)| Member {
-                name: format!("cq-{k}"),
-                steps: s,
-                nominal: 1000,
-                borrowing_limit: Some(2000),
-            })
-            .collect();
-        let s = stack(
-            "tree".into(),
-            "ClusterQueue",
-            ("default/cpu", "cores", 1000.0),
-            &total,
-            members,
-            Vec::new(),
-        );
-        assert_eq!(s.of, 10);
-        let names: Vec<&str> = s.layers.iter().map(|l| l.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "cq-9",
-                "cq-8",
-                "cq-7",
-                "cq-6",
-                "cq-5",
-                "cq-4",
-                "cq-3",
-                "the other 3 ClusterQueues"
-            ]
-        );
-        for (i, &t) in s.times.iter().enumerate() {
-            let sum: f64 = s.layers.iter().map(|l| l.values[i]).sum();
-            assert_eq!(sum, at_times(&total, &[t])[0] as f64 / 1000.0, "at {t}");
-        }
-        let others = s.rows.last().unwrap();
-        assert_eq!((others.nominal, others.peak), (3.0, 6.0));
-        assert_eq!(s.rows[0].borrowing_limit, Some(2.0));
-    }
 }

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use crate::sim::{CLASS, Simulation};
 
+use super::palette::{Colour, Palette};
+
 /// Groups drawn per chart; the others are pooled.
 pub const MAX_GROUPS: usize = 7;
 
@@ -16,6 +18,7 @@ pub const MAX_GROUPS: usize = 7;
 pub struct Waits {
     pub name: String,
     pub seconds: Vec<f64>,
+    pub colour: Colour,
 }
 
 /// The waits under one grouping.
@@ -38,13 +41,25 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[rank - 1]
 }
 
-/// One chart of `groups`: the [`MAX_GROUPS`] with the longest p95 waits, the others pooled.
-fn chart(by: &'static str, plural: &str, groups: BTreeMap<String, Vec<f64>>) -> WaitsChart {
+/// One chart of `groups`: the [`MAX_GROUPS`] with the longest p95 waits, the others pooled;
+/// each group in its `colour` (given its name and rank by name).
+fn chart(
+    by: &'static str,
+    plural: &str,
+    groups: BTreeMap<String, Vec<f64>>,
+    colour: impl Fn(&str, usize) -> Colour,
+) -> WaitsChart {
     let mut groups: Vec<Waits> = groups
         .into_iter()
-        .map(|(name, mut seconds)| {
+        .enumerate()
+        .map(|(k, (name, mut seconds))| {
             seconds.sort_by(f64::total_cmp);
-            Waits { name, seconds }
+            let colour = colour(&name, k);
+            Waits {
+                name,
+                seconds,
+                colour,
+            }
         })
         .collect();
     let of = groups.len();
@@ -59,14 +74,15 @@ fn chart(by: &'static str, plural: &str, groups: BTreeMap<String, Vec<f64>>) -> 
         groups.push(Waits {
             name: format!("the other {} {plural}", of - MAX_GROUPS),
             seconds: pooled,
+            colour: Colour::Others,
         });
     }
     WaitsChart { by, groups, of }
 }
 
 /// The charts of a run: by workload class when any workload has one, by LocalQueue when any
-/// workload came through one.
-pub fn build(sim: &Simulation) -> Vec<WaitsChart> {
+/// workload came through one; a LocalQueue in its colour of `palette`.
+pub fn build(sim: &Simulation, palette: &Palette) -> Vec<WaitsChart> {
     let cluster = sim.cluster();
     let mut by_class: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut by_lq: BTreeMap<String, Vec<f64>> = BTreeMap::new();
@@ -89,10 +105,14 @@ pub fn build(sim: &Simulation) -> Vec<WaitsChart> {
     }
     let mut out = Vec::new();
     if !by_class.is_empty() {
-        out.push(chart("workload class", "classes", by_class));
+        out.push(chart("workload class", "classes", by_class, |_, k| {
+            Colour::Nth(k)
+        }));
     }
     if !by_lq.is_empty() {
-        out.push(chart("LocalQueue", "LocalQueues", by_lq));
+        out.push(chart("LocalQueue", "LocalQueues", by_lq, |name, _| {
+            palette.local_queue(name)
+        }));
     }
     out
 }
@@ -106,7 +126,7 @@ mod tests {
         let groups: BTreeMap<String, Vec<f64>> = (0..10)
             .map(|k| (format!("lq-{k}"), vec![k as f64 * 10.0, k as f64]))
             .collect();
-        let c = chart("LocalQueue", "LocalQueues", groups);
+        let c = chart("LocalQueue", "LocalQueues", groups, |_, k| Colour::Nth(k));
         assert_eq!(c.of, 10);
         let names: Vec<&str> = c.groups.iter().map(|g| g.name.as_str()).collect();
         assert_eq!(
