@@ -105,6 +105,8 @@ struct Work {
     readiness_all: bool,
     /// When a running Workload that is not ready times out: it is looked at again then.
     readiness_due: BTreeSet<(Millis, String)>,
+    /// Workloads carrying Kueue's resource-in-use finalizer that changed.
+    finalizers: BTreeSet<String>,
 }
 
 pub struct Controller {
@@ -293,6 +295,17 @@ impl Controller {
         if self.pod_groups && !self.mirror.pods.is_empty() {
             self.work.pod_groups.extend(d.touched.iter().cloned());
         }
+        let workloads = &self.mirror.workloads;
+        self.work.finalizers.extend(
+            d.touched
+                .iter()
+                .filter(|k| {
+                    workloads
+                        .get(k.as_str())
+                        .is_some_and(|w| holds_finalizer(w))
+                })
+                .cloned(),
+        );
         self.work.checks.extend(d.touched);
     }
 
@@ -378,6 +391,7 @@ impl Controller {
             self.sync_checks(now).await;
             self.sync_pods_ready(now).await;
             self.sync_jobs(now).await;
+            self.release_finalizers().await;
             self.ungate().await;
             // Again only when someone else changed what the core holds meanwhile; what wasq's
             // own writes touched waits for the next pass.
@@ -659,7 +673,12 @@ impl Controller {
             return None;
         }
         let wl = self.job_workload(kind, job)?;
-        if !has_quota_reservation(&wl) || is_evicted(&wl) || !is_admitted(&wl) || is_finished(&wl) {
+        if !has_quota_reservation(&wl)
+            || is_evicted(&wl)
+            || !is_admitted(&wl)
+            || is_finished(&wl)
+            || wl.metadata.deletion_timestamp.is_some()
+        {
             return None;
         }
         self.start_ops(kind, &value, &wl).ok()
@@ -793,7 +812,7 @@ impl Controller {
             if !kind.is_active(&to_value(&job)) {
                 self.complete_eviction(&wl, now).await?;
             }
-        } else if reserved && is_admitted(&wl) {
+        } else if reserved && is_admitted(&wl) && wl.metadata.deletion_timestamp.is_none() {
             if kind.is_suspended(&value) {
                 let ops = match self.start_ops(&kind, &value, &wl) {
                     Ok(ops) => ops,
@@ -817,6 +836,91 @@ impl Controller {
                 self.patch_job(i, ns, &name, ops, false).await?;
             }
         }
+        Ok(())
+    }
+
+    /// Removes Kueue's resource-in-use finalizer where Kueue's job reconciler removes it: from a
+    /// finished Workload, and from a Workload being deleted once its job is stopped. Kueue puts
+    /// it on every Workload it creates; after a switch to wasq, such a Workload would otherwise
+    /// hang in deletion, its quota held. (wasq's own Workloads do not carry it.)
+    async fn release_finalizers(&mut self) {
+        for key in std::mem::take(&mut self.work.finalizers) {
+            let Some(wl) = self.mirror.workloads.get(&key).map(|w| (**w).clone()) else {
+                continue;
+            };
+            let deleting = wl.metadata.deletion_timestamp.is_some();
+            if !holds_finalizer(&wl) || !(deleting || is_finished(&wl)) {
+                continue;
+            }
+            if deleting
+                && !is_finished(&wl)
+                && let Err(e) = self.stop_owner(&wl).await
+            {
+                tracing::warn!(workload = %key, error = %e, "cannot stop the job of a deleted Workload; will retry");
+                self.write_failed("job");
+                self.work.finalizers.insert(key);
+                continue;
+            }
+            let finalizers: Vec<&String> = wl.metadata.finalizers.iter().flatten().collect();
+            let kept: Vec<&&String> = finalizers
+                .iter()
+                .filter(|f| ***f != RESOURCE_IN_USE)
+                .collect();
+            // The test makes a concurrent change to the list fail the patch rather than be lost.
+            let ops = vec![
+                json!({"op": "test", "path": "/metadata/finalizers", "value": finalizers}),
+                json!({"op": "replace", "path": "/metadata/finalizers", "value": kept}),
+            ];
+            let name = wl.metadata.name.as_deref().unwrap_or_default();
+            let ar = KueueKind::Workload.api_resource();
+            match self
+                .writer
+                .json_patch(&ar, wl.metadata.namespace.as_deref(), name, ops, false)
+                .await
+            {
+                // Its last finalizer gone, a Workload being deleted is gone.
+                Ok(_) if deleting && kept.is_empty() => self.mirror.forget_workload(&key),
+                Ok(obj) => self.observe(Observed::Applied(Source::Kueue(KueueKind::Workload), obj)),
+                Err(e) if e.is_not_found() => self.mirror.forget_workload(&key),
+                Err(e) => {
+                    tracing::warn!(workload = %key, error = %e, "cannot remove Kueue's finalizer; will retry");
+                    self.write_failed("workload");
+                    self.mirror.resync(&key);
+                }
+            }
+        }
+    }
+
+    /// Suspends the running job that owns `wl` (as Kueue's `stopJob` when its Workload is
+    /// deleted).
+    async fn stop_owner(&mut self, wl: &Workload) -> Result<(), Error> {
+        let Some(owner) = wl
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))
+        else {
+            return Ok(());
+        };
+        let Some(i) = self
+            .kinds
+            .iter()
+            .position(|k| k.spec.api_version == owner.api_version && k.spec.kind == owner.kind)
+        else {
+            return Ok(());
+        };
+        let ns = wl.metadata.namespace.as_deref();
+        let Some(job) = self.mirror.jobs[i].get(&key_of(ns, &owner.name)) else {
+            return Ok(());
+        };
+        let value = to_value(job);
+        let kind = &self.kinds[i];
+        if kind.is_suspended(&value) || kind.finished(&value).is_some() {
+            return Ok(());
+        }
+        let ops = kind.suspend_ops(&value);
+        self.patch_job(i, ns, &owner.name, ops, false).await?;
         Ok(())
     }
 
@@ -1250,6 +1354,17 @@ fn ns_name(wl: &Workload) -> (String, String) {
             .unwrap_or_else(|| "default".into()),
         wl.metadata.name.clone().unwrap_or_default(),
     )
+}
+
+/// Kueue's finalizer on the Workloads it creates.
+const RESOURCE_IN_USE: &str = "kueue.x-k8s.io/resource-in-use";
+
+fn holds_finalizer(wl: &Workload) -> bool {
+    wl.metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == RESOURCE_IN_USE)
 }
 
 fn workload_key(wl: &Workload) -> String {

@@ -515,10 +515,14 @@ impl Mirror {
                     key(&o.metadata),
                     Box::new(o),
                     |o| o.metadata.resource_version.clone(),
+                    // Deletion and finalizers too: a Workload being deleted is let go (its
+                    // job stopped, Kueue's finalizer removed).
                     |a, b| {
                         a.spec == b.spec
                             && a.status == b.status
                             && a.metadata.annotations == b.metadata.annotations
+                            && a.metadata.deletion_timestamp == b.metadata.deletion_timestamp
+                            && a.metadata.finalizers == b.metadata.finalizers
                     },
                 )
             }

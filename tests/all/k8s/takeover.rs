@@ -507,3 +507,91 @@ async fn what_wasq_writes_is_what_kueue_writes_so_kueue_keeps_it_when_started_ag
         timeless(&kueue_status["conditions"][0])
     );
 }
+
+/// The index of `batch/v1` Job among the controller's kinds.
+fn job_source(env: &Env) -> wasq::k8s::mirror::Source {
+    let i = env
+        .controller
+        .kinds()
+        .iter()
+        .position(|k| k.spec.api_version == "batch/v1" && k.spec.kind == "Job")
+        .expect("Jobs are managed");
+    wasq::k8s::mirror::Source::Job(i)
+}
+
+/// The JSON Patch bodies sent to `path`.
+fn json_patches(env: &Env, path: &str) -> Vec<Value> {
+    env.api
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "PATCH" && r.uri.split('?').next() == Some(path))
+        .map(|r| r.body)
+        .collect()
+}
+
+/// Kueue's `kueue.x-k8s.io/resource-in-use` finalizer on a Workload Kueue made comes off once
+/// the Workload finishes under wasq (Kueue's job reconciler removes it then); the patch
+/// tests the list it replaces.
+#[tokio::test]
+async fn kueues_finalizer_comes_off_a_workload_that_finishes_under_wasq() {
+    let cluster = kueue_cluster();
+    let mut env = started(&cluster).await;
+    let j = &cluster.running[0];
+    assert_eq!(
+        stored(&env, &j.workload_path())["metadata"]["finalizers"],
+        json!(["kueue.x-k8s.io/resource-in-use"])
+    );
+    env.api.clear_requests();
+    env.api.put(
+        &j.job_path(),
+        j.completed_job(&flavor(), CQ, ADMITTED_AT, "2026-01-01T00:00:00Z"),
+    );
+    env.applied(job_source(&env), &j.job_path());
+    env.step().await;
+    env.step().await;
+    let wl = stored(&env, &j.workload_path());
+    assert_eq!(condition(&wl, "Finished")["status"], "True", "{wl}");
+    assert_eq!(wl["metadata"]["finalizers"], json!([]), "{wl}");
+    assert!(
+        json_patches(&env, &j.workload_path()).contains(&json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": ["kueue.x-k8s.io/resource-in-use"]},
+            {"op": "replace", "path": "/metadata/finalizers", "value": []}
+        ])),
+        "{:#?}",
+        changes(&env)
+    );
+}
+
+/// A Workload Kueue made, deleted while its Job runs (its finalizer holds it, with its quota):
+/// wasq stops the Job first, then removes the finalizer, as Kueue's job reconciler does; until
+/// then the quota stays counted.
+#[tokio::test]
+async fn a_deleted_kueue_workload_has_its_job_stopped_before_its_finalizer_comes_off() {
+    let cluster = kueue_cluster();
+    let mut env = started(&cluster).await;
+    let j = &cluster.running[0];
+    env.api.clear_requests();
+    // Deleted as a client deletes it: the finalizer keeps it, with a deletionTimestamp.
+    env.api.delete(&j.workload_path()).expect("deleted");
+    assert!(stored(&env, &j.workload_path())["metadata"]["deletionTimestamp"].is_string());
+    env.applied(
+        wasq::k8s::mirror::Source::Kueue(wasq::k8s::resources::KueueKind::Workload),
+        &j.workload_path(),
+    );
+    env.step().await;
+    let job_patch = format!("PATCH {}", j.job_path());
+    let wl_patch = format!("PATCH {}", j.workload_path());
+    let changed = changes(&env);
+    let at = |line: &str| changed.iter().position(|l| l == line);
+    let (Some(stopped), Some(released)) = (at(&job_patch), at(&wl_patch)) else {
+        panic!("the Job stopped and the finalizer removed: {changed:#?}");
+    };
+    assert!(stopped < released, "{changed:#?}");
+    assert_eq!(stored(&env, &j.job_path())["spec"]["suspend"], true);
+    // Its last finalizer gone, the API server deleted it; the stopped Job got a new Workload,
+    // queued again (as Kueue's job reconciler makes one for a Job without).
+    let again = stored(&env, &j.workload_path());
+    assert_ne!(again["metadata"]["uid"], format!("wl-{}", j.uid), "{again}");
+    assert!(again["metadata"]["deletionTimestamp"].is_null(), "{again}");
+    assert!(again["status"]["admission"].is_null(), "{again}");
+}
