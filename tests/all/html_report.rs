@@ -102,7 +102,7 @@ fn compare_lists_exactly_the_workloads_whose_fate_differs_and_why() {
     let team = row(&html, "team");
     assert_eq!(team.len(), 8 * 3, "{team:?}");
     assert_eq!(&team[..3], ["3", "3", "0"], "admitted");
-    assert!(html.contains("<th scope=\"col\">B − A</th>"));
+    assert!(html.contains("<th scope=\"col\" class=\"run\">B − A</th>"));
     // Every chart is a figure of its own with one labelled SVG; both runs' charts, and the
     // backlog, the distributions of waits, the admissions, the preemptions and Jain's index of
     // both runs overlaid on the same axes.

@@ -161,13 +161,21 @@ fn dash_of(line: Line) -> Option<(u32, u32)> {
     }
 }
 
+/// Whether what a chart plots is drawn over its reference lines or under them.
+#[derive(Clone, Copy)]
+enum Layering {
+    OverReferences,
+    UnderReferences,
+}
+
 /// A chart's frame: axes with their labels, ticks and a light grid, `plot` drawn in it, the
-/// reference lines over it and the legend of what `plot` drew and of the references beside it.
+/// reference lines and the legend of what `plot` drew and of the references beside it.
 fn frame(
     title: &str,
     labels: (&str, &str),
     extent: Extent,
     references: &[Reference],
+    layering: Layering,
     plot: impl FnOnce(&mut Chart<'_, '_>) -> Result<Vec<(String, Sample)>, String>,
 ) -> Result<String, ChartError> {
     let fail = |e: &dyn std::fmt::Display| ChartError {
@@ -203,19 +211,38 @@ fn frame(
             .axis_desc_style(("sans-serif", 15).into_font().color(&BLACK))
             .draw()
             .map_err(|e| fail(&e))?;
-        let mut entries = plot(&mut chart).map_err(|e| fail(&e))?;
-        for r in references {
-            let style = BLACK.stroke_width(2);
-            let line = vec![(0.0, r.value), (x_right, r.value)];
-            draw_line(&mut chart, line, style, dash_of(r.line)).map_err(|e| fail(&e))?;
-            entries.push((
-                r.name.clone(),
-                Sample::Line {
-                    style,
-                    line: r.line,
-                },
-            ));
-        }
+        let draw_references = |chart: &mut Chart<'_, '_>| {
+            let mut entries = Vec::with_capacity(references.len());
+            for r in references {
+                let style = BLACK.stroke_width(2);
+                let line = vec![(0.0, r.value), (x_right, r.value)];
+                draw_line(chart, line, style, dash_of(r.line)).map_err(|e| fail(&e))?;
+                entries.push((
+                    r.name.clone(),
+                    Sample::Line {
+                        style,
+                        line: r.line,
+                    },
+                ));
+            }
+            Ok::<_, ChartError>(entries)
+        };
+        // Lines go over the references (a queue using exactly its quota stays visible), areas
+        // under them (a stack reaching its quota does not hide it); the references' legend
+        // entries come last either way.
+        let entries = match layering {
+            Layering::OverReferences => {
+                let references = draw_references(&mut chart)?;
+                let mut entries = plot(&mut chart).map_err(|e| fail(&e))?;
+                entries.extend(references);
+                entries
+            }
+            Layering::UnderReferences => {
+                let mut entries = plot(&mut chart).map_err(|e| fail(&e))?;
+                entries.extend(draw_references(&mut chart)?);
+                entries
+            }
+        };
         for (k, (name, sample)) in entries.iter().enumerate() {
             let y = 20 + 20 * k as i32;
             match *sample {
@@ -265,6 +292,7 @@ pub fn line_chart(c: &LineChart<'_>) -> Result<String, ChartError> {
         (c.x_label, c.y_label),
         extent,
         c.references,
+        Layering::OverReferences,
         |chart| {
             let mut entries = Vec::with_capacity(c.series.len());
             for (i, s) in c.series.iter().enumerate() {
@@ -299,6 +327,7 @@ pub fn stacked_chart(c: &StackedChart<'_>) -> Result<String, ChartError> {
         (c.x_label, c.y_label),
         extent,
         c.references,
+        Layering::UnderReferences,
         |chart| {
             let mut entries = Vec::with_capacity(c.layers.len());
             let mut below = vec![0.0; c.times.len()];

@@ -240,7 +240,8 @@ pub fn compared(out: &mut String, a: &Headline, b: &Headline, labels: (&str, &st
     out.push_str("</tr><tr>");
     for _ in &a.columns {
         out.push_str(
-            "<th scope=\"col\">A</th><th scope=\"col\">B</th><th scope=\"col\">B − A</th>",
+            "<th scope=\"col\" class=\"run\">A</th><th scope=\"col\" class=\"run\">B</th>\
+             <th scope=\"col\" class=\"run\">B − A</th>",
         );
     }
     out.push_str("</tr>");

@@ -22,7 +22,8 @@ h2{border-bottom:1px solid #999;margin-top:2em}.runs{display:flex;flex-wrap:wrap
 figure{margin:1em 0}figcaption{font-weight:bold}\
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;padding:2px 8px;\
 text-align:right}td:first-child,th:first-child{text-align:left}th{background:#f2f2f2}\
-.headline{max-height:36em;overflow:auto}.headline td.delta{background:#f7f7f7}";
+.headline{max-height:36em;overflow:auto}.headline td.delta{background:#f7f7f7}\
+.headline td,.headline th.run,.headline th[scope=row]{white-space:nowrap}";
 
 /// One run as a section draws it: its figures' titles begin with `prefix` (nothing for a
 /// single run; `A: `, `B: ` side by side).
@@ -550,9 +551,12 @@ fn section(out: &mut String, title: &str, runs: &[Run<'_>], body: Body) -> Resul
 fn lede(run: &RunModel) -> String {
     let admissions = run.admissions.points.last().map_or(0.0, |p| p.1);
     let preempted = run.all_preemptions.points.last().map_or(0.0, |p| p.1);
+    let count = |n: f64, what: &str| format!("{n:.0} {what}{}", if n == 1.0 { "" } else { "s" });
     format!(
-        "{} of virtual time, {admissions:.0} admissions, {preempted:.0} preemptions",
-        super::axis::duration(run.duration)
+        "{} of virtual time, {}, {}",
+        super::axis::duration(run.duration),
+        count(admissions, "admission"),
+        count(preempted, "preemption")
     )
 }
 

@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 
 use plotters::style::RGBColor;
 
-/// Okabe & Ito's palette, with Tol's wine for its black (black draws the reference lines).
+/// Okabe & Ito's palette, with Tol's olive for its yellow (too faint a line on white) and
+/// Tol's wine for its black (black draws the reference lines).
 const PALETTE: [RGBColor; 8] = [
     RGBColor(0, 114, 178),
     RGBColor(230, 159, 0),
@@ -19,7 +20,7 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(204, 121, 167),
     RGBColor(86, 180, 233),
     RGBColor(213, 94, 0),
-    RGBColor(240, 228, 66),
+    RGBColor(153, 153, 51),
     RGBColor(136, 34, 85),
 ];
 

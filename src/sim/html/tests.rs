@@ -118,7 +118,7 @@ fn each_cluster_queue_is_drawn_against_its_own_nominal_quota_and_limit() {
             own.references,
             [
                 Reference::new("nominal quota (each)", 2.0, Line::Dashed),
-                Reference::new("nominal quota + borrowing limit (each)", 5.0, Line::Dotted),
+                Reference::new("nominal + borrowing limit (each)", 5.0, Line::Dotted),
             ]
         );
         assert_eq!(own.series.len(), MAX_LAYERS);

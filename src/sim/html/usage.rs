@@ -120,7 +120,7 @@ fn own_quota(
         ));
         if let Some(l) = limit {
             references.push(Reference::new(
-                "nominal quota + borrowing limit (each)",
+                "nominal + borrowing limit (each)",
                 units(n + l),
                 Line::Dotted,
             ));
