@@ -72,7 +72,7 @@ pub fn outcome_lines(report: &Report) -> BTreeSet<String> {
     lines
 }
 
-fn expected_lines(path: &Path) -> BTreeSet<String> {
+pub fn expected_lines(path: &Path) -> BTreeSet<String> {
     std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         .lines()
