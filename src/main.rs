@@ -127,9 +127,10 @@ enum Command {
         /// then backward in the next), so drift over the command weighs on all of them alike.
         #[arg(long, default_value_t = 1)]
         repeat: usize,
-        /// Simulator driver: a `--config` file for the WASM side (e.g. `limits: {deadlineMs:
-        /// 200}`: one ordering call over 10,000 heads takes longer than the default 10 ms).
-        #[arg(long, value_name = "FILE")]
+        /// Simulator driver: a policy configuration file for the WASM side (e.g. `limits:
+        /// {deadlineMs: 200}`: one ordering call over 10,000 heads takes longer than the default
+        /// 10 ms). (`--config` is the old name, kept for a release.)
+        #[arg(long = "policy-config", alias = "config", value_name = "FILE")]
         config: Option<PathBuf>,
         /// Simulator driver: bind these plugins (`EXT=NAME`, repeatable) on the WASM side
         /// instead of the three kueue-default ones, the other extension points staying
