@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 use super::Error;
 use super::checks;
 use super::conditions::{self as cond, ADMITTED, EVICTED, FINISHED, QUOTA_RESERVED, REQUEUED};
-use super::core::{self, Configure, has_quota_reservation, is_evicted, is_finished};
+use super::core::{self, Configure, has_quota_reservation, is_admitted, is_evicted, is_finished};
 use super::integration::api_resource;
 use super::metrics::Metrics;
 use super::mirror::{Mirror, Observed, Source, key_of};
@@ -1370,12 +1370,6 @@ fn holds_finalizer(wl: &Workload) -> bool {
 fn workload_key(wl: &Workload) -> String {
     let (ns, name) = ns_name(wl);
     format!("{ns}/{name}")
-}
-
-fn is_admitted(wl: &Workload) -> bool {
-    wl.status
-        .as_ref()
-        .is_some_and(|s| cond::is_true(&s.conditions, ADMITTED))
 }
 
 /// The ClusterQueue of a Workload's admission (empty without one), for metric labels.

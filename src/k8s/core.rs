@@ -14,7 +14,7 @@ use crate::cluster::{EvictionReason, Millis, WorkloadId, build_cluster};
 use crate::scheduler::Scheduler;
 use crate::topology::Topologies;
 
-use super::conditions::{self, EVICTED, FINISHED, QUOTA_RESERVED};
+use super::conditions::{self, ADMITTED, EVICTED, FINISHED, QUOTA_RESERVED};
 use super::mirror::Mirror;
 
 /// Installs policies on a scheduler: called after every rebuild and before every cycle, so it
@@ -31,6 +31,12 @@ pub fn has_quota_reservation(wl: &Workload) -> bool {
     wl.status.as_ref().is_some_and(|s| {
         s.admission.is_some() && conditions::is_true(&s.conditions, QUOTA_RESERVED)
     })
+}
+
+pub fn is_admitted(wl: &Workload) -> bool {
+    wl.status
+        .as_ref()
+        .is_some_and(|s| conditions::is_true(&s.conditions, ADMITTED))
 }
 
 pub fn is_evicted(wl: &Workload) -> bool {

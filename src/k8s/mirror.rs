@@ -433,15 +433,7 @@ impl Mirror {
             .decode(kind, value, "<api-server>")
             .map_err(|e| Error::Decode {
                 object: e.object.unwrap_or_else(|| dyn_key(obj)),
-                message: e
-                    .problems
-                    .iter()
-                    .map(|p| match &p.field {
-                        Some(f) => format!("{f}: {}", p.message),
-                        None => p.message.clone(),
-                    })
-                    .collect::<Vec<_>>()
-                    .join("; "),
+                message: crate::api::jobs::problems_text(&e.problems),
             })
     }
 

@@ -117,24 +117,14 @@ pub struct Shadows {
 
 impl std::fmt::Debug for Shadows {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names = |ids: Vec<Arc<str>>| ids.into_iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        fn names<T: ?Sized>(list: &[Arc<T>], id: fn(&T) -> super::PolicyRef) -> Vec<String> {
+            list.iter().map(|p| id(p).name.to_string()).collect()
+        }
         f.debug_struct("Shadows")
-            .field(
-                "ordering",
-                &names(self.ordering.iter().map(|p| p.id().name).collect()),
-            )
-            .field(
-                "preemption",
-                &names(self.preemption.iter().map(|p| p.id().name).collect()),
-            )
-            .field(
-                "flavors",
-                &names(self.flavors.iter().map(|p| p.id().name).collect()),
-            )
-            .field(
-                "placement",
-                &names(self.placement.iter().map(|p| p.id().name).collect()),
-            )
+            .field("ordering", &names(&self.ordering, |p| p.id()))
+            .field("preemption", &names(&self.preemption, |p| p.id()))
+            .field("flavors", &names(&self.flavors, |p| p.id()))
+            .field("placement", &names(&self.placement, |p| p.id()))
             .finish()
     }
 }

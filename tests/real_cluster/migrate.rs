@@ -128,35 +128,26 @@ async fn migrate_check_reads_a_kueue_installation_and_writes_nothing() -> Result
         })
     };
     let cm = "kueue-system/kueue-manager-config";
-    assert_eq!(
-        verdict("Configuration", &format!("{cm} waitForPodsReady")).as_deref(),
-        Some("same")
-    );
-    assert_eq!(
-        verdict("Configuration", &format!("{cm} webhook")).as_deref(),
-        Some("different")
-    );
-    assert_eq!(verdict("Integration", "batch/job").as_deref(), Some("same"));
-    assert_eq!(
-        verdict("FeatureGate", "PartialAdmission").as_deref(),
-        Some("different")
-    );
-    assert_eq!(
-        verdict("Deployment", "kueue-system/kueue-controller-manager").as_deref(),
-        Some("action")
-    );
-    assert_eq!(
-        verdict("AdmissionCheck", "sample-multikueue").as_deref(),
-        Some("unsupported")
-    );
-    assert_eq!(
-        verdict("ClusterQueue", "cluster-queue").as_deref(),
-        Some("same")
-    );
-    assert_eq!(
-        verdict("Workloads", "team/user-queue").as_deref(),
-        Some("same")
-    );
+    for (kind, name, expected) in [
+        ("Configuration", format!("{cm} waitForPodsReady"), "same"),
+        ("Configuration", format!("{cm} webhook"), "different"),
+        ("Integration", "batch/job".into(), "same"),
+        ("FeatureGate", "PartialAdmission".into(), "different"),
+        (
+            "Deployment",
+            "kueue-system/kueue-controller-manager".into(),
+            "action",
+        ),
+        ("AdmissionCheck", "sample-multikueue".into(), "unsupported"),
+        ("ClusterQueue", "cluster-queue".into(), "same"),
+        ("Workloads", "team/user-queue".into(), "same"),
+    ] {
+        assert_eq!(
+            verdict(kind, &name).as_deref(),
+            Some(expected),
+            "{kind} {name}"
+        );
+    }
     // Nothing written.
     let after = workloads
         .get("job-sample-12345")

@@ -226,6 +226,15 @@ impl ApiServer {
         self.faults().log.clone()
     }
 
+    /// The bodies of the PATCH requests to `path` (the query left out), in order.
+    pub fn patches(&self, path: &str) -> Vec<Value> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.method == "PATCH" && r.uri.split('?').next() == Some(path))
+            .map(|r| r.body)
+            .collect()
+    }
+
     pub fn clear_requests(&self) {
         self.faults().log.clear();
     }

@@ -21,10 +21,12 @@ use kube::Api;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::core::{has_quota_reservation, is_admitted, is_finished};
 use super::prune::Schemas;
 use super::resources::KueueKind;
-use crate::api::Quantity;
+use crate::api::decode::Object;
 use crate::api::jobs;
+use crate::api::{Quantity, Workload};
 
 /// Kueue's namespace in its manifests and Helm chart.
 pub const KUEUE_NAMESPACE: &str = "kueue-system";
@@ -503,23 +505,14 @@ fn object_findings(objects: &[Value]) -> Vec<Finding> {
             ));
             continue;
         }
-        if let Err(e) = schemas.decode(Some(kind), object.clone(), "<api-server>") {
-            let problems: Vec<String> = e
-                .problems
-                .iter()
-                .map(|p| match &p.field {
-                    Some(f) => format!("{f}: {}", p.message),
-                    None => p.message.clone(),
-                })
-                .collect();
-            out.push(finding(
-                kind_name,
-                name,
-                Verdict::Unsupported,
-                problems.join("; "),
-            ));
-            continue;
-        }
+        let decoded = match schemas.decode(Some(kind), object.clone(), "<api-server>") {
+            Ok(decoded) => decoded,
+            Err(e) => {
+                let problems = jobs::problems_text(&e.problems);
+                out.push(finding(kind_name, name, Verdict::Unsupported, problems));
+                continue;
+            }
+        };
         let (verdict, note) = match kind {
             KueueKind::AdmissionCheck => match object["spec"]["controllerName"].as_str() {
                 Some(MULTIKUEUE_CONTROLLER) => (
@@ -545,12 +538,15 @@ fn object_findings(objects: &[Value]) -> Vec<Finding> {
                 format!("a TAS flavor ({DIFFERENCES}#topology-aware-scheduling)"),
             ),
             KueueKind::Workload => {
+                let Object::Workload(wl) = &decoded else {
+                    continue;
+                };
                 let queue = format!(
                     "{}/{}",
                     meta["namespace"].as_str().unwrap_or_default(),
-                    object["spec"]["queueName"].as_str().unwrap_or_default()
+                    wl.spec.queue_name.as_deref().unwrap_or_default()
                 );
-                let standing = standing(object, &mut held);
+                let standing = standing(wl, &mut held);
                 *workloads
                     .entry(queue)
                     .or_default()
@@ -603,14 +599,6 @@ fn dropped(path: &str, sent: &Value, kept: &Value, out: &mut Vec<String>) {
     }
 }
 
-fn condition_true(object: &Value, type_: &str) -> bool {
-    object["status"]["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|c| c["type"] == type_ && c["status"] == "True")
-}
-
 /// Where a Workload stands, as wasq takes it over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Standing {
@@ -622,30 +610,23 @@ enum Standing {
 
 /// Where `wl` stands; its quota, if it holds some, added to `held` by (ClusterQueue, flavor,
 /// resource).
-fn standing(wl: &Value, held: &mut BTreeMap<(String, String, String), i64>) -> Standing {
-    if condition_true(wl, "Finished") {
+fn standing(wl: &Workload, held: &mut BTreeMap<(String, String, String), i64>) -> Standing {
+    if is_finished(wl) {
         return Standing::Finished;
     }
-    let admission = &wl["status"]["admission"];
-    if !condition_true(wl, "QuotaReserved") || admission.is_null() {
+    let admission = wl.status.as_ref().and_then(|s| s.admission.as_ref());
+    let (Some(admission), true) = (admission, has_quota_reservation(wl)) else {
         return Standing::Pending;
-    }
-    let cq = admission["clusterQueue"].as_str().unwrap_or_default();
-    for psa in admission["podSetAssignments"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
-        for (resource, amount) in psa["resourceUsage"].as_object().into_iter().flatten() {
-            let flavor = psa["flavors"][resource].as_str().unwrap_or_default();
-            if let Some(q) = amount.as_str().and_then(|a| a.parse::<Quantity>().ok()) {
-                *held
-                    .entry((cq.to_string(), flavor.to_string(), resource.clone()))
-                    .or_default() += q.milli();
-            }
+    };
+    for psa in &admission.pod_set_assignments {
+        for (resource, amount) in &psa.resource_usage {
+            let flavor = psa.flavors.get(resource).cloned().unwrap_or_default();
+            *held
+                .entry((admission.cluster_queue.clone(), flavor, resource.clone()))
+                .or_default() += amount.milli();
         }
     }
-    if condition_true(wl, "Admitted") {
+    if is_admitted(wl) {
         Standing::Admitted
     } else {
         Standing::Reserved

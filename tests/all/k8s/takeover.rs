@@ -519,16 +519,6 @@ fn job_source(env: &Env) -> wasq::k8s::mirror::Source {
     wasq::k8s::mirror::Source::Job(i)
 }
 
-/// The JSON Patch bodies sent to `path`.
-fn json_patches(env: &Env, path: &str) -> Vec<Value> {
-    env.api
-        .requests()
-        .into_iter()
-        .filter(|r| r.method == "PATCH" && r.uri.split('?').next() == Some(path))
-        .map(|r| r.body)
-        .collect()
-}
-
 /// Kueue's `kueue.x-k8s.io/resource-in-use` finalizer on a Workload Kueue made comes off once
 /// the Workload finishes under wasq (Kueue's job reconciler removes it then); the patch
 /// tests the list it replaces.
@@ -553,7 +543,7 @@ async fn kueues_finalizer_comes_off_a_workload_that_finishes_under_wasq() {
     assert_eq!(condition(&wl, "Finished")["status"], "True", "{wl}");
     assert_eq!(wl["metadata"]["finalizers"], json!([]), "{wl}");
     assert!(
-        json_patches(&env, &j.workload_path()).contains(&json!([
+        env.api.patches(&j.workload_path()).contains(&json!([
             {"op": "test", "path": "/metadata/finalizers", "value": ["kueue.x-k8s.io/resource-in-use"]},
             {"op": "replace", "path": "/metadata/finalizers", "value": []}
         ])),

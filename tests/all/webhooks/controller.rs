@@ -143,12 +143,7 @@ impl Cluster {
     }
 
     fn job_patches(&self, path: &str) -> Vec<Value> {
-        self.api
-            .requests()
-            .into_iter()
-            .filter(|r| r.method == "PATCH" && r.uri.split('?').next() == Some(path))
-            .map(|r| r.body)
-            .collect()
+        self.api.patches(path)
     }
 }
 
