@@ -503,10 +503,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     checked,
                 );
             }
-            let policies = policies.load(speed.is_some(), true)?;
+            let mut policies = policies.load(speed.is_some(), true)?;
             let _watch = policies.watch()?;
             let mut scenario = Scenario::load_with(&paths, &cost_attribution_labels)
                 .context("loading manifests")?;
+            policies.bind_scenario_objects(&scenario.policies, allow_fallback)?;
             checked.inactive(&scenario)?;
             scenario.cluster.apply_budget_defaults(&policies.budgets);
             policies.refuse_unloadable(&policies.bindings, &scenario.cluster, allow_fallback)?;
@@ -629,9 +630,10 @@ fn compare_policies(
     let [a, b] = specs else {
         anyhow::bail!("--compare takes two bindings, A and B");
     };
-    let policies = policies.load(false, true)?;
+    let mut policies = policies.load(false, true)?;
     let (bindings_a, bindings_b) = (policies.bindings_with(a)?, policies.bindings_with(b)?);
     let mut scenario = Scenario::load(paths).context("loading manifests")?;
+    policies.bind_scenario_objects(&scenario.policies, checked.allow_fallback)?;
     checked.inactive(&scenario)?;
     scenario.cluster.apply_budget_defaults(&policies.budgets);
     for bindings in [&bindings_a, &bindings_b] {

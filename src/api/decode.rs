@@ -185,7 +185,8 @@ pub fn decode_document(origin: &Origin, value: Value) -> Result<Object, Document
         | "WorkloadPriorityClass"
         | "Namespace"
         | "AdmissionCheck"
-        | "ProvisioningRequestConfig" => None,
+        | "ProvisioningRequestConfig"
+        | "QueuePolicy" => None,
         _ => namespace,
     };
     let label = object_label(&kind, namespace.as_deref(), name.as_deref());
@@ -237,6 +238,10 @@ pub fn decode_document(origin: &Origin, value: Value) -> Result<Object, Document
         ("v1", "Namespace") => typed(&value).map(Object::Namespace),
         ("v1", "Node") => typed::<k8s_openapi::api::core::v1::Node>(&value)
             .map(|_| tas_object(origin, &api_version, &kind, value.clone())),
+        (super::policy::POLICY_API_VERSION, super::policy::QUEUE_POLICY_KIND) => {
+            typed::<super::policy::QueuePolicy>(&value)
+                .map(|_| tas_object(origin, &api_version, &kind, value.clone()))
+        }
         (super::config::CONFIG_API_VERSION, "Configuration") => typed(&value)
             .and_then(|c| {
                 let problems = super::config::validate(&c);
@@ -346,13 +351,14 @@ fn unsupported(api_version: &str, kind: &str) -> FieldProblem {
     FieldProblem::at(
         "kind",
         format!(
-            "{base}; wasq reads {}, the Kueue Configuration, {} and sim.wasq.dev objects",
+            "{base}; wasq reads {}, the Kueue Configuration, {}, QueuePolicy ({}) and sim.wasq.dev objects",
             KUEUE_KINDS.join(", "),
             jobs.iter()
                 .map(|j| format!("{} ({})", j.spec.kind, j.spec.api_version))
                 .chain(CORE_KINDS.iter().map(|(a, k)| format!("{k} ({a})")))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            super::policy::POLICY_API_VERSION
         ),
     )
 }

@@ -160,6 +160,35 @@ fn assemble(
                     workloads.push((pw.workload, pw.provenance));
                 }
             }
+            Object::Extension(e) if e.api_version == super::policy::POLICY_API_VERSION => {
+                let name = e
+                    .value
+                    .pointer("/metadata/name")
+                    .and_then(serde_json::Value::as_str);
+                let label = super::decode::object_label(&e.kind, None, name);
+                match super::strict::decode::<super::policy::QueuePolicy>(&e.value) {
+                    Ok(mut policy) => {
+                        errors.extend(
+                            super::policy::validate(&policy)
+                                .into_iter()
+                                .map(|p| ManifestError::in_doc(&origin, Some(label.clone()), p)),
+                        );
+                        // A module path is relative to the file that names it.
+                        if let Some(path) = policy.spec.module.path.as_mut()
+                            && std::path::Path::new(path.as_str()).is_relative()
+                            && let Some(dir) = origin.file.parent()
+                        {
+                            *path = dir.join(path.as_str()).display().to_string();
+                        }
+                        m.policies.push(policy);
+                    }
+                    Err(problems) => errors.extend(
+                        problems
+                            .into_iter()
+                            .map(|p| ManifestError::in_doc(&origin, Some(label.clone()), p)),
+                    ),
+                }
+            }
             Object::Extension(e) if super::decode::is_tas_object(&e) => {
                 let name = e
                     .value

@@ -15,6 +15,7 @@ pub mod jobs;
 pub mod load;
 pub mod names;
 pub mod pods;
+pub mod policy;
 pub mod provenance;
 pub mod quantity;
 pub mod strict;
@@ -68,4 +69,6 @@ pub struct Manifests {
     /// Topology-aware scheduling: the `Topology` objects and, in the simulator, the `v1` Nodes.
     pub topologies: Vec<topology::Topology>,
     pub nodes: Vec<k8s_openapi::api::core::v1::Node>,
+    /// wasq's `QueuePolicy` objects (`policies.wasq.dev/v1alpha1`).
+    pub policies: Vec<policy::QueuePolicy>,
 }

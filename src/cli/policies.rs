@@ -4,13 +4,16 @@
 //! comma-separated `EXT=NAME` pairs on top of those bindings.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
 
+use wasq::api::policy::QueuePolicy;
 use wasq::wasm::reload::WatchHandle;
 use wasq::wasm::{
-    Bindings, LiveBindings, LivePlugins, PluginSource, PolicyConfig, Registry, WasmEngine,
+    Bindings, LiveBindings, LivePlugins, PluginSource, PolicyConfig, PolicyObjects, Registry,
+    WasmEngine, read_module,
 };
 
 #[derive(Args, Debug, Clone, Default)]
@@ -77,6 +80,10 @@ pub struct Policies {
     pub budgets: wasq::cluster::BudgetDefaults,
     /// What the shadows of [`Policies::live_bindings`] decided.
     pub shadow_log: std::sync::Arc<wasq::policy::shadow::ShadowLog>,
+    /// Exposure, limits and settings every plugin gets (also those of `QueuePolicy` objects).
+    pub options: wasq::wasm::HostOptions,
+    /// `QueuePolicy` objects bound over `bindings` (a scenario's, or a cluster's).
+    pub objects: Option<Arc<PolicyObjects>>,
 }
 
 impl PolicyArgs {
@@ -115,7 +122,7 @@ impl PolicyArgs {
         let dir = self.plugins.clone().or(config.plugins.clone());
         let source = match &dir {
             Some(dir) if live => PluginSource::Live(
-                LivePlugins::open(engine, dir, options)
+                LivePlugins::open(engine, dir, options.clone())
                     .with_context(|| format!("reading plugin directory {}", dir.display()))?,
             ),
             Some(dir) => PluginSource::Fixed(std::sync::Arc::new(
@@ -129,6 +136,8 @@ impl PolicyArgs {
             bindings,
             budgets,
             shadow_log: Default::default(),
+            options,
+            objects: None,
         })
     }
 }
@@ -184,11 +193,63 @@ impl Policies {
     }
 
     pub fn live_bindings(&self) -> LiveBindings {
-        LiveBindings::recording(
+        let live = LiveBindings::recording(
             self.source.clone(),
             self.bindings.clone(),
             self.shadow_log.clone(),
-        )
+        );
+        match &self.objects {
+            Some(objects) => live.with_objects(objects.clone()),
+            None => live,
+        }
+    }
+
+    /// Binds the `QueuePolicy` objects of a scenario over the bindings ([`Policies::scenario_objects`]).
+    pub fn bind_scenario_objects(
+        &mut self,
+        policies: &[QueuePolicy],
+        allow: bool,
+    ) -> anyhow::Result<()> {
+        self.objects = self.scenario_objects(policies, allow)?;
+        Ok(())
+    }
+
+    /// The `QueuePolicy` objects of a scenario, modules read from their `path`; refused when
+    /// one has no module live, unless `allow` (its ClusterQueues then keep the next binding
+    /// down the precedence). `None` when there are none.
+    pub fn scenario_objects(
+        &self,
+        policies: &[QueuePolicy],
+        allow: bool,
+    ) -> anyhow::Result<Option<Arc<PolicyObjects>>> {
+        if policies.is_empty() {
+            return Ok(None);
+        }
+        let engine = self.source.snapshot().engine().clone();
+        let objects = PolicyObjects::new(engine, self.options.clone());
+        let mut fetched = Vec::new();
+        for p in policies {
+            let name = p.metadata.name.as_deref().unwrap_or_default();
+            let Some(path) = &p.spec.module.path else {
+                anyhow::bail!(
+                    "QueuePolicy {name}: spec.module: the simulator reads modules from `path` \
+                     only (a ConfigMap or an OCI artifact is the controller's)"
+                );
+            };
+            fetched.push((p.clone(), read_module(std::path::Path::new(path))));
+        }
+        objects.update(fetched);
+        for (name, status) in objects.statuses() {
+            if !status.ready.ok && !allow {
+                anyhow::bail!(
+                    "QueuePolicy {name}: {} ({})\n(pass --allow-fallback to run with the next \
+                     binding deciding in its place)",
+                    status.ready.message,
+                    status.ready.reason
+                );
+            }
+        }
+        Ok(Some(objects))
     }
 
     /// The bindings with comma-separated `EXT=NAME` pairs applied on top (`--compare A B`).
@@ -206,7 +267,11 @@ impl Policies {
     /// health (a quarantine, guest memory) do not carry over to the next run.
     pub fn fresh_bindings(&self, bindings: Bindings) -> LiveBindings {
         let source = PluginSource::Fixed(std::sync::Arc::new(self.source.snapshot().fresh()));
-        LiveBindings::new(source, bindings)
+        let live = LiveBindings::new(source, bindings);
+        match &self.objects {
+            Some(objects) => live.with_objects(objects.fresh()),
+            None => live,
+        }
     }
 
     /// Starts watching the directory when the source is live.

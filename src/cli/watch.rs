@@ -101,10 +101,16 @@ fn simulate(
 ) -> anyhow::Result<Vec<String>> {
     let mut scenario = Scenario::load(paths).context("loading manifests")?;
     scenario.cluster.apply_budget_defaults(&policies.budgets);
+    let scenario_policies = std::mem::take(&mut scenario.policies);
     let mut sim = Simulation::new(scenario);
     // Every run starts from fresh plugin instances and health: a plugin quarantined in one run
     // is not quarantined in the next, and guest state does not leak between runs.
-    sim.use_policies(policies.fresh_bindings(policies.bindings.clone()))?;
+    let live = policies.fresh_bindings(policies.bindings.clone());
+    let live = match policies.scenario_objects(&scenario_policies, false)? {
+        Some(objects) => live.with_objects(objects),
+        None => live,
+    };
+    sim.use_policies(live)?;
     sim.run(limits, None);
     Ok(sim.report().decision_lines())
 }

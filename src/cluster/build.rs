@@ -283,6 +283,7 @@ pub fn build_cluster_with(
             stop_policy,
             inactive_reason,
             annotations,
+            labels: cq.metadata.labels.clone().unwrap_or_default(),
             frs,
             budget_annotations: budget,
             budget,

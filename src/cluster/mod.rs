@@ -206,6 +206,8 @@ pub struct ClusterQueueInfo {
     pub cohort: Option<String>,
     pub namespace_selector: Option<LabelSelector>,
     pub annotations: BTreeMap<String, String>,
+    /// Its labels (a `QueuePolicy`'s `clusterQueueSelector` reads them).
+    pub labels: BTreeMap<String, String>,
     /// Every flavor-resource this queue declares quota for.
     pub frs: Vec<FrIdx>,
     /// The preemption budget its annotations set (malformed values left out).

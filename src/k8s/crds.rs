@@ -415,66 +415,190 @@ pub fn crd(kind: KueueKind) -> CustomResourceDefinition {
         .expect("every kind has a shape");
     let schema: JSONSchemaProps = serde_json::from_value(object_schema(kind))
         .expect("schemars output is a valid JSONSchemaProps");
-    let columns: Vec<CustomResourceColumnDefinition> = shape
-        .columns
-        .iter()
-        .map(
-            |&(name, path, type_, description, priority)| CustomResourceColumnDefinition {
-                name: name.into(),
-                json_path: path.into(),
-                type_: type_.into(),
-                description: Some(description.into()),
-                priority: (priority != 0).then_some(priority),
-                format: None,
-            },
-        )
-        .collect();
-    let version = |name: &str, storage: bool| CustomResourceDefinitionVersion {
-        name: name.into(),
-        served: true,
-        storage,
-        additional_printer_columns: (!columns.is_empty()).then(|| columns.clone()),
-        schema: Some(CustomResourceValidation {
-            open_api_v3_schema: Some(schema.clone()),
-        }),
-        subresources: shape.status.then(|| CustomResourceSubresources {
-            status: Some(CustomResourceSubresourceStatus(json!({}))),
-            scale: None,
-        }),
-        ..CustomResourceDefinitionVersion::default()
-    };
-    CustomResourceDefinition {
-        metadata: ObjectMeta {
-            name: Some(format!("{}.{GROUP}", kind.plural())),
-            ..ObjectMeta::default()
-        },
-        spec: CustomResourceDefinitionSpec {
-            group: GROUP.into(),
-            names: CustomResourceDefinitionNames {
-                kind: kind.kind().into(),
-                list_kind: Some(format!("{}List", kind.kind())),
-                plural: kind.plural().into(),
-                singular: Some(shape.singular.into()),
-                short_names: Some(shape.short_names.iter().map(|s| s.to_string()).collect()),
-                categories: None,
-            },
-            scope: if kind.namespaced() {
-                "Namespaced"
-            } else {
-                "Cluster"
-            }
-            .into(),
-            versions: vec![version("v1beta2", true), version("v1beta1", false)],
-            conversion: None,
-            preserve_unknown_fields: None,
-        },
-        status: None,
+    Definition {
+        group: GROUP,
+        kind: kind.kind(),
+        plural: kind.plural(),
+        singular: shape.singular,
+        short_names: shape.short_names,
+        namespaced: kind.namespaced(),
+        columns: shape.columns,
+        status: shape.status,
+        versions: &[("v1beta2", true), ("v1beta1", false)],
     }
+    .build(schema)
+}
+
+/// What differs between wasq's CRDs.
+struct Definition {
+    group: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    short_names: &'static [&'static str],
+    namespaced: bool,
+    columns: &'static [(&'static str, &'static str, &'static str, &'static str, i32)],
+    status: bool,
+    /// Served versions, and whether each is the one stored; all share the schema.
+    versions: &'static [(&'static str, bool)],
+}
+
+impl Definition {
+    fn build(&self, schema: JSONSchemaProps) -> CustomResourceDefinition {
+        let columns: Vec<CustomResourceColumnDefinition> = self
+            .columns
+            .iter()
+            .map(
+                |&(name, path, type_, description, priority)| CustomResourceColumnDefinition {
+                    name: name.into(),
+                    json_path: path.into(),
+                    type_: type_.into(),
+                    description: Some(description.into()),
+                    priority: (priority != 0).then_some(priority),
+                    format: None,
+                },
+            )
+            .collect();
+        let version = |&(name, storage): &(&str, bool)| CustomResourceDefinitionVersion {
+            name: name.into(),
+            served: true,
+            storage,
+            additional_printer_columns: (!columns.is_empty()).then(|| columns.clone()),
+            schema: Some(CustomResourceValidation {
+                open_api_v3_schema: Some(schema.clone()),
+            }),
+            subresources: self.status.then(|| CustomResourceSubresources {
+                status: Some(CustomResourceSubresourceStatus(json!({}))),
+                scale: None,
+            }),
+            ..CustomResourceDefinitionVersion::default()
+        };
+        CustomResourceDefinition {
+            metadata: ObjectMeta {
+                name: Some(format!("{}.{}", self.plural, self.group)),
+                ..ObjectMeta::default()
+            },
+            spec: CustomResourceDefinitionSpec {
+                group: self.group.into(),
+                names: CustomResourceDefinitionNames {
+                    kind: self.kind.into(),
+                    list_kind: Some(format!("{}List", self.kind)),
+                    plural: self.plural.into(),
+                    singular: Some(self.singular.into()),
+                    short_names: Some(self.short_names.iter().map(|s| s.to_string()).collect()),
+                    categories: None,
+                },
+                scope: if self.namespaced {
+                    "Namespaced"
+                } else {
+                    "Cluster"
+                }
+                .into(),
+                versions: self.versions.iter().map(version).collect(),
+                conversion: None,
+                preserve_unknown_fields: None,
+            },
+            status: None,
+        }
+    }
+}
+
+/// The root schema of wasq's `QueuePolicy`, `spec.mode` defaulted as the server should store it.
+pub fn queue_policy_schema() -> Value {
+    let mut root = structural_schema::<api::policy::QueuePolicy>();
+    if let Some(obj) = root.as_object_mut() {
+        obj.remove("title");
+        obj.insert("type".into(), json!("object"));
+        if let Some(props) = obj.get_mut("properties").and_then(Value::as_object_mut) {
+            props.insert("apiVersion".into(), json!({"type": "string"}));
+            props.insert("kind".into(), json!({"type": "string"}));
+            props.insert("metadata".into(), json!({"type": "object"}));
+        }
+        if let Some(required) = obj.get_mut("required").and_then(Value::as_array_mut) {
+            required.retain(|r| r != "metadata");
+        }
+    }
+    if let Some(mode) = root.pointer_mut("/properties/spec/properties/mode") {
+        mode["default"] = json!("Enforce");
+    }
+    root
+}
+
+/// wasq's `QueuePolicy` CRD (`policies.wasq.dev/v1alpha1`, cluster-scoped).
+pub fn queue_policy_crd() -> CustomResourceDefinition {
+    let schema: JSONSchemaProps = serde_json::from_value(queue_policy_schema())
+        .expect("schemars output is a valid JSONSchemaProps");
+    Definition {
+        group: api::policy::POLICY_GROUP,
+        kind: api::policy::QUEUE_POLICY_KIND,
+        plural: "queuepolicies",
+        singular: "queuepolicy",
+        short_names: &["qp"],
+        namespaced: false,
+        columns: &[
+            (
+                "Extension",
+                ".spec.extension",
+                "string",
+                "The decision the policy makes",
+                0,
+            ),
+            (
+                "Mode",
+                ".spec.mode",
+                "string",
+                "Enforce: it decides; Shadow: compared, never acted on",
+                0,
+            ),
+            (
+                "Ready",
+                ".status.conditions[?(@.type=='Ready')].status",
+                "string",
+                "Whether it decides (or shadows) for its ClusterQueues",
+                0,
+            ),
+            (
+                "Digest",
+                ".status.digest",
+                "string",
+                "The sha256 of the module live now",
+                0,
+            ),
+            (
+                "Agreement",
+                ".status.shadow.agreement",
+                "string",
+                "How often a shadow policy agreed with the policy that decides",
+                0,
+            ),
+            (
+                "ClusterQueues",
+                ".status.clusterQueues",
+                "integer",
+                "How many ClusterQueues it applies to",
+                1,
+            ),
+            (
+                "Age",
+                ".metadata.creationTimestamp",
+                "date",
+                "Time this QueuePolicy was created",
+                0,
+            ),
+        ],
+        status: true,
+        versions: &[(api::policy::POLICY_VERSION, true)],
+    }
+    .build(schema)
 }
 
 /// Every CRD, in the order `kubectl apply` should see them.
 pub fn crds() -> Vec<CustomResourceDefinition> {
-    KueueKind::ALL.into_iter().map(crd).collect()
+    KueueKind::ALL
+        .into_iter()
+        .map(crd)
+        .chain([queue_policy_crd()])
+        .collect()
 }
 
 /// The CRDs as one multi-document YAML stream with `apiVersion` and `kind` set.

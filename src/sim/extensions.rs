@@ -288,7 +288,9 @@ fn append(into: &mut Manifests, from: Manifests) {
         configuration,
         topologies,
         nodes,
+        policies,
     } = from;
+    into.policies.extend(policies);
     into.topologies.extend(topologies);
     into.nodes.extend(nodes);
     into.admission_checks.extend(admission_checks);

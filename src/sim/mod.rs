@@ -158,6 +158,7 @@ impl Simulation {
             arrival,
             durations,
             labels,
+            policies: _,
         } = scenario;
         let n = cluster.workloads.len();
         let lives = cluster

@@ -35,6 +35,8 @@ pub struct Scenario {
     pub durations: Vec<Option<Millis>>,
     /// Cost-attribution labels per workload (see [`Scenario::attribute_costs`]).
     pub labels: Vec<BTreeMap<String, String>>,
+    /// The scenario's `QueuePolicy` objects (module paths made absolute): the driver binds them.
+    pub policies: Vec<api::policy::QueuePolicy>,
 }
 
 impl Scenario {
@@ -146,6 +148,7 @@ impl Scenario {
             t0,
         )
         .map_err(ScenarioError::Build)?;
+        let policies = std::mem::take(&mut manifests.policies);
         drop(manifests);
         let check_problems = super::checks::SimChecks::validate(&cluster);
         if !check_problems.is_empty() {
@@ -170,6 +173,7 @@ impl Scenario {
             arrival,
             durations,
             labels,
+            policies,
         })
     }
 }

@@ -3,6 +3,7 @@
 //! annotations `policy.wasq.dev/ordering`, `policy.wasq.dev/preemption`,
 //! `policy.wasq.dev/flavor-assignment` and `policy.wasq.dev/placement`.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,8 +12,10 @@ use super::engine::WasmEngine;
 use super::language::Language;
 use super::limits::{Limits, LimitsPatch};
 use super::load::{LoadError, PluginKind, load_bytes, plugin_files, plugin_name};
+use super::objects::ObjectPolicy;
 use super::plugin::{Exposure, Plugin, SmokeFailure};
 use super::policies::{WasmFlavors, WasmOrdering, WasmPlacement, WasmPreemption};
+use crate::api::policy::PolicyMode;
 use crate::cluster::{Cluster, CqId};
 use crate::policy::shadow::{ShadowLog, Shadows};
 use crate::policy::{
@@ -159,15 +162,26 @@ pub fn make_plugin(
     bytes: &[u8],
     options: &HostOptions,
 ) -> Result<Arc<Plugin>, LoadError> {
-    let name = plugin_name(path);
-    let loaded = load_bytes(engine, path, &name, bytes)?;
-    let limits = options.limits_for(&name, loaded.info.language);
-    let settings = options.settings.get(&name).cloned().unwrap_or_default();
+    make_named_plugin(engine, &plugin_name(path), path, bytes, options)
+}
+
+/// [`make_plugin`] under a name of the caller's (a `QueuePolicy`'s), `origin` saying in errors
+/// where the bytes came from.
+pub fn make_named_plugin(
+    engine: &WasmEngine,
+    name: &str,
+    path: &Path,
+    bytes: &[u8],
+    options: &HostOptions,
+) -> Result<Arc<Plugin>, LoadError> {
+    let loaded = load_bytes(engine, path, name, bytes)?;
+    let limits = options.limits_for(name, loaded.info.language);
+    let settings = options.settings.get(name).cloned().unwrap_or_default();
     let mut plugin = Plugin::new(
         loaded,
         engine.clone(),
         limits,
-        options.exposure.with(options.plugin_exposure.get(&name)),
+        options.exposure.with(options.plugin_exposure.get(name)),
         settings,
     );
     plugin.smoke_test().map_err(|e| match e {
@@ -434,13 +448,64 @@ impl Registry {
         defaults: &Bindings,
         log: &Arc<ShadowLog>,
     ) -> Result<(PolicySet, Vec<(CqId, PolicySet)>), BindError> {
-        let shadows = self.shadows(defaults, log)?;
-        let mut default_set = self.policy_set(defaults, "--policy")?;
+        self.bind_with(cluster, defaults, &[], log)
+    }
+
+    /// [`Registry::bind_recording`] with the live `QueuePolicy` objects too, in the precedence
+    /// [`super::objects`] documents: a ClusterQueue's annotation, then an `Enforce` object
+    /// selecting it, then one selecting every ClusterQueue, then `defaults`. `Shadow` objects
+    /// add shadows where they apply.
+    pub fn bind_with(
+        &self,
+        cluster: &Cluster,
+        defaults: &Bindings,
+        objects: &[ObjectPolicy],
+        log: &Arc<ShadowLog>,
+    ) -> Result<(PolicySet, Vec<(CqId, PolicySet)>), BindError> {
+        let (this, defaults) = if objects.is_empty() {
+            (Cow::Borrowed(self), Cow::Borrowed(defaults))
+        } else {
+            let mut registry = self.clone();
+            let mut d = defaults.clone();
+            let mut decided = BTreeSet::new();
+            for o in objects {
+                registry.plugins.insert(o.binding_name(), o.plugin.clone());
+            }
+            for o in objects.iter().filter(|o| o.is_global()) {
+                match o.mode {
+                    PolicyMode::Enforce if decided.insert(o.kind) => {
+                        d.names.insert(o.kind, o.binding_name());
+                    }
+                    PolicyMode::Enforce => tracing::warn!(
+                        policy = %o.name,
+                        extension = %o.kind,
+                        "another QueuePolicy for every ClusterQueue decides this extension (the first by name)"
+                    ),
+                    PolicyMode::Shadow => d.shadows.push((o.kind, o.binding_name())),
+                }
+            }
+            (Cow::Owned(registry), Cow::Owned(d))
+        };
+        let defaults: &Bindings = &defaults;
+        let scoped: Vec<&ObjectPolicy> = objects.iter().filter(|o| !o.is_global()).collect();
+        let shadows = this.shadows(defaults, log)?;
+        let mut default_set = this.policy_set(defaults, "--policy")?;
         default_set.shadows = shadows.clone();
         let mut per_cq = Vec::new();
         for cq in &cluster.cluster_queues {
             let mut own = defaults.clone();
             let mut overridden = false;
+            let mut decided = BTreeSet::new();
+            for o in scoped.iter().filter(|o| o.selects(&cq.labels)) {
+                match o.mode {
+                    PolicyMode::Enforce if decided.insert(o.kind) => {
+                        own.names.insert(o.kind, o.binding_name());
+                    }
+                    PolicyMode::Enforce => continue,
+                    PolicyMode::Shadow => own.shadows.push((o.kind, o.binding_name())),
+                }
+                overridden = true;
+            }
             for kind in PluginKind::ALL {
                 let key = format!("{ANNOTATION_PREFIX}{kind}");
                 if let Some(name) = cq.annotations.get(&key) {
@@ -452,11 +517,16 @@ impl Registry {
                 let context = format!("ClusterQueue {} annotation {ANNOTATION_PREFIX}*", cq.name);
                 // One bad annotation must not take plugins away from every other queue: that
                 // queue keeps the default binding.
-                match self.policy_set(&own, &context) {
-                    Ok(mut set) => {
-                        set.shadows = shadows.clone();
-                        per_cq.push((cq.id, set));
-                    }
+                let set = this.policy_set(&own, &context).and_then(|mut set| {
+                    set.shadows = if own.shadows == defaults.shadows {
+                        shadows.clone()
+                    } else {
+                        this.shadows(&own, log)?
+                    };
+                    Ok(set)
+                });
+                match set {
+                    Ok(set) => per_cq.push((cq.id, set)),
                     Err(error) => {
                         tracing::error!(%error, "ClusterQueue binding refused; it uses the default binding")
                     }

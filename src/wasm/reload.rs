@@ -24,6 +24,7 @@ use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, ne
 
 use super::engine::WasmEngine;
 use super::load::{digest_of, plugin_files, plugin_name};
+use super::objects::PolicyObjects;
 use super::registry::{BindError, Bindings, HostOptions, Registry, make_plugin};
 use crate::cluster::{Cluster, CqId};
 use crate::policy::PolicySet;
@@ -329,7 +330,9 @@ pub type Bound = (PolicySet, Vec<(CqId, PolicySet)>);
 pub struct LiveBindings {
     source: PluginSource,
     bindings: Bindings,
-    bound: Option<(u64, u64)>,
+    /// `QueuePolicy` objects bound over `bindings`.
+    objects: Option<Arc<PolicyObjects>>,
+    bound: Option<(u64, u64, u64)>,
     /// What the shadows decided, across every rebinding.
     shadow_log: Arc<ShadowLog>,
 }
@@ -348,9 +351,17 @@ impl LiveBindings {
         LiveBindings {
             source,
             bindings,
+            objects: None,
             bound: None,
             shadow_log,
         }
+    }
+
+    /// The same bindings with the live `QueuePolicy` objects of `objects` over them.
+    pub fn with_objects(mut self, objects: Arc<PolicyObjects>) -> LiveBindings {
+        self.objects = Some(objects);
+        self.bound = None;
+        self
     }
 
     pub fn source(&self) -> &PluginSource {
@@ -365,15 +376,21 @@ impl LiveBindings {
     /// New policies when the plugins or the cluster's configuration changed since the last
     /// call (always on the first call); `None` when nothing changed.
     pub fn refresh(&mut self, cluster: &Cluster) -> Option<Result<Bound, BindError>> {
-        let key = (self.source.generation(), cluster.config_id);
+        let objects = self.objects.as_ref();
+        let key = (
+            self.source.generation(),
+            objects.map_or(0, |o| o.generation()),
+            cluster.config_id,
+        );
         if self.bound == Some(key) {
             return None;
         }
         self.bound = Some(key);
+        let live = objects.map(|o| o.snapshot()).unwrap_or_default();
         Some(
             self.source
                 .snapshot()
-                .bind_recording(cluster, &self.bindings, &self.shadow_log),
+                .bind_with(cluster, &self.bindings, &live, &self.shadow_log),
         )
     }
 }

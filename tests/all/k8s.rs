@@ -972,6 +972,7 @@ fn crds_are_generated_with_kueue_names_columns_and_status() {
             "admissionchecks.kueue.x-k8s.io",
             "provisioningrequestconfigs.kueue.x-k8s.io",
             "topologies.kueue.x-k8s.io",
+            "queuepolicies.policies.wasq.dev",
         ]
     );
     let wl = serde_json::to_value(&crds[5]).unwrap();
