@@ -20,6 +20,7 @@ mod language;
 mod limits;
 mod load;
 pub mod objects;
+pub mod oci;
 mod plugin;
 mod policies;
 mod registry;
