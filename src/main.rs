@@ -415,13 +415,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Controller { args, policies } => {
-            let policies = policies.load(true, false)?;
+            let mut policies = policies.load(true, false)?;
             let _watch = policies.watch()?;
+            let objects = policies.cluster_objects();
             wasq::k8s::cli::run(
                 *args,
                 policies.configure_hook(),
-                Some(policies.source.clone()),
-                policies.shadow_log.clone(),
+                wasq::k8s::cli::PolicyHost {
+                    plugins: Some(policies.source.clone()),
+                    shadows: policies.shadow_log.clone(),
+                    objects: Some(objects),
+                },
             )
         }
         Command::Snapshot {

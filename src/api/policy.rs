@@ -25,10 +25,11 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::Condition;
 use super::names;
 use super::strict::FieldProblem;
 use super::validate::{Problems, Scope, label_selector, metadata};
@@ -254,6 +255,17 @@ pub struct ShadowDifference {
     pub workload: String,
     pub enforced: String,
     pub shadow: String,
+}
+
+/// A QueuePolicy as the API server holds it (`apiVersion` and `kind` included), read strictly:
+/// every unknown field and value named with its path.
+pub fn from_object(object: &serde_json::Value) -> Result<QueuePolicy, Vec<FieldProblem>> {
+    let mut object = object.clone();
+    if let Some(map) = object.as_object_mut() {
+        map.remove("apiVersion");
+        map.remove("kind");
+    }
+    super::strict::decode(&object)
 }
 
 /// `sha256:` and 64 lowercase hex digits.

@@ -10,6 +10,7 @@ use anyhow::Context;
 use clap::Args;
 
 use wasq::api::policy::QueuePolicy;
+use wasq::policy::shadow::ShadowLog;
 use wasq::wasm::reload::WatchHandle;
 use wasq::wasm::{
     Bindings, LiveBindings, LivePlugins, PluginSource, PolicyConfig, PolicyObjects, Registry,
@@ -72,6 +73,9 @@ impl CacheArgs {
     }
 }
 
+/// The controller's default `shadowCycleBudgetMs`.
+const CONTROLLER_SHADOW_BUDGET_MS: u64 = 50;
+
 /// Where plugins come from, and the default bindings.
 pub struct Policies {
     pub source: PluginSource,
@@ -79,7 +83,7 @@ pub struct Policies {
     /// The file's preemption budgets, under each ClusterQueue's own annotations.
     pub budgets: wasq::cluster::BudgetDefaults,
     /// What the shadows of [`Policies::live_bindings`] decided.
-    pub shadow_log: std::sync::Arc<wasq::policy::shadow::ShadowLog>,
+    pub shadow_log: Arc<ShadowLog>,
     /// Exposure, limits and settings every plugin gets (also those of `QueuePolicy` objects).
     pub options: wasq::wasm::HostOptions,
     /// `QueuePolicy` objects bound over `bindings` (a scenario's, or a cluster's).
@@ -135,7 +139,12 @@ impl PolicyArgs {
             source,
             bindings,
             budgets,
-            shadow_log: Default::default(),
+            shadow_log: Arc::new(ShadowLog::with_cycle_budget(
+                config
+                    .shadow_cycle_budget_ms
+                    .or((!runs).then_some(CONTROLLER_SHADOW_BUDGET_MS))
+                    .map(std::time::Duration::from_millis),
+            )),
             options,
             objects: None,
         })
@@ -250,6 +259,15 @@ impl Policies {
             }
         }
         Ok(Some(objects))
+    }
+
+    /// An empty set of `QueuePolicy` objects bound over the bindings, for the controller to
+    /// keep in step with its cluster.
+    pub fn cluster_objects(&mut self) -> Arc<PolicyObjects> {
+        let engine = self.source.snapshot().engine().clone();
+        let objects = PolicyObjects::new(engine, self.options.clone());
+        self.objects = Some(objects.clone());
+        objects
     }
 
     /// The bindings with comma-separated `EXT=NAME` pairs applied on top (`--compare A B`).

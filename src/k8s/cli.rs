@@ -105,6 +105,10 @@ pub struct ControllerArgs {
     /// Kueue does.
     #[arg(long, default_value = "10s", value_parser = parse_interval)]
     pub pending_status_interval: Duration,
+    /// A registry (`host[:port]`) whose `QueuePolicy` OCI modules are pulled over plain HTTP
+    /// instead of HTTPS, like containerd's insecure registries. Repeatable.
+    #[arg(long = "insecure-registry", value_name = "HOST")]
+    pub insecure_registries: Vec<String>,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -138,29 +142,38 @@ async fn served(client: &kube::Client, ar: &ApiResource) -> bool {
         .is_ok()
 }
 
+/// What the controller's policies come from, besides the `configure` hook that binds them.
+pub struct PolicyHost {
+    /// The plugin directory (`wasq_plugin_*` metrics).
+    pub plugins: Option<crate::wasm::PluginSource>,
+    /// What every shadow decided (`wasq_policy_shadow_*` metrics, QueuePolicy status).
+    pub shadows: Arc<crate::policy::shadow::ShadowLog>,
+    /// The cluster's `QueuePolicy` objects, kept current by a [`super::policies::PolicyReconciler`]
+    /// (the `configure` hook binds them).
+    pub objects: Option<Arc<crate::wasm::PolicyObjects>>,
+}
+
 /// `wasq controller`: runs until interrupted or until leadership is lost. `configure` binds
 /// policies to every scheduler the controller builds (the same hook the simulator uses).
-/// `plugins` and `shadows` feed the `wasq_plugin_*` and `wasq_policy_shadow_*` metrics.
-pub fn run(
-    args: ControllerArgs,
-    configure: Configure,
-    plugins: Option<crate::wasm::PluginSource>,
-    shadows: Arc<crate::policy::shadow::ShadowLog>,
-) -> anyhow::Result<()> {
+pub fn run(args: ControllerArgs, configure: Configure, host: PolicyHost) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(run_async(args, configure, plugins, shadows))
+    runtime.block_on(run_async(args, configure, host))
 }
 
 async fn run_async(
     args: ControllerArgs,
     configure: Configure,
-    plugins: Option<crate::wasm::PluginSource>,
-    shadows: Arc<crate::policy::shadow::ShadowLog>,
+    host: PolicyHost,
 ) -> anyhow::Result<()> {
+    let PolicyHost {
+        plugins,
+        shadows,
+        objects,
+    } = host;
     let client = connect(args.kubeconfig.as_deref(), args.context.as_deref()).await?;
     let mut kinds: Vec<JobKind> = jobs::builtin();
     if let Some(path) = &args.integrations {
@@ -210,7 +223,19 @@ async fn run_async(
     };
     let mut metrics = Metrics::new(role);
     if let Some(source) = plugins {
-        metrics.register_plugins(source, shadows);
+        metrics.register_plugins(source, shadows.clone(), objects.clone());
+    }
+    // Every replica keeps the QueuePolicy modules current; the leader writes their status.
+    let (leading_tx, leading_rx) = tokio::sync::watch::channel(false);
+    if let Some(objects) = &objects {
+        let reconciler = Arc::new(super::policies::PolicyReconciler::new(
+            client.clone(),
+            &namespace,
+            objects.clone(),
+            shadows.clone(),
+            args.insecure_registries.clone(),
+        ));
+        tokio::spawn(reconciler.run(leading_rx));
     }
     let metrics = Arc::new(metrics);
     let clock: Clock = Arc::new(|| jiff::Timestamp::now().as_millisecond());
@@ -248,6 +273,9 @@ async fn run_async(
         controller.set_trace_recorder(recorder);
     }
 
+    if let Ok(mut s) = controller.shared.write() {
+        s.shadows = Some(shadows.clone());
+    }
     let shared = controller.shared.clone();
     let listen = args.listen;
     let server_metrics = metrics.clone();
@@ -332,6 +360,7 @@ async fn run_async(
             _ = &mut acquired, if !leading => {
                 tracing::info!("leading: scheduling from now on");
                 leading = true;
+                let _ = leading_tx.send(true);
             }
             err = &mut leadership => {
                 return Err(anyhow::Error::from(err).context("stopping: leadership lost"));

@@ -76,6 +76,8 @@ pub struct Shared {
     pub leading: bool,
     /// What the admission webhooks read, refreshed after each pass.
     pub webhook: Arc<super::webhook::View>,
+    /// What the shadow policies decided (`/apis/visibility.wasq.dev/v1alpha1/shadows`).
+    pub shadows: Option<Arc<crate::policy::shadow::ShadowLog>>,
 }
 
 /// What the next pass must look at, drained from the mirror's [`super::mirror::Dirty`] and

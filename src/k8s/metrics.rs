@@ -284,11 +284,13 @@ impl Metrics {
         &mut self,
         source: crate::wasm::PluginSource,
         shadows: std::sync::Arc<crate::policy::shadow::ShadowLog>,
+        objects: Option<std::sync::Arc<crate::wasm::PolicyObjects>>,
     ) {
         self.registry
             .register_collector(Box::new(super::plugin_metrics::PluginCollector {
                 source,
                 shadows,
+                objects,
                 role: self.role.clone(),
             }));
     }

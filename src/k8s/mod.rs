@@ -34,6 +34,7 @@ pub mod mirror;
 pub mod nodes;
 pub mod plugin_metrics;
 pub mod podgroup;
+pub mod policies;
 pub mod provisioning;
 pub mod prune;
 pub mod resources;

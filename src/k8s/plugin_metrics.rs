@@ -14,6 +14,8 @@ use crate::wasm::{PluginInfo, PluginSource, PluginStatus};
 pub struct PluginCollector {
     pub source: PluginSource,
     pub shadows: std::sync::Arc<crate::policy::shadow::ShadowLog>,
+    /// `QueuePolicy` modules, counted as plugins under their object's name.
+    pub objects: Option<std::sync::Arc<crate::wasm::PolicyObjects>>,
     pub role: String,
 }
 
@@ -60,12 +62,20 @@ impl PluginCollector {
 impl Collector for PluginCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let registry = self.source.snapshot();
-        let plugins: Vec<_> = registry.plugins().collect();
+        let objects = self
+            .objects
+            .as_ref()
+            .map(|o| o.snapshot())
+            .unwrap_or_default();
+        let plugins: Vec<_> = registry
+            .plugins()
+            .chain(objects.iter().map(|o| &o.plugin))
+            .collect();
 
         let mut e = encoder.encode_descriptor(
             "wasq_policy_shadow_decisions",
             "Decisions of each shadow policy against the enforced ones, per outcome (agree, \
-             differ, invalid, fallback)",
+             differ, invalid, fallback; skipped: not asked, the cycle's shadow budget spent)",
             None,
             ConstCounter::new(0u64).metric_type(),
         )?;
@@ -75,6 +85,7 @@ impl Collector for PluginCollector {
                 ("differ", f.differ),
                 ("invalid", f.invalid),
                 ("fallback", f.fallback),
+                ("skipped", f.skipped),
             ] {
                 let labels = self.labels(vec![
                     ("policy", name.clone()),
@@ -206,6 +217,7 @@ mod tests {
         registry.register_collector(Box::new(PluginCollector {
             source: PluginSource::Fixed(Arc::new(crate::wasm::Registry::empty(engine))),
             shadows: Arc::default(),
+            objects: None,
             role: "leader".into(),
         }));
         let mut text = String::new();
@@ -243,7 +255,7 @@ mod tests {
             shadows.record("least-lost-work", "preemption", outcome, difference);
         }
         let mut metrics = crate::k8s::metrics::Metrics::new("leader");
-        metrics.register_plugins(source, shadows);
+        metrics.register_plugins(source, shadows, None);
         let text = metrics.encode();
         for (outcome, n) in [("agree", 2), ("differ", 1), ("invalid", 0), ("fallback", 1)] {
             let line = format!(

@@ -49,6 +49,9 @@ pub fn route(path: &str, query: &str, shared: &RwLock<Shared>, metrics: &Metrics
             TEXT,
             "waiting for the first sync".into(),
         ),
+        _ if path.starts_with(&format!("/apis/{}/", super::policies::VISIBILITY)) => {
+            shadows(path, shared)
+        }
         _ => {
             let Some(rest) = path.strip_prefix(&format!("/apis/{GROUP_VERSION}/")) else {
                 return (StatusCode::NOT_FOUND, TEXT, "not found".into());
@@ -84,6 +87,38 @@ pub fn route(path: &str, query: &str, shared: &RwLock<Shared>, metrics: &Metrics
                 None => (StatusCode::NOT_FOUND, TEXT, "not found".into()),
             }
         }
+    }
+}
+
+/// `/apis/visibility.wasq.dev/v1alpha1/shadows[/NAME]`: every shadow policy's figures, or one
+/// with its latest differing decisions (the leader's: shadows run where the scheduler runs).
+fn shadows(path: &str, shared: &RwLock<Shared>) -> Reply {
+    const TEXT: &str = "text/plain; charset=utf-8";
+    let Ok(s) = shared.read() else {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            TEXT,
+            "state unavailable".into(),
+        );
+    };
+    if !s.leading {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            TEXT,
+            "this replica is on standby: the leader answers shadow queries".into(),
+        );
+    }
+    let log = s.shadows.clone().unwrap_or_default();
+    let rest = path
+        .strip_prefix(&format!("/apis/{}/shadows", super::policies::VISIBILITY))
+        .unwrap_or("-");
+    let body = match rest.trim_end_matches('/') {
+        "" => Some(super::policies::shadow_list(&log)),
+        name => super::policies::shadow_report(&log, name.trim_start_matches('/')),
+    };
+    match body {
+        Some(v) => (StatusCode::OK, "application/json", v.to_string()),
+        None => (StatusCode::NOT_FOUND, TEXT, "no such shadow policy".into()),
     }
 }
 

@@ -11,8 +11,10 @@
 //!
 //! The scheduler calls [`Shadows`] after it decided; a shadow can change nothing it decides.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 
@@ -38,6 +40,8 @@ pub(crate) enum Outcome {
     Invalid,
     /// The shadow failed: trapped, timed out, over its budget, not loadable.
     Failed,
+    /// Not asked: the cycle's shadow budget was spent.
+    Skipped,
 }
 
 /// One decision where a shadow and the enforced policy differed.
@@ -64,18 +68,82 @@ pub struct Figures {
     pub invalid: u64,
     /// Calls that failed (the enforced side would have fallen back to the built-in).
     pub fallback: u64,
+    /// Decisions it was not asked about because the cycle's shadow budget was spent (not in
+    /// `decisions`).
+    pub skipped: u64,
     /// The first [`KEPT_DIFFERENCES`] differing decisions.
     pub differences: Vec<Difference>,
 }
 
-/// The figures of every shadow, by name, shared by every policy set that carries them.
+/// How many recent differing decisions each shadow keeps (the latest ones).
+pub const RECENT_DIFFERENCES: usize = 20;
+
+/// The figures of every shadow, by name, shared by every policy set that carries them; and the
+/// time every shadow together may take per scheduling cycle.
 #[derive(Debug, Default)]
-pub struct ShadowLog(Mutex<BTreeMap<String, Figures>>);
+pub struct ShadowLog {
+    figures: Mutex<BTreeMap<String, Figures>>,
+    /// The latest differing decisions per shadow, with when they happened (wall clock).
+    recent: Mutex<BTreeMap<String, VecDeque<(SystemTime, Difference)>>>,
+    /// Per cycle, the time all shadow calls together may take; past it they are skipped (and
+    /// counted) until the next cycle. `None`: no limit (the simulator's default, so that its
+    /// figures do not depend on the machine).
+    budget: Option<Duration>,
+    /// Nanoseconds spent in this cycle.
+    spent: AtomicU64,
+}
 
 impl ShadowLog {
+    /// A log whose shadows may take `budget` per scheduling cycle, all together.
+    pub fn with_cycle_budget(budget: Option<Duration>) -> ShadowLog {
+        ShadowLog {
+            budget,
+            ..ShadowLog::default()
+        }
+    }
+
+    pub fn cycle_budget(&self) -> Option<Duration> {
+        self.budget
+    }
+
+    /// Called when a scheduling cycle starts: the budget is whole again.
+    pub fn begin_cycle(&self) {
+        self.spent.store(0, Ordering::Relaxed);
+    }
+
     /// The figures so far, by shadow name.
     pub fn figures(&self) -> BTreeMap<String, Figures> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.figures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The latest differing decisions of `shadow`, oldest first.
+    pub fn recent(&self, shadow: &str) -> Vec<(SystemTime, Difference)> {
+        self.recent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(shadow)
+            .map(|r| r.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Runs one shadow call if the cycle's budget allows it, counting its time; `None` (and
+    /// the decision counted as skipped) when it does not.
+    fn ask<T>(&self, shadow: &str, extension: &'static str, call: impl FnOnce() -> T) -> Option<T> {
+        let Some(budget) = self.budget else {
+            return Some(call());
+        };
+        if self.spent.load(Ordering::Relaxed) >= budget.as_nanos() as u64 {
+            self.record(shadow, extension, Outcome::Skipped, || unreachable!());
+            return None;
+        }
+        let start = Instant::now();
+        let answer = call();
+        self.spent
+            .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        Some(answer)
     }
 
     pub(crate) fn record(
@@ -85,22 +153,35 @@ impl ShadowLog {
         outcome: Outcome,
         difference: impl FnOnce() -> Difference,
     ) {
-        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut all = self.figures.lock().unwrap_or_else(|e| e.into_inner());
         let f = all.entry(shadow.to_string()).or_insert_with(|| Figures {
             extension,
             ..Figures::default()
         });
+        if outcome == Outcome::Skipped {
+            f.skipped += 1;
+            return;
+        }
         f.decisions += 1;
         match outcome {
             Outcome::Agree => f.agree += 1,
             Outcome::Differ => {
                 f.differ += 1;
+                let d = difference();
                 if f.differences.len() < KEPT_DIFFERENCES {
-                    f.differences.push(difference());
+                    f.differences.push(d.clone());
                 }
+                drop(all);
+                let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+                let r = recent.entry(shadow.to_string()).or_default();
+                if r.len() == RECENT_DIFFERENCES {
+                    r.pop_front();
+                }
+                r.push_back((SystemTime::now(), d));
             }
             Outcome::Invalid => f.invalid += 1,
             Outcome::Failed => f.fallback += 1,
+            Outcome::Skipped => unreachable!("counted above"),
         }
     }
 }
@@ -174,7 +255,13 @@ impl Shadows {
         }
         let want = order_by(enforced);
         for shadow in &self.ordering {
-            let answer = shadow.sort_keys(cx, batch);
+            let name = shadow.id().name;
+            let Some(answer) = self
+                .log
+                .ask(&name, "ordering", || shadow.sort_keys(cx, batch))
+            else {
+                continue;
+            };
             let (outcome, got) = match answer {
                 Err(e) => (failure(&e), Vec::new()),
                 Ok(keys) if verify::sort_keys(&keys, batch.len()).is_err() => {
@@ -190,7 +277,7 @@ impl Shadows {
                     (outcome, got)
                 }
             };
-            self.log.record(&shadow.id().name, "ordering", outcome, || {
+            self.log.record(&name, "ordering", outcome, || {
                 order_difference(cx.cluster, &want, &got, |i| batch[i].workload)
             });
         }
@@ -199,7 +286,13 @@ impl Shadows {
     /// The order of a cycle's heads.
     pub fn order_heads(&self, cx: &PolicyContext<'_>, heads: &[HeadEntry], enforced: &[usize]) {
         for shadow in &self.ordering {
-            let answer = shadow.order_heads(cx, heads);
+            let name = shadow.id().name;
+            let Some(answer) = self
+                .log
+                .ask(&name, "ordering", || shadow.order_heads(cx, heads))
+            else {
+                continue;
+            };
             let (outcome, got) = match answer {
                 Err(e) => (failure(&e), Vec::new()),
                 Ok(order) if verify::head_order(&order, heads.len()).is_err() => {
@@ -208,7 +301,7 @@ impl Shadows {
                 Ok(order) if order == enforced => (Outcome::Agree, order),
                 Ok(order) => (Outcome::Differ, order),
             };
-            self.log.record(&shadow.id().name, "ordering", outcome, || {
+            self.log.record(&name, "ordering", outcome, || {
                 order_difference(cx.cluster, enforced, &got, |i| heads[i].workload)
             });
         }
@@ -230,7 +323,13 @@ impl Shadows {
         };
         let want = victims(enforced);
         for shadow in &self.preemption {
-            let answer = shadow.select_victims(req);
+            let name = shadow.id().name;
+            let Some(answer) = self
+                .log
+                .ask(&name, "preemption", || shadow.select_victims(req))
+            else {
+                continue;
+            };
             let outcome = match &answer {
                 Err(e) => failure(e),
                 Ok(Some(set))
@@ -241,26 +340,25 @@ impl Shadows {
                 Ok(set) if victims(set.as_ref()) == want => Outcome::Agree,
                 Ok(_) => Outcome::Differ,
             };
-            self.log
-                .record(&shadow.id().name, "preemption", outcome, || {
-                    let describe = |v: &[WorkloadId]| -> String {
-                        if v.is_empty() {
-                            "no victims".into()
-                        } else {
-                            v.iter()
-                                .map(|&w| key_of(req.cluster, w))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        }
-                    };
-                    let got = victims(answer.ok().flatten().as_ref());
-                    Difference {
-                        extension: "preemption",
-                        workload: key_of(req.cluster, req.preemptor),
-                        enforced: describe(&want),
-                        shadow: describe(&got),
+            self.log.record(&name, "preemption", outcome, || {
+                let describe = |v: &[WorkloadId]| -> String {
+                    if v.is_empty() {
+                        "no victims".into()
+                    } else {
+                        v.iter()
+                            .map(|&w| key_of(req.cluster, w))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     }
-                });
+                };
+                let got = victims(answer.ok().flatten().as_ref());
+                Difference {
+                    extension: "preemption",
+                    workload: key_of(req.cluster, req.preemptor),
+                    enforced: describe(&want),
+                    shadow: describe(&got),
+                }
+            });
         }
     }
 
@@ -275,7 +373,13 @@ impl Shadows {
                 )
         };
         for shadow in &self.flavors {
-            let answer = shadow.choose_flavor(req);
+            let id = shadow.id().name;
+            let Some(answer) = self
+                .log
+                .ask(&id, "flavor-assignment", || shadow.choose_flavor(req))
+            else {
+                continue;
+            };
             let outcome = match &answer {
                 Err(e) => failure(e),
                 Ok(Some(c)) if verify::flavor_choice(req, *c).is_err() => Outcome::Invalid,
@@ -283,17 +387,15 @@ impl Shadows {
                 Ok(_) => Outcome::Differ,
             };
             self.log
-                .record(&shadow.id().name, "flavor-assignment", outcome, || {
-                    Difference {
-                        extension: "flavor-assignment",
-                        workload: format!(
-                            "{} podSet {}",
-                            key_of(req.cluster, req.workload),
-                            req.pod_set
-                        ),
-                        enforced: name(enforced),
-                        shadow: name(answer.ok().flatten()),
-                    }
+                .record(&id, "flavor-assignment", outcome, || Difference {
+                    extension: "flavor-assignment",
+                    workload: format!(
+                        "{} podSet {}",
+                        key_of(req.cluster, req.workload),
+                        req.pod_set
+                    ),
+                    enforced: name(enforced),
+                    shadow: name(answer.ok().flatten()),
                 });
         }
     }
@@ -325,7 +427,10 @@ impl Shadows {
             norm(a) == norm(b)
         };
         for shadow in &self.placement {
-            let answer = shadow.place(req);
+            let name = shadow.id().name;
+            let Some(answer) = self.log.ask(&name, "placement", || shadow.place(req)) else {
+                continue;
+            };
             let got = match &answer {
                 Ok(PlacementAnswer::Placed(p)) => Some(p),
                 _ => None,
@@ -340,17 +445,16 @@ impl Shadows {
                 Ok(_) if same(got, enforced) => Outcome::Agree,
                 Ok(_) => Outcome::Differ,
             };
-            self.log
-                .record(&shadow.id().name, "placement", outcome, || Difference {
-                    extension: "placement",
-                    workload: format!(
-                        "{} podSet {}",
-                        key_of(req.cluster, req.workload),
-                        req.pod_set
-                    ),
-                    enforced: describe(enforced),
-                    shadow: describe(got),
-                });
+            self.log.record(&name, "placement", outcome, || Difference {
+                extension: "placement",
+                workload: format!(
+                    "{} podSet {}",
+                    key_of(req.cluster, req.workload),
+                    req.pod_set
+                ),
+                enforced: describe(enforced),
+                shadow: describe(got),
+            });
         }
     }
 }
@@ -382,5 +486,66 @@ fn order_difference(
         workload: format!("position {}", at + 1),
         enforced: name(enforced),
         shadow: name(shadow),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn difference(i: usize) -> Difference {
+        Difference {
+            extension: "preemption",
+            workload: format!("ns/w{i}"),
+            enforced: "a".into(),
+            shadow: "b".into(),
+        }
+    }
+
+    #[test]
+    fn the_first_and_the_latest_differences_are_kept() {
+        let log = ShadowLog::default();
+        for i in 0..KEPT_DIFFERENCES + 5 {
+            log.record("s", "preemption", Outcome::Differ, || difference(i));
+        }
+        log.record("s", "preemption", Outcome::Agree, || unreachable!());
+        let f = &log.figures()["s"];
+        assert_eq!((f.decisions, f.differ, f.agree), (26, 25, 1));
+        assert_eq!(f.differences.first().unwrap().workload, "ns/w0");
+        assert_eq!(f.differences.len(), KEPT_DIFFERENCES);
+        let recent = log.recent("s");
+        assert_eq!(recent.len(), RECENT_DIFFERENCES);
+        assert_eq!(recent.last().unwrap().1.workload, "ns/w24", "newest last");
+        assert_eq!(recent.first().unwrap().1.workload, "ns/w5");
+    }
+
+    #[test]
+    fn past_the_cycle_budget_shadows_are_skipped_and_counted_until_the_next_cycle() {
+        let log = ShadowLog::with_cycle_budget(Some(Duration::from_millis(5)));
+        let slow = || std::thread::sleep(Duration::from_millis(6));
+        assert!(
+            log.ask("s", "ordering", slow).is_some(),
+            "the first call fits"
+        );
+        assert!(
+            log.ask("s", "ordering", || ()).is_none(),
+            "the budget is spent"
+        );
+        assert!(
+            log.ask("t", "ordering", || ()).is_none(),
+            "for every shadow"
+        );
+        let f = log.figures();
+        assert_eq!((f["s"].skipped, f["s"].decisions), (1, 0));
+        assert_eq!(f["t"].skipped, 1);
+        log.begin_cycle();
+        assert!(
+            log.ask("s", "ordering", || ()).is_some(),
+            "a new cycle, a new budget"
+        );
+        let unlimited = ShadowLog::default();
+        for _ in 0..3 {
+            assert!(unlimited.ask("s", "ordering", slow).is_some());
+        }
     }
 }

@@ -510,6 +510,8 @@ impl Scheduler {
     pub fn schedule(&mut self, now: Millis) -> CycleOutcome {
         self.cycle += 1;
         self.cluster.cycle = self.cycle;
+        // Every policy set shares its shadows' log: one reset gives them the cycle's budget.
+        self.default_policies.shadows.log.begin_cycle();
         let mut retry = std::mem::take(&mut self.retry);
         self.parked_in_retry_trees(&mut retry);
         // Preemptors held by a per-minute budget that has refilled get another chance.

@@ -15,6 +15,7 @@
 //!   protect-namespace: {labels: [team], annotations: ["example.com/checkpoint"]}
 //! pluginSettings:
 //!   min-runtime: {min-runtime: 10m}
+//! shadowCycleBudgetMs: 50            # all shadow policies together, per scheduling cycle
 //! budgets:                           # preemption budgets (annotations on a ClusterQueue win)
 //!   default: {maxVictimsPerPreemptor: 4}
 //!   clusterQueues:
@@ -58,6 +59,11 @@ pub struct PolicyConfig {
     /// Settings passed to each plugin in its catalog.
     #[serde(default)]
     pub plugin_settings: BTreeMap<String, BTreeMap<String, String>>,
+    /// CPU time all shadow policies together may take per scheduling cycle, in milliseconds;
+    /// past it their calls are skipped (and counted as `skipped`) until the next cycle. Default:
+    /// 50 in the controller, no limit in the simulator (whose figures must not depend on the
+    /// machine).
+    pub shadow_cycle_budget_ms: Option<u64>,
     /// Preemption budgets (`crate::cluster::budget`): a default and per-ClusterQueue
     /// entries, each under the ClusterQueue's own annotations.
     #[serde(default)]

@@ -40,7 +40,8 @@ pub use imports::ImportError;
 pub use language::Language;
 pub use limits::{Limits, LimitsPatch};
 pub use load::{LoadError, PluginInfo, PluginKind, digest_of, plugin_files, plugin_name};
-pub use objects::{FetchFailure, Fetched, ObjectPolicy, PolicyObjects, read_module, sha256_digest};
+pub use objects::{FetchFailure, Fetched, ObjectPolicy, PolicyObjects, read_module};
+pub use oci::sha256_digest;
 pub use plugin::{ALWAYS_EXPOSED, Exposure, Footprint, Plugin, PluginStatus};
 pub use policies::{WasmFlavors, WasmOrdering, WasmPlacement, WasmPreemption};
 pub use registry::{

@@ -22,21 +22,14 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use sha2::{Digest, Sha256};
 
 use super::engine::WasmEngine;
 use super::limits::LimitsPatch;
 use super::load::PluginKind;
+use super::oci::sha256_digest;
 use super::plugin::Plugin;
 use super::registry::{HostOptions, make_named_plugin};
 use crate::api::policy::{ExtensionPoint, PolicyLimits, PolicyMode, QueuePolicy, QueuePolicySpec};
-
-/// `sha256:` and the 64 hex digits of `bytes`' SHA-256: what a `QueuePolicy` pins.
-pub fn sha256_digest(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
-    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
-}
 
 impl PluginKind {
     pub fn of(extension: ExtensionPoint) -> PluginKind {

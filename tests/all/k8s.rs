@@ -9,6 +9,7 @@ mod inflight;
 mod pending;
 mod pods_ready;
 mod provisioning;
+mod queue_policy;
 mod takeover;
 mod tas;
 mod watch;
@@ -60,6 +61,15 @@ impl Env {
     }
 
     fn with_clock(objects: Vec<(String, Value)>, clock: wasq::k8s::controller::Clock) -> Env {
+        Env::with_hook(objects, clock, Arc::new(|_| {}))
+    }
+
+    /// An environment whose controller binds policies with `configure`.
+    fn with_hook(
+        objects: Vec<(String, Value)>,
+        clock: wasq::k8s::controller::Clock,
+        configure: wasq::k8s::core::Configure,
+    ) -> Env {
         let api = double();
         for (path, obj) in objects {
             api.put(&path, obj);
@@ -74,7 +84,7 @@ impl Env {
             true,
             Arc::new(Metrics::new("standalone")),
             clock,
-            Arc::new(|_| {}),
+            configure,
         );
         Env { api, controller }
     }

@@ -770,3 +770,57 @@ fn every_webhook_of_the_deployment_is_served() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_queue_policy_is_validated_over_tls_with_every_problem_named() {
+    let server = start(webhooks_with(View::default())).await;
+    let path = "/validate-policies-wasq-dev-v1alpha1-queuepolicy";
+    let gvk = ("policies.wasq.dev", "v1alpha1", "QueuePolicy");
+    let good: Value = serde_saphyr::from_str(
+        "apiVersion: policies.wasq.dev/v1alpha1\nkind: QueuePolicy\nmetadata: {name: fair}\n\
+         spec:\n  extension: Preemption\n  mode: Shadow\n  module: {configMap: {name: fair, key: fair.wasm}}\n",
+    )
+    .unwrap();
+    let r = server
+        .review(path, request("CREATE", gvk, "queuepolicies", &good, None))
+        .await;
+    assert_eq!(r["allowed"], true, "{r}");
+
+    let bad: Value = serde_saphyr::from_str(
+        "apiVersion: policies.wasq.dev/v1alpha1\nkind: QueuePolicy\nmetadata: {name: fair}\n\
+         spec:\n  extension: Preemption\n  module: {path: /p.wasm, oci: {reference: 'ghcr.io/a/b:1'}}\n  digest: sha256:abc\n",
+    )
+    .unwrap();
+    let r = server
+        .review(
+            path,
+            request("UPDATE", gvk, "queuepolicies", &bad, Some(&good)),
+        )
+        .await;
+    assert_eq!(
+        (r["allowed"].clone(), r["status"]["code"].clone()),
+        (json!(false), json!(422))
+    );
+    let message = r["status"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(r#"QueuePolicy.policies.wasq.dev "fair" is invalid: ["#),
+        "{message}"
+    );
+    for field in ["spec.module:", "spec.module.oci.reference:", "spec.digest:"] {
+        assert!(message.contains(field), "{field} in {message}");
+    }
+
+    let unknown: Value = serde_saphyr::from_str(
+        "apiVersion: policies.wasq.dev/v1alpha1\nkind: QueuePolicy\nmetadata: {name: fair}\n\
+         spec: {extension: preemption, modul: {path: /p.wasm}}\n",
+    )
+    .unwrap();
+    let r = server
+        .review(
+            path,
+            request("CREATE", gvk, "queuepolicies", &unknown, None),
+        )
+        .await;
+    let message = r["status"]["message"].as_str().unwrap();
+    assert!(message.contains("spec.modul"), "{message}");
+}

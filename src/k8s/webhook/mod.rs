@@ -134,6 +134,7 @@ enum Route<'a> {
     ValidatePod,
     MutateWorkload,
     ValidateKueue(KueueKind),
+    ValidatePolicy,
 }
 
 /// The webhooks of one controller: its job kinds, whether it manages pod groups, and its state.
@@ -188,6 +189,11 @@ impl Webhooks {
                 Route::ValidateKueue(k),
             ));
         }
+        use crate::api::policy::{POLICY_GROUP, POLICY_VERSION, QUEUE_POLICY_KIND};
+        out.push((
+            validate_path(POLICY_GROUP, POLICY_VERSION, QUEUE_POLICY_KIND),
+            Route::ValidatePolicy,
+        ));
         out
     }
 
@@ -219,6 +225,7 @@ impl Webhooks {
             Route::ValidatePod => validate::pod(req, &view),
             Route::MutateWorkload => mutate::workload(&self.schemas, req, &view),
             Route::ValidateKueue(k) => validate::kueue(*k, &self.schemas, req, &view),
+            Route::ValidatePolicy => validate::queue_policy(req),
         })
     }
 

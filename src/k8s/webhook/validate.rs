@@ -11,6 +11,7 @@ use super::review::{AdmissionRequest, Verdict};
 use super::view::View;
 use crate::api::decode::Object;
 use crate::api::jobs::JobKind;
+use crate::api::policy::{POLICY_GROUP, QUEUE_POLICY_KIND};
 use crate::api::strict::FieldProblem;
 use crate::api::{GROUP, PodSet, Workload, labels, names, validate};
 use crate::k8s::core::has_quota_reservation;
@@ -117,6 +118,19 @@ pub fn kueue(kind: KueueKind, schemas: &Schemas, req: &AdmissionRequest, view: &
         _ => {}
     }
     verdict(kind.kind(), GROUP, req, problems)
+}
+
+/// wasq's `QueuePolicy` on CREATE and UPDATE: read strictly (unknown fields and values named),
+/// then [`crate::api::policy::validate`].
+pub fn queue_policy(req: &AdmissionRequest) -> Verdict {
+    let (Some(object), true) = (req.object.as_ref(), req.is_create() || req.is_update()) else {
+        return Verdict::allow();
+    };
+    let problems = match crate::api::policy::from_object(object) {
+        Ok(policy) => crate::api::policy::validate(&policy),
+        Err(problems) => problems,
+    };
+    verdict(QUEUE_POLICY_KIND, POLICY_GROUP, req, problems)
 }
 
 /// Kueue's `ValidateWorkloadUpdate`: while quota is reserved, the queue and the podSets (all
