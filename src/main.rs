@@ -201,6 +201,10 @@ enum Command {
         #[arg(short, long = "output-dir", value_name = "DIR")]
         output_dir: PathBuf,
     },
+    /// QueuePolicy objects (policies.wasq.dev): how a shadow policy compares with the policy
+    /// that decides.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
     /// Before replacing a running Kueue: what wasq would run as Kueue does, differently, or not
     /// at all, object by object, and what to do before switching (docs/deploy.md).
     #[command(subcommand)]
@@ -243,6 +247,33 @@ fn long_version() -> &'static str {
         )
     });
     &TEXT
+}
+
+/// `wasq policy`.
+#[derive(Subcommand)]
+enum PolicyCommand {
+    /// A shadow policy's agreement with the policy that decides, and where it differed: from
+    /// the cluster (the QueuePolicy's status, which the leader keeps current), or from a
+    /// simulator report (`--from-report`, written by `wasq simulate -o json`).
+    #[command(
+        after_help = "Examples:\n  wasq policy shadow-report fair-share-v2\n  wasq policy shadow-report fair-share-v2 --context east -o json\n  wasq simulate now/ trial.yaml -o json > run.json && wasq policy shadow-report fair-share-v2 --from-report run.json"
+    )]
+    ShadowReport {
+        /// The QueuePolicy's name (in a simulator report: the shadow's name).
+        name: String,
+        /// A simulator report (`wasq simulate -o json`) to read instead of the cluster.
+        #[arg(long, value_name = "FILE")]
+        from_report: Option<PathBuf>,
+        /// The kubeconfig to reach the cluster with (default: $KUBECONFIG, else ~/.kube/config,
+        /// else the in-cluster configuration), as with kubectl.
+        #[arg(long, value_name = "FILE", conflicts_with = "from_report")]
+        kubeconfig: Option<PathBuf>,
+        /// The kubeconfig context to use (default: its current-context), as with kubectl.
+        #[arg(long, value_name = "NAME", conflicts_with = "from_report")]
+        context: Option<String>,
+        #[arg(short, long, value_enum, default_value = "table")]
+        output: Output,
+    },
 }
 
 /// `wasq migrate`.
@@ -453,6 +484,27 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 anyhow::bail!(
                     "{unsupported} thing(s) of this Kueue installation wasq does not run"
                 );
+            }
+            Ok(())
+        }
+        Command::Policy(PolicyCommand::ShadowReport {
+            name,
+            from_report,
+            kubeconfig,
+            context,
+            output,
+        }) => {
+            let report = match &from_report {
+                Some(path) => cli::shadow_report::from_simulation(path, &name)?,
+                None => cli::shadow_report::from_cluster(
+                    kubeconfig.as_deref(),
+                    context.as_deref(),
+                    &name,
+                )?,
+            };
+            match output {
+                Output::Table => out!("{}", report.to_table()),
+                Output::Json => print_json(&report)?,
             }
             Ok(())
         }

@@ -15,6 +15,7 @@ mod languages;
 pub mod plugin;
 pub mod policies;
 pub mod progress;
+pub mod shadow_report;
 pub mod watch;
 
 /// The plugin directory when none is given: `target/plugins` in a source tree (where `wasq

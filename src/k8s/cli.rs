@@ -501,6 +501,35 @@ pub fn snapshot(
 }
 
 /// `wasq migrate check`: what wasq makes of the Kueue installation the kubeconfig reaches.
+/// `wasq policy shadow-report`: the `QueuePolicy` `name` as the cluster holds it (status
+/// included).
+pub fn queue_policy(
+    kubeconfig: Option<&std::path::Path>,
+    context: Option<&str>,
+    name: &str,
+) -> anyhow::Result<crate::api::policy::QueuePolicy> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async {
+        let client = connect(kubeconfig, context).await?;
+        let api: kube::Api<kube::core::DynamicObject> =
+            kube::Api::all_with(client, &super::policies::resource());
+        let object = api
+            .get_opt(name)
+            .await
+            .with_context(|| format!("reading QueuePolicy {name}"))?
+            .ok_or_else(|| anyhow::anyhow!("QueuePolicy {name} not found"))?;
+        crate::api::policy::from_object(&serde_json::to_value(&object)?).map_err(|problems| {
+            anyhow::anyhow!(
+                "QueuePolicy {name}: {}",
+                crate::api::jobs::patch::problems_text(&problems)
+            )
+        })
+    })
+}
+
 pub fn migrate_check(
     kubeconfig: Option<&std::path::Path>,
     context: Option<&str>,

@@ -436,3 +436,72 @@ fn an_installed_binary_finds_plugins_in_the_data_directory_and_takes_both_config
     assert_eq!(deadline("--policy-config"), 123);
     assert_eq!(deadline("--config"), 123);
 }
+
+#[test]
+fn shadow_report_reads_a_simulator_report_and_names_what_it_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("trial.yaml");
+    std::fs::write(
+        &policy,
+        format!(
+            "apiVersion: policies.wasq.dev/v1alpha1\nkind: QueuePolicy\nmetadata: {{name: lost-work}}\n\
+             spec:\n  extension: Preemption\n  mode: Shadow\n  module: {{path: {}}}\n",
+            built().plugins.join("least-lost-work.wasm").display()
+        ),
+    )
+    .unwrap();
+    let mut simulate = wasq();
+    simulate
+        .args([
+            "simulate",
+            "examples/plugins/least-lost-work.yaml",
+            "-o",
+            "json",
+        ])
+        .arg(&policy);
+    let run = succeeds(simulate, "simulate with a shadow QueuePolicy");
+    let report = dir.path().join("run.json");
+    std::fs::write(&report, &run.stdout).unwrap();
+    let figures: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let figures = &figures["summary"]["shadow"]["lost-work"];
+    assert!(figures["differ"].as_u64().unwrap() >= 1, "{figures}");
+
+    let mut shadow_report = wasq();
+    shadow_report
+        .args([
+            "policy",
+            "shadow-report",
+            "lost-work",
+            "-o",
+            "json",
+            "--from-report",
+        ])
+        .arg(&report);
+    let out = json_of(shadow_report, "shadow-report");
+    assert_eq!(out["decisions"], figures["decisions"]);
+    assert_eq!(out["differ"], figures["differ"]);
+    assert_eq!(out["differencesKept"], "first");
+    assert_eq!(
+        out["recentDifferences"][0]["workload"],
+        figures["differences"][0]["workload"]
+    );
+
+    let mut table = wasq();
+    table
+        .args(["policy", "shadow-report", "lost-work", "--from-report"])
+        .arg(&report);
+    let text = String::from_utf8(succeeds(table, "shadow-report table").stdout).unwrap();
+    assert!(text.contains("First differing decisions"), "{text}");
+
+    let missing = wasq()
+        .args(["policy", "shadow-report", "nope", "--from-report"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        err.contains("no shadow named nope (the report has: lost-work)"),
+        "{err}"
+    );
+}

@@ -24,6 +24,7 @@ use crate::policy::shadow::ShadowLog;
 use crate::wasm::PolicyObjects;
 
 pub use fetch::Fetcher;
+pub use status::agreement;
 
 /// The group/version of wasq's own read-only endpoints (`.../shadows[/NAME]`).
 pub const VISIBILITY: &str = "visibility.wasq.dev/v1alpha1";
