@@ -234,20 +234,26 @@ fn every_chart_of_a_report_renders_in_a_browser_without_errors() {
     let shape = dir.path().join("two-cohorts.yaml");
     std::fs::write(&shape, TWO_COHORTS).expect("writes the shape");
     let plugins = built().plugins.clone();
-    // Two cohort trees compared under two preemption policies: every usage, waits, timeline
-    // and fair-sharing chart, and the overlays; then one run with admission checks.
+    // Two cohort trees compared under two preemption policies, min-runtime shadowing both:
+    // every usage, waits, timeline and fair-sharing chart, the overlays and the shadows'
+    // tables; then one run with admission checks.
     let pages = [
         (
             "compare.html",
             vec![
                 "--plugins".to_string(),
                 plugins.display().to_string(),
+                "--shadow".into(),
+                "preemption=min-runtime".into(),
                 "--compare".into(),
                 "preemption=builtin".into(),
                 "preemption=least-lost-work".into(),
                 shape.display().to_string(),
             ],
             vec![
+                "<h2>Shadow policies</h2>",
+                "<caption>A: Shadow policies</caption>",
+                "<caption>B: min-runtime: where it differs from the enforced policy",
                 "A: Pending workloads, stacked per ClusterQueue (top 7 of 20 by peak, the rest \
                  together)",
                 "A: Usage of default/cpu in all cohort trees, stacked per cohort tree",
@@ -338,6 +344,16 @@ fn every_chart_of_a_report_renders_in_a_browser_without_errors() {
         }
         if name == "compare.html" {
             assert!(colours.values().any(|seen| seen.len() >= 4), "{colours:?}");
+            // Each run's shadow, asked every preemption question, in a table the browser
+            // kept: its figures and its agreement.
+            let shadow = row(&dom, "min-runtime");
+            assert_eq!(shadow.len(), 9, "{shadow:?}");
+            assert_eq!(shadow[1], "preemption");
+            assert!(shadow[8].ends_with('%'), "{shadow:?}");
+            for run in ["A", "B"] {
+                let caption = format!("<caption>{run}: Shadow policies</caption>");
+                assert!(dom.contains(&caption), "{caption}");
+            }
         }
         // The page has no script: any console message is an error (a blocked resource, a
         // parse error reported by the browser).

@@ -20,6 +20,7 @@ mod manifests;
 mod plugin_scenarios;
 mod plugins;
 mod pods_ready;
+mod queue_policies;
 mod reload;
 mod rng;
 mod scenarios;

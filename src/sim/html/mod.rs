@@ -5,13 +5,15 @@
 //! its nominal quota and per ClusterQueue against its own, wait distributions per workload
 //! class and per LocalQueue, admissions, preemptions and admission-check waits over time, share
 //! against weighted entitlement and Jain's index over time, and which policies decided and
-//! their fallbacks. With two runs what differs comes first: both headline tables side by side
-//! with their differences, the workloads whose fate differs, then charts of both overlaid. A
-//! queue has one colour on every chart. No script, no network, no external font: it opens
-//! from disk.
+//! their fallbacks; right after the headline, the shadow policies of a run that has any (how
+//! often each agreed with what was enforced, and where it parted). With two runs what differs
+//! comes first: both headline tables side by side with their differences, the workloads whose
+//! fate differs, then charts of both overlaid. A queue has one colour on every chart. No
+//! script, no network, no external font: it opens from disk.
 //!
 //! - `model.rs`: what is drawn of one run, gathered from the parts below;
 //! - `headline.rs`: the table per ClusterQueue, of one run or two side by side;
+//! - `shadow.rs`: the shadow policies, and their first differing decisions;
 //! - `backlog.rs`: pending workloads per ClusterQueue over time;
 //! - `usage.rs`: usage stacked per cohort tree, and per ClusterQueue against its own quota;
 //! - `waits.rs`: waits per class and per LocalQueue;
@@ -38,6 +40,7 @@ mod model;
 mod overlay;
 mod page;
 mod palette;
+mod shadow;
 mod sharing;
 mod stack;
 mod timeline;

@@ -2,9 +2,12 @@
 //! over time from its log of reservations and releases, times to admit, admission-check
 //! waits) is taken before the simulation is turned into its report ([`RunModel::prepare`]),
 //! so that a large run's timeline is never held twice; the rest (admissions and preemptions,
-//! fair sharing, policies) comes from the report ([`Prepared::finish`]). Every series is
-//! downsampled ([`super::downsample`]): a chart holds a few hundred points whatever the run.
+//! fair sharing, policies, shadows) comes from the report ([`Prepared::finish`]). Every series
+//! is downsampled ([`super::downsample`]): a chart holds a few hundred points whatever the run.
 
+use std::collections::BTreeMap;
+
+use crate::policy::shadow::Figures;
 use crate::sim::Simulation;
 use crate::sim::report::Report;
 
@@ -77,6 +80,8 @@ pub struct RunModel {
     pub jain: Vec<Series>,
     pub policies: Vec<PolicyRow>,
     pub fallbacks: Vec<FallbackRow>,
+    /// The shadow policies, by name (the report's `summary.shadow`).
+    pub shadows: BTreeMap<String, Figures>,
 }
 
 /// The unit a resource is drawn in, and the milli-units per unit.
@@ -169,6 +174,7 @@ impl Prepared {
                     count: f.count,
                 })
                 .collect(),
+            shadows: report.summary.shadow.clone(),
         }
     }
 }

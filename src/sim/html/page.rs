@@ -1,8 +1,9 @@
 //! The HTML page: one self-contained file (inline SVG and CSS, no script, no font or network
 //! access). It opens with the headline table ([`super::headline`]), then a section per
 //! question — backlog, usage, waits, admissions and preemptions, fair sharing, policies — each
-//! chart with its numbers in a table beneath it. With two runs, what differs comes first: the
-//! headline tables side by side with their differences, the workloads whose fate differs,
+//! chart with its numbers in a table beneath it; the shadow policies, when a run has any, come
+//! right after the headline. With two runs, what differs comes first: the headline tables side
+//! by side with their differences (then each run's shadows), the workloads whose fate differs,
 //! then some charts of both runs overlaid (A solid, B dashed), then each section side by side.
 
 use std::fmt::Write as _;
@@ -23,7 +24,8 @@ figure{margin:1em 0}figcaption{font-weight:bold}\
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;padding:2px 8px;\
 text-align:right}td:first-child,th:first-child{text-align:left}th{background:#f2f2f2}\
 .headline{max-height:36em;overflow:auto}.headline td.delta{background:#f7f7f7}\
-.headline td,.headline th.run,.headline th[scope=row]{white-space:nowrap}";
+.headline td,.headline th.run,.headline th[scope=row]{white-space:nowrap}\
+.decisions td,.decisions th{text-align:left}";
 
 /// One run as a section draws it: its figures' titles begin with `prefix` (nothing for a
 /// single run; `A: `, `B: ` side by side).
@@ -547,6 +549,17 @@ fn section(out: &mut String, title: &str, runs: &[Run<'_>], body: Body) -> Resul
     Ok(())
 }
 
+/// The shadow policies, one column per run, when any run has one.
+fn shadows_section(out: &mut String, runs: &[Run<'_>]) -> Result<(), ChartError> {
+    if runs.iter().all(|r| r.model.shadows.is_empty()) {
+        return Ok(());
+    }
+    section(out, "Shadow policies", runs, |out, run| {
+        super::shadow::section(out, &run.prefix, &run.model.shadows);
+        Ok(())
+    })
+}
+
 /// How long a run lasted and how much it admitted, in a sentence.
 fn lede(run: &RunModel) -> String {
     let admissions = run.admissions.points.last().map_or(0.0, |p| p.1);
@@ -594,6 +607,22 @@ pub fn render(runs: &[RunModel], differences: Option<&[Difference]>) -> Result<S
         escape(&title)
     );
     let columns: Vec<Run<'_>> = match runs {
+        [a, b] => [a, b]
+            .into_iter()
+            .map(|model| Run {
+                model,
+                prefix: format!("{}: ", short(&model.label)),
+            })
+            .collect(),
+        _ => runs
+            .iter()
+            .map(|model| Run {
+                model,
+                prefix: String::new(),
+            })
+            .collect(),
+    };
+    match runs {
         [a, b] => {
             for run in [a, b] {
                 let _ = write!(out, "<p>{}: {}.</p>", escape(&run.label), lede(run));
@@ -601,17 +630,11 @@ pub fn render(runs: &[RunModel], differences: Option<&[Difference]>) -> Result<S
             out.push_str("<section><h2>Per ClusterQueue, A and B</h2>");
             super::headline::compared(&mut out, &a.headline, &b.headline, (&a.label, &b.label));
             out.push_str("</section>");
+            shadows_section(&mut out, &columns)?;
             differences_section(&mut out, a, b, differences.unwrap_or_default());
             out.push_str("<section><h2>A and B overlaid</h2><div class=\"overlay\">");
             overlay::all(&mut out, a, b)?;
             out.push_str("</div></section>");
-            [a, b]
-                .into_iter()
-                .map(|model| Run {
-                    model,
-                    prefix: format!("{}: ", short(&model.label)),
-                })
-                .collect()
         }
         _ => {
             for run in runs {
@@ -620,14 +643,9 @@ pub fn render(runs: &[RunModel], differences: Option<&[Difference]>) -> Result<S
                 super::headline::single(&mut out, &run.headline);
                 out.push_str("</section>");
             }
-            runs.iter()
-                .map(|model| Run {
-                    model,
-                    prefix: String::new(),
-                })
-                .collect()
+            shadows_section(&mut out, &columns)?;
         }
-    };
+    }
     for (title, body) in SECTIONS {
         section(&mut out, title, &columns, body)?;
     }

@@ -439,3 +439,100 @@ fn a_queue_has_one_colour_in_every_chart() {
     }
     assert!(in_several > 0, "{seen:?}");
 }
+
+/// A run with shadows: after the headline, one row per shadow with its figures and agreement,
+/// then its differing decisions, every name escaped; two runs side by side, each its own.
+#[test]
+fn shadows_come_after_the_headline_with_their_differing_decisions() {
+    use crate::policy::shadow::{Difference, Figures, KEPT_DIFFERENCES};
+
+    let sim = shape();
+    let mut report = sim.report();
+    let differences: Vec<Difference> = (0..KEPT_DIFFERENCES)
+        .map(|i| Difference {
+            extension: "preemption",
+            workload: format!("ns/urgent-{i}"),
+            enforced: format!("ns/a<{i}>"),
+            shadow: "ns/b&c, ns/d".to_string(),
+        })
+        .collect();
+    report.summary.shadow.insert(
+        "least<lost>".to_string(),
+        Figures {
+            extension: "preemption",
+            decisions: 40,
+            agree: 14,
+            differ: 25,
+            invalid: 0,
+            fallback: 1,
+            skipped: 3,
+            differences,
+        },
+    );
+    report.summary.shadow.insert(
+        "idle".to_string(),
+        Figures {
+            extension: "ordering",
+            ..Figures::default()
+        },
+    );
+    let shadowed = RunModel::build("A (preemption=builtin)", &sim, &report);
+    let html = super::render(std::slice::from_ref(&shadowed), None).expect("renders");
+    let cells = |first: &str| -> Vec<String> {
+        let start = html
+            .find(&format!("<tr><td>{first}</td>"))
+            .unwrap_or_else(|| panic!("no row {first}"));
+        let end = start + html[start..].find("</tr>").expect("row ends");
+        html[start..end]
+            .split("<td>")
+            .skip(1)
+            .map(|c| c.trim_end_matches("</td>").to_string())
+            .collect()
+    };
+    assert_eq!(
+        cells("least&lt;lost&gt;"),
+        [
+            "least&lt;lost&gt;",
+            "preemption",
+            "40",
+            "14",
+            "25",
+            "0",
+            "1",
+            "3",
+            "35.0%"
+        ]
+    );
+    assert_eq!(
+        cells("idle"),
+        ["idle", "ordering", "0", "0", "0", "0", "0", "0", "—"]
+    );
+    assert!(html.contains(
+        "<caption>least&lt;lost&gt;: where it differs from the enforced policy (the first 20 of \
+         25)</caption>"
+    ));
+    assert!(html.contains("<th scope=\"col\">least&lt;lost&gt; would have</th>"));
+    assert_eq!(
+        cells("ns/urgent-0"),
+        ["ns/urgent-0", "ns/a&lt;0&gt;", "ns/b&amp;c, ns/d"]
+    );
+    assert_eq!(html.matches("<tr><td>ns/urgent-").count(), KEPT_DIFFERENCES);
+    let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("no {needle:?}"));
+    assert!(at("<h2>Per ClusterQueue</h2>") < at("<h2>Shadow policies</h2>"));
+    assert!(at("<h2>Shadow policies</h2>") < at("<h2>Backlog</h2>"));
+    assert!(!html.contains("<script"));
+
+    // Without shadows, no section; side by side, each run in its own column.
+    let plain = RunModel::build("B (preemption=least-lost-work)", &sim, &sim.report());
+    let alone = super::render(std::slice::from_ref(&plain), None).expect("renders");
+    assert!(!alone.contains("Shadow policies"));
+    let both = super::render(&[shadowed, plain], Some(&[])).expect("renders");
+    let section = &both[both.find("<h2>Shadow policies</h2>").expect("a section")..];
+    let section = &section[..section.find("</section>").expect("it ends")];
+    assert!(section.contains("<h3>A (preemption=builtin)</h3>"));
+    assert!(section.contains("<caption>A: Shadow policies</caption>"));
+    assert!(section.contains("<h3>B (preemption=least-lost-work)</h3><p>B: No shadow policy.</p>"));
+    assert!(
+        both.find("<h2>Shadow policies</h2>") < both.find("<h2>Workloads whose fate differs</h2>")
+    );
+}
