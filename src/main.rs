@@ -164,6 +164,11 @@ enum Command {
         /// Controller driver: the controller's `--pending-status-interval`.
         #[arg(long, default_value = "10s", value_parser = parse_duration)]
         pending_status_interval: std::time::Duration,
+        /// Controller driver: a shadow policy (`EXT=NAME`, NAME a plugin in --plugins),
+        /// asked the same questions as the policy that decides EXT and never acted on, as
+        /// `wasq controller --shadow` runs it; its figures are reported. Repeatable.
+        #[arg(long = "shadow", value_name = "EXT=NAME")]
+        shadow: Vec<String>,
     },
     /// Inspect, list, scaffold and build policy plugins.
     #[command(subcommand)]
@@ -357,12 +362,27 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             pending_status_interval,
             scale,
             generator,
+            plugins,
+            config,
+            policy,
+            shadow,
             ..
         } => {
             if scale != [1] || generator.is_some() {
                 anyhow::bail!("--scale and --generator apply to the simulator driver only");
             }
+            // As `wasq controller` binds them: --policy (default built-in), --shadow.
+            let policies = PolicyArgs {
+                plugins: Some(plugins),
+                policies: policy,
+                shadows: shadow,
+                config,
+                ..PolicyArgs::default()
+            }
+            .load(false, false)?;
             let report = wasq::k8s::bench::run(&wasq::k8s::bench::Options {
+                configure: Some(policies.configure_hook()),
+                shadows: Some(policies.shadow_log.clone()),
                 shape,
                 api_latency,
                 time_scale,
@@ -387,8 +407,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             repeat,
             config,
             policy,
+            shadow,
             ..
         } => {
+            if !shadow.is_empty() {
+                anyhow::bail!(
+                    "--shadow applies to the controller driver (the simulator compares a shadow \
+                     with `wasq simulate --shadow`)"
+                );
+            }
             if generator.is_some() && scale != [1] {
                 anyhow::bail!("--scale multiplies --shape; a --generator file sets its own scale");
             }

@@ -237,7 +237,8 @@ pub struct ShadowStatus {
     /// Decisions not asked for because the cycle's shadow budget was spent.
     #[serde(default)]
     pub skipped: u64,
-    /// `agree / (decisions - skipped)` as a percentage with one decimal (`99.5%`).
+    /// `agree / decisions` as a percentage with one decimal (`99.5%`; skipped decisions are
+    /// not among the decisions).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub agreement: String,
     /// The latest differing decisions, newest last.

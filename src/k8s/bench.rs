@@ -34,7 +34,7 @@ use crate::sim::{ARRIVAL, CLASS, DURATION};
 const KUEUE: &str = "kueue.x-k8s.io/v1beta2";
 
 /// How `wasq bench --driver controller` runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Options {
     pub shape: Shape,
     /// Server-side latency of every request.
@@ -50,6 +50,10 @@ pub struct Options {
     pub backlog: bool,
     /// The controller's `--pending-status-interval`.
     pub pending_status_interval: Duration,
+    /// Binds policies as `wasq controller --policy/--shadow` would (`None`: the built-in).
+    pub configure: Option<super::core::Configure>,
+    /// Where the bound shadows record (reported as `shadow`).
+    pub shadows: Option<Arc<crate::policy::shadow::ShadowLog>>,
 }
 
 /// What `wasq bench --driver controller` measures.
@@ -96,6 +100,10 @@ pub struct ControllerBench {
     pub peak_memory_bytes: Option<u64>,
     /// User + system CPU time of the process (Linux `/proc/self/stat`).
     pub cpu_seconds: Option<f64>,
+    /// Per shadow policy (`--shadow EXT=NAME`): its decisions against the enforced ones, as
+    /// the simulator's `summary.shadow` reports them.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub shadow: BTreeMap<String, crate::policy::shadow::Figures>,
 }
 
 /// Kueue's published figures for a shape: (wall seconds of its run, mean time-to-admit
@@ -259,7 +267,10 @@ async fn run_async(options: &Options) -> anyhow::Result<ControllerBench> {
         false,
         Arc::new(Metrics::new("standalone")),
         Arc::new(|| jiff::Timestamp::now().as_millisecond()),
-        Arc::new(|_| {}),
+        options
+            .configure
+            .clone()
+            .unwrap_or_else(|| Arc::new(|_| {})),
     );
     // As `wasq controller` runs.
     controller.set_refresh_interval(Duration::from_secs(1));
@@ -348,6 +359,11 @@ async fn run_async(options: &Options) -> anyhow::Result<ControllerBench> {
         requests,
         workload_status_writes: status_writes(&controller.metrics.encode()),
         peak_memory_bytes: crate::sim::bench::peak_rss(),
+        shadow: options
+            .shadows
+            .as_ref()
+            .map(|s| s.figures())
+            .unwrap_or_default(),
         cpu_seconds: cpu_seconds(),
     })
 }
@@ -515,6 +531,13 @@ impl ControllerBench {
         }
         if let Some(c) = self.cpu_seconds {
             let _ = writeln!(out, "  CPU                  {c:.1} s");
+        }
+        for (name, f) in &self.shadow {
+            let _ = writeln!(
+                out,
+                "  shadow {name} ({}): {} decisions, {} agree, {} differ, {} invalid, {} fallback, {} skipped",
+                f.extension, f.decisions, f.agree, f.differ, f.invalid, f.fallback, f.skipped
+            );
         }
         out
     }

@@ -303,9 +303,8 @@ impl Simulation {
             return Vec::new();
         };
         policies
-            .source()
-            .snapshot()
             .plugins()
+            .iter()
             .map(|p| {
                 let status = p.status();
                 report::PluginSummary {

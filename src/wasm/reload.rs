@@ -368,6 +368,16 @@ impl LiveBindings {
         &self.source
     }
 
+    /// Every plugin these bindings can bind: the source's, then the live `QueuePolicy`
+    /// objects' (under their object's name).
+    pub fn plugins(&self) -> Vec<Arc<super::Plugin>> {
+        let mut all: Vec<Arc<super::Plugin>> = self.source.snapshot().plugins().cloned().collect();
+        if let Some(objects) = &self.objects {
+            all.extend(objects.snapshot().iter().map(|o| o.plugin.clone()));
+        }
+        all
+    }
+
     /// The figures of the shadows these bindings name.
     pub fn shadow_log(&self) -> &Arc<ShadowLog> {
         &self.shadow_log

@@ -84,6 +84,8 @@ fn the_image_runs_its_entrypoint_from_its_own_layers_as_a_non_root_user() {
     build
         .arg("--binary")
         .arg(env!("CARGO_BIN_EXE_wasq"))
+        .arg("--plugins")
+        .arg(&super::plugins::built().plugins)
         .arg("--out")
         .arg(&out);
     succeeds(build, "dist/build-image");
@@ -202,12 +204,50 @@ fn the_image_runs_its_entrypoint_from_its_own_layers_as_a_non_root_user() {
             .is_some_and(|w| w.iter().any(|w| w["state"] == "finished")),
         "{decided}"
     );
-    let in_image = in_image(
+    let simulate = in_image(
         &rootfs,
         config,
         &["simulate", "-o", "json", "/tmp/scenario.yaml"],
     );
-    assert_eq!(workloads(in_image), decided);
+    assert_eq!(workloads(simulate), decided);
+
+    // The kueue-default modules are in the image where the deployment's QueuePolicies name
+    // them; shadowing the built-in in the image, they agree with it.
+    let policies = std::fs::read_to_string(root().join("deploy/base/policies.yaml")).unwrap();
+    std::fs::write(rootfs.join("tmp/policies.yaml"), &policies).unwrap();
+    for p in ["ordering", "preemption", "flavors", "placement"] {
+        let path = format!("/usr/lib/wasq/policies/kueue-default-{p}.wasm");
+        assert!(
+            policies.contains(&path),
+            "deploy/base/policies.yaml names {path}"
+        );
+        assert!(rootfs.join(&path[1..]).is_file(), "{path} in the image");
+    }
+    let shadowed = in_image(
+        &rootfs,
+        config,
+        &[
+            "simulate",
+            "-o",
+            "json",
+            "/tmp/scenario.yaml",
+            "/tmp/policies.yaml",
+        ],
+    );
+    let report = json(
+        &succeeds(
+            shadowed,
+            "wasq simulate with the deployment's QueuePolicies",
+        )
+        .stdout,
+    );
+    assert_eq!(report["workloads"], decided, "shadows change nothing");
+    let preemption = &report["summary"]["shadow"]["kueue-default-preemption"];
+    assert!(
+        preemption["decisions"].as_u64().unwrap() >= 1,
+        "{preemption}"
+    );
+    assert_eq!(preemption["agree"], preemption["decisions"]);
 
     // The archive is the layout, for `skopeo copy oci-archive:` and `docker load`.
     let mut list = Command::new("tar");
