@@ -74,13 +74,37 @@ async fn every_crd_is_established_and_kept() -> Result<()> {
     let plane = ControlPlane::start().await?;
     let client = plane.client().await?;
     let sent = install(&client).await?;
-    assert_eq!(sent.len(), 9, "wasq crds prints one CRD per Kueue kind");
+    assert_eq!(
+        sent.len(),
+        10,
+        "wasq crds prints one CRD per Kueue kind, and QueuePolicy's"
+    );
     let raw = ApiResource::erase::<CustomResourceDefinition>(&());
     let api: Api<DynamicObject> = Api::all_with(client, &raw);
     for crd in &sent {
         let name = crd["metadata"]["name"].as_str().unwrap_or_default();
         let stored = serde_json::to_value(api.get(name).await?)?;
-        assert_kept(&format!("CRD {name}"), crd, &stored);
+        assert_kept(&format!("CRD {name}"), &as_go_prints(crd), &stored);
     }
     Ok(())
+}
+
+/// `value` with every whole float as an integer: the server stores a schema's `minimum` as a
+/// Go `float64`, which it writes `0` where `wasq crds` (schemars) prints `0.0` — the same
+/// number, in another spelling (QueuePolicy's unsigned fields).
+fn as_go_prints(value: &Value) -> Value {
+    match value {
+        Value::Number(n) if n.is_f64() => n
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 1e15)
+            .map_or_else(|| value.clone(), |f| Value::from(f as i64)),
+        Value::Array(items) => Value::Array(items.iter().map(as_go_prints).collect()),
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .map(|(k, v)| (k.clone(), as_go_prints(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }

@@ -161,6 +161,15 @@ fn check_typed(object: &Value) -> Result<Vec<String>> {
             serde_json::from_value::<others::Object<others::CertificateSpec>>(object.clone())?;
             Vec::new()
         }
+        ("policies.wasq.dev/v1alpha1", "QueuePolicy") => {
+            match wasq::api::policy::from_object(object) {
+                Ok(policy) => wasq::api::policy::validate(&policy),
+                Err(problems) => problems,
+            }
+            .into_iter()
+            .map(|p| format!("{}: {}", p.field.unwrap_or_default(), p.message))
+            .collect()
+        }
         ("monitoring.coreos.com/v1", "ServiceMonitor") => {
             serde_json::from_value::<others::Object<others::ServiceMonitorSpec>>(object.clone())?;
             Vec::new()
@@ -217,7 +226,7 @@ async fn every_kustomization_renders_typed_objects_the_api_server_accepts() -> R
 
     let plane = ControlPlane::start().await?;
     let version = env!("CARGO_PKG_VERSION");
-    let mut base_crds: Option<Vec<Value>> = None;
+    let mut base_once: Option<Vec<Value>> = None;
     for dir in kustomizations()? {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
         let (_, objects) = render(&kubectl, &dir)?;
@@ -266,43 +275,105 @@ async fn every_kustomization_renders_typed_objects_the_api_server_accepts() -> R
         );
 
         // Applied as `kubectl apply --server-side -k` would, but without the kinds of operators
-        // this control plane does not run; the CRDs once (every overlay has the base's).
-        let crds: Vec<&Value> = objects
-            .iter()
-            .filter(|o| o["kind"] == "CustomResourceDefinition")
-            .collect();
-        let objects: Vec<Value> = match &base_crds {
+        // this control plane does not run. The CRDs and the QueuePolicies once, with the base
+        // (every overlay has the base's): the CRDs first, Established before the rest (in one
+        // apply on a fresh cluster kubectl finds no kind QueuePolicy: the CRD that defines it
+        // is not served yet), and the QueuePolicies before the webhook configurations exist
+        // (then the API server calls wasq's webhook, which nothing serves here).
+        let once =
+            |o: &Value| o["kind"] == "CustomResourceDefinition" || o["kind"] == "QueuePolicy";
+        let (first, rest): (Vec<Value>, Vec<Value>) = objects.into_iter().partition(once);
+        match &base_once {
             None => {
-                base_crds = Some(crds.into_iter().cloned().collect());
-                objects
+                let crds: Vec<Value> = first
+                    .iter()
+                    .filter(|o| o["kind"] == "CustomResourceDefinition")
+                    .cloned()
+                    .collect();
+                apply(&kubectl, &plane, &format!("{name}-crds"), &crds)?;
+                kubectl_ok(
+                    &kubectl,
+                    &plane,
+                    &[
+                        "wait",
+                        "--for=condition=Established",
+                        "crd",
+                        "--all",
+                        "--timeout=60s",
+                    ],
+                )?;
+                let policies: Vec<Value> = first
+                    .iter()
+                    .filter(|o| o["kind"] == "QueuePolicy")
+                    .cloned()
+                    .collect();
+                apply(&kubectl, &plane, &format!("{name}-policies"), &policies)?;
+                assert_policies_stored(&plane, &policies).await?;
+                base_once = Some(first);
             }
-            Some(base) => {
-                assert!(
-                    crds.into_iter().eq(base.iter()),
-                    "{name} changes the base's CRDs"
-                );
-                objects
-                    .into_iter()
-                    .filter(|o| o["kind"] != "CustomResourceDefinition")
-                    .collect()
-            }
-        };
-        let applied = built_in_objects_file(&plane, &name, &objects)?;
-        let out = Command::new(&kubectl)
-            .arg("--kubeconfig")
-            .arg(plane.kubeconfig())
-            .args([
-                "apply",
-                "--server-side",
-                "--validate=strict",
-                "--field-manager=wasq-deploy-test",
-                "-f",
-            ])
-            .arg(&applied)
-            .output()?;
-        if !out.status.success() {
-            bail!("applying {name}: {}", String::from_utf8_lossy(&out.stderr));
+            Some(base) => assert!(
+                first.iter().eq(base.iter()),
+                "{name} changes the base's CRDs or QueuePolicies"
+            ),
         }
+        apply(&kubectl, &plane, &name, &rest)?;
+    }
+    Ok(())
+}
+
+/// The QueuePolicies of `deploy/base/policies.yaml` as the server stores them: cluster-scoped
+/// (the `namespace` kustomize gives every object is dropped), their spec as rendered.
+async fn assert_policies_stored(plane: &ControlPlane, rendered: &[Value]) -> Result<()> {
+    use kube::api::{Api, DynamicObject, ListParams};
+    let api: Api<DynamicObject> =
+        Api::all_with(plane.client().await?, &wasq::k8s::policies::resource());
+    let stored = api.list(&ListParams::default()).await?.items;
+    assert_eq!(stored.len(), rendered.len(), "{stored:?}");
+    for policy in rendered {
+        assert_eq!(
+            policy["metadata"]["namespace"], "wasq-system",
+            "kustomize's namespace"
+        );
+        let name = policy["metadata"]["name"].as_str().unwrap_or_default();
+        let object = serde_json::to_value(api.get(name).await?)?;
+        assert_eq!(object["metadata"].get("namespace"), None, "{object}");
+        assert_eq!(object["spec"], policy["spec"], "{name}");
+    }
+    Ok(())
+}
+
+/// `kubectl apply --server-side --validate=strict` of the built-in objects of `objects`.
+fn apply(kubectl: &Path, plane: &ControlPlane, name: &str, objects: &[Value]) -> Result<()> {
+    let file = built_in_objects_file(plane, name, objects)?;
+    let file = file.to_string_lossy();
+    kubectl_ok(
+        kubectl,
+        plane,
+        &[
+            "apply",
+            "--server-side",
+            "--validate=strict",
+            "--field-manager=wasq-deploy-test",
+            "-f",
+            &file,
+        ],
+    )
+    .with_context(|| format!("applying {name}"))
+}
+
+/// Runs kubectl against `plane`; its standard error when it fails.
+fn kubectl_ok(kubectl: &Path, plane: &ControlPlane, args: &[&str]) -> Result<()> {
+    let out = Command::new(kubectl)
+        .arg("--kubeconfig")
+        .arg(plane.kubeconfig())
+        .args(args)
+        .output()?;
+    if !out.status.success() {
+        bail!(
+            "kubectl {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     Ok(())
 }

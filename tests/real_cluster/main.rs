@@ -19,6 +19,7 @@ mod leader;
 mod migrate;
 mod pods;
 mod printer_columns;
+mod queue_policies;
 mod recorder;
 mod restart;
 mod takeover;
