@@ -21,7 +21,7 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 FROM gcr.io/distroless/cc-debian12:nonroot
 ARG WASQ_COMMIT=unknown
 COPY --from=build /out/wasq /usr/local/bin/wasq
-# Kueue's decisions as plugins, for QueuePolicy `path` sources (deploy/base/policies.yaml).
+# Kueue's decisions as plugins, for QueuePolicy `path` sources (deploy/policies).
 COPY --from=build /out/policies/ /usr/lib/wasq/policies/
 USER 65532:65532
 WORKDIR /

@@ -3,6 +3,7 @@
 //! See ARCHITECTURE.md for the map of modules and their invariants.
 
 pub mod api;
+pub mod bench;
 pub mod cluster;
 pub mod k8s;
 pub mod policy;

@@ -380,7 +380,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 ..PolicyArgs::default()
             }
             .load(false, false)?;
-            let report = wasq::k8s::bench::run(&wasq::k8s::bench::Options {
+            let report = wasq::bench::controller::run(&wasq::bench::controller::Options {
                 configure: Some(policies.configure_hook()),
                 shadows: Some(policies.shadow_log.clone()),
                 shape,
@@ -448,7 +448,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let progress = |label: &str, total: usize| {
                 cli::progress::Bar::new(label, total).map(|bar| {
                     Box::new(move |t: f64, done: usize, _total: usize| bar.update(t, done))
-                        as wasq::sim::bench::RunProgress<'_>
+                        as wasq::bench::simulator::RunProgress<'_>
                 })
             };
             // Fresh instances per run: one run's guest state (its catalog, the usage it keeps,
@@ -456,7 +456,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let wasm = || policies.fresh_bindings(policies.bindings.clone());
             if generators.len() == 1 {
                 let report =
-                    wasq::sim::bench::bench(&generators[0], repeat, wasm, Some(&progress))?;
+                    wasq::bench::simulator::bench(&generators[0], repeat, wasm, Some(&progress))?;
                 match output {
                     Output::Json => print_json(&report)?,
                     Output::Table => out!("{}", report.to_table()),
@@ -464,8 +464,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 return Ok(());
             }
             // One generator per scale (a `--generator` file comes alone, above).
-            let report =
-                wasq::sim::bench::bench_scales(&generators, &scale, repeat, wasm, Some(&progress))?;
+            let report = wasq::bench::simulator::bench_scales(
+                &generators,
+                &scale,
+                repeat,
+                wasm,
+                Some(&progress),
+            )?;
             match output {
                 Output::Json => print_json(&report)?,
                 Output::Table => out!("{}", report.to_table()),

@@ -706,12 +706,17 @@ impl Cluster {
     }
 
     /// Marks an admitted workload as being evicted; it keeps its quota until [`Cluster::release`].
-    pub fn mark_evicting(&mut self, id: WorkloadId) -> Result<(), QuotaError> {
+    /// `Ok(false)` when it already was (an eviction in progress is not issued again).
+    pub fn mark_evicting(&mut self, id: WorkloadId) -> Result<bool, QuotaError> {
         match std::mem::replace(&mut self.holdings[id.index()], Holding::None) {
-            Holding::Admitted(a) | Holding::Evicting(a) => {
+            Holding::Admitted(a) => {
                 self.admitted[a.cluster_queue.index()].set_evicting(id);
                 self.holdings[id.index()] = Holding::Evicting(a);
-                Ok(())
+                Ok(true)
+            }
+            Holding::Evicting(a) => {
+                self.holdings[id.index()] = Holding::Evicting(a);
+                Ok(false)
             }
             Holding::None => Err(QuotaError::NotAdmitted(self.workload(id).key.clone())),
         }

@@ -171,6 +171,7 @@ fn tidy(schema: &mut Value) {
             if let Some(Value::Array(values)) = map.get_mut("enum") {
                 values.retain(|v| !v.is_null());
             }
+
             if let Some(Value::Object(props)) = map.get_mut("properties") {
                 for (name, prop) in props.iter_mut() {
                     if is_any(prop) {
@@ -208,6 +209,27 @@ fn tidy(schema: &mut Value) {
             }
         }
         Value::Array(items) => items.iter_mut().for_each(tidy),
+        _ => {}
+    }
+}
+
+/// Whole-number `minimum`/`maximum` written as integers: `JSONSchemaProps` holds them as floats
+/// (an unsigned field's `minimum: 0.0`), the API server stores `0`, and a GitOps tool comparing
+/// the two would show a difference for ever.
+fn integral_bounds(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                if matches!(key.as_str(), "minimum" | "maximum")
+                    && let Some(f) = v.as_f64().filter(|f| f.fract() == 0.0 && v.is_f64())
+                {
+                    *v = json!(f as i64);
+                } else {
+                    integral_bounds(v);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_bounds),
         _ => {}
     }
 }
@@ -606,6 +628,7 @@ pub fn crds_yaml() -> Result<String, serde_saphyr::SerializeError> {
     let mut out = String::new();
     for crd in crds() {
         let mut value = serde_json::to_value(&crd).expect("a CRD serializes");
+        integral_bounds(&mut value);
         if let Some(obj) = value.as_object_mut() {
             let mut ordered = Map::new();
             ordered.insert("apiVersion".into(), json!("apiextensions.k8s.io/v1"));

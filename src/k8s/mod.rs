@@ -18,7 +18,6 @@
 //! - only the leader (a `coordination.k8s.io` Lease) runs cycles and writes.
 
 pub mod apiserver;
-pub mod bench;
 pub mod checks;
 pub mod cli;
 pub mod conditions;

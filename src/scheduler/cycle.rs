@@ -325,10 +325,16 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
                 });
             }
             Outcome::Preempting => {
-                let mut evicted = 0;
+                // As Kueue's `IssuePreemptions`: a target already being evicted counts as
+                // preempted (the preemptor waits for it) but is not evicted again.
+                let (mut evicted, mut issued) = (0, 0);
                 for t in &e.targets {
-                    if s.cluster.mark_evicting(t.workload).is_ok() {
-                        evicted += 1;
+                    let Ok(new) = s.cluster.mark_evicting(t.workload) else {
+                        continue;
+                    };
+                    evicted += 1;
+                    if new {
+                        issued += 1;
                         outcome.decisions.push(Decision::Preempted {
                             workload: t.workload,
                             preemptor: e.workload,
@@ -337,7 +343,7 @@ fn run_with(s: &mut Scheduler, scratch: &mut Scratch, now: Millis) -> CycleOutco
                         });
                     }
                 }
-                s.budgets.record(e.cq, now, evicted);
+                s.budgets.record(e.cq, now, issued);
                 // Kueue's `markPreemptionOutcome`: the flavor assigner's message, and how many
                 // victims the preemptor waits for.
                 let said = s.texts.message(

@@ -8,7 +8,6 @@
 
 mod admission;
 pub mod attribution;
-pub mod bench;
 mod calendar;
 pub mod check_waits;
 pub mod checks;

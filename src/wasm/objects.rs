@@ -142,8 +142,14 @@ pub struct ObjectStatus {
     pub live: Option<(Arc<Plugin>, String, jiff::Timestamp)>,
 }
 
-/// What a module is compiled from: its digest, the object's limits and settings.
-type Content = (String, Option<PolicyLimits>, BTreeMap<String, String>);
+/// What a module is compiled and checked against: its digest, the object's extension, limits
+/// and settings.
+type Content = (
+    String,
+    ExtensionPoint,
+    Option<PolicyLimits>,
+    BTreeMap<String, String>,
+);
 
 /// The last good module of an object.
 #[derive(Clone)]
@@ -231,6 +237,7 @@ impl PolicyObjects {
         let same = old.len() == live.len()
             && old.iter().zip(&live).all(|(a, b)| {
                 a.name == b.name
+                    && a.kind == b.kind
                     && a.mode == b.mode
                     && a.selector == b.selector
                     && Arc::ptr_eq(&a.plugin, &b.plugin)
@@ -261,7 +268,12 @@ impl PolicyObjects {
             }
             Fetched::Module { bytes, origin } => {
                 let digest = sha256_digest(&bytes);
-                let content: Content = (digest.clone(), spec.limits, spec.settings.clone());
+                let content: Content = (
+                    digest.clone(),
+                    spec.extension,
+                    spec.limits,
+                    spec.settings.clone(),
+                );
                 if let Some(pin) = spec.digest.as_deref().filter(|pin| *pin != digest) {
                     Verdict::no(
                         "DigestMismatch",
@@ -296,6 +308,13 @@ impl PolicyObjects {
                 }
             }
         };
+        // A module of another extension cannot decide this one (the extension was edited).
+        if good
+            .as_ref()
+            .is_some_and(|g| g.plugin.kind() != PluginKind::of(spec.extension))
+        {
+            good = None;
+        }
         // What a pin forbids does not run, even if it ran before the pin.
         if let (Some(pin), Some(g)) = (spec.digest.as_deref(), good.as_ref())
             && g.digest != pin

@@ -213,13 +213,13 @@ fn the_image_runs_its_entrypoint_from_its_own_layers_as_a_non_root_user() {
 
     // The kueue-default modules are in the image where the deployment's QueuePolicies name
     // them; shadowing the built-in in the image, they agree with it.
-    let policies = std::fs::read_to_string(root().join("deploy/base/policies.yaml")).unwrap();
+    let policies = std::fs::read_to_string(root().join("deploy/policies/policies.yaml")).unwrap();
     std::fs::write(rootfs.join("tmp/policies.yaml"), &policies).unwrap();
     for p in ["ordering", "preemption", "flavors", "placement"] {
         let path = format!("/usr/lib/wasq/policies/kueue-default-{p}.wasm");
         assert!(
             policies.contains(&path),
-            "deploy/base/policies.yaml names {path}"
+            "deploy/policies/policies.yaml names {path}"
         );
         assert!(rootfs.join(&path[1..]).is_file(), "{path} in the image");
     }

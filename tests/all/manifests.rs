@@ -324,7 +324,7 @@ metadata: {name: f}
                 "RayCluster (ray.io/v1), PyTorchJob (kubeflow.org/v1), TFJob (kubeflow.org/v1), XGBoostJob (kubeflow.org/v1), ",
                 "PaddleJob (kubeflow.org/v1), JAXJob (kubeflow.org/v1), MPIJob (kubeflow.org/v2beta1), ",
                 "LeaderWorkerSet (leaderworkerset.x-k8s.io/v1), StatefulSet (apps/v1), Deployment (apps/v1), ",
-                "Pod (v1), Namespace (v1), Node (v1) and sim.wasq.dev objects"
+                "Pod (v1), Namespace (v1), Node (v1), QueuePolicy (policies.wasq.dev/v1alpha1) and sim.wasq.dev objects"
             ),
             r#"misc.yaml doc 2: ClusterQueue cq: apiVersion: unsupported apiVersion "kueue.x-k8s.io/v1alpha1" for kind ClusterQueue (supported: kueue.x-k8s.io/v1beta2, kueue.x-k8s.io/v1beta1)"#,
             r#"misc.yaml doc 3: missing field "apiVersion""#,

@@ -540,7 +540,7 @@ fn bench_counts_the_fallbacks_of_every_run() {
     let generator = generator.validate().expect("a valid shape");
     let registry = fixtures(&test_options());
     let trap = bindings(&["ordering=fixture-trap"]);
-    let report = wasq::sim::bench::bench(
+    let report = wasq::bench::simulator::bench(
         &generator,
         2,
         || {

@@ -275,22 +275,19 @@ async fn every_kustomization_renders_typed_objects_the_api_server_accepts() -> R
         );
 
         // Applied as `kubectl apply --server-side -k` would, but without the kinds of operators
-        // this control plane does not run. The CRDs and the QueuePolicies once, with the base
-        // (every overlay has the base's): the CRDs first, Established before the rest (in one
-        // apply on a fresh cluster kubectl finds no kind QueuePolicy: the CRD that defines it
-        // is not served yet), and the QueuePolicies before the webhook configurations exist
-        // (then the API server calls wasq's webhook, which nothing serves here).
-        let once =
-            |o: &Value| o["kind"] == "CustomResourceDefinition" || o["kind"] == "QueuePolicy";
+        // this control plane does not run. The CRDs once, with the base (every overlay has the
+        // base's), Established before deploy/policies is applied (its kind is the QueuePolicy
+        // CRD's) and before the webhook configurations exist (then the API server would call
+        // wasq's webhook, which nothing serves here).
+        let once = |o: &Value| o["kind"] == "CustomResourceDefinition";
         let (first, rest): (Vec<Value>, Vec<Value>) = objects.into_iter().partition(once);
+        assert!(
+            rest.iter().all(|o| o["kind"] != "QueuePolicy"),
+            "{name}: QueuePolicies belong in deploy/policies, applied once wasq runs"
+        );
         match &base_once {
             None => {
-                let crds: Vec<Value> = first
-                    .iter()
-                    .filter(|o| o["kind"] == "CustomResourceDefinition")
-                    .cloned()
-                    .collect();
-                apply(&kubectl, &plane, &format!("{name}-crds"), &crds)?;
+                apply(&kubectl, &plane, &format!("{name}-crds"), &first)?;
                 kubectl_ok(
                     &kubectl,
                     &plane,
@@ -302,18 +299,21 @@ async fn every_kustomization_renders_typed_objects_the_api_server_accepts() -> R
                         "--timeout=60s",
                     ],
                 )?;
-                let policies: Vec<Value> = first
-                    .iter()
-                    .filter(|o| o["kind"] == "QueuePolicy")
-                    .cloned()
-                    .collect();
-                apply(&kubectl, &plane, &format!("{name}-policies"), &policies)?;
+                // deploy/policies, as its kustomization says: once the CRDs are served (and,
+                // in a cluster, wasq's webhook answers; no webhook configuration exists yet
+                // here).
+                let (_, policies) = render(&kubectl, &root().join("deploy/policies"))?;
+                for object in &policies {
+                    let problems = check_typed(object)?;
+                    assert!(problems.is_empty(), "deploy/policies: {problems:?}");
+                }
+                apply(&kubectl, &plane, "policies", &policies)?;
                 assert_policies_stored(&plane, &policies).await?;
                 base_once = Some(first);
             }
             Some(base) => assert!(
                 first.iter().eq(base.iter()),
-                "{name} changes the base's CRDs or QueuePolicies"
+                "{name} changes the base's CRDs"
             ),
         }
         apply(&kubectl, &plane, &name, &rest)?;
@@ -330,10 +330,6 @@ async fn assert_policies_stored(plane: &ControlPlane, rendered: &[Value]) -> Res
     let stored = api.list(&ListParams::default()).await?.items;
     assert_eq!(stored.len(), rendered.len(), "{stored:?}");
     for policy in rendered {
-        assert_eq!(
-            policy["metadata"]["namespace"], "wasq-system",
-            "kustomize's namespace"
-        );
         let name = policy["metadata"]["name"].as_str().unwrap_or_default();
         let object = serde_json::to_value(api.get(name).await?)?;
         assert_eq!(object["metadata"].get("namespace"), None, "{object}");

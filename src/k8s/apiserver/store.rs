@@ -256,6 +256,10 @@ impl Store {
         set_meta(obj, "name", json!(name));
         if r.namespaced {
             set_meta(obj, "namespace", json!(ns.unwrap_or_default()));
+        } else if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+            // As the API server's `BeforeCreate`: a cluster-scoped object has no namespace
+            // (kustomize's `namespace:` adds one to kinds it does not know).
+            m.remove("namespace");
         }
         if meta(obj, "uid").is_none() {
             let uid = self.new_uid(name);

@@ -225,6 +225,26 @@ async fn a_module_of_another_extension_is_refused() {
     assert_eq!(condition(&s, "Loaded"), no("WrongExtension"));
     assert_eq!(condition(&s, "Ready"), no("WrongExtension"));
     assert!(p.objects.snapshot().is_empty());
+
+    // Live as a preemption policy, then its extension edited: the module no longer fits.
+    env.api.modify(&format!("{POLICIES}/order"), |o| {
+        o["spec"]["extension"] = json!("Preemption")
+    });
+    p.pass().await;
+    assert_eq!(condition(&status(&env, "order"), "Ready"), yes("Enforced"));
+    assert_eq!(p.objects.snapshot().len(), 1);
+    env.api.modify(&format!("{POLICIES}/order"), |o| {
+        o["spec"]["extension"] = json!("Ordering")
+    });
+    p.pass().await;
+    assert_eq!(
+        condition(&status(&env, "order"), "Ready"),
+        no("WrongExtension")
+    );
+    assert!(
+        p.objects.snapshot().is_empty(),
+        "a preemption module is never bound to ordering"
+    );
 }
 
 /// The controller's configure hook, binding the objects over the built-in.
@@ -278,8 +298,31 @@ async fn shadow_to_enforce_swaps_between_cycles_with_no_decision_lost() {
     // In shadow: the built-in preempted `low`, the shadow was asked and agreed.
     let figures = shadows.figures();
     let trial = &figures["trial"];
-    let asked = trial.decisions;
-    assert!(asked >= 1 && trial.agree == asked, "{trial:?}");
+    assert!(
+        trial.decisions >= 1 && trial.agree == trial.decisions,
+        "{trial:?}"
+    );
+    // While its victim is being evicted the preemptor waits: a pass asks once, and the
+    // victim is evicted once however many passes run (as Kueue's `IssuePreemptions`).
+    for _ in 0..3 {
+        env.step().await;
+    }
+    let asked = shadows.figures()["trial"].decisions;
+    // The first pass: the cycle that preempts and the one after it; then one per pass.
+    assert!(
+        asked <= 2 + 3,
+        "one question per pass, not per cycle: {asked}"
+    );
+    assert_eq!(
+        super::counter(
+            &env,
+            "kueue_preempted_workloads_total",
+            "cluster_queue=\"cq\""
+        ),
+        1,
+        "{}",
+        env.controller.metrics.encode()
+    );
     reconciler.write_status().await.unwrap();
     let s = status(&env, "trial");
     assert_eq!(condition(&s, "Ready"), yes("Shadowing"));

@@ -44,15 +44,10 @@ use crate::api::{self, Workload, WorkloadStatus, topology};
 use crate::cluster::{Admission, Cluster, CqId, EvictionReason, Millis, WorkloadId};
 use crate::scheduler::{Decision, Scheduler};
 
-#[path = "admission.rs"]
 mod admission;
-#[path = "decisions.rs"]
 mod decisions;
-#[path = "inflight.rs"]
 mod inflight;
-#[path = "pods_ready.rs"]
 pub mod pods_ready;
-#[path = "tas_sync.rs"]
 mod tas_sync;
 
 /// Attempts per status write when the API server reports conflicts.

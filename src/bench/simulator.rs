@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::generate::{Generator, Shape};
-use super::{Limits, Scenario, Simulation};
+use crate::sim::generate::{Generator, Shape};
+use crate::sim::{Limits, Scenario, Simulation};
 use crate::wasm::LiveBindings;
 
 /// Kueue's published pass thresholds for a shape (configs/<shape>/rangespec.yaml).
@@ -219,7 +219,7 @@ pub fn run_once(
     let admissions = report
         .events
         .refs()
-        .filter(|e| e.kind() == super::report::EventType::Admitted)
+        .filter(|e| e.kind() == crate::sim::EventType::Admitted)
         .count() as u64;
     let t = generator_thresholds(generator);
     let usage_percent = report.summary.cluster_queue_classes.clone();

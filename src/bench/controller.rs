@@ -1,6 +1,6 @@
 //! `wasq bench --driver controller`: Kueue's performance-test shape run through the real
 //! controller (kube-runtime watchers, the mirror, cycles, writes) against the in-process API
-//! server double ([`super::apiserver`]) in real time, as Kueue's harness runs Kueue: each
+//! server double ([`crate::k8s::apiserver`]) in real time, as Kueue's harness runs Kueue: each
 //! Workload is created at its arrival time and marked `Finished` when its duration has passed
 //! after its admission. `time_scale` multiplies every arrival and duration (0.1: ten times
 //! faster); times to admit are reported divided by it, in the shape's seconds.
@@ -23,11 +23,11 @@ use anyhow::Context;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::apiserver::{ApiServer, ChangeType, Config};
-use super::cli::spawn_watchers;
-use super::controller::Controller;
-use super::metrics::Metrics;
-use super::writer::Writer;
+use crate::k8s::apiserver::{ApiServer, ChangeType, Config};
+use crate::k8s::cli::spawn_watchers;
+use crate::k8s::controller::Controller;
+use crate::k8s::metrics::Metrics;
+use crate::k8s::writer::Writer;
 use crate::sim::generate::{GeneratorSpec, Shape, generate};
 use crate::sim::{ARRIVAL, CLASS, DURATION};
 
@@ -51,7 +51,7 @@ pub struct Options {
     /// The controller's `--pending-status-interval`.
     pub pending_status_interval: Duration,
     /// Binds policies as `wasq controller --policy/--shadow` would (`None`: the built-in).
-    pub configure: Option<super::core::Configure>,
+    pub configure: Option<crate::k8s::core::Configure>,
     /// Where the bound shadows record (reported as `shadow`).
     pub shadows: Option<Arc<crate::policy::shadow::ShadowLog>>,
 }
@@ -109,7 +109,7 @@ pub struct ControllerBench {
 /// Kueue's published figures for a shape: (wall seconds of its run, mean time-to-admit
 /// thresholds per class).
 pub fn kueue_reference(shape: Shape) -> (f64, [(&'static str, f64); 3]) {
-    let t = crate::sim::bench::thresholds(shape);
+    let t = super::simulator::thresholds(shape);
     let wall = match shape {
         Shape::Baseline => 351.0,
         Shape::LargeScale => f64::NAN,
@@ -327,7 +327,7 @@ async fn run_async(options: &Options) -> anyhow::Result<ControllerBench> {
         .collect();
     let controller_requests = api.request_total() - requests_before;
     Ok(ControllerBench {
-        shape: crate::sim::bench::shape_name(shape),
+        shape: super::simulator::shape_name(shape),
         driver: "controller",
         api_latency_ms: api_latency.as_secs_f64() * 1000.0,
         time_scale,
@@ -358,7 +358,7 @@ async fn run_async(options: &Options) -> anyhow::Result<ControllerBench> {
         requests_per_admission: controller_requests as f64 / (admissions.max(1)) as f64,
         requests,
         workload_status_writes: status_writes(&controller.metrics.encode()),
-        peak_memory_bytes: crate::sim::bench::peak_rss(),
+        peak_memory_bytes: super::simulator::peak_rss(),
         shadow: options
             .shadows
             .as_ref()
