@@ -276,6 +276,7 @@ enum PolicyCommand {
         /// The kubeconfig context to use (default: its current-context), as with kubectl.
         #[arg(long, value_name = "NAME", conflicts_with = "from_report")]
         context: Option<String>,
+        /// How to print the report: a table for people, or JSON.
         #[arg(short, long, value_enum, default_value = "table")]
         output: Output,
     },

@@ -523,3 +523,46 @@ async fn an_oci_module_is_pulled_with_its_pull_secret_and_checked_against_its_pi
     let message = s["conditions"][0]["message"].as_str().unwrap();
     assert!(message.contains("requires credentials"), "{message}");
 }
+
+#[tokio::test]
+async fn a_module_that_keeps_trapping_is_quarantined_and_the_builtin_decides() {
+    let trap = std::fs::read(built().fixtures.join("fixture-trap.wasm")).expect("built fixture");
+    let mut objects = basics("4");
+    objects.push(job("a", "1", 1, super::queue_label(), true));
+    objects.push(job("b", "1", 1, super::queue_label(), true));
+    objects.push(config_map("trap", "t.wasm", &trap));
+    objects.push(queue_policy(
+        "trap",
+        "Ordering",
+        "Enforce",
+        json!({"module": {"configMap": {"name": "trap", "key": "t.wasm"}},
+               "limits": {"quarantineAfter": 2}}),
+    ));
+    let live = PolicyObjects::new(engine(), test_options());
+    let shadows = Arc::new(ShadowLog::default());
+    let mut env = Env::with_hook(objects, Arc::new(|| NOW), hook(&live, &shadows));
+    let reconciler = PolicyReconciler::new(
+        env.api.client(),
+        NAMESPACE,
+        live.clone(),
+        shadows,
+        Vec::new(),
+    );
+    reconciler.sync().await.unwrap();
+    env.list_all();
+    env.step().await;
+    env.step().await;
+
+    // Nothing waits for the module: the built-in ordered the queue and both were admitted.
+    assert!(admitted(&env, "a") && admitted(&env, "b"));
+    reconciler.write_status().await.unwrap();
+    let s = status(&env, "trap");
+    assert_eq!(condition(&s, "Loaded"), yes("Loaded"));
+    assert_eq!(condition(&s, "Ready"), no("Quarantined"), "{s}");
+    assert!(s["fallbacks"]["trap"].as_u64().unwrap() >= 2, "{s}");
+    let message = s["conditions"][1]["message"].as_str().unwrap();
+    assert!(
+        message.contains("fixture-trap"),
+        "the last error is named: {message}"
+    );
+}
