@@ -271,6 +271,11 @@ fn stream(inner: Arc<Inner>, w: WatchRequest) -> Response<Body> {
         .expect("a response")
 }
 
+/// Whether a PATCH is a server-side apply.
+fn is_apply(content_type: &str) -> bool {
+    content_type.split(';').next().unwrap_or_default().trim() == "application/apply-patch+yaml"
+}
+
 fn patch_kind(content_type: &str) -> Result<PatchKind, ApiError> {
     let ct = content_type.split(';').next().unwrap_or_default().trim();
     match ct {
@@ -371,6 +376,18 @@ fn object(inner: &Inner, r: ObjectRequest) -> Result<(u16, Value), ApiError> {
                 200,
                 store.update(r.resource, ns, name, status_write, &|_| Ok(body.clone()))?,
             )
+        }
+        (&Method::PATCH, Some(name))
+            if !status_write
+                && is_apply(&r.content_type)
+                && store.get(r.resource, ns, name).is_err() =>
+        {
+            // Server-side apply of an object that does not exist creates it.
+            let mut body = r.body;
+            if body.pointer("/metadata/name").is_none() {
+                body["metadata"]["name"] = json!(name);
+            }
+            (201, store.create(r.resource, ns, body)?)
         }
         (&Method::PATCH, Some(name)) => {
             let kind = patch_kind(&r.content_type)?;

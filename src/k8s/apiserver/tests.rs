@@ -486,3 +486,39 @@ async fn kube_runtime_streaming_lists_end_with_the_initial_events_bookmark() {
         .unwrap();
     assert!(matches!(ev, watcher::Event::Apply(o) if o.metadata.name.as_deref() == Some("other")));
 }
+
+#[tokio::test]
+async fn server_side_apply_creates_a_missing_object_and_a_cluster_scoped_one_has_no_namespace() {
+    let (s, client) = server();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "ns");
+    let params = kube::api::PatchParams::apply("tester");
+    let applied = cms
+        .patch(
+            "new",
+            &params,
+            &kube::api::Patch::Apply(cm("new", json!({"a": "b"}))),
+        )
+        .await
+        .expect("created by apply, as the API server does");
+    assert_eq!(applied.metadata.labels.unwrap()["a"], "b");
+    assert!(s.get("/api/v1/namespaces/ns/configmaps/new").is_some());
+    // Applied again, it is a patch of what is there.
+    let again = cms
+        .patch(
+            "new",
+            &params,
+            &kube::api::Patch::Apply(cm("new", json!({"a": "c"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again.metadata.labels.unwrap()["a"], "c");
+    // A namespace on a cluster-scoped object (kustomize adds one to kinds it does not know)
+    // is dropped.
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client);
+    let node: k8s_openapi::api::core::v1::Node = serde_json::from_value(
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "namespace": "wasq-system"}}),
+    )
+    .unwrap();
+    let stored = nodes.create(&PostParams::default(), &node).await.unwrap();
+    assert_eq!(stored.metadata.namespace, None);
+}
