@@ -234,8 +234,7 @@ impl Policies {
         if policies.is_empty() {
             return Ok(None);
         }
-        let engine = self.source.snapshot().engine().clone();
-        let objects = PolicyObjects::new(engine, self.options.clone());
+        let objects = self.empty_objects();
         let mut fetched = Vec::new();
         for p in policies {
             let name = p.metadata.name.as_deref().unwrap_or_default();
@@ -261,11 +260,18 @@ impl Policies {
         Ok(Some(objects))
     }
 
+    /// No `QueuePolicy` objects yet, compiled with the plugins' engine and options.
+    fn empty_objects(&self) -> Arc<PolicyObjects> {
+        PolicyObjects::new(
+            self.source.snapshot().engine().clone(),
+            self.options.clone(),
+        )
+    }
+
     /// An empty set of `QueuePolicy` objects bound over the bindings, for the controller to
     /// keep in step with its cluster.
     pub fn cluster_objects(&mut self) -> Arc<PolicyObjects> {
-        let engine = self.source.snapshot().engine().clone();
-        let objects = PolicyObjects::new(engine, self.options.clone());
+        let objects = self.empty_objects();
         self.objects = Some(objects.clone());
         objects
     }

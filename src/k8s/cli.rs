@@ -478,6 +478,26 @@ pub async fn client_config(
     Ok((config, source))
 }
 
+/// Runs `work` with a client of the cluster the kubeconfig (or the pod) reaches, on a runtime of
+/// its own: the one-shot commands (`snapshot`, `migrate check`, `policy shadow-report`).
+fn on_cluster<T, F>(
+    kubeconfig: Option<&std::path::Path>,
+    context: Option<&str>,
+    work: impl FnOnce(kube::Client) -> F,
+) -> anyhow::Result<T>
+where
+    F: std::future::Future<Output = anyhow::Result<T>>,
+{
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async {
+        let client = connect(kubeconfig, context).await?;
+        work(client).await
+    })
+}
+
 /// `wasq snapshot`: the cluster's queueing state written into `dir` as a scenario; prints what
 /// was written.
 pub fn snapshot(
@@ -485,12 +505,7 @@ pub fn snapshot(
     context: Option<&str>,
     dir: &std::path::Path,
 ) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    let snapshot = runtime.block_on(async {
-        let client = connect(kubeconfig, context).await?;
+    let snapshot = on_cluster(kubeconfig, context, |client| async move {
         super::snapshot::take(&client).await
     })?;
     snapshot.write(dir)?;
@@ -500,7 +515,6 @@ pub fn snapshot(
     Ok(())
 }
 
-/// `wasq migrate check`: what wasq makes of the Kueue installation the kubeconfig reaches.
 /// `wasq policy shadow-report`: the `QueuePolicy` `name` as the cluster holds it (status
 /// included).
 pub fn queue_policy(
@@ -508,12 +522,7 @@ pub fn queue_policy(
     context: Option<&str>,
     name: &str,
 ) -> anyhow::Result<crate::api::policy::QueuePolicy> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    runtime.block_on(async {
-        let client = connect(kubeconfig, context).await?;
+    on_cluster(kubeconfig, context, |client| async move {
         let api: kube::Api<kube::core::DynamicObject> =
             kube::Api::all_with(client, &super::policies::resource());
         let object = api
@@ -530,17 +539,13 @@ pub fn queue_policy(
     })
 }
 
+/// `wasq migrate check`: what wasq makes of the Kueue installation the kubeconfig reaches.
 pub fn migrate_check(
     kubeconfig: Option<&std::path::Path>,
     context: Option<&str>,
     kueue_namespace: &str,
 ) -> anyhow::Result<super::migrate::Report> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    runtime.block_on(async {
-        let client = connect(kubeconfig, context).await?;
+    on_cluster(kubeconfig, context, |client| async move {
         super::migrate::check(&client, kueue_namespace).await
     })
 }

@@ -57,21 +57,10 @@ pub fn route(path: &str, query: &str, shared: &RwLock<Shared>, metrics: &Metrics
                 return (StatusCode::NOT_FOUND, TEXT, "not found".into());
             };
             let (offset, limit) = paging(query);
-            let Ok(s) = shared.read() else {
-                return (
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    TEXT,
-                    "state unavailable".into(),
-                );
+            let s = match leader_state(shared, "pending-workload") {
+                Ok(s) => s,
+                Err(reply) => return reply,
             };
-            if !s.leading {
-                return (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    TEXT,
-                    "this replica is on standby: the leader answers pending-workload queries"
-                        .into(),
-                );
-            }
             let parts: Vec<&str> = rest.split('/').collect();
             let body = match parts.as_slice() {
                 ["clusterqueues", cq, "pendingworkloads"] => {
@@ -94,32 +83,46 @@ pub fn route(path: &str, query: &str, shared: &RwLock<Shared>, metrics: &Metrics
 /// with its latest differing decisions (the leader's: shadows run where the scheduler runs).
 fn shadows(path: &str, shared: &RwLock<Shared>) -> Reply {
     const TEXT: &str = "text/plain; charset=utf-8";
-    let Ok(s) = shared.read() else {
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            TEXT,
-            "state unavailable".into(),
-        );
+    let s = match leader_state(shared, "shadow") {
+        Ok(s) => s,
+        Err(reply) => return reply,
     };
-    if !s.leading {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            TEXT,
-            "this replica is on standby: the leader answers shadow queries".into(),
-        );
-    }
     let log = s.shadows.clone().unwrap_or_default();
     let rest = path
         .strip_prefix(&format!("/apis/{}/shadows", super::policies::VISIBILITY))
-        .unwrap_or("-");
-    let body = match rest.trim_end_matches('/') {
-        "" => Some(super::policies::shadow_list(&log)),
-        name => super::policies::shadow_report(&log, name.trim_start_matches('/')),
+        .map(|r| r.trim_matches('/'));
+    let body = match rest {
+        Some("") => Some(super::policies::shadow_list(&log)),
+        Some(name) if !name.contains('/') => super::policies::shadow_report(&log, name),
+        _ => None,
     };
     match body {
         Some(v) => (StatusCode::OK, "application/json", v.to_string()),
-        None => (StatusCode::NOT_FOUND, TEXT, "no such shadow policy".into()),
+        None => (StatusCode::NOT_FOUND, TEXT, "not found".into()),
     }
+}
+
+/// The state behind a query only the leader answers (`what`: which queries, for the message).
+fn leader_state<'a>(
+    shared: &'a RwLock<Shared>,
+    what: &str,
+) -> Result<std::sync::RwLockReadGuard<'a, Shared>, Reply> {
+    const TEXT: &str = "text/plain; charset=utf-8";
+    let Ok(s) = shared.read() else {
+        return Err((
+            StatusCode::INTERNAL_SERVER_ERROR,
+            TEXT,
+            "state unavailable".into(),
+        ));
+    };
+    if !s.leading {
+        return Err((
+            StatusCode::SERVICE_UNAVAILABLE,
+            TEXT,
+            format!("this replica is on standby: the leader answers {what} queries"),
+        ));
+    }
+    Ok(s)
 }
 
 fn paging(query: &str) -> (usize, usize) {

@@ -64,16 +64,19 @@ impl ObjectPolicy {
 
     /// Whether it applies to a ClusterQueue with `labels`.
     pub fn selects(&self, labels: &BTreeMap<String, String>) -> bool {
-        match &self.selector {
-            None => true,
-            Some(s) => crate::cluster::matching::selector_matches(s, labels),
-        }
+        selects(self.selector.as_ref(), labels)
     }
 
     /// The name bindings use for it (a plugin file's stem cannot contain `/`).
     pub fn binding_name(&self) -> String {
         format!("queuepolicy/{}", self.name)
     }
+}
+
+/// Whether a `clusterQueueSelector` (absent: every ClusterQueue) selects a ClusterQueue with
+/// `labels`.
+pub fn selects(selector: Option<&LabelSelector>, labels: &BTreeMap<String, String>) -> bool {
+    selector.is_none_or(|s| crate::cluster::matching::selector_matches(s, labels))
 }
 
 /// Why a module could not be fetched.
@@ -161,6 +164,7 @@ struct Good {
     content: Content,
 }
 
+#[derive(Clone)]
 struct Entry {
     spec: QueuePolicySpec,
     generation: Option<i64>,
@@ -221,18 +225,7 @@ impl PolicyObjects {
             next.insert(name, entry);
         }
         *entries = next;
-        let live: Vec<ObjectPolicy> = entries
-            .iter()
-            .filter_map(|(name, e)| {
-                e.good.as_ref().map(|g| ObjectPolicy {
-                    name: name.clone(),
-                    kind: PluginKind::of(e.spec.extension),
-                    mode: e.spec.mode,
-                    selector: e.spec.cluster_queue_selector.clone(),
-                    plugin: g.plugin.clone(),
-                })
-            })
-            .collect();
+        let live = live_of(&entries);
         let old = self.snapshot();
         let same = old.len() == live.len()
             && old.iter().zip(&live).all(|(a, b)| {
@@ -434,46 +427,34 @@ impl PolicyObjects {
     /// A copy whose modules start afresh (instances, health), sharing compiled code: one
     /// simulated run's quarantines do not carry over to the next.
     pub fn fresh(&self) -> Arc<PolicyObjects> {
-        let fresh: BTreeMap<String, Arc<Plugin>> = self
-            .snapshot()
-            .iter()
-            .map(|o| (o.name.clone(), Arc::new(o.plugin.fresh())))
-            .collect();
-        let renew = |name: &str, p: &Arc<Plugin>| fresh.get(name).cloned().unwrap_or(p.clone());
-        let entries = self
-            .lock()
-            .iter()
-            .map(|(name, e)| {
-                let good = e.good.as_ref().map(|g| Good {
-                    plugin: renew(name, &g.plugin),
-                    ..g.clone()
-                });
-                let entry = Entry {
-                    spec: e.spec.clone(),
-                    generation: e.generation,
-                    good,
-                    loaded: e.loaded.clone(),
-                    refused: e.refused.clone(),
-                };
-                (name.clone(), entry)
-            })
-            .collect();
-        let current = self
-            .snapshot()
-            .iter()
-            .map(|o| ObjectPolicy {
-                plugin: renew(&o.name, &o.plugin),
-                ..o.clone()
-            })
-            .collect();
+        let mut entries = self.lock().clone();
+        for good in entries.values_mut().filter_map(|e| e.good.as_mut()) {
+            good.plugin = Arc::new(good.plugin.fresh());
+        }
         Arc::new(PolicyObjects {
             engine: self.engine.clone(),
             options: self.options.clone(),
+            current: ArcSwap::from_pointee(live_of(&entries)),
             entries: Mutex::new(entries),
-            current: ArcSwap::from_pointee(current),
             generation: AtomicU64::new(self.generation()),
         })
     }
+}
+
+/// The objects with a module live, as bindings take them.
+fn live_of(entries: &BTreeMap<String, Entry>) -> Vec<ObjectPolicy> {
+    entries
+        .iter()
+        .filter_map(|(name, e)| {
+            e.good.as_ref().map(|g| ObjectPolicy {
+                name: name.clone(),
+                kind: PluginKind::of(e.spec.extension),
+                mode: e.spec.mode,
+                selector: e.spec.cluster_queue_selector.clone(),
+                plugin: g.plugin.clone(),
+            })
+        })
+        .collect()
 }
 
 /// A module from a file (a `path` source).

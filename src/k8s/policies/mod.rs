@@ -33,8 +33,8 @@ pub const VISIBILITY: &str = "visibility.wasq.dev/v1alpha1";
 pub fn shadow_list(log: &ShadowLog) -> serde_json::Value {
     let items: Vec<serde_json::Value> = log
         .figures()
-        .keys()
-        .filter_map(|name| shadow_report(log, name))
+        .iter()
+        .filter_map(|(name, figures)| report_of(log, name, figures))
         .collect();
     serde_json::json!({"apiVersion": VISIBILITY, "kind": "ShadowReportList", "items": items})
 }
@@ -42,8 +42,15 @@ pub fn shadow_list(log: &ShadowLog) -> serde_json::Value {
 /// One shadow's figures and latest differing decisions (`ShadowReport`); `None` when no
 /// shadow of that name decided anything.
 pub fn shadow_report(log: &ShadowLog, name: &str) -> Option<serde_json::Value> {
-    let figures = log.figures().remove(name)?;
-    let mut report = serde_json::to_value(status::shadow_status(&figures, log, name)).ok()?;
+    report_of(log, name, log.figures().get(name)?)
+}
+
+fn report_of(
+    log: &ShadowLog,
+    name: &str,
+    figures: &crate::policy::shadow::Figures,
+) -> Option<serde_json::Value> {
+    let mut report = serde_json::to_value(status::shadow_status(figures, log, name)).ok()?;
     let obj = report.as_object_mut()?;
     obj.insert("apiVersion".into(), VISIBILITY.into());
     obj.insert("kind".into(), "ShadowReport".into());
@@ -68,6 +75,23 @@ pub fn resource() -> ApiResource {
         kind: crate::api::policy::QUEUE_POLICY_KIND.into(),
         plural: "queuepolicies".into(),
     }
+}
+
+/// Sends a notice on `tx` for every event of a watch on `api`, until the receiver is gone.
+fn notify_on_events<K>(api: Api<K>, tx: tokio::sync::mpsc::UnboundedSender<()>)
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut stream = watcher::watcher(api, watcher::Config::default())
+            .default_backoff()
+            .boxed();
+        while let Some(event) = stream.next().await {
+            if event.is_ok() && tx.send(()).is_err() {
+                return;
+            }
+        }
+    });
 }
 
 /// Keeps a [`PolicyObjects`] in step with the cluster's `QueuePolicy` objects.
@@ -157,27 +181,8 @@ impl PolicyReconciler {
         let policies: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource());
         let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
             Api::namespaced(self.client.clone(), &self.namespace);
-        let notify = tx.clone();
-        tokio::spawn(async move {
-            let mut stream = watcher::watcher(policies, watcher::Config::default())
-                .default_backoff()
-                .boxed();
-            while let Some(event) = stream.next().await {
-                if event.is_ok() && notify.send(()).is_err() {
-                    return;
-                }
-            }
-        });
-        tokio::spawn(async move {
-            let mut stream = watcher::watcher(config_maps, watcher::Config::default())
-                .default_backoff()
-                .boxed();
-            while let Some(event) = stream.next().await {
-                if event.is_ok() && tx.send(()).is_err() {
-                    return;
-                }
-            }
-        });
+        notify_on_events(policies, tx.clone());
+        notify_on_events(config_maps, tx);
         let mut resync = tokio::time::interval(RESYNC);
         loop {
             tokio::select! {

@@ -20,16 +20,23 @@ use crate::policy::shadow::{Figures, ShadowLog};
 use crate::wasm::PolicyObjects;
 use crate::wasm::objects::ObjectStatus;
 
+/// What a pass of status writes reads once for every object.
+pub struct Reads<'a> {
+    /// What the plugin host says of each object.
+    pub known: BTreeMap<String, ObjectStatus>,
+    /// The labels of every ClusterQueue.
+    pub cluster_queues: Vec<BTreeMap<String, String>>,
+    /// Every shadow's figures, and the log they come from (its latest differences).
+    pub figures: BTreeMap<String, Figures>,
+    pub shadows: &'a ShadowLog,
+    pub now: jiff::Timestamp,
+}
+
 /// The status `policy` should have now. `None` when the host does not know the object yet.
-pub fn build(
-    policy: &QueuePolicy,
-    known: &BTreeMap<String, ObjectStatus>,
-    cluster_queues: &[BTreeMap<String, String>],
-    shadows: &ShadowLog,
-    now: jiff::Timestamp,
-) -> Option<QueuePolicyStatus> {
+pub fn build(policy: &QueuePolicy, reads: &Reads<'_>) -> Option<QueuePolicyStatus> {
+    let now = reads.now;
     let name = policy.metadata.name.as_deref()?;
-    let state = known.get(name)?;
+    let state = reads.known.get(name)?;
     let old = policy.status.clone().unwrap_or_default();
     let mut conditions_now = old.conditions.clone();
     for (type_, verdict) in [(LOADED, &state.loaded), (READY, &state.ready)] {
@@ -43,14 +50,15 @@ pub fn build(
         c.observed_generation = state.generation;
         conditions::set(&mut conditions_now, c);
     }
-    let selects = |labels: &BTreeMap<String, String>| match &policy.spec.cluster_queue_selector {
-        None => true,
-        Some(s) => crate::cluster::matching::selector_matches(s, labels),
-    };
+    let selector = policy.spec.cluster_queue_selector.as_ref();
     let mut status = QueuePolicyStatus {
         conditions: conditions_now,
         observed_generation: state.generation,
-        cluster_queues: cluster_queues.iter().filter(|l| selects(l)).count() as u32,
+        cluster_queues: reads
+            .cluster_queues
+            .iter()
+            .filter(|labels| crate::wasm::objects::selects(selector, labels))
+            .count() as u32,
         ..QueuePolicyStatus::default()
     };
     if let Some((plugin, digest, since)) = &state.live {
@@ -75,8 +83,8 @@ pub fn build(
         status.extra_victims = s.extra_victims;
     }
     if policy.spec.mode == PolicyMode::Shadow {
-        let figures = shadows.figures().remove(name).unwrap_or_default();
-        status.shadow = Some(shadow_status(&figures, shadows, name));
+        let figures = reads.figures.get(name).cloned().unwrap_or_default();
+        status.shadow = Some(shadow_status(&figures, reads.shadows, name));
     }
     Some(status)
 }
@@ -124,18 +132,22 @@ pub async fn write(
     }
     let queues: Api<DynamicObject> =
         Api::all_with(client.clone(), &KueueKind::ClusterQueue.api_resource());
-    let cluster_queues: Vec<BTreeMap<String, String>> = queues
-        .list_metadata(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .map(|cq| cq.metadata.labels.unwrap_or_default())
-        .collect();
-    let known = objects.statuses();
+    let reads = Reads {
+        cluster_queues: queues
+            .list_metadata(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .map(|cq| cq.metadata.labels.unwrap_or_default())
+            .collect(),
+        known: objects.statuses(),
+        figures: shadows.figures(),
+        shadows,
+        now: jiff::Timestamp::now(),
+    };
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &super::resource());
-    let now = jiff::Timestamp::now();
     for policy in listed {
-        let Some(status) = build(policy, &known, &cluster_queues, shadows, now) else {
+        let Some(status) = build(policy, &reads) else {
             continue;
         };
         if policy.status.as_ref() == Some(&status) {
