@@ -54,7 +54,7 @@ const READY_WITHIN: Duration = Duration::from_secs(120);
 
 /// The folder holding the control plane's binaries: `$WASQ_CONTROL_PLANE_BIN`, else the one
 /// `.ci/build-control-plane` builds for the versions `.ci/control-plane` pins (keyed, as there,
-/// by the SHA-256 of `go.mod`, `go.sum`, `etcd/main.go` and the script itself).
+/// by the SHA-256 of `go.mod`, `go.sum`, `etcd/main.go`, `crds.txt` and the script itself).
 ///
 /// # Errors
 /// When a binary is missing, naming the script that builds them.
@@ -68,6 +68,7 @@ pub fn bin_dir() -> Result<PathBuf> {
                 ".ci/control-plane/go.mod",
                 ".ci/control-plane/go.sum",
                 ".ci/control-plane/etcd/main.go",
+                ".ci/control-plane/crds.txt",
                 ".ci/build-control-plane",
             ] {
                 let path = root.join(file);
@@ -92,6 +93,24 @@ pub fn bin_dir() -> Result<PathBuf> {
         }
     }
     Ok(dir)
+}
+
+/// The CRD file `name` of `.ci/control-plane/crds.txt` (the other job kinds' APIs,
+/// ProvisioningRequest's), which `.ci/build-control-plane` puts in the `crds` folder beside
+/// [`bin_dir`]'s.
+///
+/// # Errors
+/// When it is not there, naming the script that puts it there.
+pub fn crd_file(name: &str) -> Result<PathBuf> {
+    let bin = bin_dir()?;
+    let path = bin.parent().unwrap_or(&bin).join("crds").join(name);
+    if !path.is_file() {
+        bail!(
+            "{} is missing: `.ci/build-control-plane` downloads the CRDs              .ci/control-plane/crds.txt pins (run it once)",
+            path.display()
+        );
+    }
+    Ok(path)
 }
 
 /// etcd and kube-apiserver (and the servers [`ControlPlane::run_pods`] adds), running until
@@ -290,6 +309,38 @@ impl ControlPlane {
         self.dir.path().join(KUBECONFIG)
     }
 
+    /// Runs the pinned `kubectl` against this control plane, `stdin` fed to it; its standard
+    /// output.
+    ///
+    /// # Errors
+    /// It cannot be started or fails (with what it printed on standard error).
+    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Result<String> {
+        let mut child = Command::new(self.bin.join("kubectl"))
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig())
+            .args(args)
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        if let (Some(text), Some(mut input)) = (stdin, child.stdin.take()) {
+            input.write_all(text.as_bytes())?;
+        }
+        let out = child.wait_with_output()?;
+        if !out.status.success() {
+            bail!(
+                "kubectl {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(String::from_utf8(out.stdout)?)
+    }
+
     /// The control plane's folder: its data, certificates and every server's log.
     pub fn dir(&self) -> &Path {
         self.dir.path()
@@ -308,6 +359,18 @@ impl ControlPlane {
     /// # Errors
     /// A server that exits, nodes not Ready or no ServiceAccount within two minutes.
     pub async fn run_pods(&mut self, nodes: usize) -> Result<()> {
+        let nodes = (0..nodes)
+            .map(|i| kwok_node(&format!("kwok-node-{i}")))
+            .collect::<Result<Vec<_>>>()?;
+        self.run_pods_on(nodes).await
+    }
+
+    /// [`ControlPlane::run_pods`] on the fake nodes given (made by [`kwok_node`], their labels
+    /// or capacity changed).
+    ///
+    /// # Errors
+    /// As [`ControlPlane::run_pods`].
+    pub async fn run_pods_on(&mut self, nodes: Vec<Node>) -> Result<()> {
         let root = self.dir.path().to_path_buf();
         let kubeconfig = format!("--kubeconfig={}", self.kubeconfig().display());
         let controllers = Server::spawn(
@@ -369,13 +432,12 @@ impl ControlPlane {
 
         let client = self.client().await?;
         let api: Api<Node> = Api::all(client.clone());
-        for i in 0..nodes {
-            api.create(
-                &PostParams::default(),
-                &kwok_node(&format!("kwok-node-{i}"))?,
-            )
-            .await
-            .with_context(|| format!("creating node kwok-node-{i}"))?;
+        let count = nodes.len();
+        for node in nodes {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            api.create(&PostParams::default(), &node)
+                .await
+                .with_context(|| format!("creating node {name}"))?;
         }
         let accounts: Api<ServiceAccount> = Api::namespaced(client, "default");
         let started = Instant::now();
@@ -387,7 +449,7 @@ impl ControlPlane {
                 .iter()
                 .filter(|n| is_ready(n))
                 .count();
-            if ready == nodes && accounts.get_opt("default").await?.is_some() {
+            if ready == count && accounts.get_opt("default").await?.is_some() {
                 return Ok(());
             }
             for server in &mut self.servers {

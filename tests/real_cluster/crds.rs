@@ -47,6 +47,31 @@ pub async fn install(client: &kube::Client) -> Result<Vec<Value>> {
     Ok(crds)
 }
 
+/// Applies the CRD files `names` of `.ci/control-plane/crds.txt` ([`crate::cluster::crd_file`])
+/// as they are, server-side, and waits until each is `Established`.
+pub async fn install_files(client: &kube::Client, names: &[&str]) -> Result<()> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut applied = Vec::new();
+    for file in names {
+        let path = crate::cluster::crd_file(file)?;
+        let text = std::fs::read_to_string(&path)?;
+        let crd: Value =
+            serde_saphyr::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        let name = crd["metadata"]["name"]
+            .as_str()
+            .with_context(|| format!("{file}: a CRD has a name"))?
+            .to_string();
+        api.patch(&name, &PatchParams::apply(MANAGER), &Patch::Apply(&crd))
+            .await
+            .with_context(|| format!("applying CRD {name} of {file}"))?;
+        applied.push(name);
+    }
+    for name in &applied {
+        established(&api, name).await?;
+    }
+    Ok(())
+}
+
 /// Waits until `name` is `Established` with its names accepted; fails at once on a condition
 /// that says its schema or names are refused.
 async fn established(api: &Api<CustomResourceDefinition>, name: &str) -> Result<()> {

@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use serde_json::{Value, json};
 use wasq::k8s::resources::KueueKind;
 
-use crate::cluster::ControlPlane;
+use crate::cluster::{ControlPlane, kwok_node};
 use crate::crds;
 use crate::kueue_docs::api_for;
 use crate::wasq::{Options, Wasq};
@@ -63,12 +63,30 @@ pub async fn set_up_with(
     options: &Options,
     objects: &[Value],
 ) -> Result<(ControlPlane, kube::Client, Wasq)> {
+    let nodes = (0..2)
+        .map(|i| kwok_node(&format!("kwok-node-{i}")))
+        .collect::<Result<Vec<_>>>()?;
+    set_up_on(options, &[], Some(nodes), objects).await
+}
+
+/// [`set_up_with`] with the CRD files `other_crds` of `.ci/control-plane/crds.txt` installed
+/// too (before wasq starts: it manages a kind only when its API is served at start-up), and
+/// pods run on `nodes` (no pods run, no controller manager, scheduler or KWOK, when `None`).
+pub async fn set_up_on(
+    options: &Options,
+    other_crds: &[&str],
+    nodes: Option<Vec<Node>>,
+    objects: &[Value],
+) -> Result<(ControlPlane, kube::Client, Wasq)> {
     let mut plane = ControlPlane::start().await?;
     let client = plane.client().await?;
     // Before the controller manager: its garbage collector then watches Workloads from the
     // start (it finds resources added later at its next discovery, up to 30 s on).
     crds::install(&client).await?;
-    plane.run_pods(2).await?;
+    crds::install_files(&client, other_crds).await?;
+    if let Some(nodes) = nodes {
+        plane.run_pods_on(nodes).await?;
+    }
     let mut wasq = Wasq::start(&plane, options).await?;
     wasq.wait_ready().await?;
     wasq.register_webhooks(&client).await?;

@@ -12,6 +12,7 @@ mod cluster;
 mod crds;
 mod deploy;
 mod double;
+mod job_kinds;
 mod jobs;
 mod kept;
 mod kueue_docs;
