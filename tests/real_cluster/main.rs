@@ -20,6 +20,7 @@ mod leader;
 mod migrate;
 mod pods;
 mod printer_columns;
+mod provisioning;
 mod queue_policies;
 mod recorder;
 mod restart;
