@@ -25,6 +25,7 @@ mod queue_policies;
 mod recorder;
 mod restart;
 mod takeover;
+mod tas;
 mod wasq;
 mod workload_status;
 
