@@ -97,7 +97,7 @@ enum Command {
     /// Kueue's performance-test shape simulated twice in one process — built-in native policies,
     /// then the three kueue-default WASM plugins — with the WASM/native ratio.
     #[command(
-        after_help = "Examples:\n  wasq bench --shape baseline --repeat 3\n  wasq bench --shape large-scale --scale 1,3,10 --repeat 5 -o json\n  wasq bench --driver controller --shape baseline"
+        after_help = "Examples:\n  wasq bench --shape baseline --repeat 3\n  wasq bench --shape large-scale --scale 1,3,10 --repeat 5 -o json\n  wasq bench --driver controller --shape baseline\n  wasq bench --driver controller --shape baseline --kubeconfig perf-cluster.kubeconfig"
     )]
     Bench {
         /// Which of Kueue's performance-test shapes to generate.
@@ -109,8 +109,8 @@ enum Command {
         /// table of how the wall time and memory grow from the first.
         #[arg(long, value_name = "N", value_delimiter = ',', default_value = "1")]
         scale: Vec<u32>,
-        /// Simulator driver: a manifest holding one `Generator` object (sim.wasq.dev/v1alpha1:
-        /// a shape, scale, cohorts, queuesPerCohort, quota, classes) instead of --shape.
+        /// A manifest holding one `Generator` object (sim.wasq.dev/v1alpha1: a shape, scale,
+        /// cohorts, queuesPerCohort, quota, classes) instead of --shape.
         #[arg(long, value_name = "FILE", conflicts_with = "shape")]
         generator: Option<PathBuf>,
         /// How to print the result: a table for people, or JSON.
@@ -138,10 +138,26 @@ enum Command {
         #[arg(long = "policy", value_name = "EXT=NAME")]
         policy: Vec<String>,
         /// `simulator`: the shape on the virtual clock, native vs WASM policies. `controller`:
-        /// the shape in real time through the controller against an in-process API server.
+        /// the shape in real time through the controller against an in-process API server, or
+        /// against a real cluster with --kubeconfig/--context.
         #[arg(long, value_enum, default_value = "simulator")]
         driver: BenchDriver,
-        /// Controller driver: server-side latency of every API request (e.g. 2ms).
+        /// Controller driver: run in the cluster this kubeconfig reaches instead of the
+        /// in-process API server (Kueue's CRDs installed, no Workload in it yet; the shape's
+        /// objects are left there, as Kueue's performance runner leaves them).
+        #[arg(long, value_name = "FILE")]
+        kubeconfig: Option<PathBuf>,
+        /// Controller driver: the kubeconfig context to use (implies a real cluster; default:
+        /// its current-context).
+        #[arg(long, value_name = "NAME")]
+        context: Option<String>,
+        /// Controller driver, with a cluster: measure the controller already running against
+        /// it (Kueue's, for a side-by-side run) instead of running wasq's, reading its requests
+        /// and process figures from its Prometheus metrics at this http:// URL.
+        #[arg(long, value_name = "URL", requires = "kubeconfig")]
+        controller_metrics: Option<String>,
+        /// Controller driver: server-side latency of every API request of the in-process API
+        /// server (e.g. 2ms).
         #[arg(long, default_value = "0ms", value_parser = parse_duration)]
         api_latency: std::time::Duration,
         /// Controller driver: multiplies arrival times and durations (0.1 = ten times faster);
@@ -367,11 +383,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             config,
             policy,
             shadow,
+            kubeconfig,
+            context,
+            controller_metrics,
             ..
         } => {
-            if scale != [1] || generator.is_some() {
-                anyhow::bail!("--scale and --generator apply to the simulator driver only");
+            if scale != [1] {
+                anyhow::bail!(
+                    "--scale applies to the simulator driver only (a --generator file has a scale)"
+                );
             }
+            let generator = match generator {
+                Some(path) => load_generator(&path)?,
+                None => wasq::sim::generate::Generator::scaled(shape, 1, None)?,
+            };
+            let cluster = (kubeconfig.is_some() || context.is_some()).then_some(
+                wasq::bench::controller::Cluster {
+                    kubeconfig,
+                    context,
+                },
+            );
             // As `wasq controller` binds them: --policy (default built-in), --shadow.
             let policies = PolicyArgs {
                 plugins: Some(plugins),
@@ -384,7 +415,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let report = wasq::bench::controller::run(&wasq::bench::controller::Options {
                 configure: Some(policies.configure_hook()),
                 shadows: Some(policies.shadow_log.clone()),
-                shape,
+                generator,
+                cluster,
+                external_metrics: controller_metrics,
                 api_latency,
                 time_scale,
                 limit: time_limit,
@@ -409,8 +442,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             config,
             policy,
             shadow,
+            kubeconfig,
+            context,
+            controller_metrics,
             ..
         } => {
+            if kubeconfig.is_some() || context.is_some() || controller_metrics.is_some() {
+                anyhow::bail!(
+                    "--kubeconfig, --context and --controller-metrics apply to the controller driver (--driver controller)"
+                );
+            }
             if !shadow.is_empty() {
                 anyhow::bail!(
                     "--shadow applies to the controller driver (the simulator compares a shadow \

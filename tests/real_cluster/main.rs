@@ -7,6 +7,7 @@
 //! in-process double (`wasq::k8s::apiserver`) can only assume: that the real server accepts
 //! wasq's objects and keeps every field of them ([`kept`]).
 
+mod bench;
 mod certificates;
 mod cluster;
 mod crds;
