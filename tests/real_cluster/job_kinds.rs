@@ -18,7 +18,7 @@ use wasq::k8s::resources::KueueKind;
 
 use crate::cluster::kwok_node;
 use crate::jobs::{
-    cluster_queue, condition, condition_of, kwok_flavor, local_queue, set_up_on, until,
+    cluster_queue, condition, condition_of, kwok_flavor, left_alone, local_queue, set_up_on, until,
 };
 use crate::kept::assert_kept;
 use crate::wasq::{Options, Wasq};
@@ -479,6 +479,29 @@ async fn other_job_kinds_are_queued_admitted_started_and_finished() -> Result<()
     }
 
     lws_groups_run(&client, &mut wasq, &lws).await?;
+
+    // Once done, nothing is written again: not a job whose CRD defaulted fields of what wasq
+    // wrote, not a Workload.
+    let mut paths: Vec<String> = workloads(&client)
+        .await?
+        .iter()
+        .map(|w| {
+            format!(
+                "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{}",
+                w["metadata"]["name"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    for (kind, job) in kinds.iter().zip(&created) {
+        let r = &kind.resource;
+        paths.push(format!(
+            "/apis/{}/namespaces/default/{}/{}",
+            r.api_version,
+            r.plural,
+            job["metadata"]["name"].as_str().unwrap_or_default()
+        ));
+    }
+    left_alone(&client, &paths, std::time::Duration::from_secs(2)).await?;
     assert_eq!(wasq.warnings(), Vec::<String>::new());
     eprintln!(
         "set-up {:.1}s; all done {:.1}s after the start",

@@ -162,6 +162,41 @@ pub fn keep_running(job: &mut Job) {
     }
 }
 
+/// Fails when an object of `paths` (API paths) changes within `quiet`: once a flow is done,
+/// nothing writes its objects again (no write loop over a field the real server defaults or
+/// drops). The error names each object changed and who wrote it (its managedFields).
+pub async fn left_alone(client: &kube::Client, paths: &[String], quiet: Duration) -> Result<()> {
+    async fn read(client: &kube::Client, path: &str) -> Result<Value> {
+        let text = client
+            .request_text(http::Request::get(path).body(Vec::new())?)
+            .await
+            .with_context(|| format!("GET {path}"))?;
+        Ok(serde_json::from_str(&text)?)
+    }
+    let mut before = Vec::new();
+    for path in paths {
+        before.push(read(client, path).await?);
+    }
+    tokio::time::sleep(quiet).await;
+    let mut changed = Vec::new();
+    for (path, old) in paths.iter().zip(before) {
+        let new = read(client, path).await?;
+        if new["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"] {
+            changed.push(format!(
+                "{path}: managedFields {} → {}",
+                old["metadata"]["managedFields"], new["metadata"]["managedFields"]
+            ));
+        }
+    }
+    anyhow::ensure!(
+        changed.is_empty(),
+        "written again within {}s of the end:\n  {}",
+        quiet.as_secs_f64(),
+        changed.join("\n  ")
+    );
+    Ok(())
+}
+
 /// Polls `check` every 200 ms until it gives `Some`, for at most [`STEP`]; the error names
 /// `what`, the last thing seen, and ends with the end of wasq's log.
 pub async fn until<T>(

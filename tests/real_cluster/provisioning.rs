@@ -7,13 +7,15 @@
 //! `consume-provisioning-request` annotations — everything read back as the server stored it.
 //! (No pods run: no node has the GPUs the Job asks for.)
 
+use std::time::Duration;
+
 use anyhow::{Context, Result};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::PodTemplate;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use crate::jobs::{condition, condition_of, set_up_on, until, workload_of};
+use crate::jobs::{condition, condition_of, left_alone, set_up_on, until, workload_of};
 use crate::wasq::Options;
 
 /// Kueue's `site/static/examples/provisioning/provisioning-setup.yaml`, as it is.
@@ -258,6 +260,20 @@ async fn a_provisioning_request_is_made_and_once_provisioned_the_job_starts() ->
         template["metadata"]["annotations"], annotations,
         "{template}"
     );
+    // Nothing is written again: not the PodTemplate the server defaulted, not the request.
+    left_alone(
+        &client,
+        &[
+            format!("/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads/{wl_name}"),
+            format!(
+                "/apis/autoscaling.x-k8s.io/v1/namespaces/default/provisioningrequests/{pr_name}"
+            ),
+            format!("/api/v1/namespaces/default/podtemplates/{template_name}"),
+            format!("/apis/batch/v1/namespaces/default/jobs/{job_name}"),
+        ],
+        Duration::from_secs(2),
+    )
+    .await?;
     assert_eq!(wasq.warnings(), Vec::<String>::new());
     eprintln!(
         "set-up {:.1}s; all done {:.1}s after the start",
