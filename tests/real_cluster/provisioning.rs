@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::PodTemplate;
+use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
@@ -197,6 +198,8 @@ async fn a_provisioning_request_is_made_and_once_provisioned_the_job_starts() ->
             .any(|o| o["kind"] == "Workload" && o["uid"] == wl_uid && o["controller"] == true)
     };
     assert!(owned_by_workload(&pr), "{}", pr["metadata"]);
+    let managed = json!({"kueue.x-k8s.io/managed": "true"});
+    assert_eq!(pr["metadata"]["labels"], managed, "{}", pr["metadata"]);
     let templates: Api<PodTemplate> = Api::namespaced(client.clone(), "default");
     let template = serde_json::to_value(
         templates
@@ -205,6 +208,11 @@ async fn a_provisioning_request_is_made_and_once_provisioned_the_job_starts() ->
             .with_context(|| format!("the PodTemplate {template_name}"))?,
     )?;
     assert!(owned_by_workload(&template), "{}", template["metadata"]);
+    assert_eq!(
+        template["metadata"]["labels"], managed,
+        "{}",
+        template["metadata"]
+    );
     assert_eq!(
         template["template"]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"],
         "1",
@@ -260,6 +268,30 @@ async fn a_provisioning_request_is_made_and_once_provisioned_the_job_starts() ->
         template["metadata"]["annotations"], annotations,
         "{template}"
     );
+    // Kueue's Events on the Workload, as the server stored them.
+    let notes = until("the Workload's Events", &mut wasq, async |seen| {
+        let events: Api<Event> = Api::namespaced(client.clone(), "default");
+        let notes: Vec<(String, String)> = events
+            .list(&Default::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(&wl_name))
+            .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+            .collect();
+        *seen = format!("{notes:?}");
+        let admitted = notes.iter().any(|(reason, _)| reason == "Admitted");
+        Ok(admitted.then_some(notes))
+    })
+    .await?;
+    assert!(
+        notes.contains(&(
+            "ProvisioningRequestCreated".into(),
+            format!("Created ProvisioningRequest: {pr_name:?}")
+        )),
+        "{notes:?}"
+    );
+
     // Nothing is written again: not the PodTemplate the server defaulted, not the request.
     left_alone(
         &client,
