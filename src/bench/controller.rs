@@ -85,9 +85,11 @@ pub struct ControllerBench {
     pub controller: String,
     pub api_latency_ms: f64,
     pub time_scale: f64,
-    /// The controller's client-side pacing (0: none).
-    pub kube_api_qps: f64,
-    pub kube_api_burst: u32,
+    /// wasq's client-side pacing (0: none); an external controller's own is not known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kube_api_qps: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kube_api_burst: Option<u32>,
     /// Whether every workload was pending at start, with quota for all of them.
     pub backlog: bool,
     pub pending_status_interval_seconds: f64,
@@ -426,14 +428,15 @@ async fn run_async(options: &Options) -> anyhow::Result<ControllerBench> {
         Target::Cluster(c) => c.url.clone(),
     };
     let controller_requests: u64 = figures.requests.values().sum();
+    let embedded = options.external_metrics.is_none();
     Ok(ControllerBench {
         shape: options.generator.name(),
         driver: "controller",
         api_server,
         api_latency_ms: api_latency.as_secs_f64() * 1000.0,
         time_scale,
-        kube_api_qps: options.qps.max(0.0),
-        kube_api_burst: options.burst,
+        kube_api_qps: embedded.then_some(options.qps.max(0.0)),
+        kube_api_burst: embedded.then_some(options.burst),
         backlog: options.backlog,
         pending_status_interval_seconds: options.pending_status_interval.as_secs_f64(),
         workloads: total,
@@ -1164,7 +1167,7 @@ impl ControllerBench {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "wasq bench --driver controller: {} ({} workloads{}), API server {}{}, time scale {}, client QPS {} burst {}",
+            "wasq bench --driver controller: {} ({} workloads{}), API server {}{}, time scale {}, controller {}",
             self.shape,
             self.workloads,
             if self.backlog { ", backlog" } else { "" },
@@ -1175,8 +1178,11 @@ impl ControllerBench {
                 String::new()
             },
             self.time_scale,
-            self.kube_api_qps,
-            self.kube_api_burst
+            match (self.kube_api_qps, self.kube_api_burst) {
+                (Some(qps), Some(burst)) =>
+                    format!("{} (client QPS {qps} burst {burst})", self.controller),
+                _ => self.controller.clone(),
+            }
         );
         let _ = writeln!(out, "  completed            {}", self.completed);
         let _ = writeln!(out, "  wall                 {:.1} s", self.wall_seconds);

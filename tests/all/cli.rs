@@ -505,3 +505,60 @@ fn shadow_report_reads_a_simulator_report_and_names_what_it_lacks() {
         "{err}"
     );
 }
+
+/// `wasq bench --driver controller` on a small `Generator` against the in-process API server:
+/// every Workload admitted and finished, the controller's requests counted; the flags of a
+/// real cluster refused where they cannot apply.
+#[test]
+fn the_controller_bench_runs_a_generator_file_and_refuses_misplaced_cluster_flags() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let generator = dir.path().join("small.yaml");
+    std::fs::write(
+        &generator,
+        "apiVersion: sim.wasq.dev/v1alpha1\nkind: Generator\nmetadata: {name: small}\nspec:\n  \
+         shape: baseline\n  cohorts: 1\n  queuesPerCohort: 2\n  classes:\n  \
+         - {name: small, count: 12, interval: 50ms, runtime: 100ms, priority: 50, cpu: 1}\n  \
+         - {name: large, count: 2, interval: 300ms, runtime: 200ms, priority: 200, cpu: 20}\n",
+    )
+    .expect("write");
+    let mut bench = wasq();
+    bench
+        .args(["bench", "--driver", "controller", "--generator"])
+        .arg(&generator)
+        .args(["--time-limit", "2m", "-o", "json"]);
+    let report = json_of(bench, "wasq bench --driver controller");
+    assert_eq!(report["apiServer"], "double");
+    assert_eq!(report["shape"], "baseline (customised)");
+    assert_eq!(report["workloads"], 28);
+    assert_eq!(report["completed"], true, "{report}");
+    assert!(report["admissions"].as_u64() >= Some(28), "{report}");
+    assert_eq!(report["kubeApiQps"], 300.0);
+    assert!(report["requests"]["patch workloads/status"].as_u64() >= Some(28));
+    assert!(report.get("apiServerProcess").is_none());
+
+    for (args, says) in [
+        (
+            &[
+                "bench",
+                "--driver",
+                "controller",
+                "--controller-metrics",
+                "http://127.0.0.1:1/metrics",
+            ][..],
+            "--kubeconfig",
+        ),
+        (
+            &["bench", "--kubeconfig", "/nonexistent"][..],
+            "apply to the controller driver",
+        ),
+        (
+            &["bench", "--driver", "controller", "--scale", "3"][..],
+            "--scale applies to the simulator driver only",
+        ),
+    ] {
+        let out = wasq().args(args).output().expect("runs");
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
