@@ -613,14 +613,32 @@ async fn lws_groups_run(client: &kube::Client, wasq: &mut Wasq, lws: &Value) -> 
     }
     let kind = wasq::api::jobs::builtin_kind("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
         .context("wasq's LeaderWorkerSet kind")?;
-    let listed = workloads(client).await?;
-    for group in 0..2 {
-        let group_name = kind.workload_name(name, "", Some(group));
+    let group_names: Vec<String> = (0..2)
+        .map(|group| kind.workload_name(name, "", Some(group)))
+        .collect();
+    // Admitted, and PodsReady once its pods run (written after they are Running).
+    let listed = until(
+        "the LeaderWorkerSet's group Workloads admitted and PodsReady",
+        wasq,
+        async |seen| {
+            let listed = workloads(client).await?;
+            *seen = format!("{listed:?}");
+            let ready = group_names.iter().all(|group_name| {
+                listed.iter().any(|w| {
+                    w["metadata"]["name"] == *group_name
+                        && condition(w, "Admitted", "True")
+                        && condition(w, "PodsReady", "True")
+                })
+            });
+            Ok(ready.then_some(listed))
+        },
+    )
+    .await?;
+    for group_name in &group_names {
         let wl = listed
             .iter()
-            .find(|w| w["metadata"]["name"] == group_name)
+            .find(|w| w["metadata"]["name"] == *group_name)
             .with_context(|| format!("no Workload {group_name} in {listed:?}"))?;
-        assert!(condition(wl, "Admitted", "True"), "{wl}");
         let count: i64 = wl["spec"]["podSets"]
             .as_array()
             .into_iter()
