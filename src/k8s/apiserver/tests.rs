@@ -522,3 +522,30 @@ async fn server_side_apply_creates_a_missing_object_and_a_cluster_scoped_one_has
     let stored = nodes.create(&PostParams::default(), &node).await.unwrap();
     assert_eq!(stored.metadata.namespace, None);
 }
+
+/// As the real server (`tests/real_cluster/tas.rs`): a pod whose last scheduling gate is
+/// removed has no `schedulingGates` at all, not an empty list.
+#[tokio::test]
+async fn a_pods_emptied_scheduling_gates_are_absent() {
+    use k8s_openapi::api::core::v1::Pod;
+    let (_s, client) = server();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "ns");
+    let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "ns"},
+        "spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/topology"}],
+                 "containers": [{"name": "c", "image": "busybox"}]}}))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let ungate: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "remove", "path": "/spec/schedulingGates/0"},
+        {"op": "add", "path": "/spec/nodeSelector", "value": {"kubernetes.io/hostname": "n1"}}]))
+    .unwrap();
+    pods.patch("p", &PatchParams::default(), &Patch::<()>::Json(ungate))
+        .await
+        .unwrap();
+    let stored = serde_json::to_value(pods.get("p").await.unwrap()).unwrap();
+    assert_eq!(stored["spec"]["schedulingGates"], Value::Null, "{stored}");
+    assert_eq!(
+        stored["spec"]["nodeSelector"]["kubernetes.io/hostname"],
+        "n1"
+    );
+}

@@ -203,7 +203,7 @@ async fn a_rack_job_is_placed_in_one_rack_and_each_pod_released_into_its_node() 
             .api
             .get(&format!("/api/v1/namespaces/ns/pods/train-{i}"))
             .unwrap();
-        assert_eq!(pod["spec"]["schedulingGates"], json!([]), "{pod}");
+        assert_eq!(pod["spec"]["schedulingGates"], Value::Null, "{pod}");
         let node = pod["spec"]["nodeSelector"][HOST]
             .as_str()
             .unwrap()
@@ -413,7 +413,7 @@ async fn a_pod_group_placed_by_tas_is_released_then_ungated_into_its_domains() {
             .api
             .get(&format!("/api/v1/namespaces/ns/pods/{p}"))
             .unwrap();
-        assert_eq!(pod["spec"]["schedulingGates"], json!([]), "{pod}");
+        assert_eq!(pod["spec"]["schedulingGates"], Value::Null, "{pod}");
         assert_eq!(
             pod["metadata"]["annotations"]["kueue.x-k8s.io/workload"],
             "g"
