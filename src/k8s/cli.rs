@@ -81,6 +81,11 @@ pub struct ControllerArgs {
     /// Address of the HTTPS admission webhooks (the Service's port 443 points here).
     #[arg(long, default_value = "0.0.0.0:9443")]
     pub webhook_listen: SocketAddr,
+    /// Address of the HTTPS visibility API the aggregation layer proxies to (the APIService
+    /// `v1beta2.visibility.kueue.x-k8s.io`, as Kueue's visibility server on 8082), with the
+    /// webhooks' certificate; `none`: not served. Needs the webhooks.
+    #[arg(long, default_value = "0.0.0.0:8082", value_parser = parse_listen)]
+    pub visibility_listen: Listen,
     /// The Service the API server calls the webhooks through; the certificate names
     /// `<service>.<namespace>.svc` and `<service>.<namespace>.svc.cluster.local`.
     #[arg(long, default_value = webhook::DEFAULT_SERVICE)]
@@ -109,6 +114,19 @@ pub struct ControllerArgs {
     /// instead of HTTPS, like containerd's insecure registries. Repeatable.
     #[arg(long = "insecure-registry", value_name = "HOST")]
     pub insecure_registries: Vec<String>,
+}
+
+/// A listening address, or none (`none`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listen(pub Option<SocketAddr>);
+
+fn parse_listen(s: &str) -> Result<Listen, String> {
+    if s == "none" {
+        return Ok(Listen(None));
+    }
+    s.parse()
+        .map(|a| Listen(Some(a)))
+        .map_err(|e| format!("{s}: {e} (an address such as 0.0.0.0:8082, or none)"))
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -307,10 +325,30 @@ async fn run_async(
             pod_groups,
             controller.shared.clone(),
         ));
-        let addr = webhook::start(client.clone(), webhooks, args.webhook_listen, source)
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let (addr, certificate) =
+            webhook::start(client.clone(), webhooks, args.webhook_listen, source)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
         tracing::info!(%addr, "admission webhooks ready");
+        if let Listen(Some(listen)) = args.visibility_listen {
+            // Kueue's visibility API through the aggregation layer; without a front proxy (or
+            // the right to read its settings) only this is off.
+            match super::aggregated::start(
+                client.clone(),
+                listen,
+                certificate,
+                controller.shared.clone(),
+                metrics.clone(),
+            )
+            .await
+            {
+                Ok(addr) => tracing::info!(%addr, "visibility API served to the aggregation layer"),
+                Err(e) => tracing::warn!(
+                    error = %format!("{e:#}"),
+                    "the visibility API is not served to the aggregation layer"
+                ),
+            }
+        }
         if let Ok(mut s) = controller.shared.write() {
             s.webhooks_pending = false;
         }

@@ -17,6 +17,7 @@
 //!   never ahead of the cluster except for quota still held by a victim being evicted;
 //! - only the leader (a `coordination.k8s.io` Lease) runs cycles and writes.
 
+pub mod aggregated;
 pub mod apiserver;
 pub mod checks;
 pub mod cli;

@@ -199,6 +199,12 @@ impl ControlPlane {
         let sa = rcgen::KeyPair::generate()?;
         let sa_key = write(SERVICE_ACCOUNT_KEY, &sa.serialize_pem())?;
         let sa_pub = write("service-account.pub", &sa.public_key_pem())?;
+        // The aggregation layer's front proxy: the client certificate the API server presents to
+        // extension API servers (wasq's visibility API), and the CA they check it with.
+        let (proxy_ca, proxy_cert, proxy_key) = front_proxy(now)?;
+        let proxy_ca = write("front-proxy-ca.crt", &proxy_ca)?;
+        let proxy_cert = write("front-proxy-client.crt", &proxy_cert)?;
+        let proxy_key = write("front-proxy-client.key", &proxy_key)?;
         let tokens = write(
             "tokens.csv",
             &format!("{token},admin,admin,\"system:masters\"\n"),
@@ -218,6 +224,13 @@ impl ControlPlane {
             // Only allocated from: no kube-proxy runs, nothing is ever sent to these.
             "--service-cluster-ip-range=10.0.0.0/24".into(),
             "--allow-privileged=true".into(),
+            format!("--requestheader-client-ca-file={}", proxy_ca.display()),
+            format!("--requestheader-allowed-names={FRONT_PROXY}"),
+            "--requestheader-username-headers=X-Remote-User".into(),
+            "--requestheader-group-headers=X-Remote-Group".into(),
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-".into(),
+            format!("--proxy-client-cert-file={}", proxy_cert.display()),
+            format!("--proxy-client-key-file={}", proxy_key.display()),
             // Its own certificates (aggregator, loopback) go here, not into the work tree.
             format!("--cert-dir={}", root.join("apiserver-certs").display()),
         ];
@@ -584,6 +597,45 @@ contexts:
 current-context: wasq-test
 "
     )
+}
+
+/// The common name of the front proxy's client certificate.
+const FRONT_PROXY: &str = "front-proxy-client";
+
+/// A CA and a client certificate signed by it for [`FRONT_PROXY`], as kubeadm makes the front
+/// proxy's: (CA, certificate, key), PEM.
+fn front_proxy(now: i64) -> Result<(String, String, String)> {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair, KeyUsagePurpose,
+    };
+    let at = |t: i64| time::OffsetDateTime::from_unix_timestamp(t);
+    let ca_key = KeyPair::generate()?;
+    let mut ca = CertificateParams::default();
+    ca.distinguished_name
+        .push(DnType::CommonName, "front-proxy-ca");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    ca.not_before = at(now - 3600)?;
+    ca.not_after = at(now + 7 * 86400)?;
+    let ca_pem = ca.self_signed(&ca_key)?.pem();
+    let key = KeyPair::generate()?;
+    let mut client = CertificateParams::default();
+    client
+        .distinguished_name
+        .push(DnType::CommonName, FRONT_PROXY);
+    client.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    client.not_before = at(now - 3600)?;
+    client.not_after = at(now + 7 * 86400)?;
+    let cert = client.signed_by(&key, &Issuer::new(ca, ca_key))?;
+    Ok((ca_pem, cert.pem(), key.serialize_pem()))
 }
 
 /// A port nothing listens on now (the kernel's pick; a race with another process taking it

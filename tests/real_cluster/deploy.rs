@@ -16,6 +16,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service, ServiceA
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -150,6 +151,7 @@ fn check_typed(object: &Value) -> Result<Vec<String>> {
         ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration") => {
             unknown_in::<ValidatingWebhookConfiguration>(object)?
         }
+        ("apiregistration.k8s.io/v1", "APIService") => unknown_in::<APIService>(object)?,
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => {
             unknown_in::<CustomResourceDefinition>(object)?
         }

@@ -27,6 +27,7 @@ mod recorder;
 mod restart;
 mod takeover;
 mod tas;
+mod visibility;
 mod wasq;
 mod workload_status;
 

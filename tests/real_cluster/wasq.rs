@@ -56,6 +56,8 @@ pub struct Wasq {
     pub http_port: u16,
     /// Its `--webhook-listen` port.
     pub webhook_port: u16,
+    /// Its `--visibility-listen` port (the visibility API for the aggregation layer).
+    pub visibility_port: u16,
     /// The CA of its webhook certificate (PEM).
     ca_pem: String,
 }
@@ -79,11 +81,12 @@ impl Wasq {
             }
         }
 
-        let (http_port, webhook_port) = (free_port()?, free_port()?);
+        let (http_port, webhook_port, visibility_port) = (free_port()?, free_port()?, free_port()?);
         let mut args = vec![
             "controller".to_string(),
             format!("--listen=127.0.0.1:{http_port}"),
             format!("--webhook-listen=127.0.0.1:{webhook_port}"),
+            format!("--visibility-listen=127.0.0.1:{visibility_port}"),
             format!("--namespace={NAMESPACE}"),
             format!("--identity={}", options.identity),
             format!(
@@ -136,6 +139,7 @@ impl Wasq {
             server,
             http_port,
             webhook_port,
+            visibility_port,
             ca_pem,
         })
     }

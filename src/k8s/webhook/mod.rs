@@ -269,13 +269,14 @@ fn refresh_period(source: &CertSource) -> Duration {
 
 /// Binds `listen`, obtains the certificates (and writes the CA bundle), then serves the
 /// webhooks and keeps the certificate fresh in the background. Returns the bound address once
-/// the server can answer: the caller may report ready.
+/// the server can answer (the caller may report ready), and the certificate served, kept fresh
+/// (the visibility server serves it too).
 pub async fn start(
     client: kube::Client,
     webhooks: Arc<Webhooks>,
     listen: SocketAddr,
     source: CertSource,
-) -> Result<SocketAddr, Error> {
+) -> Result<(SocketAddr, Arc<server::CertResolver>), Error> {
     let listener = server::bind(listen).await?;
     let addr = listener.local_addr().map_err(|error| Error::Listen {
         addr: listen,
@@ -287,7 +288,11 @@ pub async fn start(
     tokio::spawn(server::serve(listener, tls, webhooks));
     let period = refresh_period(&source);
     tokio::spawn(provision::keep_fresh(
-        client, source, resolver, certs, period,
+        client,
+        source,
+        resolver.clone(),
+        certs,
+        period,
     ));
-    Ok(addr)
+    Ok((addr, resolver))
 }

@@ -293,7 +293,7 @@ async fn mounted_certificates_are_served_and_nothing_is_written() {
         std::fs::write(dir.path().join(file), text).unwrap();
     }
     let api = double();
-    let addr = webhook::start(
+    let (addr, _) = webhook::start(
         api.client(),
         Arc::new(webhooks_with(View::default())),
         "127.0.0.1:0".parse().unwrap(),
