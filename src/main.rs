@@ -403,9 +403,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     context,
                 },
             );
-            // As `wasq controller` binds them: --policy (default built-in), --shadow.
+            // As `wasq controller` binds them: --policy (default built-in), --shadow. Without
+            // either, a missing default plugin directory is no error: the built-in decides.
+            let asked = !policy.is_empty() || !shadow.is_empty();
             let policies = PolicyArgs {
-                plugins: Some(plugins),
+                plugins: (asked || plugins.is_dir()).then_some(plugins),
                 policies: policy,
                 shadows: shadow,
                 config,

@@ -138,28 +138,19 @@ async fn kueue_runs_the_same_shape_beside_wasq() -> Result<()> {
     }
     let kueue = std::path::PathBuf::from(String::from_utf8(built.stdout)?.trim());
     let plane = ControlPlane::start().await?;
-    let kubeconfig = plane.kubeconfig();
-    let kubectl = crate::cluster::bin_dir()?.join("kubectl");
-    for args in [
-        vec!["apply", "--server-side", "-f"],
-        vec![
+    let crds = kueue.join("crds").display().to_string();
+    plane.kubectl(&["apply", "--server-side", "-f", &crds], None)?;
+    plane.kubectl(
+        &[
             "wait",
             "--for=condition=Established",
             "crd",
             "--all",
             "--timeout=60s",
         ],
-    ] {
-        let mut command = Command::new(&kubectl);
-        command.arg("--kubeconfig").arg(&kubeconfig).args(&args);
-        if args[0] == "apply" {
-            command.arg(kueue.join("crds"));
-        }
-        let out = command.output()?;
-        if !out.status.success() {
-            bail!("kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        }
-    }
+        None,
+    )?;
+    let kubeconfig = plane.kubeconfig();
     let port = crate::cluster::free_port()?;
     let mut server = crate::cluster::Server::spawn(
         "minimalkueue",

@@ -322,12 +322,12 @@ impl ControlPlane {
         self.dir.path().join(KUBECONFIG)
     }
 
-    /// Runs the pinned `kubectl` against this control plane, `stdin` fed to it; its standard
-    /// output.
+    /// Runs the pinned `kubectl` against this control plane, `stdin` fed to it: whether it
+    /// succeeded and what it printed.
     ///
     /// # Errors
-    /// It cannot be started or fails (with what it printed on standard error).
-    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Result<String> {
+    /// It cannot be started.
+    pub fn run_kubectl(&self, args: &[&str], stdin: Option<&str>) -> Result<Ran> {
         let mut child = Command::new(self.bin.join("kubectl"))
             .arg("--kubeconfig")
             .arg(self.kubeconfig())
@@ -344,14 +344,23 @@ impl ControlPlane {
             input.write_all(text.as_bytes())?;
         }
         let out = child.wait_with_output()?;
-        if !out.status.success() {
-            bail!(
-                "kubectl {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr)
-            );
+        Ok(Ran {
+            ok: out.status.success(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        })
+    }
+
+    /// [`ControlPlane::run_kubectl`] that must succeed: its standard output.
+    ///
+    /// # Errors
+    /// It cannot be started or fails (with what it printed on standard error).
+    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Result<String> {
+        let ran = self.run_kubectl(args, stdin)?;
+        if !ran.ok {
+            bail!("kubectl {}: {}", args.join(" "), ran.stderr);
         }
-        Ok(String::from_utf8(out.stdout)?)
+        Ok(ran.stdout)
     }
 
     /// The control plane's folder: its data, certificates and every server's log.
@@ -597,6 +606,13 @@ contexts:
 current-context: wasq-test
 "
     )
+}
+
+/// What a kubectl run printed, and whether it succeeded.
+pub struct Ran {
+    pub ok: bool,
+    pub stdout: String,
+    pub stderr: String,
 }
 
 /// The common name of the front proxy's client certificate.

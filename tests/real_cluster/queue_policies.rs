@@ -5,9 +5,8 @@
 //! and `wasq controller` with its webhooks: a malformed object denied by the API server calling
 //! wasq over TLS, a Shadow policy Ready and reported by `wasq policy shadow-report`.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -20,7 +19,7 @@ use wasq::policy::shadow::ShadowLog;
 use wasq::wasm::guests::{GuestProfile, build_repository_plugins};
 use wasq::wasm::{HostOptions, LimitsPatch, PolicyObjects, WasmEngine};
 
-use crate::cluster::{ControlPlane, bin_dir};
+use crate::cluster::ControlPlane;
 use crate::crds;
 use crate::jobs::{create_all, until};
 use crate::kept::assert_kept;
@@ -40,47 +39,6 @@ fn plugin(name: &str) -> Result<PathBuf> {
         Ok(dir) => Ok(dir.join(format!("{name}.wasm"))),
         Err(e) => bail!("building plugins/ for the tests: {e}"),
     }
-}
-
-/// What a kubectl run said.
-struct Ran {
-    ok: bool,
-    stdout: String,
-    stderr: String,
-}
-
-/// The pinned kubectl (`.ci/build-control-plane`) against `plane`, `stdin` fed to it.
-fn kubectl(plane: &ControlPlane, args: &[&str], stdin: Option<&str>) -> Result<Ran> {
-    let mut child = Command::new(bin_dir()?.join("kubectl"))
-        .arg("--kubeconfig")
-        .arg(plane.kubeconfig())
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    if let (Some(text), Some(mut input)) = (stdin, child.stdin.take()) {
-        input.write_all(text.as_bytes())?;
-    }
-    let out = child.wait_with_output()?;
-    Ok(Ran {
-        ok: out.status.success(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    })
-}
-
-/// [`kubectl`] that must succeed; its standard output.
-fn kubectl_ok(plane: &ControlPlane, args: &[&str], stdin: Option<&str>) -> Result<String> {
-    let ran = kubectl(plane, args, stdin)?;
-    if !ran.ok {
-        bail!("kubectl {}: {}", args.join(" "), ran.stderr);
-    }
-    Ok(ran.stdout)
 }
 
 /// `sha256:` and what `sha256sum FILE` prints.
@@ -121,7 +79,7 @@ fn get_qp(plane: &ControlPlane, name: &str, wide: bool) -> Result<(Vec<String>, 
     if wide {
         args.extend(["-o", "wide"]);
     }
-    let out = kubectl_ok(plane, &args, None)?;
+    let out = plane.kubectl(&args, None)?;
     let mut lines = out.lines();
     let header = lines.next().context("kubectl get printed nothing")?;
     let row = lines.next().context("kubectl get printed no row")?;
@@ -175,11 +133,7 @@ async fn a_queue_policy_as_written_is_defaulted_pruned_and_printed() -> Result<(
     crds::install(&client).await?;
 
     // Applied as a user applies it: every field kept, `mode` defaulted by the server.
-    kubectl_ok(
-        &plane,
-        &["apply", "--server-side", "-f", "-"],
-        Some(FAIR_SHARE),
-    )?;
+    plane.kubectl(&["apply", "--server-side", "-f", "-"], Some(FAIR_SHARE))?;
     let sent: Value = serde_saphyr::from_str(FAIR_SHARE)?;
     let object = stored(&client, "fair-share-v2").await?;
     assert_kept("fair-share-v2", &sent, &object);
@@ -207,7 +161,7 @@ async fn a_queue_policy_as_written_is_defaulted_pruned_and_printed() -> Result<(
             r#"unknown field "spec.setings""#,
         ),
     ] {
-        let refused = kubectl(&plane, args, Some(&typo))?;
+        let refused = plane.run_kubectl(args, Some(&typo))?;
         assert!(!refused.ok, "{args:?}: {}", refused.stdout);
         assert!(
             refused.stderr.contains(message),
@@ -230,7 +184,7 @@ async fn a_queue_policy_as_written_is_defaulted_pruned_and_printed() -> Result<(
     let audit = FAIR_SHARE
         .replace("fair-share-v2", "audit")
         .replace("  settings:", "  mode: Audit\n  settings:");
-    let refused = kubectl(&plane, &["create", "-f", "-"], Some(&audit))?;
+    let refused = plane.run_kubectl(&["create", "-f", "-"], Some(&audit))?;
     assert!(!refused.ok, "created: {}", refused.stdout);
     assert!(
         refused.stderr.contains(
@@ -301,8 +255,7 @@ async fn the_reconcilers_status_is_stored_as_written() -> Result<()> {
 
     // The module as docs/queue-policies.md says to ship it: `binaryData`.
     let from_file = format!("--from-file=fair.wasm={}", module.display());
-    kubectl_ok(
-        &plane,
+    plane.kubectl(
         &["create", "configmap", "fair", &from_file, "-n", NAMESPACE],
         None,
     )?;
@@ -322,7 +275,7 @@ spec:
   extension: Preemption
   module: {configMap: {name: fair, key: fair.wasm}}
 ";
-    kubectl_ok(&plane, &["apply", "--server-side", "-f", "-"], Some(policy))?;
+    plane.kubectl(&["apply", "--server-side", "-f", "-"], Some(policy))?;
 
     let (recording, writes) = plane.recording_client().await?;
     let reconciler = reconciler(recording)?;
@@ -409,8 +362,7 @@ spec:
     let readme = plane.dir().join("README.txt");
     std::fs::write(&readme, "The fair-share policy: see fair.wasm.\n")?;
     let from_file = format!("--from-file=fair.wasm={}", readme.display());
-    let replacement = kubectl_ok(
-        &plane,
+    let replacement = plane.kubectl(
         &[
             "create",
             "configmap",
@@ -424,7 +376,7 @@ spec:
         ],
         None,
     )?;
-    kubectl_ok(&plane, &["replace", "-f", "-"], Some(&replacement))?;
+    plane.kubectl(&["replace", "-f", "-"], Some(&replacement))?;
     let cm = config_maps.get("fair").await?;
     assert!(cm.binary_data.is_none() && cm.data.is_some(), "{cm:?}");
     let refused = pass().await?;
@@ -443,11 +395,7 @@ spec:
     // ran before the pin; the server bumped the generation, the digest is gone.
     let pin = sha256sum(&plugin("min-runtime")?)?;
     let patch = json!({"spec": {"digest": pin}}).to_string();
-    kubectl_ok(
-        &plane,
-        &["patch", "qp", "fair", "--type=merge", "-p", &patch],
-        None,
-    )?;
+    plane.kubectl(&["patch", "qp", "fair", "--type=merge", "-p", &patch], None)?;
     let pinned = pass().await?;
     let s = &pinned["status"];
     assert_eq!(pinned["metadata"]["generation"], 2);
@@ -535,7 +483,7 @@ async fn wasq_denies_a_malformed_policy_and_reports_a_shadow() -> Result<()> {
         "module: {configMap:",
         "module: {path: /usr/lib/wasq/policies/x.wasm, configMap:",
     );
-    let denied = kubectl(&plane, &["apply", "--server-side", "-f", "-"], Some(&two))?;
+    let denied = plane.run_kubectl(&["apply", "--server-side", "-f", "-"], Some(&two))?;
     assert!(!denied.ok, "applied: {}", denied.stdout);
     assert!(
         denied
@@ -578,14 +526,12 @@ async fn wasq_denies_a_malformed_policy_and_reports_a_shadow() -> Result<()> {
     )
     .await?;
     let from_file = format!("--from-file=policy.wasm={}", module.display());
-    kubectl_ok(
-        &plane,
+    plane.kubectl(
         &["create", "configmap", "trial", &from_file, "-n", NAMESPACE],
         None,
     )?;
     let applied = Instant::now();
-    kubectl_ok(
-        &plane,
+    plane.kubectl(
         &["apply", "--server-side", "-f", "-"],
         Some(&queue_policy("trial", "Shadow")),
     )?;

@@ -13,7 +13,7 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
-use crate::cluster::bin_dir;
+use crate::cluster::ControlPlane;
 use crate::jobs::{
     STEP, cluster_queue, keep_running, kwok_flavor, local_queue, sample_job, set_up,
 };
@@ -24,18 +24,9 @@ use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 const PATH: &str = "/apis/visibility.kueue.x-k8s.io/v1beta2";
 
 /// `kubectl get --raw PATH` with `extra` arguments: (succeeded, stdout, stderr).
-fn raw(kubeconfig: &std::path::Path, path: &str, extra: &[&str]) -> Result<(bool, String, String)> {
-    let out = Command::new(bin_dir()?.join("kubectl"))
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(["get", "--raw", path])
-        .args(extra)
-        .output()?;
-    Ok((
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    ))
+fn raw(plane: &ControlPlane, path: &str, extra: &[&str]) -> Result<(bool, String, String)> {
+    let ran = plane.run_kubectl(&[&["get", "--raw", path][..], extra].concat(), None)?;
+    Ok((ran.ok, ran.stdout, ran.stderr))
 }
 
 /// Creates `object` as a cluster-scoped `K`.
@@ -95,11 +86,10 @@ async fn pending_workloads_are_read_through_the_aggregation_layer() -> Result<()
 
     // The aggregator marks the APIService available once wasq answers its discovery; then the
     // two waiting Jobs' Workloads are listed in order.
-    let kubeconfig = plane.kubeconfig();
     let cq = format!("{PATH}/clusterqueues/cluster-queue/pendingworkloads");
     let started = Instant::now();
     let summary: Value = loop {
-        let (ok, out, err) = raw(&kubeconfig, &cq, &[])?;
+        let (ok, out, err) = raw(&plane, &cq, &[])?;
         if ok {
             let v: Value = serde_json::from_str(&out).context("a PendingWorkloadsSummary")?;
             if v["items"].as_array().is_some_and(|i| i.len() == 2) {
@@ -130,13 +120,13 @@ async fn pending_workloads_are_read_through_the_aggregation_layer() -> Result<()
         assert_eq!(item["localQueueName"], "user-queue");
     }
     let lq = format!("{PATH}/namespaces/default/localqueues/user-queue/pendingworkloads");
-    let (ok, out, err) = raw(&kubeconfig, &lq, &[])?;
+    let (ok, out, err) = raw(&plane, &lq, &[])?;
     assert!(ok, "{err}");
     let by_lq: Value = serde_json::from_str(&out)?;
     assert_eq!(by_lq["items"], summary["items"]);
 
     // Discovery, as kubectl api-resources reads it.
-    let (ok, out, err) = raw(&kubeconfig, PATH, &[])?;
+    let (ok, out, err) = raw(&plane, PATH, &[])?;
     assert!(ok, "{err}");
     let discovery: Value = serde_json::from_str(&out)?;
     assert!(
@@ -149,7 +139,7 @@ async fn pending_workloads_are_read_through_the_aggregation_layer() -> Result<()
     // A user not allowed is refused with Kubernetes' message (by the API server's own
     // authorization, which runs before it proxies); bound to a role as Kueue's
     // pending-workloads viewer, read.
-    let (ok, _, err) = raw(&kubeconfig, &cq, &["--as", "alice"])?;
+    let (ok, _, err) = raw(&plane, &cq, &["--as", "alice"])?;
     assert!(!ok);
     assert!(
         err.contains(
@@ -178,14 +168,14 @@ async fn pending_workloads_are_read_through_the_aggregation_layer() -> Result<()
                              "name": "alice"}]}),
     )
     .await?;
-    let (ok, out, err) = raw(&kubeconfig, &cq, &["--as", "alice"])?;
+    let (ok, out, err) = raw(&plane, &cq, &["--as", "alice"])?;
     assert!(ok, "{err}");
     assert_eq!(
         serde_json::from_str::<Value>(&out)?["items"],
         summary["items"]
     );
     // Still not the LocalQueue's, which that role does not name.
-    let (ok, _, err) = raw(&kubeconfig, &lq, &["--as", "alice"])?;
+    let (ok, _, err) = raw(&plane, &lq, &["--as", "alice"])?;
     assert!(!ok && err.contains("in the namespace \"default\""), "{err}");
 
     // wasq's own checks, behind the API server's: straight to its port, a client without the
