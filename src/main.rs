@@ -637,11 +637,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let mut policies = policies.load(speed.is_some(), true)?;
             let _watch = policies.watch()?;
-            let mut scenario = Scenario::load_with(&paths, &cost_attribution_labels)
-                .context("loading manifests")?;
+            let scenario = policies.load_scenario(&paths, &cost_attribution_labels)?;
             policies.bind_scenario_objects(&scenario.policies, allow_fallback)?;
             checked.inactive(&scenario)?;
-            scenario.cluster.apply_budget_defaults(&policies.budgets);
             policies.refuse_unloadable(&policies.bindings, &scenario.cluster, allow_fallback)?;
             let total = scenario.cluster.workloads.len();
             let mut sim = Simulation::new(scenario);
@@ -764,10 +762,9 @@ fn compare_policies(
     };
     let mut policies = policies.load(false, true)?;
     let (bindings_a, bindings_b) = (policies.bindings_with(a)?, policies.bindings_with(b)?);
-    let mut scenario = Scenario::load(paths).context("loading manifests")?;
+    let scenario = policies.load_scenario(paths, &[])?;
     policies.bind_scenario_objects(&scenario.policies, checked.allow_fallback)?;
     checked.inactive(&scenario)?;
-    scenario.cluster.apply_budget_defaults(&policies.budgets);
     for bindings in [&bindings_a, &bindings_b] {
         policies.refuse_unloadable(bindings, &scenario.cluster, checked.allow_fallback)?;
     }

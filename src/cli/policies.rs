@@ -308,6 +308,21 @@ impl Policies {
 }
 
 impl Policies {
+    /// Loads scenario files with this configuration applied: the file's preemption budgets
+    /// under each ClusterQueue's own annotations. Every simulator driver loads through here;
+    /// the controller's hook ([`Policies::configure_hook`]) applies them to every cluster it
+    /// rebuilds.
+    pub fn load_scenario(
+        &self,
+        paths: &[std::path::PathBuf],
+        cost_labels: &[String],
+    ) -> anyhow::Result<wasq::sim::Scenario> {
+        let mut scenario =
+            wasq::sim::Scenario::load_with(paths, cost_labels).context("loading manifests")?;
+        scenario.cluster.apply_budget_defaults(&self.budgets);
+        Ok(scenario)
+    }
+
     /// The controller's hook: installs the bindings after every rebuild and whenever the
     /// plugins change (it runs before every cycle and does nothing when nothing changed).
     pub fn configure_hook(&self) -> wasq::k8s::core::Configure {

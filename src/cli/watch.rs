@@ -10,7 +10,7 @@ use anyhow::Context;
 use notify_debouncer_full::new_debouncer;
 use notify_debouncer_full::notify::RecursiveMode;
 
-use wasq::sim::{Limits, Scenario, Simulation};
+use wasq::sim::{Limits, Simulation};
 use wasq::wasm::PluginSource;
 use wasq::wasm::reload::is_change;
 
@@ -99,8 +99,7 @@ fn simulate(
     policies: &super::policies::Policies,
     limits: &Limits,
 ) -> anyhow::Result<Vec<String>> {
-    let mut scenario = Scenario::load(paths).context("loading manifests")?;
-    scenario.cluster.apply_budget_defaults(&policies.budgets);
+    let mut scenario = policies.load_scenario(paths, &[])?;
     let scenario_policies = std::mem::take(&mut scenario.policies);
     let mut sim = Simulation::new(scenario);
     // Every run starts from fresh plugin instances and health: a plugin quarantined in one run
