@@ -831,17 +831,7 @@ impl Counter {
         let watching = uri
             .query()
             .is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
-        let verb = match *method {
-            http::Method::GET if watching => "watch",
-            http::Method::GET if named => "get",
-            http::Method::GET => "list",
-            http::Method::POST => "create",
-            http::Method::PUT => "update",
-            http::Method::PATCH => "patch",
-            http::Method::DELETE if named => "delete",
-            http::Method::DELETE => "deletecollection",
-            _ => "unknown",
-        };
+        let verb = crate::k8s::apiserver::routes::verb(method, named, watching);
         *self
             .0
             .lock()

@@ -55,14 +55,8 @@ async fn kueues_performance_shape_runs_through_the_real_api_server() -> Result<(
     let plane = ControlPlane::start().await?;
     let client = plane.client().await?;
     crds::install(&client).await?;
-    let generator = plane.dir().join("generator.yaml");
-    std::fs::write(&generator, SMALL)?;
-    let generator = generator.display().to_string();
-    let whole = std::env::var("WASQ_BENCH_SHAPE").ok();
-    let shape: Vec<&str> = match &whole {
-        Some(shape) => vec!["--shape", shape],
-        None => vec!["--generator", &generator],
-    };
+    let (shape, whole) = shape(&plane)?;
+    let shape: Vec<&str> = shape.iter().map(String::as_str).collect();
     let (ok, stdout, stderr) = bench(&plane, &shape)?;
     if !ok {
         bail!("wasq bench failed:\n{stderr}");
@@ -75,7 +69,7 @@ async fn kueues_performance_shape_runs_through_the_real_api_server() -> Result<(
         "every Workload admitted and finished"
     );
     let workloads = report["workloads"].as_u64().context("workloads")?;
-    if whole.is_none() {
+    if !whole {
         assert_eq!(workloads, 60);
     }
     assert!(report["admissions"].as_u64() >= Some(workloads));
@@ -111,24 +105,42 @@ async fn kueues_performance_shape_runs_through_the_real_api_server() -> Result<(
     }
 
     // A second run would mix its Workloads with these: refused, nothing created.
-    let (ok, _, stderr) = bench(&plane, &["--generator", &generator])?;
+    let (ok, _, stderr) = bench(&plane, &shape)?;
     assert!(!ok);
     assert!(stderr.contains("already holds Workloads"), "{stderr}");
+    let after: Value = client
+        .request(http::Request::get("/apis/kueue.x-k8s.io/v1beta2/workloads").body(Vec::new())?)
+        .await?;
+    assert_eq!(after["items"].as_array().map(Vec::len), Some(items.len()));
+
+    if std::env::var_os("WASQ_BENCH_KUEUE").is_some() {
+        kueue_beside().await?;
+    }
     Ok(())
+}
+
+/// `--shape` as `WASQ_BENCH_SHAPE` says, else the small generator written into the plane's
+/// folder; and whether it is a whole shape.
+fn shape(plane: &ControlPlane) -> Result<(Vec<String>, bool)> {
+    Ok(match std::env::var("WASQ_BENCH_SHAPE") {
+        Ok(shape) => (vec!["--shape".into(), shape], true),
+        Err(_) => {
+            let generator = plane.dir().join("generator.yaml");
+            std::fs::write(&generator, SMALL)?;
+            (
+                vec!["--generator".into(), generator.display().to_string()],
+                false,
+            )
+        }
+    })
 }
 
 /// Kueue's own controller beside wasq's (`WASQ_BENCH_KUEUE=1`, with `WASQ_BENCH_SHAPE` or the
 /// small shape): minimalkueue and its release's CRDs (`.ci/build-kueue`) on a control plane of
 /// their own, the same shape created and finished by the same harness
 /// (`wasq bench --controller-metrics`), Kueue's requests and process figures read from its
-/// metrics. Both reports are printed; Kueue must admit and finish every Workload too.
-#[tokio::test]
-#[ignore = "needs .ci/build-control-plane and .ci/build-kueue; runs with WASQ_BENCH_KUEUE=1"]
-async fn kueue_runs_the_same_shape_beside_wasq() -> Result<()> {
-    if std::env::var_os("WASQ_BENCH_KUEUE").is_none() {
-        eprintln!("WASQ_BENCH_KUEUE is not set: Kueue's side is not built or run");
-        return Ok(());
-    }
+/// metrics. The report is printed; Kueue must admit and finish every Workload too.
+async fn kueue_beside() -> Result<()> {
     let built = Command::new(".ci/build-kueue")
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
@@ -168,14 +180,8 @@ async fn kueue_runs_the_same_shape_beside_wasq() -> Result<()> {
         server.still_running(started)?;
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
-    let generator = plane.dir().join("generator.yaml");
-    std::fs::write(&generator, SMALL)?;
-    let generator = generator.display().to_string();
-    let whole = std::env::var("WASQ_BENCH_SHAPE").ok();
-    let mut args: Vec<&str> = match &whole {
-        Some(shape) => vec!["--shape", shape],
-        None => vec!["--generator", &generator],
-    };
+    let (shape, _) = shape(&plane)?;
+    let mut args: Vec<&str> = shape.iter().map(String::as_str).collect();
     args.extend(["--controller-metrics", &metrics]);
     let (ok, stdout, stderr) = bench(&plane, &args)?;
     if !ok {

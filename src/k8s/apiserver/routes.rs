@@ -67,7 +67,10 @@ fn query(q: Option<&str>) -> HashMap<String, String> {
         .collect()
 }
 
-fn verb(method: &Method, name: bool, watch: bool) -> &'static str {
+/// The Kubernetes verb of a request: `watch`, `get` (one object), `list`, `create`, `update`,
+/// `patch`, `delete`, `deletecollection` (the double's request counters; also the controller
+/// bench's against a real server).
+pub fn verb(method: &Method, name: bool, watch: bool) -> &'static str {
     match *method {
         Method::GET if watch => "watch",
         Method::GET if name => "get",

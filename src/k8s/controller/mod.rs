@@ -229,6 +229,18 @@ impl Controller {
         self.attribution = keys;
     }
 
+    /// Creates a job's new Workload, with its LocalQueue's attribution labels, and takes in
+    /// what the server stored.
+    async fn create_workload(&mut self, wl: Workload) -> Result<(), Error> {
+        let wl = self.attributed(wl);
+        let created = self.writer.create_workload(&wl).await?;
+        self.observe(Observed::Applied(
+            Source::Kueue(KueueKind::Workload),
+            created,
+        ));
+        Ok(())
+    }
+
     /// A new Workload with its LocalQueue's attribution labels.
     fn attributed(&self, mut wl: Workload) -> Workload {
         let queue = wl.spec.queue_name.clone().unwrap_or_default();
@@ -781,13 +793,7 @@ impl Controller {
                 self.patch_job(i, ns, &name, kind.suspend_ops(&value), false)
                     .await?;
             }
-            let new = self.attributed(new);
-            let created = self.writer.create_workload(&new).await?;
-            self.observe(Observed::Applied(
-                Source::Kueue(KueueKind::Workload),
-                created,
-            ));
-            return Ok(());
+            return self.create_workload(new).await;
         };
         let reserved = has_quota_reservation(&wl);
         if reserved && is_evicted(&wl) {
@@ -961,13 +967,7 @@ impl Controller {
                     });
                 }
             };
-            let new = self.attributed(new);
-            let created = self.writer.create_workload(&new).await?;
-            self.observe(Observed::Applied(
-                Source::Kueue(KueueKind::Workload),
-                created,
-            ));
-            return Ok(());
+            return self.create_workload(new).await;
         };
         let reserved = has_quota_reservation(&wl);
         let pod_ar = podgroup::pod_resource();
