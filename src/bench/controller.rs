@@ -38,7 +38,7 @@ use crate::k8s::cli::spawn_watchers;
 use crate::k8s::controller::Controller;
 use crate::k8s::metrics::Metrics;
 use crate::k8s::writer::Writer;
-use crate::sim::generate::{Generator, Shape, ShapeConfig, generate_with};
+use crate::sim::generate::{Generator, ShapeConfig, generate_with};
 use crate::sim::{ARRIVAL, CLASS, DURATION};
 
 const KUEUE: &str = "kueue.x-k8s.io/v1beta2";
@@ -152,17 +152,6 @@ pub struct ServerProcess {
     pub cpu_seconds: f64,
     /// The largest `process_resident_memory_bytes` sampled (once a second).
     pub peak_memory_bytes: f64,
-}
-
-/// Kueue's published figures for a shape: (wall seconds of its run, mean time-to-admit
-/// thresholds per class).
-pub fn kueue_reference(shape: Shape) -> (f64, [(&'static str, f64); 3]) {
-    let t = super::simulator::thresholds(shape);
-    let wall = match shape {
-        Shape::Baseline => 351.0,
-        Shape::LargeScale => f64::NAN,
-    };
-    (wall, t.max_mean_time_to_admit_seconds)
 }
 
 fn cpu_seconds() -> Option<f64> {
