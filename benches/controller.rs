@@ -18,9 +18,9 @@ use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use wasq::k8s::core::{self, Configure};
-use wasq::k8s::mirror::{Mirror, Observed, Source};
-use wasq::k8s::resources::KueueKind;
+use wasq::k8s::schema::kinds::KueueKind;
+use wasq::k8s::sync::core::{self, Configure};
+use wasq::k8s::sync::mirror::{Mirror, Observed, Source};
 
 /// Resident memory of this process in bytes (`VmRSS`), what the controller's pod is charged.
 fn resident_bytes() -> i64 {

@@ -23,11 +23,11 @@ use serde_json::json;
 use wasq::api::jobs;
 use wasq::k8s::apiserver::kueue::{self, Flavor, KueueJob};
 use wasq::k8s::apiserver::{ApiServer, Config};
-use wasq::k8s::cli::spawn_watchers;
+use wasq::k8s::client::writer::Writer;
 use wasq::k8s::controller::Controller;
-use wasq::k8s::metrics::Metrics;
-use wasq::k8s::mirror::{Observed, Source};
-use wasq::k8s::writer::Writer;
+use wasq::k8s::controller::spawn_watchers;
+use wasq::k8s::serve::metrics::Metrics;
+use wasq::k8s::sync::mirror::{Observed, Source};
 
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)

@@ -168,10 +168,10 @@ enum Command {
         #[arg(long, default_value = "30m", value_parser = parse_duration)]
         time_limit: std::time::Duration,
         /// Controller driver: client-side requests per second (Kueue's default; 0: unpaced).
-        #[arg(long, default_value_t = wasq::k8s::writer::DEFAULT_QPS)]
+        #[arg(long, default_value_t = wasq::k8s::client::writer::DEFAULT_QPS)]
         kube_api_qps: f64,
         /// Controller driver: client-side burst (Kueue's default).
-        #[arg(long, default_value_t = wasq::k8s::writer::DEFAULT_BURST)]
+        #[arg(long, default_value_t = wasq::k8s::client::writer::DEFAULT_BURST)]
         kube_api_burst: u32,
         /// Controller driver: every workload pending when the controller starts, with quota for
         /// all of them (how fast a backlog is admitted).
@@ -195,7 +195,7 @@ enum Command {
     )]
     Controller {
         #[command(flatten)]
-        args: Box<wasq::k8s::cli::ControllerArgs>,
+        args: Box<cli::controller::ControllerArgs>,
         /// The plugin directory may be a mounted ConfigMap or volume.
         #[command(flatten)]
         policies: PolicyArgs,
@@ -525,10 +525,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let mut policies = policies.load(true, false)?;
             let _watch = policies.watch()?;
             let objects = policies.cluster_objects();
-            wasq::k8s::cli::run(
+            cli::controller::run(
                 *args,
                 policies.configure_hook(),
-                wasq::k8s::cli::PolicyHost {
+                cli::controller::PolicyHost {
                     plugins: Some(policies.source.clone()),
                     shadows: policies.shadow_log.clone(),
                     objects: Some(objects),
@@ -539,14 +539,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             kubeconfig,
             context,
             output_dir,
-        } => wasq::k8s::cli::snapshot(kubeconfig.as_deref(), context.as_deref(), &output_dir),
+        } => cli::cluster::snapshot(kubeconfig.as_deref(), context.as_deref(), &output_dir),
         Command::Migrate(MigrateCommand::Check {
             kubeconfig,
             context,
             kueue_namespace,
             output,
         }) => {
-            let report = wasq::k8s::cli::migrate_check(
+            let report = cli::cluster::migrate_check(
                 kubeconfig.as_deref(),
                 context.as_deref(),
                 &kueue_namespace,
@@ -590,7 +590,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Crds => {
-            out!("{}", wasq::k8s::cli::crds_yaml()?);
+            let yaml = wasq::k8s::schema::crds::crds_yaml().context("printing the CRDs as YAML")?;
+            out!("{yaml}");
             Ok(())
         }
         Command::Simulate {

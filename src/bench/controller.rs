@@ -34,10 +34,10 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::k8s::apiserver::{ApiServer, ChangeType, Config};
-use crate::k8s::cli::spawn_watchers;
+use crate::k8s::client::writer::Writer;
 use crate::k8s::controller::Controller;
-use crate::k8s::metrics::Metrics;
-use crate::k8s::writer::Writer;
+use crate::k8s::controller::spawn_watchers;
+use crate::k8s::serve::metrics::Metrics;
 use crate::sim::generate::{Generator, ShapeConfig, generate_with};
 use crate::sim::{ARRIVAL, CLASS, DURATION};
 
@@ -68,7 +68,7 @@ pub struct Options {
     /// and its process's CPU and memory. Needs a cluster.
     pub external_metrics: Option<String>,
     /// Binds policies as `wasq controller --policy/--shadow` would (`None`: the built-in).
-    pub configure: Option<crate::k8s::core::Configure>,
+    pub configure: Option<crate::k8s::sync::core::Configure>,
     /// Where the bound shadows record (reported as `shadow`).
     pub shadows: Option<Arc<crate::policy::shadow::ShadowLog>>,
 }
@@ -501,25 +501,23 @@ async fn run_embedded(
     // As `wasq controller` runs.
     controller.set_refresh_interval(Duration::from_secs(1));
     controller.set_pending_status_interval(options.pending_status_interval);
-    let mut rx = spawn_watchers(client, &controller);
-    tokio::pin!(harness);
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let events = spawn_watchers(client, &controller);
     let deadline = tokio::time::sleep_until((start + options.limit).into());
-    tokio::pin!(deadline);
-    let outcome = loop {
+    let end = async {
         tokio::select! {
-            Some(ev) = rx.recv() => {
-                controller.observe(ev);
-                while let Ok(ev) = rx.try_recv() {
-                    controller.observe(ev);
-                }
-            }
-            _ = tick.tick() => {}
-            done = &mut harness => break done.context("the bench harness")??,
-            _ = &mut deadline => break false,
+            done = harness => done.context("the bench harness")?,
+            _ = deadline => Ok(false),
         }
-        controller.step().await;
     };
+    // Leading from the start, as `wasq controller --no-leader-elect`.
+    let outcome = controller
+        .run(
+            events,
+            Duration::from_millis(100),
+            std::future::ready(()),
+            end,
+        )
+        .await?;
     let wall = start.elapsed().as_secs_f64();
     // The Events still being published are the controller's requests too.
     controller.settled().await;
@@ -711,7 +709,7 @@ async fn follow_cluster(client: kube::Client, tx: mpsc::UnboundedSender<Seen>) {
     use kube::runtime::watcher::{self, Event};
     let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
         client,
-        &crate::k8s::resources::KueueKind::Workload.api_resource(),
+        &crate::k8s::schema::kinds::KueueKind::Workload.api_resource(),
     );
     let mut events = std::pin::pin!(watcher::watcher(api, watcher::Config::default()));
     let mut seen = Admissions::default();
@@ -907,7 +905,7 @@ impl RealCluster {
     /// Connects twice (the harness and the counted controller) and checks the cluster can take
     /// the run: Kueue's API served, no Workload in it yet.
     async fn connect(cluster: &Cluster) -> anyhow::Result<(RealCluster, kube::Client)> {
-        let (config, source) = crate::k8s::cli::client_config(
+        let (config, source) = crate::k8s::client::connect::client_config(
             cluster.kubeconfig.as_deref(),
             cluster.context.as_deref(),
         )
@@ -926,7 +924,7 @@ impl RealCluster {
             .build();
         let workloads: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
             client.clone(),
-            &crate::k8s::resources::KueueKind::Workload.api_resource(),
+            &crate::k8s::schema::kinds::KueueKind::Workload.api_resource(),
         );
         let existing = workloads
             .list_metadata(&kube::api::ListParams::default().limit(1))

@@ -11,6 +11,8 @@ macro_rules! outln {
     ($($arg:tt)*) => { $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
 }
 
+pub mod cluster;
+pub mod controller;
 mod languages;
 pub mod plugin;
 pub mod policies;

@@ -325,7 +325,7 @@ impl Policies {
 
     /// The controller's hook: installs the bindings after every rebuild and whenever the
     /// plugins change (it runs before every cycle and does nothing when nothing changed).
-    pub fn configure_hook(&self) -> wasq::k8s::core::Configure {
+    pub fn configure_hook(&self) -> wasq::k8s::sync::core::Configure {
         let live = std::sync::Mutex::new(self.live_bindings());
         let budgets = self.budgets.clone();
         std::sync::Arc::new(move |scheduler: &mut wasq::scheduler::Scheduler| {

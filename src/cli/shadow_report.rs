@@ -31,7 +31,7 @@ pub fn from_cluster(
     context: Option<&str>,
     name: &str,
 ) -> anyhow::Result<ShadowReport> {
-    let policy = wasq::k8s::cli::queue_policy(kubeconfig, context, name)?;
+    let policy = super::cluster::queue_policy(kubeconfig, context, name)?;
     let status = policy.status.unwrap_or_default();
     let Some(figures) = status.shadow else {
         anyhow::bail!(

@@ -17,36 +17,16 @@
 //!   never ahead of the cluster except for quota still held by a victim being evicted;
 //! - only the leader (a `coordination.k8s.io` Lease) runs cycles and writes.
 
-pub mod aggregated;
 pub mod apiserver;
-pub mod checks;
-pub mod cli;
-pub mod conditions;
+pub mod client;
 pub mod controller;
-pub mod core;
-pub mod crds;
-pub mod events;
-pub mod integration;
-pub mod leader;
-pub mod metrics;
+pub mod jobs;
 pub mod migrate;
-pub mod mirror;
-pub mod nodes;
-pub mod plugin_metrics;
-pub mod podgroup;
 pub mod policies;
-pub mod provisioning;
-pub mod prune;
-pub mod resources;
-pub mod server;
-pub mod snapshot;
+pub mod schema;
+pub mod serve;
 pub mod status;
-pub mod trace_recorder;
-pub mod ungater;
-pub mod visibility;
-pub mod watch;
-pub mod webhook;
-pub mod writer;
+pub mod sync;
 
 /// Errors of the Kubernetes driver.
 #[derive(Debug, thiserror::Error)]

@@ -20,11 +20,11 @@ use kube::core::DynamicObject;
 use serde_json::{Value, json};
 use wasq::api::jobs;
 use wasq::k8s::apiserver::{ApiServer, Recorded};
+use wasq::k8s::client::writer::Writer;
 use wasq::k8s::controller::Controller;
-use wasq::k8s::metrics::Metrics;
-use wasq::k8s::mirror::{Observed, Source};
-use wasq::k8s::resources::KueueKind;
-use wasq::k8s::writer::Writer;
+use wasq::k8s::schema::kinds::KueueKind;
+use wasq::k8s::serve::metrics::Metrics;
+use wasq::k8s::sync::mirror::{Observed, Source};
 
 const KUEUE: &str = "/apis/kueue.x-k8s.io/v1beta2";
 const NOW: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
@@ -68,7 +68,7 @@ impl Env {
     fn with_hook(
         objects: Vec<(String, Value)>,
         clock: wasq::k8s::controller::Clock,
-        configure: wasq::k8s::core::Configure,
+        configure: wasq::k8s::sync::core::Configure,
     ) -> Env {
         let api = double();
         for (path, obj) in objects {
@@ -966,7 +966,7 @@ async fn a_ray_job_is_admitted_as_one_gang_of_head_and_workers() {
 
 #[test]
 fn crds_are_generated_with_kueue_names_columns_and_status() {
-    let crds = wasq::k8s::crds::crds();
+    let crds = wasq::k8s::schema::crds::crds();
     let names: Vec<String> = crds
         .iter()
         .map(|c| c.metadata.name.clone().unwrap())
@@ -1057,7 +1057,7 @@ async fn the_controller_syncs_with_a_real_cluster() {
             Source::Kueue(k) => k.api_resource(),
             _ => kube::core::ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&()),
         };
-        wasq::k8s::watch::spawn(client.clone(), source, resource, tx.clone());
+        wasq::k8s::sync::watchers::spawn(client.clone(), source, resource, tx.clone());
     }
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
     while !controller.shared.read().unwrap().ready {
@@ -1255,7 +1255,7 @@ async fn a_snapshot_starts_the_simulator_with_the_clusters_admissions() {
     let late = format!("{KUEUE}/namespaces/ns/workloads/{}", job_wl("late"));
     assert!(env.api.get(&late).unwrap()["status"]["admission"].is_null());
 
-    let snapshot = wasq::k8s::snapshot::take(&env.api.client())
+    let snapshot = wasq::k8s::migrate::snapshot::take(&env.api.client())
         .await
         .expect("listed");
     let dir = tempfile::tempdir().expect("tempdir");
@@ -1303,7 +1303,7 @@ async fn a_snapshot_starts_the_simulator_with_the_clusters_admissions() {
 /// flavor at the same instant and ends it after the same run time.
 #[tokio::test]
 async fn a_recorded_trace_replays_to_the_same_admissions() {
-    use wasq::k8s::trace_recorder::TraceRecorder;
+    use wasq::k8s::sync::trace_recorder::TraceRecorder;
     let mut objects = cohort_tree();
     objects.push(job("big", "2", 2, queue_label(), true));
     objects.push(job("gone", "1", 1, queue_label(), true));
@@ -1355,7 +1355,7 @@ async fn a_recorded_trace_replays_to_the_same_admissions() {
     );
 
     // Replayed on the cluster's own objects, big alone (gone ran for no time).
-    let mut snapshot = wasq::k8s::snapshot::take(&env.api.client())
+    let mut snapshot = wasq::k8s::migrate::snapshot::take(&env.api.client())
         .await
         .expect("listed");
     snapshot.files.remove("workloads.yaml");

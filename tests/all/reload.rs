@@ -282,7 +282,7 @@ fn plugin_metrics_follow_reloads() {
     let (v1, v2) = (bytes("kueue-default-preemption"), bytes("least-lost-work"));
     std::fs::write(&file, &v1).expect("write v1");
     let live = LivePlugins::open(engine(), dir.path(), test_options()).expect("open");
-    let mut metrics = wasq::k8s::metrics::Metrics::new("standalone");
+    let mut metrics = wasq::k8s::serve::metrics::Metrics::new("standalone");
     metrics.register_plugins(PluginSource::Live(live.clone()), Default::default(), None);
     let text = metrics.encode();
     let d1 = wasq::wasm::digest_of(&v1);

@@ -15,18 +15,18 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::{Value, json};
 use wasq::api::jobs::{self, JobKind};
-use wasq::k8s::controller::{Controller, Shared};
-use wasq::k8s::integration::api_resource;
-use wasq::k8s::metrics::Metrics;
-use wasq::k8s::mirror::{Observed, Source};
-use wasq::k8s::resources::KueueKind;
-use wasq::k8s::webhook::certs::{self, Certs, LOOKAHEAD_SECS, VALIDITY_SECS};
-use wasq::k8s::webhook::provision::{self, CertSource, SecretSettings};
-use wasq::k8s::webhook::review::decoded_patch;
-use wasq::k8s::webhook::server::{CertResolver, bind, serve, tls_config};
-use wasq::k8s::webhook::view::{GroupPod, View};
-use wasq::k8s::webhook::{self, Webhooks};
-use wasq::k8s::writer::Writer;
+use wasq::k8s::client::writer::Writer;
+use wasq::k8s::jobs::integration::api_resource;
+use wasq::k8s::schema::kinds::KueueKind;
+use wasq::k8s::serve::metrics::Metrics;
+use wasq::k8s::serve::webhook::certs::{self, Certs, LOOKAHEAD_SECS, VALIDITY_SECS};
+use wasq::k8s::serve::webhook::provision::{self, CertSource, SecretSettings};
+use wasq::k8s::serve::webhook::review::decoded_patch;
+use wasq::k8s::serve::webhook::server::{CertResolver, bind, serve, tls_config};
+use wasq::k8s::serve::webhook::view::{GroupPod, View};
+use wasq::k8s::serve::webhook::{self, Webhooks};
+use wasq::k8s::sync::mirror::{Observed, Source};
+use wasq::k8s::{controller::Controller, serve::Shared};
 
 use super::k8s::double;
 use wasq::k8s::apiserver::ApiServer;
@@ -162,7 +162,7 @@ fn request(
 }
 
 fn response_patch(response: &Value) -> Option<Value> {
-    let r: wasq::k8s::webhook::review::AdmissionResponse =
+    let r: wasq::k8s::serve::webhook::review::AdmissionResponse =
         serde_json::from_value(response.clone()).unwrap();
     decoded_patch(&r)
 }

@@ -21,10 +21,10 @@ use crate::wasq::{NAMESPACE, Options, Wasq, deploy_manifest};
 /// The caBundle of every webhook of both configurations.
 async fn bundles(client: &kube::Client) -> Result<Vec<Option<Vec<u8>>>> {
     let mutating = Api::<MutatingWebhookConfiguration>::all(client.clone())
-        .get(wasq::k8s::webhook::MUTATING_CONFIGURATION)
+        .get(wasq::k8s::serve::webhook::MUTATING_CONFIGURATION)
         .await?;
     let validating = Api::<ValidatingWebhookConfiguration>::all(client.clone())
-        .get(wasq::k8s::webhook::VALIDATING_CONFIGURATION)
+        .get(wasq::k8s::serve::webhook::VALIDATING_CONFIGURATION)
         .await?;
     let mut out: Vec<Option<Vec<u8>>> = mutating
         .webhooks
@@ -72,7 +72,9 @@ async fn wasq_keeps_its_certificate_in_a_secret_and_the_ca_bundles() -> Result<(
     // Ready only once the certificate is kept and the bundles written.
     first.wait_ready().await?;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), NAMESPACE);
-    let secret = secrets.get(wasq::k8s::webhook::DEFAULT_SECRET).await?;
+    let secret = secrets
+        .get(wasq::k8s::serve::webhook::DEFAULT_SECRET)
+        .await?;
     assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/tls"));
     let data = secret.data.clone().unwrap_or_default();
     for key in ["ca.crt", "ca.key", "tls.crt", "tls.key"] {
@@ -90,7 +92,9 @@ async fn wasq_keeps_its_certificate_in_a_secret_and_the_ca_bundles() -> Result<(
 
     let mut second = Wasq::start(&plane, &own("wasq-b")).await?;
     second.wait_ready().await?;
-    let again = secrets.get(wasq::k8s::webhook::DEFAULT_SECRET).await?;
+    let again = secrets
+        .get(wasq::k8s::serve::webhook::DEFAULT_SECRET)
+        .await?;
     assert_eq!(
         again.metadata.resource_version, secret.metadata.resource_version,
         "the second replica serves the kept certificate"

@@ -185,7 +185,8 @@ impl ControlPlane {
         let url = format!("https://127.0.0.1:{port}");
         let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs() as i64;
         let names = ["127.0.0.1".to_string(), "localhost".to_string()];
-        let certs = wasq::k8s::webhook::certs::generate(&names, now - 3600, now + 7 * 86400)?;
+        let certs =
+            wasq::k8s::serve::webhook::certs::generate(&names, now - 3600, now + 7 * 86400)?;
         let token = random_hex(16)?;
         let write = |name: &str, text: &str| -> Result<PathBuf> {
             let path = root.join(name);

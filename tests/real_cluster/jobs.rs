@@ -15,7 +15,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use serde_json::{Value, json};
-use wasq::k8s::resources::KueueKind;
+use wasq::k8s::schema::kinds::KueueKind;
 
 use crate::cluster::{ControlPlane, kwok_node};
 use crate::crds;

@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use serde_json::{Value, json};
-use wasq::k8s::resources::KueueKind;
+use wasq::k8s::schema::kinds::KueueKind;
 
 use crate::cluster::ControlPlane;
 use crate::crds;

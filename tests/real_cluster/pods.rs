@@ -8,7 +8,7 @@ use anyhow::Result;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use serde_json::{Value, json};
-use wasq::k8s::resources::KueueKind;
+use wasq::k8s::schema::kinds::KueueKind;
 
 use crate::jobs::{cluster_queue, condition, kwok_flavor, local_queue, set_up, until};
 

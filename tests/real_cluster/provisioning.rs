@@ -174,7 +174,7 @@ async fn a_provisioning_request_is_made_and_once_provisioned_the_job_starts() ->
     let requests: Api<DynamicObject> = Api::namespaced_with(
         client.clone(),
         "default",
-        &wasq::k8s::provisioning::resource(),
+        &wasq::k8s::controller::provisioning::resource(),
     );
     let pr = until("the ProvisioningRequest", &mut wasq, async |seen| {
         let pr = requests.get_opt(&pr_name).await?;

@@ -104,7 +104,7 @@ async fn nothing_is_lost_when_the_apiserver_restarts_after_a_compaction() -> Res
     let warnings = wasq.warnings();
     let gone = warnings
         .iter()
-        .filter(|w| w.contains("wasq::k8s::watch") && w.contains("Expired"))
+        .filter(|w| w.contains("wasq::k8s::sync::watchers") && w.contains("Expired"))
         .count();
     assert!(
         gone > 0,

@@ -104,7 +104,7 @@ impl Wasq {
                 .join(format!("{}-webhook-certs", options.identity));
             std::fs::create_dir_all(&certs_dir)?;
             let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs() as i64;
-            let certs = wasq::k8s::webhook::certs::generate(
+            let certs = wasq::k8s::serve::webhook::certs::generate(
                 &["127.0.0.1".into()],
                 now - 3600,
                 now + 86400,

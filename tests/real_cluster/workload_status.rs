@@ -10,10 +10,10 @@ use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams, TypeMeta};
 use serde_json::Value;
+use wasq::k8s::client::writer::Writer;
 use wasq::k8s::controller::Controller;
-use wasq::k8s::metrics::Metrics;
-use wasq::k8s::mirror::{Observed, Source};
-use wasq::k8s::writer::Writer;
+use wasq::k8s::serve::metrics::Metrics;
+use wasq::k8s::sync::mirror::{Observed, Source};
 
 use crate::cluster::ControlPlane;
 use crate::crds;

@@ -3,7 +3,7 @@
 
 use kube::core::ApiResource;
 
-use crate::k8s::crds;
+use crate::k8s::schema::crds;
 
 /// One served resource (kind) of one group/version.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -368,7 +368,8 @@ async fn discovery_serves_what_is_registered() {
             .is_err()
     );
     s.register(
-        Resource::from_api_resource(&crate::k8s::provisioning::resource(), true).with_status(),
+        Resource::from_api_resource(&crate::k8s::controller::provisioning::resource(), true)
+            .with_status(),
     );
     assert!(
         kube::discovery::oneshot::pinned_kind(&client, &pr)

@@ -17,13 +17,14 @@ use crate::api::jobs::{AdmittedPodSet, FlavorPlacement};
 use crate::cluster::Millis;
 use crate::cluster::checks::{CheckDef, Outcome};
 use crate::k8s::Error;
-use crate::k8s::checks;
-use crate::k8s::conditions::{self as cond, ADMITTED, EVICTED, QUOTA_RESERVED, REQUEUED};
-use crate::k8s::core::{has_quota_reservation, is_evicted, is_finished};
-use crate::k8s::mirror::{Observed, Source, key_of};
-use crate::k8s::provisioning;
-use crate::k8s::resources::KueueKind;
-use crate::k8s::writer::workload_ref;
+use crate::k8s::client::writer::workload_ref;
+use crate::k8s::controller::provisioning;
+use crate::k8s::schema::kinds::KueueKind;
+use crate::k8s::status::admission_checks as checks;
+use crate::k8s::status::conditions::{self as cond, ADMITTED, EVICTED, QUOTA_RESERVED, REQUEUED};
+use crate::k8s::sync::core::{has_quota_reservation, is_evicted, is_finished};
+use crate::k8s::sync::keys::key_of;
+use crate::k8s::sync::mirror::{Observed, Source};
 
 /// An eviction whose Workload is queued again after a backoff.
 pub(super) struct RetryEviction<'a> {
@@ -141,7 +142,7 @@ impl Controller {
                     let mut st = wl.status.as_deref().cloned().unwrap_or_default();
                     let requeued = cond::find(&st.conditions, REQUEUED);
                     if requeued.is_none_or(|c| c.status == "True")
-                        && crate::k8s::core::requeue_at(wl).is_none()
+                        && crate::k8s::sync::core::requeue_at(wl).is_none()
                     {
                         return None;
                     }

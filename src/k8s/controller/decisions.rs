@@ -17,11 +17,12 @@ use super::{
 use crate::api::jobs::JOB_UID_LABEL;
 use crate::api::{Workload, WorkloadStatus};
 use crate::cluster::{Admission, Millis, WorkloadId};
-use crate::k8s::conditions::{self as cond, ADMITTED, EVICTED, PREEMPTED, QUOTA_RESERVED};
-use crate::k8s::core::{has_quota_reservation, is_evicted, is_finished};
-use crate::k8s::mirror::{Observed, Source};
-use crate::k8s::resources::KueueKind;
-use crate::k8s::writer::{MAX_IN_FLIGHT, SCHEDULER_MANAGER, workload_ref};
+use crate::k8s::client::MAX_IN_FLIGHT;
+use crate::k8s::client::writer::{SCHEDULER_MANAGER, workload_ref};
+use crate::k8s::schema::kinds::KueueKind;
+use crate::k8s::status::conditions::{self as cond, ADMITTED, EVICTED, PREEMPTED, QUOTA_RESERVED};
+use crate::k8s::sync::core::{has_quota_reservation, is_evicted, is_finished};
+use crate::k8s::sync::mirror::{Observed, Source};
 use crate::scheduler::Decision;
 
 /// Computes a Workload's new status from the latest known object; `None`: the write no longer

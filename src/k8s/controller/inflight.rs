@@ -27,9 +27,10 @@ use tokio::sync::{Semaphore, mpsc};
 use super::decisions::{After, StatusWrite};
 use super::{Controller, Error, MAX_ATTEMPTS};
 use crate::cluster::Millis;
-use crate::k8s::mirror::{Observed, Source};
-use crate::k8s::resources::KueueKind;
-use crate::k8s::writer::{MAX_IN_FLIGHT, Writer};
+use crate::k8s::client::MAX_IN_FLIGHT;
+use crate::k8s::client::writer::Writer;
+use crate::k8s::schema::kinds::KueueKind;
+use crate::k8s::sync::mirror::{Observed, Source};
 
 /// A decision's write with what to do when it lands.
 pub(super) struct DecisionWrite {

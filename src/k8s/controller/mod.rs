@@ -3,7 +3,7 @@
 //! status and metrics refreshed.
 //!
 //! A pass costs what changed: the mirror records which Workloads, jobs and pod groups changed
-//! ([`super::mirror::Dirty`]); a Workload changed by someone else is taken into the live core
+//! ([`crate::k8s::sync::mirror::Dirty`]); a Workload changed by someone else is taken into the live core
 //! alone ([`core::sync_workload`]), so parking, sticky preemptors, requeue history and
 //! admission fair sharing's ledger survive. Only a configuration change (queues, cohorts,
 //! flavors, namespaces, priority classes, checks) rebuilds the core, through the restart
@@ -28,26 +28,36 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::Error;
-use super::checks;
-use super::conditions::{self as cond, ADMITTED, EVICTED, FINISHED, QUOTA_RESERVED, REQUEUED};
-use super::core::{self, Configure, has_quota_reservation, is_admitted, is_evicted, is_finished};
-use super::integration::api_resource;
-use super::metrics::Metrics;
-use super::mirror::{Mirror, Observed, Source, key_of};
-use super::podgroup::{self, Group};
-use super::resources::KueueKind;
-use super::status::{self, carry_transition_times};
-use super::visibility::Snapshot;
-use super::writer::{Writer, workload_ref};
 use crate::api::jobs::{AdmittedPodSet, FlavorPlacement, JobKind, attribution, problems_text};
 use crate::api::{self, Workload, WorkloadStatus, topology};
 use crate::cluster::{Admission, Cluster, CqId, EvictionReason, Millis, WorkloadId};
+use crate::k8s::client::writer::{Writer, workload_ref};
+use crate::k8s::jobs::integration::api_resource;
+use crate::k8s::jobs::pod_groups::{self, Group};
+use crate::k8s::schema::kinds::KueueKind;
+use crate::k8s::serve::Shared;
+use crate::k8s::serve::metrics::Metrics;
+use crate::k8s::serve::visibility::Snapshot;
+use crate::k8s::status::admission_checks as checks;
+use crate::k8s::status::conditions::{
+    self as cond, ADMITTED, EVICTED, FINISHED, QUOTA_RESERVED, REQUEUED,
+};
+use crate::k8s::status::queues::{self as status, carry_transition_times};
+use crate::k8s::sync::core::{
+    self, Configure, has_quota_reservation, is_admitted, is_evicted, is_finished,
+};
+use crate::k8s::sync::keys::key_of;
+use crate::k8s::sync::mirror::{Mirror, Observed, Source};
 use crate::scheduler::{Decision, Scheduler};
 
 mod admission;
 mod decisions;
+mod event_loop;
 mod inflight;
 pub mod pods_ready;
+pub mod provisioning;
+
+pub use event_loop::spawn_watchers;
 mod tas_sync;
 
 /// Attempts per status write when the API server reports conflicts.
@@ -57,25 +67,7 @@ const MAX_CYCLES_PER_PASS: usize = 1000;
 
 pub type Clock = Arc<dyn Fn() -> Millis + Send + Sync>;
 
-/// What the HTTP endpoints read.
-#[derive(Debug, Default)]
-pub struct Shared {
-    /// Every watched source was listed and a pass ran.
-    pub ready: bool,
-    pub visibility: Snapshot,
-    /// The webhooks are starting (certificate, CA bundle): not ready yet.
-    pub webhooks_pending: bool,
-    /// This replica schedules (it holds the Lease, or runs without election). A standby
-    /// replica keeps its mirror and the webhooks' view current, and is ready once every source
-    /// is listed, so that the webhooks are answered while the leader changes.
-    pub leading: bool,
-    /// What the admission webhooks read, refreshed after each pass.
-    pub webhook: Arc<super::webhook::View>,
-    /// What the shadow policies decided (`/apis/visibility.wasq.dev/v1alpha1/shadows`).
-    pub shadows: Option<Arc<crate::policy::shadow::ShadowLog>>,
-}
-
-/// What the next pass must look at, drained from the mirror's [`super::mirror::Dirty`] and
+/// What the next pass must look at, drained from the mirror's [`crate::k8s::sync::mirror::Dirty`] and
 /// consumed part by part.
 #[derive(Debug, Default)]
 struct Work {
@@ -143,7 +135,7 @@ pub struct Controller {
     /// the interval are dropped at each refresh).
     pub(super) pending_written: HashMap<WorkloadId, Millis>,
     /// `--record-trace`: every Workload's run, as a simulator trace.
-    recorder: Option<super::trace_recorder::TraceRecorder>,
+    recorder: Option<crate::k8s::sync::trace_recorder::TraceRecorder>,
 }
 
 impl Controller {
@@ -183,7 +175,10 @@ impl Controller {
     }
 
     /// Records every Workload's run into a simulator trace (`wasq controller --record-trace`).
-    pub fn set_trace_recorder(&mut self, recorder: super::trace_recorder::TraceRecorder) {
+    pub fn set_trace_recorder(
+        &mut self,
+        recorder: crate::k8s::sync::trace_recorder::TraceRecorder,
+    ) {
         self.recorder = Some(recorder);
     }
 
@@ -365,7 +360,7 @@ impl Controller {
             return;
         }
         self.refreshed = Some(std::time::Instant::now());
-        let view = Arc::new(super::webhook::View::of(&self.mirror));
+        let view = Arc::new(crate::k8s::serve::webhook::View::of(&self.mirror));
         if let Ok(mut shared) = self.shared.write() {
             shared.webhook = view;
             shared.ready = true;
@@ -427,7 +422,7 @@ impl Controller {
         if let Some(s) = &self.scheduler {
             self.metrics.observe_state(s);
             let snapshot = Snapshot::of(s);
-            let view = Arc::new(super::webhook::View::of(&self.mirror));
+            let view = Arc::new(crate::k8s::serve::webhook::View::of(&self.mirror));
             if let Ok(mut shared) = self.shared.write() {
                 shared.visibility = snapshot;
                 shared.webhook = view;
@@ -498,7 +493,7 @@ impl Controller {
                 .extend(jobs.keys().cloned());
         }
         if self.pod_groups {
-            for g in podgroup::groups(&self.mirror) {
+            for g in pod_groups::groups(&self.mirror) {
                 self.work
                     .pod_groups
                     .insert(key_of(Some(&g.namespace), &g.name));
@@ -635,7 +630,7 @@ impl Controller {
         }
         let groups = std::mem::take(&mut self.work.pod_groups);
         if self.pod_groups && !groups.is_empty() {
-            for group in podgroup::groups(&self.mirror) {
+            for group in pod_groups::groups(&self.mirror) {
                 let key = key_of(Some(&group.namespace), &group.name);
                 if !groups.contains(&key) {
                     continue;
@@ -720,7 +715,7 @@ impl Controller {
             .map_err(StartError::Template)
     }
 
-    /// Sends the start patches of admitted jobs, at most [`super::writer::MAX_IN_FLIGHT`] at
+    /// Sends the start patches of admitted jobs, at most [`crate::k8s::client::MAX_IN_FLIGHT`] at
     /// once; a failed one is synced again by the next pass.
     async fn start_jobs(&mut self, starts: Vec<(usize, String, Vec<Value>)>) {
         if starts.is_empty() {
@@ -739,7 +734,7 @@ impl Controller {
                     .await;
                 (i, key, r)
             })
-            .buffer_unordered(super::writer::MAX_IN_FLIGHT)
+            .buffer_unordered(crate::k8s::client::MAX_IN_FLIGHT)
             .collect()
             .await;
         for (i, key, answer) in answers {
@@ -970,7 +965,7 @@ impl Controller {
             return self.create_workload(new).await;
         };
         let reserved = has_quota_reservation(&wl);
-        let pod_ar = podgroup::pod_resource();
+        let pod_ar = pod_groups::pod_resource();
         if reserved && is_evicted(&wl) {
             for pod in group.live_pods() {
                 let name = pod.metadata.name.clone().unwrap_or_default();
@@ -1305,7 +1300,7 @@ impl Controller {
                     .await;
                 (kind, name, r)
             })
-            .buffer_unordered(super::writer::MAX_IN_FLIGHT)
+            .buffer_unordered(crate::k8s::client::MAX_IN_FLIGHT)
             .collect()
             .await;
         for (kind, name, answer) in answers {

@@ -15,10 +15,10 @@ use crate::api::jobs::JobKind;
 use crate::cluster::EvictionReason;
 use crate::cluster::checks::backoff_seconds;
 use crate::cluster::{Millis, WaitForPodsReady};
-use crate::k8s::conditions::{self as cond, ADMITTED, PODS_READY};
-use crate::k8s::core::{has_quota_reservation, is_evicted, is_finished, requeue_at};
-use crate::k8s::mirror::key_of;
-use crate::k8s::podgroup;
+use crate::k8s::jobs::pod_groups;
+use crate::k8s::status::conditions::{self as cond, ADMITTED, PODS_READY};
+use crate::k8s::sync::core::{has_quota_reservation, is_evicted, is_finished, requeue_at};
+use crate::k8s::sync::keys::key_of;
 
 pub const STARTED: &str = "Started";
 pub const RECOVERED: &str = "Recovered";
@@ -114,7 +114,7 @@ impl Controller {
     /// Workload key. Only Workloads holding quota can run.
     fn readiness<'k>(&self, keys: impl Iterator<Item = &'k String>) -> BTreeMap<String, bool> {
         let mut out = BTreeMap::new();
-        let mut groups: Option<BTreeMap<String, podgroup::Group>> = None;
+        let mut groups: Option<BTreeMap<String, pod_groups::Group>> = None;
         for key in keys {
             let Some(wl) = self.mirror.workloads.get(key) else {
                 continue;
@@ -141,7 +141,7 @@ impl Controller {
                 // Pod groups are computed once per pass, and only when a running Workload
                 // has no job.
                 let groups = groups.get_or_insert_with(|| {
-                    podgroup::groups(&self.mirror)
+                    pod_groups::groups(&self.mirror)
                         .into_iter()
                         .map(|g| (key_of(Some(&g.namespace), &g.name), g))
                         .collect()
@@ -277,7 +277,7 @@ impl Controller {
     ) -> Result<Option<Millis>, crate::k8s::Error> {
         // Kueue's job reconciler writes it, as the job controller.
         let written = self
-            .write_status_as(key, crate::k8s::writer::JOB_MANAGER, |wl| {
+            .write_status_as(key, crate::k8s::client::writer::JOB_MANAGER, |wl| {
                 if !running(wl) {
                     return None;
                 }

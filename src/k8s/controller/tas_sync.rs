@@ -1,15 +1,15 @@
 //! The controller's side of topology-aware scheduling: node changes taken into the live core
 //! (trees rebuilt only when nodes change what TAS reads; usage outside TAS per node, O(the
 //! nodes that changed)), and Kueue's TopologyUngater run over the Workloads whose TAS pods or
-//! admission changed ([`super::super::ungater`] plans, this sends the pod patches).
+//! admission changed ([`crate::k8s::jobs::ungater`] plans, this sends the pod patches).
 
 use futures::StreamExt;
 
-use super::super::podgroup::pod_resource;
-use super::super::ungater;
-use super::super::writer::MAX_IN_FLIGHT;
 use super::{Controller, core};
-use crate::k8s::mirror::{Observed, Source};
+use crate::k8s::client::MAX_IN_FLIGHT;
+use crate::k8s::jobs::pod_groups::pod_resource;
+use crate::k8s::jobs::ungater;
+use crate::k8s::sync::mirror::{Observed, Source};
 
 impl Controller {
     /// Nodes or the pods outside TAS changed since the last pass: the live core follows.

@@ -8,6 +8,9 @@
 //! feature gates of its manager Deployment (`--feature-gates`, and the Configuration's
 //! `featureGates`), Kueue's webhook configurations, and every Kueue object (as `wasq snapshot`
 //! lists them). Nothing is written.
+//!
+//! [`snapshot`] is `wasq snapshot`: the same objects written out as a scenario the simulator
+//! runs.
 
 use std::collections::BTreeMap;
 
@@ -21,12 +24,14 @@ use kube::Api;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::core::{has_quota_reservation, is_admitted, is_finished};
-use super::prune::Schemas;
-use super::resources::KueueKind;
 use crate::api::decode::Object;
 use crate::api::jobs;
 use crate::api::{Quantity, Workload};
+use crate::k8s::schema::kinds::KueueKind;
+use crate::k8s::schema::prune::Schemas;
+use crate::k8s::sync::core::{has_quota_reservation, is_admitted, is_finished};
+
+pub mod snapshot;
 
 /// Kueue's namespace in its manifests and Helm chart.
 pub const KUEUE_NAMESPACE: &str = "kueue-system";
@@ -226,7 +231,7 @@ pub async fn check(client: &kube::Client, namespace: &str) -> anyhow::Result<Rep
         }
     }
 
-    let snapshot = super::snapshot::take(client).await?;
+    let snapshot = snapshot::take(client).await?;
     let objects: Vec<Value> = KueueKind::ALL
         .iter()
         .filter_map(|k| snapshot.files.get(&format!("{}.yaml", k.plural())))
@@ -567,7 +572,7 @@ fn object_findings(objects: &[Value]) -> Vec<Finding> {
 fn unknown_fields(schemas: &Schemas, kind: KueueKind, object: &Value) -> Vec<String> {
     let mut pruned = object.clone();
     if let Some(schema) = schemas.schema(kind) {
-        super::prune::prune(&mut pruned, schema);
+        crate::k8s::schema::prune::prune(&mut pruned, schema);
     }
     let mut out = Vec::new();
     for (key, value) in object.as_object().into_iter().flatten() {

@@ -14,8 +14,8 @@ use crate::api::Condition;
 use crate::api::policy::{
     LOADED, PolicyMode, QueuePolicy, QueuePolicyStatus, READY, ShadowDifference, ShadowStatus,
 };
-use crate::k8s::conditions;
-use crate::k8s::resources::KueueKind;
+use crate::k8s::schema::kinds::KueueKind;
+use crate::k8s::status::conditions;
 use crate::policy::shadow::{Figures, ShadowLog};
 use crate::wasm::PolicyObjects;
 use crate::wasm::objects::ObjectStatus;

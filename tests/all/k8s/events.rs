@@ -3,7 +3,7 @@
 
 use kube::api::ObjectMeta;
 use serde_json::Value;
-use wasq::k8s::writer::{Writer, workload_ref};
+use wasq::k8s::client::writer::{Writer, workload_ref};
 
 use super::double;
 
@@ -140,9 +140,9 @@ async fn a_series_whose_event_is_gone_is_created_again_and_failures_are_not_fata
 #[tokio::test]
 async fn past_the_queue_limit_new_events_are_dropped_and_counted() {
     let api = double();
-    let mut publisher = wasq::k8s::events::Publisher::new(api.client(), "wasq", "wasq-0");
+    let mut publisher = wasq::k8s::client::events::Publisher::new(api.client(), "wasq", "wasq-0");
     publisher.set_max_queued(5);
-    let record = |p: &wasq::k8s::events::Publisher, name: &str| {
+    let record = |p: &wasq::k8s::client::events::Publisher, name: &str| {
         p.record(
             &workload_ref(&workload(name)),
             false,

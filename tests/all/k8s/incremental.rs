@@ -3,8 +3,8 @@
 //! metrics say which happened.
 
 use serde_json::json;
-use wasq::k8s::mirror::{Observed, Source};
-use wasq::k8s::resources::KueueKind;
+use wasq::k8s::schema::kinds::KueueKind;
+use wasq::k8s::sync::mirror::{Observed, Source};
 
 use super::{Env, KUEUE, basics, cluster_queue, counter, job, job_wl, queue_label};
 

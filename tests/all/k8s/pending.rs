@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use wasq::k8s::mirror::Source;
-use wasq::k8s::resources::KueueKind;
+use wasq::k8s::schema::kinds::KueueKind;
+use wasq::k8s::sync::mirror::Source;
 
 use super::{Env, KUEUE, NOW, T, basics, finish};
 

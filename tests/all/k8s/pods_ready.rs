@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use serde_json::{Value, json};
+use wasq::k8s::client::writer::Writer;
 use wasq::k8s::controller::Controller;
-use wasq::k8s::metrics::Metrics;
-use wasq::k8s::mirror::Source;
-use wasq::k8s::writer::Writer;
+use wasq::k8s::serve::metrics::Metrics;
+use wasq::k8s::sync::mirror::Source;
 
 use super::double;
 use super::{Env, KUEUE, NOW, basics, group_pod, job, job_wl, queue_label};

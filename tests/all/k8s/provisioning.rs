@@ -5,15 +5,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use serde_json::{Value, json};
+use wasq::k8s::client::writer::Writer;
 use wasq::k8s::controller::Controller;
-use wasq::k8s::metrics::Metrics;
-use wasq::k8s::mirror::{Observed, Source};
-use wasq::k8s::writer::Writer;
+use wasq::k8s::serve::metrics::Metrics;
+use wasq::k8s::sync::mirror::{Observed, Source};
 
 use super::{Env, KUEUE, NOW, T, queue_label, rayjob_wl};
 use super::{double, list_kind};
 use wasq::k8s::apiserver::Resource;
-use wasq::k8s::provisioning;
+use wasq::k8s::controller::provisioning;
 
 const PR_API: &str = "/apis/autoscaling.x-k8s.io/v1";
 const CLASS: &str = "queued-provisioning.gke.io";
@@ -539,7 +539,7 @@ async fn an_active_check_is_marked_active() {
 
 #[test]
 fn crds_exist_for_admission_checks_and_their_configs() {
-    let crds = wasq::k8s::crds::crds();
+    let crds = wasq::k8s::schema::crds::crds();
     let ac = crds
         .iter()
         .find(|c| c.metadata.name.as_deref() == Some("admissionchecks.kueue.x-k8s.io"))
@@ -657,7 +657,7 @@ fn write_check(p: &mut Prov, state: Value) {
     wl["status"]["admissionChecks"] = json!([state]);
     p.env.api.put(&path, wl);
     p.env.applied(
-        Source::Kueue(wasq::k8s::resources::KueueKind::Workload),
+        Source::Kueue(wasq::k8s::schema::kinds::KueueKind::Workload),
         &path,
     );
 }

@@ -11,8 +11,8 @@ use wasq::k8s::policies::PolicyReconciler;
 use wasq::policy::shadow::ShadowLog;
 use wasq::wasm::{Bindings, LiveBindings, PluginSource, PolicyObjects, Registry, sha256_digest};
 
-use wasq::k8s::mirror::Source;
-use wasq::k8s::resources::KueueKind;
+use wasq::k8s::schema::kinds::KueueKind;
+use wasq::k8s::sync::mirror::Source;
 
 use super::{Env, KUEUE, NOW, basics, job, job_wl, running_low_job};
 use crate::plugins::{built, engine, test_options};
@@ -248,7 +248,10 @@ async fn a_module_of_another_extension_is_refused() {
 }
 
 /// The controller's configure hook, binding the objects over the built-in.
-fn hook(objects: &Arc<PolicyObjects>, shadows: &Arc<ShadowLog>) -> wasq::k8s::core::Configure {
+fn hook(
+    objects: &Arc<PolicyObjects>,
+    shadows: &Arc<ShadowLog>,
+) -> wasq::k8s::sync::core::Configure {
     let source = PluginSource::Fixed(Arc::new(Registry::empty(engine())));
     let live = Mutex::new(
         LiveBindings::recording(source, Bindings::default(), shadows.clone())
@@ -329,7 +332,7 @@ async fn shadow_to_enforce_swaps_between_cycles_with_no_decision_lost() {
     assert_eq!(s["shadow"]["agreement"], "100.0%");
     // The same figures through wasq's visibility endpoint.
     env.controller.shared.write().unwrap().shadows = Some(shadows.clone());
-    let (code, _, body) = wasq::k8s::server::route(
+    let (code, _, body) = wasq::k8s::serve::http::route(
         "/apis/visibility.wasq.dev/v1alpha1/shadows/trial",
         "",
         &env.controller.shared,

@@ -9,7 +9,7 @@
 
 use serde_json::{Value, json};
 use wasq::k8s::apiserver::kueue::{self, Flavor, KueueJob};
-use wasq::k8s::leader::LeaseLock;
+use wasq::k8s::client::lease::LeaseLock;
 
 use super::{Env, KUEUE};
 
@@ -509,14 +509,14 @@ async fn what_wasq_writes_is_what_kueue_writes_so_kueue_keeps_it_when_started_ag
 }
 
 /// The index of `batch/v1` Job among the controller's kinds.
-fn job_source(env: &Env) -> wasq::k8s::mirror::Source {
+fn job_source(env: &Env) -> wasq::k8s::sync::mirror::Source {
     let i = env
         .controller
         .kinds()
         .iter()
         .position(|k| k.spec.api_version == "batch/v1" && k.spec.kind == "Job")
         .expect("Jobs are managed");
-    wasq::k8s::mirror::Source::Job(i)
+    wasq::k8s::sync::mirror::Source::Job(i)
 }
 
 /// Kueue's `kueue.x-k8s.io/resource-in-use` finalizer on a Workload Kueue made comes off once
@@ -565,7 +565,7 @@ async fn a_deleted_kueue_workload_has_its_job_stopped_before_its_finalizer_comes
     env.api.delete(&j.workload_path()).expect("deleted");
     assert!(stored(&env, &j.workload_path())["metadata"]["deletionTimestamp"].is_string());
     env.applied(
-        wasq::k8s::mirror::Source::Kueue(wasq::k8s::resources::KueueKind::Workload),
+        wasq::k8s::sync::mirror::Source::Kueue(wasq::k8s::schema::kinds::KueueKind::Workload),
         &j.workload_path(),
     );
     env.step().await;

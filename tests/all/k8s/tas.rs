@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use wasq::k8s::mirror::Source;
+use wasq::k8s::sync::mirror::Source;
 
 use super::{Env, KUEUE, T, counter, finish, job_wl, queue_label};
 

@@ -1,5 +1,5 @@
 //! The controller's watch path against the API server double: kube-runtime watchers
-//! ([`cli::spawn_watchers`]), the mirror and the controller's steps, with the double as the only
+//! ([`controller::spawn_watchers`]), the mirror and the controller's steps, with the double as the only
 //! source of truth — Workloads are created and finished through the kube client, never fed to
 //! the mirror by hand. After every step, memory must hold no quota the cluster does not show.
 
@@ -15,12 +15,12 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use wasq::api::jobs;
 use wasq::api::quantity::Quantity;
 use wasq::k8s::apiserver::{ApiServer, ChangeType, Config};
-use wasq::k8s::cli::spawn_watchers;
+use wasq::k8s::client::writer::Writer;
 use wasq::k8s::controller::Controller;
-use wasq::k8s::metrics::Metrics;
-use wasq::k8s::mirror::Observed;
-use wasq::k8s::resources::KueueKind;
-use wasq::k8s::writer::Writer;
+use wasq::k8s::controller::spawn_watchers;
+use wasq::k8s::schema::kinds::KueueKind;
+use wasq::k8s::serve::metrics::Metrics;
+use wasq::k8s::sync::mirror::Observed;
 
 use super::basics;
 

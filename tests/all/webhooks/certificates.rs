@@ -270,13 +270,13 @@ fn readyz_waits_for_the_webhooks() {
         ..Shared::default()
     });
     let metrics = Metrics::new("standalone");
-    let (status, _, body) = wasq::k8s::server::route("/readyz", "", &shared, &metrics);
+    let (status, _, body) = wasq::k8s::serve::http::route("/readyz", "", &shared, &metrics);
     assert_eq!(
         (status.as_u16(), body.as_str()),
         (503, "waiting for the webhook certificate")
     );
     shared.write().unwrap().webhooks_pending = false;
-    let (status, _, _) = wasq::k8s::server::route("/readyz", "", &shared, &metrics);
+    let (status, _, _) = wasq::k8s::serve::http::route("/readyz", "", &shared, &metrics);
     assert_eq!(status.as_u16(), 200);
 }
 

@@ -269,7 +269,8 @@ async fn a_standby_replica_answers_the_webhooks_from_a_current_view_and_writes_n
     let mut cluster = Cluster::standby(objects).await;
     let metrics = Metrics::new("leader");
     let route = |c: &Cluster, path: &str| {
-        let (status, _, body) = wasq::k8s::server::route(path, "", &c.controller.shared, &metrics);
+        let (status, _, body) =
+            wasq::k8s::serve::http::route(path, "", &c.controller.shared, &metrics);
         (status.as_u16(), body)
     };
     assert_eq!(
