@@ -1,18 +1,24 @@
 //! The Kubernetes driver: the scheduling core run against a real cluster through kube-rs.
 //!
-//! Watchers ([`watch`]) feed a [`mirror::Mirror`] of the cluster's objects. The
+//! Watchers ([`sync::watchers`]) feed a [`sync::mirror::Mirror`] of the cluster's objects. The
 //! [`controller::Controller`] turns the mirror into the same [`crate::scheduler::Scheduler`]
-//! the simulator drives ([`core`]), runs cycles, and writes decisions back ([`writer`]): Workload
-//! status with Kueue's conditions, job patches through the job integrations ([`integration`],
-//! [`podgroup`]), ClusterQueue and LocalQueue status ([`status`]) and Events. Two-phase
-//! admission ([`checks`]) waits for the Workload's admission checks, among them Kueue's
-//! ProvisioningRequest check, which wasq runs itself ([`provisioning`]).
+//! the simulator drives ([`sync::core`]), runs cycles, and writes decisions back
+//! ([`client::writer`]): Workload status with Kueue's conditions, job patches through the job
+//! integrations ([`jobs`]), ClusterQueue and LocalQueue status (`status::queues`) and Events.
+//! Two-phase admission ([`status::admission_checks`]) waits for the Workload's admission checks,
+//! among them Kueue's ProvisioningRequest check, which wasq runs itself
+//! ([`controller::provisioning`]). What the process serves (metrics, visibility, webhooks) is in
+//! [`serve`].
+//!
+//! The folders are layered: [`status`], [`schema`], [`client`], [`sync`], [`jobs`],
+//! [`policies`], [`serve`], [`controller`] — each uses only those before it — with [`migrate`]
+//! over [`sync`] and the API server double ([`apiserver`]) over [`schema`].
 //!
 //! Invariants:
 //! - the core is built from the mirror (configuration and every live Workload, with the
 //!   admissions the cluster records) before the first cycle and after a configuration change —
 //!   a restart is the same code path as any other rebuild — and otherwise follows each Workload
-//!   event alone ([`core::sync_workload`]);
+//!   event alone ([`sync::core::sync_workload`]);
 //! - a write that fails is undone in memory (an admission is released and requeued); memory is
 //!   never ahead of the cluster except for quota still held by a victim being evicted;
 //! - only the leader (a `coordination.k8s.io` Lease) runs cycles and writes.

@@ -1,5 +1,5 @@
 //! What this process serves: `/metrics`, `/healthz`, `/readyz` and Kueue's pending-workloads
-//! paths ([`http`], with [`metrics`] and [`visibility`]), the visibility API behind the
+//! paths ([`http`], with [`metrics`] and `visibility`), the visibility API behind the
 //! aggregation layer ([`aggregated`]) and the admission webhooks ([`webhook`]). Every endpoint
 //! answers from [`Shared`], which the controller publishes after each pass; none calls into the
 //! controller.
@@ -10,7 +10,7 @@ pub mod aggregated;
 pub mod http;
 pub mod metrics;
 mod plugin_metrics;
-pub mod visibility;
+pub(crate) mod visibility;
 pub mod webhook;
 
 use visibility::Snapshot;
