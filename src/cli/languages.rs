@@ -13,8 +13,9 @@ use wasq::wasm::PluginKind;
 
 /// The WIT package plugins are built against: this host's version.
 static WIT: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/wit");
-/// The Rust SDK's sources and the one crate it depends on by path.
+/// The Rust SDK's sources and the crates it depends on by path.
 static RUST_SDK: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/plugins/sdk/src");
+static KUEUE: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/crates/kueue/src");
 static BESTFIT: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/crates/bestfit/src");
 /// The Python SDK package (`wasq_policy/`).
 static PYTHON_SDK: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/plugins/sdk-python/wasq_policy");
@@ -240,7 +241,7 @@ fn extract_js_sdk(to: &Path) -> anyhow::Result<()> {
 }
 
 /// The Rust SDK as a crate of its own under `root`, laid out as in wasq's repository
-/// (`plugins/sdk`, `wit`, `crates/bestfit`) so that its relative paths hold.
+/// (`plugins/sdk`, `wit`, `crates/kueue`, `crates/bestfit`) so that its relative paths hold.
 fn vendor_rust_sdk(root: &Path) -> anyhow::Result<()> {
     let version = env!("CARGO_PKG_VERSION");
     let sdk = root.join("plugins/sdk");
@@ -251,25 +252,28 @@ fn vendor_rust_sdk(root: &Path) -> anyhow::Result<()> {
             "[package]\nname = \"wasq-policy-sdk\"\nversion = \"{version}\"\nedition = \"2024\"\n\
              license = \"Apache-2.0\"\ndescription = \"wasq's plugin SDK, as carried by wasq {version}\"\n\
              publish = false\n\n[dependencies]\nwit-bindgen = \"{WIT_BINDGEN}\"\n\
+             wasq-kueue = {{ path = \"../../crates/kueue\" }}\n\
              wasq-bestfit = {{ path = \"../../crates/bestfit\" }}\n"
         ),
     )?;
-    let bestfit = root.join("crates/bestfit");
-    extract(&BESTFIT, &bestfit.join("src"), &[])?;
-    std::fs::write(
-        bestfit.join("Cargo.toml"),
-        format!(
-            "[package]\nname = \"wasq-bestfit\"\nversion = \"{version}\"\nedition = \"2024\"\n\
-             license = \"Apache-2.0\"\npublish = false\n\n[dependencies]\n"
-        ),
-    )?;
+    for (name, sources) in [("kueue", &KUEUE), ("bestfit", &BESTFIT)] {
+        let dir = root.join("crates").join(name);
+        extract(sources, &dir.join("src"), &[])?;
+        std::fs::write(
+            dir.join("Cargo.toml"),
+            format!(
+                "[package]\nname = \"wasq-{name}\"\nversion = \"{version}\"\nedition = \"2024\"\n\
+                 license = \"Apache-2.0\"\npublish = false\n\n[dependencies]\n"
+            ),
+        )?;
+    }
     extract(&WIT, &root.join("wit"), &[])?;
     std::fs::write(
         root.join("README.md"),
         format!(
-            "The plugin SDK, its WIT package and Kueue's BestFit as wasq {version} carries them \
-             (written by `wasq plugin new`). Replace this folder with a newer wasq's to \
-             upgrade.\n"
+            "The plugin SDK, its WIT package and Kueue's decisions and BestFit placement as wasq \
+             {version} carries them (written by `wasq plugin new`). Replace this folder with a \
+             newer wasq's to upgrade.\n"
         ),
     )?;
     Ok(())

@@ -169,36 +169,9 @@ pub trait OrderingPolicy: Send + Sync {
 // ---------------------------------------------------------------------------------------------
 // Preemption
 
-/// How a candidate relates to the preemptor (Kueue's preemption variants).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum CandidateKind {
-    /// In the preemptor's own ClusterQueue (reason `InClusterQueue`).
-    SameQueue,
-    /// In a queue over its quota where the preemptor has a hierarchical advantage
-    /// (`InCohortReclamation`).
-    HierarchicalReclaim,
-    /// Reclaim that requires the preemptor not to borrow afterwards (`InCohortReclamation`).
-    ReclaimWithoutBorrowing,
-    /// Reclaim allowed while the preemptor borrows (`InCohortReclaimWhileBorrowing`).
-    ReclaimWhileBorrowing,
-    /// Fair sharing: a workload of a borrowing ClusterQueue of the cohort tree, preemptible
-    /// if the configured strategies allow it (`InCohortFairSharing`).
-    FairSharing,
-}
-
-impl CandidateKind {
-    /// Kueue's `Preempted` condition reason.
-    pub fn reason(self) -> &'static str {
-        match self {
-            CandidateKind::SameQueue => "InClusterQueue",
-            CandidateKind::HierarchicalReclaim | CandidateKind::ReclaimWithoutBorrowing => {
-                "InCohortReclamation"
-            }
-            CandidateKind::ReclaimWhileBorrowing => "InCohortReclaimWhileBorrowing",
-            CandidateKind::FairSharing => "InCohortFairSharing",
-        }
-    }
-}
+/// How a candidate relates to the preemptor (Kueue's preemption variants, and the reason of
+/// the victim's `Preempted` condition).
+pub use wasq_kueue::CandidateKind;
 
 /// An admitted workload the host found eligible under the ClusterQueue's preemption settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -281,7 +254,7 @@ pub struct PreemptionRequest<'a> {
     pub requests: Vec<(FrIdx, i64)>,
     /// The flavor-resources where it does not fit without preemption.
     pub needs_preemption: Vec<FrIdx>,
-    /// Eligible candidates, in Kueue's candidate order (`builtin::candidates_ordering`:
+    /// Eligible candidates, in Kueue's candidate order (`builtin::candidate_order`:
     /// evicted first, other ClusterQueues first, lower priority first, most recently admitted
     /// first, then workload id).
     pub candidates: Vec<Candidate>,
@@ -337,14 +310,7 @@ pub trait PreemptionPolicy: Send + Sync {
 // Flavor assignment
 
 /// How a flavor fits, best last (Kueue's granular preemption modes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum FitMode {
-    NoFit,
-    NoPreemptionCandidates,
-    Preempt,
-    Reclaim,
-    Fit,
-}
+pub use wasq_kueue::flavors::FitMode;
 
 /// One flavor of a resource group, evaluated by the host for one podSet.
 #[derive(Debug, Clone, PartialEq, Eq)]

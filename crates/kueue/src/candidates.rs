@@ -5,7 +5,7 @@ use std::cmp::{Ordering, Reverse};
 use crate::NodeId;
 
 /// How a candidate relates to the preemptor (Kueue's preemption variants).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum CandidateKind {
     /// In the preemptor's own ClusterQueue (`InClusterQueue`).
     SameQueue,
@@ -19,6 +19,20 @@ pub enum CandidateKind {
     /// Fair sharing: a workload of a borrowing ClusterQueue of the cohort tree
     /// (`InCohortFairSharing`).
     FairSharing,
+}
+
+impl CandidateKind {
+    /// Kueue's reason for the victim's `Preempted` condition.
+    pub fn reason(self) -> &'static str {
+        match self {
+            CandidateKind::SameQueue => "InClusterQueue",
+            CandidateKind::HierarchicalReclaim | CandidateKind::ReclaimWithoutBorrowing => {
+                "InCohortReclamation"
+            }
+            CandidateKind::ReclaimWhileBorrowing => "InCohortReclaimWhileBorrowing",
+            CandidateKind::FairSharing => "InCohortFairSharing",
+        }
+    }
 }
 
 /// Preemption candidates by index (`0..len()`), whichever form a side keeps them in.

@@ -16,8 +16,6 @@ use crate::NodeId;
 pub trait Quota {
     /// The node's parent cohort; `None` for a root.
     fn parent(&self, node: NodeId) -> Option<NodeId>;
-    /// The node's `fairSharing.weight` in milli-units.
-    fn fair_weight(&self, node: NodeId) -> i64;
     /// How many flavor-resources there are.
     fn flavor_resources(&self) -> usize;
     /// The resource a flavor-resource is of.
@@ -39,8 +37,8 @@ pub trait Quota {
 pub trait Snapshot {
     /// Adds `delta` of a flavor-resource to a node's usage (and to its cohorts').
     fn add_usage(&mut self, node: NodeId, fr: u32, delta: i64);
-    /// The node's dominant resource share at the current state, with its own weight (see
-    /// [`drs_of`]).
+    /// The node's dominant resource share at the current state, with the node's own
+    /// `fairSharing.weight` (see [`drs`]).
     fn share(&self, node: NodeId) -> Drs;
 }
 
@@ -79,13 +77,17 @@ impl Drs {
     }
 
     /// Borrowing on a flavor-resource `request` asks a positive amount of (Kueue's
-    /// `IsBorrowingOn`); `request` is `(flavor-resource, amount)` pairs.
-    pub fn is_borrowing_on(&self, request: impl IntoIterator<Item = (u32, i64)> + Clone) -> bool {
+    /// `IsBorrowingOn`); `request` lists `(flavor-resource, amount)` pairs, or anything that
+    /// converts to them.
+    pub fn is_borrowing_on<R: Into<(u32, i64)>>(
+        &self,
+        request: impl IntoIterator<Item = R> + Clone,
+    ) -> bool {
         self.borrowed.iter().any(|&fr| {
-            request
-                .clone()
-                .into_iter()
-                .any(|(r, amount)| r == fr && amount > 0)
+            request.clone().into_iter().any(|r| {
+                let (r, amount) = r.into();
+                r == fr && amount > 0
+            })
         })
     }
 
@@ -180,11 +182,6 @@ pub fn drs<Q: Quota + ?Sized>(q: &Q, node: NodeId, weight_milli: i64, extra: &[(
     drs
 }
 
-/// [`drs`] with the node's own `fairSharing.weight` and nothing extra: its share as it is.
-pub fn drs_of<Q: Quota + ?Sized>(q: &Q, node: NodeId) -> Drs {
-    drs(q, node, q.fair_weight(node), &[])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,9 +211,8 @@ mod tests {
         // b borrows nothing; the root has no share.
         assert!(drs(&q, 1, 1000, &[]).is_zero());
         assert!(drs(&q, 2, 1000, &[]).is_zero());
-        assert!(d.is_borrowing_on([(1, 1)]));
-        assert!(!d.is_borrowing_on([(1, 0)]));
-        assert_eq!(drs_of(&q, 0), d);
+        assert!(d.is_borrowing_on([(1u32, 1i64)]));
+        assert!(!d.is_borrowing_on([(1u32, 0i64)]));
     }
 
     #[test]

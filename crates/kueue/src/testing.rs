@@ -253,9 +253,6 @@ impl Quota for Shares {
     fn parent(&self, node: NodeId) -> Option<NodeId> {
         self.parents[node as usize]
     }
-    fn fair_weight(&self, _node: NodeId) -> i64 {
-        1000
-    }
     fn flavor_resources(&self) -> usize {
         2
     }

@@ -1,5 +1,6 @@
-//! Kueue's default decisions, as the host's built-in policies make them, for plugins that change
-//! only part of a decision (filter candidates, reorder them, fall back to Kueue's choice).
+//! Kueue's default decisions, as the host's built-in policies make them — the same code,
+//! `wasq-kueue` (crates/kueue), read over the SDK's records — for plugins that change only part
+//! of a decision (filter candidates, reorder them, fall back to Kueue's choice).
 //!
 //! - Ordering: [`ordering_needs`], [`sort_key_for`] (admission fair sharing) over [`sort_key`],
 //!   and [`order_heads_for`] (fair sharing's tournament, [`fair_order_heads`]) over the classical
@@ -12,10 +13,14 @@
 
 use std::cmp::Ordering;
 
+use wasq_kueue::classical::{self, Order, Removal, Tally};
+use wasq_kueue::flavors::{self, Policy, Preference};
+use wasq_kueue::{candidates, ordering};
+
 use crate::catalog::Catalog;
 use crate::flavor_assignment::{FitMode, FlavorOption};
 use crate::ordering::{Head, Heads, SortKey};
-use crate::preemption::{Candidate, CandidateKind, CandidateTable, Request, Victims};
+use crate::preemption::{Candidate, CandidateTable, Request, Victims};
 use crate::quota::QuotaView;
 use crate::types::{
     BorrowWithinCohort, ClusterQueueId, Fungibility, FungibilityPolicy, FungibilityPreference,
@@ -26,10 +31,12 @@ use crate::types::{
 mod fair_ordering;
 mod fair_preemption;
 mod placement;
+mod reads;
 
 pub use fair_ordering::fair_order_heads;
 pub use fair_preemption::fair_select_victims;
 pub use placement::place;
+use reads::{HeadRecords, Rows};
 
 // ---------------------------------------------------------------------------------------------
 // Ordering
@@ -57,17 +64,23 @@ pub fn sort_key_for(
     workload: &Workload,
     local_queue_usage: Option<&LocalQueueUsage>,
 ) -> SortKey {
-    if let Some(lq) = workload.local_queue
-        && catalog.uses_admission_fair_sharing(workload.cluster_queue)
-    {
-        let usage = weighted_local_queue_usage(catalog, lq, local_queue_usage);
-        return SortKey {
-            primary: order_bits(usage),
-            secondary: workload.priority.wrapping_neg(),
-            tertiary: workload.created,
-        };
+    let afs_usage = workload
+        .local_queue
+        .filter(|_| catalog.uses_admission_fair_sharing(workload.cluster_queue))
+        .map(|lq| weighted_local_queue_usage(catalog, lq, local_queue_usage));
+    key(ordering::sort_key(
+        workload.priority,
+        workload.created,
+        afs_usage,
+    ))
+}
+
+fn key([primary, secondary, tertiary]: [i64; 3]) -> SortKey {
+    SortKey {
+        primary,
+        secondary,
+        tertiary,
     }
-    sort_key(workload)
 }
 
 /// A LocalQueue's admission-fair-sharing usage: the host's `weighted` figure when it sent one
@@ -89,7 +102,7 @@ pub fn weighted_local_queue_usage(
 /// positive numbers, +∞ included, sort like the numbers); zero of either sign, negative numbers
 /// and NaN count as 0 (`-0.0`, the sum of no terms, must not sort below `0.0`).
 pub fn order_bits(v: f64) -> i64 {
-    if v > 0.0 { v.to_bits() as i64 } else { 0 }
+    ordering::order_bits(v)
 }
 
 /// Kueue's cycle order under every configuration: [`fair_order_heads`] when fair sharing is on
@@ -109,11 +122,7 @@ pub fn sort_key(workload: &Workload) -> SortKey {
 
 /// Kueue's queue order for a given effective priority.
 pub fn sort_key_with_priority(priority: i64, created: i64) -> SortKey {
-    SortKey {
-        primary: priority.wrapping_neg(),
-        secondary: created,
-        tertiary: 0,
-    }
+    key(ordering::sort_key(priority, created, None))
 }
 
 /// Kueue's classical cycle order (without fair sharing): a stable sort of the heads by (second
@@ -124,18 +133,7 @@ pub fn order_heads(heads: &[Head]) -> Vec<u32> {
 
 /// Kueue's cycle order with the effective priority of each head given by `priority`.
 pub fn order_heads_by_priority(heads: &[Head], priority: impl Fn(&Head) -> i64) -> Vec<u32> {
-    let mut order: Vec<u32> = (0..heads.len() as u32).collect();
-    // Stable: equal heads keep the host's order.
-    order.sort_by_cached_key(|&i| {
-        let h = &heads[i as usize];
-        (
-            !h.has_reservation,
-            h.borrow_level,
-            priority(h).wrapping_neg(),
-            h.created,
-        )
-    });
-    order
+    ordering::cycle_order(&HeadRecords(heads), |i| priority(&heads[i as usize]))
 }
 
 /// [`order_heads`] on the heads as the host sends them (the WIT records), without making a
@@ -146,10 +144,10 @@ pub fn order_heads_columns(heads: &Heads<'_>) -> Vec<u32> {
     let mut keyed: Vec<((bool, u32, i64, i64), u32)> = (0..heads.len())
         .map(|i| {
             let h = heads.info(i);
-            let key = (
-                !heads.second_pass(i),
+            let key = ordering::cycle_key(
+                heads.second_pass(i),
                 heads.borrowing_level(i),
-                h.priority.wrapping_neg(),
+                h.priority,
                 h.created,
             );
             (key, i as u32)
@@ -178,7 +176,8 @@ pub fn preemption_needs(catalog: &Catalog) -> Needs {
 /// admitted first, then the workload handle. A total order (see [`candidate_order`] for the
 /// whole rule).
 pub fn candidates_ordering(a: &Candidate, b: &Candidate, own: ClusterQueueId) -> Ordering {
-    compare_across(std::slice::from_ref(a), 0, std::slice::from_ref(b), 0, own)
+    let (a, b) = (Rows(std::slice::from_ref(a)), Rows(std::slice::from_ref(b)));
+    candidates::compare(&a, 0, &b, 0, own)
 }
 
 /// [`candidates_ordering`] of candidates `a` and `b` of a table.
@@ -188,52 +187,7 @@ pub fn compare_candidates<C: CandidateTable + ?Sized>(
     b: usize,
     own: ClusterQueueId,
 ) -> Ordering {
-    compare_across(t, a, t, b, own)
-}
-
-/// [`candidates_ordering`] of candidate `a` of table `ta` and candidate `b` of table `tb`.
-fn compare_across<A: CandidateTable + ?Sized, B: CandidateTable + ?Sized>(
-    ta: &A,
-    a: usize,
-    tb: &B,
-    b: usize,
-    own: ClusterQueueId,
-) -> Ordering {
-    order_key(ta, a, own).cmp(&order_key(tb, b, own))
-}
-
-/// [`candidates_ordering`] as a sort key, smallest first: not evicting, in the preemptor's own
-/// queue, priority, admission time reversed (`!t` orders the other way round without
-/// overflow), workload handle.
-type OrderKey = (bool, bool, i64, i64, u32);
-
-fn order_key<C: CandidateTable + ?Sized>(t: &C, i: usize, own: ClusterQueueId) -> OrderKey {
-    (
-        !t.evicting(i),
-        t.cluster_queue(i) == own,
-        t.priority(i),
-        !t.admitted(i),
-        t.workload(i),
-    )
-}
-
-/// The end of Kueue's candidate order: lower priority first, most recently admitted first,
-/// then the workload handle.
-fn by_priority_then_recency<C: CandidateTable + ?Sized>(t: &C, a: usize, b: usize) -> Ordering {
-    t.priority(a)
-        .cmp(&t.priority(b))
-        .then_with(|| t.admitted(b).cmp(&t.admitted(a)))
-        .then_with(|| t.workload(a).cmp(&t.workload(b)))
-}
-
-/// Within one ClusterQueue under admission fair sharing: evicting first, then LocalQueues with
-/// more usage first (no usage counts as 0), then as [`candidates_ordering`].
-fn within_queue<C: CandidateTable + ?Sized>(t: &C, a: usize, b: usize) -> Ordering {
-    let usage = |i: usize| t.local_queue_usage(i).unwrap_or(0.0);
-    t.evicting(b)
-        .cmp(&t.evicting(a))
-        .then_with(|| usage(b).total_cmp(&usage(a)))
-        .then_with(|| by_priority_then_recency(t, a, b))
+    candidates::compare(&Rows(t), a as u32, &Rows(t), b as u32, own)
 }
 
 /// Kueue's candidate order of the candidates listed in `subset` (indices into
@@ -245,164 +199,15 @@ fn within_queue<C: CandidateTable + ?Sized>(t: &C, a: usize, b: usize) -> Orderi
 /// The host sends candidates in this order ([`CandidateTable::in_candidate_order`]), so a
 /// subset listed in increasing index is returned as it is.
 pub fn candidate_order<C: CandidateTable>(req: &Request<C>, subset: &[u32]) -> Vec<u32> {
-    let own = req.preemptor.cluster_queue;
-    let t = &req.candidates;
-    if t.in_candidate_order() && subset.is_sorted() {
-        return subset.to_vec();
-    }
-    let key = |i: u32| order_key(t, i as usize, own);
-    // The host sends the candidates in this order: one pass confirms it (the stable sort
-    // below would keep such a list as it is), and only a list out of order is sorted, with
-    // keys computed once per candidate.
-    let mut keys = subset.iter().map(|&i| key(i));
-    let in_order = keys.next().is_none_or(|first| {
-        keys.try_fold(first, |prev, k| (prev <= k).then_some(k))
-            .is_some()
-    });
-    let mut order: Vec<u32> = if in_order {
-        subset.to_vec()
-    } else {
-        let mut keyed: Vec<(OrderKey, u32)> = subset.iter().map(|&i| (key(i), i)).collect();
-        keyed.sort_by_key(|k| k.0);
-        keyed.into_iter().map(|(_, i)| i).collect()
-    };
-    let mut queues: Vec<ClusterQueueId> = order
-        .iter()
-        .filter(|&&i| t.local_queue_usage(i as usize).is_some())
-        .map(|&i| t.cluster_queue(i as usize))
-        .collect();
-    queues.sort_unstable();
-    queues.dedup();
-    for cq in queues {
-        let positions: Vec<usize> = (0..order.len())
-            .filter(|&p| t.cluster_queue(order[p] as usize) == cq)
-            .collect();
-        let mut members: Vec<u32> = positions.iter().map(|&p| order[p]).collect();
-        members.sort_by(|&a, &b| within_queue(t, a as usize, b as usize));
-        for (p, m) in positions.into_iter().zip(members) {
-            order[p] = m;
-        }
-    }
-    order
-}
-
-/// Kueue's grouping of candidates: hierarchical reclaim, then other ClusterQueues (reclaim,
-/// fair sharing), then same queue.
-const fn class(kind: CandidateKind) -> u8 {
-    match kind {
-        CandidateKind::HierarchicalReclaim => 0,
-        CandidateKind::ReclaimWithoutBorrowing
-        | CandidateKind::ReclaimWhileBorrowing
-        | CandidateKind::FairSharing => 1,
-        CandidateKind::SameQueue => 2,
-    }
+    candidates::candidate_order(&Rows(&req.candidates), subset, req.preemptor.cluster_queue)
 }
 
 /// The order in which Kueue tries the candidates listed in `subset` (indices into
-/// `req.candidates`): evicting ones of each class first, then the rest of each class, each
-/// class in [`candidate_order`].
+/// `req.candidates`): evicting ones of each class first, then the rest of each class
+/// (hierarchical reclaim, other ClusterQueues, the preemptor's own), each class in
+/// [`candidate_order`].
 pub fn victim_order<C: CandidateTable>(req: &Request<C>, subset: &[u32]) -> Vec<u32> {
-    let order = candidate_order(req, subset);
-    tally(req, Order::Listed(&order)).grouped(req, order)
-}
-
-/// What the search must know of the candidates of an order before reading usage: which of
-/// Kueue's six groups (evicting or not × [`class`]) have candidates, and whether the order
-/// lists the groups in turn already (as the host's candidate order usually does). One pass
-/// that keeps two integers: the group of each candidate is computed again only when the
-/// order must be regrouped.
-#[inline(never)]
-fn tally<C: CandidateTable>(req: &Request<C>, order: Order<'_>) -> Tally {
-    let t = &req.candidates;
-    // `(seen, behind)`, as `note` keeps them.
-    let mut state = (0u32, 0u32);
-    match order {
-        Order::All => (0..t.len()).for_each(|i| note(&mut state, group_of(t, i))),
-        Order::Listed(order) => {
-            for &i in order {
-                if (i as usize) < t.len() {
-                    note(&mut state, group_of(t, i as usize));
-                }
-            }
-        }
-    }
-    Tally {
-        present: state.0 as u8,
-        in_groups: state.1 == 0,
-    }
-}
-
-/// Adds a candidate of `group` to a tally's `(seen, behind)`: bit `g` of `seen` is set once
-/// group `g` has a candidate; `behind` gets a bit whenever a candidate's group comes after a
-/// greater one (so the order is not in groups).
-#[inline(always)]
-fn note(state: &mut (u32, u32), group: u8) {
-    state.1 |= state.0 >> (group + 1);
-    state.0 |= 1 << group;
-}
-
-/// The candidates an order lists.
-#[derive(Clone, Copy)]
-enum Order<'a> {
-    /// Every candidate, in index order.
-    All,
-    /// These (indices into the candidates), in this order.
-    Listed(&'a [u32]),
-}
-
-/// Candidate `i`'s group in Kueue's victim order: evicting ones of each [`class`] first.
-#[inline(always)]
-fn group_of<C: CandidateTable>(t: &C, i: usize) -> u8 {
-    u8::from(!t.evicting(i)) * 3 + class(t.kind(i))
-}
-
-/// What [`tally`] finds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Tally {
-    /// Bit `g` set when group `g` has a candidate.
-    present: u8,
-    /// Whether the order tallied lists the groups in turn.
-    in_groups: bool,
-}
-
-impl Tally {
-    /// Which [`class`]es have candidates, evicting or not.
-    fn classes(&self) -> [bool; 3] {
-        [0, 1, 2].map(|c| self.present & (1 << c | 1 << (c + 3)) != 0)
-    }
-
-    /// The tallied `order` stably partitioned into the six groups, counted rather than sorted
-    /// (group `g` starts where the groups before it end); as it is when already in groups.
-    fn grouped<C: CandidateTable>(&self, req: &Request<C>, order: Vec<u32>) -> Vec<u32> {
-        if self.in_groups {
-            return order;
-        }
-        let t = &req.candidates;
-        // A candidate outside the table (which the tally skipped) reads as group 0.
-        let groups: Vec<u8> = order
-            .iter()
-            .map(|&i| match i as usize {
-                i if i < t.len() => group_of(t, i),
-                _ => 0,
-            })
-            .collect();
-        let mut start = [0usize; 6];
-        for &g in &groups {
-            if let Some(s) = start.get_mut(usize::from(g) + 1) {
-                *s += 1;
-            }
-        }
-        for g in 1..start.len() {
-            start[g] += start[g - 1];
-        }
-        let mut out = vec![0; order.len()];
-        for (&i, &g) in order.iter().zip(&groups) {
-            let at = &mut start[usize::from(g)];
-            out[*at] = i;
-            *at += 1;
-        }
-        out
-    }
+    classical::victim_order(&Rows(&req.candidates), subset, req.preemptor.cluster_queue)
 }
 
 /// The borrowing modes Kueue tries, in order, for the candidates in `subset`: `true` allows the
@@ -414,20 +219,21 @@ pub fn borrowing_attempts<C: CandidateTable>(
 ) -> Vec<bool> {
     let mut present = [false; 3];
     for &i in subset {
-        present[usize::from(class(req.candidates.kind(i as usize)))] = true;
+        present[usize::from(classical::class(reads_kind(req, i)))] = true;
     }
     attempts_for(catalog, req, present).to_vec()
 }
 
-/// [`borrowing_attempts`] given which classes the candidates have (`present[class]`): one of
-/// three constant lists, so that a search allocates none.
+fn reads_kind<C: CandidateTable>(req: &Request<C>, i: u32) -> wasq_kueue::CandidateKind {
+    wasq_kueue::Candidates::kind(&Rows(&req.candidates), i)
+}
+
+/// [`borrowing_attempts`] given which classes the candidates have (`present[class]`).
 fn attempts_for<C: CandidateTable>(
     catalog: &Catalog,
     req: &Request<C>,
     present: [bool; 3],
 ) -> &'static [bool] {
-    let no_hierarchical = !present[0];
-    let no_other = !present[0] && !present[1];
     let cq = catalog.cluster_queue(req.preemptor.cluster_queue);
     let forbidden =
         cq.is_none_or(|cq| cq.preemption.borrow_within_cohort == BorrowWithinCohort::Never);
@@ -440,13 +246,7 @@ fn attempts_for<C: CandidateTable>(
         }),
         None => false,
     };
-    if no_other || (forbidden && !under_nominal) {
-        &[true]
-    } else if forbidden && no_hierarchical {
-        &[false, true]
-    } else {
-        &[true, false]
-    }
+    classical::borrowing_attempts(present, forbidden, under_nominal)
 }
 
 /// Kueue's `candidateIsValid` for candidate `i` at the current state of `view`: candidates of
@@ -459,87 +259,14 @@ pub fn candidate_is_valid<C: CandidateTable>(
     i: u32,
     allow: bool,
 ) -> bool {
-    !turned_down_without_usage(req, i, allow)
-        && valid_past_kind(view, req, i, &|node| {
-            view.within_nominal(node, &req.needs_preemption)
-        })
-}
-
-/// Whether [`candidate_is_valid`] turns candidate `i` down without reading usage: a
-/// reclaim-without-borrowing candidate of another ClusterQueue while the preemptor may borrow.
-#[inline(always)]
-fn turned_down_without_usage<C: CandidateTable>(req: &Request<C>, i: u32, allow: bool) -> bool {
-    let (t, i) = (&req.candidates, i as usize);
-    allow
-        && t.kind(i) == CandidateKind::ReclaimWithoutBorrowing
-        && t.cluster_queue(i) != req.preemptor.cluster_queue
-}
-
-/// Whether a node is within its quota on the resources that need preemption, as
-/// [`valid_past_kind`] asks it twice: a closure, or the columns a search resolved
-/// ([`NeedsIn`]), whose check is inlined at both places.
-trait WithinNominal {
-    fn within_nominal(&self, node: NodeId) -> bool;
-}
-
-impl<F: Fn(NodeId) -> bool> WithinNominal for F {
-    fn within_nominal(&self, node: NodeId) -> bool {
-        self(node)
-    }
-}
-
-/// The flavor-resources that need preemption as a view's columns.
-struct NeedsIn<'v, 'c> {
-    view: &'v QuotaView<'c>,
-    cols: &'v [(usize, Quantity)],
-}
-
-impl WithinNominal for NeedsIn<'_, '_> {
-    #[inline(always)]
-    fn within_nominal(&self, node: NodeId) -> bool {
-        self.view.within_nominal_in(node, self.cols)
-    }
-}
-
-/// [`candidate_is_valid`] of a candidate [`turned_down_without_usage`] did not turn down, with
-/// `nominal` answering whether a node is within its quota on the resources that need
-/// preemption.
-#[inline(always)]
-fn valid_past_kind<C: CandidateTable>(
-    view: &QuotaView<'_>,
-    req: &Request<C>,
-    i: u32,
-    nominal: &impl WithinNominal,
-) -> bool {
-    let (t, i) = (&req.candidates, i as usize);
-    let cq = t.cluster_queue(i);
-    if cq == req.preemptor.cluster_queue {
-        return true;
-    }
-    let catalog = view.catalog();
-    let Some(node) = catalog.cluster_queue_node(cq) else {
-        return false;
-    };
-    if nominal.within_nominal(node) {
-        return false;
-    }
-    let lca = t.lca(i);
-    let mut ancestors = catalog.ancestors(node);
-    // The parent before any loop: it is usually the lowest common ancestor, and each loop the
-    // guest enters costs an epoch check (`peeled`).
-    let parent = ancestors.next();
-    if parent.is_none() || parent == lca {
-        return true;
-    }
-    for ancestor in parent.into_iter().chain(ancestors) {
-        if Some(ancestor) == lca {
-            break;
-        }
-        if nominal.within_nominal(ancestor) {
-            return false;
-        }
-    }
-    true
+    classical::candidate_is_valid(
+        view.catalog(),
+        &Rows(&req.candidates),
+        i,
+        req.preemptor.cluster_queue,
+        allow,
+        |node| view.within_nominal(node, &req.needs_preemption),
+    )
 }
 
 /// Whether the preemptor fits at the current state of `view`.
@@ -552,7 +279,7 @@ pub fn preemptor_fits<C>(
     view.fits(node, &req.requests, allow)
 }
 
-/// What [`greedy_victims`] asks once per candidate, with the request's flavor-resources
+/// What a greedy search asks once per candidate, with the request's flavor-resources
 /// resolved to the view's columns once per request ([`candidate_is_valid`] and
 /// [`preemptor_fits`] otherwise; the same answers).
 struct Search {
@@ -573,25 +300,73 @@ impl Search {
             needs: view.columns_of(req.needs_preemption.iter().map(|&fr| (fr, 0))),
         }
     }
+}
+
+/// A greedy search's snapshot: a view of the request's usage, built at the first candidate
+/// whose validity reads usage (building it is most of what a request costs the plugin besides
+/// the search: a request whose every candidate is turned down without reading usage never
+/// builds one), and the cells each removal took (`taken[span]` per victim: putting it back
+/// and taking it out again walk these alone).
+struct Greedy<'c, 'r, C> {
+    catalog: &'c Catalog,
+    req: &'r Request<C>,
+    node: NodeId,
+    searching: Option<(QuotaView<'c>, Search)>,
+    taken: Vec<(u32, Quantity)>,
+}
+
+impl<C: CandidateTable> Removal for Greedy<'_, '_, C> {
+    type Taken = (u32, u32);
 
     #[inline(always)]
-    fn fits<C>(&self, view: &QuotaView<'_>, req: &Request<C>, node: NodeId, allow: bool) -> bool {
-        match &self.fits {
-            Some(requests) => view.fits_cells(requests, allow),
-            None => preemptor_fits(view, req, node, allow),
+    fn is_valid(&mut self, i: u32, allow: bool) -> bool {
+        let (req, own) = (self.req, self.req.preemptor.cluster_queue);
+        let rows = Rows(&req.candidates);
+        if classical::turned_down_without_usage(&rows, i, own, allow) {
+            return false;
+        }
+        let (catalog, node) = (self.catalog, self.node);
+        let (view, search) = self.searching.get_or_insert_with(|| {
+            let view = QuotaView::from_request_usage(catalog, req);
+            let search = Search::new(&view, req, node);
+            (view, search)
+        });
+        match &search.needs {
+            Some(cols) => classical::valid_past_kind(catalog, &rows, i, own, |n| {
+                view.within_nominal_in(n, cols)
+            }),
+            None => candidate_is_valid(view, req, i, allow),
         }
     }
 
-    fn is_valid<C: CandidateTable>(
-        &self,
-        view: &QuotaView<'_>,
-        req: &Request<C>,
-        i: u32,
-        allow: bool,
-    ) -> bool {
-        match &self.needs {
-            Some(needs) => valid_past_kind(view, req, i, &NeedsIn { view, cols: needs }),
-            None => candidate_is_valid(view, req, i, allow),
+    fn take_out(&mut self, i: u32) -> (u32, u32) {
+        let start = self.taken.len() as u32;
+        if let Some((view, _)) = self.searching.as_mut() {
+            view.take_out(&self.req.candidates, i as usize, &mut self.taken);
+        }
+        (start, self.taken.len() as u32)
+    }
+
+    fn put_back(&mut self, &(from, to): &(u32, u32)) {
+        if let Some((view, _)) = self.searching.as_mut() {
+            view.put_back(&self.taken[from as usize..to as usize]);
+        }
+    }
+
+    fn take_out_again(&mut self, &(from, to): &(u32, u32)) {
+        if let Some((view, _)) = self.searching.as_mut() {
+            view.take_out_again(&self.taken[from as usize..to as usize]);
+        }
+    }
+
+    #[inline(always)]
+    fn fits(&self, allow: bool, _victims: &[u32], _but: Option<usize>) -> bool {
+        let Some((view, search)) = &self.searching else {
+            return false;
+        };
+        match &search.fits {
+            Some(requests) => view.fits_cells(requests, allow),
+            None => preemptor_fits(view, self.req, self.node, allow),
         }
     }
 }
@@ -607,96 +382,18 @@ pub fn greedy_victims<C: CandidateTable>(
     attempts: &[bool],
 ) -> Option<Victims> {
     let node = catalog.cluster_queue_node(req.preemptor.cluster_queue)?;
-    let t = &req.candidates;
-    // The view is built at the first candidate whose validity reads usage (building it is
-    // most of what a request costs the plugin besides the search): a request whose every
-    // candidate is turned down without reading usage never builds one.
-    let mut searching: Option<Searching<'_>> = None;
-    let mut targets: Vec<u32> = Vec::new();
-    // Per target, the cells and amounts taking it out took (`taken[spans[k]]`): putting it
-    // back and taking it out again in the fill-back walk these alone.
-    let mut spans: Vec<(u32, u32)> = Vec::new();
-    let mut taken: Vec<(u32, Quantity)> = Vec::new();
-    for (attempt, &allow) in attempts.iter().enumerate() {
-        if attempt > 0 {
-            // Back to the request's usage: the attempt before found no fit.
-            if let Some(s) = searching.as_mut() {
-                put_back_all(&mut s.view, &spans, &taken);
-            }
-            targets.clear();
-            spans.clear();
-            taken.clear();
-        }
-        for &i in order {
-            if turned_down_without_usage(req, i, allow) {
-                continue;
-            }
-            let Searching { view, search, .. } =
-                searching.get_or_insert_with(|| Searching::new(catalog, req, node));
-            if !search.is_valid(view, req, i, allow) {
-                continue;
-            }
-            if targets.is_empty() {
-                // Once, to their largest size: a search often takes out a hundred
-                // candidates or more, and growing one by one reallocates at every doubling.
-                targets.reserve(order.len());
-                spans.reserve(order.len());
-                taken.reserve(order.len());
-            }
-            let start = taken.len() as u32;
-            view.take_out(t, i as usize, &mut taken);
-            targets.push(i);
-            spans.push((start, taken.len() as u32));
-            if search.fits(view, req, node, allow) {
-                let mut k = targets.len().saturating_sub(1);
-                while k > 0 {
-                    k -= 1;
-                    let (from, to) = spans[k];
-                    let cells = &taken[from as usize..to as usize];
-                    view.put_back(cells);
-                    if search.fits(view, req, node, allow) {
-                        targets.swap_remove(k);
-                        spans.swap_remove(k);
-                    } else {
-                        view.take_out_again(cells);
-                    }
-                }
-                // The view goes back as it came (a usage epoch's view is kept for the next
-                // request).
-                put_back_all(view, &spans, &taken);
-                return Some(Victims {
-                    victims: targets,
-                    allow_borrowing: allow,
-                });
-            }
-        }
-    }
-    if let Some(s) = searching.as_mut() {
-        put_back_all(&mut s.view, &spans, &taken);
-    }
-    None
-}
-
-/// Puts back every target still taken out (`taken[spans[k]]` each): the view's usage is the
-/// request's again.
-fn put_back_all(view: &mut QuotaView<'_>, spans: &[(u32, u32)], taken: &[(u32, Quantity)]) {
-    for &(from, to) in spans.iter().rev() {
-        view.put_back(&taken[from as usize..to as usize]);
-    }
-}
-
-/// A search's view of the request's usage and what it resolved of the request.
-struct Searching<'c> {
-    view: QuotaView<'c>,
-    search: Search,
-}
-
-impl<'c> Searching<'c> {
-    fn new<C: CandidateTable>(catalog: &'c Catalog, req: &Request<C>, node: NodeId) -> Self {
-        let view = QuotaView::from_request_usage(catalog, req);
-        let search = Search::new(&view, req, node);
-        Searching { view, search }
-    }
+    let mut greedy = Greedy {
+        catalog,
+        req,
+        node,
+        searching: None,
+        taken: Vec::new(),
+    };
+    let found = classical::remove_until_fit(&mut greedy, order, attempts)?;
+    Some(Victims {
+        victims: found.victims,
+        allow_borrowing: found.allow_borrowing,
+    })
 }
 
 /// Kueue's victim selection restricted to the candidates in `subset` (indices into
@@ -707,7 +404,7 @@ pub fn select_victims_among<C: CandidateTable>(
     subset: &[u32],
 ) -> Option<Victims> {
     let order = candidate_order(req, subset);
-    let tally = tally(req, Order::Listed(&order));
+    let tally = classical::tally(&Rows(&req.candidates), Order::Listed(&order));
     victims_in_order(catalog, req, order, tally)
 }
 
@@ -720,8 +417,8 @@ pub fn select_victims<C: CandidateTable>(catalog: &Catalog, req: &Request<C>) ->
         return select_victims_among(catalog, req, &all);
     }
     // Listed in Kueue's candidate order by the host: the order is the candidates' own.
-    let tally = tally(req, Order::All);
-    if !tally.in_groups {
+    let tally = classical::tally(&Rows(&req.candidates), Order::All);
+    if !tally.in_groups() {
         return victims_in_order(catalog, req, (0..n as u32).collect(), tally);
     }
     // In groups too, as usual: the search goes through the candidates in index order, read
@@ -740,7 +437,7 @@ thread_local! {
     static INDICES: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Kueue's search over `order` (in candidate order) once [`tally`]'d: the borrowing modes the
+/// Kueue's search over `order` (in candidate order) once tallied: the borrowing modes the
 /// groups present call for, then the greedy search over the order grouped.
 fn victims_in_order<C: CandidateTable>(
     catalog: &Catalog,
@@ -749,84 +446,57 @@ fn victims_in_order<C: CandidateTable>(
     tally: Tally,
 ) -> Option<Victims> {
     let attempts = attempts_for(catalog, req, tally.classes());
-    let order = tally.grouped(req, order);
+    let order = tally.grouped(&Rows(&req.candidates), order);
     greedy_victims(catalog, req, &order, attempts)
 }
 
 // ---------------------------------------------------------------------------------------------
 // Flavor assignment
 
-fn rank(mode: FitMode) -> u8 {
+/// The SDK's fit mode as `wasq-kueue`'s.
+fn mode(mode: FitMode) -> flavors::FitMode {
     match mode {
-        FitMode::NoFit => 0,
-        FitMode::NoPreemptionCandidates => 1,
-        FitMode::Preempt => 2,
-        FitMode::Reclaim => 3,
-        FitMode::Fit => 4,
+        FitMode::NoFit => flavors::FitMode::NoFit,
+        FitMode::NoPreemptionCandidates => flavors::FitMode::NoPreemptionCandidates,
+        FitMode::Preempt => flavors::FitMode::Preempt,
+        FitMode::Reclaim => flavors::FitMode::Reclaim,
+        FitMode::Fit => flavors::FitMode::Fit,
+    }
+}
+
+/// A ClusterQueue's fungibility as `wasq-kueue` reads it.
+fn fungibility(f: &Fungibility) -> flavors::Fungibility {
+    let policy = |p: FungibilityPolicy| match p {
+        FungibilityPolicy::MayStopSearch => Policy::MayStopSearch,
+        FungibilityPolicy::TryNextFlavor => Policy::TryNextFlavor,
+    };
+    flavors::Fungibility {
+        when_can_borrow: policy(f.when_can_borrow),
+        when_can_preempt: policy(f.when_can_preempt),
+        preference: match f.preference {
+            FungibilityPreference::BorrowingOverPreemption => Preference::BorrowingOverPreemption,
+            FungibilityPreference::PreemptionOverBorrowing => Preference::PreemptionOverBorrowing,
+        },
     }
 }
 
 /// Kueue's `isPreferred(a, b)`: whether (mode, borrowing level) `a` is better than `b`.
 pub fn is_preferred(a: (FitMode, u32), b: (FitMode, u32), f: &Fungibility) -> bool {
-    if a.0 == FitMode::NoFit {
-        return false;
-    }
-    if b.0 == FitMode::NoFit {
-        return true;
-    }
-    let a_none = a.0 == FitMode::NoPreemptionCandidates;
-    let b_none = b.0 == FitMode::NoPreemptionCandidates;
-    if a_none != b_none {
-        return !a_none;
-    }
-    match f.preference {
-        FungibilityPreference::BorrowingOverPreemption => {
-            if a.0 != b.0 {
-                rank(a.0) > rank(b.0)
-            } else {
-                a.1 < b.1
-            }
-        }
-        FungibilityPreference::PreemptionOverBorrowing => {
-            if a.1 != b.1 {
-                a.1 < b.1
-            } else {
-                rank(a.0) > rank(b.0)
-            }
-        }
-    }
+    flavors::is_preferred((mode(a.0), a.1), (mode(b.0), b.1), &fungibility(f))
 }
 
 /// Kueue's `shouldTryNextFlavor` for a flavor's (mode, borrowing level).
-pub fn should_try_next_flavor(mode: (FitMode, u32), f: &Fungibility) -> bool {
-    match mode.0 {
-        FitMode::NoFit | FitMode::NoPreemptionCandidates => true,
-        FitMode::Preempt | FitMode::Reclaim
-            if f.when_can_preempt == FungibilityPolicy::TryNextFlavor =>
-        {
-            true
-        }
-        _ => mode.1 > 0 && f.when_can_borrow == FungibilityPolicy::TryNextFlavor,
-    }
+pub fn should_try_next_flavor(fit: (FitMode, u32), f: &Fungibility) -> bool {
+    flavors::should_try_next_flavor((mode(fit.0), fit.1), &fungibility(f))
 }
 
 /// Kueue's flavor choice: scan the options in the ClusterQueue's order, stop at the first one
 /// the fungibility rules accept, otherwise take the most preferred one seen.
 pub fn choose_flavor(options: &[Option<FlavorOption>], f: &Fungibility) -> Option<u32> {
-    let mut best: Option<u32> = None;
-    let mut best_mode = (FitMode::NoFit, u32::MAX);
-    for (i, option) in options.iter().enumerate() {
-        let Some(option) = option else { continue };
-        let mode = (option.mode, option.borrow_level);
-        if !should_try_next_flavor(mode, f) {
-            return Some(i as u32);
-        }
-        if is_preferred(mode, best_mode, f) {
-            best = Some(i as u32);
-            best_mode = mode;
-        }
-    }
-    best
+    let fits = options
+        .iter()
+        .map(|o| o.as_ref().map(|o| (mode(o.mode), o.borrow_level)));
+    flavors::choose_flavor(fits, &fungibility(f)).map(|i| i as u32)
 }
 
 /// The fungibility settings of a ClusterQueue; Kueue's defaults when it is unknown.
@@ -859,6 +529,7 @@ pub fn default_fungibility() -> Fungibility {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::preemption::CandidateKind;
     use crate::testing::{CatalogBuilder, workload};
     use crate::types::{FrAmount, NodeUsage};
 
@@ -1178,31 +849,25 @@ mod tests {
             let columns = req.to_columns();
             let all: Vec<u32> = (0..n).collect();
             assert_eq!(candidate_order(&req, &all), candidate_order(&columns, &all));
-            // Tallied from the host's form as from the records, and grouped as a stable sort
-            // by group would.
+            // Tallied and grouped from the host's form as from the records (the tally's own
+            // rules are `wasq-kueue`'s and tested there).
             let order = candidate_order(&req, &all);
+            let (records, cols) = (Rows(&req.candidates), Rows(&columns.candidates));
             let (a, b) = (
-                tally(&req, Order::Listed(&order)),
-                tally(&columns, Order::Listed(&order)),
+                classical::tally(&records, Order::Listed(&order)),
+                classical::tally(&cols, Order::Listed(&order)),
             );
             assert_eq!(a, b, "round {round}");
-            // Every candidate in index order, tallied without a list, as with one.
-            assert_eq!(tally(&req, Order::All), tally(&req, Order::Listed(&all)));
             assert_eq!(
-                tally(&columns, Order::All),
-                tally(&columns, Order::Listed(&all))
+                a.grouped(&records, order.clone()),
+                b.grouped(&cols, order.clone()),
+                "round {round}"
             );
-            let group = |i: u32| {
-                let c = &req.candidates[i as usize];
-                u8::from(!c.evicting) * 3 + class(c.kind)
-            };
-            let present = order.iter().fold(0u8, |p, &i| p | 1 << group(i));
-            assert_eq!(a.present, present, "round {round}");
-            assert_eq!(a.in_groups, order.is_sorted_by_key(|&i| group(i)));
-            let mut expected = order.clone();
-            expected.sort_by_key(|&i| group(i));
-            assert_eq!(a.grouped(&req, order.clone()), expected, "round {round}");
-            assert_eq!(b.grouped(&columns, order), expected, "round {round}");
+            assert_eq!(
+                victim_order(&req, &all),
+                victim_order(&columns, &all),
+                "round {round}"
+            );
             let v = select_victims(&cat, &req);
             assert_eq!(select_victims(&cat, &columns), v, "round {round}");
             answered += usize::from(v.is_some());

@@ -1,397 +1,77 @@
-//! Kueue's fair-sharing victim selection (`fairPreemptions` in
-//! `pkg/scheduler/preemption/preemption.go`, with `preemption/fairsharing/*`).
-//!
-//! The host's candidates are sorted by [`candidate_order`] and grouped per ClusterQueue; the
-//! preemptor's usage is added to a copy of the snapshot so that shares include it. A target
-//! ordering then repeatedly descends from the root of the cohort tree to the child with the
-//! highest dominant resource share (cohorts win ties, ClusterQueues tie on their first
-//! candidate; nodes that no longer borrow or have no candidates are pruned) and yields a
-//! ClusterQueue:
-//! - the preemptor's own queue: its next candidate is preempted unconditionally;
-//! - a queue whose candidates are `HierarchicalReclaim` (the preemptor stays within nominal
-//!   quota): likewise;
-//! - otherwise the first strategy decides per candidate, comparing the shares of the two
-//!   almost-least-common-ancestors (the preemptor side's after admission against the target
-//!   side's after the victim leaves, S2-a, or before, S2-b); after one preemption the ordering
-//!   is asked again, since the shares changed. Candidates that fail go to a retry list.
-//!
-//! When the first strategy does not make room, a second (S2-b) pass over the retry list
-//! preempts at most the first candidate of each queue and then drops the queue. Each removal
-//! is followed by Kueue's fit check (borrowing allowed, the preemptor's own usage taken out);
-//! on success, fill-back re-adds victims that turned out not to be needed.
+//! Kueue's fair-sharing victim selection (`fairPreemptions`) on the host's records:
+//! `wasq-kueue`'s `fair_preemption::select_victims` (the same code the plugin SDK runs),
+//! simulated on a copy of the cycle's usage.
 
-use std::cmp::Ordering;
-use std::collections::VecDeque;
+use wasq_kueue::fair_preemption::{self, Preemptor, Search, Strategy};
+use wasq_kueue::share::{Drs, Snapshot};
 
-use super::preemption::{candidate_order, candidates_ordering, fits_after, fits_after_but};
+use super::preemption::fits_without_victims;
+use super::reads::{CandidateRows, HostTree, TreeSnapshot};
 use crate::api::config::PreemptionStrategy;
-use crate::policy::{CandidateKind, PreemptionRequest, VictimSet};
-use crate::quota::{Drs, NodeId, NodeKind, Usage, fair};
+use crate::policy::{PreemptionRequest, VictimSet};
+use crate::quota::Usage;
 
 /// Kueue's `fairPreemptions`: victims among `req.candidates`, or `None` when the strategies
-/// cannot make the preemptor fit.
+/// (Kueue's default S2-a then S2-b when empty) cannot make the preemptor fit.
 pub fn select_victims(
     req: &PreemptionRequest<'_>,
     strategies: &[PreemptionStrategy],
 ) -> Option<VictimSet> {
-    if req.candidates.is_empty() {
-        return None;
-    }
-    const DEFAULT: [PreemptionStrategy; 2] = [
-        PreemptionStrategy::LessThanOrEqualToFinalShare,
-        PreemptionStrategy::LessThanInitialShare,
-    ];
-    let strategies = if strategies.is_empty() {
-        &DEFAULT[..]
-    } else {
-        strategies
+    let strategies: Vec<Strategy> = strategies
+        .iter()
+        .map(|s| match s {
+            PreemptionStrategy::LessThanOrEqualToFinalShare => {
+                Strategy::LessThanOrEqualToFinalShare
+            }
+            PreemptionStrategy::LessThanInitialShare => Strategy::LessThanInitialShare,
+        })
+        .collect();
+    let requests: Vec<(u32, i64)> = req.requests.iter().map(|&(fr, v)| (fr.0, v)).collect();
+    let preemptor = Preemptor {
+        cluster_queue: req.cluster_queue.0,
+        node: req.node.0,
+        requests: &requests,
     };
-    let order = candidate_order(&req.candidates, req.cluster_queue);
-
-    let mut sim = Simulation {
+    let tree = HostTree {
+        tree: req.tree,
+        cluster: req.cluster,
+    };
+    let mut search = FairSearch {
         req,
-        usage: req.usage.clone(),
-        targets: Vec::new(),
+        snapshot: TreeSnapshot {
+            tree: req.tree,
+            cluster: req.cluster,
+            usage: req.usage.clone(),
+        },
     };
-    // Shares must include the incoming workload.
-    sim.incoming(1);
-    let (mut fits, retry) = sim.first_strategy(&order, strategies[0]);
-    if !fits && strategies.len() > 1 {
-        fits = sim.second_strategy(&retry);
-    }
-    sim.incoming(-1);
-    if !fits {
-        return None;
-    }
-    sim.fill_back();
+    let rows = CandidateRows::new(&req.candidates);
+    let victims =
+        fair_preemption::select_victims(&tree, &rows, preemptor, &mut search, &strategies)?;
     Some(VictimSet {
-        victims: sim.targets,
+        victims: victims.into_iter().map(|i| i as usize).collect(),
         allow_borrowing: true,
     })
 }
 
-/// The snapshot being simulated on and the victims chosen so far.
-struct Simulation<'r, 'a> {
+/// A copy of the request's usage, and the preemptor's fit on it.
+struct FairSearch<'r, 'a> {
     req: &'r PreemptionRequest<'a>,
-    usage: Usage,
-    targets: Vec<usize>,
+    snapshot: TreeSnapshot<'a, Usage>,
 }
 
-impl Simulation<'_, '_> {
-    /// Adds (`sign` 1) or removes (−1) the preemptor's requests at its ClusterQueue.
-    fn incoming(&mut self, sign: i64) {
-        for &(fr, v) in &self.req.requests {
-            self.req
-                .tree
-                .add_usage(&mut self.usage, self.req.node, fr, sign * v);
-        }
+impl Snapshot for FairSearch<'_, '_> {
+    fn add_usage(&mut self, node: u32, fr: u32, delta: i64) {
+        self.snapshot.add_usage(node, fr, delta);
     }
 
-    /// Adds (`sign` 1) or removes (−1) a candidate's usage at its ClusterQueue.
-    fn candidate(&mut self, i: usize, sign: i64) {
-        let c = &self.req.candidates[i];
-        for &(fr, v) in &c.usage {
-            self.req
-                .tree
-                .add_usage(&mut self.usage, c.node, fr, sign * v);
-        }
-    }
-
-    /// Removes a victim from the snapshot and records it.
-    fn preempt(&mut self, i: usize) {
-        self.candidate(i, -1);
-        self.targets.push(i);
-    }
-
-    /// Kueue's `workloadFitsForFairSharing`: `workloadFits` with borrowing allowed, on the
-    /// snapshot without the preemptor's own (simulated) usage.
-    fn fits(&mut self) -> bool {
-        self.incoming(-1);
-        let fits = fits_after(self.req, &self.usage, true, &self.targets);
-        self.incoming(1);
-        fits
-    }
-
-    /// A node's dominant resource share on the current snapshot.
-    fn share(&self, node: NodeId) -> Drs {
-        share(self.req, &self.usage, node)
-    }
-
-    /// Kueue's `runFirstFsStrategy`: whether the preemptor fits, and the candidates the
-    /// strategy refused (for rule S2-b).
-    fn first_strategy(
-        &mut self,
-        order: &[usize],
-        strategy: PreemptionStrategy,
-    ) -> (bool, Vec<usize>) {
-        let req = self.req;
-        let mut ordering = TargetOrdering::new(req, order);
-        let mut retry = Vec::new();
-        while let Some(target) = ordering.next(&self.usage) {
-            // The preemptor's own queue (InClusterQueue), or a reclaim while the preemptor
-            // stays within nominal quota (InCohortReclamation): no strategy applies.
-            let unconditional = target == req.node
-                || ordering
-                    .head(target)
-                    .is_some_and(|i| req.candidates[i].kind == CandidateKind::HierarchicalReclaim);
-            if unconditional {
-                let Some(i) = ordering.pop(target) else {
-                    continue;
-                };
-                self.preempt(i);
-                if self.fits() {
-                    return (true, Vec::new());
-                }
-                continue;
-            }
-
-            let (lca_preemptor, lca_target) = ordering.almost_lcas(target);
-            let preemptor_new = self.share(lca_preemptor);
-            let target_old = self.share(lca_target);
-            if unsatisfiable(&preemptor_new, &target_old) {
-                // No candidate of this queue can pass; keep them for rule S2-b.
-                while let Some(i) = ordering.pop(target) {
-                    retry.push(i);
-                }
-                continue;
-            }
-            while let Some(i) = ordering.pop(target) {
-                // Kueue's `ComputeTargetShareAfterRemoval`.
-                self.candidate(i, -1);
-                let target_new = self.share(lca_target);
-                self.candidate(i, 1);
-                let passed = match strategy {
-                    PreemptionStrategy::LessThanOrEqualToFinalShare => {
-                        fair::compare(&preemptor_new, &target_new) != Ordering::Greater
-                    }
-                    PreemptionStrategy::LessThanInitialShare => {
-                        fair::compare(&preemptor_new, &target_old) == Ordering::Less
-                    }
-                };
-                if passed {
-                    self.preempt(i);
-                    if self.fits() {
-                        return (true, Vec::new());
-                    }
-                    // The shares changed: pick the target queue again.
-                    break;
-                }
-                retry.push(i);
-            }
-        }
-        (false, retry)
-    }
-
-    /// Kueue's `runSecondFsStrategy` (rule S2-b over the retry candidates): at most the first
-    /// candidate of each queue, each queue dropped after one look.
-    fn second_strategy(&mut self, retry: &[usize]) -> bool {
-        let mut ordering = TargetOrdering::new(self.req, retry);
-        while let Some(target) = ordering.next(&self.usage) {
-            let (lca_preemptor, lca_target) = ordering.almost_lcas(target);
-            let passed = fair::compare(&self.share(lca_preemptor), &self.share(lca_target))
-                == Ordering::Less;
-            let head = ordering.pop(target);
-            if passed && let Some(i) = head {
-                self.preempt(i);
-                if self.fits() {
-                    return true;
-                }
-            }
-            ordering.drop_queue(target);
-        }
-        false
-    }
-
-    /// Kueue's `fillBackWorkloads(…, true)`, on the snapshot without the preemptor: re-add
-    /// every victim but the last, in reverse order, keeping out only those still needed.
-    fn fill_back(&mut self) {
-        let mut k = self.targets.len().saturating_sub(1);
-        while k > 0 {
-            k -= 1;
-            let i = self.targets[k];
-            self.candidate(i, 1);
-            if fits_after_but(self.req, &self.usage, true, &self.targets, Some(k)) {
-                self.targets.swap_remove(k);
-            } else {
-                self.candidate(i, -1);
-            }
-        }
+    fn share(&self, node: u32) -> Drs {
+        self.snapshot.share(node)
     }
 }
 
-fn share(req: &PreemptionRequest<'_>, usage: &Usage, node: NodeId) -> Drs {
-    let weight = req.cluster.node_meta[node.index()].fair_weight;
-    req.tree.drs(&req.cluster.names, usage, node, weight, &[])
-}
-
-/// Kueue's `fsStrategyUnsatisfiable`: an infinite preemptor share (zero weight, borrowing)
-/// against a finite target share fails both strategies for every candidate.
-fn unsatisfiable(preemptor_new: &Drs, target_old: &Drs) -> bool {
-    preemptor_new.weighted() == f64::INFINITY && target_old.weighted() != f64::INFINITY
-}
-
-/// `a` against `b`, where `None` is Kueue's `NegativeDRS` (below every share).
-fn compare_opt(a: Option<&Drs>, b: Option<&Drs>) -> Ordering {
-    match (a, b) {
-        (Some(a), Some(b)) => fair::compare(a, b),
-        (a, b) => a.is_some().cmp(&b.is_some()),
-    }
-}
-
-/// Kueue's `TargetClusterQueueOrdering`: which ClusterQueue to take the next victim from.
-struct TargetOrdering<'r, 'a> {
-    req: &'r PreemptionRequest<'a>,
-    /// Per node: the cohorts on the path from the preemptor's ClusterQueue to the root.
-    on_path: Vec<bool>,
-    /// Per ClusterQueue node: its candidates, in candidate order.
-    queues: Vec<VecDeque<usize>>,
-    /// Per node: will yield no more targets.
-    pruned: Vec<bool>,
-}
-
-impl<'r, 'a> TargetOrdering<'r, 'a> {
-    fn new(req: &'r PreemptionRequest<'a>, candidates: &[usize]) -> Self {
-        let n = req.tree.len();
-        let mut on_path = vec![false; n];
-        for a in req.tree.ancestors(req.node) {
-            on_path[a.index()] = true;
-        }
-        let mut queues = vec![VecDeque::new(); n];
-        for &i in candidates {
-            queues[req.candidates[i].node.index()].push_back(i);
-        }
-        TargetOrdering {
-            req,
-            on_path,
-            queues,
-            pruned: vec![false; n],
-        }
-    }
-
-    fn head(&self, cq: NodeId) -> Option<usize> {
-        self.queues[cq.index()].front().copied()
-    }
-
-    fn pop(&mut self, cq: NodeId) -> Option<usize> {
-        self.queues[cq.index()].pop_front()
-    }
-
-    fn has_workload(&self, cq: NodeId) -> bool {
-        !self.queues[cq.index()].is_empty()
-    }
-
-    /// Kueue's `DropQueue`.
-    fn drop_queue(&mut self, cq: NodeId) {
-        self.pruned[cq.index()] = true;
-    }
-
-    /// Kueue's `Iter`: the next target ClusterQueue on the current snapshot, or `None` when the
-    /// whole tree is pruned.
-    fn next(&mut self, usage: &Usage) -> Option<NodeId> {
-        let own = self.req.node;
-        let Some(parent) = self.req.tree.parent(own) else {
-            return (!self.pruned[own.index()] && self.has_workload(own)).then_some(own);
-        };
-        let root = self.req.tree.root(parent);
-        while !self.pruned[root.index()] {
-            if let Some(cq) = self.next_target(root, usage) {
-                return Some(cq);
-            }
-        }
-        None
-    }
-
-    /// Kueue's `nextTarget`: the child with the highest share, entering cohorts; `None` when
-    /// this call only pruned nodes.
-    fn next_target(&mut self, cohort: NodeId, usage: &Usage) -> Option<NodeId> {
-        let req = self.req;
-        let tree = req.tree;
-        let children = &tree.node(cohort).children;
-
-        let mut best_cq: Option<(NodeId, Drs)> = None;
-        for &cq in children {
-            if tree.node(cq).kind != NodeKind::ClusterQueue || self.pruned[cq.index()] {
-                continue;
-            }
-            let drs = share(req, usage, cq);
-            // The preemptor's own queue stays until it runs out of candidates.
-            if (!drs.is_borrowing() && cq != req.node) || !self.has_workload(cq) {
-                self.pruned[cq.index()] = true;
-                continue;
-            }
-            match &best_cq {
-                None => best_cq = Some((cq, drs)),
-                Some((best, best_drs)) => match fair::compare(&drs, best_drs) {
-                    Ordering::Greater => best_cq = Some((cq, drs)),
-                    Ordering::Equal => {
-                        // Tie: the queue whose first candidate comes first; the share kept
-                        // for later comparisons stays the earlier one, as in Kueue.
-                        let (new, current) = (self.head(cq), self.head(*best));
-                        if let (Some(new), Some(current)) = (new, current)
-                            && candidates_ordering(
-                                &req.candidates[new],
-                                &req.candidates[current],
-                                req.cluster_queue,
-                            ) == Ordering::Less
-                        {
-                            let kept = best_drs.clone();
-                            best_cq = Some((cq, kept));
-                        }
-                    }
-                    Ordering::Less => {}
-                },
-            }
-        }
-
-        let mut best_cohort: Option<(NodeId, Drs)> = None;
-        for &child in children {
-            if tree.node(child).kind != NodeKind::Cohort || self.pruned[child.index()] {
-                continue;
-            }
-            let drs = share(req, usage, child);
-            // A cohort on the preemptor's path stays until all its children are pruned.
-            if !drs.is_borrowing() && !self.on_path[child.index()] {
-                self.pruned[child.index()] = true;
-            } else if compare_opt(Some(&drs), best_cohort.as_ref().map(|b| &b.1)) != Ordering::Less
-            {
-                best_cohort = Some((child, drs));
-            }
-        }
-
-        match (best_cohort, best_cq) {
-            (None, None) => {
-                self.pruned[cohort.index()] = true;
-                None
-            }
-            // Cohorts win ties: the most unfair node inside can then be chosen.
-            (Some((c, c_drs)), best_cq)
-                if compare_opt(Some(&c_drs), best_cq.as_ref().map(|b| &b.1)) != Ordering::Less =>
-            {
-                self.next_target(c, usage)
-            }
-            (_, best_cq) => best_cq.map(|(cq, _)| cq),
-        }
-    }
-
-    /// Kueue's `getAlmostLCAs`: the preemptor's and the target's ancestors (or themselves)
-    /// just below their least common ancestor.
-    fn almost_lcas(&self, target: NodeId) -> (NodeId, NodeId) {
-        let tree = self.req.tree;
-        let Some(lca) = tree.ancestors(target).find(|a| self.on_path[a.index()]) else {
-            // Only the preemptor's own queue has no common cohort with it.
-            return (self.req.node, target);
-        };
-        let below = |node: NodeId| {
-            let mut below = node;
-            for a in tree.ancestors(node) {
-                if a == lca {
-                    break;
-                }
-                below = a;
-            }
-            below
-        };
-        (below(self.req.node), below(target))
+impl Search for FairSearch<'_, '_> {
+    fn preemptor_fits(&self, victims: &[u32], but: Option<usize>) -> bool {
+        fits_without_victims(self.req, &self.snapshot.usage, true, victims, but)
     }
 }
 
@@ -402,7 +82,8 @@ mod tests {
 
     use super::*;
     use crate::cluster::{Cluster, CqId, WorkloadId, build_cluster};
-    use crate::policy::Candidate;
+    use crate::policy::builtin::candidate_order;
+    use crate::policy::{Candidate, CandidateKind};
     use crate::quota::FrIdx;
 
     use PreemptionStrategy::{LessThanInitialShare as S2B, LessThanOrEqualToFinalShare as S2A};
@@ -687,13 +368,8 @@ mod tests {
             1000,
             candidates(&cl, cl.cq_by_name["a"], CandidateKind::FairSharing),
         );
-        let first = {
-            let own = req.cluster_queue;
-            let mut order: Vec<usize> = (0..req.candidates.len()).collect();
-            order
-                .sort_by(|&x, &y| candidates_ordering(&req.candidates[x], &req.candidates[y], own));
-            req.candidates[order[0]].cluster_queue
-        };
+        let first =
+            req.candidates[candidate_order(&req.candidates, req.cluster_queue)[0]].cluster_queue;
         assert_ne!(
             first, req.cluster_queue,
             "other queues come first in candidate order"
