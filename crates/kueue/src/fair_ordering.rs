@@ -60,12 +60,12 @@ pub fn order_heads<T: Tree + ?Sized, H: Heads + ?Sized, S: Snapshot + ?Sized>(
                 snapshot.add_usage(node, fr, v);
             }
             // The winner's usage changed its queue and that queue's cohorts: shares computed
-            // for nodes among them are stale (a queue's own share depends only on its usage).
-            let changed: Vec<NodeId> = tree.ancestors(node).collect();
+            // for paths through them are stale.
+            let changed: Vec<NodeId> = std::iter::once(node).chain(tree.ancestors(node)).collect();
             for entry in &mut shares.by_entry {
                 if entry
                     .as_ref()
-                    .is_some_and(|path| path.iter().skip(1).any(|(_, n, _)| changed.contains(n)))
+                    .is_some_and(|path| path.iter().any(|(_, n, _)| changed.contains(n)))
                 {
                     *entry = None;
                 }
@@ -174,4 +174,41 @@ fn less<H: Heads + ?Sized>(heads: &H, shares: &Shares, cohort: NodeId, a: u32, b
         return heads.priority(a) > heads.priority(b);
     }
     heads.created(a) < heads.created(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ordering::cycle_order;
+    use crate::testing::{HeadList, Shares};
+
+    /// A cohort (2) of two ClusterQueues (0, 1) with 4 cpu each.
+    fn pair() -> Shares {
+        Shares::new(&[Some(2), Some(2), None], &[[4, 0], [4, 0], [0, 0]])
+    }
+
+    #[test]
+    fn a_head_that_would_borrow_loses_to_one_that_would_not() {
+        let mut q = pair();
+        q.add(0, 0, 2);
+        // Queue 0's head would borrow (2 + 3 > 4), queue 1's would not: 1 first, priority aside.
+        let heads = HeadList(vec![(0, 9, 0, 3), (1, 0, 0, 3)]);
+        let classical = cycle_order(&heads, |i| heads.0[i as usize].1);
+        assert_eq!(classical, vec![0, 1]);
+        let tree = pair();
+        assert_eq!(order_heads(&tree, &heads, classical, &mut q), vec![1, 0]);
+        // Each winner's usage was added in turn.
+        assert_eq!((q.usage[0][0], q.usage[1][0]), (5, 3));
+    }
+
+    /// Shares computed before a winner took its usage are not reused for a head of the same
+    /// ClusterQueue: the second head of queue 0 would now borrow, and loses to queue 1's.
+    #[test]
+    fn a_winners_usage_is_seen_by_the_next_head_of_its_queue() {
+        let mut q = pair();
+        let heads = HeadList(vec![(0, 3, 0, 3), (0, 2, 0, 3), (1, 1, 0, 3)]);
+        let classical = cycle_order(&heads, |i| heads.0[i as usize].1);
+        let tree = pair();
+        assert_eq!(order_heads(&tree, &heads, classical, &mut q), vec![0, 2, 1]);
+    }
 }

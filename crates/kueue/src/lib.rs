@@ -10,7 +10,10 @@
 //! - [`Tree`]: the cohort tree (parents, children, which nodes are ClusterQueues);
 //! - [`Candidates`]: preemption candidates by index;
 //! - [`Quota`]: quota and usage per node and flavor-resource, for dominant resource shares;
-//! - [`Heads`]: the heads of a scheduling cycle.
+//! - [`Heads`]: the heads of a scheduling cycle;
+//! - and the usage a decision simulates on, which changes as it goes:
+//!   [`classical::Removal`] (victims taken out and put back),
+//!   [`share::Snapshot`] (usage added, shares read) and [`fair_preemption::Search`].
 //!
 //! What is here, by Kueue's names:
 //!

@@ -216,7 +216,7 @@ impl Removal for Sim<'_> {
 pub struct Shares {
     parents: Vec<Option<NodeId>>,
     subtree: Vec<[i64; 2]>,
-    usage: Vec<[i64; 2]>,
+    pub usage: Vec<[i64; 2]>,
 }
 
 impl Shares {
@@ -278,5 +278,60 @@ impl Quota for Shares {
             root = p;
         }
         self.subtree[root as usize][fr as usize]
+    }
+}
+
+/// A [`Shares`] tree's leaves are ClusterQueues, their ids their node numbers.
+impl Tree for Shares {
+    fn node_count(&self) -> usize {
+        self.parents.len()
+    }
+    fn parent(&self, node: NodeId) -> Option<NodeId> {
+        self.parents[node as usize]
+    }
+    fn children(&self, node: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+        (0..self.parents.len() as u32).filter(move |&c| self.parents[c as usize] == Some(node))
+    }
+    fn is_cluster_queue(&self, node: NodeId) -> bool {
+        !self.parents.contains(&Some(node))
+    }
+    fn cluster_queue_node(&self, cq: u32) -> Option<NodeId> {
+        ((cq as usize) < self.parents.len() && self.is_cluster_queue(cq)).then_some(cq)
+    }
+}
+
+impl crate::share::Snapshot for Shares {
+    fn add_usage(&mut self, node: NodeId, fr: u32, delta: i64) {
+        self.add(node, fr, delta);
+    }
+    fn share(&self, node: NodeId) -> crate::Drs {
+        crate::share::drs(self, node, 1000, &[])
+    }
+}
+
+/// Heads: ClusterQueue, priority, creation time, cpu (flavor-resource 0) their assignment takes.
+pub struct HeadList(pub Vec<(u32, i64, i64, i64)>);
+
+impl crate::Heads for HeadList {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn cluster_queue(&self, i: u32) -> u32 {
+        self.0[i as usize].0
+    }
+    fn priority(&self, i: u32) -> i64 {
+        self.0[i as usize].1
+    }
+    fn created(&self, i: u32) -> i64 {
+        self.0[i as usize].2
+    }
+    fn second_pass(&self, _i: u32) -> bool {
+        false
+    }
+    fn borrow_level(&self, _i: u32) -> u32 {
+        0
+    }
+    fn usage(&self, i: u32) -> impl Iterator<Item = (u32, i64)> + Clone + '_ {
+        std::iter::once((0, self.0[i as usize].3))
     }
 }
