@@ -195,10 +195,13 @@ fn a_looping_plugin_is_still_stopped_within_a_tick_of_its_cpu_deadline() {
     let status = registry.get("fixture-loop").expect("loaded").status();
     let timeouts = status.failures.get("timeout").copied().unwrap_or(0);
     assert!(timeouts >= 1, "{status:?}");
-    // Each timed-out call used its deadline of CPU, and not much more.
+    // Each timed-out call used its deadline of CPU, and not much more: far below the wall-time
+    // backstop (`WALL_FACTOR` deadlines, 100 ms). The epoch ticker is a thread of its own, which
+    // a loaded two-core machine (CI runs the real-cluster tests beside these) wakes a few ticks
+    // late: 15.3 ms was seen there.
     let per_call_ms = status.cpu_us as f64 / 1e3 / timeouts as f64;
     assert!(
-        (10.0..14.0).contains(&per_call_ms),
+        (10.0..20.0).contains(&per_call_ms),
         "{per_call_ms} ms per call"
     );
     let reasons = fallbacks_of(&report, "fixture-loop");
