@@ -203,6 +203,13 @@ enum Command {
     /// Print Kueue's CustomResourceDefinitions (kueue.x-k8s.io), generated from wasq's types.
     #[command(after_help = "Examples:\n  wasq crds | kubectl apply --server-side -f -")]
     Crds,
+    /// What kueuectl gives Kueue's users: list ClusterQueues, LocalQueues and Workloads with
+    /// kueuectl's columns and pending positions, stop and resume them. Also runs as `kubectl
+    /// wasq` (a copy or link of this binary named `kubectl-wasq` on PATH).
+    #[command(
+        after_help = "Examples:\n  wasq ctl list workloads -n team-a\n  wasq ctl list workload -A --status pending -o wide\n  wasq ctl list cq --active false\n  wasq ctl stop localqueue lq-a -n team-a --keep-already-running\n  wasq ctl resume workload job-sample-7d2f1 -n team-a\n  kubectl wasq list lq -A"
+    )]
+    Ctl(cli::ctl::CtlArgs),
     /// Write a cluster's queueing state (Kueue objects, Workloads with their status, Namespaces,
     /// Nodes) into a directory the simulator runs as it is, e.g. `wasq snapshot -o now/` then
     /// `wasq simulate now/ --compare preemption=builtin preemption=my-plugin`.
@@ -325,6 +332,19 @@ enum MigrateCommand {
     },
 }
 
+/// The command line; run as `kubectl-wasq` (`kubectl wasq …`), the words are `wasq ctl`'s.
+fn arguments() -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let invoked = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_stem())
+        .is_some_and(|stem| stem == "kubectl-wasq");
+    if invoked {
+        args.insert(1, "ctl".into());
+    }
+    args
+}
+
 fn main() -> ExitCode {
     let logs = tracing_subscriber::fmt()
         .with_env_filter(
@@ -342,7 +362,7 @@ fn main() -> ExitCode {
     } else {
         logs.init();
     }
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(arguments());
     // A batch run frees and reuses the same memory all through; returned to the kernel after
     // mimalloc's default second, it was zeroed again each time it came back (BENCHMARKS.md,
     // stop 52). Before any thread starts.
@@ -589,6 +609,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             clap_complete::generate(shell, &mut command, "wasq", &mut std::io::stdout());
             Ok(())
         }
+        Command::Ctl(args) => cli::ctl::run(args),
         Command::Crds => {
             let yaml = wasq::k8s::schema::crds::crds_yaml().context("printing the CRDs as YAML")?;
             out!("{yaml}");

@@ -9,7 +9,7 @@ use wasq::k8s::client::connect::connect;
 
 /// Runs `work` with a client of the cluster the kubeconfig (or the pod) reaches, on a runtime of
 /// its own: the one-shot commands (`snapshot`, `migrate check`, `policy shadow-report`).
-fn on_cluster<T, F>(
+pub(crate) fn on_cluster<T, F>(
     kubeconfig: Option<&Path>,
     context: Option<&str>,
     work: impl FnOnce(kube::Client) -> F,

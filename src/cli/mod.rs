@@ -13,6 +13,7 @@ macro_rules! outln {
 
 pub mod cluster;
 pub mod controller;
+pub mod ctl;
 mod languages;
 pub mod plugin;
 pub mod policies;

@@ -26,6 +26,7 @@
 pub mod apiserver;
 pub mod client;
 pub mod controller;
+pub mod ctl;
 pub mod jobs;
 pub mod migrate;
 pub mod policies;

@@ -3,6 +3,7 @@
 //! requests (paths, patch bodies, field managers) the controller makes for Kueue's job
 //! lifecycle. Everything above this layer is the simulator's code and is tested there.
 
+mod ctl;
 mod events;
 mod incremental;
 mod inflight;
