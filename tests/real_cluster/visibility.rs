@@ -119,6 +119,48 @@ async fn pending_workloads_are_read_through_the_aggregation_layer() -> Result<()
         assert_eq!(item["positionInLocalQueue"], position as i64, "{item}");
         assert_eq!(item["localQueueName"], "user-queue");
     }
+    // `wasq ctl list workloads` reads the same positions through the aggregator (kueuectl's
+    // POSITION IN QUEUE is the position in the LocalQueue).
+    let listed = Command::new(env!("CARGO_BIN_EXE_wasq"))
+        .args(["ctl", "list", "workloads", "-n", "default", "--kubeconfig"])
+        .arg(plane.kubeconfig())
+        .output()?;
+    let table = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.status.success(),
+        "{table}{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows[0][..3], ["NAME", "JOB", "TYPE"], "{table}");
+    for (position, job) in names[1..].iter().enumerate() {
+        let row = rows
+            .iter()
+            .find(|r| r.iter().any(|c| *c == job.as_str()))
+            .with_context(|| format!("{job} in\n{table}"))?;
+        // NAME, JOB TYPE, JOB NAME, LOCALQUEUE, CLUSTERQUEUE, STATUS, POSITION, AGE.
+        assert_eq!(
+            row[1..7],
+            [
+                "job",
+                job.as_str(),
+                "user-queue",
+                "cluster-queue",
+                "PENDING",
+                &position.to_string()
+            ],
+            "{table}"
+        );
+    }
+    let admitted = rows
+        .iter()
+        .find(|r| r.iter().any(|c| *c == names[0].as_str()))
+        .with_context(|| format!("{} in\n{table}", names[0]))?;
+    assert_eq!(admitted[5], "ADMITTED", "{table}");
+
     let lq = format!("{PATH}/namespaces/default/localqueues/user-queue/pendingworkloads");
     let (ok, out, err) = raw(&plane, &lq, &[])?;
     assert!(ok, "{err}");
