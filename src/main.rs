@@ -210,6 +210,18 @@ enum Command {
         after_help = "Examples:\n  wasq ctl list workloads -n team-a\n  wasq ctl list workload -A --status pending -o wide\n  wasq ctl list cq --active false\n  wasq ctl stop localqueue lq-a -n team-a --keep-already-running\n  wasq ctl resume workload job-sample-7d2f1 -n team-a\n  kubectl wasq list lq -A"
     )]
     Ctl(cli::ctl::CtlArgs),
+    /// One workload's story in a simulator run: when it waited and why, where it was admitted
+    /// and which policies (name and digest) ordered it, chose its flavors and chose it as a
+    /// victim, whom it preempted, how it ended.
+    #[command(
+        after_help = "Examples:\n  wasq simulate examples/reclaim-borrowed-quota.yaml -o json > run.json\n  wasq explain research/research-sweep run.json"
+    )]
+    Explain {
+        /// The workload: namespace/name, or a name only one workload has.
+        workload: String,
+        /// A report of `wasq simulate -o json`.
+        report: PathBuf,
+    },
     /// Write a cluster's queueing state (Kueue objects, Workloads with their status, Namespaces,
     /// Nodes) into a directory the simulator runs as it is, e.g. `wasq snapshot -o now/` then
     /// `wasq simulate now/ --compare preemption=builtin preemption=my-plugin`.
@@ -610,6 +622,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Ctl(args) => cli::ctl::run(args),
+        Command::Explain { workload, report } => {
+            let text = std::fs::read_to_string(&report)
+                .with_context(|| format!("reading {}", report.display()))?;
+            let json: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+                format!(
+                    "{}: not a report of wasq simulate -o json",
+                    report.display()
+                )
+            })?;
+            out!("{}", wasq::sim::explain::explain(&json, &workload)?);
+            Ok(())
+        }
         Command::Crds => {
             let yaml = wasq::k8s::schema::crds::crds_yaml().context("printing the CRDs as YAML")?;
             out!("{yaml}");

@@ -12,6 +12,7 @@ mod calendar;
 pub mod check_waits;
 pub mod checks;
 pub mod compare;
+pub mod explain;
 mod life;
 pub use crate::api::duration;
 pub mod extensions;

@@ -562,3 +562,76 @@ fn the_controller_bench_runs_a_generator_file_and_refuses_misplaced_cluster_flag
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// `wasq explain` tells one workload's story from a report: its wait and why, its admissions
+/// with their flavors, who preempted it and which policy (name and digest) chose it as a victim.
+#[test]
+fn explain_tells_a_preempted_workloads_story_and_names_the_policies() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |name: &str, extra: &[&str]| {
+        let mut simulate = wasq();
+        simulate
+            .args([
+                "simulate",
+                "examples/reclaim-borrowed-quota.yaml",
+                "-o",
+                "json",
+                "--plugins",
+            ])
+            .arg(&built().plugins)
+            .args(extra)
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        let report = dir.path().join(name);
+        std::fs::write(&report, succeeds(simulate, "simulate").stdout).expect("writable");
+        report
+    };
+    let story = |report: &std::path::Path, workload: &str| {
+        let mut explain = wasq();
+        explain.args(["explain", workload]).arg(report);
+        String::from_utf8(succeeds(explain, "explain").stdout).expect("utf-8")
+    };
+    let builtin = run("builtin.json", &[]);
+    let text = story(&builtin, "research/research-sweep");
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    assert_eq!(
+        lines,
+        [
+            "research/research-sweep: ClusterQueue research, LocalQueue research/experiments, priority 0",
+            "0s  arrived",
+            "0s  reserved quota in research (cycle 1), flavors chosen by the built-in",
+            "0s  admitted: main ×6 on cpu=default-flavor, memory=default-flavor, ordered by the built-in",
+            "300s  preempted by prod/prod-release (InCohortReclamation), victims chosen by the built-in",
+            "300s  waited 1200s: Preempted; WaitingForQuota: Workload no longer fits after processing \
+             another workload; WaitingForQuota: couldn't assign flavors to pod set main: insufficient \
+             unused quota for cpu in flavor default-flavor, 6 more needed",
+            "1500s  reserved quota in research (cycle 9), flavors chosen by the built-in",
+            "1500s  admitted: main ×6 on cpu=default-flavor, memory=default-flavor, ordered by the built-in",
+            "5100s  finished",
+        ],
+        "{text}"
+    );
+    // The preemptor's side: whom it preempted, by a name only it has.
+    let text = story(&builtin, "prod-release");
+    assert!(
+        text.contains("300s  preempted research/research-sweep (InCohortReclamation), victims chosen by the built-in"),
+        "{text}"
+    );
+    // With a plugin choosing the victims, its name and digest.
+    let plugin = run("plugin.json", &["--policy", "preemption=least-lost-work"]);
+    let text = story(&plugin, "research/research-sweep");
+    assert!(
+        text.contains("(InCohortReclamation), victims chosen by least-lost-work (sha256:"),
+        "{text}"
+    );
+    // An unknown name is refused with the near ones.
+    let mut explain = wasq();
+    explain.args(["explain", "research-swep"]).arg(&builtin);
+    let out = explain.output().expect("runs");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("did you mean research/research-notebook, research/research-sweep?"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

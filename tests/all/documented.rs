@@ -1,7 +1,7 @@
 //! Every `wasq` command the README and the reference in `docs/` show in a shell block runs, as
 //! written, and succeeds: the binary under test stands for `wasq` and `cargo run [--release] --`,
-//! `target/plugins` for the plugins the tests built, and each command runs in a folder of its
-//! own (a `--report report.html` lands there), the repository's `examples/` and `tests/` named
+//! `target/plugins` for the plugins the tests built, and the commands of each shell block run in
+//! order in a folder of their own (a `--report report.html` lands there, `> FILE` writes there), the repository's `examples/` and `tests/` named
 //! by their absolute paths (see `resolved`).
 //!
 //! Left out: `wasq plugin build` (the tests build the same plugins through
@@ -14,9 +14,11 @@ use std::process::Command;
 use super::cli::succeeds;
 use super::plugins::built;
 
-/// A documented command: where it is written, and its words after `wasq`.
+/// A documented command: where it is written, its shell block (commands of one block run in
+/// one folder, in order), and its words after `wasq`.
 struct Documented {
     at: String,
+    block: usize,
     words: Vec<String>,
 }
 
@@ -25,11 +27,13 @@ struct Documented {
 fn commands(file: &str, markdown: &str) -> Vec<Documented> {
     let mut found = Vec::new();
     let mut in_shell = false;
+    let mut block = 0;
     let mut pending: Option<(usize, String)> = None;
     for (n, line) in markdown.lines().enumerate() {
         let fence = line.trim_start();
         if fence.starts_with("```") {
             in_shell = !in_shell && matches!(fence.trim_end(), "```sh" | "```bash" | "```shell");
+            block += 1;
             continue;
         }
         if !in_shell {
@@ -53,6 +57,7 @@ fn commands(file: &str, markdown: &str) -> Vec<Documented> {
         };
         found.push(Documented {
             at: format!("{file}:{start}"),
+            block,
             words: rest.iter().map(|w| w.to_string()).collect(),
         });
     }
@@ -98,20 +103,32 @@ fn every_documented_wasq_command_runs() {
     for file in &files {
         let name = file.strip_prefix(&repo).unwrap().display().to_string();
         let markdown = std::fs::read_to_string(file).expect("readable");
+        let mut folder: Option<(usize, tempfile::TempDir)> = None;
         for command in commands(&name, &markdown) {
             if command.words.first().is_some_and(|w| w == "plugin")
                 && command.words.get(1).is_some_and(|w| w == "build")
             {
                 continue;
             }
-            let dir = tempfile::tempdir().expect("tempdir");
+            if folder.as_ref().is_none_or(|(b, _)| *b != command.block) {
+                folder = Some((command.block, tempfile::tempdir().expect("tempdir")));
+            }
+            let dir = &folder.as_ref().expect("made above").1;
+            // `> FILE`: standard output into FILE, in the block's folder.
+            let (words, into) = match command.words.iter().position(|w| w == ">") {
+                Some(at) => (&command.words[..at], command.words.get(at + 1)),
+                None => (&command.words[..], None),
+            };
             let mut wasq = Command::new(env!("CARGO_BIN_EXE_wasq"));
             wasq.current_dir(dir.path())
-                .args(command.words.iter().map(|w| resolved(w, &repo, dir.path())));
-            succeeds(
+                .args(words.iter().map(|w| resolved(w, &repo, dir.path())));
+            let out = succeeds(
                 wasq,
                 &format!("{}: wasq {}", command.at, command.words.join(" ")),
             );
+            if let Some(file) = into {
+                std::fs::write(dir.path().join(file), out.stdout).expect("writable");
+            }
             ran += 1;
         }
     }

@@ -139,7 +139,7 @@ async fn pending_workloads_are_read_through_the_aggregation_layer() -> Result<()
     for (position, job) in names[1..].iter().enumerate() {
         let row = rows
             .iter()
-            .find(|r| r.iter().any(|c| *c == job.as_str()))
+            .find(|r| r.contains(&job.as_str()))
             .with_context(|| format!("{job} in\n{table}"))?;
         // NAME, JOB TYPE, JOB NAME, LOCALQUEUE, CLUSTERQUEUE, STATUS, POSITION, AGE.
         assert_eq!(
@@ -157,7 +157,7 @@ async fn pending_workloads_are_read_through_the_aggregation_layer() -> Result<()
     }
     let admitted = rows
         .iter()
-        .find(|r| r.iter().any(|c| *c == names[0].as_str()))
+        .find(|r| r.contains(&names[0].as_str()))
         .with_context(|| format!("{} in\n{table}", names[0]))?;
     assert_eq!(admitted[5], "ADMITTED", "{table}");
 

@@ -1,0 +1,226 @@
+//! `wasq explain WORKLOAD REPORT`: one workload's story in a simulator report (`wasq simulate
+//! -o json`), in order — when it arrived, each wait with the reasons the scheduler gave while
+//! it lasted, each admission with its flavors and the policies (name and digest) that ordered
+//! it and chose its flavors, each preemption with who preempted it and which policy chose the
+//! victims, the workloads it preempted itself, and how it ended.
+
+use std::fmt::Write;
+
+use anyhow::bail;
+use serde_json::Value;
+
+/// The story of `workload` (`namespace/name`, or a name that only one workload has) in a
+/// simulator report's JSON.
+pub fn explain(report: &Value, workload: &str) -> anyhow::Result<String> {
+    let workloads = report["workloads"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let key = |w: &Value| format!("{}/{}", str_of(&w["namespace"]), str_of(&w["name"]));
+    let matches: Vec<&Value> = workloads
+        .iter()
+        .filter(|w| {
+            key(w) == workload || (!workload.contains('/') && str_of(&w["name"]) == workload)
+        })
+        .collect();
+    let w = match matches.as_slice() {
+        [w] => *w,
+        [] => {
+            let names: Vec<String> = workloads.iter().map(key).collect();
+            let near = names
+                .iter()
+                .filter(|n| strsim::jaro_winkler(n, workload) > 0.8)
+                .take(3)
+                .cloned()
+                .collect::<Vec<_>>();
+            if near.is_empty() {
+                bail!(
+                    "no workload {workload} in the report ({} workloads)",
+                    names.len()
+                );
+            }
+            bail!(
+                "no workload {workload} in the report; did you mean {}?",
+                near.join(", ")
+            );
+        }
+        several => bail!(
+            "{workload} names {} workloads: {}; give namespace/name",
+            several.len(),
+            several
+                .iter()
+                .map(|w| key(w))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let name = key(w);
+    let mut out = String::new();
+    writeln!(
+        out,
+        "{name}: ClusterQueue {}, LocalQueue {}, priority {}",
+        or_dash(&w["clusterQueue"]),
+        or_dash(&w["localQueue"]),
+        w["priority"]
+    )?;
+    let arrival = w["arrivalSeconds"].as_f64().unwrap_or(0.0);
+    writeln!(out, "  {:>8}  arrived", seconds(arrival))?;
+    // Waiting since, and the distinct reasons given while it lasted.
+    let mut waiting: Option<(f64, Vec<String>)> = Some((arrival, Vec::new()));
+    let events = report["events"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    for e in events {
+        let time = e["time"].as_f64().unwrap_or(0.0);
+        let kind = str_of(&e["type"]);
+        if str_of(&e["preemptor"]) == name && kind == "Preempted" {
+            writeln!(
+                out,
+                "  {:>8}  preempted {} ({}){}",
+                seconds(time),
+                str_of(&e["workload"]),
+                str_of(&e["reason"]),
+                decided_by(", victims chosen by", &e["policy"])
+            )?;
+            continue;
+        }
+        if str_of(&e["workload"]) != name {
+            continue;
+        }
+        match kind {
+            "Inadmissible" | "Requeued" => {
+                let reason = str_of(&e["reason"]).to_string();
+                let (_, reasons) = waiting.get_or_insert_with(|| (time, Vec::new()));
+                if !reason.is_empty() && !reasons.contains(&reason) {
+                    reasons.push(reason);
+                }
+            }
+            "QuotaReserved" => {
+                if let Some((since, reasons)) = waiting.take() {
+                    wait_line(&mut out, since, time, &reasons)?;
+                }
+                writeln!(
+                    out,
+                    "  {:>8}  reserved quota in {} (cycle {}){}",
+                    seconds(time),
+                    str_of(&e["clusterQueue"]),
+                    e["cycle"],
+                    decided_by(", flavors chosen by", &e["policy"])
+                )?;
+            }
+            "Admitted" => {
+                writeln!(
+                    out,
+                    "  {:>8}  admitted: {}{}",
+                    seconds(time),
+                    assignments(&e["admission"]),
+                    decided_by(", ordered by", &e["orderedBy"])
+                )?;
+            }
+            "Preempted" => {
+                writeln!(
+                    out,
+                    "  {:>8}  preempted by {} ({}){}",
+                    seconds(time),
+                    or_dash(&e["preemptor"]),
+                    str_of(&e["reason"]),
+                    decided_by(", victims chosen by", &e["policy"])
+                )?;
+                waiting = Some((time, Vec::new()));
+            }
+            "Evicted" | "Deactivated" | "Rejected" => {
+                writeln!(
+                    out,
+                    "  {:>8}  {} ({})",
+                    seconds(time),
+                    kind.to_lowercase(),
+                    str_of(&e["reason"])
+                )?;
+            }
+            "Finished" => {
+                writeln!(out, "  {:>8}  finished", seconds(time))?;
+            }
+            _ => {}
+        }
+    }
+    if let Some((since, reasons)) = waiting {
+        let end = report["summary"]["durationSeconds"].as_f64();
+        match end {
+            Some(end) => wait_line(&mut out, since, end, &reasons)?,
+            None => writeln!(
+                out,
+                "  {:>8}  waiting since, at the end of the run: {}",
+                seconds(since),
+                reasons.join("; ")
+            )?,
+        }
+        writeln!(out, "  still {} at the end of the run", str_of(&w["state"]))?;
+    }
+    Ok(out)
+}
+
+fn wait_line(out: &mut String, since: f64, until: f64, reasons: &[String]) -> std::fmt::Result {
+    if until <= since && reasons.is_empty() {
+        return Ok(());
+    }
+    let why = if reasons.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", reasons.join("; "))
+    };
+    writeln!(
+        out,
+        "  {:>8}  waited {}{why}",
+        seconds(since),
+        span(until - since)
+    )
+}
+
+fn str_of(v: &Value) -> &str {
+    v.as_str().unwrap_or("")
+}
+
+fn or_dash(v: &Value) -> &str {
+    v.as_str().filter(|s| !s.is_empty()).unwrap_or("-")
+}
+
+fn seconds(t: f64) -> String {
+    format!("{t}s")
+}
+
+fn span(s: f64) -> String {
+    format!("{s}s")
+}
+
+/// ` by NAME (DIGEST)` for a policy reference; nothing for the built-in.
+fn decided_by(words: &str, policy: &Value) -> String {
+    match (policy["name"].as_str(), policy["digest"].as_str()) {
+        (Some(name), Some(digest)) if name != "builtin" => format!("{words} {name} ({digest})"),
+        (Some("builtin"), _) => format!("{words} the built-in"),
+        _ => String::new(),
+    }
+}
+
+/// `main ×6 on cpu=default, memory=default` per podSet.
+fn assignments(admission: &Value) -> String {
+    let sets = admission["podSetAssignments"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    sets.iter()
+        .map(|p| {
+            let flavors = p["flavors"]
+                .as_object()
+                .map(|f| {
+                    f.iter()
+                        .map(|(r, fl)| format!("{r}={}", str_of(fl)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default();
+            format!("{} ×{} on {flavors}", str_of(&p["name"]), p["count"])
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
