@@ -66,7 +66,11 @@ enum Format {
 #[derive(clap::Subcommand)]
 enum ListCommand {
     /// ClusterQueues: NAME COHORT PENDING WORKLOADS ADMITTED WORKLOADS ACTIVE AGE.
-    #[command(visible_alias = "cq", alias = "clusterqueues")]
+    #[command(
+        visible_alias = "cq",
+        alias = "clusterqueues",
+        after_help = "Examples:\n  wasq ctl list clusterqueues\n  wasq ctl list cq --active false -o wide"
+    )]
     Clusterqueue {
         #[command(flatten)]
         flags: ListFlags,
@@ -75,7 +79,11 @@ enum ListCommand {
         active: Option<bool>,
     },
     /// LocalQueues: NAME CLUSTERQUEUE PENDING WORKLOADS ADMITTED WORKLOADS AGE.
-    #[command(visible_alias = "lq", alias = "localqueues")]
+    #[command(
+        visible_alias = "lq",
+        alias = "localqueues",
+        after_help = "Examples:\n  wasq ctl list localqueues -n team-a\n  wasq ctl list lq -A -c gpu-cq"
+    )]
     Localqueue {
         #[command(flatten)]
         flags: ListFlags,
@@ -85,7 +93,11 @@ enum ListCommand {
     },
     /// Workloads: NAME JOB TYPE JOB NAME LOCALQUEUE CLUSTERQUEUE STATUS POSITION IN QUEUE
     /// EXEC TIME AGE (positions from the visibility API).
-    #[command(visible_alias = "kwl", aliases = ["workloads", "kueueworkload", "kueueworkloads"])]
+    #[command(
+        visible_alias = "kwl",
+        aliases = ["workloads", "kueueworkload", "kueueworkloads"],
+        after_help = "Examples:\n  wasq ctl list workloads -n team-a\n  wasq ctl list workload -A --status pending -o wide\n  wasq ctl list kwl -q lq-a -n team-a -o yaml"
+    )]
     Workload {
         #[command(flatten)]
         flags: ListFlags,
@@ -121,11 +133,18 @@ enum DryRunArg {
 #[derive(clap::Subcommand)]
 enum StopCommand {
     /// A Workload: `spec.active: false`.
-    #[command(visible_alias = "kwl", aliases = ["kueueworkload", "kueueworkloads"])]
+    #[command(
+        visible_alias = "kwl",
+        aliases = ["kueueworkload", "kueueworkloads"],
+        after_help = "Examples:\n  wasq ctl stop workload job-sample-7d2f1 -n team-a\n  wasq ctl stop kwl job-sample-7d2f1 -n team-a --dry-run server"
+    )]
     Workload(Named),
     /// A LocalQueue: no more admissions; its admitted workloads evicted unless
     /// --keep-already-running.
-    #[command(visible_alias = "lq")]
+    #[command(
+        visible_alias = "lq",
+        after_help = "Examples:\n  wasq ctl stop localqueue lq-a -n team-a\n  wasq ctl stop lq lq-a -n team-a --keep-already-running"
+    )]
     Localqueue {
         #[command(flatten)]
         named: Named,
@@ -134,7 +153,10 @@ enum StopCommand {
         keep_already_running: bool,
     },
     /// A ClusterQueue, as a LocalQueue.
-    #[command(visible_alias = "cq")]
+    #[command(
+        visible_alias = "cq",
+        after_help = "Examples:\n  wasq ctl stop clusterqueue gpu-cq\n  wasq ctl stop cq gpu-cq --keep-already-running"
+    )]
     Clusterqueue {
         #[command(flatten)]
         named: Named,
@@ -146,11 +168,24 @@ enum StopCommand {
 
 #[derive(clap::Subcommand)]
 enum ResumeCommand {
-    #[command(visible_alias = "kwl", aliases = ["kueueworkload", "kueueworkloads"])]
+    /// A Workload: `spec.active: true`.
+    #[command(
+        visible_alias = "kwl",
+        aliases = ["kueueworkload", "kueueworkloads"],
+        after_help = "Examples:\n  wasq ctl resume workload job-sample-7d2f1 -n team-a"
+    )]
     Workload(Named),
-    #[command(visible_alias = "lq")]
+    /// A LocalQueue: `spec.stopPolicy: None`.
+    #[command(
+        visible_alias = "lq",
+        after_help = "Examples:\n  wasq ctl resume localqueue lq-a -n team-a"
+    )]
     Localqueue(Named),
-    #[command(visible_alias = "cq")]
+    /// A ClusterQueue: `spec.stopPolicy: None`.
+    #[command(
+        visible_alias = "cq",
+        after_help = "Examples:\n  wasq ctl resume clusterqueue gpu-cq"
+    )]
     Clusterqueue(Named),
 }
 
