@@ -173,7 +173,7 @@ fn wait_line(out: &mut String, since: f64, until: f64, reasons: &[String]) -> st
         out,
         "  {:>8}  waited {}{why}",
         seconds(since),
-        span(until - since)
+        seconds(until - since)
     )
 }
 
@@ -187,10 +187,6 @@ fn or_dash(v: &Value) -> &str {
 
 fn seconds(t: f64) -> String {
     format!("{t}s")
-}
-
-fn span(s: f64) -> String {
-    format!("{s}s")
 }
 
 /// ` by NAME (DIGEST)` for a policy reference; nothing for the built-in.
