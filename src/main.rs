@@ -40,7 +40,7 @@ struct Cli {
 enum Command {
     /// Run manifests on the embedded, deterministic cluster and report what the scheduler did.
     #[command(
-        after_help = "Examples:\n  wasq simulate examples/baseline.yaml\n  wasq simulate examples/tas-racks.yaml -o json --report report.html\n  wasq simulate examples/reclaim-borrowed-quota.yaml --plugins target/plugins --compare preemption=builtin preemption=least-lost-work\n  wasq simulate cluster-now/ --policy ordering=demote-notebooks --plugins ./plugins"
+        after_help = "Examples:\n  wasq simulate examples/baseline.yaml\n  wasq simulate examples/tas-racks.yaml -o json --report report.html\n  wasq simulate examples/reclaim-borrowed-quota.yaml --plugins target/plugins --compare preemption=builtin preemption=least-lost-work\n  wasq simulate cluster-now/ --policy ordering=demote-notebooks --plugins ./plugins\n  wasq simulate examples/gpu-cohort-borrowing.yaml --speed 10 --serve"
     )]
     Simulate {
         /// Manifest files, or directories whose *.yaml files are all read.
@@ -93,6 +93,11 @@ enum Command {
         /// ResourceFlavor, AdmissionCheck or ClusterQueue) instead of warning and running.
         #[arg(long)]
         strict: bool,
+        /// Serve the live dashboard of the simulated cluster on ADDR (default
+        /// 127.0.0.1:8090; port 0 picks a free one): as it runs with --speed, and its end
+        /// until Ctrl-C.
+        #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8090", conflicts_with_all = ["watch", "compare"])]
+        serve: Option<std::net::SocketAddr>,
     },
     /// Kueue's performance-test shape simulated twice in one process — built-in native policies,
     /// then the three kueue-default WASM plugins — with the WASM/native ratio.
@@ -654,6 +659,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             report: html,
             allow_fallback,
             strict,
+            serve,
         } => {
             if speed.is_some_and(|s| !(s > 0.0 && s.is_finite())) {
                 anyhow::bail!("--speed must be a positive number");
@@ -693,6 +699,30 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             if let Some(speed) = speed {
                 sim.pace(speed);
             }
+            let title = format!(
+                "wasq simulate {}",
+                paths
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+            let dashboard = serve.map(cli::dashboard::start).transpose()?;
+            if let Some(d) = &dashboard {
+                let board = d.board.clone();
+                let title = title.clone();
+                board.publish(wasq::sim::dashboard::view(&sim, &title, true));
+                // Live: a view at most every quarter of a second of wall time.
+                if speed.is_some() {
+                    let mut last = std::time::Instant::now();
+                    sim.observe(Box::new(move |sim| {
+                        if last.elapsed() >= std::time::Duration::from_millis(250) {
+                            board.publish(wasq::sim::dashboard::view(sim, &title, true));
+                            last = std::time::Instant::now();
+                        }
+                    }));
+                }
+            }
             match cli::progress::Bar::new("simulate", total) {
                 Some(bar) => {
                     let mut update = |t: f64, done: usize, _total: usize| bar.update(t, done);
@@ -705,6 +735,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let prepared = html
                 .as_ref()
                 .map(|_| wasq::sim::html::RunModel::prepare("run", &sim));
+            if let Some(d) = &dashboard {
+                d.board
+                    .publish(wasq::sim::dashboard::view(&sim, &title, false));
+            }
             let report = sim.take_report();
             if let (Some(path), Some(prepared)) = (&html, prepared) {
                 write_html(path, &wasq::sim::html::single(prepared, &report)?)?;
@@ -712,6 +746,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             match output {
                 Output::Json => print_json(&report)?,
                 Output::Table => out!("{}", report.to_table(max_events)),
+            }
+            if let Some(d) = dashboard {
+                return d.until_interrupted();
             }
             // The process ends here. Freeing the simulation and its report, millions of
             // allocations at scale (4% of a 10x run for the simulation alone), would only

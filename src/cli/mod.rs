@@ -14,6 +14,7 @@ macro_rules! outln {
 pub mod cluster;
 pub mod controller;
 pub mod ctl;
+pub mod dashboard;
 mod languages;
 pub mod plugin;
 pub mod policies;

@@ -12,6 +12,7 @@ mod calendar;
 pub mod check_waits;
 pub mod checks;
 pub mod compare;
+pub mod dashboard;
 pub mod explain;
 mod life;
 pub use crate::api::duration;
@@ -147,7 +148,12 @@ pub struct Simulation {
     readiness: readiness::Readiness,
     /// Every wait for admission checks (the HTML report's timeline).
     pub(crate) check_waits: check_waits::CheckWaits,
+    /// Called after every cycle with the simulation (`wasq simulate --serve`).
+    observer: Option<Observer>,
 }
+
+/// What watches a run cycle by cycle.
+pub type Observer = Box<dyn FnMut(&Simulation) + Send>;
 
 impl Simulation {
     /// Prepares a run: workloads that came admitted keep their quota, the others arrive later.
@@ -197,6 +203,7 @@ impl Simulation {
             reserved_by: BTreeMap::new(),
             readiness: readiness::Readiness::default(),
             check_waits: Default::default(),
+            observer: None,
         };
         let cluster = &sim.scheduler.cluster;
         sim.usage_integral = vec![0; cluster.tree.len() * cluster.tree.n_fr()];
@@ -660,6 +667,10 @@ impl Simulation {
             self.count_fallbacks();
             let made_progress = self.apply(&mut outcome.decisions);
             self.scheduler.recycle(outcome);
+            if let Some(mut observe) = self.observer.take() {
+                observe(self);
+                self.observer = Some(observe);
+            }
             if let Some(p) = progress.as_mut() {
                 p(self.seconds(self.now), self.settled, total);
             }
@@ -702,6 +713,11 @@ impl Simulation {
             }
             self.integrate(next);
         }
+    }
+
+    /// Calls `observer` after every scheduling cycle of [`Simulation::run`].
+    pub fn observe(&mut self, observer: Observer) {
+        self.observer = Some(observer);
     }
 
     pub fn report(&self) -> Report {

@@ -191,6 +191,15 @@ impl Recorder {
         (r.reason != NONE).then(|| self.texts.get(r.reason))
     }
 
+    /// A record's policy, its ordering policy (admissions) and what it admitted.
+    pub fn decided(&self, r: &Record) -> (&PolicyRef, Option<&PolicyRef>, Option<&Admission>) {
+        (
+            &self.policies[r.policy as usize],
+            (r.ordered_by != NONE).then(|| &self.policies[r.ordered_by as usize]),
+            r.admission().map(|i| &*self.admissions[i]),
+        )
+    }
+
     pub fn len(&self) -> usize {
         self.records.len()
     }

@@ -180,7 +180,7 @@ fn legend_colours(html: &str) -> std::collections::BTreeMap<String, Vec<String>>
 }
 
 /// The Chromium on this machine, if any.
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     ["chromium", "chromium-browser", "google-chrome"]
         .iter()
         .find_map(|name| {

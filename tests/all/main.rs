@@ -5,6 +5,7 @@ mod budgets;
 mod cli;
 mod compat;
 mod deploy;
+mod dashboard;
 mod documented;
 mod examples;
 mod fair_swap;
