@@ -9,6 +9,8 @@ use std::fmt::Write;
 use anyhow::bail;
 use serde_json::Value;
 
+use crate::story::{assignments, seconds, wait_line};
+
 /// The story of `workload` (`namespace/name`, or a name that only one workload has) in a
 /// simulator report's JSON.
 pub fn explain(report: &Value, workload: &str) -> anyhow::Result<String> {
@@ -160,23 +162,6 @@ pub fn explain(report: &Value, workload: &str) -> anyhow::Result<String> {
     Ok(out)
 }
 
-fn wait_line(out: &mut String, since: f64, until: f64, reasons: &[String]) -> std::fmt::Result {
-    if until <= since && reasons.is_empty() {
-        return Ok(());
-    }
-    let why = if reasons.is_empty() {
-        String::new()
-    } else {
-        format!(": {}", reasons.join("; "))
-    };
-    writeln!(
-        out,
-        "  {:>8}  waited {}{why}",
-        seconds(since),
-        seconds(until - since)
-    )
-}
-
 fn str_of(v: &Value) -> &str {
     v.as_str().unwrap_or("")
 }
@@ -185,38 +170,11 @@ fn or_dash(v: &Value) -> &str {
     v.as_str().filter(|s| !s.is_empty()).unwrap_or("-")
 }
 
-fn seconds(t: f64) -> String {
-    format!("{t}s")
-}
-
-/// ` by NAME (DIGEST)` for a policy reference; nothing for the built-in.
+/// `WORDS NAME (DIGEST)` for a policy reference, `WORDS the built-in`; nothing without one.
 fn decided_by(words: &str, policy: &Value) -> String {
     match (policy["name"].as_str(), policy["digest"].as_str()) {
-        (Some(name), Some(digest)) if name != "builtin" => format!("{words} {name} ({digest})"),
-        (Some("builtin"), _) => format!("{words} the built-in"),
+        (Some(name), digest @ Some(_)) => crate::story::decided_by(words, name, digest),
+        (Some("builtin"), None) => crate::story::decided_by(words, "builtin", None),
         _ => String::new(),
     }
-}
-
-/// `main ×6 on cpu=default, memory=default` per podSet.
-fn assignments(admission: &Value) -> String {
-    let sets = admission["podSetAssignments"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or(&[]);
-    sets.iter()
-        .map(|p| {
-            let flavors = p["flavors"]
-                .as_object()
-                .map(|f| {
-                    f.iter()
-                        .map(|(r, fl)| format!("{r}={}", str_of(fl)))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                })
-                .unwrap_or_default();
-            format!("{} ×{} on {flavors}", str_of(&p["name"]), p["count"])
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
 }
