@@ -25,6 +25,7 @@ use super::view::{Published, View, WorkloadDetail};
 const INDEX: &str = include_str!("assets/index.html");
 const SCRIPT: &str = include_str!("assets/app.js");
 const STYLE: &str = include_str!("assets/app.css");
+const ICON: &str = include_str!("assets/favicon.svg");
 
 /// Nothing the page loads comes from elsewhere, and it runs no inline code.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
@@ -196,6 +197,7 @@ async fn answer(
         "/" | "/index.html" => return reply(StatusCode::OK, "text/html; charset=utf-8", INDEX),
         "/app.js" => return reply(StatusCode::OK, "text/javascript; charset=utf-8", SCRIPT),
         "/app.css" => return reply(StatusCode::OK, "text/css; charset=utf-8", STYLE),
+        "/favicon.svg" => return reply(StatusCode::OK, "image/svg+xml", ICON),
         "/healthz" => return reply(StatusCode::OK, TEXT, "ok"),
         _ => {}
     }

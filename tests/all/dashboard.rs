@@ -180,7 +180,7 @@ fn the_simulators_dashboard_updates_live_in_a_browser() {
     let digest = wasq::wasm::digest_of(
         &std::fs::read(plugins.join("min-runtime.wasm")).expect("min-runtime is built"),
     );
-    let scenario = root().join("tests/plugin-scenarios/min-runtime.yaml");
+    let scenario = "tests/plugin-scenarios/min-runtime.yaml";
     let screenshots = std::env::var("WASQ_DASHBOARD_SCREENSHOTS")
         .ok()
         .map(|d| root().join(d).display().to_string());
@@ -199,8 +199,10 @@ fn the_simulators_dashboard_updates_live_in_a_browser() {
         .args(["simulate", "--plugins"])
         .arg(&plugins)
         .args(["--policy", "preemption=min-runtime", "--speed", "80"])
-        .arg(&scenario)
+        .args(["--shadow", "preemption=least-lost-work"])
+        .arg(scenario)
         .args(["--serve", "127.0.0.1:0"])
+        .current_dir(root())
         .env("CHROMIUM", &browser)
         .env("WASQ_PLAYWRIGHT_CORE", &driver)
         .output()

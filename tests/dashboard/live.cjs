@@ -63,20 +63,18 @@ async function main() {
     page.on("console", (m) => { if (m.type() === "error") out.consoleErrors.push(m.text()); });
     page.on("pageerror", (e) => out.consoleErrors.push(String(e)));
     page.on("request", (r) => out.requests.push(r.url()));
-    await page.goto(url);
+    await page.goto(url + "#/queues");
     await page.waitForSelector("main table");
     await page.evaluate(() => { window.__loadedOnce = true; });
-    out.live.admittedAtLoad = ((await rowTextOn(page, url, expect.admitted)) || "").includes("Admitted");
-
-    // Keyboard: the skip link, then every section in order; Enter opens the focused one.
-    await page.goto(url + "#/queues");
-    await page.evaluate(() => document.activeElement && document.activeElement.blur());
+    // Keyboard, from the page as it loads: the skip link, then every section in order; Enter
+    // opens the focused one.
     for (let i = 0; i < 6; i++) {
       await page.keyboard.press("Tab");
       out.tabOrder.push(await page.evaluate(() => document.activeElement.textContent.trim()));
     }
     await page.keyboard.press("Enter");
     await page.waitForFunction(() => location.hash === "#/policies");
+    out.live.admittedAtLoad = ((await rowTextOn(page, url, expect.admitted)) || "").includes("Admitted");
     // Every section renders a heading and at least one table or a "none" line.
     for (const [hash, heading] of [["queues", "ClusterQueues"], ["localqueues", "LocalQueues"], ["workloads", "Workloads"], ["topology", "Topology"], ["policies", "Policies"]]) {
       await page.click(`nav a[href="#/${hash}"]`);
@@ -87,11 +85,6 @@ async function main() {
         captions: [...document.querySelectorAll("main caption")].map((c) => c.textContent),
         current: document.querySelector('nav a[aria-current="page"]').textContent,
       }));
-      if (expect.screenshots) {
-        const file = path.join(expect.screenshots, `dashboard-${hash}.png`);
-        await page.screenshot({ path: file, fullPage: false });
-        out.screenshots.push(file);
-      }
     }
 
     // Live: the admission, then the preemption, arrive without a reload.
@@ -115,18 +108,31 @@ async function main() {
       const t = [...document.querySelectorAll("main table")].find((t) => t.caption && t.caption.textContent.startsWith("Decision history"));
       return t ? [...t.tBodies[0].rows].map((r) => [...r.cells].map((c) => c.textContent.trim())) : [];
     });
-    if (expect.screenshots) {
-      const file = path.join(expect.screenshots, "dashboard-workload.png");
-      await page.screenshot({ path: file, fullPage: true });
-      out.screenshots.push(file);
-    }
     out.live.reloaded = !(await page.evaluate(() => window.__loadedOnce === true));
+    if (expect.screenshots) {
+      // The pages as the run left them, for the docs.
+      await page.waitForFunction(() => /^Final/.test(document.getElementById("status").textContent));
+      await page.reload();
+      await page.waitForSelector("#preempted-by");
+      await shoot(page, "dashboard-workload.png", out);
+      for (const hash of ["queues", "workloads", "policies"]) {
+        await page.click(`nav a[href="#/${hash}"]`);
+        await page.waitForFunction((h) => document.querySelector(`nav a[href="#/${h}"][aria-current="page"]`), hash);
+        await shoot(page, `dashboard-${hash}.png`, out);
+      }
+    }
     await page.close();
   } finally {
     child.kill("SIGINT");
     await browser.close();
   }
   process.stdout.write(JSON.stringify(out));
+}
+
+async function shoot(page, name, out) {
+  const file = path.join(expect.screenshots, name);
+  await page.screenshot({ path: file, fullPage: true });
+  out.screenshots.push(file);
 }
 
 // The row of `key` on the workloads page (going there and back).

@@ -318,11 +318,15 @@ document.getElementById("login").addEventListener("submit", (e) => {
   connect();
 });
 
+// A new section (not a new filter) takes the focus to its content, as a page load would.
+let shownPath = route().join("/");
 window.addEventListener("hashchange", () => {
   state.detail = null;
   render();
   loadDetail();
-  document.getElementById("main").focus();
+  const path = route().join("/");
+  if (path !== shownPath) document.getElementById("main").focus();
+  shownPath = path;
 });
 
 connect();
