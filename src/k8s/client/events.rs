@@ -18,8 +18,11 @@
 //! [`MAX_QUEUED`] requests wait (the API server or the Events' rate limit is slower than the
 //! Events come), new Events are dropped and counted, as client-go's broadcaster drops them when
 //! its queue is full (its queue holds 1,000), so memory stays bounded.
+//!
+//! [`decided_by`]: wasq's annotations on the Events of scheduling decisions, naming the policy
+//! behind each (Kueue's reason, action and note are left as Kueue writes them).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -30,6 +33,84 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 
 use crate::k8s::client::MAX_IN_FLIGHT;
+
+/// The annotations wasq adds to the Events of its scheduling decisions (`metadata.annotations`
+/// of the Event; Kueue's reason, action and note stay Kueue's): the policy behind each step as
+/// `NAME@DIGEST` (`builtin` for the built-in policy), and a preemption's preemptor. A series
+/// keeps the annotations of its first Event, as it keeps its note.
+pub mod decided_by {
+    use std::collections::BTreeMap;
+
+    use crate::policy::PolicyRef;
+
+    /// What every key here starts with.
+    pub const PREFIX: &str = "policy.wasq.dev/";
+    /// QuotaReserved (and Admitted from the same decision): the ordering policy that placed the
+    /// Workload in the cycle's order.
+    pub const ORDERING: &str = "policy.wasq.dev/ordering";
+    /// QuotaReserved (and Admitted from the same decision): the flavor-assignment policy that
+    /// chose its flavors; Pending: the one that found no fit (`Decision::NotAdmitted::policy`).
+    pub const FLAVOR_ASSIGNMENT: &str = "policy.wasq.dev/flavor-assignment";
+    /// QuotaReserved (and Admitted) with topology-aware scheduling: the placement policy of each
+    /// TAS podSet, comma-separated in podSet order.
+    pub const PLACEMENT: &str = "policy.wasq.dev/placement";
+    /// Preempted: the preemption policy that chose the victims.
+    pub const PREEMPTION: &str = "policy.wasq.dev/preemption";
+    /// Preempted: the preemptor, `namespace/name`.
+    pub const PREEMPTOR: &str = "policy.wasq.dev/preemptor";
+
+    /// An Event's annotations.
+    pub type Annotations = BTreeMap<String, String>;
+
+    /// `NAME@DIGEST`, or `builtin` for the built-in policy.
+    pub fn value(policy: &PolicyRef) -> String {
+        if *policy == PolicyRef::builtin() {
+            policy.name.to_string()
+        } else {
+            format!("{}@{}", policy.name, policy.digest)
+        }
+    }
+
+    /// A policy's name and digest from [`value`]'s form (no digest for `builtin`).
+    pub fn parse(value: &str) -> (&str, Option<&str>) {
+        match value.rsplit_once('@') {
+            Some((name, digest)) => (name, Some(digest)),
+            None => (value, None),
+        }
+    }
+
+    /// A quota reservation's (and its admission's): ordering, flavor assignment, and the
+    /// placement of the TAS podSets when there are any.
+    pub fn admission(
+        ordering: &PolicyRef,
+        flavors: &PolicyRef,
+        placed: &[PolicyRef],
+    ) -> Annotations {
+        let mut out = Annotations::new();
+        out.insert(ORDERING.into(), value(ordering));
+        out.insert(FLAVOR_ASSIGNMENT.into(), value(flavors));
+        if !placed.is_empty() {
+            let placed: Vec<String> = placed.iter().map(value).collect();
+            out.insert(PLACEMENT.into(), placed.join(","));
+        }
+        out
+    }
+
+    /// A preemption's: the preemption policy and the preemptor (`namespace/name`).
+    pub fn preemption(policy: &PolicyRef, preemptor: &str) -> Annotations {
+        let mut out = Annotations::new();
+        out.insert(PREEMPTION.into(), value(policy));
+        out.insert(PREEMPTOR.into(), preemptor.to_string());
+        out
+    }
+
+    /// A pending Workload's: the flavor-assignment policy that found no fit.
+    pub fn pending(flavors: &PolicyRef) -> Annotations {
+        let mut out = Annotations::new();
+        out.insert(FLAVOR_ASSIGNMENT.into(), value(flavors));
+        out
+    }
+}
 
 /// Event requests waiting to be sent, at most; beyond, new Events are dropped. Large enough
 /// for a backlog of 15,000 admissions released at once (30,000 Events), small enough to bound
@@ -86,6 +167,8 @@ pub struct Occurrence<'a> {
     pub reason: &'a str,
     pub action: &'a str,
     pub note: String,
+    /// wasq's own ([`decided_by`]); empty for most Events.
+    pub annotations: BTreeMap<String, String>,
 }
 
 struct Entry {
@@ -139,6 +222,7 @@ impl Series {
             reason,
             action,
             note,
+            annotations,
         } = occurrence;
         let key = Key {
             warning,
@@ -171,6 +255,7 @@ impl Series {
                     nanos
                 )),
                 namespace: Some(namespace),
+                annotations: (!annotations.is_empty()).then_some(annotations),
                 ..ObjectMeta::default()
             },
             event_time: Some(MicroTime(wall)),
@@ -235,7 +320,13 @@ pub struct Publisher {
     queued: Arc<AtomicUsize>,
     max_queued: usize,
     dropped: AtomicU64,
+    /// The time Events are stamped with, in milliseconds since the epoch (the system's clock
+    /// unless set: the controller's, so that Events and conditions tell one time).
+    clock: Option<WallClock>,
 }
+
+/// A clock in milliseconds since the epoch.
+pub type WallClock = Arc<dyn Fn() -> i64 + std::marker::Send + Sync>;
 
 impl Publisher {
     pub fn new(client: kube::Client, controller: &str, instance: &str) -> Publisher {
@@ -248,7 +339,20 @@ impl Publisher {
             queued: Arc::new(AtomicUsize::new(0)),
             max_queued: MAX_QUEUED,
             dropped: AtomicU64::new(0),
+            clock: None,
         }
+    }
+
+    /// Stamps Events with `clock` rather than the system's.
+    pub fn set_clock(&mut self, clock: WallClock) {
+        self.clock = Some(clock);
+    }
+
+    fn wall(&self) -> jiff::Timestamp {
+        self.clock
+            .as_ref()
+            .and_then(|c| jiff::Timestamp::from_millisecond(c()).ok())
+            .unwrap_or_else(jiff::Timestamp::now)
     }
 
     /// Requests waiting at most (default [`MAX_QUEUED`]).
@@ -274,17 +378,19 @@ impl Publisher {
         reason: &str,
         action: &str,
         note: String,
+        annotations: BTreeMap<String, String>,
     ) {
         let send = match self.series.lock() {
             Ok(mut s) => s.record(
                 Instant::now(),
-                jiff::Timestamp::now(),
+                self.wall(),
                 Occurrence {
                     regarding,
                     warning,
                     reason,
                     action,
                     note,
+                    annotations,
                 },
             ),
             Err(_) => return,
@@ -452,6 +558,7 @@ mod tests {
                 reason,
                 action: reason,
                 note: note.into(),
+                annotations: BTreeMap::new(),
             },
         )
     }
@@ -495,6 +602,46 @@ mod tests {
     }
 
     #[test]
+    fn a_series_keeps_its_first_events_annotations_and_plain_events_have_none() {
+        let t0 = Instant::now();
+        let mut s = Series::new("wasq", "wasq-0", t0);
+        let regarding = reference("a");
+        let policy = |digest: &str| crate::policy::PolicyRef {
+            name: "fit".into(),
+            digest: digest.into(),
+        };
+        let pending = |digest: &str| Occurrence {
+            regarding: &regarding,
+            warning: true,
+            reason: "Pending",
+            action: "Pending",
+            note: "no fit".into(),
+            annotations: decided_by::pending(&policy(digest)),
+        };
+        let first = s.record(t0, jiff::Timestamp::now(), pending("sha256:1"));
+        let annotations = |send: &Option<Send>| {
+            send.as_ref()
+                .and_then(|s| s.event().metadata.annotations.clone())
+        };
+        let expected = BTreeMap::from([(
+            decided_by::FLAVOR_ASSIGNMENT.to_string(),
+            "fit@sha256:1".to_string(),
+        )]);
+        assert_eq!(annotations(&first), Some(expected.clone()));
+        let second = s.record(t0, jiff::Timestamp::now(), pending("sha256:2"));
+        assert_eq!(count(&second), Some(2));
+        assert_eq!(annotations(&second), Some(expected), "the first Event's");
+        let plain = record(&mut s, t0, "a", "Finished", "done");
+        assert_eq!(annotations(&plain), None);
+        assert_eq!(
+            decided_by::value(&crate::policy::PolicyRef::builtin()),
+            "builtin"
+        );
+        assert_eq!(decided_by::parse("fit@sha256:1"), ("fit", Some("sha256:1")));
+        assert_eq!(decided_by::parse("builtin"), ("builtin", None));
+    }
+
+    #[test]
     fn names_are_unique_per_object_even_within_one_nanosecond() {
         let t0 = Instant::now();
         let wall = jiff::Timestamp::now();
@@ -509,6 +656,7 @@ mod tests {
                     reason: r,
                     action: r,
                     note: String::new(),
+                    annotations: BTreeMap::new(),
                 };
                 s.record(t0, wall, occurrence)
             })

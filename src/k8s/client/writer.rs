@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use crate::api::{V1BETA2, Workload};
 use crate::k8s::Error;
+use crate::k8s::client::events::decided_by::Annotations;
 use crate::k8s::schema::kinds::KueueKind;
 
 /// Field manager of scheduling decisions on Workloads (admission, eviction, pending reasons).
@@ -73,6 +74,12 @@ impl Writer {
         self.events
             .set_limiter(rate_limiter(qps, burst).map(std::sync::Arc::new));
         self
+    }
+
+    /// Stamps Events with `clock` (milliseconds since the epoch) rather than the system's
+    /// clock: the controller's, so that Events and conditions tell one time.
+    pub fn set_clock(&mut self, clock: crate::k8s::client::events::WallClock) {
+        self.events.set_clock(clock);
     }
 
     /// Waits for the rate limiter's permission to send one request.
@@ -249,8 +256,24 @@ impl Writer {
         action: &str,
         note: String,
     ) {
+        self.decision_event(reference, warning, reason, action, note, Annotations::new())
+            .await;
+    }
+
+    /// Records the Event of a scheduling decision with wasq's annotations naming the policies
+    /// behind it ([`crate::k8s::client::events::decided_by`]).
+    pub async fn decision_event(
+        &self,
+        reference: &ObjectReference,
+        warning: bool,
+        reason: &str,
+        action: &str,
+        note: String,
+        annotations: Annotations,
+    ) {
         let note = crate::k8s::status::conditions::truncate(&note, 1024);
-        self.events.record(reference, warning, reason, action, note);
+        self.events
+            .record(reference, warning, reason, action, note, annotations);
     }
 
     /// Starts publishing the Events recorded since the last flush, in the background after

@@ -18,11 +18,13 @@ use crate::api::jobs::JOB_UID_LABEL;
 use crate::api::{Workload, WorkloadStatus};
 use crate::cluster::{Admission, Millis, WorkloadId};
 use crate::k8s::client::MAX_IN_FLIGHT;
+use crate::k8s::client::events::decided_by::{self, Annotations};
 use crate::k8s::client::writer::{SCHEDULER_MANAGER, workload_ref};
 use crate::k8s::schema::kinds::KueueKind;
 use crate::k8s::status::conditions::{self as cond, ADMITTED, EVICTED, PREEMPTED, QUOTA_RESERVED};
 use crate::k8s::sync::core::{has_quota_reservation, is_evicted, is_finished};
 use crate::k8s::sync::mirror::{Observed, Source};
+use crate::policy::PolicyRef;
 use crate::scheduler::Decision;
 
 /// Computes a Workload's new status from the latest known object; `None`: the write no longer
@@ -36,21 +38,33 @@ pub(super) struct StatusWrite<'a> {
     pub build: BuildStatus<'a>,
 }
 
-/// What to do once a decision's write is answered.
+/// What to do once a decision's write is answered. `decided_by`: the annotations of the
+/// decision's Events, naming the policies behind it.
 pub(super) enum After {
     Admit {
         id: WorkloadId,
         cq: String,
         two_phase: bool,
+        decided_by: Annotations,
     },
     Evict {
         message: String,
+        decided_by: Annotations,
     },
     Pending {
         id: WorkloadId,
         reason: String,
         message: String,
+        decided_by: Annotations,
     },
+}
+
+/// A preemption decided whose eviction is not written yet.
+pub(super) struct Eviction {
+    /// Kueue's preemption reason (`InClusterQueue`, ...).
+    reason: String,
+    message: String,
+    decided_by: Annotations,
 }
 
 impl Controller {
@@ -182,9 +196,12 @@ impl Controller {
                 Decision::Admitted {
                     workload,
                     admission,
-                    ..
+                    policy,
+                    ordered_by,
+                    placed_by,
                 } => {
-                    let (w, a) = self.admission_write(workload, admission, now);
+                    let decided = decided_by::admission(&ordered_by, &policy, &placed_by);
+                    let (w, a) = self.admission_write(workload, admission, decided, now);
                     writes.push(w);
                     after.push(a);
                 }
@@ -192,15 +209,18 @@ impl Controller {
                     workload,
                     preemptor,
                     reason,
-                    ..
-                } => self.preempt(workload, preemptor, reason),
+                    policy,
+                } => self.preempt(workload, preemptor, reason, &policy),
                 Decision::NotAdmitted {
                     workload,
                     reason,
                     message,
+                    policy,
                     ..
                 } => {
-                    if let Some((w, a)) = self.pending_write(workload, &reason, &message, now) {
+                    if let Some((w, a)) =
+                        self.pending_write(workload, &reason, &message, &policy, now)
+                    {
                         writes.push(w);
                         after.push(a);
                     }
@@ -233,9 +253,15 @@ impl Controller {
         now: Millis,
     ) {
         match (after, result) {
-            (After::Admit { cq, two_phase, .. }, Ok(Some(wl))) => {
-                self.admitted(&wl, &cq, two_phase, now).await
-            }
+            (
+                After::Admit {
+                    cq,
+                    two_phase,
+                    decided_by,
+                    ..
+                },
+                Ok(Some(wl)),
+            ) => self.admitted(&wl, &cq, two_phase, decided_by, now).await,
             (After::Admit { id, .. }, Ok(None)) => {
                 tracing::info!(workload = %key, "admission no longer applies; releasing it");
                 self.undo_admission(id);
@@ -246,11 +272,24 @@ impl Controller {
                 self.write_failed("admission");
                 self.undo_admission(id);
             }
-            (After::Evict { message }, Ok(written)) => {
+            (
+                After::Evict {
+                    message,
+                    decided_by,
+                },
+                Ok(written),
+            ) => {
                 self.evictions.remove(key);
                 if let Some(wl) = written {
                     self.writer
-                        .event(&workload_ref(&wl), false, "Preempted", "Preempted", message)
+                        .decision_event(
+                            &workload_ref(&wl),
+                            false,
+                            "Preempted",
+                            "Preempted",
+                            message,
+                            decided_by,
+                        )
                         .await;
                 }
             }
@@ -263,12 +302,20 @@ impl Controller {
                     id,
                     reason,
                     message,
+                    decided_by,
                 },
                 Ok(Some(wl)),
             ) => {
                 self.pending_written.insert(id, now);
                 self.writer
-                    .event(&workload_ref(&wl), true, &reason, &reason, message)
+                    .decision_event(
+                        &workload_ref(&wl),
+                        true,
+                        &reason,
+                        &reason,
+                        message,
+                        decided_by,
+                    )
                     .await;
             }
             (After::Pending { .. }, Ok(None)) => {}
@@ -285,6 +332,7 @@ impl Controller {
         &self,
         id: WorkloadId,
         admission: std::sync::Arc<Admission>,
+        decided_by: Annotations,
         now: Millis,
     ) -> (StatusWrite<'static>, After) {
         let s = self
@@ -355,13 +403,25 @@ impl Controller {
                 manager: SCHEDULER_MANAGER,
                 build: Box::new(build),
             },
-            After::Admit { id, cq, two_phase },
+            After::Admit {
+                id,
+                cq,
+                two_phase,
+                decided_by,
+            },
         )
     }
 
     /// Metrics and Events of a written admission (the reservation, and the admission itself
-    /// when no check applies).
-    async fn admitted(&mut self, wl: &Workload, cq: &str, two_phase: bool, now: Millis) {
+    /// when no check applies), the Events annotated with the policies that decided it.
+    async fn admitted(
+        &mut self,
+        wl: &Workload,
+        cq: &str,
+        two_phase: bool,
+        decided_by: Annotations,
+        now: Millis,
+    ) {
         let waited = (now - queued_at(wl)).max(0) as f64 / 1000.0;
         let labels = self.metrics.labels(vec![
             ("cluster_queue", cq.to_string()),
@@ -376,8 +436,14 @@ impl Controller {
             .get_or_create(&labels)
             .observe(waited);
         let r = workload_ref(wl);
+        // The Admitted Event of the same decision carries the same annotations.
+        let (reserved, admitted) = if two_phase {
+            (decided_by, None)
+        } else {
+            (decided_by.clone(), Some(decided_by))
+        };
         self.writer
-            .event(
+            .decision_event(
                 &r,
                 false,
                 "QuotaReserved",
@@ -385,23 +451,25 @@ impl Controller {
                 format!(
                     "Quota reserved in ClusterQueue {cq}, wait time since queued was {waited:.0}s"
                 ),
+                reserved,
             )
             .await;
-        if two_phase {
+        let Some(decided_by) = admitted else {
             return;
-        }
+        };
         self.metrics.admitted_workloads.get_or_create(&labels).inc();
         self.metrics
             .admission_wait_time
             .get_or_create(&labels)
             .observe(waited);
         self.writer
-            .event(
+            .decision_event(
                 &r,
                 false,
                 "Admitted",
                 "Admitted",
                 format!("Admitted by ClusterQueue {cq}, wait time since reservation was 0s"),
+                decided_by,
             )
             .await;
     }
@@ -417,8 +485,15 @@ impl Controller {
 
     // ---- Preemption --------------------------------------------------------------------------
 
-    /// Records a victim's eviction (written with the cycle's batch) and its metrics.
-    fn preempt(&mut self, id: WorkloadId, preemptor: WorkloadId, reason: &'static str) {
+    /// Records a victim's eviction (written with the cycle's batch) and its metrics; `policy`
+    /// chose the victims.
+    fn preempt(
+        &mut self,
+        id: WorkloadId,
+        preemptor: WorkloadId,
+        reason: &'static str,
+        policy: &PolicyRef,
+    ) {
         let Some(s) = &self.scheduler else { return };
         let c = &s.cluster;
         let key = c.workload(id).key.clone();
@@ -472,18 +547,26 @@ impl Controller {
                 ("priority_class", pc),
             ]))
             .inc();
-        self.evictions.insert(key, (reason.to_string(), message));
+        let decided_by = decided_by::preemption(policy, &preemptor_info.key);
+        self.evictions.insert(
+            key,
+            Eviction {
+                reason: reason.to_string(),
+                message,
+                decided_by,
+            },
+        );
     }
 
     /// The writes of every eviction decided but not yet recorded in the cluster.
     fn eviction_writes(&self, now: Millis) -> (Vec<StatusWrite<'static>>, Vec<After>) {
         let mut writes = Vec::new();
         let mut after = Vec::new();
-        for (key, (reason, message)) in &self.evictions {
+        for (key, eviction) in &self.evictions {
             if self.inflight.evicting(key) {
                 continue;
             }
-            let (reason, m) = (reason.clone(), message.clone());
+            let (reason, m) = (eviction.reason.clone(), eviction.message.clone());
             let build = move |wl: &Workload| {
                 if !has_quota_reservation(wl) || is_evicted(wl) || is_finished(wl) {
                     return None;
@@ -509,7 +592,8 @@ impl Controller {
                 build: Box::new(build),
             });
             after.push(After::Evict {
-                message: message.clone(),
+                message: eviction.message.clone(),
+                decided_by: eviction.decided_by.clone(),
             });
         }
         (writes, after)
@@ -525,6 +609,7 @@ impl Controller {
         id: WorkloadId,
         reason: &str,
         message: &str,
+        policy: &PolicyRef,
         now: Millis,
     ) -> Option<(StatusWrite<'static>, After)> {
         let s = self.scheduler.as_ref()?;
@@ -568,6 +653,7 @@ impl Controller {
                 id,
                 reason: reason.to_string(),
                 message: message.to_string(),
+                decided_by: decided_by::pending(policy),
             },
         ))
     }

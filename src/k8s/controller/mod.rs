@@ -115,8 +115,8 @@ pub struct Controller {
     pub metrics: Arc<Metrics>,
     clock: Clock,
     configure: Configure,
-    /// Preemptions decided whose eviction is not written yet: workload key → (reason, message).
-    evictions: BTreeMap<String, (String, String)>,
+    /// Preemptions decided whose eviction is not written yet, by workload key.
+    evictions: BTreeMap<String, decisions::Eviction>,
     /// A write failed during this pass: stop cycling until the next pass.
     write_failed: bool,
     /// LocalQueue label keys copied onto Workloads and, at admission, into pod templates.
@@ -147,6 +147,9 @@ impl Controller {
         clock: Clock,
         configure: Configure,
     ) -> Controller {
+        // Events tell the time the decisions' conditions tell.
+        let mut writer = writer;
+        writer.set_clock(clock.clone());
         Controller {
             mirror: Mirror::new(kinds.len()),
             scheduler: None,
