@@ -14,12 +14,14 @@ use wasq::api::jobs::{self, JobKind};
 use wasq::k8s::client::connect::connect;
 use wasq::k8s::client::lease::LeaseLock;
 use wasq::k8s::client::writer::{self, Writer};
+use wasq::k8s::controller::dashboard::Feed;
 use wasq::k8s::controller::{Clock, Controller, provisioning, spawn_watchers};
 use wasq::k8s::jobs::integration::{api_resource, reconciled};
 use wasq::k8s::policies::PolicyReconciler;
 use wasq::k8s::serve::metrics::Metrics;
 use wasq::k8s::serve::webhook::provision::{CertSource, SecretSettings};
 use wasq::k8s::serve::webhook::{self, Webhooks};
+use wasq::k8s::serve::dashboard::KubeAuthorizer;
 use wasq::k8s::serve::{aggregated, http};
 use wasq::k8s::sync::core::Configure;
 use wasq::k8s::sync::trace_recorder::TraceRecorder;
@@ -114,6 +116,23 @@ pub struct ControllerArgs {
     /// instead of HTTPS, like containerd's insecure registries. Repeatable.
     #[arg(long = "insecure-registry", value_name = "HOST")]
     pub insecure_registries: Vec<String>,
+    /// Address of the read-only web dashboard (e.g. 127.0.0.1:8090, for `kubectl
+    /// port-forward`); `none` (the default): not served. The leader's shows the scheduler.
+    #[arg(long, default_value = "none", value_parser = parse_listen)]
+    pub dashboard_listen: Listen,
+    /// Who may read the dashboard: `kubernetes` — each request's bearer token is reviewed
+    /// (TokenReview) and it sees what its user may list (SubjectAccessReview); `none` —
+    /// everyone sees everything. `auto`: `none` on a loopback address, else `kubernetes`.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub dashboard_auth: DashboardAuth,
+}
+
+/// Who may read the dashboard (`--dashboard-auth`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DashboardAuth {
+    Auto,
+    Kubernetes,
+    None,
 }
 
 /// A listening address, or none (`none`).
@@ -235,6 +254,7 @@ async fn run_async(
         "leader"
     };
     let mut metrics = Metrics::new(role);
+    let dashboard_plugins = plugins.clone();
     if let Some(source) = plugins {
         metrics.register_plugins(source, shadows.clone(), objects.clone());
     }
@@ -346,6 +366,27 @@ async fn run_async(
         if let Ok(mut s) = controller.shared.write() {
             s.webhooks_pending = false;
         }
+    }
+
+    if let Listen(Some(listen)) = args.dashboard_listen {
+        let kubernetes = match args.dashboard_auth {
+            DashboardAuth::Kubernetes => true,
+            DashboardAuth::None => false,
+            DashboardAuth::Auto => !listen.ip().is_loopback(),
+        };
+        let auth: Arc<dyn wasq::dashboard::Authorize> = if kubernetes {
+            Arc::new(KubeAuthorizer::new(client.clone()))
+        } else {
+            Arc::new(wasq::dashboard::Open)
+        };
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("binding the dashboard to {listen}"))?;
+        let address = listener.local_addr()?;
+        let board = wasq::dashboard::Board::new();
+        tokio::spawn(wasq::dashboard::serve(listener, board.clone(), auth));
+        controller.set_dashboard(Feed::new(board, dashboard_plugins, objects.clone()));
+        tracing::info!(%address, kubernetes_auth = kubernetes, "dashboard at http://{address}/");
     }
 
     // Every replica watches, so that a standby's webhooks answer from a current view while

@@ -153,7 +153,7 @@ fn the_dashboard_serves_the_final_view_its_details_and_refuses_writes() {
 }
 
 /// Where `.ci/ensure-chromium` puts playwright-core.
-fn playwright_core() -> PathBuf {
+pub(crate) fn playwright_core() -> PathBuf {
     let toolchains = std::env::var_os("WASQ_TOOLCHAINS")
         .map(PathBuf::from)
         .unwrap_or_else(|| {

@@ -4,6 +4,7 @@
 //! lifecycle. Everything above this layer is the simulator's code and is tested there.
 
 mod ctl;
+mod dashboard;
 mod events;
 mod incremental;
 mod inflight;

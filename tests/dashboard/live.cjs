@@ -1,12 +1,14 @@
 // The dashboard in headless Chromium, driven by Playwright (playwright-core, installed by
-// .ci/ensure-chromium), against a dashboard that a command serves:
+// .ci/ensure-chromium), against a dashboard that a command serves, or one already served:
 //
 //   node live.cjs EXPECT_JSON -- COMMAND ARGS...
+//   node live.cjs EXPECT_JSON --url URL
 //
 // The browser starts first; then the command, which must print `dashboard at http://ADDR/` on
-// standard error (wasq simulate --serve, or a test's controller). What the page showed is
-// printed as JSON on standard output for the Rust test to assert; a wait that times out fails
-// with its reason. EXPECT_JSON names what to wait for:
+// standard error (wasq simulate --serve). With --url, `ready` is printed on standard error once
+// the page is open and checked, for the test to make the admission and the preemption happen.
+// What the page showed is printed as JSON on standard output for the Rust test to assert; a
+// wait that times out fails with its reason. EXPECT_JSON names what to wait for:
 //   {"admitted": "ns/name", "preempted": "ns/name", "screenshots": "DIR or null"}
 "use strict";
 
@@ -14,9 +16,9 @@ const { spawn } = require("node:child_process");
 const path = require("node:path");
 const { chromium } = require(process.env.WASQ_PLAYWRIGHT_CORE || "playwright-core");
 
-const [expectJson, dashdash, command, ...args] = process.argv.slice(2);
-if (dashdash !== "--" || !command) {
-  console.error("usage: node live.cjs EXPECT_JSON -- COMMAND ARGS...");
+const [expectJson, mode, command, ...args] = process.argv.slice(2);
+if ((mode !== "--" && mode !== "--url") || !command) {
+  console.error("usage: node live.cjs EXPECT_JSON -- COMMAND ARGS... | --url URL");
   process.exit(2);
 }
 const expect = JSON.parse(expectJson);
@@ -54,10 +56,10 @@ async function main() {
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     args: ["--no-sandbox", "--disable-gpu"],
   });
-  const child = spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] });
+  const child = mode === "--" ? spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] }) : null;
   const out = { consoleErrors: [], requests: [], tabOrder: [], pages: {}, live: {}, screenshots: [] };
   try {
-    const url = await served(child);
+    const url = child ? await served(child) : command;
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.setDefaultTimeout(TIMEOUT);
     page.on("console", (m) => { if (m.type() === "error") out.consoleErrors.push(m.text()); });
@@ -75,6 +77,7 @@ async function main() {
     await page.keyboard.press("Enter");
     await page.waitForFunction(() => location.hash === "#/policies");
     out.live.admittedAtLoad = ((await rowTextOn(page, url, expect.admitted)) || "").includes("Admitted");
+    if (!child) process.stderr.write("ready\n");
     // Every section renders a heading and at least one table or a "none" line.
     for (const [hash, heading] of [["queues", "ClusterQueues"], ["localqueues", "LocalQueues"], ["workloads", "Workloads"], ["topology", "Topology"], ["policies", "Policies"]]) {
       await page.click(`nav a[href="#/${hash}"]`);
@@ -123,7 +126,7 @@ async function main() {
     }
     await page.close();
   } finally {
-    child.kill("SIGINT");
+    if (child) child.kill("SIGINT");
     await browser.close();
   }
   process.stdout.write(JSON.stringify(out));

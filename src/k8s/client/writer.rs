@@ -39,6 +39,12 @@ pub struct Writer {
     client: kube::Client,
     limiter: Option<std::sync::Arc<Limiter>>,
     events: crate::k8s::client::events::Publisher,
+    /// The dashboard's histories, which every Event about a Workload adds a step to (set
+    /// once, by [`Writer::record_history`]), and the clock the steps are timed by.
+    history: std::sync::OnceLock<(
+        std::sync::Arc<std::sync::Mutex<crate::dashboard::History>>,
+        crate::k8s::client::events::WallClock,
+    )>,
 }
 
 fn params(manager: &str) -> PatchParams {
@@ -61,6 +67,7 @@ impl Writer {
         Writer {
             events: crate::k8s::client::events::Publisher::new(client.clone(), "wasq", &instance),
             client,
+            history: std::sync::OnceLock::new(),
             limiter: None,
         }
     }
@@ -272,8 +279,37 @@ impl Writer {
         annotations: Annotations,
     ) {
         let note = crate::k8s::status::conditions::truncate(&note, 1024);
+        if let Some((history, clock)) = self.history.get()
+            && reference.kind.as_deref() == Some("Workload")
+        {
+            let key = format!(
+                "{}/{}",
+                reference.namespace.as_deref().unwrap_or_default(),
+                reference.name.as_deref().unwrap_or_default()
+            );
+            let step = crate::k8s::controller::dashboard::step_of_event(
+                clock(),
+                reason,
+                &note,
+                &annotations,
+            );
+            history
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .record(&key, step);
+        }
         self.events
             .record(reference, warning, reason, action, note, annotations);
+    }
+
+    /// Adds a step to `history` for every Event recorded about a Workload from now on (the
+    /// dashboard's), timed by `clock`. Only the first call counts.
+    pub fn record_history(
+        &self,
+        history: std::sync::Arc<std::sync::Mutex<crate::dashboard::History>>,
+        clock: crate::k8s::client::events::WallClock,
+    ) {
+        let _ = self.history.set((history, clock));
     }
 
     /// Starts publishing the Events recorded since the last flush, in the background after

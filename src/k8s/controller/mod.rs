@@ -51,6 +51,7 @@ use crate::k8s::sync::mirror::{Mirror, Observed, Source};
 use crate::scheduler::{Decision, Scheduler};
 
 mod admission;
+pub mod dashboard;
 mod decisions;
 mod event_loop;
 mod inflight;
@@ -136,6 +137,8 @@ pub struct Controller {
     pub(super) pending_written: HashMap<WorkloadId, Millis>,
     /// `--record-trace`: every Workload's run, as a simulator trace.
     recorder: Option<crate::k8s::sync::trace_recorder::TraceRecorder>,
+    /// `--dashboard-listen`: where the views go.
+    dashboard: Option<dashboard::Feed>,
 }
 
 impl Controller {
@@ -174,7 +177,16 @@ impl Controller {
             pending_interval: 0,
             pending_written: HashMap::new(),
             recorder: None,
+            dashboard: None,
         }
+    }
+
+    /// Publishes the scheduler's state to the dashboard at every refresh, and each Workload's
+    /// Events as its history (`wasq controller --dashboard-listen`).
+    pub fn set_dashboard(&mut self, feed: dashboard::Feed) {
+        self.writer
+            .record_history(feed.history.clone(), self.clock.clone());
+        self.dashboard = Some(feed);
     }
 
     /// Records every Workload's run into a simulator trace (`wasq controller --record-trace`).
@@ -424,6 +436,9 @@ impl Controller {
             .set_events_dropped(self.writer.events_dropped());
         if let Some(s) = &self.scheduler {
             self.metrics.observe_state(s);
+            if let Some(feed) = &self.dashboard {
+                dashboard::publish(feed, s, &self.mirror, now);
+            }
             let snapshot = Snapshot::of(s);
             let view = Arc::new(crate::k8s::serve::webhook::View::of(&self.mirror));
             if let Ok(mut shared) = self.shared.write() {

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 pub mod aggregated;
+pub mod dashboard;
 pub mod http;
 pub mod metrics;
 mod plugin_metrics;

@@ -149,6 +149,7 @@ async fn past_the_queue_limit_new_events_are_dropped_and_counted() {
             "Admitted",
             "Admitted",
             name.into(),
+            Default::default(),
         )
     };
     for i in 0..8 {
