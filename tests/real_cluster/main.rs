@@ -11,6 +11,7 @@ mod bench;
 mod certificates;
 mod cluster;
 mod crds;
+mod dashboard;
 mod deploy;
 mod double;
 mod job_kinds;

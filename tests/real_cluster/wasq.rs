@@ -36,6 +36,8 @@ pub struct Options {
     /// `127.0.0.1` served from `--webhook-cert-dir`, for [`Wasq::register_webhooks`].
     pub own_certificate: bool,
     pub lease_duration_seconds: u32,
+    /// More flags for `wasq controller`.
+    pub extra_args: Vec<String>,
 }
 
 impl Options {
@@ -45,6 +47,7 @@ impl Options {
             webhooks: true,
             own_certificate: false,
             lease_duration_seconds: 15,
+            extra_args: Vec::new(),
         }
     }
 }
@@ -97,6 +100,7 @@ impl Wasq {
         if !options.webhooks {
             args.push("--no-webhooks".into());
         }
+        args.extend(options.extra_args.iter().cloned());
         let mut ca_pem = String::new();
         if !options.own_certificate {
             let certs_dir = plane
