@@ -36,15 +36,19 @@ impl Drop for Served {
 }
 
 fn serve(args: &[&str]) -> Served {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wasq"))
-        .arg("simulate")
-        .args(args)
-        .args(["--serve", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("wasq runs");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr"));
+    // Killed and waited for when dropped, also when this panics.
+    let mut served = Served {
+        child: Command::new(env!("CARGO_BIN_EXE_wasq"))
+            .arg("simulate")
+            .args(args)
+            .args(["--serve", "127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("wasq runs"),
+        address: String::new(),
+    };
+    let mut lines = BufReader::new(served.child.stderr.take().expect("stderr"));
     let mut said = String::new();
     loop {
         let mut line = String::new();
@@ -54,14 +58,14 @@ fn serve(args: &[&str]) -> Served {
         said.push_str(&line);
         // The run is over once it says so: the view is then the final one.
         if line.contains("the run is over") {
-            let address = said
+            served.address = said
                 .split("http://")
                 .nth(1)
                 .and_then(|r| r.split('/').next())
                 .expect("an address")
                 .to_string();
             std::thread::spawn(move || std::io::copy(&mut lines, &mut std::io::sink()));
-            return Served { child, address };
+            return served;
         }
     }
 }

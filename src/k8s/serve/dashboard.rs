@@ -25,11 +25,14 @@ const CACHE_ENTRIES: usize = 1024;
 /// Namespaces asked about one by one, at most (beyond, only what a cluster-wide review allows).
 const MAX_NAMESPACE_REVIEWS: usize = 200;
 
+/// A token's access as reviewed: when, what, and the namespaces asked about.
+type Reviewed = (Instant, Access, BTreeSet<String>);
+
 /// Reviews tokens and access with the API server.
 pub struct KubeAuthorizer {
     client: kube::Client,
-    /// By the token's SHA-256 (the token itself is not kept): when, and what.
-    cache: Mutex<HashMap<[u8; 32], (Instant, Access, BTreeSet<String>)>>,
+    /// By the token's SHA-256 (the token itself is not kept).
+    cache: Mutex<HashMap<[u8; 32], Reviewed>>,
 }
 
 impl KubeAuthorizer {
