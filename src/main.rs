@@ -209,24 +209,21 @@ enum Command {
     #[command(after_help = "Examples:\n  wasq crds | kubectl apply --server-side -f -")]
     Crds,
     /// What kueuectl gives Kueue's users: list ClusterQueues, LocalQueues and Workloads with
-    /// kueuectl's columns and pending positions, stop and resume them. Also runs as `kubectl
-    /// wasq` (a copy or link of this binary named `kubectl-wasq` on PATH).
+    /// kueuectl's columns and pending positions, stop and resume them; describe a Workload with
+    /// its decisions. Also runs as `kubectl wasq` (a copy or link of this binary named
+    /// `kubectl-wasq` on PATH).
     #[command(
-        after_help = "Examples:\n  wasq ctl list workloads -n team-a\n  wasq ctl list workload -A --status pending -o wide\n  wasq ctl list cq --active false\n  wasq ctl stop localqueue lq-a -n team-a --keep-already-running\n  wasq ctl resume workload job-sample-7d2f1 -n team-a\n  kubectl wasq list lq -A"
+        after_help = "Examples:\n  wasq ctl list workloads -n team-a\n  wasq ctl list workload -A --status pending -o wide\n  wasq ctl list cq --active false\n  wasq ctl stop localqueue lq-a -n team-a --keep-already-running\n  wasq ctl resume workload job-sample-7d2f1 -n team-a\n  wasq ctl describe workload job-sample-7d2f1 -n team-a\n  kubectl wasq list lq -A"
     )]
     Ctl(cli::ctl::CtlArgs),
-    /// One workload's story in a simulator run: when it waited and why, where it was admitted
-    /// and which policies (name and digest) ordered it, chose its flavors and chose it as a
-    /// victim, whom it preempted, how it ended.
+    /// One workload's story, in a simulator run (REPORT) or in a cluster (without REPORT, from
+    /// the Workload's Events and conditions): when it waited and why, where it was admitted and
+    /// which policies (name and digest) ordered it, chose its flavors and chose it as a victim,
+    /// who preempted it, how it ended or what it waits for.
     #[command(
-        after_help = "Examples:\n  wasq simulate examples/reclaim-borrowed-quota.yaml -o json > run.json\n  wasq explain research/research-sweep run.json"
+        after_help = "Examples:\n  wasq simulate examples/reclaim-borrowed-quota.yaml -o json > run.json\n  wasq explain research/research-sweep run.json\n  wasq explain job-sample-7d2f1 -n team-a\n  wasq explain team-a/job-sample-7d2f1 --context prod"
     )]
-    Explain {
-        /// The workload: namespace/name, or a name only one workload has.
-        workload: String,
-        /// A report of `wasq simulate -o json`.
-        report: PathBuf,
-    },
+    Explain(cli::explain::ExplainArgs),
     /// Write a cluster's queueing state (Kueue objects, Workloads with their status, Namespaces,
     /// Nodes) into a directory the simulator runs as it is, e.g. `wasq snapshot -o now/` then
     /// `wasq simulate now/ --compare preemption=builtin preemption=my-plugin`.
@@ -627,18 +624,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Ctl(args) => cli::ctl::run(args),
-        Command::Explain { workload, report } => {
-            let text = std::fs::read_to_string(&report)
-                .with_context(|| format!("reading {}", report.display()))?;
-            let json: serde_json::Value = serde_json::from_str(&text).with_context(|| {
-                format!(
-                    "{}: not a report of wasq simulate -o json",
-                    report.display()
-                )
-            })?;
-            out!("{}", wasq::sim::explain::explain(&json, &workload)?);
-            Ok(())
-        }
+        Command::Explain(args) => cli::explain::run(args),
         Command::Crds => {
             let yaml = wasq::k8s::schema::crds::crds_yaml().context("printing the CRDs as YAML")?;
             out!("{yaml}");

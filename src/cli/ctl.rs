@@ -1,10 +1,11 @@
-//! `wasq ctl` (also run as `kubectl wasq`): kueuectl's `list`, `stop` and `resume` over the
-//! cluster the kubeconfig reaches (`wasq::k8s::ctl`).
+//! `wasq ctl` (also run as `kubectl wasq`): kueuectl's `list`, `stop` and `resume`, and wasq's
+//! `describe workload`, over the cluster the kubeconfig reaches (`wasq::k8s::ctl`).
 
 use std::path::PathBuf;
 
 use wasq::k8s::ctl::{
-    Activation, DryRun, ListOptions, Listed, Output, Target, TargetKind, list, set_activation,
+    Activation, DescribeOutput, DryRun, ListOptions, Listed, Output, Target, TargetKind,
+    describe_workload, list, set_activation,
 };
 
 use super::cluster::on_cluster;
@@ -37,6 +38,36 @@ enum CtlCommand {
     /// Resume a Workload (`spec.active: true`) or a queue (`spec.stopPolicy: None`).
     #[command(subcommand)]
     Resume(ResumeCommand),
+    /// Describe a Workload as kubectl describes objects, with its Decisions: the Events
+    /// regarding it and the policies that decided each.
+    #[command(subcommand)]
+    Describe(DescribeCommand),
+}
+
+#[derive(clap::Subcommand)]
+enum DescribeCommand {
+    /// A Workload: where it queues, its status and position, podSets, admission, checks,
+    /// conditions, and its Decisions (the Events regarding it, oldest first, each with the
+    /// policies wasq's annotations name).
+    #[command(
+        visible_alias = "kwl",
+        aliases = ["workloads", "kueueworkload", "kueueworkloads"],
+        after_help = "Examples:\n  wasq ctl describe workload job-sample-7d2f1 -n team-a\n  wasq ctl describe kwl job-sample-7d2f1 -n team-a -o yaml"
+    )]
+    Workload {
+        /// The Workload's name.
+        name: String,
+        /// Output: kubectl describe's text (the default), or the Workload and its Events as a
+        /// `List` in `json` or `yaml`.
+        #[arg(short, long, value_enum)]
+        output: Option<DescribeFormat>,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum DescribeFormat {
+    Json,
+    Yaml,
 }
 
 #[derive(clap::Args)]
@@ -240,6 +271,22 @@ pub fn run(args: CtlArgs) -> anyhow::Result<()> {
                         ResumeCommand::Clusterqueue(named) => (TargetKind::ClusterQueue, named),
                     };
                     activate(&client, kind, named, &namespace, Activation::Resume).await?;
+                }
+                CtlCommand::Describe(DescribeCommand::Workload { name, output }) => {
+                    let output = match output {
+                        None => DescribeOutput::Text,
+                        Some(DescribeFormat::Json) => DescribeOutput::Json,
+                        Some(DescribeFormat::Yaml) => DescribeOutput::Yaml,
+                    };
+                    let text = describe_workload(
+                        &client,
+                        &namespace,
+                        &name,
+                        output,
+                        jiff::Timestamp::now(),
+                    )
+                    .await?;
+                    out!("{text}");
                 }
             }
             Ok(())

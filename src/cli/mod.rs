@@ -15,6 +15,7 @@ pub mod cluster;
 pub mod controller;
 pub mod ctl;
 pub mod dashboard;
+pub mod explain;
 mod languages;
 pub mod plugin;
 pub mod policies;

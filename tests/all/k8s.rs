@@ -5,6 +5,7 @@
 
 mod ctl;
 mod dashboard;
+mod decisions;
 mod events;
 mod incremental;
 mod inflight;

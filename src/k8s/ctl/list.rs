@@ -180,7 +180,7 @@ fn keeps(what: Listed, options: &ListOptions, o: &Value) -> bool {
     }
 }
 
-fn str_at<'a>(o: &'a Value, pointer: &str) -> &'a str {
+pub(super) fn str_at<'a>(o: &'a Value, pointer: &str) -> &'a str {
     o.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
@@ -192,18 +192,18 @@ fn number_at(o: &Value, pointer: &str) -> String {
 }
 
 /// A condition of `status.conditions`, when it is True.
-fn true_condition<'a>(o: &'a Value, kind: &str) -> Option<&'a Value> {
+pub(super) fn true_condition<'a>(o: &'a Value, kind: &str) -> Option<&'a Value> {
     o.pointer("/status/conditions")?
         .as_array()?
         .iter()
         .find(|c| c["type"] == kind && c["status"] == "True")
 }
 
-fn condition_true(o: &Value, kind: &str) -> bool {
+pub(super) fn condition_true(o: &Value, kind: &str) -> bool {
     true_condition(o, kind).is_some()
 }
 
-fn timestamp(v: Option<&Value>) -> Option<jiff::Timestamp> {
+pub(super) fn timestamp(v: Option<&Value>) -> Option<jiff::Timestamp> {
     v?.as_str()?.parse().ok()
 }
 
@@ -213,7 +213,7 @@ fn age_of(o: &Value, now: jiff::Timestamp) -> String {
 }
 
 /// Kueue's `workload.Status`: FINISHED, ADMITTED, QUOTARESERVED or PENDING.
-fn workload_status(o: &Value) -> &'static str {
+pub(super) fn workload_status(o: &Value) -> &'static str {
     if condition_true(o, "Finished") {
         "FINISHED"
     } else if condition_true(o, "Admitted") {
@@ -328,7 +328,7 @@ fn with_namespaces(
 
 /// What the workload columns look up: job types by apiVersion (discovery), LocalQueues'
 /// ClusterQueues and ClusterQueues' pending workloads (the visibility API), each asked once.
-struct Workloads<'c> {
+pub(super) struct Workloads<'c> {
     client: &'c kube::Client,
     kinds: BTreeMap<String, BTreeMap<String, String>>,
     local_queues: BTreeMap<(String, String), String>,
@@ -336,7 +336,7 @@ struct Workloads<'c> {
 }
 
 impl<'c> Workloads<'c> {
-    fn new(client: &'c kube::Client) -> Self {
+    pub(super) fn new(client: &'c kube::Client) -> Self {
         Workloads {
             client,
             kinds: BTreeMap::new(),
@@ -436,7 +436,7 @@ impl<'c> Workloads<'c> {
 
     /// kueuectl's JOB TYPE of an owner: the singular name discovery gives its kind (with the
     /// resource's group when discovery names one), cut to 20 characters and `...`.
-    async fn job_type(&mut self, api_version: &str, kind: &str) -> Option<String> {
+    pub(super) async fn job_type(&mut self, api_version: &str, kind: &str) -> Option<String> {
         if !self.kinds.contains_key(api_version) {
             let resources = if api_version.contains('/') {
                 self.client.list_api_group_resources(api_version).await
@@ -470,7 +470,11 @@ impl<'c> Workloads<'c> {
     }
 
     /// The ClusterQueue of LocalQueue `namespace/name` (empty when there is none).
-    async fn cluster_queue_of(&mut self, namespace: &str, name: &str) -> anyhow::Result<String> {
+    pub(super) async fn cluster_queue_of(
+        &mut self,
+        namespace: &str,
+        name: &str,
+    ) -> anyhow::Result<String> {
         if name.is_empty() {
             return Ok(String::new());
         }
@@ -493,7 +497,7 @@ impl<'c> Workloads<'c> {
 
     /// The pending workload `namespace/name` in the visibility API's summary of ClusterQueue
     /// `cq` (`None` when the cluster serves no visibility API or the workload is not there).
-    async fn position(
+    pub(super) async fn position(
         &mut self,
         cq: &str,
         namespace: &str,

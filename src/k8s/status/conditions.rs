@@ -131,6 +131,22 @@ pub fn preemption_message(
     )
 }
 
+/// The preemption reason (`InClusterQueue`, ...) whose human-readable words
+/// ([`preemption_reason_text`]) a preemption message (`Preempted to accommodate ... due to
+/// WORDS; ...`) says.
+pub fn preemption_reason_in(message: &str) -> Option<&'static str> {
+    let words = message.split_once(" due to ")?.1;
+    [
+        "InClusterQueue",
+        // Before its prefix "reclamation within the cohort".
+        "InCohortReclaimWhileBorrowing",
+        "InCohortReclamation",
+        "InCohortFairSharing",
+    ]
+    .into_iter()
+    .find(|r| words.starts_with(preemption_reason_text(r)))
+}
+
 /// Kueue caps condition messages at 32 KiB (and events at 1 KiB).
 pub fn truncate(message: &str, max: usize) -> String {
     if message.len() <= max {
@@ -173,5 +189,19 @@ mod tests {
         assert_eq!(c[0].status, "False");
         assert_eq!(c[0].message, "Previously: why");
         assert!(!reset_active(&mut c, EVICTED, "QuotaReserved", 3));
+    }
+
+    #[test]
+    fn a_preemption_message_says_its_reason() {
+        for reason in [
+            "InClusterQueue",
+            "InCohortReclamation",
+            "InCohortFairSharing",
+            "InCohortReclaimWhileBorrowing",
+        ] {
+            let message = preemption_message("u", "j", reason, "/a", "/b");
+            assert_eq!(preemption_reason_in(&message), Some(reason), "{message}");
+        }
+        assert_eq!(preemption_reason_in("Preempted"), None);
     }
 }
