@@ -8,6 +8,7 @@
 //! interned ids) so that they can cross into a WebAssembly guest unchanged.
 
 pub mod builtin;
+pub mod dispatch;
 mod error;
 pub mod shadow;
 pub mod verify;

@@ -42,6 +42,9 @@ pub enum InvalidAnswer {
     /// A placement the host's checks refuse (`crate::topology::verify`'s reason).
     #[error("placement refused: {0}")]
     Placement(String),
+    /// A MultiKueue dispatch answer naming a cluster it may not ([`super::dispatch::verify`]).
+    #[error("dispatch refused: {0}")]
+    Dispatch(String),
 }
 
 fn check_indices(indices: &[usize], len: usize) -> Result<(), InvalidAnswer> {

@@ -26,6 +26,7 @@
 //! | [`ordering`] | the queue order (priority, creation; admission fair sharing's usage) and the classical cycle order |
 //! | [`fair_ordering`] | fair sharing's cycle order (`fair_sharing_iterator.go`'s tournament) |
 //! | [`flavors`] | flavor fungibility: `isPreferred`, `shouldTryNextFlavor`, the flavor choice |
+//! | [`dispatch`] | MultiKueue's all-at-once and incremental dispatchers |
 //!
 //! Topology placement (BestFit) is the sibling crate `wasq-bestfit`.
 //!
@@ -35,6 +36,7 @@
 
 pub mod candidates;
 pub mod classical;
+pub mod dispatch;
 pub mod fair_ordering;
 pub mod fair_preemption;
 pub mod flavors;
