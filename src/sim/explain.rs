@@ -119,6 +119,7 @@ pub fn explain(report: &Value, workload: &str) -> anyhow::Result<String> {
                     assignments(&e["admission"]),
                     decided_by(", ordered by", &e["orderedBy"])
                 )?;
+                placements(&mut out, report, &name, time, &e["admission"])?;
             }
             "Preempted" => {
                 writeln!(
@@ -160,6 +161,63 @@ pub fn explain(report: &Value, workload: &str) -> anyhow::Result<String> {
         writeln!(out, "  still {} at the end of the run", str_of(&w["state"]))?;
     }
     Ok(out)
+}
+
+/// Where each TAS podSet of an admission went, and the placement policy that chose it: the
+/// domains it spans per level, and its pods per domain of the lowest level.
+fn placements(
+    out: &mut String,
+    report: &Value,
+    workload: &str,
+    time: f64,
+    admission: &Value,
+) -> std::fmt::Result {
+    let placed = report["topology"]["placements"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    for p in placed
+        .iter()
+        .filter(|p| str_of(&p["workload"]) == workload && p["time"].as_f64() == Some(time))
+    {
+        let pod_set = str_of(&p["podSet"]);
+        let spans: Vec<String> = p["domainsPerLevel"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+            .iter()
+            .map(|l| format!("{} {}", l[1], str_of(&l[0])))
+            .collect();
+        let pods = admission["podSetAssignments"]
+            .as_array()
+            .and_then(|a| a.iter().find(|a| str_of(&a["name"]) == pod_set))
+            .and_then(|a| {
+                serde_json::from_value::<crate::api::topology::TopologyAssignment>(
+                    a["topologyAssignment"].clone(),
+                )
+                .ok()
+            })
+            .and_then(|t| t.domains())
+            .map(|domains| {
+                domains
+                    .iter()
+                    .map(|d| format!("{} ×{}", d.values.join("/"), d.count))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .filter(|s| !s.is_empty())
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "  {:>8}  placed {pod_set} in flavor {} across {}{pods}{}",
+            seconds(time),
+            str_of(&p["flavor"]),
+            spans.join(", "),
+            decided_by(", placed by", &p["placedBy"])
+        )?;
+    }
+    Ok(())
 }
 
 fn str_of(v: &Value) -> &str {

@@ -563,6 +563,47 @@ fn the_controller_bench_runs_a_generator_file_and_refuses_misplaced_cluster_flag
     }
 }
 
+/// `wasq explain` on a workload placed by topology-aware scheduling: where its pods went, per
+/// level and per node, and the placement policy that chose it.
+#[test]
+fn explain_tells_where_a_tas_workload_was_placed() {
+    let mut simulate = wasq();
+    simulate
+        .args(["simulate", "examples/tas-racks.yaml", "-o", "json"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    let out = succeeds(simulate, "simulate").stdout;
+    let report: serde_json::Value = serde_json::from_slice(&out).expect("JSON");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("tas.json");
+    std::fs::write(&file, &out).expect("writable");
+    let warmup = report["workloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap())
+        .find(|n| n.starts_with("job-warmup-a-"))
+        .expect("the warm-up job's Workload");
+    let mut explain = wasq();
+    explain.args(["explain", warmup]).arg(&file);
+    let text = String::from_utf8(succeeds(explain, "explain").stdout).expect("utf-8");
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    assert_eq!(
+        lines[1..4],
+        [
+            "0s  arrived",
+            "0s  reserved quota in training (cycle 1), flavors chosen by the built-in",
+            "0s  admitted: main ×10 on cpu=a100, nvidia.com/gpu=a100, ordered by the built-in",
+        ],
+        "{text}"
+    );
+    assert_eq!(
+        lines[4],
+        "0s  placed main in flavor a100 across 1 cloud.example.com/rack, 2 kubernetes.io/hostname \
+         (r1-node-1 ×8, r1-node-2 ×2), placed by the built-in",
+        "{text}"
+    );
+}
+
 /// `wasq explain` tells one workload's story from a report: its wait and why, its admissions
 /// with their flavors, who preempted it and which policy (name and digest) chose it as a victim.
 #[test]
