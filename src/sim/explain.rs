@@ -160,7 +160,44 @@ pub fn explain(report: &Value, workload: &str) -> anyhow::Result<String> {
         }
         writeln!(out, "  still {} at the end of the run", str_of(&w["state"]))?;
     }
+    shadows(&mut out, report, &name)?;
     Ok(out)
+}
+
+/// Where a shadow policy (`--shadow EXT=NAME`, `builtin` for Kueue's own) decided otherwise
+/// than the enforced one about this workload, or chose it where the enforced one did not (or
+/// the other way round): both answers.
+fn shadows(out: &mut String, report: &Value, workload: &str) -> std::fmt::Result {
+    let Some(shadows) = report["summary"]["shadow"].as_object() else {
+        return Ok(());
+    };
+    let names = |text: &str| -> bool { text.split([',', ' ']).any(|w| w == workload) };
+    let mut first = true;
+    for (shadow, figures) in shadows {
+        let differences = figures["differences"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        for d in differences.iter().filter(|d| {
+            str_of(&d["workload"]) == workload
+                || names(str_of(&d["enforced"]))
+                || names(str_of(&d["shadow"]))
+        }) {
+            if first {
+                writeln!(out, "  where a shadow policy would have decided otherwise:")?;
+                first = false;
+            }
+            writeln!(
+                out,
+                "    {} for {}: enforced {}; {shadow} would have chosen {}",
+                str_of(&d["extension"]),
+                str_of(&d["workload"]),
+                or_dash(&d["enforced"]),
+                or_dash(&d["shadow"])
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// Where each TAS podSet of an admission went, and the placement policy that chose it: the

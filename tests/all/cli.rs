@@ -604,6 +604,49 @@ fn explain_tells_where_a_tas_workload_was_placed() {
     );
 }
 
+/// `wasq explain` with Kueue's built-in shadowing the plugin that chose the victims: what the
+/// built-in would have done instead, told to the victim.
+#[test]
+fn explain_says_what_the_builtin_would_have_done_instead() {
+    let mut simulate = wasq();
+    simulate
+        .args([
+            "simulate",
+            "tests/plugin-scenarios/min-runtime.yaml",
+            "-o",
+            "json",
+            "--plugins",
+        ])
+        .arg(&built().plugins)
+        .args([
+            "--policy",
+            "preemption=min-runtime",
+            "--shadow",
+            "preemption=builtin",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("shadowed.json");
+    std::fs::write(&file, succeeds(simulate, "simulate").stdout).expect("writable");
+    let mut explain = wasq();
+    explain.args(["explain", "default/long-train"]).arg(&file);
+    let text = String::from_utf8(succeeds(explain, "explain").stdout).expect("utf-8");
+    let tail: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("where a shadow policy would have decided otherwise:"))
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            "where a shadow policy would have decided otherwise:",
+            "preemption for default/urgent: enforced default/long-train; builtin would have \
+             chosen default/fresh-train",
+        ],
+        "{text}"
+    );
+}
+
 /// `wasq explain` tells one workload's story from a report: its wait and why, its admissions
 /// with their flavors, who preempted it and which policy (name and digest) chose it as a victim.
 #[test]
