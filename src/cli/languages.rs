@@ -108,6 +108,8 @@ impl Lang {
 /// What a working copy may hold beside the sources, never written out: caches of Python,
 /// pytest and npm.
 const NOT_SOURCES: &[&str] = &["__pycache__", ".pytest_cache", "node_modules"];
+/// What of `wit/` a build does not read: the released versions kept for reference.
+const WIT_SKIP: &[&str] = &["versions"];
 /// What of the JavaScript SDK's folder is its own development, not the SDK a plugin uses.
 const JS_SDK_DEVELOPMENT: &[&str] = &["test", "tools", "tsconfig.json"];
 
@@ -267,7 +269,7 @@ fn vendor_rust_sdk(root: &Path) -> anyhow::Result<()> {
             ),
         )?;
     }
-    extract(&WIT, &root.join("wit"), &[])?;
+    extract(&WIT, &root.join("wit"), WIT_SKIP)?;
     std::fs::write(
         root.join("README.md"),
         format!(
@@ -368,14 +370,14 @@ fn kind_of(
     let tool = tool.with_context(|| {
         format!(
             "{}: no {table} table saying which extension point the plugin implements \
-             (kind = \"preemption\", \"ordering\", \"flavor-assignment\" or \"placement\")",
+             (kind = \"preemption\", \"ordering\", \"flavor-assignment\", \"placement\" or \"dispatch\")",
             manifest.display()
         )
     })?;
     let kind = PluginKind::parse(&tool.kind).with_context(|| {
         format!(
             "{}: {table}.kind = \"{}\" is none of ordering, preemption, flavor-assignment, \
-             placement",
+             placement, dispatch",
             manifest.display(),
             tool.kind
         )
@@ -404,7 +406,7 @@ pub fn build_python(dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
     )?;
     let scratch = tempfile::tempdir()?;
     let wit = scratch.path().join("wit");
-    extract(&WIT, &wit, &[])?;
+    extract(&WIT, &wit, WIT_SKIP)?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let file = out.join(format!("{}.wasm", project.project.name));
     // componentize-py imports the plugin and writes bytecode beside it whatever
@@ -503,12 +505,16 @@ pub fn build_javascript(dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
     } else {
         extract_js_sdk(&build.join("sdk-js"))?;
     }
-    extract(&WIT, &build.join("wit"), &[])?;
+    extract(&WIT, &build.join("wit"), WIT_SKIP)?;
     let interface = match kind {
         PluginKind::Ordering => "ordering",
         PluginKind::Preemption => "preemption",
         PluginKind::FlavorAssignment => "flavorAssignment",
         PluginKind::Placement => "placement",
+        PluginKind::Dispatch => anyhow::bail!(
+            "{}: the JavaScript SDK has no dispatch module yet; write a dispatch plugin in Rust",
+            dir.display()
+        ),
     };
     std::fs::write(
         build.join("entry.js"),

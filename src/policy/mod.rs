@@ -387,6 +387,10 @@ pub struct PolicySet {
     pub preemption: Arc<dyn PreemptionPolicy>,
     pub flavors: Arc<dyn FlavorAssignmentPolicy>,
     pub placement: Arc<dyn PlacementPolicy>,
+    /// MultiKueue dispatch, asked by the drivers for workloads of this ClusterQueue, never by
+    /// the scheduler; `None`: the built-in dispatcher the Configuration names
+    /// (`dispatch::builtin`), which the driver also falls back to ([`dispatch::decide`]).
+    pub dispatch: Option<Arc<dyn dispatch::DispatchPolicy>>,
     /// Policies asked the same questions and never acted on ([`shadow`]).
     pub shadows: shadow::Shadows,
 }
@@ -398,6 +402,7 @@ impl PolicySet {
             preemption: Arc::new(builtin::KueuePreemption),
             flavors: Arc::new(builtin::KueueFlavors),
             placement: Arc::new(builtin::KueuePlacement),
+            dispatch: None,
             shadows: shadow::Shadows::default(),
         }
     }
@@ -410,6 +415,7 @@ impl std::fmt::Debug for PolicySet {
             .field("preemption", &self.preemption.id().name)
             .field("flavors", &self.flavors.id().name)
             .field("placement", &self.placement.id().name)
+            .field("dispatch", &self.dispatch.as_ref().map(|d| d.id().name))
             .field("shadows", &self.shadows)
             .finish()
     }

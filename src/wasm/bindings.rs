@@ -1,5 +1,13 @@
 //! The one place where Rust types are generated from the WIT package in `wit/`: one module
 //! per world, sharing the `types` and `host` interfaces of the first.
+//!
+//! These bindings serve every minor version of `version::SERVED` (1.0 and 1.1): wasmtime
+//! matches interface names semver-compatibly (a `Linker`'s definition of
+//! `wasq:policy/host@1.1.0` serves a plugin's import of `@1.0.0`, and
+//! `Component::get_export_index` finds a plugin's `wasq:policy/ordering@1.0.0` export when asked
+//! for `@1.1.0`), and 1.1 added an interface without changing any of 1.0's types, which
+//! wasmtime checks structurally. A minor version that changes an existing record needs a
+//! module of its own here (docs/plugin-contract.md, "Adding a minor version").
 
 #![allow(missing_docs, clippy::all)]
 
@@ -47,11 +55,23 @@ pub mod placement {
     });
 }
 
+/// The `dispatch-plugin` world (added in 1.1.0).
+pub mod dispatch {
+    wasmtime::component::bindgen!({
+        path: "wit",
+        world: "wasq:policy/dispatch-plugin",
+        with: {
+            "wasq:policy/types": super::ordering::wasq::policy::types,
+            "wasq:policy/host": super::ordering::wasq::policy::host,
+        },
+    });
+}
+
 pub use ordering::wasq::policy::host;
 pub use ordering::wasq::policy::types;
 
 /// The WIT package version this host implements (the newest of `version::SERVED`).
-pub const WIT_VERSION: &str = "1.0.0";
+pub const WIT_VERSION: &str = "1.1.0";
 
 #[cfg(test)]
 mod tests {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use wasmtime::component::Linker;
 
-use super::bindings::{WIT_VERSION, flavors, ordering, placement, preemption};
+use super::bindings::{WIT_VERSION, dispatch, flavors, ordering, placement, preemption};
 use super::engine::WasmEngine;
 use super::language::Language;
 use super::state::State;
@@ -23,24 +23,29 @@ pub enum PluginKind {
     Preemption,
     FlavorAssignment,
     Placement,
+    /// MultiKueue dispatch (added in `wasq:policy@1.1.0`): asked by the drivers, never by the
+    /// scheduler.
+    Dispatch,
 }
 
 impl PluginKind {
-    pub const ALL: [PluginKind; 4] = [
+    pub const ALL: [PluginKind; 5] = [
         PluginKind::Ordering,
         PluginKind::Preemption,
         PluginKind::FlavorAssignment,
         PluginKind::Placement,
+        PluginKind::Dispatch,
     ];
 
     /// The name used on the command line and in annotations (`ordering`, `preemption`,
-    /// `flavor-assignment`, `placement`).
+    /// `flavor-assignment`, `placement`, `dispatch`).
     pub fn as_str(self) -> &'static str {
         match self {
             PluginKind::Ordering => "ordering",
             PluginKind::Preemption => "preemption",
             PluginKind::FlavorAssignment => "flavor-assignment",
             PluginKind::Placement => "placement",
+            PluginKind::Dispatch => "dispatch",
         }
     }
 
@@ -109,7 +114,7 @@ pub enum LoadError {
     OtherVersion { path: PathBuf, error: VersionError },
     #[error(
         "{path}: exports none of the wasq:policy@{WIT_VERSION} interfaces (ordering, preemption, \
-         flavor-assignment, placement); it exports: {exports}"
+         flavor-assignment, placement, dispatch); it exports: {exports}"
     )]
     NoPolicyExport { path: PathBuf, exports: String },
     #[error("{path}: exports more than one policy interface ({exports}); a plugin implements one")]
@@ -133,6 +138,7 @@ pub enum Pre {
     Preemption(preemption::PreemptionPluginPre<State>),
     FlavorAssignment(flavors::FlavorAssignmentPluginPre<State>),
     Placement(placement::PlacementPluginPre<State>),
+    Dispatch(dispatch::DispatchPluginPre<State>),
 }
 
 /// A validated, compiled plugin.
@@ -299,6 +305,9 @@ pub fn load_bytes(
         ),
         PluginKind::Placement => {
             Pre::Placement(placement::PlacementPluginPre::new(instance_pre).map_err(mismatch)?)
+        }
+        PluginKind::Dispatch => {
+            Pre::Dispatch(dispatch::DispatchPluginPre::new(instance_pre).map_err(mismatch)?)
         }
     };
     Ok(Loaded {

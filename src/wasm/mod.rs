@@ -1,5 +1,5 @@
 //! The wasmtime host for policy plugins: WebAssembly components implementing one world of the
-//! `wasq:policy@1.0.0` WIT package (`wit/`).
+//! `wasq:policy@1.1.0` WIT package (`wit/`; plugins built against 1.0.0 are served too).
 //!
 //! It owns loading (digest, compile cache, import allow-list), sandboxing (no capabilities,
 //! memory cap, CPU deadline, optional fuel), the calls (catalog sent once per instance, batches
@@ -11,6 +11,7 @@
 mod bindings;
 mod config;
 mod convert;
+mod dispatch;
 mod engine;
 mod function_cache;
 pub mod guests;
@@ -34,6 +35,7 @@ pub mod version;
 
 pub use bindings::WIT_VERSION;
 pub use config::PolicyConfig;
+pub use dispatch::WasmDispatch;
 pub use engine::{WasmEngine, default_cache_dir};
 pub use function_cache::FunctionCacheStats;
 pub use imports::ImportError;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use wasmtime::{Store, Trap};
 
-use super::bindings::{flavors, ordering, placement, preemption};
+use super::bindings::{dispatch, flavors, ordering, placement, preemption};
 use super::convert;
 use super::engine::WasmEngine;
 use super::heads::HeadTable;
@@ -110,6 +110,7 @@ enum Instance {
     Preemption(preemption::PreemptionPlugin),
     FlavorAssignment(flavors::FlavorAssignmentPlugin),
     Placement(placement::PlacementPlugin),
+    Dispatch(dispatch::DispatchPlugin),
 }
 
 struct Live {
@@ -127,6 +128,8 @@ struct Live {
     rows: RowTable,
     /// The usage rows the instance holds (`request.usage-kept`; preemption plugins only).
     usage: SentUsage,
+    /// Whether the instance received its settings (`set-settings`; dispatch plugins only).
+    settings_sent: bool,
 }
 
 struct Inner {
@@ -387,6 +390,11 @@ impl Plugin {
         self.limits
     }
 
+    /// Which labels and annotations it sees.
+    pub fn exposure(&self) -> &Exposure {
+        &self.exposure
+    }
+
     /// One of the plugin's settings (`pluginSettings` in `--config`).
     pub fn setting(&self, key: &str) -> Option<&str> {
         self.settings
@@ -436,6 +444,7 @@ impl Plugin {
             Pre::Preemption(p) => p.instantiate(&mut store).map(Instance::Preemption),
             Pre::FlavorAssignment(p) => p.instantiate(&mut store).map(Instance::FlavorAssignment),
             Pre::Placement(p) => p.instantiate(&mut store).map(Instance::Placement),
+            Pre::Dispatch(p) => p.instantiate(&mut store).map(Instance::Dispatch),
         }
         .map_err(|e| classify(e, &store, &self.limits))?;
         Ok(Live {
@@ -447,6 +456,7 @@ impl Plugin {
             heads: HeadTable::default(),
             rows: RowTable::default(),
             usage: SentUsage::default(),
+            settings_sent: false,
         })
     }
 
@@ -515,6 +525,65 @@ impl Plugin {
         decision: bool,
         f: impl FnOnce(&mut CallCx<'_>) -> wasmtime::Result<R>,
     ) -> Result<R, PolicyError> {
+        self.run_with(cluster.cycle, call, decision, |inner| {
+            self.call_locked(inner, cluster, call, items, f)
+        })
+    }
+
+    /// A call to a dispatch plugin (`dispatch`): no catalog, the plugin's settings sent once
+    /// per instance (`set-settings`) before its first call. Its budget per cycle counts the
+    /// calls made at one instant of the clock (`now`, the request's): dispatch is asked by
+    /// the drivers, outside scheduling cycles.
+    ///
+    /// `items`: the clusters the request carries; the deadline grows with them.
+    pub(super) fn call_dispatch<R>(
+        &self,
+        now: i64,
+        items: usize,
+        f: impl FnOnce(
+            &dispatch::exports::wasq::policy::dispatch::Guest,
+            &mut Store<State>,
+        ) -> wasmtime::Result<R>,
+    ) -> Result<R, PolicyError> {
+        self.run_with(now as u64, "dispatch", true, |inner| {
+            if inner.live.is_none() {
+                inner.live = Some(self.instantiate()?);
+            }
+            let live = inner.live.as_mut().expect("instantiated above");
+            let Instance::Dispatch(p) = &live.instance else {
+                unreachable!("bound to the wrong extension")
+            };
+            let guest = p.wasq_policy_dispatch();
+            if !live.settings_sent {
+                let settings: Vec<super::bindings::types::Setting> = self
+                    .settings
+                    .iter()
+                    .map(|(key, value)| super::bindings::types::Setting {
+                        key: key.clone(),
+                        value: value.clone(),
+                    })
+                    .collect();
+                self.arm(&mut live.store, "set-settings", settings.len())?;
+                guest
+                    .call_set_settings(&mut live.store, &settings)
+                    .map_err(|e| classify(e, &live.store, &self.limits))?;
+                live.settings_sent = true;
+            }
+            self.arm(&mut live.store, "dispatch", items)?;
+            f(guest, &mut live.store).map_err(|e| classify(e, &live.store, &self.limits))
+        })
+    }
+
+    /// Runs `body` (which makes the call on the locked plugin) under the plugin's health and
+    /// budgets: refused while quarantined or over budget, counted, its CPU time charged to
+    /// `cycle` and the run, a failure discarding the instance.
+    fn run_with<R>(
+        &self,
+        cycle: u64,
+        call: &'static str,
+        decision: bool,
+        body: impl FnOnce(&mut Inner) -> Result<R, PolicyError>,
+    ) -> Result<R, PolicyError> {
         let span = tracing::debug_span!("plugin_call", plugin = %self.name, digest = %self.digest, kind = %self.info.kind, call);
         let _enter = span.enter();
         let mut inner = self.lock();
@@ -522,7 +591,7 @@ impl Plugin {
             return Err(PolicyError::Quarantined(inner.status.consecutive_failures));
         }
         if decision {
-            if let Some(over) = self.over_budget(&mut inner, cluster.cycle) {
+            if let Some(over) = self.over_budget(&mut inner, cycle) {
                 inner.status.over_budget += 1;
                 return Err(over);
             }
@@ -535,12 +604,12 @@ impl Plugin {
             }
             inner.status.calls += 1;
         }
-        let result = self.call_locked(&mut inner, cluster, call, items, f);
+        let result = body(&mut inner);
         let spent = inner
             .live
             .as_mut()
             .map_or(Duration::ZERO, |l| l.store.data_mut().take_spent());
-        self.charge(&mut inner, cluster.cycle, spent);
+        self.charge(&mut inner, cycle, spent);
         match &result {
             Ok(_) => {
                 if decision {
@@ -624,6 +693,8 @@ impl Plugin {
                     .wasq_policy_placement()
                     .call_set_catalog(&mut live.store, &catalog.wit)
                     .map(|()| IDENTITY_ONLY),
+                // A dispatch instance holds no catalog (`call_dispatch`).
+                Instance::Dispatch(_) => Ok(crate::policy::Needs::default()),
             };
             live.needs = r.map_err(|e| classify(e, &live.store, &self.limits))?;
             live.catalog_of = Some(cluster.config_id);
@@ -704,6 +775,13 @@ impl Plugin {
                 let g = p.wasq_policy_placement();
                 g.call_set_catalog(&mut *store, &empty)
                     .and_then(|()| g.call_place(&mut *store, None, &[]))
+                    .map(|a| a.len())
+            }
+            // Settings empty, as the other kinds' catalog is.
+            Instance::Dispatch(p) => {
+                let g = p.wasq_policy_dispatch();
+                g.call_set_settings(&mut *store, &[])
+                    .and_then(|()| g.call_dispatch(&mut *store, &[]))
                     .map(|a| a.len())
             }
         }

@@ -1,13 +1,15 @@
 //! The plugins of one directory and how they are bound to the extension points: a default
 //! binding per extension (`--policy EXT=NAME`) and per-ClusterQueue overrides through the
 //! annotations `policy.wasq.dev/ordering`, `policy.wasq.dev/preemption`,
-//! `policy.wasq.dev/flavor-assignment` and `policy.wasq.dev/placement`.
+//! `policy.wasq.dev/flavor-assignment`, `policy.wasq.dev/placement` and
+//! `policy.wasq.dev/dispatch`.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::dispatch::WasmDispatch;
 use super::engine::WasmEngine;
 use super::language::Language;
 use super::limits::{Limits, LimitsPatch};
@@ -17,6 +19,7 @@ use super::plugin::{Exposure, Plugin, SmokeFailure};
 use super::policies::{WasmFlavors, WasmOrdering, WasmPlacement, WasmPreemption};
 use crate::api::policy::PolicyMode;
 use crate::cluster::{Cluster, CqId};
+use crate::policy::dispatch::{DispatchAnswer, DispatchPolicy, DispatchRequest};
 use crate::policy::shadow::{ShadowLog, Shadows};
 use crate::policy::{
     FlavorAssignmentPolicy, FlavorChoiceRequest, HeadEntry, OrderingPolicy, PlacementAnswer,
@@ -85,12 +88,20 @@ impl Bindings {
 /// Why a binding cannot be made.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum BindError {
-    #[error("`{0}` is not EXT=NAME (EXT is ordering, preemption, flavor-assignment or placement)")]
+    #[error(
+        "`{0}` is not EXT=NAME (EXT is ordering, preemption, flavor-assignment, placement or \
+         dispatch)"
+    )]
     Syntax(String),
     #[error(
-        "unknown extension `{0}` (expected ordering, preemption, flavor-assignment or placement)"
+        "unknown extension `{0}` (expected ordering, preemption, flavor-assignment, placement or \
+         dispatch)"
     )]
     UnknownExtension(String),
+    #[error(
+        "{context}: {kind} cannot be shadowed (only ordering, preemption, flavor-assignment and placement can)"
+    )]
+    NoShadow { context: String, kind: PluginKind },
     #[error("{context}: no plugin named `{name}` in {dir} (available: {available})")]
     UnknownPlugin {
         context: String,
@@ -368,6 +379,7 @@ impl Registry {
                 Some(AnyPolicy::Preemption(p)) => set.preemption = p,
                 Some(AnyPolicy::Flavors(p)) => set.flavors = p,
                 Some(AnyPolicy::Placement(p)) => set.placement = p,
+                Some(AnyPolicy::Dispatch(p)) => set.dispatch = Some(p),
             }
         }
         Ok(set)
@@ -381,6 +393,12 @@ impl Registry {
             ..Shadows::default()
         };
         for (kind, name) in &bindings.shadows {
+            if *kind == PluginKind::Dispatch {
+                return Err(BindError::NoShadow {
+                    context: "--shadow".into(),
+                    kind: *kind,
+                });
+            }
             let policy = match self.policy(*kind, name, "--shadow")? {
                 Some(p) => p,
                 None => AnyPolicy::builtin(*kind),
@@ -390,6 +408,8 @@ impl Registry {
                 AnyPolicy::Preemption(p) => shadows.preemption.push(p),
                 AnyPolicy::Flavors(p) => shadows.flavors.push(p),
                 AnyPolicy::Placement(p) => shadows.placement.push(p),
+                // Refused above.
+                AnyPolicy::Dispatch(_) => {}
             }
         }
         Ok(shadows)
@@ -411,6 +431,7 @@ impl Registry {
                 }
                 PluginKind::FlavorAssignment => AnyPolicy::Flavors(Arc::new(WasmFlavors(plugin))),
                 PluginKind::Placement => AnyPolicy::Placement(Arc::new(WasmPlacement(plugin))),
+                PluginKind::Dispatch => AnyPolicy::Dispatch(Arc::new(WasmDispatch(plugin))),
             }),
             Resolved::Unloadable(error) => {
                 tracing::warn!(plugin = name, %error, extension = %kind, context, "plugin cannot be loaded; the built-in policy decides in its place");
@@ -423,6 +444,7 @@ impl Registry {
                     PluginKind::Preemption => AnyPolicy::Preemption(u),
                     PluginKind::FlavorAssignment => AnyPolicy::Flavors(u),
                     PluginKind::Placement => AnyPolicy::Placement(u),
+                    PluginKind::Dispatch => AnyPolicy::Dispatch(u),
                 })
             }
         })
@@ -543,6 +565,7 @@ enum AnyPolicy {
     Preemption(Arc<dyn PreemptionPolicy>),
     Flavors(Arc<dyn FlavorAssignmentPolicy>),
     Placement(Arc<dyn PlacementPolicy>),
+    Dispatch(Arc<dyn DispatchPolicy>),
 }
 
 impl AnyPolicy {
@@ -553,6 +576,10 @@ impl AnyPolicy {
             PluginKind::Preemption => AnyPolicy::Preemption(set.preemption),
             PluginKind::FlavorAssignment => AnyPolicy::Flavors(set.flavors),
             PluginKind::Placement => AnyPolicy::Placement(set.placement),
+            // Which dispatcher is built in is the Configuration's (`dispatch::builtin`).
+            PluginKind::Dispatch => {
+                AnyPolicy::Dispatch(Arc::new(crate::policy::dispatch::AllAtOnce))
+            }
         }
     }
 }
@@ -624,6 +651,16 @@ impl PlacementPolicy for Unloadable {
     }
 
     fn place(&self, _: &PlacementChoiceRequest<'_>) -> Result<PlacementAnswer, PolicyError> {
+        self.fail()
+    }
+}
+
+impl DispatchPolicy for Unloadable {
+    fn id(&self) -> PolicyRef {
+        self.policy_ref()
+    }
+
+    fn dispatch(&self, _: &DispatchRequest) -> Result<DispatchAnswer, PolicyError> {
         self.fail()
     }
 }

@@ -4,9 +4,11 @@
 //! (what it cannot see is not sent; what it cannot answer takes Kueue's default), and a plugin
 //! of another major version, or of a newer minor, is refused, naming both versions.
 //!
-//! The host keeps one set of generated bindings per minor version it serves (`bindings.rs`);
-//! [`SERVED`] lists them, oldest first. 1.0 is the first, so today a plugin of 1.0.x is served
-//! by the 1.0 bindings.
+//! [`SERVED`] lists the minor versions the host serves, oldest first. A minor version that
+//! only adds interfaces (1.1 added `dispatch`) is served by the newest bindings
+//! (`bindings.rs`): wasmtime matches `wasq:policy/…@1.0.0` to `@1.1.0` semver-compatibly and
+//! checks the types structurally, and none of 1.0's types changed. A minor version that
+//! changes an existing record needs bindings of its own for the versions before it.
 
 /// A `major.minor.patch` version of the WIT package.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -38,11 +40,18 @@ impl std::fmt::Display for Version {
 }
 
 /// The minor versions this host has bindings for, oldest first; the last is the host's own.
-pub const SERVED: &[Version] = &[Version {
-    major: 1,
-    minor: 0,
-    patch: 0,
-}];
+pub const SERVED: &[Version] = &[
+    Version {
+        major: 1,
+        minor: 0,
+        patch: 0,
+    },
+    Version {
+        major: 1,
+        minor: 1,
+        patch: 0,
+    },
+];
 
 /// The host's own version: the newest it serves.
 pub fn host() -> Version {

@@ -2,13 +2,13 @@
 
 import { StringTable } from './strings.js';
 
-/** @typedef {import('wasq:policy/types@1.0.0').Catalog} RawCatalog */
-/** @typedef {import('wasq:policy/types@1.0.0').Quota} Quota */
-/** @typedef {import('wasq:policy/types@1.0.0').Node} Node */
-/** @typedef {import('wasq:policy/types@1.0.0').ClusterQueue} ClusterQueue */
-/** @typedef {import('wasq:policy/types@1.0.0').LocalQueue} LocalQueue */
-/** @typedef {import('wasq:policy/types@1.0.0').Annotation} Annotation */
-/** @typedef {import('wasq:policy/types@1.0.0').FairSharingStrategy} FairSharingStrategy */
+/** @typedef {import('wasq:policy/types@1.1.0').Catalog} RawCatalog */
+/** @typedef {import('wasq:policy/types@1.1.0').Quota} Quota */
+/** @typedef {import('wasq:policy/types@1.1.0').Node} Node */
+/** @typedef {import('wasq:policy/types@1.1.0').ClusterQueue} ClusterQueue */
+/** @typedef {import('wasq:policy/types@1.1.0').LocalQueue} LocalQueue */
+/** @typedef {import('wasq:policy/types@1.1.0').Annotation} Annotation */
+/** @typedef {import('wasq:policy/types@1.1.0').FairSharingStrategy} FairSharingStrategy */
 
 /**
  * The host's catalog with the lookups plugins need. Every field of the WIT record is a
@@ -23,15 +23,15 @@ export class Catalog {
   /** @type {RawCatalog} */ raw;
   /** @type {bigint} */ generation;
   /** @type {string[]} Resource names; `resource-id` indexes them. */ resources;
-  /** @type {import('wasq:policy/types@1.0.0').Flavor[]} ResourceFlavors; `flavor-id` indexes them. */ flavors;
-  /** @type {import('wasq:policy/types@1.0.0').FlavorResource[]} Flavor-resource pairs; `fr-id` indexes them. */ flavorResources;
+  /** @type {import('wasq:policy/types@1.1.0').Flavor[]} ResourceFlavors; `flavor-id` indexes them. */ flavors;
+  /** @type {import('wasq:policy/types@1.1.0').FlavorResource[]} Flavor-resource pairs; `fr-id` indexes them. */ flavorResources;
   /** @type {Node[]} The quota tree; `node-id` indexes it. */ nodes;
   /** @type {ClusterQueue[]} `cluster-queue-id` indexes them. */ clusterQueues;
   /** @type {LocalQueue[]} `local-queue-id` indexes them. */ localQueues;
   /** @type {string[]} Exposed annotation keys; `annotation-key` indexes them. */ annotationKeys;
-  /** @type {import('wasq:policy/types@1.0.0').Setting[]} This plugin's settings, as written. */ settings;
-  /** @type {import('wasq:policy/types@1.0.0').FairSharing | undefined} */ fairSharing;
-  /** @type {import('wasq:policy/types@1.0.0').AdmissionFairSharing | undefined} */ admissionFairSharing;
+  /** @type {import('wasq:policy/types@1.1.0').Setting[]} This plugin's settings, as written. */ settings;
+  /** @type {import('wasq:policy/types@1.1.0').FairSharing | undefined} */ fairSharing;
+  /** @type {import('wasq:policy/types@1.1.0').AdmissionFairSharing | undefined} */ admissionFairSharing;
 
   /** @type {StringTable} */
   #strings;

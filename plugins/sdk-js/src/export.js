@@ -42,7 +42,7 @@ export class PluginState {
 
   /**
    * Installs a new catalog from the host (the string table stays).
-   * @param {import('wasq:policy/types@1.0.0').Catalog} raw
+   * @param {import('wasq:policy/types@1.1.0').Catalog} raw
    */
   setCatalog(raw) {
     this.catalog = new Catalog(raw, this.strings);
@@ -120,10 +120,10 @@ export const DEFAULT_NEEDS = Object.freeze({ treeUsage: false, localQueueUsage: 
 /**
  * `needs` as the host takes it: every flag a boolean.
  * @param {unknown} needs
- * @returns {Required<import('wasq:policy/types@1.0.0').Needs>}
+ * @returns {Required<import('wasq:policy/types@1.1.0').Needs>}
  */
 export function normalizeNeeds(needs) {
   if (needs === null || typeof needs !== 'object') throw new TypeError(`needs() must return an object of flags, got ${String(needs)}`);
-  const n = /** @type {import('wasq:policy/types@1.0.0').Needs} */ (needs);
+  const n = /** @type {import('wasq:policy/types@1.1.0').Needs} */ (needs);
   return { treeUsage: n.treeUsage === true, localQueueUsage: n.localQueueUsage === true, identity: n.identity === true, podSets: n.podSets === true };
 }

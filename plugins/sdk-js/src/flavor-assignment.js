@@ -12,8 +12,8 @@ import { checkIndex, checkPolicy, PluginState, reported } from './export.js';
 import { Workload } from './identity.js';
 
 /** @typedef {import('./catalog.js').Catalog} Catalog */
-/** @typedef {import('wasq:policy/flavor-assignment@1.0.0').Request} RawRequest */
-/** @typedef {import('wasq:policy/flavor-assignment@1.0.0').FlavorOption} FlavorOption */
+/** @typedef {import('wasq:policy/flavor-assignment@1.1.0').Request} RawRequest */
+/** @typedef {import('wasq:policy/flavor-assignment@1.1.0').FlavorOption} FlavorOption */
 
 /**
  * One podSet and one resource group to choose a flavor for (`flavor-assignment.request`).
@@ -21,7 +21,7 @@ import { Workload } from './identity.js';
 export class Request {
   /** @type {Workload} The workload the podSet belongs to (identity and podSets always sent). */ workload;
   /** @type {number} The podSet: an index into `workload.podSets`. */ podSet;
-  /** @type {import('wasq:policy/types@1.0.0').ResourceAmount[]} The group's resources the podSet requests, in total. */ requests;
+  /** @type {import('wasq:policy/types@1.1.0').ResourceAmount[]} The group's resources the podSet requests, in total. */ requests;
   /**
    * @type {Array<FlavorOption | undefined>} Every flavor of the group in the ClusterQueue's
    * order, with the host's evaluation (`flavor`, `mode`, `borrowLevel`); `undefined` where the
@@ -66,7 +66,7 @@ export function exportFlavorAssignment(policy) {
   checkPolicy(policy, 'flavor-assignment', ['chooseFlavor'], ['catalogChanged']);
   const state = new PluginState();
   return {
-    /** @param {import('wasq:policy/types@1.0.0').Catalog} catalog */
+    /** @param {import('wasq:policy/types@1.1.0').Catalog} catalog */
     setCatalog(catalog) {
       reported('set-catalog', () => {
         state.setCatalog(catalog);
@@ -74,7 +74,7 @@ export function exportFlavorAssignment(policy) {
       });
     },
     /**
-     * @param {import('wasq:policy/types@1.0.0').NewStrings | undefined} strings
+     * @param {import('wasq:policy/types@1.1.0').NewStrings | undefined} strings
      * @param {RawRequest[]} requests
      * @returns {Array<number | undefined>}
      */

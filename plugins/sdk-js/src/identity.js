@@ -8,8 +8,8 @@
 
 import { resolve } from './strings.js';
 
-/** @typedef {import('wasq:policy/types@1.0.0').WorkloadIdentity} WorkloadIdentity */
-/** @typedef {import('wasq:policy/types@1.0.0').Entry} Entry */
+/** @typedef {import('wasq:policy/types@1.1.0').WorkloadIdentity} WorkloadIdentity */
+/** @typedef {import('wasq:policy/types@1.1.0').Entry} Entry */
 /** @typedef {import('./catalog.js').Catalog} Catalog */
 
 /**
@@ -172,24 +172,24 @@ export class Workload extends Identified {
   /** @type {bigint} Creation time (ms): Kueue's queue-order timestamp. */ created;
   /** @type {bigint} When it last entered its queue (ms). */ queued;
   /** @type {number} How often it was evicted and queued again (0 = never). */ requeueCount;
-  /** @type {import('wasq:policy/types@1.0.0').RequeueReason | undefined} Why it was last requeued. */ requeueReason;
+  /** @type {import('wasq:policy/types@1.1.0').RequeueReason | undefined} Why it was last requeued. */ requeueReason;
   /**
-   * @type {import('wasq:policy/types@1.0.0').PodSet[]} Its podSets, in order; empty when the
+   * @type {import('wasq:policy/types@1.1.0').PodSet[]} Its podSets, in order; empty when the
    * host sent none (an ordering or preemption plugin whose `needs` lack `podSets`).
    */
   podSets;
   /**
-   * @type {import('wasq:policy/types@1.0.0').LocalQueueUsage | undefined} In `sortKey` only:
+   * @type {import('wasq:policy/types@1.1.0').LocalQueueUsage | undefined} In `sortKey` only:
    * admission fair sharing's figures for its LocalQueue, when the plugin needs
    * `localQueueUsage` and the host sent them.
    */
   localQueueUsage;
-  /** @type {import('wasq:policy/types@1.0.0').Workload} The WIT record as the host sent it. */ raw;
+  /** @type {import('wasq:policy/types@1.1.0').Workload} The WIT record as the host sent it. */ raw;
 
   /**
    * @param {Catalog} catalog
-   * @param {import('wasq:policy/types@1.0.0').Workload} raw
-   * @param {import('wasq:policy/types@1.0.0').LocalQueueUsage} [localQueueUsage]
+   * @param {import('wasq:policy/types@1.1.0').Workload} raw
+   * @param {import('wasq:policy/types@1.1.0').LocalQueueUsage} [localQueueUsage]
    */
   constructor(catalog, raw, localQueueUsage) {
     super(catalog, raw.identity, raw.localQueue);

@@ -13,11 +13,11 @@
 
 import { kueueAmong } from './preemption.js';
 
-/** @typedef {import('wasq:policy/types@1.0.0').Fungibility} Fungibility */
-/** @typedef {import('wasq:policy/types@1.0.0').PreemptionConfig} PreemptionConfig */
-/** @typedef {import('wasq:policy/flavor-assignment@1.0.0').FlavorOption} FlavorOption */
-/** @typedef {import('wasq:policy/flavor-assignment@1.0.0').FitMode} FitMode */
-/** @typedef {import('wasq:policy/types@1.0.0').Needs} Needs */
+/** @typedef {import('wasq:policy/types@1.1.0').Fungibility} Fungibility */
+/** @typedef {import('wasq:policy/types@1.1.0').PreemptionConfig} PreemptionConfig */
+/** @typedef {import('wasq:policy/flavor-assignment@1.1.0').FlavorOption} FlavorOption */
+/** @typedef {import('wasq:policy/flavor-assignment@1.1.0').FitMode} FitMode */
+/** @typedef {import('wasq:policy/types@1.1.0').Needs} Needs */
 
 /**
  * A queue-order key: workloads are popped smallest first, comparing `primary`, then
@@ -84,7 +84,7 @@ export function orderBits(value) {
  * `fairWeight` ≤ 0).
  * @param {import('./catalog.js').Catalog} catalog
  * @param {number} localQueue
- * @param {import('wasq:policy/types@1.0.0').LocalQueueUsage | undefined} usage
+ * @param {import('wasq:policy/types@1.1.0').LocalQueueUsage | undefined} usage
  * @returns {number}
  */
 export function weightedLocalQueueUsage(catalog, localQueue, usage) {

@@ -1,4 +1,4 @@
-// Logging through the host's `log` import (`wasq:policy/host@1.0.0`).
+// Logging through the host's `log` import (`wasq:policy/host@1.1.0`).
 //
 // No module of the SDK imports the host itself: `component.js` (the first import of a
 // component's build entry) binds the host's function with `bindHostLog`, so that policies and
@@ -6,7 +6,7 @@
 // `testing.js`: `logs()`, `clearLogs()`). The SDK never uses `console`: a component is built
 // with stdio disabled.
 
-/** @typedef {import('wasq:policy/types@1.0.0').Level} Level */
+/** @typedef {import('wasq:policy/types@1.1.0').Level} Level */
 
 /** The levels, least severe first. */
 export const LEVELS = /** @type {const} */ (['trace', 'debug', 'info', 'warn', 'error']);

@@ -15,12 +15,12 @@ import { QuotaView } from './quota.js';
 
 /** @typedef {import('./catalog.js').Catalog} Catalog */
 /** @typedef {import('./kueue.js').SortKey} SortKey */
-/** @typedef {import('wasq:policy/types@1.0.0').FrAmount} FrAmount */
-/** @typedef {import('wasq:policy/types@1.0.0').Needs} Needs */
-/** @typedef {import('wasq:policy/ordering@1.0.0').HeadInfo} HeadInfo */
-/** @typedef {import('wasq:policy/ordering@1.0.0').NewHeads} NewHeads */
-/** @typedef {import('wasq:policy/ordering@1.0.0').HeadGroup} HeadGroup */
-/** @typedef {import('wasq:policy/ordering@1.0.0').HeadUsage} HeadUsage */
+/** @typedef {import('wasq:policy/types@1.1.0').FrAmount} FrAmount */
+/** @typedef {import('wasq:policy/types@1.1.0').Needs} Needs */
+/** @typedef {import('wasq:policy/ordering@1.1.0').HeadInfo} HeadInfo */
+/** @typedef {import('wasq:policy/ordering@1.1.0').NewHeads} NewHeads */
+/** @typedef {import('wasq:policy/ordering@1.1.0').HeadGroup} HeadGroup */
+/** @typedef {import('wasq:policy/ordering@1.1.0').HeadUsage} HeadUsage */
 
 /** What a head the host never sent reads as: workload 0, ClusterQueue 0, nobody. */
 const EMPTY_HEAD = Object.freeze(
@@ -89,7 +89,7 @@ export class Head extends Identified {
    */
   key;
   /** @type {number} How often it was evicted and queued again (0 = never). */ requeueCount;
-  /** @type {import('wasq:policy/types@1.0.0').RequeueReason | undefined} */ requeueReason;
+  /** @type {import('wasq:policy/types@1.1.0').RequeueReason | undefined} */ requeueReason;
   /**
    * @type {boolean} It already holds quota and this is its second pass (Kueue's two-phase
    * admission); Kueue tries these first.
@@ -174,7 +174,7 @@ export function exportOrdering(policy) {
   let table = new HeadTable();
   return {
     /**
-     * @param {import('wasq:policy/types@1.0.0').Catalog} catalog
+     * @param {import('wasq:policy/types@1.1.0').Catalog} catalog
      * @returns {Required<Needs>}
      */
     setCatalog(catalog) {
@@ -187,9 +187,9 @@ export function exportOrdering(policy) {
       });
     },
     /**
-     * @param {import('wasq:policy/types@1.0.0').NewStrings | undefined} strings
-     * @param {import('wasq:policy/types@1.0.0').Workload[]} workloads
-     * @param {import('wasq:policy/types@1.0.0').LocalQueueUsage[]} localQueueUsage
+     * @param {import('wasq:policy/types@1.1.0').NewStrings | undefined} strings
+     * @param {import('wasq:policy/types@1.1.0').Workload[]} workloads
+     * @param {import('wasq:policy/types@1.1.0').LocalQueueUsage[]} localQueueUsage
      * @param {bigint} now
      * @returns {SortKey[]}
      */
@@ -206,12 +206,12 @@ export function exportOrdering(policy) {
       });
     },
     /**
-     * @param {import('wasq:policy/types@1.0.0').NewStrings | undefined} strings
+     * @param {import('wasq:policy/types@1.1.0').NewStrings | undefined} strings
      * @param {NewHeads | undefined} newHeads
      * @param {ArrayLike<number>} heads
      * @param {HeadGroup[]} groups
      * @param {HeadUsage[] | undefined} headUsage
-     * @param {import('wasq:policy/types@1.0.0').NodeUsage[] | undefined} treeUsage
+     * @param {import('wasq:policy/types@1.1.0').NodeUsage[] | undefined} treeUsage
      * @param {bigint} now
      * @returns {number[]}
      */

@@ -15,10 +15,10 @@ import { Workload } from './identity.js';
 import { resolve } from './strings.js';
 
 /** @typedef {import('./catalog.js').Catalog} Catalog */
-/** @typedef {import('wasq:policy/placement@1.0.0').Request} RawRequest */
-/** @typedef {import('wasq:policy/placement@1.0.0').Constraint} Constraint */
-/** @typedef {import('wasq:policy/placement@1.0.0').Domain} Domain */
-/** @typedef {import('wasq:policy/placement@1.0.0').Leaf} Leaf */
+/** @typedef {import('wasq:policy/placement@1.1.0').Request} RawRequest */
+/** @typedef {import('wasq:policy/placement@1.1.0').Constraint} Constraint */
+/** @typedef {import('wasq:policy/placement@1.1.0').Domain} Domain */
+/** @typedef {import('wasq:policy/placement@1.1.0').Leaf} Leaf */
 
 /**
  * Pods on one leaf: `leaf` indexes `request.leaves`; `count` ≥ 1.
@@ -535,7 +535,7 @@ export function exportPlacement(policy) {
   checkPolicy(policy, 'placement', ['place'], ['catalogChanged']);
   const state = new PluginState();
   return {
-    /** @param {import('wasq:policy/types@1.0.0').Catalog} catalog */
+    /** @param {import('wasq:policy/types@1.1.0').Catalog} catalog */
     setCatalog(catalog) {
       reported('set-catalog', () => {
         state.setCatalog(catalog);
@@ -543,7 +543,7 @@ export function exportPlacement(policy) {
       });
     },
     /**
-     * @param {import('wasq:policy/types@1.0.0').NewStrings | undefined} strings
+     * @param {import('wasq:policy/types@1.1.0').NewStrings | undefined} strings
      * @param {RawRequest[]} requests
      * @returns {Answer[]}
      */

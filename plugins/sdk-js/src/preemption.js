@@ -14,12 +14,12 @@ import { Identified, Workload } from './identity.js';
 import { KeptUsage, QuotaView, usageFromList } from './quota.js';
 
 /** @typedef {import('./catalog.js').Catalog} Catalog */
-/** @typedef {import('wasq:policy/types@1.0.0').FrAmount} FrAmount */
-/** @typedef {import('wasq:policy/types@1.0.0').Needs} Needs */
-/** @typedef {import('wasq:policy/preemption@1.0.0').AdmittedRow} AdmittedRow */
-/** @typedef {import('wasq:policy/preemption@1.0.0').NewRows} NewRows */
-/** @typedef {import('wasq:policy/preemption@1.0.0').CandidateKind} CandidateKind */
-/** @typedef {import('wasq:policy/preemption@1.0.0').Request} RawRequest */
+/** @typedef {import('wasq:policy/types@1.1.0').FrAmount} FrAmount */
+/** @typedef {import('wasq:policy/types@1.1.0').Needs} Needs */
+/** @typedef {import('wasq:policy/preemption@1.1.0').AdmittedRow} AdmittedRow */
+/** @typedef {import('wasq:policy/preemption@1.1.0').NewRows} NewRows */
+/** @typedef {import('wasq:policy/preemption@1.1.0').CandidateKind} CandidateKind */
+/** @typedef {import('wasq:policy/preemption@1.1.0').Request} RawRequest */
 
 // --- Answers ---------------------------------------------------------------------------------
 
@@ -162,7 +162,7 @@ export class Candidate extends Identified {
   /** @type {bigint} Creation time (ms). */ created;
   /** @type {bigint} When its quota was reserved (ms). */ admitted;
   /** @type {number} How often it was evicted and queued again before this admission. */ requeueCount;
-  /** @type {import('wasq:policy/types@1.0.0').RequeueReason | undefined} */ requeueReason;
+  /** @type {import('wasq:policy/types@1.1.0').RequeueReason | undefined} */ requeueReason;
   /** @type {FrAmount[]} The quota it holds, per flavor-resource. */ usage;
   /** @type {CandidateKind} How it relates to the preemptor (decides the `Preempted` reason). */ kind;
   /**
@@ -324,7 +324,7 @@ export function exportPreemption(policy) {
   let kept = new KeptUsage(state.catalog);
   return {
     /**
-     * @param {import('wasq:policy/types@1.0.0').Catalog} catalog
+     * @param {import('wasq:policy/types@1.1.0').Catalog} catalog
      * @returns {Required<Needs>}
      */
     setCatalog(catalog) {
@@ -338,7 +338,7 @@ export function exportPreemption(policy) {
       });
     },
     /**
-     * @param {import('wasq:policy/types@1.0.0').NewStrings | undefined} strings
+     * @param {import('wasq:policy/types@1.1.0').NewStrings | undefined} strings
      * @param {NewRows | undefined} newRows
      * @param {RawRequest[]} requests
      * @returns {Answer[]}

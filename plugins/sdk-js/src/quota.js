@@ -15,8 +15,8 @@
 // near 2^63).
 
 /** @typedef {import('./catalog.js').Catalog} Catalog */
-/** @typedef {import('wasq:policy/types@1.0.0').NodeUsage} NodeUsage */
-/** @typedef {import('wasq:policy/types@1.0.0').FrAmount} FrAmount */
+/** @typedef {import('wasq:policy/types@1.1.0').NodeUsage} NodeUsage */
+/** @typedef {import('wasq:policy/types@1.1.0').FrAmount} FrAmount */
 
 /**
  * The usage a preemption instance received, by node and flavor-resource of its catalog: every

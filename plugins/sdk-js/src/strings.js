@@ -33,7 +33,7 @@ export class StringTable {
 
   /**
    * Adds the strings a call sent (`new-strings`); `undefined` adds nothing.
-   * @param {import('wasq:policy/types@1.0.0').NewStrings | undefined} added
+   * @param {import('wasq:policy/types@1.1.0').NewStrings | undefined} added
    */
   add(added) {
     if (added === undefined || added === null) return;

@@ -14,10 +14,10 @@ import { StringTable } from './strings.js';
 import { exportPreemption } from './preemption.js';
 import * as kueue from './kueue.js';
 
-/** @typedef {import('wasq:policy/types@1.0.0').Catalog} RawCatalog */
-/** @typedef {import('wasq:policy/types@1.0.0').Needs} Needs */
-/** @typedef {import('wasq:policy/types@1.0.0').FrAmount} FrAmount */
-/** @typedef {import('wasq:policy/types@1.0.0').NodeUsage} NodeUsage */
+/** @typedef {import('wasq:policy/types@1.1.0').Catalog} RawCatalog */
+/** @typedef {import('wasq:policy/types@1.1.0').Needs} Needs */
+/** @typedef {import('wasq:policy/types@1.1.0').FrAmount} FrAmount */
+/** @typedef {import('wasq:policy/types@1.1.0').NodeUsage} NodeUsage */
 /** @typedef {bigint | number} Int a quantity, time or priority: a BigInt, or a safe integer */
 
 /**
@@ -31,7 +31,7 @@ const big = (v, fallback = 0n) => (v === undefined || v === null ? fallback : Bi
 /**
  * The lines policies logged (outside a component they are kept in memory), oldest first, as
  * `[level, message]`.
- * @returns {Array<[import('wasq:policy/types@1.0.0').Level, string]>}
+ * @returns {Array<[import('wasq:policy/types@1.1.0').Level, string]>}
  */
 export function logs() {
   return memoryLines();
@@ -127,7 +127,7 @@ export class CatalogBuilder {
 
   /**
    * Turns fair sharing on with these preemption strategies.
-   * @param {import('wasq:policy/types@1.0.0').FairSharingStrategy[]} [strategies]
+   * @param {import('wasq:policy/types@1.1.0').FairSharingStrategy[]} [strategies]
    */
   fairSharing(strategies = ['less-than-or-equal-to-final-share', 'less-than-initial-share']) {
     this.#raw.fairSharing = { strategies };
@@ -228,7 +228,7 @@ export class CatalogBuilder {
 
   /**
    * @param {string} name
-   * @param {import('wasq:policy/types@1.0.0').NodeKind} kind
+   * @param {import('wasq:policy/types@1.1.0').NodeKind} kind
    * @param {number | undefined} parent
    */
   #node(name, kind, parent) {
@@ -284,7 +284,7 @@ export class CatalogBuilder {
 
   /**
    * Sets the last added ClusterQueue's `spec.preemption` (merged over Kueue's defaults).
-   * @param {Partial<import('wasq:policy/types@1.0.0').PreemptionConfig>} config
+   * @param {Partial<import('wasq:policy/types@1.1.0').PreemptionConfig>} config
    */
   preemption(config) {
     const cq = this.#raw.clusterQueues.at(-1);
@@ -294,7 +294,7 @@ export class CatalogBuilder {
 
   /**
    * Sets the last added ClusterQueue's `spec.flavorFungibility` (merged over Kueue's defaults).
-   * @param {Partial<import('wasq:policy/types@1.0.0').Fungibility>} fungibility
+   * @param {Partial<import('wasq:policy/types@1.1.0').Fungibility>} fungibility
    */
   fungibility(fungibility) {
     const cq = this.#raw.clusterQueues.at(-1);
@@ -352,7 +352,7 @@ export class CatalogBuilder {
         height[p] = Math.max(height[p], raw.nodes[i].kind === 'cohort' ? height[i] + 1 : 1);
       }
     }
-    raw.nodes.forEach((/** @type {import('wasq:policy/types@1.0.0').Node} */ node, /** @type {number} */ i) => {
+    raw.nodes.forEach((/** @type {import('wasq:policy/types@1.1.0').Node} */ node, /** @type {number} */ i) => {
       node.height = height[i];
       node.quotas = [];
       for (let f = 0; f < width; f++) {
@@ -392,7 +392,7 @@ export class CatalogBuilder {
  *   created?: Int,
  *   queued?: Int,
  *   requeueCount?: number,
- *   requeueReason?: import('wasq:policy/types@1.0.0').RequeueReason,
+ *   requeueReason?: import('wasq:policy/types@1.1.0').RequeueReason,
  *   podSets?: Array<{ count: number, minCount?: number, perPod?: Array<{ resource: number, amount: Int }> }>,
  * }} WorkloadSpec
  */
@@ -420,7 +420,7 @@ export function workload(spec) {
  *   queued?: Int,
  *   key?: { primary: Int, secondary: Int, tertiary: Int },
  *   requeueCount?: number,
- *   requeueReason?: import('wasq:policy/types@1.0.0').RequeueReason,
+ *   requeueReason?: import('wasq:policy/types@1.1.0').RequeueReason,
  *   secondPass?: boolean,
  *   borrowingLevel?: number,
  *   usage?: Array<{ fr: number, amount: Int }>,
@@ -447,9 +447,9 @@ export function head(spec) {
  *   created?: Int,
  *   admitted?: Int,
  *   requeueCount?: number,
- *   requeueReason?: import('wasq:policy/types@1.0.0').RequeueReason,
+ *   requeueReason?: import('wasq:policy/types@1.1.0').RequeueReason,
  *   usage?: Array<{ fr: number, amount: Int }>,
- *   kind?: import('wasq:policy/preemption@1.0.0').CandidateKind,
+ *   kind?: import('wasq:policy/preemption@1.1.0').CandidateKind,
  *   lca?: number,
  *   evicting?: boolean,
  *   localQueueUsage?: number,
@@ -620,7 +620,7 @@ class Interner {
 
   /**
    * The strings added since the last call, as `new-strings`; `undefined` when none.
-   * @returns {import('wasq:policy/types@1.0.0').NewStrings | undefined}
+   * @returns {import('wasq:policy/types@1.1.0').NewStrings | undefined}
    */
   take() {
     if (this.#pending.length === 0) return undefined;
@@ -676,7 +676,7 @@ class SimulatedHost {
   /**
    * The WIT identity of `who`, interning its strings.
    * @param {Who} who
-   * @returns {import('wasq:policy/types@1.0.0').WorkloadIdentity}
+   * @returns {import('wasq:policy/types@1.1.0').WorkloadIdentity}
    */
   identity(who) {
     const s = this.strings;
@@ -695,7 +695,7 @@ class SimulatedHost {
    * assignment and placement, which always carry them).
    * @param {WorkloadSpec} spec
    * @param {boolean} [always]
-   * @returns {import('wasq:policy/types@1.0.0').Workload}
+   * @returns {import('wasq:policy/types@1.1.0').Workload}
    */
   workload(spec, always = false) {
     const w = workload(spec);
@@ -765,7 +765,7 @@ export class OrderingHost extends SimulatedHost {
   /**
    * The keys of these workloads. `localQueueUsage` is sent when the plugin needs it.
    * @param {readonly WorkloadSpec[]} workloads
-   * @param {{ localQueueUsage?: import('wasq:policy/types@1.0.0').LocalQueueUsage[], now?: Int }} [options]
+   * @param {{ localQueueUsage?: import('wasq:policy/types@1.1.0').LocalQueueUsage[], now?: Int }} [options]
    */
   sortKeys(workloads, { localQueueUsage = [], now = 0n } = {}) {
     const raw = workloads.map((w) => this.workload(w));
@@ -785,7 +785,7 @@ export class OrderingHost extends SimulatedHost {
       this.#heads.clear();
       this.#headsSent = 0;
     }
-    /** @type {import('wasq:policy/ordering@1.0.0').HeadInfo[]} */
+    /** @type {import('wasq:policy/ordering@1.1.0').HeadInfo[]} */
     const added = [];
     const first = this.#headsSent;
     const ids = heads.map((spec) => {
@@ -815,7 +815,7 @@ export class OrderingHost extends SimulatedHost {
       return id;
     });
     this.#headsSent += added.length;
-    /** @type {import('wasq:policy/ordering@1.0.0').HeadGroup[]} */
+    /** @type {import('wasq:policy/ordering@1.1.0').HeadGroup[]} */
     const groups = [];
     heads.forEach((spec, i) => {
       const secondPass = spec.secondPass ?? false;
@@ -901,7 +901,7 @@ export class PreemptionHost extends SimulatedHost {
       this.#rows.clear();
       this.#rowsSent = 0;
     }
-    /** @type {import('wasq:policy/preemption@1.0.0').AdmittedRow[]} */
+    /** @type {import('wasq:policy/preemption@1.1.0').AdmittedRow[]} */
     const added = [];
     const first = this.#rowsSent;
     const raw = requests.map((spec) => {
@@ -931,7 +931,7 @@ export class PreemptionHost extends SimulatedHost {
         return row;
       });
       this.#rowsSent = first + added.length;
-      /** @type {import('wasq:policy/preemption@1.0.0').CandidateGroup[]} */
+      /** @type {import('wasq:policy/preemption@1.1.0').CandidateGroup[]} */
       const groups = [];
       candidates.forEach((c, i) => {
         const kind = c.kind ?? 'same-queue';
@@ -988,7 +988,7 @@ export class PreemptionHost extends SimulatedHost {
  * @property {WorkloadSpec} workload
  * @property {number} [podSet]
  * @property {Array<{ resource: number, amount: Int }>} [requests]
- * @property {Array<import('wasq:policy/flavor-assignment@1.0.0').FlavorOption | undefined>} options
+ * @property {Array<import('wasq:policy/flavor-assignment@1.1.0').FlavorOption | undefined>} options
  * @property {Int} [now]
  */
 
@@ -1037,7 +1037,7 @@ export class FlavorAssignmentHost extends SimulatedHost {
  * @property {number} count
  * @property {Int[]} perPod milli-units per column (`pods` = 1000)
  * @property {Int[]} [leader]
- * @property {Partial<import('wasq:policy/placement@1.0.0').Constraint>} [constraint] unconstrained at the lowest level by default
+ * @property {Partial<import('wasq:policy/placement@1.1.0').Constraint>} [constraint] unconstrained at the lowest level by default
  * @property {Array<{ level: number, parent: number | undefined, free: Int[] }>} domains
  * @property {Array<{ domain: number, eligible: boolean }>} leaves
  * @property {Int} [now]
@@ -1046,7 +1046,7 @@ export class FlavorAssignmentHost extends SimulatedHost {
 /** Calls a placement plugin as wasq does. */
 export class PlacementHost extends SimulatedHost {
   /** @type {ReturnType<typeof exportPlacement>} */ plugin;
-  /** @type {import('wasq:policy/placement@1.0.0').Request[]} The requests of the last call, as sent. */ sent = [];
+  /** @type {import('wasq:policy/placement@1.1.0').Request[]} The requests of the last call, as sent. */ sent = [];
 
   /**
    * @param {ReturnType<typeof exportPlacement> | import('./placement.js').PlacementPolicy} target

@@ -43,7 +43,7 @@ async function load(dir, name) {
   const out = join(work, name);
   await mkdir(out, { recursive: true });
   await writeFile(join(out, 'host.js'), 'export const lines = [];\nexport function log(level, message) { lines.push([level, message]); }\n');
-  const run = spawnSync(JCO ?? 'jco', ['transpile', wasm, '-o', out, '--name', 'plugin', '--map', 'wasq:policy/host@1.0.0=./host.js', '-q'], { encoding: 'utf8' });
+  const run = spawnSync(JCO ?? 'jco', ['transpile', wasm, '-o', out, '--name', 'plugin', '--map', 'wasq:policy/host@1.1.0=./host.js', '-q'], { encoding: 'utf8' });
   assert.equal(run.status, 0, run.stderr);
   const component = await import(pathToFileURL(join(out, 'plugin.js')).href);
   const host = await import(pathToFileURL(join(out, 'host.js')).href);

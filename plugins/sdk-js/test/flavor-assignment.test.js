@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { exportFlavorAssignment, kueue } from '../index.js';
 import { CatalogBuilder, FlavorAssignmentHost, clearLogs, logs, workload } from '../testing.js';
 
-/** @typedef {import('wasq:policy/flavor-assignment@1.0.0').FitMode} FitMode */
+/** @typedef {import('wasq:policy/flavor-assignment@1.1.0').FitMode} FitMode */
 
 /**
  * @param {number} flavor

@@ -10,8 +10,8 @@ import { CatalogBuilder, clearLogs, head, logs, nodeUsage, OrderingHost, workloa
 /**
  * A head of the table of heads.
  * @param {number} workload
- * @param {Partial<import('wasq:policy/ordering@1.0.0').HeadInfo>} [fields]
- * @returns {import('wasq:policy/ordering@1.0.0').HeadInfo}
+ * @param {Partial<import('wasq:policy/ordering@1.1.0').HeadInfo>} [fields]
+ * @returns {import('wasq:policy/ordering@1.1.0').HeadInfo}
  */
 function info(workload, fields = {}) {
   return {

@@ -10,8 +10,8 @@ import { CatalogBuilder, clearLogs, logs, nodeUsage, PreemptionHost, candidate, 
 /**
  * A row of the table of admitted workloads.
  * @param {number} workload
- * @param {Partial<import('wasq:policy/preemption@1.0.0').AdmittedRow>} [fields]
- * @returns {import('wasq:policy/preemption@1.0.0').AdmittedRow}
+ * @param {Partial<import('wasq:policy/preemption@1.1.0').AdmittedRow>} [fields]
+ * @returns {import('wasq:policy/preemption@1.1.0').AdmittedRow}
  */
 function row(workload, fields = {}) {
   return {
@@ -31,8 +31,8 @@ function row(workload, fields = {}) {
 
 /**
  * A request as the host sends it.
- * @param {Partial<import('wasq:policy/preemption@1.0.0').Request>} fields
- * @returns {import('wasq:policy/preemption@1.0.0').Request}
+ * @param {Partial<import('wasq:policy/preemption@1.1.0').Request>} fields
+ * @returns {import('wasq:policy/preemption@1.1.0').Request}
  */
 function sent(fields) {
   return {
@@ -291,7 +291,7 @@ test('the simulated host sends identity, podSets and tree usage only when needed
   /** @type {unknown[]} */
   const seen = [];
   const policy = {
-    /** @type {import('wasq:policy/types@1.0.0').Needs} */
+    /** @type {import('wasq:policy/types@1.1.0').Needs} */
     wants: { identity: true },
     needs() {
       return this.wants;

@@ -1,6 +1,6 @@
 """The Python SDK for wasq scheduling-policy plugins: WebAssembly components, built with
 componentize-py, that decide admission ordering, preemption victims, flavor assignment or
-topology placement for a Kueue-compatible scheduler (``wit/``: ``wasq:policy@1.0.0``).
+topology placement for a Kueue-compatible scheduler (``wit/``: ``wasq:policy@1.1.0``).
 
 A plugin subclasses one policy class and exports it, once, at the end of its ``policy.py``:
 
@@ -46,7 +46,7 @@ from .workload import Identity, JobOwner, Workload
 __version__ = "0.1.0"
 
 #: The WIT package this SDK implements.
-WIT_PACKAGE = "wasq:policy@1.0.0"
+WIT_PACKAGE = "wasq:policy@1.1.0"
 
 __all__ = [
     "CandidateKind",

@@ -13,7 +13,7 @@ pub mod common {
         inline: "
             package wasq:sdk;
             world common {
-                import wasq:policy/host@1.0.0;
+                import wasq:policy/host@1.1.0;
             }
         ",
         path: "../../wit",
@@ -28,10 +28,10 @@ pub mod common {
 pub mod ordering {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "wasq:policy/ordering-plugin@1.0.0",
+        world: "wasq:policy/ordering-plugin@1.1.0",
         with: {
-            "wasq:policy/types@1.0.0": crate::bindings::common::wasq::policy::types,
-            "wasq:policy/host@1.0.0": crate::bindings::common::wasq::policy::host,
+            "wasq:policy/types@1.1.0": crate::bindings::common::wasq::policy::types,
+            "wasq:policy/host@1.1.0": crate::bindings::common::wasq::policy::host,
         },
         additional_derives: [PartialEq],
         pub_export_macro: true,
@@ -44,10 +44,10 @@ pub mod ordering {
 pub mod preemption {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "wasq:policy/preemption-plugin@1.0.0",
+        world: "wasq:policy/preemption-plugin@1.1.0",
         with: {
-            "wasq:policy/types@1.0.0": crate::bindings::common::wasq::policy::types,
-            "wasq:policy/host@1.0.0": crate::bindings::common::wasq::policy::host,
+            "wasq:policy/types@1.1.0": crate::bindings::common::wasq::policy::types,
+            "wasq:policy/host@1.1.0": crate::bindings::common::wasq::policy::host,
         },
         additional_derives: [PartialEq],
         pub_export_macro: true,
@@ -60,10 +60,10 @@ pub mod preemption {
 pub mod flavor_assignment {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "wasq:policy/flavor-assignment-plugin@1.0.0",
+        world: "wasq:policy/flavor-assignment-plugin@1.1.0",
         with: {
-            "wasq:policy/types@1.0.0": crate::bindings::common::wasq::policy::types,
-            "wasq:policy/host@1.0.0": crate::bindings::common::wasq::policy::host,
+            "wasq:policy/types@1.1.0": crate::bindings::common::wasq::policy::types,
+            "wasq:policy/host@1.1.0": crate::bindings::common::wasq::policy::host,
         },
         additional_derives: [PartialEq],
         pub_export_macro: true,
@@ -76,10 +76,10 @@ pub mod flavor_assignment {
 pub mod placement {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "wasq:policy/placement-plugin@1.0.0",
+        world: "wasq:policy/placement-plugin@1.1.0",
         with: {
-            "wasq:policy/types@1.0.0": crate::bindings::common::wasq::policy::types,
-            "wasq:policy/host@1.0.0": crate::bindings::common::wasq::policy::host,
+            "wasq:policy/types@1.1.0": crate::bindings::common::wasq::policy::types,
+            "wasq:policy/host@1.1.0": crate::bindings::common::wasq::policy::host,
         },
         additional_derives: [PartialEq],
         pub_export_macro: true,

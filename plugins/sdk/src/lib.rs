@@ -27,7 +27,7 @@
 //! wasq_policy_sdk::export_ordering!(OldestFirst);
 //! ```
 //!
-//! The SDK handles the WIT contract (`wasq:policy@1.0.0`, generated with wit-bindgen from the
+//! The SDK handles the WIT contract (`wasq:policy@1.1.0`, generated with wit-bindgen from the
 //! repository's `wit/` folder): it stores the [`Catalog`] the host sends and passes it to every
 //! policy method, batches calls, keeps the tables the contract keeps in an instance (the string
 //! table, ordering's table of heads, preemption's table of admitted workloads and the quota

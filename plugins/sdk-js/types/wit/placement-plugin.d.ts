@@ -1,8 +1,8 @@
 /// <reference path="./interfaces/wasq-policy-host.d.ts" />
 /// <reference path="./interfaces/wasq-policy-placement.d.ts" />
 /// <reference path="./interfaces/wasq-policy-types.d.ts" />
-declare module 'wasq:policy/placement-plugin@1.0.0' {
-  export type * as WasqPolicyHost100 from 'wasq:policy/host@1.0.0'; // import wasq:policy/host@1.0.0
-  export type * as WasqPolicyTypes100 from 'wasq:policy/types@1.0.0'; // import wasq:policy/types@1.0.0
-  export * as placement from 'wasq:policy/placement@1.0.0'; // export wasq:policy/placement@1.0.0
+declare module 'wasq:policy/placement-plugin@1.1.0' {
+  export type * as WasqPolicyHost110 from 'wasq:policy/host@1.1.0'; // import wasq:policy/host@1.1.0
+  export type * as WasqPolicyTypes110 from 'wasq:policy/types@1.1.0'; // import wasq:policy/types@1.1.0
+  export * as placement from 'wasq:policy/placement@1.1.0'; // export wasq:policy/placement@1.1.0
 }

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { CatalogBuilder, FlavorAssignmentHost, workload } from '../sdk-js/testing.js';
 import { flavorAssignment } from './policy.js';
 
-/** @param {number} flavor @param {import('wasq:policy/flavor-assignment@1.0.0').FitMode} mode */
+/** @param {number} flavor @param {import('wasq:policy/flavor-assignment@1.1.0').FitMode} mode */
 const option = (flavor, mode) => ({ flavor, mode, borrowLevel: 0 });
 
 test("the last fitting flavor, else Kueue's choice", () => {

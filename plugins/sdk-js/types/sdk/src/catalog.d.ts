@@ -1,18 +1,18 @@
 import { StringTable } from './strings.js';
-export type RawCatalog = import('wasq:policy/types@1.0.0').Catalog;
-export type Quota = import('wasq:policy/types@1.0.0').Quota;
-export type Node = import('wasq:policy/types@1.0.0').Node;
-export type ClusterQueue = import('wasq:policy/types@1.0.0').ClusterQueue;
-export type LocalQueue = import('wasq:policy/types@1.0.0').LocalQueue;
-export type Annotation = import('wasq:policy/types@1.0.0').Annotation;
-export type FairSharingStrategy = import('wasq:policy/types@1.0.0').FairSharingStrategy;
-/** @typedef {import('wasq:policy/types@1.0.0').Catalog} RawCatalog */
-/** @typedef {import('wasq:policy/types@1.0.0').Quota} Quota */
-/** @typedef {import('wasq:policy/types@1.0.0').Node} Node */
-/** @typedef {import('wasq:policy/types@1.0.0').ClusterQueue} ClusterQueue */
-/** @typedef {import('wasq:policy/types@1.0.0').LocalQueue} LocalQueue */
-/** @typedef {import('wasq:policy/types@1.0.0').Annotation} Annotation */
-/** @typedef {import('wasq:policy/types@1.0.0').FairSharingStrategy} FairSharingStrategy */
+export type RawCatalog = import('wasq:policy/types@1.1.0').Catalog;
+export type Quota = import('wasq:policy/types@1.1.0').Quota;
+export type Node = import('wasq:policy/types@1.1.0').Node;
+export type ClusterQueue = import('wasq:policy/types@1.1.0').ClusterQueue;
+export type LocalQueue = import('wasq:policy/types@1.1.0').LocalQueue;
+export type Annotation = import('wasq:policy/types@1.1.0').Annotation;
+export type FairSharingStrategy = import('wasq:policy/types@1.1.0').FairSharingStrategy;
+/** @typedef {import('wasq:policy/types@1.1.0').Catalog} RawCatalog */
+/** @typedef {import('wasq:policy/types@1.1.0').Quota} Quota */
+/** @typedef {import('wasq:policy/types@1.1.0').Node} Node */
+/** @typedef {import('wasq:policy/types@1.1.0').ClusterQueue} ClusterQueue */
+/** @typedef {import('wasq:policy/types@1.1.0').LocalQueue} LocalQueue */
+/** @typedef {import('wasq:policy/types@1.1.0').Annotation} Annotation */
+/** @typedef {import('wasq:policy/types@1.1.0').FairSharingStrategy} FairSharingStrategy */
 /**
  * The host's catalog with the lookups plugins need. Every field of the WIT record is a
  * property (`catalog.nodes`, `catalog.clusterQueues`, `catalog.settings`, …, as jco maps them:
@@ -27,15 +27,15 @@ export declare class Catalog {
     /** @type {RawCatalog} */ raw: RawCatalog;
     /** @type {bigint} */ generation: bigint;
     /** @type {string[]} Resource names; `resource-id` indexes them. */ resources: string[];
-    /** @type {import('wasq:policy/types@1.0.0').Flavor[]} ResourceFlavors; `flavor-id` indexes them. */ flavors: import('wasq:policy/types@1.0.0').Flavor[];
-    /** @type {import('wasq:policy/types@1.0.0').FlavorResource[]} Flavor-resource pairs; `fr-id` indexes them. */ flavorResources: import('wasq:policy/types@1.0.0').FlavorResource[];
+    /** @type {import('wasq:policy/types@1.1.0').Flavor[]} ResourceFlavors; `flavor-id` indexes them. */ flavors: import('wasq:policy/types@1.1.0').Flavor[];
+    /** @type {import('wasq:policy/types@1.1.0').FlavorResource[]} Flavor-resource pairs; `fr-id` indexes them. */ flavorResources: import('wasq:policy/types@1.1.0').FlavorResource[];
     /** @type {Node[]} The quota tree; `node-id` indexes it. */ nodes: Node[];
     /** @type {ClusterQueue[]} `cluster-queue-id` indexes them. */ clusterQueues: ClusterQueue[];
     /** @type {LocalQueue[]} `local-queue-id` indexes them. */ localQueues: LocalQueue[];
     /** @type {string[]} Exposed annotation keys; `annotation-key` indexes them. */ annotationKeys: string[];
-    /** @type {import('wasq:policy/types@1.0.0').Setting[]} This plugin's settings, as written. */ settings: import('wasq:policy/types@1.0.0').Setting[];
-    /** @type {import('wasq:policy/types@1.0.0').FairSharing | undefined} */ fairSharing: import('wasq:policy/types@1.0.0').FairSharing | undefined;
-    /** @type {import('wasq:policy/types@1.0.0').AdmissionFairSharing | undefined} */ admissionFairSharing: import('wasq:policy/types@1.0.0').AdmissionFairSharing | undefined;
+    /** @type {import('wasq:policy/types@1.1.0').Setting[]} This plugin's settings, as written. */ settings: import('wasq:policy/types@1.1.0').Setting[];
+    /** @type {import('wasq:policy/types@1.1.0').FairSharing | undefined} */ fairSharing: import('wasq:policy/types@1.1.0').FairSharing | undefined;
+    /** @type {import('wasq:policy/types@1.1.0').AdmissionFairSharing | undefined} */ admissionFairSharing: import('wasq:policy/types@1.1.0').AdmissionFairSharing | undefined;
     /**
      * Wraps a catalog as the host sent it.
      * @param {RawCatalog} raw

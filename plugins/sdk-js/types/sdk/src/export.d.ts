@@ -20,9 +20,9 @@ export declare class PluginState {
     catalog: Catalog;
     /**
      * Installs a new catalog from the host (the string table stays).
-     * @param {import('wasq:policy/types@1.0.0').Catalog} raw
+     * @param {import('wasq:policy/types@1.1.0').Catalog} raw
      */
-    setCatalog(raw: import('wasq:policy/types@1.0.0').Catalog): void;
+    setCatalog(raw: import('wasq:policy/types@1.1.0').Catalog): void;
 }
 /**
  * Runs one WIT function: on an exception (of the policy or of the SDK), logs it at error level
@@ -67,6 +67,6 @@ export declare const DEFAULT_NEEDS: Readonly<{
 /**
  * `needs` as the host takes it: every flag a boolean.
  * @param {unknown} needs
- * @returns {Required<import('wasq:policy/types@1.0.0').Needs>}
+ * @returns {Required<import('wasq:policy/types@1.1.0').Needs>}
  */
-export declare function normalizeNeeds(needs: unknown): Required<import('wasq:policy/types@1.0.0').Needs>;
+export declare function normalizeNeeds(needs: unknown): Required<import('wasq:policy/types@1.1.0').Needs>;

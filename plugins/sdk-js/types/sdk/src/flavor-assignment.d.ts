@@ -1,17 +1,17 @@
 import { Workload } from './identity.js';
 export type Catalog = import('./catalog.js').Catalog;
-export type RawRequest = import('wasq:policy/flavor-assignment@1.0.0').Request;
-export type FlavorOption = import('wasq:policy/flavor-assignment@1.0.0').FlavorOption;
+export type RawRequest = import('wasq:policy/flavor-assignment@1.1.0').Request;
+export type FlavorOption = import('wasq:policy/flavor-assignment@1.1.0').FlavorOption;
 /** @typedef {import('./catalog.js').Catalog} Catalog */
-/** @typedef {import('wasq:policy/flavor-assignment@1.0.0').Request} RawRequest */
-/** @typedef {import('wasq:policy/flavor-assignment@1.0.0').FlavorOption} FlavorOption */
+/** @typedef {import('wasq:policy/flavor-assignment@1.1.0').Request} RawRequest */
+/** @typedef {import('wasq:policy/flavor-assignment@1.1.0').FlavorOption} FlavorOption */
 /**
  * One podSet and one resource group to choose a flavor for (`flavor-assignment.request`).
  */
 export declare class Request {
     /** @type {Workload} The workload the podSet belongs to (identity and podSets always sent). */ workload: Workload;
     /** @type {number} The podSet: an index into `workload.podSets`. */ podSet: number;
-    /** @type {import('wasq:policy/types@1.0.0').ResourceAmount[]} The group's resources the podSet requests, in total. */ requests: import('wasq:policy/types@1.0.0').ResourceAmount[];
+    /** @type {import('wasq:policy/types@1.1.0').ResourceAmount[]} The group's resources the podSet requests, in total. */ requests: import('wasq:policy/types@1.1.0').ResourceAmount[];
     /**
      * @type {Array<FlavorOption | undefined>} Every flavor of the group in the ClusterQueue's
      * order, with the host's evaluation (`flavor`, `mode`, `borrowLevel`); `undefined` where the
@@ -56,12 +56,12 @@ export type FlavorAssignmentPolicy = {
  * @param {FlavorAssignmentPolicy} policy
  */
 export declare function exportFlavorAssignment(policy: FlavorAssignmentPolicy): {
-    /** @param {import('wasq:policy/types@1.0.0').Catalog} catalog */
-    setCatalog(catalog: import('wasq:policy/types@1.0.0').Catalog): void;
+    /** @param {import('wasq:policy/types@1.1.0').Catalog} catalog */
+    setCatalog(catalog: import('wasq:policy/types@1.1.0').Catalog): void;
     /**
-     * @param {import('wasq:policy/types@1.0.0').NewStrings | undefined} strings
+     * @param {import('wasq:policy/types@1.1.0').NewStrings | undefined} strings
      * @param {RawRequest[]} requests
      * @returns {Array<number | undefined>}
      */
-    chooseFlavors(strings: import('wasq:policy/types@1.0.0').NewStrings | undefined, requests: RawRequest[]): Array<number | undefined>;
+    chooseFlavors(strings: import('wasq:policy/types@1.1.0').NewStrings | undefined, requests: RawRequest[]): Array<number | undefined>;
 };

@@ -1,5 +1,5 @@
-export type WorkloadIdentity = import('wasq:policy/types@1.0.0').WorkloadIdentity;
-export type Entry = import('wasq:policy/types@1.0.0').Entry;
+export type WorkloadIdentity = import('wasq:policy/types@1.1.0').WorkloadIdentity;
+export type Entry = import('wasq:policy/types@1.1.0').Entry;
 export type Catalog = import('./catalog.js').Catalog;
 export type Owner = {
     /**
@@ -30,7 +30,7 @@ export declare class Identified {
      */
     constructor(catalog: Catalog, identity: WorkloadIdentity | undefined, localQueue: number | undefined);
     /** The raw WIT identity (string ids); `undefined` when the host did not send it. */
-    get identity(): import("wasq:policy/types@1.0.0").WorkloadIdentity | undefined;
+    get identity(): import("wasq:policy/types@1.1.0").WorkloadIdentity | undefined;
     /** The Workload's namespace; `''` when the identity was not sent. */
     get namespace(): string;
     /**
@@ -80,25 +80,25 @@ export declare class Workload extends Identified {
     /** @type {bigint} Creation time (ms): Kueue's queue-order timestamp. */ created: bigint;
     /** @type {bigint} When it last entered its queue (ms). */ queued: bigint;
     /** @type {number} How often it was evicted and queued again (0 = never). */ requeueCount: number;
-    /** @type {import('wasq:policy/types@1.0.0').RequeueReason | undefined} Why it was last requeued. */ requeueReason: import('wasq:policy/types@1.0.0').RequeueReason | undefined;
+    /** @type {import('wasq:policy/types@1.1.0').RequeueReason | undefined} Why it was last requeued. */ requeueReason: import('wasq:policy/types@1.1.0').RequeueReason | undefined;
     /**
-     * @type {import('wasq:policy/types@1.0.0').PodSet[]} Its podSets, in order; empty when the
+     * @type {import('wasq:policy/types@1.1.0').PodSet[]} Its podSets, in order; empty when the
      * host sent none (an ordering or preemption plugin whose `needs` lack `podSets`).
      */
-    podSets: import('wasq:policy/types@1.0.0').PodSet[];
+    podSets: import('wasq:policy/types@1.1.0').PodSet[];
     /**
-     * @type {import('wasq:policy/types@1.0.0').LocalQueueUsage | undefined} In `sortKey` only:
+     * @type {import('wasq:policy/types@1.1.0').LocalQueueUsage | undefined} In `sortKey` only:
      * admission fair sharing's figures for its LocalQueue, when the plugin needs
      * `localQueueUsage` and the host sent them.
      */
-    localQueueUsage: import('wasq:policy/types@1.0.0').LocalQueueUsage | undefined;
-    /** @type {import('wasq:policy/types@1.0.0').Workload} The WIT record as the host sent it. */ raw: import('wasq:policy/types@1.0.0').Workload;
+    localQueueUsage: import('wasq:policy/types@1.1.0').LocalQueueUsage | undefined;
+    /** @type {import('wasq:policy/types@1.1.0').Workload} The WIT record as the host sent it. */ raw: import('wasq:policy/types@1.1.0').Workload;
     /**
      * @param {Catalog} catalog
-     * @param {import('wasq:policy/types@1.0.0').Workload} raw
-     * @param {import('wasq:policy/types@1.0.0').LocalQueueUsage} [localQueueUsage]
+     * @param {import('wasq:policy/types@1.1.0').Workload} raw
+     * @param {import('wasq:policy/types@1.1.0').LocalQueueUsage} [localQueueUsage]
      */
-    constructor(catalog: Catalog, raw: import('wasq:policy/types@1.0.0').Workload, localQueueUsage?: import('wasq:policy/types@1.0.0').LocalQueueUsage);
+    constructor(catalog: Catalog, raw: import('wasq:policy/types@1.1.0').Workload, localQueueUsage?: import('wasq:policy/types@1.1.0').LocalQueueUsage);
     /**
      * Whether it was evicted and queued again at least `times` times (0: always): the test an
      * ordering uses to demote workloads that keep failing.

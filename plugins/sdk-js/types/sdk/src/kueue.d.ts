@@ -1,9 +1,9 @@
 import { kueueAmong } from './preemption.js';
-export type Fungibility = import('wasq:policy/types@1.0.0').Fungibility;
-export type PreemptionConfig = import('wasq:policy/types@1.0.0').PreemptionConfig;
-export type FlavorOption = import('wasq:policy/flavor-assignment@1.0.0').FlavorOption;
-export type FitMode = import('wasq:policy/flavor-assignment@1.0.0').FitMode;
-export type Needs = import('wasq:policy/types@1.0.0').Needs;
+export type Fungibility = import('wasq:policy/types@1.1.0').Fungibility;
+export type PreemptionConfig = import('wasq:policy/types@1.1.0').PreemptionConfig;
+export type FlavorOption = import('wasq:policy/flavor-assignment@1.1.0').FlavorOption;
+export type FitMode = import('wasq:policy/flavor-assignment@1.1.0').FitMode;
+export type Needs = import('wasq:policy/types@1.1.0').Needs;
 export type SortKey = {
     primary: bigint;
     secondary: bigint;
@@ -46,10 +46,10 @@ export declare function orderBits(value: number): bigint;
  * `fairWeight` ≤ 0).
  * @param {import('./catalog.js').Catalog} catalog
  * @param {number} localQueue
- * @param {import('wasq:policy/types@1.0.0').LocalQueueUsage | undefined} usage
+ * @param {import('wasq:policy/types@1.1.0').LocalQueueUsage | undefined} usage
  * @returns {number}
  */
-export declare function weightedLocalQueueUsage(catalog: import('./catalog.js').Catalog, localQueue: number, usage: import('wasq:policy/types@1.0.0').LocalQueueUsage | undefined): number;
+export declare function weightedLocalQueueUsage(catalog: import('./catalog.js').Catalog, localQueue: number, usage: import('wasq:policy/types@1.1.0').LocalQueueUsage | undefined): number;
 /**
  * Kueue's queue order under admission fair sharing too: for a workload of a ClusterQueue that
  * uses it (`catalog.usesAdmissionFairSharing`) and has a LocalQueue,

@@ -1,5 +1,5 @@
-export type Level = import('wasq:policy/types@1.0.0').Level;
-/** @typedef {import('wasq:policy/types@1.0.0').Level} Level */
+export type Level = import('wasq:policy/types@1.1.0').Level;
+/** @typedef {import('wasq:policy/types@1.1.0').Level} Level */
 /** The levels, least severe first. */
 export declare const LEVELS: readonly ['trace', 'debug', 'info', 'warn', 'error'];
 /**

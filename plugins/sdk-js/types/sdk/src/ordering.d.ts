@@ -2,12 +2,12 @@ import { Identified, Workload } from './identity.js';
 import { QuotaView } from './quota.js';
 export type Catalog = import('./catalog.js').Catalog;
 export type SortKey = import('./kueue.js').SortKey;
-export type FrAmount = import('wasq:policy/types@1.0.0').FrAmount;
-export type Needs = import('wasq:policy/types@1.0.0').Needs;
-export type HeadInfo = import('wasq:policy/ordering@1.0.0').HeadInfo;
-export type NewHeads = import('wasq:policy/ordering@1.0.0').NewHeads;
-export type HeadGroup = import('wasq:policy/ordering@1.0.0').HeadGroup;
-export type HeadUsage = import('wasq:policy/ordering@1.0.0').HeadUsage;
+export type FrAmount = import('wasq:policy/types@1.1.0').FrAmount;
+export type Needs = import('wasq:policy/types@1.1.0').Needs;
+export type HeadInfo = import('wasq:policy/ordering@1.1.0').HeadInfo;
+export type NewHeads = import('wasq:policy/ordering@1.1.0').NewHeads;
+export type HeadGroup = import('wasq:policy/ordering@1.1.0').HeadGroup;
+export type HeadUsage = import('wasq:policy/ordering@1.1.0').HeadUsage;
 /**
  * The instance's table of heads (`new-heads`): head `first + k` is `heads[k]`; `first == 0`
  * starts a new table. A `first` past the end leaves heads never received between (they read
@@ -44,7 +44,7 @@ export declare class Head extends Identified {
      */
     key: SortKey;
     /** @type {number} How often it was evicted and queued again (0 = never). */ requeueCount: number;
-    /** @type {import('wasq:policy/types@1.0.0').RequeueReason | undefined} */ requeueReason: import('wasq:policy/types@1.0.0').RequeueReason | undefined;
+    /** @type {import('wasq:policy/types@1.1.0').RequeueReason | undefined} */ requeueReason: import('wasq:policy/types@1.1.0').RequeueReason | undefined;
     /**
      * @type {boolean} It already holds quota and this is its second pass (Kueue's two-phase
      * admission); Kueue tries these first.
@@ -98,27 +98,27 @@ export type OrderingPolicy = {
  */
 export declare function exportOrdering(policy: OrderingPolicy): {
     /**
-     * @param {import('wasq:policy/types@1.0.0').Catalog} catalog
+     * @param {import('wasq:policy/types@1.1.0').Catalog} catalog
      * @returns {Required<Needs>}
      */
-    setCatalog(catalog: import('wasq:policy/types@1.0.0').Catalog): Required<Needs>;
+    setCatalog(catalog: import('wasq:policy/types@1.1.0').Catalog): Required<Needs>;
     /**
-     * @param {import('wasq:policy/types@1.0.0').NewStrings | undefined} strings
-     * @param {import('wasq:policy/types@1.0.0').Workload[]} workloads
-     * @param {import('wasq:policy/types@1.0.0').LocalQueueUsage[]} localQueueUsage
+     * @param {import('wasq:policy/types@1.1.0').NewStrings | undefined} strings
+     * @param {import('wasq:policy/types@1.1.0').Workload[]} workloads
+     * @param {import('wasq:policy/types@1.1.0').LocalQueueUsage[]} localQueueUsage
      * @param {bigint} now
      * @returns {SortKey[]}
      */
-    sortKeys(strings: import('wasq:policy/types@1.0.0').NewStrings | undefined, workloads: import('wasq:policy/types@1.0.0').Workload[], localQueueUsage: import('wasq:policy/types@1.0.0').LocalQueueUsage[], now: bigint): SortKey[];
+    sortKeys(strings: import('wasq:policy/types@1.1.0').NewStrings | undefined, workloads: import('wasq:policy/types@1.1.0').Workload[], localQueueUsage: import('wasq:policy/types@1.1.0').LocalQueueUsage[], now: bigint): SortKey[];
     /**
-     * @param {import('wasq:policy/types@1.0.0').NewStrings | undefined} strings
+     * @param {import('wasq:policy/types@1.1.0').NewStrings | undefined} strings
      * @param {NewHeads | undefined} newHeads
      * @param {ArrayLike<number>} heads
      * @param {HeadGroup[]} groups
      * @param {HeadUsage[] | undefined} headUsage
-     * @param {import('wasq:policy/types@1.0.0').NodeUsage[] | undefined} treeUsage
+     * @param {import('wasq:policy/types@1.1.0').NodeUsage[] | undefined} treeUsage
      * @param {bigint} now
      * @returns {number[]}
      */
-    orderHeads(strings: import('wasq:policy/types@1.0.0').NewStrings | undefined, newHeads: NewHeads | undefined, heads: ArrayLike<number>, groups: HeadGroup[], headUsage: HeadUsage[] | undefined, treeUsage: import('wasq:policy/types@1.0.0').NodeUsage[] | undefined, now: bigint): number[];
+    orderHeads(strings: import('wasq:policy/types@1.1.0').NewStrings | undefined, newHeads: NewHeads | undefined, heads: ArrayLike<number>, groups: HeadGroup[], headUsage: HeadUsage[] | undefined, treeUsage: import('wasq:policy/types@1.1.0').NodeUsage[] | undefined, now: bigint): number[];
 };

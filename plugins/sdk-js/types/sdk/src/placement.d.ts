@@ -1,9 +1,9 @@
 import { Workload } from './identity.js';
 export type Catalog = import('./catalog.js').Catalog;
-export type RawRequest = import('wasq:policy/placement@1.0.0').Request;
-export type Constraint = import('wasq:policy/placement@1.0.0').Constraint;
-export type Domain = import('wasq:policy/placement@1.0.0').Domain;
-export type Leaf = import('wasq:policy/placement@1.0.0').Leaf;
+export type RawRequest = import('wasq:policy/placement@1.1.0').Request;
+export type Constraint = import('wasq:policy/placement@1.1.0').Constraint;
+export type Domain = import('wasq:policy/placement@1.1.0').Domain;
+export type Leaf = import('wasq:policy/placement@1.1.0').Leaf;
 export type LeafPods = {
     leaf: number;
     count: number;
@@ -20,10 +20,10 @@ export type Answer = {
     val: string;
 };
 /** @typedef {import('./catalog.js').Catalog} Catalog */
-/** @typedef {import('wasq:policy/placement@1.0.0').Request} RawRequest */
-/** @typedef {import('wasq:policy/placement@1.0.0').Constraint} Constraint */
-/** @typedef {import('wasq:policy/placement@1.0.0').Domain} Domain */
-/** @typedef {import('wasq:policy/placement@1.0.0').Leaf} Leaf */
+/** @typedef {import('wasq:policy/placement@1.1.0').Request} RawRequest */
+/** @typedef {import('wasq:policy/placement@1.1.0').Constraint} Constraint */
+/** @typedef {import('wasq:policy/placement@1.1.0').Domain} Domain */
+/** @typedef {import('wasq:policy/placement@1.1.0').Leaf} Leaf */
 /**
  * Pods on one leaf: `leaf` indexes `request.leaves`; `count` ≥ 1.
  * @typedef {{ leaf: number, count: number }} LeafPods
@@ -238,12 +238,12 @@ export type PlacementPolicy = {
  * @param {PlacementPolicy} policy
  */
 export declare function exportPlacement(policy: PlacementPolicy): {
-    /** @param {import('wasq:policy/types@1.0.0').Catalog} catalog */
-    setCatalog(catalog: import('wasq:policy/types@1.0.0').Catalog): void;
+    /** @param {import('wasq:policy/types@1.1.0').Catalog} catalog */
+    setCatalog(catalog: import('wasq:policy/types@1.1.0').Catalog): void;
     /**
-     * @param {import('wasq:policy/types@1.0.0').NewStrings | undefined} strings
+     * @param {import('wasq:policy/types@1.1.0').NewStrings | undefined} strings
      * @param {RawRequest[]} requests
      * @returns {Answer[]}
      */
-    place(strings: import('wasq:policy/types@1.0.0').NewStrings | undefined, requests: RawRequest[]): Answer[];
+    place(strings: import('wasq:policy/types@1.1.0').NewStrings | undefined, requests: RawRequest[]): Answer[];
 };

@@ -1,12 +1,12 @@
 import { Identified, Workload } from './identity.js';
 import { KeptUsage, QuotaView } from './quota.js';
 export type Catalog = import('./catalog.js').Catalog;
-export type FrAmount = import('wasq:policy/types@1.0.0').FrAmount;
-export type Needs = import('wasq:policy/types@1.0.0').Needs;
-export type AdmittedRow = import('wasq:policy/preemption@1.0.0').AdmittedRow;
-export type NewRows = import('wasq:policy/preemption@1.0.0').NewRows;
-export type CandidateKind = import('wasq:policy/preemption@1.0.0').CandidateKind;
-export type RawRequest = import('wasq:policy/preemption@1.0.0').Request;
+export type FrAmount = import('wasq:policy/types@1.1.0').FrAmount;
+export type Needs = import('wasq:policy/types@1.1.0').Needs;
+export type AdmittedRow = import('wasq:policy/preemption@1.1.0').AdmittedRow;
+export type NewRows = import('wasq:policy/preemption@1.1.0').NewRows;
+export type CandidateKind = import('wasq:policy/preemption@1.1.0').CandidateKind;
+export type RawRequest = import('wasq:policy/preemption@1.1.0').Request;
 export type Answer = {
     tag: 'no-victims';
 } | {
@@ -20,12 +20,12 @@ export type Answer = {
     val: number[];
 };
 /** @typedef {import('./catalog.js').Catalog} Catalog */
-/** @typedef {import('wasq:policy/types@1.0.0').FrAmount} FrAmount */
-/** @typedef {import('wasq:policy/types@1.0.0').Needs} Needs */
-/** @typedef {import('wasq:policy/preemption@1.0.0').AdmittedRow} AdmittedRow */
-/** @typedef {import('wasq:policy/preemption@1.0.0').NewRows} NewRows */
-/** @typedef {import('wasq:policy/preemption@1.0.0').CandidateKind} CandidateKind */
-/** @typedef {import('wasq:policy/preemption@1.0.0').Request} RawRequest */
+/** @typedef {import('wasq:policy/types@1.1.0').FrAmount} FrAmount */
+/** @typedef {import('wasq:policy/types@1.1.0').Needs} Needs */
+/** @typedef {import('wasq:policy/preemption@1.1.0').AdmittedRow} AdmittedRow */
+/** @typedef {import('wasq:policy/preemption@1.1.0').NewRows} NewRows */
+/** @typedef {import('wasq:policy/preemption@1.1.0').CandidateKind} CandidateKind */
+/** @typedef {import('wasq:policy/preemption@1.1.0').Request} RawRequest */
 /**
  * An answer to one preemption request, as the WIT `answer` variant crosses (jco's mapping).
  * @typedef {{ tag: 'no-victims' }
@@ -90,7 +90,7 @@ export declare class Candidate extends Identified {
     /** @type {bigint} Creation time (ms). */ created: bigint;
     /** @type {bigint} When its quota was reserved (ms). */ admitted: bigint;
     /** @type {number} How often it was evicted and queued again before this admission. */ requeueCount: number;
-    /** @type {import('wasq:policy/types@1.0.0').RequeueReason | undefined} */ requeueReason: import('wasq:policy/types@1.0.0').RequeueReason | undefined;
+    /** @type {import('wasq:policy/types@1.1.0').RequeueReason | undefined} */ requeueReason: import('wasq:policy/types@1.1.0').RequeueReason | undefined;
     /** @type {FrAmount[]} The quota it holds, per flavor-resource. */ usage: FrAmount[];
     /** @type {CandidateKind} How it relates to the preemptor (decides the `Preempted` reason). */ kind: CandidateKind;
     /**
@@ -199,15 +199,15 @@ export type PreemptionPolicy = {
  */
 export declare function exportPreemption(policy: PreemptionPolicy): {
     /**
-     * @param {import('wasq:policy/types@1.0.0').Catalog} catalog
+     * @param {import('wasq:policy/types@1.1.0').Catalog} catalog
      * @returns {Required<Needs>}
      */
-    setCatalog(catalog: import('wasq:policy/types@1.0.0').Catalog): Required<Needs>;
+    setCatalog(catalog: import('wasq:policy/types@1.1.0').Catalog): Required<Needs>;
     /**
-     * @param {import('wasq:policy/types@1.0.0').NewStrings | undefined} strings
+     * @param {import('wasq:policy/types@1.1.0').NewStrings | undefined} strings
      * @param {NewRows | undefined} newRows
      * @param {RawRequest[]} requests
      * @returns {Answer[]}
      */
-    selectVictims(strings: import('wasq:policy/types@1.0.0').NewStrings | undefined, newRows: NewRows | undefined, requests: RawRequest[]): Answer[];
+    selectVictims(strings: import('wasq:policy/types@1.1.0').NewStrings | undefined, newRows: NewRows | undefined, requests: RawRequest[]): Answer[];
 };

@@ -1,9 +1,9 @@
 export type Catalog = import('./catalog.js').Catalog;
-export type NodeUsage = import('wasq:policy/types@1.0.0').NodeUsage;
-export type FrAmount = import('wasq:policy/types@1.0.0').FrAmount;
+export type NodeUsage = import('wasq:policy/types@1.1.0').NodeUsage;
+export type FrAmount = import('wasq:policy/types@1.1.0').FrAmount;
 /** @typedef {import('./catalog.js').Catalog} Catalog */
-/** @typedef {import('wasq:policy/types@1.0.0').NodeUsage} NodeUsage */
-/** @typedef {import('wasq:policy/types@1.0.0').FrAmount} FrAmount */
+/** @typedef {import('wasq:policy/types@1.1.0').NodeUsage} NodeUsage */
+/** @typedef {import('wasq:policy/types@1.1.0').FrAmount} FrAmount */
 /**
  * The usage a preemption instance received, by node and flavor-resource of its catalog: every
  * request's `usage` is filed here as it arrives (before the policy sees the request) when the
@@ -92,7 +92,7 @@ export declare class QuotaView {
      * @param {number} node
      * @param {number} fr
      */
-    quota(node: number, fr: number): import("wasq:policy/types@1.0.0").Quota;
+    quota(node: number, fr: number): import("wasq:policy/types@1.1.0").Quota;
     /**
      * Capacity left in the node's guaranteed quota (the part never lent out): ≥ 0.
      * @param {number} node

@@ -21,9 +21,9 @@ export declare class StringTable {
     get values(): readonly string[];
     /**
      * Adds the strings a call sent (`new-strings`); `undefined` adds nothing.
-     * @param {import('wasq:policy/types@1.0.0').NewStrings | undefined} added
+     * @param {import('wasq:policy/types@1.1.0').NewStrings | undefined} added
      */
-    add(added: import('wasq:policy/types@1.0.0').NewStrings | undefined): void;
+    add(added: import('wasq:policy/types@1.1.0').NewStrings | undefined): void;
     /**
      * The string `id` names; `''` for an id the host never sent.
      * @param {number} id

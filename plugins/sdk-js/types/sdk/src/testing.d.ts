@@ -3,17 +3,17 @@ import { exportOrdering } from './ordering.js';
 import { exportPlacement } from './placement.js';
 import { exportPreemption } from './preemption.js';
 import * as kueue from './kueue.js';
-export type RawCatalog = import('wasq:policy/types@1.0.0').Catalog;
-export type Needs = import('wasq:policy/types@1.0.0').Needs;
-export type FrAmount = import('wasq:policy/types@1.0.0').FrAmount;
-export type NodeUsage = import('wasq:policy/types@1.0.0').NodeUsage;
+export type RawCatalog = import('wasq:policy/types@1.1.0').Catalog;
+export type Needs = import('wasq:policy/types@1.1.0').Needs;
+export type FrAmount = import('wasq:policy/types@1.1.0').FrAmount;
+export type NodeUsage = import('wasq:policy/types@1.1.0').NodeUsage;
 export type Int = bigint | number;
 /**
  * The lines policies logged (outside a component they are kept in memory), oldest first, as
  * `[level, message]`.
- * @returns {Array<[import('wasq:policy/types@1.0.0').Level, string]>}
+ * @returns {Array<[import('wasq:policy/types@1.1.0').Level, string]>}
  */
-export declare function logs(): Array<[import('wasq:policy/types@1.0.0').Level, string]>;
+export declare function logs(): Array<[import('wasq:policy/types@1.1.0').Level, string]>;
 /** Forgets the lines logged so far. */
 export declare function clearLogs(): void;
 /**
@@ -44,9 +44,9 @@ export declare class CatalogBuilder {
     resourceFlavors(resources: readonly string[], name?: string): this;
     /**
      * Turns fair sharing on with these preemption strategies.
-     * @param {import('wasq:policy/types@1.0.0').FairSharingStrategy[]} [strategies]
+     * @param {import('wasq:policy/types@1.1.0').FairSharingStrategy[]} [strategies]
      */
-    fairSharing(strategies?: import('wasq:policy/types@1.0.0').FairSharingStrategy[]): this;
+    fairSharing(strategies?: import('wasq:policy/types@1.1.0').FairSharingStrategy[]): this;
     /**
      * Turns admission fair sharing on (`resourceWeights` by resource, 1.0 beyond).
      * @param {Int} halfLife
@@ -121,14 +121,14 @@ export declare class CatalogBuilder {
     quota(node: number, fr: number, nominal: Int, borrowingLimit?: Int, lendingLimit?: Int): this;
     /**
      * Sets the last added ClusterQueue's `spec.preemption` (merged over Kueue's defaults).
-     * @param {Partial<import('wasq:policy/types@1.0.0').PreemptionConfig>} config
+     * @param {Partial<import('wasq:policy/types@1.1.0').PreemptionConfig>} config
      */
-    preemption(config: Partial<import('wasq:policy/types@1.0.0').PreemptionConfig>): this;
+    preemption(config: Partial<import('wasq:policy/types@1.1.0').PreemptionConfig>): this;
     /**
      * Sets the last added ClusterQueue's `spec.flavorFungibility` (merged over Kueue's defaults).
-     * @param {Partial<import('wasq:policy/types@1.0.0').Fungibility>} fungibility
+     * @param {Partial<import('wasq:policy/types@1.1.0').Fungibility>} fungibility
      */
-    fungibility(fungibility: Partial<import('wasq:policy/types@1.0.0').Fungibility>): this;
+    fungibility(fungibility: Partial<import('wasq:policy/types@1.1.0').Fungibility>): this;
     /**
      * Adds a resource group to the last added ClusterQueue.
      * @param {readonly number[]} covered resource ids
@@ -166,7 +166,7 @@ export type WorkloadSpec = Who & {
     created?: Int;
     queued?: Int;
     requeueCount?: number;
-    requeueReason?: import('wasq:policy/types@1.0.0').RequeueReason;
+    requeueReason?: import('wasq:policy/types@1.1.0').RequeueReason;
     podSets?: Array<{
         count: number;
         minCount?: number;
@@ -194,7 +194,7 @@ export type WorkloadSpec = Who & {
  *   created?: Int,
  *   queued?: Int,
  *   requeueCount?: number,
- *   requeueReason?: import('wasq:policy/types@1.0.0').RequeueReason,
+ *   requeueReason?: import('wasq:policy/types@1.1.0').RequeueReason,
  *   podSets?: Array<{ count: number, minCount?: number, perPod?: Array<{ resource: number, amount: Int }> }>,
  * }} WorkloadSpec
  */
@@ -218,7 +218,7 @@ export type HeadSpec = Who & {
         tertiary: Int;
     };
     requeueCount?: number;
-    requeueReason?: import('wasq:policy/types@1.0.0').RequeueReason;
+    requeueReason?: import('wasq:policy/types@1.1.0').RequeueReason;
     secondPass?: boolean;
     borrowingLevel?: number;
     usage?: Array<{
@@ -239,7 +239,7 @@ export type HeadSpec = Who & {
  *   queued?: Int,
  *   key?: { primary: Int, secondary: Int, tertiary: Int },
  *   requeueCount?: number,
- *   requeueReason?: import('wasq:policy/types@1.0.0').RequeueReason,
+ *   requeueReason?: import('wasq:policy/types@1.1.0').RequeueReason,
  *   secondPass?: boolean,
  *   borrowingLevel?: number,
  *   usage?: Array<{ fr: number, amount: Int }>,
@@ -260,12 +260,12 @@ export type CandidateSpec = Who & {
     created?: Int;
     admitted?: Int;
     requeueCount?: number;
-    requeueReason?: import('wasq:policy/types@1.0.0').RequeueReason;
+    requeueReason?: import('wasq:policy/types@1.1.0').RequeueReason;
     usage?: Array<{
         fr: number;
         amount: Int;
     }>;
-    kind?: import('wasq:policy/preemption@1.0.0').CandidateKind;
+    kind?: import('wasq:policy/preemption@1.1.0').CandidateKind;
     lca?: number;
     evicting?: boolean;
     localQueueUsage?: number;
@@ -280,9 +280,9 @@ export type CandidateSpec = Who & {
  *   created?: Int,
  *   admitted?: Int,
  *   requeueCount?: number,
- *   requeueReason?: import('wasq:policy/types@1.0.0').RequeueReason,
+ *   requeueReason?: import('wasq:policy/types@1.1.0').RequeueReason,
  *   usage?: Array<{ fr: number, amount: Int }>,
- *   kind?: import('wasq:policy/preemption@1.0.0').CandidateKind,
+ *   kind?: import('wasq:policy/preemption@1.1.0').CandidateKind,
  *   lca?: number,
  *   evicting?: boolean,
  *   localQueueUsage?: number,
@@ -358,9 +358,9 @@ declare class Interner {
     id(value: string): number;
     /**
      * The strings added since the last call, as `new-strings`; `undefined` when none.
-     * @returns {import('wasq:policy/types@1.0.0').NewStrings | undefined}
+     * @returns {import('wasq:policy/types@1.1.0').NewStrings | undefined}
      */
-    take(): import('wasq:policy/types@1.0.0').NewStrings | undefined;
+    take(): import('wasq:policy/types@1.1.0').NewStrings | undefined;
     /** Starts a new table: the next strings sent have `first` 0. */
     restart(): void;
     get size(): number;
@@ -384,17 +384,17 @@ declare class SimulatedHost {
     /**
      * The WIT identity of `who`, interning its strings.
      * @param {Who} who
-     * @returns {import('wasq:policy/types@1.0.0').WorkloadIdentity}
+     * @returns {import('wasq:policy/types@1.1.0').WorkloadIdentity}
      */
-    identity(who: Who): import('wasq:policy/types@1.0.0').WorkloadIdentity;
+    identity(who: Who): import('wasq:policy/types@1.1.0').WorkloadIdentity;
     /**
      * The WIT workload of a spec: identity and podSets only when sent (`always`: flavor
      * assignment and placement, which always carry them).
      * @param {WorkloadSpec} spec
      * @param {boolean} [always]
-     * @returns {import('wasq:policy/types@1.0.0').Workload}
+     * @returns {import('wasq:policy/types@1.1.0').Workload}
      */
-    workload(spec: WorkloadSpec, always?: boolean): import('wasq:policy/types@1.0.0').Workload;
+    workload(spec: WorkloadSpec, always?: boolean): import('wasq:policy/types@1.1.0').Workload;
 }
 /**
  * Calls an ordering plugin as wasq does: `setCatalog`, then `sortKeys` and `orderHeads`
@@ -412,14 +412,14 @@ export declare class OrderingHost extends SimulatedHost {
      * Sends a catalog; returns (and keeps) the plugin's needs.
      * @param {RawCatalog} catalog
      */
-    setCatalog(catalog: RawCatalog): Required<import("wasq:policy/types@1.0.0").Needs>;
+    setCatalog(catalog: RawCatalog): Required<import("wasq:policy/types@1.1.0").Needs>;
     /**
      * The keys of these workloads. `localQueueUsage` is sent when the plugin needs it.
      * @param {readonly WorkloadSpec[]} workloads
-     * @param {{ localQueueUsage?: import('wasq:policy/types@1.0.0').LocalQueueUsage[], now?: Int }} [options]
+     * @param {{ localQueueUsage?: import('wasq:policy/types@1.1.0').LocalQueueUsage[], now?: Int }} [options]
      */
     sortKeys(workloads: readonly WorkloadSpec[], { localQueueUsage, now }?: {
-        localQueueUsage?: import('wasq:policy/types@1.0.0').LocalQueueUsage[];
+        localQueueUsage?: import('wasq:policy/types@1.1.0').LocalQueueUsage[];
         now?: Int;
     }): kueue.SortKey[];
     /**
@@ -498,7 +498,7 @@ export declare class PreemptionHost extends SimulatedHost {
      * Sends a catalog; returns (and keeps) the plugin's needs.
      * @param {RawCatalog} catalog
      */
-    setCatalog(catalog: RawCatalog): Required<import("wasq:policy/types@1.0.0").Needs>;
+    setCatalog(catalog: RawCatalog): Required<import("wasq:policy/types@1.1.0").Needs>;
     /**
      * The answers to these requests, in one call.
      * @param {readonly PreemptionRequestSpec[]} requests
@@ -513,7 +513,7 @@ export type FlavorRequestSpec = {
         resource: number;
         amount: Int;
     }>;
-    options: Array<import('wasq:policy/flavor-assignment@1.0.0').FlavorOption | undefined>;
+    options: Array<import('wasq:policy/flavor-assignment@1.1.0').FlavorOption | undefined>;
     now?: Int;
 };
 /**
@@ -522,7 +522,7 @@ export type FlavorRequestSpec = {
  * @property {WorkloadSpec} workload
  * @property {number} [podSet]
  * @property {Array<{ resource: number, amount: Int }>} [requests]
- * @property {Array<import('wasq:policy/flavor-assignment@1.0.0').FlavorOption | undefined>} options
+ * @property {Array<import('wasq:policy/flavor-assignment@1.1.0').FlavorOption | undefined>} options
  * @property {Int} [now]
  */
 /** Calls a flavor-assignment plugin as wasq does. */
@@ -559,7 +559,7 @@ export type PlacementRequestSpec = {
     /**
      * unconstrained at the lowest level by default
      */
-    constraint?: Partial<import('wasq:policy/placement@1.0.0').Constraint>;
+    constraint?: Partial<import('wasq:policy/placement@1.1.0').Constraint>;
     domains: Array<{
         level: number;
         parent: number | undefined;
@@ -583,7 +583,7 @@ export type PlacementRequestSpec = {
  * @property {number} count
  * @property {Int[]} perPod milli-units per column (`pods` = 1000)
  * @property {Int[]} [leader]
- * @property {Partial<import('wasq:policy/placement@1.0.0').Constraint>} [constraint] unconstrained at the lowest level by default
+ * @property {Partial<import('wasq:policy/placement@1.1.0').Constraint>} [constraint] unconstrained at the lowest level by default
  * @property {Array<{ level: number, parent: number | undefined, free: Int[] }>} domains
  * @property {Array<{ domain: number, eligible: boolean }>} leaves
  * @property {Int} [now]
@@ -592,7 +592,7 @@ export type PlacementRequestSpec = {
 export declare class PlacementHost extends SimulatedHost {
     #private;
     /** @type {ReturnType<typeof exportPlacement>} */ plugin: ReturnType<typeof exportPlacement>;
-    /** @type {import('wasq:policy/placement@1.0.0').Request[]} The requests of the last call, as sent. */ sent: import('wasq:policy/placement@1.0.0').Request[];
+    /** @type {import('wasq:policy/placement@1.1.0').Request[]} The requests of the last call, as sent. */ sent: import('wasq:policy/placement@1.1.0').Request[];
     /**
      * @param {ReturnType<typeof exportPlacement> | import('./placement.js').PlacementPolicy} target
      */

@@ -1,5 +1,5 @@
 /// <reference path="./wasq-policy-types.d.ts" />
-declare module 'wasq:policy/flavor-assignment@1.0.0' {
+declare module 'wasq:policy/flavor-assignment@1.1.0' {
   /**
    * Receives the catalog (see `ordering.set-catalog`).
    */
@@ -12,12 +12,12 @@ declare module 'wasq:policy/flavor-assignment@1.0.0' {
    * extends the instance's string table first (see `new-strings`).
    */
   export function chooseFlavors(strings: NewStrings | undefined, requests: Array<Request>): Array<number | undefined>;
-  export type Catalog = import('wasq:policy/types@1.0.0').Catalog;
-  export type NewStrings = import('wasq:policy/types@1.0.0').NewStrings;
-  export type Workload = import('wasq:policy/types@1.0.0').Workload;
-  export type FlavorId = import('wasq:policy/types@1.0.0').FlavorId;
-  export type ResourceAmount = import('wasq:policy/types@1.0.0').ResourceAmount;
-  export type Millis = import('wasq:policy/types@1.0.0').Millis;
+  export type Catalog = import('wasq:policy/types@1.1.0').Catalog;
+  export type NewStrings = import('wasq:policy/types@1.1.0').NewStrings;
+  export type Workload = import('wasq:policy/types@1.1.0').Workload;
+  export type FlavorId = import('wasq:policy/types@1.1.0').FlavorId;
+  export type ResourceAmount = import('wasq:policy/types@1.1.0').ResourceAmount;
+  export type Millis = import('wasq:policy/types@1.1.0').Millis;
   /**
    * How a flavor fits the podSet, worst first (Kueue's granular preemption modes).
    * # Variants

@@ -1,5 +1,5 @@
 /// <reference path="./wasq-policy-types.d.ts" />
-declare module 'wasq:policy/ordering@1.0.0' {
+declare module 'wasq:policy/ordering@1.1.0' {
   /**
    * Receives the catalog. Called before the first decision of an instance and whenever the
    * catalog changes; the plugin keeps what it needs and answers what else it reads.
@@ -29,19 +29,19 @@ declare module 'wasq:policy/ordering@1.0.0' {
    * `none`); the order is then speculative (see there).
    */
   export function orderHeads(strings: NewStrings | undefined, newHeads: NewHeads | undefined, heads: Uint32Array, groups: Array<HeadGroup>, headUsage: Array<HeadUsage> | undefined, treeUsage: Array<NodeUsage> | undefined, now: Millis): Uint32Array;
-  export type Catalog = import('wasq:policy/types@1.0.0').Catalog;
-  export type NewStrings = import('wasq:policy/types@1.0.0').NewStrings;
-  export type Workload = import('wasq:policy/types@1.0.0').Workload;
-  export type WorkloadIdentity = import('wasq:policy/types@1.0.0').WorkloadIdentity;
-  export type RequeueReason = import('wasq:policy/types@1.0.0').RequeueReason;
-  export type WorkloadId = import('wasq:policy/types@1.0.0').WorkloadId;
-  export type ClusterQueueId = import('wasq:policy/types@1.0.0').ClusterQueueId;
-  export type LocalQueueId = import('wasq:policy/types@1.0.0').LocalQueueId;
-  export type Millis = import('wasq:policy/types@1.0.0').Millis;
-  export type FrAmount = import('wasq:policy/types@1.0.0').FrAmount;
-  export type Needs = import('wasq:policy/types@1.0.0').Needs;
-  export type NodeUsage = import('wasq:policy/types@1.0.0').NodeUsage;
-  export type LocalQueueUsage = import('wasq:policy/types@1.0.0').LocalQueueUsage;
+  export type Catalog = import('wasq:policy/types@1.1.0').Catalog;
+  export type NewStrings = import('wasq:policy/types@1.1.0').NewStrings;
+  export type Workload = import('wasq:policy/types@1.1.0').Workload;
+  export type WorkloadIdentity = import('wasq:policy/types@1.1.0').WorkloadIdentity;
+  export type RequeueReason = import('wasq:policy/types@1.1.0').RequeueReason;
+  export type WorkloadId = import('wasq:policy/types@1.1.0').WorkloadId;
+  export type ClusterQueueId = import('wasq:policy/types@1.1.0').ClusterQueueId;
+  export type LocalQueueId = import('wasq:policy/types@1.1.0').LocalQueueId;
+  export type Millis = import('wasq:policy/types@1.1.0').Millis;
+  export type FrAmount = import('wasq:policy/types@1.1.0').FrAmount;
+  export type Needs = import('wasq:policy/types@1.1.0').Needs;
+  export type NodeUsage = import('wasq:policy/types@1.1.0').NodeUsage;
+  export type LocalQueueUsage = import('wasq:policy/types@1.1.0').LocalQueueUsage;
   /**
    * What a workload is queued under: workloads are popped smallest key first, comparing
    * `primary`, then `secondary`, then `tertiary`; equal keys keep the host's order (by

@@ -1,5 +1,5 @@
 /// <reference path="./wasq-policy-types.d.ts" />
-declare module 'wasq:policy/placement@1.0.0' {
+declare module 'wasq:policy/placement@1.1.0' {
   /**
    * Receives the catalog (see `ordering.set-catalog`).
    */
@@ -11,13 +11,13 @@ declare module 'wasq:policy/placement@1.0.0' {
    * `new-strings`).
    */
   export function place(strings: NewStrings | undefined, requests: Array<Request>): Array<Answer>;
-  export type Catalog = import('wasq:policy/types@1.0.0').Catalog;
-  export type NewStrings = import('wasq:policy/types@1.0.0').NewStrings;
-  export type Workload = import('wasq:policy/types@1.0.0').Workload;
-  export type FlavorId = import('wasq:policy/types@1.0.0').FlavorId;
-  export type Quantity = import('wasq:policy/types@1.0.0').Quantity;
-  export type StringId = import('wasq:policy/types@1.0.0').StringId;
-  export type Millis = import('wasq:policy/types@1.0.0').Millis;
+  export type Catalog = import('wasq:policy/types@1.1.0').Catalog;
+  export type NewStrings = import('wasq:policy/types@1.1.0').NewStrings;
+  export type Workload = import('wasq:policy/types@1.1.0').Workload;
+  export type FlavorId = import('wasq:policy/types@1.1.0').FlavorId;
+  export type Quantity = import('wasq:policy/types@1.1.0').Quantity;
+  export type StringId = import('wasq:policy/types@1.1.0').StringId;
+  export type Millis = import('wasq:policy/types@1.1.0').Millis;
   /**
    * How the podSet's topology request constrains the placement.
    * # Variants

@@ -1,5 +1,5 @@
 /// <reference path="./wasq-policy-types.d.ts" />
-declare module 'wasq:policy/preemption@1.0.0' {
+declare module 'wasq:policy/preemption@1.1.0' {
   /**
    * Receives the catalog (see `ordering.set-catalog`).
    */
@@ -10,20 +10,20 @@ declare module 'wasq:policy/preemption@1.0.0' {
    * when the call adds no row).
    */
   export function selectVictims(strings: NewStrings | undefined, rows: NewRows | undefined, requests: Array<Request>): Array<Answer>;
-  export type Catalog = import('wasq:policy/types@1.0.0').Catalog;
-  export type NewStrings = import('wasq:policy/types@1.0.0').NewStrings;
-  export type Workload = import('wasq:policy/types@1.0.0').Workload;
-  export type WorkloadIdentity = import('wasq:policy/types@1.0.0').WorkloadIdentity;
-  export type RequeueReason = import('wasq:policy/types@1.0.0').RequeueReason;
-  export type WorkloadId = import('wasq:policy/types@1.0.0').WorkloadId;
-  export type ClusterQueueId = import('wasq:policy/types@1.0.0').ClusterQueueId;
-  export type LocalQueueId = import('wasq:policy/types@1.0.0').LocalQueueId;
-  export type NodeId = import('wasq:policy/types@1.0.0').NodeId;
-  export type FrId = import('wasq:policy/types@1.0.0').FrId;
-  export type FrAmount = import('wasq:policy/types@1.0.0').FrAmount;
-  export type Millis = import('wasq:policy/types@1.0.0').Millis;
-  export type Needs = import('wasq:policy/types@1.0.0').Needs;
-  export type NodeUsage = import('wasq:policy/types@1.0.0').NodeUsage;
+  export type Catalog = import('wasq:policy/types@1.1.0').Catalog;
+  export type NewStrings = import('wasq:policy/types@1.1.0').NewStrings;
+  export type Workload = import('wasq:policy/types@1.1.0').Workload;
+  export type WorkloadIdentity = import('wasq:policy/types@1.1.0').WorkloadIdentity;
+  export type RequeueReason = import('wasq:policy/types@1.1.0').RequeueReason;
+  export type WorkloadId = import('wasq:policy/types@1.1.0').WorkloadId;
+  export type ClusterQueueId = import('wasq:policy/types@1.1.0').ClusterQueueId;
+  export type LocalQueueId = import('wasq:policy/types@1.1.0').LocalQueueId;
+  export type NodeId = import('wasq:policy/types@1.1.0').NodeId;
+  export type FrId = import('wasq:policy/types@1.1.0').FrId;
+  export type FrAmount = import('wasq:policy/types@1.1.0').FrAmount;
+  export type Millis = import('wasq:policy/types@1.1.0').Millis;
+  export type Needs = import('wasq:policy/types@1.1.0').Needs;
+  export type NodeUsage = import('wasq:policy/types@1.1.0').NodeUsage;
   /**
    * How a candidate relates to the preemptor (Kueue's preemption variants); it decides the
    * `Preempted` condition's reason.

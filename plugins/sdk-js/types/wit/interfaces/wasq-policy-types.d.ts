@@ -1,4 +1,4 @@
-declare module 'wasq:policy/types@1.0.0' {
+declare module 'wasq:policy/types@1.1.0' {
   /**
    * Milliseconds since the Unix epoch on the scheduler's clock.
    */
@@ -539,7 +539,7 @@ declare module 'wasq:policy/types@1.0.0' {
     weighted: number,
   }
   /**
-   * One plugin setting.
+   * One plugin setting (in `catalog.settings`, and in `dispatch.set-settings`).
    */
   export interface Setting {
     /**
