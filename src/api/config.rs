@@ -1,6 +1,8 @@
 //! Kueue's controller configuration (`config.kueue.x-k8s.io/v1beta2` `Configuration`), the part
-//! that changes scheduling: `fairSharing`, `admissionFairSharing` and `waitForPodsReady`. In `wasq simulate` it is a
-//! document among the manifests; `wasq controller` reads it with `--kueue-config`.
+//! that changes scheduling: `fairSharing`, `admissionFairSharing` and `waitForPodsReady`, and
+//! MultiKueue's section (`multiKueue`, read and validated; nothing dispatches yet). In `wasq
+//! simulate` it is a document among the manifests; `wasq controller` reads it with
+//! `--kueue-config`.
 //!
 //! ```yaml
 //! apiVersion: config.kueue.x-k8s.io/v1beta2
@@ -37,6 +39,9 @@ pub struct Configuration {
     /// Absent = Kueue v1beta2's default: on, 30 minutes (see [`WaitForPodsReadyConfig`]).
     #[serde(default)]
     pub wait_for_pods_ready: Option<WaitForPodsReadyConfig>,
+    /// MultiKueue's settings; absent = Kueue's defaults ([`Configuration::multi_kueue`]).
+    #[serde(default)]
+    pub multi_kueue: Option<MultiKueueSettings>,
     /// Everything else Kueue's Configuration holds; wasq does not use it.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
@@ -141,6 +146,339 @@ pub enum RequeuingTimestamp {
     Creation,
 }
 
+/// `multiKueue` (Kueue's `MultiKueue`, `apis/config/v1beta2/configuration_types.go`). Durations
+/// are Go durations as written; the accessors apply Kueue's defaults (`defaults.go`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MultiKueueSettings {
+    /// Between two garbage collections of orphaned remote objects; default `1m`, `0` disables.
+    #[serde(default)]
+    pub gc_interval: Option<String>,
+    /// The value of the `kueue.x-k8s.io/multikueue-origin` label on the objects this manager
+    /// creates on workers; default (also when empty) `multikueue`.
+    #[serde(default)]
+    pub origin: Option<String>,
+    /// How long a Workload's MultiKueue check stays Ready after its worker is lost; default
+    /// `15m`.
+    #[serde(default)]
+    pub worker_lost_timeout: Option<String>,
+    /// Who nominates worker clusters: [`DISPATCHER_ALL_AT_ONCE`] (default),
+    /// [`DISPATCHER_INCREMENTAL`], or any other name for an external dispatcher.
+    #[serde(default)]
+    pub dispatcher_name: Option<String>,
+    /// Job kinds dispatched by MultiKueue's generic adapter, each `Kind.version.group`.
+    #[serde(default)]
+    pub external_frameworks: Vec<ExternalFramework>,
+    /// ClusterProfile access providers: accepted as written, not validated yet.
+    #[serde(default)]
+    pub cluster_profile: Option<serde_json::Value>,
+    /// Only with the incremental dispatcher.
+    #[serde(default)]
+    pub incremental_dispatcher_config: Option<IncrementalDispatcherConfig>,
+}
+
+/// `multiKueue.externalFrameworks[]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExternalFramework {
+    pub name: String,
+}
+
+/// `multiKueue.incrementalDispatcherConfig`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IncrementalDispatcherConfig {
+    /// Clusters nominated per round; at least 1, default 3.
+    #[serde(default)]
+    pub step_size: Option<i32>,
+}
+
+pub use super::multikueue::{DISPATCHER_ALL_AT_ONCE, DISPATCHER_INCREMENTAL};
+
+/// Kueue's `DefaultMultiKueueGCInterval`: 1 minute.
+pub const DEFAULT_MULTIKUEUE_GC_INTERVAL_MS: i64 = 60 * 1000;
+/// Kueue's `DefaultMultiKueueOrigin`.
+pub const DEFAULT_MULTIKUEUE_ORIGIN: &str = "multikueue";
+/// Kueue's `DefaultMultiKueueWorkerLostTimeout`: 15 minutes.
+pub const DEFAULT_MULTIKUEUE_WORKER_LOST_TIMEOUT_MS: i64 = 15 * 60 * 1000;
+/// The incremental dispatcher's default step size.
+pub const DEFAULT_INCREMENTAL_STEP_SIZE: i32 = 3;
+
+/// Which dispatcher nominates worker clusters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dispatcher<'a> {
+    /// Every cluster of the config at once.
+    AllAtOnce,
+    /// `step_size` more clusters each round, in the config's order.
+    Incremental { step_size: i32 },
+    /// A controller outside Kueue, by this name, writes `status.nominatedClusterNames`.
+    External(&'a str),
+}
+
+/// A `Kind.version.group` (Kubernetes' `schema.ParseKindArg`: split at the first two dots).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KindVersionGroup {
+    pub kind: String,
+    pub version: String,
+    pub group: String,
+}
+
+impl KindVersionGroup {
+    /// `None` unless `name` has at least two dots.
+    pub fn parse(name: &str) -> Option<KindVersionGroup> {
+        let mut parts = name.splitn(3, '.');
+        let (kind, version, group) = (parts.next()?, parts.next()?, parts.next()?);
+        Some(KindVersionGroup {
+            kind: kind.into(),
+            version: version.into(),
+            group: group.into(),
+        })
+    }
+}
+
+/// The job frameworks (Kueue's `integrations.frameworks` names) that have a built-in
+/// MultiKueue adapter, and the kind each adapts.
+pub const MULTIKUEUE_ADAPTERS: [(&str, &str, &str, &str); 16] = [
+    ("batch/job", "Job", "v1", "batch"),
+    (
+        "jobset.x-k8s.io/jobset",
+        "JobSet",
+        "v1alpha2",
+        "jobset.x-k8s.io",
+    ),
+    (
+        "kubeflow.org/pytorchjob",
+        "PyTorchJob",
+        "v1",
+        "kubeflow.org",
+    ),
+    ("kubeflow.org/tfjob", "TFJob", "v1", "kubeflow.org"),
+    ("kubeflow.org/paddlejob", "PaddleJob", "v1", "kubeflow.org"),
+    (
+        "kubeflow.org/xgboostjob",
+        "XGBoostJob",
+        "v1",
+        "kubeflow.org",
+    ),
+    ("kubeflow.org/jaxjob", "JAXJob", "v1", "kubeflow.org"),
+    ("kubeflow.org/mpijob", "MPIJob", "v2beta1", "kubeflow.org"),
+    (
+        "trainer.kubeflow.org/trainjob",
+        "TrainJob",
+        "v1alpha1",
+        "trainer.kubeflow.org",
+    ),
+    ("ray.io/rayjob", "RayJob", "v1", "ray.io"),
+    ("ray.io/raycluster", "RayCluster", "v1", "ray.io"),
+    ("ray.io/rayservice", "RayService", "v1", "ray.io"),
+    (
+        "workload.codeflare.dev/appwrapper",
+        "AppWrapper",
+        "v1beta2",
+        "workload.codeflare.dev",
+    ),
+    ("pod", "Pod", "v1", ""),
+    ("statefulset", "StatefulSet", "v1", "apps"),
+    (
+        "leaderworkerset.x-k8s.io/leaderworkerset",
+        "LeaderWorkerSet",
+        "v1",
+        "leaderworkerset.x-k8s.io",
+    ),
+];
+
+impl MultiKueueSettings {
+    /// Between two garbage collections; 0: none.
+    pub fn gc_interval_ms(&self) -> i64 {
+        duration_or(
+            self.gc_interval.as_deref(),
+            DEFAULT_MULTIKUEUE_GC_INTERVAL_MS,
+        )
+    }
+
+    pub fn origin(&self) -> &str {
+        self.origin
+            .as_deref()
+            .filter(|o| !o.is_empty())
+            .unwrap_or(DEFAULT_MULTIKUEUE_ORIGIN)
+    }
+
+    pub fn worker_lost_timeout_ms(&self) -> i64 {
+        duration_or(
+            self.worker_lost_timeout.as_deref(),
+            DEFAULT_MULTIKUEUE_WORKER_LOST_TIMEOUT_MS,
+        )
+    }
+
+    /// The dispatcher's name as Kueue defaults it (an explicit empty name stays empty, and is
+    /// an external dispatcher's).
+    pub fn dispatcher_name(&self) -> &str {
+        self.dispatcher_name
+            .as_deref()
+            .unwrap_or(DISPATCHER_ALL_AT_ONCE)
+    }
+
+    pub fn dispatcher(&self) -> Dispatcher<'_> {
+        match self.dispatcher_name() {
+            DISPATCHER_ALL_AT_ONCE => Dispatcher::AllAtOnce,
+            DISPATCHER_INCREMENTAL => Dispatcher::Incremental {
+                step_size: self
+                    .incremental_dispatcher_config
+                    .as_ref()
+                    .and_then(|c| c.step_size)
+                    .unwrap_or(DEFAULT_INCREMENTAL_STEP_SIZE),
+            },
+            other => Dispatcher::External(other),
+        }
+    }
+
+    /// `externalFrameworks` that parse, in order.
+    pub fn external_kinds(&self) -> Vec<KindVersionGroup> {
+        self.external_frameworks
+            .iter()
+            .filter_map(|f| KindVersionGroup::parse(&f.name))
+            .collect()
+    }
+}
+
+/// A Go duration in milliseconds, `default` when unset or unreadable (validation reports it).
+fn duration_or(value: Option<&str>, default: i64) -> i64 {
+    value.and_then(|d| signed_millis(d).ok()).unwrap_or(default)
+}
+
+/// A Go duration that may be negative (`-1m`), in milliseconds.
+fn signed_millis(d: &str) -> Result<i64, String> {
+    match d.trim().strip_prefix('-') {
+        Some(rest) => super::duration::parse_millis(rest).map(|ms| -ms),
+        None => super::duration::parse_millis(d),
+    }
+}
+
+/// `ms` as Go prints a `time.Duration`: `1m30s`, `-1m0s`, `500ms`, `0s`.
+fn go_duration(ms: i64) -> String {
+    let sign = if ms < 0 { "-" } else { "" };
+    let ms = ms.unsigned_abs();
+    if ms == 0 {
+        return "0s".into();
+    }
+    if ms < 1000 {
+        return format!("{sign}{ms}ms");
+    }
+    let (h, m, s, frac) = (ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000);
+    let seconds = if frac == 0 {
+        format!("{s}s")
+    } else {
+        format!("{s}.{}s", format!("{frac:03}").trim_end_matches('0'))
+    };
+    match (h, m) {
+        (0, 0) => format!("{sign}{seconds}"),
+        (0, m) => format!("{sign}{m}m{seconds}"),
+        (h, m) => format!("{sign}{h}h{m}m{seconds}"),
+    }
+}
+
+/// Kueue's `validateMultiKueue` (`pkg/config/validation.go`), after its defaults.
+fn validate_multi_kueue(c: &Configuration, mk: &MultiKueueSettings) -> Vec<FieldProblem> {
+    let mut problems = Vec::new();
+    let mut add = |field: &str, message: String| {
+        problems.push(FieldProblem::at(format!("multiKueue.{field}"), message))
+    };
+    for (field, value) in [
+        ("gcInterval", &mk.gc_interval),
+        ("workerLostTimeout", &mk.worker_lost_timeout),
+    ] {
+        match value.as_deref().map(signed_millis) {
+            Some(Err(e)) => add(field, e),
+            Some(Ok(ms)) if ms < 0 => add(
+                field,
+                format!(
+                    "Invalid value: {}: must be greater than or equal to 0",
+                    go_duration(ms)
+                ),
+            ),
+            _ => {}
+        }
+    }
+    if let Some(origin) = mk.origin.as_deref()
+        && let Err(e) = super::names::label_value(origin)
+    {
+        add("origin", format!("Invalid value: {origin:?}: {e}"));
+    }
+    if !mk.external_frameworks.is_empty() {
+        let enabled = enabled_frameworks(c);
+        let built_in: Vec<KindVersionGroup> = MULTIKUEUE_ADAPTERS
+            .iter()
+            .filter(|(framework, ..)| enabled.contains(framework))
+            .map(|&(_, kind, version, group)| KindVersionGroup {
+                kind: kind.into(),
+                version: version.into(),
+                group: group.into(),
+            })
+            .collect();
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, f) in mk.external_frameworks.iter().enumerate() {
+            let field = format!("externalFrameworks[{i}].name");
+            let Some(kvg) = KindVersionGroup::parse(&f.name) else {
+                add(
+                    &field,
+                    format!(
+                        "Invalid value: {:?}: must be in 'kind.version.group' format",
+                        f.name
+                    ),
+                );
+                continue;
+            };
+            if !seen.insert(kvg.clone()) {
+                add(&field, format!("Duplicate value: {:?}", f.name));
+            }
+            if built_in.contains(&kvg) {
+                add(
+                    &field,
+                    format!(
+                        "Invalid value: {:?}: conflicts with a built-in MultiKueue adapter",
+                        f.name
+                    ),
+                );
+            }
+        }
+    }
+    if let Some(idc) = &mk.incremental_dispatcher_config {
+        if mk.dispatcher_name() != DISPATCHER_INCREMENTAL {
+            add(
+                "incrementalDispatcherConfig",
+                "incrementalDispatcherConfig is only valid when dispatcherName is set to the \
+                 incremental dispatcher"
+                    .into(),
+            );
+        }
+        if let Some(step) = idc.step_size.filter(|&s| s < 1) {
+            add(
+                "incrementalDispatcherConfig.stepSize",
+                format!("Invalid value: {step}: must be greater than or equal to 1"),
+            );
+        }
+    }
+    problems
+}
+
+/// `integrations.frameworks`, Kueue's default (`batch/job`) when empty.
+fn enabled_frameworks(c: &Configuration) -> Vec<&str> {
+    let listed: Vec<&str> = c
+        .other
+        .get("integrations")
+        .and_then(|i| i.get("frameworks"))
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    if listed.is_empty() {
+        vec!["batch/job"]
+    } else {
+        listed
+    }
+}
+
 /// Kueue's default PodsReady timeout: 30 minutes.
 pub const DEFAULT_PODS_READY_TIMEOUT_MS: i64 = 30 * 60 * 1000;
 
@@ -218,6 +556,9 @@ pub fn validate(c: &Configuration) -> Vec<FieldProblem> {
             }
         }
     }
+    if let Some(mk) = &c.multi_kueue {
+        problems.extend(validate_multi_kueue(c, mk));
+    }
     if let Some(afs) = &c.admission_fair_sharing {
         for (field, value) in [
             ("usageHalfLifeTime", &afs.usage_half_life_time),
@@ -270,6 +611,14 @@ pub fn load_file(path: &std::path::Path) -> anyhow::Result<Configuration> {
 }
 
 impl Configuration {
+    /// The `multiKueue` section, Kueue's defaults when absent.
+    pub fn multi_kueue(&self) -> std::borrow::Cow<'_, MultiKueueSettings> {
+        match &self.multi_kueue {
+            Some(mk) => std::borrow::Cow::Borrowed(mk),
+            None => std::borrow::Cow::Owned(MultiKueueSettings::default()),
+        }
+    }
+
     /// Whether fair sharing is on.
     pub fn fair_sharing_enabled(&self) -> bool {
         self.fair_sharing

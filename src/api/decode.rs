@@ -24,7 +24,7 @@ use super::{Extension, Origin, v1beta1};
 /// The `apiVersion` prefix of objects passed on untyped to wasq's drivers.
 pub const EXTENSION_GROUP_PREFIX: &str = "sim.wasq.dev/";
 
-const KUEUE_KINDS: [&str; 9] = [
+const KUEUE_KINDS: [&str; 11] = [
     "ResourceFlavor",
     "Topology",
     "Cohort",
@@ -34,6 +34,8 @@ const KUEUE_KINDS: [&str; 9] = [
     "Workload",
     "AdmissionCheck",
     "ProvisioningRequestConfig",
+    "MultiKueueConfig",
+    "MultiKueueCluster",
 ];
 const CORE_KINDS: [(&str, &str); 3] = [("v1", "Pod"), ("v1", "Namespace"), ("v1", "Node")];
 
@@ -63,6 +65,8 @@ pub enum Object {
     PriorityClass(WorkloadPriorityClass),
     AdmissionCheck(super::checks::AdmissionCheck),
     ProvisioningRequestConfig(super::checks::ProvisioningRequestConfig),
+    MultiKueueCluster(super::multikueue::MultiKueueCluster),
+    MultiKueueConfig(super::multikueue::MultiKueueConfig),
     Workload(Workload),
     Job(JobObject),
     Pod(Pod),
@@ -82,6 +86,8 @@ impl Object {
             Object::PriorityClass(_) => "WorkloadPriorityClass",
             Object::AdmissionCheck(_) => "AdmissionCheck",
             Object::ProvisioningRequestConfig(_) => "ProvisioningRequestConfig",
+            Object::MultiKueueCluster(_) => "MultiKueueCluster",
+            Object::MultiKueueConfig(_) => "MultiKueueConfig",
             Object::Workload(_) => "Workload",
             Object::Job(j) => &j.kind.spec.kind,
             Object::Pod(_) => "Pod",
@@ -101,6 +107,8 @@ impl Object {
             Object::PriorityClass(o) => &o.metadata,
             Object::AdmissionCheck(o) => &o.metadata,
             Object::ProvisioningRequestConfig(o) => &o.metadata,
+            Object::MultiKueueCluster(o) => &o.metadata,
+            Object::MultiKueueConfig(o) => &o.metadata,
             Object::Workload(o) => &o.metadata,
             Object::Job(o) => &o.metadata,
             Object::Pod(o) => &o.metadata,
@@ -186,6 +194,8 @@ pub fn decode_document(origin: &Origin, value: Value) -> Result<Object, Document
         | "Namespace"
         | "AdmissionCheck"
         | "ProvisioningRequestConfig"
+        | "MultiKueueCluster"
+        | "MultiKueueConfig"
         | "QueuePolicy" => None,
         _ => namespace,
     };
@@ -220,6 +230,14 @@ pub fn decode_document(origin: &Origin, value: Value) -> Result<Object, Document
         }
         (V1BETA2 | V1BETA1, "ProvisioningRequestConfig") => {
             typed(&value).map(Object::ProvisioningRequestConfig)
+        }
+        (V1BETA2, "MultiKueueCluster") => typed(&value).map(Object::MultiKueueCluster),
+        (V1BETA1, "MultiKueueCluster") => {
+            typed::<v1beta1::MultiKueueCluster>(&value).map(|c| Object::MultiKueueCluster(c.into()))
+        }
+        (V1BETA2, "MultiKueueConfig") => typed(&value).map(Object::MultiKueueConfig),
+        (V1BETA1, "MultiKueueConfig") => {
+            typed::<v1beta1::MultiKueueConfig>(&value).map(|c| Object::MultiKueueConfig(c.into()))
         }
         (V1BETA2, "ClusterQueue") => typed(&value).map(Object::ClusterQueue),
         (V1BETA1, "ClusterQueue") => {
@@ -373,6 +391,8 @@ fn with_scope(mut object: Object) -> Object {
         Object::PriorityClass(o) => Some((&mut o.metadata, false)),
         Object::AdmissionCheck(o) => Some((&mut o.metadata, false)),
         Object::ProvisioningRequestConfig(o) => Some((&mut o.metadata, false)),
+        Object::MultiKueueCluster(o) => Some((&mut o.metadata, false)),
+        Object::MultiKueueConfig(o) => Some((&mut o.metadata, false)),
         Object::Workload(o) => Some((&mut o.metadata, true)),
         Object::Job(o) => {
             if o.metadata.namespace.as_deref().is_none_or(str::is_empty) {

@@ -141,6 +141,14 @@ fn assemble(
                 report(super::checks::validate_provisioning_request_config(&o));
                 m.provisioning_request_configs.push(o);
             }
+            Object::MultiKueueCluster(o) => {
+                report(super::multikueue::validate_cluster(&o));
+                m.multikueue_clusters.push(o);
+            }
+            Object::MultiKueueConfig(o) => {
+                report(super::multikueue::validate_config(&o));
+                m.multikueue_configs.push(o);
+            }
             Object::Workload(o) => workloads.push((o, Provenance::written(origin, label))),
             // A child of another job (a RayJob's RayCluster) runs under its parent's Workload.
             Object::Job(job)

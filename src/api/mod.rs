@@ -13,6 +13,7 @@ pub mod duration;
 pub mod error;
 pub mod jobs;
 pub mod load;
+pub mod multikueue;
 pub mod names;
 pub mod pods;
 pub mod policy;
@@ -61,6 +62,9 @@ pub struct Manifests {
     pub priority_classes: Vec<WorkloadPriorityClass>,
     pub admission_checks: Vec<checks::AdmissionCheck>,
     pub provisioning_request_configs: Vec<checks::ProvisioningRequestConfig>,
+    /// MultiKueue's worker clusters and the configs that list them.
+    pub multikueue_clusters: Vec<multikueue::MultiKueueCluster>,
+    pub multikueue_configs: Vec<multikueue::MultiKueueConfig>,
     /// Workloads as written, plus those made from Jobs and pod groups.
     pub workloads: Vec<Workload>,
     pub extensions: Vec<Extension>,

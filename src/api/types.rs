@@ -411,6 +411,14 @@ pub struct WorkloadStatus {
     pub accumulated_past_execution_time_seconds: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduling_stats: Option<serde_json::Value>,
+    /// MultiKueue: the worker clusters nominated for the Workload (at most 20, each at most
+    /// 256 characters); cleared when `clusterName` is set and on eviction.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nominated_cluster_names: Vec<String>,
+    /// MultiKueue: the worker cluster the Workload runs on (at most 256 characters); never
+    /// set together with `nominatedClusterNames`, cleared on eviction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_name: Option<String>,
 }
 
 /// One admission check's state on a Workload (Kueue's `AdmissionCheckState`).

@@ -9,11 +9,15 @@
 //! - LocalQueue status `flavorUsage` → `flavorsUsage`.
 //! - Workload `spec.priorityClassName` + `spec.priorityClassSource` → `spec.priorityClassRef`;
 //!   status `accumulatedPastExexcutionTimeSeconds` (sic) → `accumulatedPastExecutionTimeSeconds`.
+//! - MultiKueueCluster `spec.kubeConfig` (and `spec.clusterProfileRef`) →
+//!   `spec.clusterSource` (Kueue's `multikueue_conversion.go`: a kubeconfig with an empty
+//!   location is left out). MultiKueueConfig has no `quotaManagement` in `v1beta1`.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::multikueue;
 use super::types::{
     self, AdmissionScope, ClusterQueuePreemption, Condition, FairSharing, FungibilityPolicy,
     FungibilityPreference, PodSet, PriorityClassRef, QueueingStrategy, ResourceGroup, StopPolicy,
@@ -234,6 +238,89 @@ pub struct WorkloadStatus {
     pub accumulated_past_exexcution_time_seconds: Option<i64>,
     #[serde(default)]
     pub scheduling_stats: Option<Value>,
+    #[serde(default)]
+    pub nominated_cluster_names: Vec<String>,
+    #[serde(default)]
+    pub cluster_name: Option<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// MultiKueue
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MultiKueueCluster {
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: Option<MultiKueueClusterSpec>,
+    #[serde(default)]
+    pub status: Option<multikueue::MultiKueueClusterStatus>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MultiKueueClusterSpec {
+    pub kube_config: MultiKueueKubeConfig,
+    /// Only kept for conversions in Kueue's `v1beta1`; carried over to `v1beta2`.
+    #[serde(default)]
+    pub cluster_profile_ref: Option<multikueue::ClusterProfileReference>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MultiKueueKubeConfig {
+    pub location: String,
+    #[serde(default)]
+    pub location_type: Option<multikueue::LocationType>,
+}
+
+impl From<MultiKueueCluster> for multikueue::MultiKueueCluster {
+    fn from(c: MultiKueueCluster) -> Self {
+        let spec = c.spec.map(|s| {
+            let kube_config =
+                (!s.kube_config.location.is_empty()).then(|| multikueue::KubeConfig {
+                    location: s.kube_config.location,
+                    location_type: s.kube_config.location_type,
+                });
+            multikueue::MultiKueueClusterSpec {
+                cluster_source: Some(multikueue::ClusterSource {
+                    kube_config,
+                    cluster_profile_ref: s.cluster_profile_ref,
+                }),
+            }
+        });
+        multikueue::MultiKueueCluster {
+            metadata: c.metadata,
+            spec,
+            status: c.status,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MultiKueueConfig {
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: Option<MultiKueueConfigSpec>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MultiKueueConfigSpec {
+    pub clusters: Vec<String>,
+}
+
+impl From<MultiKueueConfig> for multikueue::MultiKueueConfig {
+    fn from(c: MultiKueueConfig) -> Self {
+        multikueue::MultiKueueConfig {
+            metadata: c.metadata,
+            spec: c.spec.map(|s| multikueue::MultiKueueConfigSpec {
+                clusters: s.clusters,
+                quota_management: None,
+            }),
+        }
+    }
 }
 
 impl From<Workload> for types::Workload {
@@ -277,6 +364,8 @@ impl From<Workload> for types::Workload {
                     accumulated_past_execution_time_seconds: st
                         .accumulated_past_exexcution_time_seconds,
                     scheduling_stats: st.scheduling_stats,
+                    nominated_cluster_names: st.nominated_cluster_names,
+                    cluster_name: st.cluster_name,
                 })
             }),
         }

@@ -54,6 +54,12 @@ pub fn workload(wl: &Workload, catalog: &Catalog) -> Vec<FieldProblem> {
             p.add(path, format!("{boost:?} must be a signed integer"));
         }
     }
+    if let Some(status) = &wl.status {
+        p.0.extend(super::multikueue::validate_workload_clusters(
+            status.cluster_name.as_deref(),
+            &status.nominated_cluster_names,
+        ));
+    }
     if let Some(admission) = wl.status.as_ref().and_then(|s| s.admission.as_ref()) {
         let known: BTreeSet<&str> = spec.pod_sets.iter().map(|ps| ps.name.as_str()).collect();
         for (i, a) in admission.pod_set_assignments.iter().enumerate() {

@@ -32,23 +32,52 @@ pub fn fair_weight(fs: Option<&api::FairSharing>) -> i64 {
 
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
-/// Kueue's inactive reasons for a ClusterQueue's admission checks: checks that do not exist,
-/// then checks that are not active (`references missing AdmissionCheck(s): a,b`).
+/// Kueue's inactive reasons for a ClusterQueue's admission checks (`updateWithAdmissionChecks`,
+/// `inactiveReason`): checks that do not exist, checks that are not active
+/// (`references missing AdmissionCheck(s): a,b`), then MultiKueue's constraints among the
+/// checks that exist — one MultiKueue check at most, on every flavor of the queue
+/// (`all_flavors`), and not with a ProvisioningRequest check.
 fn checks_inactive_reason(
     rules: &[checks::CheckRule],
     defs: &BTreeMap<String, checks::CheckDef>,
+    all_flavors: &[FlavorId],
 ) -> Option<String> {
+    use crate::api::checks::PROVISIONING_REQUEST_CONTROLLER;
+    use crate::api::multikueue::MULTIKUEUE_CONTROLLER;
     let mut missing: Vec<&str> = Vec::new();
     let mut inactive: Vec<&str> = Vec::new();
+    let mut multikueue: Vec<&str> = Vec::new();
+    let mut per_flavor: Vec<&str> = Vec::new();
+    let mut provisioning: Vec<&str> = Vec::new();
+    let every_flavor: BTreeSet<FlavorId> = all_flavors.iter().copied().collect();
     for r in rules {
-        match defs.get(&r.name) {
-            None => missing.push(&r.name),
-            Some(d) if d.inactive.is_some() => inactive.push(&r.name),
-            Some(_) => {}
+        let Some(d) = defs.get(&r.name) else {
+            missing.push(&r.name);
+            continue;
+        };
+        if d.inactive.is_some() {
+            inactive.push(&r.name);
+        }
+        if d.controller == PROVISIONING_REQUEST_CONTROLLER {
+            provisioning.push(&r.name);
+        }
+        if d.controller == MULTIKUEUE_CONTROLLER {
+            multikueue.push(&r.name);
+            if r.flavors.iter().copied().collect::<BTreeSet<_>>() != every_flavor {
+                per_flavor.push(&r.name);
+            }
         }
     }
-    missing.sort_unstable();
-    inactive.sort_unstable();
+    for list in [
+        &mut missing,
+        &mut inactive,
+        &mut multikueue,
+        &mut per_flavor,
+        &mut provisioning,
+    ] {
+        list.sort_unstable();
+        list.dedup();
+    }
     let mut parts = Vec::new();
     if !missing.is_empty() {
         parts.push(format!(
@@ -62,8 +91,37 @@ fn checks_inactive_reason(
             inactive.join(",")
         ));
     }
+    if multikueue.len() > 1 {
+        parts.push(format!(
+            "{MULTIPLE_MULTIKUEUE_CHECKS}{}",
+            multikueue.join(",")
+        ));
+    }
+    if !per_flavor.is_empty() {
+        parts.push(format!(
+            "{MULTIKUEUE_CHECK_PER_FLAVOR}{}",
+            per_flavor.join(",")
+        ));
+    }
+    if !multikueue.is_empty() && !provisioning.is_empty() {
+        parts.push(format!(
+            "{MULTIKUEUE_WITH_PROVISIONING}{}, {}",
+            multikueue.join(","),
+            provisioning.join(",")
+        ));
+    }
     (!parts.is_empty()).then(|| parts.join(", "))
 }
+
+/// How Kueue's messages for MultiKueue's ClusterQueue constraints begin
+/// (`pkg/cache/scheduler/clusterqueue.go`); [`super::ClusterQueueInfo::inactive_condition`]
+/// reads the reason from them.
+pub(super) const MULTIPLE_MULTIKUEUE_CHECKS: &str =
+    "Cannot use multiple MultiKueue AdmissionChecks on the same ClusterQueue, found: ";
+pub(super) const MULTIKUEUE_CHECK_PER_FLAVOR: &str =
+    "Cannot specify MultiKueue AdmissionCheck per flavor, found: ";
+pub(super) const MULTIKUEUE_WITH_PROVISIONING: &str =
+    "Cannot use both MultiKueue and ProvisioningRequest AdmissionChecks together, found: ";
 
 /// Assembles the cluster. `default_created` supplies the queue-order timestamp of workloads
 /// without `metadata.creationTimestamp`; `now` stamps admissions without a reservation time.
@@ -109,7 +167,7 @@ pub fn build_cluster_with(
         .admission_checks
         .iter()
         .map(|ac| {
-            let def = checks::CheckDef::of(ac, &m.provisioning_request_configs);
+            let def = checks::CheckDef::of(ac, checks::CheckParameters::of(m));
             (def.name.clone(), def)
         })
         .collect();
@@ -236,9 +294,16 @@ pub fn build_cluster_with(
             })
             .collect();
         if inactive_reason.is_none() {
-            inactive_reason = checks_inactive_reason(&admission_checks, &check_defs);
+            inactive_reason = checks_inactive_reason(&admission_checks, &check_defs, &all_flavors);
         }
-        if inactive_reason.is_none() {
+        // Kueue skips the TAS check of a ClusterQueue with a MultiKueue check: topology is
+        // the workers' business.
+        let multikueue = admission_checks.iter().any(|r| {
+            check_defs
+                .get(&r.name)
+                .is_some_and(|d| d.controller == crate::api::multikueue::MULTIKUEUE_CONTROLLER)
+        });
+        if inactive_reason.is_none() && !multikueue {
             inactive_reason = crate::topology::missing_topologies(m, &all_flavors, &names);
         }
         let quotas = quotas_of(&spec.resource_groups, &mut names);

@@ -10,7 +10,9 @@
 //! decide the states; this module keeps them and says what each change means.
 //!
 //! Kueue's words: `pkg/workload/admissionchecks.go`, `pkg/controller/core/workload_controller.go`
-//! (`buildAdmissionChecksMessage`, `resetChecksOnEviction`), `pkg/workload/evict/evict.go`.
+//! (`buildAdmissionChecksMessage`, `resetChecksOnEviction`), `pkg/workload/evict/evict.go`;
+//! whether a check is active: `pkg/controller/admissionchecks/provisioning/admissioncheck_reconciler.go`
+//! and `pkg/controller/admissionchecks/multikueue/admissioncheck.go`.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +20,9 @@ use super::{FlavorId, Millis};
 use crate::api::checks::{
     AdmissionCheck, PROVISIONING_REQUEST_CONFIG_KIND, PROVISIONING_REQUEST_CONTROLLER,
     ProvisioningRequestConfig, RetryStrategy,
+};
+use crate::api::multikueue::{
+    MULTIKUEUE_CONFIG_KIND, MULTIKUEUE_CONTROLLER, MultiKueueCluster, MultiKueueConfig, reasons,
 };
 
 /// Kueue's `CheckState`.
@@ -264,7 +269,7 @@ pub fn request_name(workload: &str, check: &str, attempt: i32) -> String {
 }
 
 /// An AdmissionCheck as the core sees it: its controller, whether it is active (and why not),
-/// and for the ProvisioningRequest check its configuration.
+/// for the ProvisioningRequest check its configuration, for a MultiKueue check its clusters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckDef {
     pub name: String,
@@ -272,7 +277,131 @@ pub struct CheckDef {
     /// `None` when active; otherwise the `Active=False` message.
     pub inactive: Option<String>,
     pub provisioning: Option<ProvisioningConfig>,
+    /// A MultiKueue check whose MultiKueueConfig exists: its clusters and which are usable.
+    pub multikueue: Option<MultiKueueCheck>,
     pub annotations: BTreeMap<String, String>,
+}
+
+/// The objects an AdmissionCheck's parameters may name.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CheckParameters<'a> {
+    pub provisioning: &'a [ProvisioningRequestConfig],
+    pub multikueue_configs: &'a [MultiKueueConfig],
+    pub multikueue_clusters: &'a [MultiKueueCluster],
+}
+
+impl<'a> CheckParameters<'a> {
+    /// Those the manifests hold.
+    pub fn of(m: &'a crate::api::Manifests) -> CheckParameters<'a> {
+        CheckParameters {
+            provisioning: &m.provisioning_request_configs,
+            multikueue_configs: &m.multikueue_configs,
+            multikueue_clusters: &m.multikueue_clusters,
+        }
+    }
+}
+
+/// A MultiKueue check's config resolved: the worker clusters it dispatches to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MultiKueueCheck {
+    /// The MultiKueueConfig's name.
+    pub config: String,
+    /// Its `spec.clusters`, in order (the Incremental dispatcher's order).
+    pub clusters: Vec<String>,
+    /// Those without a MultiKueueCluster, in that order.
+    pub missing: Vec<String>,
+    /// Those whose MultiKueueCluster is not active
+    /// ([`MultiKueueCluster::active_in_manifests`]), in that order.
+    pub inactive: Vec<String>,
+}
+
+impl MultiKueueCheck {
+    /// The clusters a Workload may be dispatched to, in the config's order.
+    pub fn usable(&self) -> Vec<&str> {
+        self.clusters
+            .iter()
+            .filter(|c| !self.missing.contains(c) && !self.inactive.contains(c))
+            .map(String::as_str)
+            .collect()
+    }
+}
+
+/// The `Active` condition an AdmissionCheck's controller writes: status, reason, message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActiveCondition {
+    pub status: bool,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// The `Active` condition's message when a check is active.
+pub const ACTIVE_MESSAGE: &str = "The admission check is active";
+
+/// Kueue's MultiKueue AdmissionCheck reconciler (`ACReconciler.Reconcile`): the `Active`
+/// condition of a check of controller `kueue.x-k8s.io/multikueue`, and its config's clusters
+/// when the config exists. Missing or inactive clusters leave the check active
+/// (`SomeActiveClusters`) unless none is usable (`NoUsableClusters`); a config that cannot be
+/// loaded makes it inactive (`BadConfig`).
+pub fn multikueue_condition(
+    ac: &AdmissionCheck,
+    configs: &[MultiKueueConfig],
+    clusters: &[MultiKueueCluster],
+) -> (ActiveCondition, Option<MultiKueueCheck>) {
+    let config = parameters_ref(ac, MULTIKUEUE_CONFIG_KIND).and_then(|name| {
+        configs
+            .iter()
+            .find(|c| c.name() == name)
+            .ok_or_else(|| format!("multikueueconfigs.kueue.x-k8s.io {name:?} not found"))
+    });
+    let config = match config {
+        Ok(c) => c,
+        Err(e) => {
+            let condition = ActiveCondition {
+                status: false,
+                reason: reasons::BAD_CONFIG,
+                message: format!("Cannot load the AdmissionChecks parameters: {e}"),
+            };
+            return (condition, None);
+        }
+    };
+    let mut check = MultiKueueCheck {
+        config: config.name().to_string(),
+        clusters: config.clusters().to_vec(),
+        missing: Vec::new(),
+        inactive: Vec::new(),
+    };
+    for name in config.clusters() {
+        match clusters.iter().find(|c| c.name() == name) {
+            None => check.missing.push(name.clone()),
+            Some(c) if !c.active_in_manifests() => check.inactive.push(name.clone()),
+            Some(_) => {}
+        }
+    }
+    let unusable = check.missing.len() + check.inactive.len();
+    let mut condition = ActiveCondition {
+        status: true,
+        reason: reasons::ACTIVE,
+        message: ACTIVE_MESSAGE.into(),
+    };
+    if unusable > 0 {
+        if unusable < check.clusters.len() {
+            condition.reason = reasons::SOME_ACTIVE_CLUSTERS;
+        } else {
+            condition.status = false;
+            condition.reason = reasons::NO_USABLE_CLUSTERS;
+        }
+        // Go's `%v` of a slice: `[a b]`.
+        let list = |names: &[String]| format!("[{}]", names.join(" "));
+        let mut parts = Vec::new();
+        if !check.missing.is_empty() {
+            parts.push(format!("Missing clusters: {}", list(&check.missing)));
+        }
+        if !check.inactive.is_empty() {
+            parts.push(format!("Inactive clusters: {}", list(&check.inactive)));
+        }
+        condition.message = parts.join(", ");
+    }
+    (condition, Some(check))
 }
 
 /// A ProvisioningRequestConfig as the ProvisioningRequest check uses it.
@@ -289,24 +418,36 @@ pub struct ProvisioningConfig {
 }
 
 impl CheckDef {
-    /// The core's view of `ac`, resolving a ProvisioningRequest check's parameters as Kueue's
-    /// admission-check reconciler does (`BadParametersRef` messages when they do not resolve).
-    pub fn of(ac: &AdmissionCheck, configs: &[ProvisioningRequestConfig]) -> CheckDef {
+    /// The core's view of `ac`: an `Active=False` condition it carries makes it inactive;
+    /// the checks of Kueue's own controllers are judged as those controllers judge them — a
+    /// ProvisioningRequest check's parameters must resolve (`BadParametersRef` messages), a
+    /// MultiKueue check's config must exist and list a usable cluster
+    /// ([`multikueue_condition`]).
+    pub fn of(ac: &AdmissionCheck, params: CheckParameters<'_>) -> CheckDef {
         let name = ac.metadata.name.clone().unwrap_or_default();
         let controller = ac.spec.controller_name.clone();
         let mut inactive = status_inactive(ac);
         let mut provisioning = None;
+        let mut multikueue = None;
         if controller == PROVISIONING_REQUEST_CONTROLLER {
-            match provisioning_config(ac, configs) {
+            match provisioning_config(ac, params.provisioning) {
                 Ok(c) => provisioning = Some(c),
                 Err(message) => inactive = Some(message),
             }
+        } else if controller == MULTIKUEUE_CONTROLLER {
+            let (condition, check) =
+                multikueue_condition(ac, params.multikueue_configs, params.multikueue_clusters);
+            if !condition.status {
+                inactive = Some(condition.message);
+            }
+            multikueue = check;
         }
         CheckDef {
             name,
             controller,
             inactive,
             provisioning,
+            multikueue,
             annotations: ac.metadata.annotations.clone().unwrap_or_default(),
         }
     }
@@ -323,11 +464,9 @@ fn status_inactive(ac: &AdmissionCheck) -> Option<String> {
     (c.status != "True").then(|| c.message.clone())
 }
 
-/// Kueue's `ConfigFromRef` for the ProvisioningRequest check.
-fn provisioning_config(
-    ac: &AdmissionCheck,
-    configs: &[ProvisioningRequestConfig],
-) -> Result<ProvisioningConfig, String> {
+/// Kueue's `refValidForGK`: the name of the `kueue.x-k8s.io` object of kind `kind` that the
+/// check's parameters name.
+fn parameters_ref<'a>(ac: &'a AdmissionCheck, kind: &str) -> Result<&'a str, String> {
     let bad = |m: String| format!("{m}: bad parameters reference");
     let Some(p) = &ac.spec.parameters else {
         return Err("missing parameters reference".into());
@@ -342,23 +481,28 @@ fn provisioning_config(
             crate::api::GROUP
         )));
     }
-    if p.kind != PROVISIONING_REQUEST_CONFIG_KIND {
-        return Err(bad(format!(
-            "wrong kind {:?}, expecting {:?}",
-            p.kind, PROVISIONING_REQUEST_CONFIG_KIND
-        )));
+    if p.kind != kind {
+        return Err(bad(format!("wrong kind {:?}, expecting {kind:?}", p.kind)));
     }
+    Ok(&p.name)
+}
+
+/// Kueue's `ConfigFromRef` for the ProvisioningRequest check.
+fn provisioning_config(
+    ac: &AdmissionCheck,
+    configs: &[ProvisioningRequestConfig],
+) -> Result<ProvisioningConfig, String> {
+    let name = parameters_ref(ac, PROVISIONING_REQUEST_CONFIG_KIND)?;
     let Some(c) = configs
         .iter()
-        .find(|c| c.metadata.name.as_deref() == Some(p.name.as_str()))
+        .find(|c| c.metadata.name.as_deref() == Some(name))
     else {
         return Err(format!(
-            "provisioningrequestconfigs.kueue.x-k8s.io {:?} not found",
-            p.name
+            "provisioningrequestconfigs.kueue.x-k8s.io {name:?} not found"
         ));
     };
     Ok(ProvisioningConfig {
-        name: p.name.clone(),
+        name: name.to_string(),
         class: c.spec.provisioning_class_name.clone(),
         parameters: c.spec.parameters.clone(),
         managed_resources: c.spec.managed_resources.clone(),

@@ -231,6 +231,12 @@ impl ClusterQueueInfo {
             "AdmissionCheckNotFound"
         } else if why.starts_with("references inactive AdmissionCheck") {
             "AdmissionCheckInactive"
+        } else if why.starts_with(build::MULTIPLE_MULTIKUEUE_CHECKS) {
+            "MultipleMultiKueueAdmissionChecks"
+        } else if why.starts_with(build::MULTIKUEUE_CHECK_PER_FLAVOR) {
+            "MultiKueueAdmissionCheckAppliedPerFlavor"
+        } else if why.starts_with(build::MULTIKUEUE_WITH_PROVISIONING) {
+            "MultiKueueWithProvisioningRequest"
         } else if why.contains("stopped") {
             "Stopped"
         } else {

@@ -283,6 +283,8 @@ fn append(into: &mut Manifests, from: Manifests) {
         priority_classes,
         admission_checks,
         provisioning_request_configs,
+        multikueue_clusters,
+        multikueue_configs,
         workloads,
         extensions,
         configuration,
@@ -296,6 +298,8 @@ fn append(into: &mut Manifests, from: Manifests) {
     into.admission_checks.extend(admission_checks);
     into.provisioning_request_configs
         .extend(provisioning_request_configs);
+    into.multikueue_clusters.extend(multikueue_clusters);
+    into.multikueue_configs.extend(multikueue_configs);
     into.namespaces.extend(namespaces);
     into.flavors.extend(flavors);
     into.cohorts.extend(cohorts);

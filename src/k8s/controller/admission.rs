@@ -67,7 +67,11 @@ impl Controller {
             }
             let mut bare = ac.clone();
             bare.status = None;
-            let def = CheckDef::of(&bare, &configs);
+            let params = crate::cluster::checks::CheckParameters {
+                provisioning: &configs,
+                ..Default::default()
+            };
+            let def = CheckDef::of(&bare, params);
             let (status, reason, message) = match &def.inactive {
                 None => (true, "Active", ACTIVE_MESSAGE.to_string()),
                 Some(m) => (false, "BadParametersRef", m.clone()),

@@ -41,8 +41,8 @@ pub const CONFIG_KEY: &str = "controller_manager_config.yaml";
 /// Kueue's manager Deployment.
 pub const MANAGER: &str = "kueue-controller-manager";
 /// Kueue's admission check controllers.
-const PROVISIONING_CONTROLLER: &str = "kueue.x-k8s.io/provisioning-request";
-const MULTIKUEUE_CONTROLLER: &str = "kueue.x-k8s.io/multikueue";
+const PROVISIONING_CONTROLLER: &str = crate::api::checks::PROVISIONING_REQUEST_CONTROLLER;
+const MULTIKUEUE_CONTROLLER: &str = crate::api::multikueue::MULTIKUEUE_CONTROLLER;
 
 const DIFFERENCES: &str = "docs/differences.md";
 
@@ -534,6 +534,12 @@ fn object_findings(objects: &[Value]) -> Vec<Finding> {
                 ),
                 None => (Verdict::Same, String::new()),
             },
+            KueueKind::MultiKueueCluster | KueueKind::MultiKueueConfig => (
+                Verdict::Unsupported,
+                "MultiKueue is not supported yet: wasq reads and validates it, nothing \
+                 dispatches (docs/multikueue.md)"
+                    .to_string(),
+            ),
             KueueKind::Topology => (
                 Verdict::Different,
                 format!("topology-aware scheduling ({DIFFERENCES}#topology-aware-scheduling)"),

@@ -87,24 +87,127 @@ const KUEUE_DEFAULTS: &[(KueueKind, &str, &str)] = &[
     (KueueKind::Workload, "spec.active", "true"),
     (KueueKind::Workload, "spec.podSets[].count", "1"),
     (KueueKind::Workload, "spec.podSets[].name", r#""main""#),
+    (
+        KueueKind::MultiKueueCluster,
+        "spec.clusterSource.kubeConfig.locationType",
+        r#""Secret""#,
+    ),
 ];
 
-/// Sets each of [`KUEUE_DEFAULTS`] of `kind` whose property `schema` has.
+/// The limits and CEL rules (`x-kubernetes-validations`) of Kueue's CRDs that wasq's types do
+/// not say themselves, by kind and property path, as JSON merged into the property's schema.
+/// The loader checks the same rules with the API server's words
+/// ([`crate::api::multikueue`]).
+pub const KUEUE_RULES: &[(KueueKind, &str, &str)] = &[
+    (
+        KueueKind::MultiKueueCluster,
+        "spec",
+        r#"{"required": ["clusterSource"]}"#,
+    ),
+    (
+        KueueKind::MultiKueueCluster,
+        "spec.clusterSource",
+        r#"{"x-kubernetes-validations": [{
+            "rule": "[has(self.kubeConfig),has(self.clusterProfileRef)].filter(x,x==true).size() == 1",
+            "message": "exactly one of the fields in [kubeConfig clusterProfileRef] must be set"}]}"#,
+    ),
+    (
+        KueueKind::MultiKueueCluster,
+        "spec.clusterSource.kubeConfig",
+        r#"{"required": ["location"]}"#,
+    ),
+    (
+        KueueKind::MultiKueueCluster,
+        "spec.clusterSource.kubeConfig.location",
+        r#"{"minLength": 1, "maxLength": 256}"#,
+    ),
+    (
+        KueueKind::MultiKueueCluster,
+        "spec.clusterSource.clusterProfileRef",
+        r#"{"required": ["name"]}"#,
+    ),
+    (
+        KueueKind::MultiKueueCluster,
+        "spec.clusterSource.clusterProfileRef.name",
+        r#"{"minLength": 1, "maxLength": 256}"#,
+    ),
+    (
+        KueueKind::MultiKueueCluster,
+        "status.conditions",
+        r#"{"maxItems": 16}"#,
+    ),
+    (
+        KueueKind::MultiKueueConfig,
+        "spec",
+        r#"{"required": ["clusters"]}"#,
+    ),
+    (
+        KueueKind::MultiKueueConfig,
+        "spec.clusters",
+        r#"{"minItems": 1, "maxItems": 20, "x-kubernetes-list-type": "atomic",
+            "x-kubernetes-validations": [{
+            "rule": "size(self.filter(i, size(self.filter(j, j == i)) > 1)) == 0",
+            "message": "must be unique"}]}"#,
+    ),
+    (
+        KueueKind::MultiKueueConfig,
+        "spec.clusters[]",
+        r#"{"maxLength": 256}"#,
+    ),
+    (
+        KueueKind::Workload,
+        "status",
+        r#"{"x-kubernetes-validations": [{
+            "rule": "!has(oldSelf.clusterName) || !has(self.clusterName) || oldSelf.clusterName == self.clusterName",
+            "message": "clusterName is immutable once set"}, {
+            "rule": "!has(self.clusterName) || (!has(self.nominatedClusterNames) || (has(self.nominatedClusterNames) && size(self.nominatedClusterNames) == 0))",
+            "message": "clusterName and nominatedClusterNames are mutually exclusive"}]}"#,
+    ),
+    (
+        KueueKind::Workload,
+        "status.clusterName",
+        r#"{"maxLength": 256}"#,
+    ),
+    (
+        KueueKind::Workload,
+        "status.nominatedClusterNames",
+        r#"{"maxItems": 20, "x-kubernetes-list-type": "atomic"}"#,
+    ),
+    (
+        KueueKind::Workload,
+        "status.nominatedClusterNames[]",
+        r#"{"maxLength": 256}"#,
+    ),
+];
+
+/// The schema of the property at `path` (`[]` steps into a list's items), if `schema` has it.
+pub fn property_mut<'a>(schema: &'a mut Value, path: &str) -> Option<&'a mut Value> {
+    let mut at = Some(schema);
+    for step in path.split('.') {
+        let (name, items) = match step.strip_suffix("[]") {
+            Some(name) => (name, true),
+            None => (step, false),
+        };
+        at = at.and_then(|s| s.pointer_mut(&format!("/properties/{name}")));
+        if items {
+            at = at.and_then(|s| s.get_mut("items"));
+        }
+    }
+    at
+}
+
+/// Sets each of [`KUEUE_DEFAULTS`] of `kind` whose property `schema` has, and merges each of
+/// [`KUEUE_RULES`] of `kind` into its property.
 fn add_kueue_defaults(kind: KueueKind, schema: &mut Value) {
     for (_, path, default) in KUEUE_DEFAULTS.iter().filter(|(k, _, _)| *k == kind) {
-        let mut at = Some(&mut *schema);
-        for step in path.split('.') {
-            let (name, items) = match step.strip_suffix("[]") {
-                Some(name) => (name, true),
-                None => (step, false),
-            };
-            at = at.and_then(|s| s.pointer_mut(&format!("/properties/{name}")));
-            if items {
-                at = at.and_then(|s| s.get_mut("items"));
-            }
-        }
-        if let Some(property) = at {
+        if let Some(property) = property_mut(schema, path) {
             property["default"] = serde_json::from_str(default).expect("a default is JSON");
+        }
+    }
+    for (_, path, rules) in KUEUE_RULES.iter().filter(|(k, _, _)| *k == kind) {
+        let rules: Map<String, Value> = serde_json::from_str(rules).expect("rules are JSON");
+        if let Some(Value::Object(property)) = property_mut(schema, path) {
+            property.extend(rules);
         }
     }
 }
@@ -124,6 +227,8 @@ pub fn object_schema(kind: KueueKind) -> Value {
             structural_schema::<api::checks::ProvisioningRequestConfig>()
         }
         KueueKind::Topology => structural_schema::<api::topology::Topology>(),
+        KueueKind::MultiKueueCluster => structural_schema::<api::multikueue::MultiKueueCluster>(),
+        KueueKind::MultiKueueConfig => structural_schema::<api::multikueue::MultiKueueConfig>(),
     };
     let status = match kind {
         KueueKind::Cohort => Some(structural_schema::<CohortStatus>()),
@@ -264,7 +369,7 @@ struct Shape {
     status: bool,
 }
 
-const SHAPES: [Shape; 9] = [
+const SHAPES: [Shape; 11] = [
     Shape {
         kind: KueueKind::ResourceFlavor,
         singular: "resourceflavor",
@@ -424,6 +529,35 @@ const SHAPES: [Shape; 9] = [
         kind: KueueKind::Topology,
         singular: "topology",
         short_names: &["topo"],
+        columns: &[],
+        status: false,
+    },
+    Shape {
+        kind: KueueKind::MultiKueueCluster,
+        singular: "multikueuecluster",
+        short_names: &["mkc"],
+        columns: &[
+            (
+                "Connected",
+                ".status.conditions[?(@.type=='Active')].status",
+                "string",
+                "MultiKueueCluster is connected",
+                0,
+            ),
+            (
+                "Age",
+                ".metadata.creationTimestamp",
+                "date",
+                "Time this workload was created",
+                0,
+            ),
+        ],
+        status: true,
+    },
+    Shape {
+        kind: KueueKind::MultiKueueConfig,
+        singular: "multikueueconfig",
+        short_names: &["mkconf"],
         columns: &[],
         status: false,
     },

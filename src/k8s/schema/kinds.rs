@@ -1,6 +1,6 @@
 //! The API resources wasq reads and writes: Kueue's kinds (served as `v1beta2`), among them the
-//! AdmissionCheck and ProvisioningRequestConfig of two-phase admission and the Topology of
-//! topology-aware scheduling.
+//! AdmissionCheck and ProvisioningRequestConfig of two-phase admission, the Topology of
+//! topology-aware scheduling and MultiKueue's MultiKueueCluster and MultiKueueConfig.
 
 use kube::core::ApiResource;
 
@@ -22,10 +22,13 @@ pub enum KueueKind {
     ProvisioningRequestConfig,
     /// Topology-aware scheduling's levels (cluster-scoped).
     Topology,
+    /// MultiKueue's worker clusters and the configs of its AdmissionChecks (cluster-scoped).
+    MultiKueueCluster,
+    MultiKueueConfig,
 }
 
 impl KueueKind {
-    pub const ALL: [KueueKind; 9] = [
+    pub const ALL: [KueueKind; 11] = [
         KueueKind::ResourceFlavor,
         KueueKind::Cohort,
         KueueKind::ClusterQueue,
@@ -35,6 +38,8 @@ impl KueueKind {
         KueueKind::AdmissionCheck,
         KueueKind::ProvisioningRequestConfig,
         KueueKind::Topology,
+        KueueKind::MultiKueueCluster,
+        KueueKind::MultiKueueConfig,
     ];
 
     pub fn kind(self) -> &'static str {
@@ -48,6 +53,8 @@ impl KueueKind {
             KueueKind::AdmissionCheck => "AdmissionCheck",
             KueueKind::ProvisioningRequestConfig => "ProvisioningRequestConfig",
             KueueKind::Topology => "Topology",
+            KueueKind::MultiKueueCluster => "MultiKueueCluster",
+            KueueKind::MultiKueueConfig => "MultiKueueConfig",
         }
     }
 
@@ -62,6 +69,8 @@ impl KueueKind {
             KueueKind::AdmissionCheck => "admissionchecks",
             KueueKind::ProvisioningRequestConfig => "provisioningrequestconfigs",
             KueueKind::Topology => "topologies",
+            KueueKind::MultiKueueCluster => "multikueueclusters",
+            KueueKind::MultiKueueConfig => "multikueueconfigs",
         }
     }
 

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use crate::api::catalog::Catalog;
 use crate::api::checks::AdmissionCheck;
-use crate::api::{Manifests, Workload, defaults, topology, validate, validate_workload};
+use crate::api::{
+    Manifests, Workload, defaults, multikueue, topology, validate, validate_workload,
+};
 use crate::cluster::{EvictionReason, Millis, WorkloadId, build_cluster};
 use crate::scheduler::Scheduler;
 use crate::topology::Topologies;
@@ -118,6 +120,28 @@ pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
         .map(|ac| as_the_core_sees(ac, mirror.provisioning_served))
         .collect();
     m.provisioning_request_configs = mirror.provisioning_configs.values().cloned().collect();
+    m.multikueue_clusters = mirror
+        .multikueue_clusters
+        .iter()
+        .filter(|(k, o)| {
+            valid(
+                format!("MultiKueueCluster {k}"),
+                multikueue::validate_cluster(o),
+            )
+        })
+        .map(|(_, o)| o.clone())
+        .collect();
+    m.multikueue_configs = mirror
+        .multikueue_configs
+        .iter()
+        .filter(|(k, o)| {
+            valid(
+                format!("MultiKueueConfig {k}"),
+                multikueue::validate_config(o),
+            )
+        })
+        .map(|(_, o)| o.clone())
+        .collect();
     add_tas_inputs(mirror, &mut m);
     for (key, wl) in &mirror.workloads {
         if let Some(wl) = core_view(key, wl, &catalog) {

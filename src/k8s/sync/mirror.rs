@@ -13,6 +13,7 @@ use kube::core::DynamicObject;
 
 use crate::api::checks::{AdmissionCheck, ProvisioningRequestConfig};
 use crate::api::decode::Object;
+use crate::api::multikueue::{MultiKueueCluster, MultiKueueConfig};
 use crate::api::{
     ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass,
 };
@@ -110,6 +111,9 @@ pub struct Mirror {
     pub workloads: BTreeMap<String, Box<Workload>>,
     pub admission_checks: BTreeMap<String, AdmissionCheck>,
     pub provisioning_configs: BTreeMap<String, ProvisioningRequestConfig>,
+    /// MultiKueue's worker clusters and configs: whether a MultiKueue check is active.
+    pub multikueue_clusters: BTreeMap<String, MultiKueueCluster>,
+    pub multikueue_configs: BTreeMap<String, MultiKueueConfig>,
     pub jobs: Vec<BTreeMap<String, DynamicObject>>,
     pub pods: BTreeMap<String, Pod>,
     pub provisioning_requests: BTreeMap<String, DynamicObject>,
@@ -263,6 +267,8 @@ impl Mirror {
             Source::Kueue(KueueKind::Workload) => k(&self.workloads),
             Source::Kueue(KueueKind::AdmissionCheck) => k(&self.admission_checks),
             Source::Kueue(KueueKind::ProvisioningRequestConfig) => k(&self.provisioning_configs),
+            Source::Kueue(KueueKind::MultiKueueCluster) => k(&self.multikueue_clusters),
+            Source::Kueue(KueueKind::MultiKueueConfig) => k(&self.multikueue_configs),
             Source::Namespace => k(&self.namespaces),
             Source::Pod => k(&self.pods),
             Source::Job(i) => self.jobs.get(i).map(k).unwrap_or_default(),
@@ -317,6 +323,12 @@ impl Mirror {
             Source::Kueue(KueueKind::AdmissionCheck) => self.admission_checks.remove(key).is_some(),
             Source::Kueue(KueueKind::ProvisioningRequestConfig) => {
                 self.provisioning_configs.remove(key).is_some()
+            }
+            Source::Kueue(KueueKind::MultiKueueCluster) => {
+                self.multikueue_clusters.remove(key).is_some()
+            }
+            Source::Kueue(KueueKind::MultiKueueConfig) => {
+                self.multikueue_configs.remove(key).is_some()
             }
             Source::Namespace => self.namespaces.remove(key).is_some(),
             Source::Pod => self.pods.remove(key).is_some(),
@@ -509,6 +521,21 @@ impl Mirror {
                 key(&o.metadata),
                 o,
                 rv(|o: &ProvisioningRequestConfig| &o.metadata),
+                |a, b| a.spec == b.spec,
+            ),
+            // A cluster's `Active` condition decides whether the checks listing it are.
+            Object::MultiKueueCluster(o) => upsert(
+                &mut self.multikueue_clusters,
+                key(&o.metadata),
+                o,
+                rv(|o: &MultiKueueCluster| &o.metadata),
+                |a, b| a.spec == b.spec && a.active() == b.active(),
+            ),
+            Object::MultiKueueConfig(o) => upsert(
+                &mut self.multikueue_configs,
+                key(&o.metadata),
+                o,
+                rv(|o: &MultiKueueConfig| &o.metadata),
                 |a, b| a.spec == b.spec,
             ),
             Object::Job(_) | Object::Pod(_) | Object::Extension(_) | Object::Configuration(_) => {

@@ -100,6 +100,8 @@ pub fn kueue(kind: KueueKind, schemas: &Schemas, req: &AdmissionRequest, view: &
         Object::LocalQueue(o) => validate::local_queue(o),
         Object::PriorityClass(o) => validate::priority_class(o),
         Object::Workload(o) => validate::workload(o, &view.catalog),
+        Object::MultiKueueCluster(o) => crate::api::multikueue::validate_cluster(o),
+        Object::MultiKueueConfig(o) => crate::api::multikueue::validate_config(o),
         other => vec![FieldProblem::object(format!(
             "expected a {}, got a {}",
             kind.kind(),
