@@ -9,6 +9,7 @@ mod decisions;
 mod events;
 mod incremental;
 mod inflight;
+mod multikueue;
 mod pending;
 mod pods_ready;
 mod provisioning;
@@ -986,6 +987,8 @@ fn crds_are_generated_with_kueue_names_columns_and_status() {
             "admissionchecks.kueue.x-k8s.io",
             "provisioningrequestconfigs.kueue.x-k8s.io",
             "topologies.kueue.x-k8s.io",
+            "multikueueclusters.kueue.x-k8s.io",
+            "multikueueconfigs.kueue.x-k8s.io",
             "queuepolicies.policies.wasq.dev",
         ]
     );
@@ -1017,6 +1020,16 @@ fn crds_are_generated_with_kueue_names_columns_and_status() {
             ["weightedShare"]["type"],
         "integer"
     );
+    // MultiKueue's kinds: a status subresource and Kueue's `Connected` column for clusters,
+    // none for configs (tests/all/multikueue.rs checks their schemas and CEL rules).
+    let mkc = serde_json::to_value(&crds[9]).unwrap();
+    assert_eq!(mkc["spec"]["names"]["shortNames"], json!(["mkc"]));
+    let v = &mkc["spec"]["versions"][0];
+    assert_eq!(v["subresources"], json!({"status": {}}));
+    assert_eq!(v["additionalPrinterColumns"][0]["name"], "Connected");
+    let mkconf = serde_json::to_value(&crds[10]).unwrap();
+    assert_eq!(mkconf["spec"]["names"]["shortNames"], json!(["mkconf"]));
+    assert!(mkconf["spec"]["versions"][0].get("subresources").is_none());
 }
 
 #[test]

@@ -101,7 +101,7 @@ async fn every_crd_is_established_and_kept() -> Result<()> {
     let sent = install(&client).await?;
     assert_eq!(
         sent.len(),
-        10,
+        12,
         "wasq crds prints one CRD per Kueue kind, and QueuePolicy's"
     );
     let raw = ApiResource::erase::<CustomResourceDefinition>(&());
@@ -132,4 +132,123 @@ fn as_go_prints(value: &Value) -> Value {
         ),
         other => other.clone(),
     }
+}
+
+/// The message of the API server's refusal of `result`.
+fn refusal<T: std::fmt::Debug>(result: kube::Result<T>) -> String {
+    match result {
+        Err(kube::Error::Api(status)) => status.message,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// MultiKueue's rules in `wasq crds` are Kueue's: the server refuses what Kueue's CRDs refuse,
+/// with the messages the loader gives (tests/all/multikueue.rs), and defaults `locationType`.
+#[tokio::test]
+#[ignore = "needs the control plane of .ci/build-control-plane; run with --ignored"]
+async fn multikueue_crds_refuse_what_kueues_refuse() -> Result<()> {
+    use kube::api::{PatchParams, PostParams};
+    use serde_json::json;
+
+    let plane = ControlPlane::start().await?;
+    let client = plane.client().await?;
+    install(&client).await?;
+    let create = |object: Value| {
+        let client = client.clone();
+        async move {
+            let api = crate::kueue_docs::api_for(&client, &object).unwrap();
+            let object: DynamicObject = serde_json::from_value(object).unwrap();
+            api.create(&PostParams::default(), &object).await
+        }
+    };
+    let mkc = |name: &str, source: Value| {
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster",
+               "metadata": {"name": name}, "spec": {"clusterSource": source}})
+    };
+    let config = |name: &str, clusters: Value| {
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig",
+               "metadata": {"name": name}, "spec": {"clusters": clusters}})
+    };
+
+    let stored = create(mkc("w1", json!({"kubeConfig": {"location": "w1-secret"}}))).await?;
+    assert_eq!(
+        serde_json::to_value(stored)?["spec"]["clusterSource"]["kubeConfig"]["locationType"],
+        "Secret"
+    );
+    let both = refusal(
+        create(mkc(
+            "both",
+            json!({"kubeConfig": {"location": "s"}, "clusterProfileRef": {"name": "p"}}),
+        ))
+        .await,
+    );
+    assert!(
+        both.contains(
+            "spec.clusterSource: Invalid value: \"object\": exactly one of the fields in [kubeConfig clusterProfileRef] must be set"
+        ),
+        "{both}"
+    );
+    let neither = refusal(create(mkc("neither", json!({}))).await);
+    assert!(neither.contains("exactly one of the fields"), "{neither}");
+    let long = refusal(
+        create(mkc(
+            "long",
+            json!({"kubeConfig": {"location": "x".repeat(257)}}),
+        ))
+        .await,
+    );
+    assert!(
+        long.contains("spec.clusterSource.kubeConfig.location: Too long"),
+        "{long}"
+    );
+
+    create(config("ok", json!(["w1", "w2"]))).await?;
+    let twice = refusal(create(config("twice", json!(["a", "b", "a"]))).await);
+    assert!(
+        twice.contains("spec.clusters: Invalid value: \"array\": must be unique"),
+        "{twice}"
+    );
+    let many: Vec<String> = (0..21).map(|i| format!("w{i}")).collect();
+    let many = refusal(create(config("many", json!(many))).await);
+    assert!(
+        many.contains("spec.clusters: Too many: 21: must have at most 20 items"),
+        "{many}"
+    );
+    let none = refusal(create(config("none", json!([]))).await);
+    assert!(none.contains("spec.clusters: Invalid value: 0"), "{none}");
+
+    // A Workload's clusterName: not with nominations, never changed once set.
+    crate::kueue_docs::namespace(&client, "team-a").await?;
+    let wl = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": "placed", "namespace": "team-a"},
+        "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 1,
+            "template": {"spec": {"containers": [{"name": "c", "image": "pause"}]}}}]}});
+    create(wl.clone()).await?;
+    let api = crate::kueue_docs::api_for(&client, &wl)?;
+    let patch = |status: Value| {
+        let api = api.clone();
+        async move {
+            api.patch_status(
+                "placed",
+                &PatchParams::default(),
+                &kube::api::Patch::Merge(json!({"status": status})),
+            )
+            .await
+        }
+    };
+    let both = refusal(patch(json!({"clusterName": "w1", "nominatedClusterNames": ["w1"]})).await);
+    assert!(
+        both.contains("clusterName and nominatedClusterNames are mutually exclusive"),
+        "{both}"
+    );
+    patch(json!({"nominatedClusterNames": ["w1", "w2"]})).await?;
+    patch(json!({"clusterName": "w1", "nominatedClusterNames": null})).await?;
+    let moved = refusal(patch(json!({"clusterName": "w2"})).await);
+    assert!(
+        moved.contains("clusterName is immutable once set"),
+        "{moved}"
+    );
+    // Eviction clears it: allowed.
+    patch(json!({"clusterName": null})).await?;
+    Ok(())
 }

@@ -43,7 +43,7 @@ async fn kueue_docs_objects_are_accepted_and_kept() -> Result<()> {
     crds::install(&client).await?;
     namespace(&client, "team-a").await?;
     let docs: Vec<Value> = serde_saphyr::from_multiple(include_str!("kueue-docs.yaml"))?;
-    assert_eq!(docs.len(), 14);
+    assert_eq!(docs.len(), 21);
     for (i, doc) in docs.iter().enumerate() {
         let name = doc["metadata"]["name"].as_str().unwrap_or_default();
         let what = format!("document {} ({} {name})", i + 1, doc["kind"]);
