@@ -149,3 +149,56 @@ async fn clusterqueue_is_defaulted_as_kueue_defaults_it() -> Result<()> {
     );
     Ok(())
 }
+
+/// `kubectl get mkc` prints Kueue's `Connected` column from the `Active` condition Kueue's
+/// cluster reconciler writes (nothing before it has written one).
+#[tokio::test]
+#[ignore = "needs the control plane of .ci/build-control-plane; run with --ignored"]
+async fn multikueue_clusters_print_whether_they_are_connected() -> Result<()> {
+    use kube::api::{Patch, PatchParams, PostParams};
+
+    let plane = ControlPlane::start().await?;
+    let client = plane.client().await?;
+    crate::crds::install(&client).await?;
+    let kueue = "/apis/kueue.x-k8s.io/v1beta2";
+    let api = |object: &serde_json::Value| crate::kueue_docs::api_for(&client, object);
+    for name in ["worker1", "worker2"] {
+        let mkc = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster",
+            "metadata": {"name": name},
+            "spec": {"clusterSource": {"kubeConfig": {"location": format!("{name}-secret")}}}});
+        api(&mkc)?
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(mkc.clone())?,
+            )
+            .await?;
+        if name == "worker1" {
+            let status = json!({"status": {"conditions": [{"type": "Active", "status": "True",
+                "reason": "Active", "message": "Connected",
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+            api(&mkc)?
+                .patch_status(name, &PatchParams::default(), &Patch::Merge(status))
+                .await?;
+        }
+    }
+    let (columns, rows) = table(&client, &format!("{kueue}/multikueueclusters")).await?;
+    assert_eq!(columns, ["Name", "Connected", "Age"]);
+    assert_eq!(
+        without_age(&rows),
+        [
+            vec![json!("worker1"), json!("True")],
+            vec![json!("worker2"), json!(null)]
+        ]
+    );
+    let conf = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig",
+        "metadata": {"name": "multikueue-test"}, "spec": {"clusters": ["worker1", "worker2"]}});
+    api(&conf)?
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(conf.clone())?,
+        )
+        .await?;
+    let (columns, _) = table(&client, &format!("{kueue}/multikueueconfigs")).await?;
+    assert_eq!(columns, ["Name", "Age"]);
+    Ok(())
+}
