@@ -173,6 +173,19 @@ async fn a_rack_job_is_placed_in_one_rack_and_each_pod_released_into_its_node() 
     assert_eq!(placed.len(), 2);
     let rack = rack_of(placed.keys().next().unwrap());
     assert!(placed.keys().all(|n| rack_of(n) == rack), "{placed:?}");
+    // Its QuotaReserved Event names the placement policy of its one TAS podSet too.
+    let reserved: Vec<Value> = env
+        .api
+        .objects("events.k8s.io/v1", "events")
+        .into_iter()
+        .filter(|e| e["reason"] == "QuotaReserved" && e["regarding"]["name"] == job_wl("train"))
+        .collect();
+    assert_eq!(
+        reserved[0]["metadata"]["annotations"],
+        json!({"policy.wasq.dev/ordering": "builtin",
+               "policy.wasq.dev/flavor-assignment": "builtin",
+               "policy.wasq.dev/placement": "builtin"})
+    );
 
     // The job starts with Kueue's topology gate, podSet label and Workload annotation.
     let started = env
