@@ -320,7 +320,8 @@ metadata: {name: f}
             concat!(
                 r#"misc.yaml doc 1: DaemonSet web: kind: unsupported kind "DaemonSet" (apiVersion "apps/v1"); "#,
                 "wasq reads ResourceFlavor, Topology, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass, Workload, ",
-                "AdmissionCheck, ProvisioningRequestConfig, the Kueue Configuration, Job (batch/v1), JobSet (jobset.x-k8s.io/v1alpha2), RayJob (ray.io/v1), ",
+                "AdmissionCheck, ProvisioningRequestConfig, MultiKueueConfig, MultiKueueCluster, ",
+                "the Kueue Configuration, Job (batch/v1), JobSet (jobset.x-k8s.io/v1alpha2), RayJob (ray.io/v1), ",
                 "RayCluster (ray.io/v1), PyTorchJob (kubeflow.org/v1), TFJob (kubeflow.org/v1), XGBoostJob (kubeflow.org/v1), ",
                 "PaddleJob (kubeflow.org/v1), JAXJob (kubeflow.org/v1), MPIJob (kubeflow.org/v2beta1), ",
                 "LeaderWorkerSet (leaderworkerset.x-k8s.io/v1), StatefulSet (apps/v1), Deployment (apps/v1), ",
