@@ -243,6 +243,13 @@ fn dry_run(
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     let plugin = make_plugin(&engine, file, &bytes, options)?;
     let (name, kind) = (plugin.info().name.clone(), plugin.info().kind);
+    if kind == PluginKind::Dispatch {
+        anyhow::bail!(
+            "{}: --against compares the scheduler's decisions, and the simulator does not ask a \
+             dispatch plugin yet; `wasq plugin check FILE` alone checks that it loads",
+            file.display()
+        );
+    }
     let mut registry = Registry::empty(engine);
     registry.insert(plugin);
     let mut bindings = wasq::wasm::Bindings::default();

@@ -99,31 +99,41 @@ pub(super) fn answer(a: d::Answer) -> DispatchAnswer {
     }
 }
 
-impl DispatchPolicy for WasmDispatch {
-    fn id(&self) -> PolicyRef {
-        self.0.id()
-    }
-
-    fn dispatch(&self, req: &DispatchRequest) -> Result<DispatchAnswer, PolicyError> {
+impl WasmDispatch {
+    /// The plugin's answer to `req` as it gave it, not verified (for parity tests); a wrong
+    /// number of answers is refused.
+    pub fn ask(&self, req: &DispatchRequest) -> Result<DispatchAnswer, PolicyError> {
         let plugin = &self.0;
         let wit = request(req, plugin.exposure());
         let answers = plugin.call_dispatch(req.now, req.clusters.len(), |guest, store| {
             guest.call_dispatch(store, std::slice::from_ref(&wit))
         })?;
-        let refuse = |e: PolicyError| {
-            plugin.refused(&e);
-            e
-        };
         let [a] = <[_; 1]>::try_from(answers).map_err(|a: Vec<_>| {
-            refuse(PolicyError::Invalid(InvalidAnswer::WrongLength {
+            let e = PolicyError::Invalid(InvalidAnswer::WrongLength {
                 what: "dispatch answers",
                 got: a.len(),
                 expected: 1,
-            }))
+            });
+            plugin.refused(&e);
+            e
         })?;
-        let out = answer(a);
-        dispatch::verify(req, &out)
-            .map_err(|why| refuse(PolicyError::Invalid(InvalidAnswer::Dispatch(why))))?;
+        Ok(answer(a))
+    }
+}
+
+impl DispatchPolicy for WasmDispatch {
+    fn id(&self) -> PolicyRef {
+        self.0.id()
+    }
+
+    /// [`WasmDispatch::ask`], verified: a refused answer counts against the plugin.
+    fn dispatch(&self, req: &DispatchRequest) -> Result<DispatchAnswer, PolicyError> {
+        let out = self.ask(req)?;
+        dispatch::verify(req, &out).map_err(|why| {
+            let e = PolicyError::Invalid(InvalidAnswer::Dispatch(why));
+            self.0.refused(&e);
+            e
+        })?;
         Ok(out)
     }
 }

@@ -136,6 +136,17 @@ mod tests {
     }
 
     #[test]
+    fn this_host_serves_1_0_and_1_1_with_one_set_of_bindings() {
+        assert_eq!(negotiate(["1.0.0"], super::SERVED), Ok(v("1.0.0")));
+        assert_eq!(negotiate(["1.1.0"], super::SERVED), Ok(v("1.1.0")));
+        assert_eq!(super::host(), v("1.1.0"));
+        assert!(matches!(
+            negotiate(["1.2.0"], super::SERVED),
+            Err(VersionError::NewerMinor { .. })
+        ));
+    }
+
+    #[test]
     fn another_major_or_a_newer_minor_is_refused_naming_both_versions() {
         let served = [v("1.0.0")];
         let old = negotiate(["0.12.0"], &served).expect_err("refused");

@@ -49,7 +49,7 @@ fn plugin_check_reports_what_the_host_sees_and_refuses_what_it_would_refuse() {
     assert!(
         info["imports"]
             .as_array()
-            .is_some_and(|i| i.iter().any(|i| i == "wasq:policy/host@1.0.0"))
+            .is_some_and(|i| i.iter().any(|i| i == "wasq:policy/host@1.1.0"))
     );
     let refused = wasq()
         .args(["plugin", "check"])
@@ -64,7 +64,13 @@ fn plugin_check_reports_what_the_host_sees_and_refuses_what_it_would_refuse() {
 #[test]
 fn plugin_new_scaffolds_a_crate_for_each_kind() {
     let dir = tempfile::tempdir().expect("tempdir");
-    for kind in ["ordering", "preemption", "flavor-assignment", "placement"] {
+    for kind in [
+        "ordering",
+        "preemption",
+        "flavor-assignment",
+        "placement",
+        "dispatch",
+    ] {
         let name = format!("my-{kind}");
         let out = wasq()
             .args(["plugin", "new", &name, "--kind", kind, "--dir"])

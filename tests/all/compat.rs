@@ -104,16 +104,16 @@ fn the_1_0_0_feature_plugins_decide_as_they_did() {
     assert!(checked >= 2, "only {checked} feature scenarios ran");
 }
 
-/// A host of the next minor version, as far as this test needs one: the bindings of
-/// `tests/wit-1.1` (1.0 plus `preemption.request.cycle`).
+/// A host of a later minor version that changes a record, as far as this test needs one: the
+/// bindings of `tests/wit-1.2` (1.1 plus `preemption.request.cycle`).
 mod next_minor {
     wasmtime::component::bindgen!({
-        path: "tests/wit-1.1",
+        path: "tests/wit-1.2",
         world: "wasq:policy/preemption-plugin",
     });
 }
 
-/// The next minor's `host` import, as a 1.1 host would define it.
+/// The later minor's `host` import, as a 1.2 host would define it.
 struct NextHost;
 
 impl next_minor::wasq::policy::types::Host for NextHost {}
@@ -123,9 +123,10 @@ impl next_minor::wasq::policy::host::Host for NextHost {
 }
 
 /// A plugin built against 1.0 on a host whose WIT adds a field: the host's imports still
-/// satisfy the plugin (a 1.1 `host` serves a 1.0 import), but the 1.1 export types do not fit
-/// it — which is why a host keeps the bindings of every minor version it serves, and why
-/// `negotiate` serves the plugin 1.0, which this host's bindings then run.
+/// satisfy the plugin (a 1.2 `host` serves a 1.0 import), but the 1.2 export types do not fit
+/// it — which is why a host whose minor version changes a record keeps bindings for the
+/// versions before it, and why `negotiate` serves the plugin 1.0, which this host's bindings
+/// (1.1's: it only added an interface) then run.
 #[test]
 fn a_plugin_built_against_1_0_loads_on_a_host_whose_wit_adds_a_field() {
     use wasmtime::component::{Component, HasSelf, Linker};
@@ -136,7 +137,7 @@ fn a_plugin_built_against_1_0_loads_on_a_host_whose_wit_adds_a_field() {
         minor,
         patch: 0,
     };
-    assert_eq!(negotiate(["1.0.0"], &[v(0), v(1)]), Ok(v(0)));
+    assert_eq!(negotiate(["1.0.0"], &[v(0), v(1), v(2)]), Ok(v(0)));
 
     let engine = engine();
     let file = corpus().join("kueue-default-preemption.wasm");
@@ -147,7 +148,7 @@ fn a_plugin_built_against_1_0_loads_on_a_host_whose_wit_adds_a_field() {
         |h| h,
     )
     .expect("host defined");
-    // The 1.0 plugin's `wasq:policy/host@1.0.0` import is served by the 1.1 host's
+    // The 1.0 plugin's `wasq:policy/host@1.0.0` import is served by the 1.2 host's
     // definition: what is left missing is WASI only (the plugin imports `types`, then `host`,
     // then the WASI interfaces, and the first one missing is named).
     let missing = linker
@@ -163,7 +164,7 @@ fn a_plugin_built_against_1_0_loads_on_a_host_whose_wit_adds_a_field() {
         .define_unknown_imports_as_traps(&component)
         .expect("the rest trap");
     let pre = linker.instantiate_pre(&component).expect("imports served");
-    // ... but its export is 1.0's, which 1.1's types do not describe: the bindings refuse it
+    // ... but its export is 1.0's, which 1.2's types do not describe: the bindings refuse it
     // (wasmtime checks the functions' types when it instantiates, not in `Pre::new`).
     let refused = match next_minor::PreemptionPluginPre::new(pre) {
         Err(e) => format!("{e:#}"),
@@ -180,7 +181,7 @@ fn a_plugin_built_against_1_0_loads_on_a_host_whose_wit_adds_a_field() {
     };
     assert!(
         refused.contains("type mismatch"),
-        "1.1's bindings must not take a 1.0 export as theirs: {refused:?}"
+        "1.2's bindings must not take a 1.0 export as theirs: {refused:?}"
     );
     // Served its own version, it loads and decides (the parity test above runs it).
     let registry = registry();

@@ -213,7 +213,7 @@ fn scaffolds_made_outside_the_repository_build_pass_their_tests_and_load() {
             "javascript",
             &["ordering", "preemption", "flavor-assignment", "placement"][..],
         ),
-        ("rust", &["preemption"][..]),
+        ("rust", &["preemption", "dispatch"][..]),
     ] {
         for kind in kinds {
             let name = format!("my-{lang}-{kind}");

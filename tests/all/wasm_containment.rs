@@ -173,10 +173,10 @@ fn a_forbidden_import_is_refused_at_load_naming_the_import() {
     assert_eq!(refused, ["fixture-forbidden-import", "fixture-huge-memory"]);
 }
 
-/// `bytes` with every `wasq:policy` name's version `@1.0.0` rewritten to `to` (six bytes too,
+/// `bytes` with every `wasq:policy` name's version `@1.1.0` rewritten to `to` (six bytes too,
 /// so the binary stays valid): the same component as if built against that version.
 fn built_against(bytes: &[u8], to: &[u8; 6]) -> Vec<u8> {
-    let (from, at) = (b"wasq:policy/".as_slice(), b"@1.0.0".as_slice());
+    let (from, at) = (b"wasq:policy/".as_slice(), b"@1.1.0".as_slice());
     let mut out = bytes.to_vec();
     let mut rewritten = 0;
     let mut i = 0;
@@ -195,7 +195,8 @@ fn built_against(bytes: &[u8], to: &[u8; 6]) -> Vec<u8> {
 }
 
 /// A plugin built against another major version of the WIT package, or a newer minor one, is
-/// refused at load, naming both versions; the current build beside them loads.
+/// refused at load, naming both versions; the current build beside them loads, and so does the
+/// same component naming 1.0.0 (served 1.0 by the same bindings: 1.1 changed no 1.0 type).
 #[test]
 fn a_plugin_of_another_major_or_a_newer_minor_is_refused_naming_both_versions() {
     let built = super::plugins::built();
@@ -208,7 +209,12 @@ fn a_plugin_of_another_major_or_a_newer_minor_is_refused_naming_both_versions() 
     .expect("write");
     std::fs::write(
         dir.path().join("next-minor.wasm"),
-        built_against(&bytes, b"@1.1.0"),
+        built_against(&bytes, b"@1.2.0"),
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("older-minor.wasm"),
+        built_against(&bytes, b"@1.0.0"),
     )
     .expect("write");
     std::fs::write(dir.path().join("kueue-default-preemption.wasm"), &bytes).expect("write");
@@ -222,16 +228,18 @@ fn a_plugin_of_another_major_or_a_newer_minor_is_refused_naming_both_versions() 
     assert_eq!(failures.len(), 2, "{failures:?}");
     let major = &failures["next-major"];
     assert!(
-        major.contains("wasq:policy@2.0.0") && major.contains("wasq:policy@1.0.0"),
+        major.contains("wasq:policy@2.0.0") && major.contains("wasq:policy@1.1.0"),
         "{major}"
     );
     let minor = &failures["next-minor"];
     assert!(
-        minor.contains("wasq:policy@1.1.0")
-            && minor.contains("newer than this host's wasq:policy@1.0.0"),
+        minor.contains("wasq:policy@1.2.0")
+            && minor.contains("newer than this host's wasq:policy@1.1.0"),
         "{minor}"
     );
     assert!(registry.get("kueue-default-preemption").is_some());
+    let older = registry.get("older-minor").expect("a 1.0.0 plugin loads");
+    assert_eq!(older.info().wit_version.to_string(), "1.0.0");
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! The generated WIT bindings: the shared `types` and `host` interfaces once, and the export side
-//! of each of the four worlds, all pointing at the same types.
+//! of each of the five worlds, all pointing at the same types.
 //!
 //! Each world is generated with `pub_export_macro`, so the custom section describing the world's
 //! exports is only emitted where a plugin invokes an `export_*!` macro: a plugin that links this
@@ -85,5 +85,21 @@ pub mod placement {
         pub_export_macro: true,
         export_macro_name: "__export_placement_plugin",
         default_bindings_module: "$crate::bindings::placement",
+    });
+}
+
+/// The `dispatch-plugin` world (added in 1.1.0).
+pub mod dispatch {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "wasq:policy/dispatch-plugin@1.1.0",
+        with: {
+            "wasq:policy/types@1.1.0": crate::bindings::common::wasq::policy::types,
+            "wasq:policy/host@1.1.0": crate::bindings::common::wasq::policy::host,
+        },
+        additional_derives: [PartialEq],
+        pub_export_macro: true,
+        export_macro_name: "__export_dispatch_plugin",
+        default_bindings_module: "$crate::bindings::dispatch",
     });
 }

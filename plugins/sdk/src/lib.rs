@@ -1,8 +1,8 @@
 //! The SDK for wasq scheduling-policy plugins: WebAssembly components that decide admission
 //! ordering, preemption victims, flavor assignment or topology placement for a Kueue-compatible
-//! scheduler.
+//! scheduler, or MultiKueue dispatch.
 //!
-//! A plugin is a `cdylib` crate built for `wasm32-wasip2`. It implements one of four traits and
+//! A plugin is a `cdylib` crate built for `wasm32-wasip2`. It implements one of five traits and
 //! exports it with the matching macro:
 //!
 //! | extension point | trait | macro |
@@ -11,6 +11,7 @@
 //! | preemption victims | [`preemption::PreemptionPolicy`] | [`export_preemption!`] |
 //! | flavor assignment | [`flavor_assignment::FlavorAssignmentPolicy`] | [`export_flavor_assignment!`] |
 //! | placement (TAS) | [`placement::PlacementPolicy`] | [`export_placement!`] |
+//! | MultiKueue dispatch (1.1) | [`dispatch::DispatchPolicy`] | [`export_dispatch!`] |
 //!
 //! ```ignore
 //! use wasq_policy_sdk::prelude::*;
@@ -61,6 +62,7 @@ mod admitted;
 pub mod alloc;
 pub mod bindings;
 pub mod catalog;
+pub mod dispatch;
 pub mod duration;
 #[doc(hidden)]
 pub mod export;
@@ -94,6 +96,7 @@ pub mod types {
 /// Everything a plugin usually needs: `use wasq_policy_sdk::prelude::*;`.
 pub mod prelude {
     pub use crate::catalog::Catalog;
+    pub use crate::dispatch::DispatchPolicy;
     pub use crate::duration::parse_duration;
     pub use crate::flavor_assignment::{FitMode, FlavorAssignmentPolicy, FlavorOption};
     pub use crate::identity::Identity;

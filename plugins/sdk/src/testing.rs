@@ -567,3 +567,39 @@ pub fn amounts(pairs: &[(FrId, Quantity)]) -> Vec<FrAmount> {
         .map(|&(fr, amount)| FrAmount { fr, amount })
         .collect()
 }
+
+/// A dispatch cluster named `name`, connected or not, without labels, queue or copy.
+pub fn dispatch_cluster(name: &str, connected: bool) -> crate::dispatch::Cluster {
+    crate::dispatch::Cluster {
+        name: name.into(),
+        labels: Vec::new(),
+        connected,
+        lost_since: None,
+        queue: None,
+        copy_since: None,
+    }
+}
+
+/// A dispatch request at `now` over `clusters` for a workload `ns/w` (LocalQueue `lq`, no
+/// podSets or labels), nothing nominated yet.
+pub fn dispatch_request(
+    now: Millis,
+    clusters: Vec<crate::dispatch::Cluster>,
+) -> crate::dispatch::Request {
+    crate::dispatch::Request {
+        now,
+        workload: crate::dispatch::Workload {
+            namespace: "ns".into(),
+            name: "w".into(),
+            local_queue: "lq".into(),
+            priority: 0,
+            created: 0,
+            reserved: 0,
+            pod_sets: Vec::new(),
+            labels: Vec::new(),
+        },
+        clusters,
+        nominated: Vec::new(),
+        last_nominated: None,
+    }
+}
