@@ -278,7 +278,7 @@ impl From<MultiKueueCluster> for multikueue::MultiKueueCluster {
     fn from(c: MultiKueueCluster) -> Self {
         let spec = c.spec.map(|s| {
             let kube_config =
-                (!s.kube_config.location.is_empty()).then(|| multikueue::KubeConfig {
+                (!s.kube_config.location.is_empty()).then_some(multikueue::KubeConfig {
                     location: s.kube_config.location,
                     location_type: s.kube_config.location_type,
                 });
