@@ -127,7 +127,12 @@ fn dispatch_round() -> u64 {
 
 #[test]
 fn kueue_default_dispatch_answers_exactly_like_the_builtin_dispatchers() {
-    let configurations: [(&[(&str, &str)], Arc<dyn DispatchPolicy>); 4] = [
+    /// Settings, and the built-in they make the plugin.
+    type Configuration = (
+        &'static [(&'static str, &'static str)],
+        Arc<dyn DispatchPolicy>,
+    );
+    let configurations: [Configuration; 4] = [
         (&[], Arc::new(AllAtOnce)),
         (&[("dispatcher", "all-at-once")], Arc::new(AllAtOnce)),
         (
@@ -305,10 +310,9 @@ fn dispatch_plugins_load_as_their_own_kind_and_bind_as_dispatch() {
     shadow
         .shadow("dispatch=kueue-default-dispatch")
         .expect("valid");
-    let refused = registry
-        .shadows(&shadow, &Arc::default())
-        .err()
-        .expect("refused");
+    let Err(refused) = registry.shadows(&shadow, &Arc::default()) else {
+        panic!("a dispatch shadow is refused");
+    };
     assert!(
         refused.to_string().contains("cannot be shadowed"),
         "{refused}"
