@@ -30,5 +30,5 @@ LABEL org.opencontainers.image.title=wasq \
       org.opencontainers.image.version=0.1.0 \
       org.opencontainers.image.revision=$WASQ_COMMIT \
       org.opencontainers.image.licenses=Apache-2.0 \
-      dev.wasq.wit-package=wasq:policy@1.0.0 \
+      dev.wasq.wit-package=wasq:policy@1.1.0 \
       dev.wasq.kueue-api=kueue.x-k8s.io/v1beta2
