@@ -318,3 +318,20 @@ fn dispatch_plugins_load_as_their_own_kind_and_bind_as_dispatch() {
         "{refused}"
     );
 }
+
+#[test]
+fn plugin_check_reports_a_dispatch_plugin() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wasq"))
+        .args(["plugin", "check", "--output", "json"])
+        .arg(built().plugins.join("kueue-default-dispatch.wasm"))
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(info["kind"], "dispatch", "{info}");
+    assert_eq!(info["wit_version"], "1.1.0", "{info}");
+}
