@@ -7,8 +7,9 @@
 //! workload's check is `Pending` and no worker has admitted it: when its quota is reserved,
 //! when a worker connects or is lost, and when the time the last answer asked for comes
 //! ([`DispatchAnswer::retry_after`]). Every answer is checked with [`verify`]: nominees are
-//! clusters of the request, connected, each once, at most [`MAX_NOMINEES`] (Kueue's limit on
-//! `nominatedClusterNames`); otherwise the built-in decides.
+//! clusters of the request, each once, at most [`MAX_NOMINEES`] (Kueue's limit on
+//! `nominatedClusterNames`), and connected unless already nominated; otherwise the built-in
+//! decides.
 //!
 //! Dispatch is asked once per workload and round, not once per scheduling cycle, so its request
 //! carries names as strings rather than the interned ids of the other four decisions.
@@ -146,7 +147,9 @@ pub fn verify(req: &DispatchRequest, answer: &DispatchAnswer) -> Result<(), Stri
         if std::mem::replace(&mut seen[i as usize], true) {
             return Err(format!("nominates {} twice", c.name));
         }
-        if !c.connected {
+        // A nominee whose connection was lost may stay (its copy is kept until the worker
+        // comes back or is given up); a new one must be connected.
+        if !c.connected && !req.nominated.contains(&i) {
             return Err(format!("nominates {}, which is not connected", c.name));
         }
     }
@@ -325,6 +328,30 @@ mod tests {
             retry_after: Some(0),
         };
         assert!(verify(&req, &bad_time).is_err());
+    }
+
+    #[test]
+    fn a_nominee_whose_worker_is_lost_may_stay_but_not_be_added() {
+        let mut req = request(vec![
+            cluster("a", true),
+            cluster("b", false),
+            cluster("c", true),
+        ]);
+        req.nominated = vec![1];
+        req.last_nominated = Some(0);
+        req.now = wasq_kueue::dispatch::ROUND_MS;
+        let answer = Incremental::default().dispatch(&req).unwrap();
+        assert_eq!(
+            answer.nominate,
+            vec![1, 0, 2],
+            "the lost nominee kept, the rest added"
+        );
+        assert_eq!(verify(&req, &answer), Ok(()));
+        req.nominated.clear();
+        assert!(
+            verify(&req, &answer).is_err(),
+            "b may not be added while lost"
+        );
     }
 
     #[test]
