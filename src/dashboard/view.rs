@@ -425,7 +425,7 @@ pub fn build(
     let mut pending_in_lq = vec![0usize; c.local_queues.len()];
     let mut holding_in_lq = vec![0usize; c.local_queues.len()];
     // Pending workloads in queue order with their positions.
-    let mut listed: Vec<(WorkloadId, Option<(usize, usize)>)> = Vec::new();
+    let mut listed: Vec<(WorkloadId, State, Option<(usize, usize)>)> = Vec::new();
     let mut positions = std::collections::HashMap::new();
     for cq in &c.cluster_queues {
         let mut in_lq: std::collections::HashMap<Option<crate::cluster::LqId>, usize> =
@@ -482,16 +482,12 @@ pub fn build(
         if listed.len() >= MAX_WORKLOADS {
             break;
         }
-        let _ = state;
-        listed.push((id, positions.get(&id).copied()));
+        listed.push((id, state, positions.get(&id).copied()));
     }
     let mut workloads = Vec::with_capacity(listed.len());
     let mut details = BTreeMap::new();
-    for (id, pos) in listed {
+    for (id, state, pos) in listed {
         let w = c.workload(id);
-        let state = source
-            .state(id, scheduler_state(s, id, admitted))
-            .unwrap_or(State::Pending);
         let held = c.admission(id);
         let cq = held
             .map(|a| a.cluster_queue)
