@@ -425,7 +425,7 @@ pub fn build(
     let mut pending_in_lq = vec![0usize; c.local_queues.len()];
     let mut holding_in_lq = vec![0usize; c.local_queues.len()];
     // Pending workloads in queue order with their positions.
-    let mut listed: Vec<(WorkloadId, State, Option<(usize, usize)>)> = Vec::new();
+    let mut listed = Vec::new();
     let mut positions = std::collections::HashMap::new();
     for cq in &c.cluster_queues {
         let mut in_lq: std::collections::HashMap<Option<crate::cluster::LqId>, usize> =

@@ -110,6 +110,83 @@ pub mod decided_by {
         out.insert(FLAVOR_ASSIGNMENT.into(), value(flavors));
         out
     }
+
+    /// A step of a Workload's history from an Event recorded about it: Kueue's reason and note,
+    /// and the policies wasq's annotations name.
+    pub fn step(
+        time_ms: i64,
+        reason: &str,
+        note: &str,
+        annotations: &Annotations,
+    ) -> crate::dashboard::Step {
+        let mut policies = Vec::new();
+        let mut preemptor = None;
+        for (key, value) in annotations {
+            let Some(extension) = key.strip_prefix(PREFIX) else {
+                continue;
+            };
+            if key == PREEMPTOR {
+                preemptor = Some(value.clone());
+                continue;
+            }
+            // A placement annotation lists one policy per podSet.
+            for one in value.split(',') {
+                let (name, digest) = parse(one.trim());
+                let p = crate::dashboard::PolicyUse {
+                    extension: extension.to_string(),
+                    name: name.to_string(),
+                    digest: digest.unwrap_or("builtin").to_string(),
+                };
+                if !policies.contains(&p) {
+                    policies.push(p);
+                }
+            }
+        }
+        crate::dashboard::Step {
+            time: time_ms as f64 / 1000.0,
+            kind: reason.to_string(),
+            cluster_queue: None,
+            message: (!note.is_empty()).then(|| note.to_string()),
+            preemptor,
+            flavors: None,
+            policies,
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn an_events_annotations_name_its_policies_and_preemptor() {
+            let annotations: Annotations = [
+                (
+                    PREEMPTION.to_string(),
+                    "min-runtime@sha256:0123456789abcdef".to_string(),
+                ),
+                (PREEMPTOR.to_string(), "team/urgent".to_string()),
+                ("other.example/x".to_string(), "y".to_string()),
+            ]
+            .into();
+            let step = step(
+                90_500,
+                "Preempted",
+                "Preempted to accommodate a workload",
+                &annotations,
+            );
+            assert_eq!(step.time, 90.5);
+            assert_eq!(step.kind, "Preempted");
+            assert_eq!(step.preemptor.as_deref(), Some("team/urgent"));
+            assert_eq!(
+                step.policies,
+                vec![crate::dashboard::PolicyUse {
+                    extension: "preemption".into(),
+                    name: "min-runtime".into(),
+                    digest: "sha256:0123456789abcdef".into(),
+                }]
+            );
+        }
+    }
 }
 
 /// Event requests waiting to be sent, at most; beyond, new Events are dropped. Large enough

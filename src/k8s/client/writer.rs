@@ -287,12 +287,8 @@ impl Writer {
                 reference.namespace.as_deref().unwrap_or_default(),
                 reference.name.as_deref().unwrap_or_default()
             );
-            let step = crate::k8s::controller::dashboard::step_of_event(
-                clock(),
-                reason,
-                &note,
-                &annotations,
-            );
+            let step =
+                crate::k8s::client::events::decided_by::step(clock(), reason, &note, &annotations);
             history
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())

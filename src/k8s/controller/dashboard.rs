@@ -7,8 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::api::Workload;
 use crate::cluster::WorkloadId;
-use crate::dashboard::{Board, History, PluginFigures, PolicyUse, Source, State, Step};
-use crate::k8s::client::events::decided_by;
+use crate::dashboard::{Board, History, PluginFigures, Source, State, Step};
 use crate::k8s::sync::core::{is_admitted, is_finished};
 use crate::k8s::sync::mirror::Mirror;
 use crate::scheduler::Scheduler;
@@ -19,7 +18,8 @@ pub const HISTORY_WORKLOADS: usize = 20_000;
 /// Where the controller's views go, and what feeds them besides the scheduler.
 pub struct Feed {
     pub board: Arc<Board>,
-    /// Filled by the Events the controller records ([`step_of_event`]).
+    /// Filled by the Events the controller records
+    /// ([`crate::k8s::client::events::decided_by::step`]).
     pub history: Arc<Mutex<History>>,
     pub plugins: Option<crate::wasm::PluginSource>,
     /// QueuePolicy modules, whose figures are their plugins'.
@@ -38,48 +38,6 @@ impl Feed {
             plugins,
             objects,
         }
-    }
-}
-
-/// A step of a Workload's history from an Event recorded about it: Kueue's reason and note,
-/// and the policies wasq's annotations name.
-pub fn step_of_event(
-    time_ms: i64,
-    reason: &str,
-    note: &str,
-    annotations: &decided_by::Annotations,
-) -> Step {
-    let mut policies = Vec::new();
-    let mut preemptor = None;
-    for (key, value) in annotations {
-        let Some(extension) = key.strip_prefix(decided_by::PREFIX) else {
-            continue;
-        };
-        if key == decided_by::PREEMPTOR {
-            preemptor = Some(value.clone());
-            continue;
-        }
-        // A placement annotation lists one policy per podSet.
-        for one in value.split(',') {
-            let (name, digest) = decided_by::parse(one.trim());
-            let p = PolicyUse {
-                extension: extension.to_string(),
-                name: name.to_string(),
-                digest: digest.unwrap_or("builtin").to_string(),
-            };
-            if !policies.contains(&p) {
-                policies.push(p);
-            }
-        }
-    }
-    Step {
-        time: time_ms as f64 / 1000.0,
-        kind: reason.to_string(),
-        cluster_queue: None,
-        message: (!note.is_empty()).then(|| note.to_string()),
-        preemptor,
-        flavors: None,
-        policies,
     }
 }
 
@@ -174,39 +132,4 @@ pub fn publish(feed: &Feed, scheduler: &Scheduler, mirror: &Mirror, now_ms: i64)
     published.view.running = true;
     drop(source);
     feed.board.publish(published);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_events_annotations_name_its_policies_and_preemptor() {
-        let annotations: decided_by::Annotations = [
-            (
-                decided_by::PREEMPTION.to_string(),
-                "min-runtime@sha256:0123456789abcdef".to_string(),
-            ),
-            (decided_by::PREEMPTOR.to_string(), "team/urgent".to_string()),
-            ("other.example/x".to_string(), "y".to_string()),
-        ]
-        .into();
-        let step = step_of_event(
-            90_500,
-            "Preempted",
-            "Preempted to accommodate a workload",
-            &annotations,
-        );
-        assert_eq!(step.time, 90.5);
-        assert_eq!(step.kind, "Preempted");
-        assert_eq!(step.preemptor.as_deref(), Some("team/urgent"));
-        assert_eq!(
-            step.policies,
-            vec![PolicyUse {
-                extension: "preemption".into(),
-                name: "min-runtime".into(),
-                digest: "sha256:0123456789abcdef".into(),
-            }]
-        );
-    }
 }
