@@ -679,6 +679,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             policies.bind_scenario_objects(&scenario.policies, allow_fallback)?;
             checked.inactive(&scenario)?;
             policies.refuse_unloadable(&policies.bindings, &scenario.cluster, allow_fallback)?;
+            if scenario.multikueue.is_some() {
+                if html.is_some() || serve.is_some() || speed.is_some() {
+                    anyhow::bail!(
+                        "--report, --serve and --speed show one cluster; this scenario's \
+                         MultiKueueClusters name worker manifests (sim.wasq.dev/manifests), \
+                         which they do not show yet"
+                    );
+                }
+                let federation = run_federation(scenario, &limits, || policies.live_bindings())?;
+                let report = federation.report();
+                match output {
+                    Output::Json => print_json(&report)?,
+                    Output::Table => out!("{}", report.to_table(max_events)),
+                }
+                return Ok(());
+            }
             let total = scenario.cluster.workloads.len();
             let mut sim = Simulation::new(scenario);
             sim.use_policies(policies.live_bindings())?;
@@ -816,6 +832,22 @@ impl Checked {
     }
 }
 
+/// A MultiKueue scenario: the manager and its workers, each cluster with its own bindings.
+fn run_federation(
+    scenario: Scenario,
+    limits: &Limits,
+    bindings: impl FnMut() -> wasq::wasm::LiveBindings,
+) -> anyhow::Result<wasq::sim::multikueue::Federation> {
+    let mut federation =
+        wasq::sim::multikueue::Federation::new(scenario).context("loading the worker clusters")?;
+    federation.use_policies(bindings)?;
+    if let Some(why) = federation.unplayable_dispatcher() {
+        anyhow::bail!(why);
+    }
+    federation.run(limits, None);
+    Ok(federation)
+}
+
 /// `wasq simulate --compare A B`: the scenario loaded once, run under each binding.
 fn compare_policies(
     paths: &[PathBuf],
@@ -836,6 +868,27 @@ fn compare_policies(
     checked.inactive(&scenario)?;
     for bindings in [&bindings_a, &bindings_b] {
         policies.refuse_unloadable(bindings, &scenario.cluster, checked.allow_fallback)?;
+    }
+    if scenario.multikueue.is_some() {
+        if html.is_some() {
+            anyhow::bail!(
+                "--report shows one cluster; this scenario's MultiKueueClusters name worker \
+                 manifests (sim.wasq.dev/manifests), which it does not show yet"
+            );
+        }
+        let run = |bindings: &wasq::wasm::Bindings| {
+            run_federation(scenario.clone(), &limits, || {
+                policies.fresh_bindings(bindings.clone())
+            })
+            .map(|f| f.report())
+        };
+        let (report_a, report_b) = (run(&bindings_a)?, run(&bindings_b)?);
+        let comparison = wasq::sim::multikueue::report::compare((a, &report_a), (b, &report_b));
+        match output {
+            Output::Json => print_json(&comparison)?,
+            Output::Table => out!("{}", comparison.to_table()),
+        }
+        return Ok(());
     }
     let sim_a = wasq::sim::compare::run(&scenario, &limits, policies.fresh_bindings(bindings_a))?;
     let sim_b = wasq::sim::compare::run(&scenario, &limits, policies.fresh_bindings(bindings_b))?;

@@ -141,8 +141,27 @@ fn assemble(
                 report(super::checks::validate_provisioning_request_config(&o));
                 m.provisioning_request_configs.push(o);
             }
-            Object::MultiKueueCluster(o) => {
+            Object::MultiKueueCluster(mut o) => {
                 report(super::multikueue::validate_cluster(&o));
+                // The simulator's worker manifests are relative to the file that names them.
+                if let Some(dir) = origin.file.parent()
+                    && let Some(paths) = o
+                        .metadata
+                        .annotations
+                        .as_mut()
+                        .and_then(|a| a.get_mut(super::multikueue::SIM_WORKER_MANIFESTS))
+                {
+                    *paths = paths
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|p| !p.is_empty())
+                        .map(|p| match std::path::Path::new(p).is_relative() {
+                            true => dir.join(p).display().to_string(),
+                            false => p.to_string(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(",");
+                }
                 m.multikueue_clusters.push(o);
             }
             Object::MultiKueueConfig(o) => {

@@ -36,6 +36,10 @@ use super::validate::{Problems, Scope, metadata, too_many};
 /// The `controllerName` of MultiKueue's AdmissionCheck; also the `spec.managedBy` of the jobs
 /// it dispatches (`MultiKueueControllerName`).
 pub const MULTIKUEUE_CONTROLLER: &str = "kueue.x-k8s.io/multikueue";
+/// Annotation on a MultiKueueCluster, read by `wasq simulate`: the manifests (files or
+/// directories, comma-separated, relative to the file naming them) of the worker cluster it
+/// stands for. Made absolute when the manifests are loaded.
+pub const SIM_WORKER_MANIFESTS: &str = "sim.wasq.dev/manifests";
 /// The kind of a MultiKueue AdmissionCheck's parameters.
 pub const MULTIKUEUE_CONFIG_KIND: &str = "MultiKueueConfig";
 pub const MULTIKUEUE_CLUSTER_KIND: &str = "MultiKueueCluster";

@@ -16,8 +16,10 @@ impl Simulation {
         life.admitted(self.now);
         let (duration, ready_after) = (life.duration(), life.ready_after());
         self.checks.admitted(workload);
+        // Admitted through a MultiKueue check: it runs on a worker, which says when it ends.
+        let here = !self.checks.runs_elsewhere(workload);
         // The job runs its duration once its pods are ready; pods never ready never finish.
-        if let (Some(dur), Some(after)) = (duration, ready_after) {
+        if here && let (Some(dur), Some(after)) = (duration, ready_after) {
             self.schedule_finish(workload, self.now.saturating_add(after).saturating_add(dur));
         }
         self.push_event(EventType::Admitted, workload, None, None, Some(policy));
@@ -25,7 +27,7 @@ impl Simulation {
         if let Some(admission) = self.scheduler.cluster.admission_shared(workload) {
             self.events.set_last_admission(admission.clone());
         }
-        if let Some(w) = &self.scheduler.cluster.settings.wait_for_pods_ready {
+        if here && let Some(w) = &self.scheduler.cluster.settings.wait_for_pods_ready {
             self.readiness.admitted(workload, self.now, ready_after, w);
         }
     }
@@ -148,11 +150,15 @@ impl Simulation {
         }
         for w in touched {
             let i = w.index();
-            if !self.reserved_by.contains_key(&w) || self.scheduler.cluster.admission(w).is_none() {
+            if self.scheduler.cluster.admission(w).is_none() {
                 continue;
             }
+            // A check may also change once the workload is admitted (a MultiKueue check whose
+            // worker lost it): Retry evicts it, Rejected deactivates it, as in Kueue.
+            let waiting = self.reserved_by.contains_key(&w);
             match self.wl_checks[i].outcome() {
                 Outcome::Waiting => {}
+                Outcome::Admitted if !waiting => {}
                 Outcome::Admitted => {
                     let (policy, ordered_by) = self
                         .reserved_by
@@ -165,6 +171,7 @@ impl Simulation {
                     message,
                     requeue_at,
                 } => {
+                    self.cancel_finish(w);
                     self.push_event(
                         EventType::Evicted,
                         w,
@@ -183,6 +190,7 @@ impl Simulation {
                         .push(w);
                 }
                 Outcome::Deactivate { message } => {
+                    self.cancel_finish(w);
                     self.push_event(
                         EventType::Deactivated,
                         w,

@@ -21,6 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::api::multikueue::MULTIKUEUE_CONTROLLER;
 use crate::cluster::checks::{
     CheckDef, CheckState, PodSetUpdate, ProvisioningConfig, backoff_seconds, request_name,
 };
@@ -65,6 +66,21 @@ pub struct SimChecks {
     timers: BTreeSet<(Millis, WorkloadId, u64, String, Step)>,
     /// Reservation number per workload: timers of an older reservation are stale.
     reservation: BTreeMap<WorkloadId, u64>,
+    /// MultiKueue checks are played by the simulated manager ([`super::multikueue`]), not by
+    /// the stand-in: their reservations wait here for it, and it posts their changes.
+    multikueue: Option<MultiKueueChecks>,
+}
+
+/// The MultiKueue checks a simulated manager plays.
+#[derive(Debug, Default)]
+struct MultiKueueChecks {
+    /// Reservations with a MultiKueue check pending, not yet taken by the manager.
+    reserved: Vec<(WorkloadId, String)>,
+    /// Workloads whose current reservation has a MultiKueue check: they run on a worker, not
+    /// here.
+    dispatched: BTreeSet<WorkloadId>,
+    /// Changes the manager made, applied at the next settling.
+    posted: Vec<Change>,
 }
 
 fn annotation_millis(a: &BTreeMap<String, String>, key: &str) -> Option<Millis> {
@@ -112,6 +128,42 @@ impl SimChecks {
         out
     }
 
+    /// From now on MultiKueue checks are played by a simulated manager
+    /// ([`SimChecks::take_multikueue_reservations`], [`SimChecks::post`]).
+    pub(crate) fn play_multikueue_elsewhere(&mut self) {
+        self.multikueue.get_or_insert_with(Default::default);
+    }
+
+    /// The reservations with a MultiKueue check pending since the last call: (workload, check).
+    pub(crate) fn take_multikueue_reservations(&mut self) -> Vec<(WorkloadId, String)> {
+        self.multikueue
+            .as_mut()
+            .map(|m| std::mem::take(&mut m.reserved))
+            .unwrap_or_default()
+    }
+
+    /// Whether the workload's current reservation waits for (or was admitted through) a
+    /// MultiKueue check played elsewhere: it runs on a worker.
+    pub(crate) fn runs_elsewhere(&self, wl: WorkloadId) -> bool {
+        self.multikueue
+            .as_ref()
+            .is_some_and(|m| m.dispatched.contains(&wl))
+    }
+
+    /// A check state the simulated manager decided, applied at the next settling.
+    pub(crate) fn post(&mut self, change: Change) {
+        if let Some(m) = self.multikueue.as_mut() {
+            m.posted.push(change);
+        }
+    }
+
+    /// Whether changes wait to be applied.
+    pub(crate) fn has_posted(&self) -> bool {
+        self.multikueue
+            .as_ref()
+            .is_some_and(|m| !m.posted.is_empty())
+    }
+
     /// A reservation of `wl` with the checks `names` pending: the controllers start working.
     pub fn reserved(&mut self, cluster: &Cluster, wl: WorkloadId, names: &[String], now: Millis) {
         let r = self.reservation.entry(wl).or_default();
@@ -121,6 +173,13 @@ impl SimChecks {
             let Some(def) = cluster.admission_checks.get(name) else {
                 continue;
             };
+            if def.controller == MULTIKUEUE_CONTROLLER
+                && let Some(m) = self.multikueue.as_mut()
+            {
+                m.reserved.push((wl, name.clone()));
+                m.dispatched.insert(wl);
+                continue;
+            }
             // Kueue creates no request for a workload that uses no managed resource: the check
             // is Ready at once.
             let delay = match &def.provisioning {
@@ -147,6 +206,11 @@ impl SimChecks {
             *r += 1;
             self.timers.retain(|t| t.1 != wl);
         }
+        if let Some(m) = self.multikueue.as_mut() {
+            m.dispatched.remove(&wl);
+            m.reserved.retain(|(w, _)| *w != wl);
+            m.posted.retain(|c| c.workload != wl);
+        }
     }
 
     /// The workload is admitted: nothing its checks' controllers do matters any more (an
@@ -169,7 +233,11 @@ impl SimChecks {
         retry_count: &dyn Fn(WorkloadId, &str) -> i32,
         admitted: &dyn Fn(WorkloadId) -> bool,
     ) -> Vec<Change> {
-        let mut out = Vec::new();
+        let mut out = self
+            .multikueue
+            .as_mut()
+            .map(|m| std::mem::take(&mut m.posted))
+            .unwrap_or_default();
         // The timers due now; those they start (an expiring booking) wait for the next call,
         // when the workload may be admitted already.
         let later = self.timers.split_off(&(

@@ -61,6 +61,7 @@ fn kind(t: EventType) -> &'static str {
         // Not admitted this cycle, whether parked as inadmissible or not: Kueue's `Pending`.
         EventType::Requeued | EventType::Inadmissible => "Pending",
         EventType::Finished => "Finished",
+        EventType::Removed => "Removed",
     }
 }
 

@@ -50,6 +50,8 @@ pub(crate) struct Life {
     /// Its admission-check states (`Simulation::wl_checks`) are not empty: its last
     /// reservation came with checks. Without, they need neither starting nor resetting.
     pub(crate) has_checks: bool,
+    /// A MultiKueue manager removed this copy of its workload (it may create it again).
+    pub(crate) removed: bool,
 }
 
 const _: () = assert!(size_of::<Life>() == 64);
@@ -73,6 +75,7 @@ impl Life {
             finished: false,
             deactivated: false,
             has_checks: false,
+            removed: false,
         }
     }
 

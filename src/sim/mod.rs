@@ -22,6 +22,7 @@ pub mod generate;
 pub mod html;
 mod log;
 mod logged;
+pub mod multikueue;
 pub mod nodes;
 pub mod readiness;
 pub mod report;
@@ -152,6 +153,15 @@ pub struct Simulation {
     observer: Option<Observer>,
 }
 
+/// How [`Simulation::settle_instant`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Settle {
+    /// Nothing more changes at this instant.
+    Settled,
+    /// A cycle limit was reached or a stop was asked for.
+    Stopped,
+}
+
 /// What watches a run cycle by cycle.
 pub type Observer = Box<dyn FnMut(&Simulation) + Send>;
 
@@ -165,6 +175,7 @@ impl Simulation {
             durations,
             labels,
             policies: _,
+            multikueue: _,
         } = scenario;
         let n = cluster.workloads.len();
         let lives = cluster
@@ -336,16 +347,26 @@ impl Simulation {
 
     fn count_fallbacks(&mut self) {
         for f in self.scheduler.take_fallbacks() {
-            let key = (
-                f.policy.name.to_string(),
-                f.policy.digest.to_string(),
-                f.extension,
-                f.error.reason(),
-            );
-            let entry = self.fallbacks.entry(key).or_default();
-            entry.0 += 1;
-            entry.1 = f.error.to_string();
+            self.count_fallback(&f.policy, f.extension, &f.error);
         }
+    }
+
+    /// The built-in decided because `policy`'s answer failed or was refused.
+    pub(crate) fn count_fallback(
+        &mut self,
+        policy: &PolicyRef,
+        extension: &'static str,
+        error: &crate::policy::PolicyError,
+    ) {
+        let key = (
+            policy.name.to_string(),
+            policy.digest.to_string(),
+            extension,
+            error.reason(),
+        );
+        let entry = self.fallbacks.entry(key).or_default();
+        entry.0 += 1;
+        entry.1 = error.to_string();
     }
 
     fn schedule_finish(&mut self, id: WorkloadId, at: Millis) {
@@ -443,23 +464,28 @@ impl Simulation {
         self.now = to;
     }
 
+    /// The workload finished now: its quota is released and its timers dropped.
+    fn finish_now(&mut self, id: WorkloadId, reason: Option<&str>) {
+        self.lives[id.index()].set_finish_at(None);
+        if let Some(a) = self.cluster().admission_shared(id) {
+            self.finished_admissions.insert(id, a.clone());
+        }
+        self.log_release(id);
+        self.scheduler.finish(id);
+        self.stopped(id);
+        if !std::mem::replace(&mut self.lives[id.index()].finished, true) {
+            self.settled += 1;
+        }
+        self.push_event(EventType::Finished, id, reason, None, None);
+    }
+
     fn settle_time_events(&mut self) {
         while let Some((at, id)) = self.next_finish() {
             if at > self.now {
                 break;
             }
             self.finishes.pop();
-            self.lives[id.index()].set_finish_at(None);
-            if let Some(a) = self.cluster().admission_shared(id) {
-                self.finished_admissions.insert(id, a.clone());
-            }
-            self.log_release(id);
-            self.scheduler.finish(id);
-            self.stopped(id);
-            if !std::mem::replace(&mut self.lives[id.index()].finished, true) {
-                self.settled += 1;
-            }
-            self.push_event(EventType::Finished, id, None, None, None);
+            self.finish_now(id, None);
         }
         self.settle_checks();
         self.settle_readiness();
@@ -630,10 +656,30 @@ impl Simulation {
 
     /// Runs until nothing more can change or a limit is reached.
     pub fn run(&mut self, limits: &Limits, mut progress: Option<Progress<'_>>) {
-        let total = self.lives.len();
         let until = limits.until.map(|u| self.t0 + u);
-        // Guard against a livelock at one instant (e.g. two preemptors evicting each other's
-        // victims forever): after this many cycles without the clock moving, move it.
+        loop {
+            if self.settle_instant(limits, &mut progress) == Settle::Stopped {
+                break;
+            }
+            let Some(next) = self.next_time() else {
+                break;
+            };
+            if until.is_some_and(|u| next > u) {
+                self.integrate(until.unwrap_or(next));
+                break;
+            }
+            self.advance_to(next);
+        }
+    }
+
+    /// Runs scheduling cycles at the current instant until one changes nothing (or, guarding
+    /// against a livelock such as two preemptors evicting each other's victims forever, until
+    /// [`Limits::max_cycles_per_instant`]).
+    pub(crate) fn settle_instant(
+        &mut self,
+        limits: &Limits,
+        progress: &mut Option<Progress<'_>>,
+    ) -> Settle {
         let max_cycles_per_instant = limits
             .max_cycles_per_instant
             .unwrap_or(1_000 + 10 * self.scheduler.cluster.cluster_queues.len() as u64);
@@ -643,7 +689,7 @@ impl Simulation {
             if limits.max_cycles.is_some_and(|m| self.cycles >= m)
                 || self.stop.load(std::sync::atomic::Ordering::Relaxed)
             {
-                break;
+                return Settle::Stopped;
             }
             self.refresh_policies();
             // waitForPodsReady.blockAdmission: nothing more is admitted while an admitted
@@ -672,7 +718,7 @@ impl Simulation {
                 self.observer = Some(observe);
             }
             if let Some(p) = progress.as_mut() {
-                p(self.seconds(self.now), self.settled, total);
+                p(self.seconds(self.now), self.settled, self.lives.len());
             }
             cycles_at_instant += 1;
             if made_progress && cycles_at_instant < max_cycles_per_instant {
@@ -685,34 +731,34 @@ impl Simulation {
                     "no steady state at this instant; advancing the clock"
                 );
             }
-            cycles_at_instant = 0;
-            let next_arrival = self.arrivals.keys().next().copied();
-            let next_finish = self.next_finish().map(|(t, _)| t);
-            let next_check = self.checks.next_time();
-            let next_ready = self.readiness.next_time();
-            // A preemptor held by a per-minute preemption budget is retried once it refills.
-            let next_budget = self.scheduler.next_wake_up();
-            let Some(next) = [
-                next_arrival,
-                next_finish,
-                next_check,
-                next_ready,
-                next_budget,
-            ]
-            .into_iter()
-            .flatten()
-            .min() else {
-                break;
-            };
-            if until.is_some_and(|u| next > u) {
-                self.integrate(until.unwrap_or(next));
-                break;
-            }
-            if let Some(pacer) = &self.pacer {
-                pacer.wait_until(next - self.t0, &self.stop);
-            }
-            self.integrate(next);
+            return Settle::Settled;
         }
+    }
+
+    /// When something next happens: an arrival, a finish, a check's controller, pods becoming
+    /// ready (or timing out), a preemption budget refilling.
+    pub(crate) fn next_time(&mut self) -> Option<Millis> {
+        let next_arrival = self.arrivals.keys().next().copied();
+        let next_finish = self.next_finish().map(|(t, _)| t);
+        [
+            next_arrival,
+            next_finish,
+            self.checks.next_time(),
+            self.readiness.next_time(),
+            // A preemptor held by a per-minute preemption budget is retried once it refills.
+            self.scheduler.next_wake_up(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Moves the clock to `to` (waiting for the wall clock when paced).
+    pub(crate) fn advance_to(&mut self, to: Millis) {
+        if let Some(pacer) = &self.pacer {
+            pacer.wait_until(to - self.t0, &self.stop);
+        }
+        self.integrate(to);
     }
 
     /// Calls `observer` after every scheduling cycle of [`Simulation::run`].

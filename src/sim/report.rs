@@ -32,6 +32,9 @@ pub enum EventType {
     Requeued,
     Inadmissible,
     Finished,
+    /// A MultiKueue manager removed this worker's copy of its workload (another worker admitted
+    /// it, the manager evicted it, or this worker was lost).
+    Removed,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -87,7 +90,8 @@ pub struct WorkloadReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local_queue: Option<String>,
     pub priority: i64,
-    /// `admitted`, `pending`, `inadmissible` or `finished`.
+    /// `admitted`, `reserved`, `pending`, `inadmissible`, `finished`, `deactivated`, or
+    /// `removed` (a MultiKueue worker's copy its manager removed).
     pub state: &'static str,
     /// The admission it holds, or held when it finished.
     pub admission: Option<AdmissionReport>,
@@ -320,6 +324,8 @@ pub(crate) fn state_of(sim: &Simulation, id: WorkloadId) -> &'static str {
         "finished"
     } else if sim.lives[id.index()].deactivated {
         "deactivated"
+    } else if sim.lives[id.index()].removed {
+        "removed"
     } else if cluster.admission(id).is_some() && !sim.is_admitted(id) {
         "reserved"
     } else if cluster.admission(id).is_some() {

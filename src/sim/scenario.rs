@@ -37,6 +37,49 @@ pub struct Scenario {
     pub labels: Vec<BTreeMap<String, String>>,
     /// The scenario's `QueuePolicy` objects (module paths made absolute): the driver binds them.
     pub policies: Vec<api::policy::QueuePolicy>,
+    /// A MultiKueue manager's parts, when a MultiKueueCluster names its worker's manifests
+    /// ([`api::multikueue::SIM_WORKER_MANIFESTS`]): the simulator then plays the workers
+    /// ([`super::multikueue`]).
+    pub multikueue: Option<ManagerParts>,
+}
+
+/// What a simulated MultiKueue manager needs beyond its cluster.
+#[derive(Debug, Clone)]
+pub struct ManagerParts {
+    /// The Configuration's `multiKueue` section (Kueue's defaults without one).
+    pub settings: api::config::MultiKueueSettings,
+    pub clusters: Vec<api::multikueue::MultiKueueCluster>,
+    /// The manager's Workloads as written, by `namespace/name`: what is copied to workers.
+    pub workloads: HashMap<String, api::Workload>,
+}
+
+impl ManagerParts {
+    /// The parts, when some MultiKueueCluster names a worker's manifests.
+    fn of(m: &Manifests) -> Option<ManagerParts> {
+        let named = m.multikueue_clusters.iter().any(|c| {
+            c.metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(api::multikueue::SIM_WORKER_MANIFESTS))
+        });
+        named.then(|| ManagerParts {
+            settings: m
+                .configuration
+                .as_ref()
+                .and_then(|c| c.multi_kueue.clone())
+                .unwrap_or_default(),
+            clusters: m.multikueue_clusters.clone(),
+            workloads: m
+                .workloads
+                .iter()
+                .map(|wl| {
+                    let ns = wl.metadata.namespace.as_deref().unwrap_or("default");
+                    let name = wl.metadata.name.as_deref().unwrap_or_default();
+                    (format!("{ns}/{name}"), wl.clone())
+                })
+                .collect(),
+        })
+    }
 }
 
 impl Scenario {
@@ -149,6 +192,7 @@ impl Scenario {
         )
         .map_err(ScenarioError::Build)?;
         let policies = std::mem::take(&mut manifests.policies);
+        let multikueue = ManagerParts::of(&manifests);
         drop(manifests);
         let check_problems = super::checks::SimChecks::validate(&cluster);
         if !check_problems.is_empty() {
@@ -174,6 +218,7 @@ impl Scenario {
             durations,
             labels,
             policies,
+            multikueue,
         })
     }
 }

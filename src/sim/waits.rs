@@ -61,7 +61,10 @@ pub(crate) fn walk(sim: &Simulation, mut on: impl FnMut(usize, Happening<'_>)) {
         let (t, _) = events.at(r);
         let since = &mut pending_since[i];
         match r.kind {
-            EventType::Admitted | EventType::Deactivated | EventType::Finished => {
+            EventType::Admitted
+            | EventType::Deactivated
+            | EventType::Finished
+            | EventType::Removed => {
                 if let Some(s) = since.take() {
                     on(
                         i,

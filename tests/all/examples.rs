@@ -154,3 +154,41 @@ fn the_tas_preemption_example_runs_as_its_comment_says() {
         });
     assert_eq!(spans, Some(vec![1, 1]));
 }
+
+#[test]
+fn the_multikueue_example_runs_every_job_on_a_worker_and_survives_the_lost_region() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/multikueue/manager.yaml");
+    let scenario = Scenario::load(&[file]).expect("loads");
+    let mut f = wasq::sim::multikueue::Federation::new(scenario).expect("the workers load");
+    f.run(&Limits::default(), None);
+    let r = f.report();
+    assert_eq!(r.summary.workloads, 10);
+    assert!(
+        r.manager.workloads.iter().all(|w| w.state == "finished"),
+        "{:?}",
+        r.manager
+            .workloads
+            .iter()
+            .map(|w| (&w.name, w.state))
+            .collect::<Vec<_>>()
+    );
+    let ran: u32 = r.workers.iter().map(|w| w.ran).sum();
+    assert_eq!(ran, 10);
+    // eu-west is lost from 50m to 70m: what ran there at 50m is dispatched again after
+    // workerLostTimeout (5m), and us-east's own jobs ran there too.
+    let eu = r.workers.iter().find(|w| w.name == "eu-west").unwrap();
+    assert_eq!((eu.losses, eu.lost_seconds), (1, 1200.0));
+    assert!(r.summary.dispatched_again > 0);
+    for w in r.workloads.iter().filter(|w| w.attempts.len() > 1) {
+        assert_eq!(w.attempts[0].outcome, Some("its worker was lost"), "{w:?}");
+        assert_eq!(w.attempts[1].reserved_seconds, 3300.0, "{w:?}");
+    }
+    let us = r.workers.iter().find(|w| w.name == "us-east").unwrap();
+    assert!(
+        us.report
+            .workloads
+            .iter()
+            .filter(|w| w.namespace == "research")
+            .all(|w| w.state == "finished")
+    );
+}

@@ -20,6 +20,7 @@ mod kueue_among;
 mod languages;
 mod manifests;
 mod multikueue;
+mod multikueue_sim;
 mod plugin_scenarios;
 mod plugins;
 mod pods_ready;

@@ -1,0 +1,808 @@
+//! MultiKueue in the simulator: a manager cluster and its worker clusters on one virtual clock,
+//! each with wasq's core of its own.
+//!
+//! The manager's scenario names each worker's manifests on its MultiKueueCluster
+//! ([`SIM_WORKER_MANIFESTS`]); [`LOST`] takes a worker away for a time. The manager plays
+//! Kueue's MultiKueue workload controller (`pkg/controller/admissionchecks/multikueue/
+//! workload.go`) for every Workload that reserves quota behind a MultiKueue check:
+//!
+//! 1. once its other checks are Ready, the dispatcher (the built-in the Configuration names,
+//!    or a dispatch plugin; [`crate::policy::dispatch::decide`]) nominates workers; each
+//!    connected nominee receives a copy (same namespace, name and spec, the origin label);
+//! 2. the first copy a worker admits wins: the other copies are removed, the check becomes
+//!    `Ready` (`The workload was admitted on "w1"`) and the Workload is admitted on the manager;
+//! 3. it finishes when its copy finishes; a copy evicted on its worker, or a worker lost for
+//!    longer than `workerLostTimeout`, puts the check in `Retry`: the manager evicts and
+//!    requeues the Workload, removes its copies and dispatches it again once it reserves again.
+//!
+//! A lost worker is down, not merely unreachable: what the manager's Workloads ran or queued
+//! there is gone (as Kueue's garbage collection would remove it once the worker is back), its
+//! own workloads are evicted and wait until it returns, and it schedules nothing meanwhile. So a
+//! Workload runs in at most one worker at any instant.
+
+mod copies;
+pub mod report;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Instant as WallClock;
+
+use crate::api::multikueue::{MultiKueueCluster, ORIGIN_LABEL, SIM_WORKER_MANIFESTS};
+use crate::api::{self, duration::parse_millis};
+use crate::cluster::checks::CheckState;
+use crate::cluster::{Millis, WorkloadId};
+use crate::policy::PolicyRef;
+use crate::policy::dispatch::{
+    self, DispatchPolicy, DispatchRequest, DispatchedWorkload, PodSetRequest, WorkerCluster,
+    WorkerQueue, WorkerResource,
+};
+
+use super::scenario::{ManagerParts, Scenario, ScenarioError};
+use super::{Limits, Progress, Settle, Simulation};
+
+/// Annotation on a MultiKueueCluster: when the worker is lost, comma-separated windows of
+/// virtual time, e.g. `10m-25m` or `2h-` (until the end).
+pub const LOST: &str = "sim.wasq.dev/lost";
+
+/// Rounds of settling at one instant (every cluster, then the manager's controller) after which
+/// the clock moves on even if the manager still changes something.
+const MAX_ROUNDS_PER_INSTANT: u32 = 1_000;
+
+/// One worker cluster.
+pub struct Worker {
+    /// Its MultiKueueCluster's name.
+    pub name: String,
+    labels: BTreeMap<String, String>,
+    pub sim: Simulation,
+    /// When it is lost: [from, to) in absolute virtual time.
+    outages: Vec<(Millis, Millis)>,
+    down_since: Option<Millis>,
+    /// The copy each manager Workload has (or had) here.
+    copies: HashMap<WorkloadId, WorkloadId>,
+    pub(crate) stats: report::WorkerStats,
+}
+
+/// What the manager knows of one Workload's dispatch, from its reservation on.
+struct Dispatch {
+    /// Its MultiKueue check.
+    check: String,
+    reserved_at: Millis,
+    /// The config's clusters in order: the worker each is, if any.
+    clusters: Vec<(String, Option<usize>)>,
+    /// Nominees (indices into `clusters`), in nomination order.
+    nominated: Vec<u32>,
+    last_nominated: Option<Millis>,
+    /// When the dispatcher asked to be asked again.
+    retry_at: Option<Millis>,
+    /// The workers' connections when last asked (`None`: never asked).
+    asked_at: Option<u64>,
+    /// Live copies: worker → (copy, since).
+    live: BTreeMap<usize, (WorkloadId, Millis)>,
+    winner: Option<usize>,
+    /// Its check was put in Retry; the manager is about to evict it.
+    retrying: bool,
+    /// Where the attempt is recorded in the report.
+    attempt: usize,
+}
+
+/// A manager and its workers.
+pub struct Federation {
+    pub manager: Simulation,
+    pub workers: Vec<Worker>,
+    parts: ManagerParts,
+    worker_lost_timeout: Millis,
+    /// The dispatcher the Configuration names; `None` for an external one.
+    builtin: Option<Arc<dyn DispatchPolicy>>,
+    dispatches: BTreeMap<WorkloadId, Dispatch>,
+    /// Changes whenever a worker is lost or comes back: dispatchers are asked again.
+    connections: u64,
+    pub(crate) history: report::History,
+}
+
+impl Federation {
+    /// The manager's scenario (with [`Scenario::multikueue`]) and each worker's, loaded from
+    /// the paths its MultiKueueCluster names, on the manager's clock.
+    pub fn new(mut scenario: Scenario) -> Result<Federation, ScenarioError> {
+        let parts = scenario.multikueue.take().ok_or_else(|| {
+            ScenarioError::Annotations(vec![format!(
+                "no MultiKueueCluster names its worker's manifests \
+                 (metadata.annotations.{SIM_WORKER_MANIFESTS})"
+            )])
+        })?;
+        let mut problems = Vec::new();
+        let mut loaded = Vec::new();
+        for c in &parts.clusters {
+            let name = c.metadata.name.clone().unwrap_or_default();
+            let annotations = c.metadata.annotations.clone().unwrap_or_default();
+            let outages = match annotations.get(LOST).map(|v| parse_outages(v)) {
+                None => Vec::new(),
+                Some(Ok(o)) => o,
+                Some(Err(e)) => {
+                    problems.push(format!(
+                        "MultiKueueCluster {name}: metadata.annotations.{LOST}: {e}"
+                    ));
+                    Vec::new()
+                }
+            };
+            let Some(paths) = annotations.get(SIM_WORKER_MANIFESTS) else {
+                problems.push(format!(
+                    "MultiKueueCluster {name}: metadata.annotations.{SIM_WORKER_MANIFESTS}: \
+                     required: the simulator plays every worker from its manifests"
+                ));
+                continue;
+            };
+            let paths: Vec<std::path::PathBuf> = paths.split(',').map(Into::into).collect();
+            match Scenario::load(&paths) {
+                Ok(worker) => loaded.push((c, name, worker, outages)),
+                Err(e) => problems.push(format!(
+                    "MultiKueueCluster {name}: the worker's manifests ({}): {e}",
+                    paths
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            }
+        }
+        if !problems.is_empty() {
+            return Err(ScenarioError::Annotations(problems));
+        }
+        // One clock: virtual time 0 is the latest of the clusters' own.
+        let t0 = loaded
+            .iter()
+            .map(|(_, _, w, _)| w.t0)
+            .fold(scenario.t0, Millis::max);
+        rebase(&mut scenario, t0);
+        let mut manager = Simulation::new(scenario);
+        manager.checks.play_multikueue_elsewhere();
+        let workers = loaded
+            .into_iter()
+            .map(|(c, name, mut w, outages)| {
+                rebase(&mut w, t0);
+                Worker {
+                    name,
+                    labels: labels_of(c),
+                    sim: Simulation::new(w),
+                    outages: outages
+                        .into_iter()
+                        .map(|(a, b)| (t0 + a, b.map_or(Millis::MAX, |b| t0 + b)))
+                        .collect(),
+                    down_since: None,
+                    copies: HashMap::new(),
+                    stats: Default::default(),
+                }
+            })
+            .collect();
+        let builtin = match parts.settings.dispatcher() {
+            api::config::Dispatcher::AllAtOnce => {
+                Some(Arc::new(dispatch::AllAtOnce) as Arc<dyn DispatchPolicy>)
+            }
+            api::config::Dispatcher::Incremental { step_size } => {
+                dispatch::builtin(dispatch::INCREMENTAL, Some(step_size as u32))
+            }
+            api::config::Dispatcher::External(_) => None,
+        };
+        Ok(Federation {
+            manager,
+            workers,
+            worker_lost_timeout: parts.settings.worker_lost_timeout_ms(),
+            parts,
+            builtin,
+            dispatches: BTreeMap::new(),
+            connections: 0,
+            history: Default::default(),
+        })
+    }
+
+    /// Binds policies on the manager (dispatch among them) and on each worker.
+    pub fn use_policies(
+        &mut self,
+        mut bindings: impl FnMut() -> crate::wasm::LiveBindings,
+    ) -> Result<(), crate::wasm::BindError> {
+        self.manager.use_policies(bindings())?;
+        for w in &mut self.workers {
+            w.sim.use_policies(bindings())?;
+        }
+        Ok(())
+    }
+
+    /// Why the manager could not dispatch a Workload of ClusterQueue `cq`: an external
+    /// dispatcher names no plugin the simulator can run.
+    pub fn unplayable_dispatcher(&self) -> Option<String> {
+        if self.builtin.is_some() {
+            return None;
+        }
+        let cluster = self.manager.cluster();
+        let uncovered = cluster.cluster_queues.iter().find(|cq| {
+            self.manager
+                .scheduler
+                .policies_for(cq.id)
+                .dispatch
+                .is_none()
+                && cq.admission_checks.iter().any(|r| {
+                    cluster
+                        .admission_checks
+                        .get(&r.name)
+                        .is_some_and(|d| d.multikueue.is_some())
+                })
+        })?;
+        Some(format!(
+            "multiKueue.dispatcherName {:?} names an external dispatcher and ClusterQueue {} \
+             has no dispatch plugin: bind one (--policy dispatch=NAME, a QueuePolicy, or the \
+             ClusterQueue annotation policy.wasq.dev/dispatch)",
+            self.parts.settings.dispatcher_name(),
+            uncovered.name
+        ))
+    }
+
+    /// Runs every cluster until nothing more can change or a limit is reached.
+    pub fn run(&mut self, limits: &Limits, mut progress: Option<Progress<'_>>) {
+        let until = limits.until.map(|u| self.manager.t0() + u);
+        let mut quiet: Option<Progress<'_>> = None;
+        loop {
+            let mut stopped = false;
+            let mut rounds = 0;
+            loop {
+                stopped |= self.manager.settle_instant(limits, &mut progress) == Settle::Stopped;
+                for w in self.workers.iter_mut().filter(|w| w.down_since.is_none()) {
+                    stopped |= w.sim.settle_instant(limits, &mut quiet) == Settle::Stopped;
+                }
+                if stopped || !self.sync() {
+                    break;
+                }
+                rounds += 1;
+                if rounds >= MAX_ROUNDS_PER_INSTANT {
+                    tracing::warn!(
+                        time = self.manager.seconds(self.manager.now()),
+                        "MultiKueue: no steady state at this instant; advancing the clock"
+                    );
+                    break;
+                }
+            }
+            if stopped {
+                break;
+            }
+            let controller = self.next_time();
+            let next = [self.manager.next_time(), controller]
+                .into_iter()
+                .chain(
+                    self.workers
+                        .iter_mut()
+                        .filter(|w| w.down_since.is_none())
+                        .map(|w| w.sim.next_time()),
+                )
+                .flatten()
+                .min();
+            let Some(next) = next else {
+                break;
+            };
+            if let Some(u) = until.filter(|&u| next > u) {
+                self.advance_to(u);
+                break;
+            }
+            self.advance_to(next);
+        }
+        self.history.close(self.manager.now());
+    }
+
+    fn advance_to(&mut self, to: Millis) {
+        self.manager.advance_to(to);
+        for w in &mut self.workers {
+            w.sim.integrate(to);
+        }
+    }
+
+    /// When the manager's controller next has something to do: a worker lost or back, a
+    /// dispatcher's retry, a lost worker's timeout.
+    fn next_time(&self) -> Option<Millis> {
+        let now = self.manager.now();
+        let outages = self.workers.iter().flat_map(|w| {
+            w.outages
+                .iter()
+                .flat_map(|&(a, b)| [a, b])
+                .filter(move |&t| t > now && t != Millis::MAX)
+        });
+        let dispatches = self.dispatches.values().filter_map(|d| {
+            if d.retrying {
+                return None;
+            }
+            match d.winner {
+                Some(w) if !d.live.contains_key(&w) => self.workers[w]
+                    .down_since
+                    .map(|s| s.saturating_add(self.worker_lost_timeout)),
+                Some(_) => None,
+                None => d.retry_at,
+            }
+        });
+        outages.chain(dispatches).filter(|&t| t > now).min()
+    }
+
+    /// The manager's MultiKueue controller at this instant; whether it changed anything.
+    fn sync(&mut self) -> bool {
+        let now = self.manager.now();
+        let mut changed = self.sync_connections(now);
+        for (wl, check) in self.manager.checks.take_multikueue_reservations() {
+            // Evicted and admitted again at one instant: the last reservation's copies go
+            // first.
+            if self.dispatches.contains_key(&wl) {
+                self.end_dispatch(wl, now);
+            }
+            let clusters = self.config_clusters(&check);
+            let attempt = self.history.reserved(wl, now);
+            self.dispatches.insert(
+                wl,
+                Dispatch {
+                    check,
+                    reserved_at: now,
+                    clusters,
+                    nominated: Vec::new(),
+                    last_nominated: None,
+                    retry_at: None,
+                    asked_at: None,
+                    live: BTreeMap::new(),
+                    winner: None,
+                    retrying: false,
+                    attempt,
+                },
+            );
+            changed = true;
+        }
+        let ids: Vec<WorkloadId> = self.dispatches.keys().copied().collect();
+        for wl in ids {
+            changed |= self.sync_workload(wl, now);
+        }
+        changed || self.manager.checks.has_posted()
+    }
+
+    /// Workers lost or back at `now`.
+    fn sync_connections(&mut self, now: Millis) -> bool {
+        let mut changed = false;
+        for w in 0..self.workers.len() {
+            let worker = &mut self.workers[w];
+            let lost = worker.outages.iter().any(|&(a, b)| a <= now && now < b);
+            match (lost, worker.down_since) {
+                (true, None) => {
+                    worker.down_since = Some(now);
+                    worker.stats.losses += 1;
+                    // What the manager's Workloads had there is gone with it.
+                    // A copy that finished just before stays: the manager learns of it.
+                    for d in self.dispatches.values_mut() {
+                        if let Some(&(copy, _)) = d.live.get(&w)
+                            && !worker.sim.finished(copy)
+                        {
+                            d.live.remove(&w);
+                            worker.sim.remove_copy(copy, "the worker cluster was lost");
+                            worker.stats.removed += 1;
+                        }
+                    }
+                    worker
+                        .sim
+                        .go_down(&format!("{LOST}: the worker cluster was lost"));
+                    tracing::info!(worker = %worker.name, "MultiKueue: worker lost");
+                }
+                (false, Some(since)) => {
+                    worker.stats.lost_ms += now - since;
+                    worker.down_since = None;
+                    tracing::info!(worker = %worker.name, "MultiKueue: worker back");
+                }
+                _ => continue,
+            }
+            self.connections += 1;
+            changed = true;
+        }
+        changed
+    }
+
+    /// The clusters of check `check`'s MultiKueueConfig, in order, each with its worker.
+    fn config_clusters(&self, check: &str) -> Vec<(String, Option<usize>)> {
+        let names = self
+            .manager
+            .cluster()
+            .admission_checks
+            .get(check)
+            .and_then(|d| d.multikueue.as_ref())
+            .map(|m| m.clusters.clone())
+            .unwrap_or_default();
+        names
+            .into_iter()
+            .map(|n| {
+                let w = self.workers.iter().position(|w| w.name == n);
+                (n, w)
+            })
+            .collect()
+    }
+
+    /// One Workload's step of Kueue's `reconcileGroup`; whether anything changed.
+    fn sync_workload(&mut self, wl: WorkloadId, now: Millis) -> bool {
+        let Some(d) = self.dispatches.get_mut(&wl) else {
+            return false;
+        };
+        // Finished, or no longer holding quota (evicted, preempted, deactivated, retried): its
+        // copies are removed.
+        if self.manager.finished(wl) || self.manager.cluster().admission(wl).is_none() {
+            self.end_dispatch(wl, now);
+            return true;
+        }
+        if d.retrying {
+            return false;
+        }
+        if let Some(w) = d.winner {
+            let worker = &mut self.workers[w];
+            return match d.live.get(&w).map(|&(copy, _)| copy) {
+                Some(copy) if worker.sim.finished(copy) => {
+                    worker.stats.ran += 1;
+                    let reason = format!("finished on worker cluster {:?}", worker.name);
+                    self.manager.finish_elsewhere(wl, &reason);
+                    true
+                }
+                Some(copy) if worker.sim.admitted_now(copy) => false,
+                Some(_) => {
+                    let message = format!(
+                        "Workload evicted on worker cluster: {:?}, resetting for re-admission. \
+                         Previously: \"Ready\"",
+                        worker.name
+                    );
+                    d.retrying = true;
+                    self.history.evicted_on_worker(d.attempt);
+                    self.manager
+                        .post_check(wl, &d.check, CheckState::Retry, message);
+                    true
+                }
+                // Its copy went with its worker: Kueue waits `workerLostTimeout` from the
+                // loss while the worker is unreachable, and retries at once once it is back
+                // without the copy.
+                None => {
+                    let message = match worker.down_since {
+                        Some(since) if now < since.saturating_add(self.worker_lost_timeout) => {
+                            return false;
+                        }
+                        Some(_) => "Admitting remote lost, Previously: \"Ready\"",
+                        None => "Admitting remote no longer exists, Previously: \"Ready\"",
+                    };
+                    d.retrying = true;
+                    self.history.worker_lost(d.attempt);
+                    self.manager
+                        .post_check(wl, &d.check, CheckState::Retry, message.into());
+                    true
+                }
+            };
+        }
+        if self.manager.check_state(wl, &d.check) != Some(CheckState::Pending) {
+            return false;
+        }
+        // The first copy a worker admitted wins (in the config's order at one instant).
+        let position = |w: usize| d.clusters.iter().position(|c| c.1 == Some(w));
+        let admitted = d
+            .live
+            .iter()
+            .filter(|(w, (copy, _))| self.workers[**w].sim.admitted_now(*copy))
+            .map(|(w, _)| *w)
+            .min_by_key(|&w| position(w));
+        if let Some(w) = admitted {
+            let name = self.workers[w].name.clone();
+            for (other, (copy, _)) in std::mem::take(&mut d.live) {
+                if other == w {
+                    d.live.insert(w, (copy, now));
+                    continue;
+                }
+                let worker = &mut self.workers[other];
+                worker.sim.remove_copy(
+                    copy,
+                    &format!("the workload was admitted on worker cluster {name:?}"),
+                );
+                worker.stats.removed += 1;
+            }
+            d.winner = Some(w);
+            d.nominated.clear();
+            self.history.admitted(d.attempt, &name, now);
+            self.manager.post_check(
+                wl,
+                &d.check,
+                CheckState::Ready,
+                format!("The workload was admitted on {name:?}, Previously: \"Pending\""),
+            );
+            return true;
+        }
+        // Kueue nominates workers once every other check is Ready.
+        if !self.manager.others_ready(wl, &d.check) {
+            return false;
+        }
+        let due = d.asked_at != Some(self.connections) || d.retry_at.is_some_and(|t| t <= now);
+        if !due {
+            return false;
+        }
+        self.dispatch(wl, now)
+    }
+
+    /// The reservation `wl` dispatched is over (finished, evicted, preempted, deactivated):
+    /// its copies are removed.
+    fn end_dispatch(&mut self, wl: WorkloadId, now: Millis) {
+        let Some(d) = self.dispatches.remove(&wl) else {
+            return;
+        };
+        for (w, (copy, _)) in d.live {
+            let worker = &mut self.workers[w];
+            if !worker.sim.finished(copy) {
+                worker.sim.remove_copy(
+                    copy,
+                    "the manager's Workload no longer holds quota on the manager",
+                );
+                worker.stats.removed += 1;
+            }
+        }
+        self.history
+            .ended(d.attempt, now, self.manager.finished(wl));
+    }
+
+    /// Asks the dispatcher and makes its nominees' copies; whether anything changed.
+    fn dispatch(&mut self, wl: WorkloadId, now: Millis) -> bool {
+        let req = self.request(wl, now);
+        let cq = self
+            .manager
+            .cluster()
+            .admission(wl)
+            .map(|a| a.cluster_queue);
+        let policy = cq.and_then(|cq| self.manager.scheduler.policies_for(cq).dispatch.clone());
+        let asked = policy.as_ref().map(|p| p.id());
+        let fallback = self.builtin.clone();
+        let started = WallClock::now();
+        let (answer, by, failure) = match (policy, fallback) {
+            (Some(p), Some(f)) => dispatch::decide(p.as_ref(), f.as_ref(), &req),
+            (Some(p), None) => dispatch::decide(p.as_ref(), &dispatch::AllAtOnce, &req),
+            (None, Some(f)) => dispatch::decide(f.as_ref(), f.as_ref(), &req),
+            (None, None) => (Default::default(), PolicyRef::builtin(), None),
+        };
+        self.history
+            .asked(started.elapsed(), failure.is_some(), &by);
+        if let (Some(e), Some(asked)) = (&failure, &asked) {
+            tracing::warn!(plugin = %asked.name, error = %e, "MultiKueue: the dispatch plugin's answer was not taken");
+            self.manager.count_fallback(asked, "dispatch", e);
+        }
+        let Some(d) = self.dispatches.get_mut(&wl) else {
+            return false;
+        };
+        d.asked_at = Some(self.connections);
+        d.retry_at = answer.retry_after.map(|r| now.saturating_add(r));
+        if answer.nominate != d.nominated {
+            d.nominated = answer.nominate.clone();
+            d.last_nominated = Some(now);
+        }
+        let mut changed = false;
+        let nominated: Vec<usize> = d
+            .nominated
+            .iter()
+            .filter_map(|&i| d.clusters.get(i as usize).and_then(|c| c.1))
+            .collect();
+        // Copies on workers no longer nominated are removed.
+        for w in d.live.keys().copied().collect::<Vec<_>>() {
+            if !nominated.contains(&w)
+                && let Some((copy, _)) = d.live.remove(&w)
+            {
+                let worker = &mut self.workers[w];
+                worker
+                    .sim
+                    .remove_copy(copy, "the dispatcher no longer nominates this worker");
+                worker.stats.removed += 1;
+                changed = true;
+            }
+        }
+        // Each connected nominee without a copy receives one.
+        let key = self.manager.cluster().workload(wl).key.clone();
+        let duration = self.manager.duration_of(wl);
+        for w in nominated {
+            let worker = &mut self.workers[w];
+            if d.live.contains_key(&w) || worker.down_since.is_some() {
+                continue;
+            }
+            let Some(original) = self.parts.workloads.get(&key) else {
+                tracing::warn!(workload = %key, "MultiKueue: only Workloads written in manifests are copied");
+                continue;
+            };
+            let copy = copy_of(original, self.parts.settings.origin());
+            let previous = worker.copies.get(&wl).copied();
+            let id = worker.sim.add_copy(&copy, previous, duration);
+            worker.copies.insert(wl, id);
+            worker.stats.copies += 1;
+            d.live.insert(w, (id, now));
+            self.history.copied(d.attempt, &worker.name);
+            changed = true;
+        }
+        changed
+    }
+
+    /// What the dispatcher is asked for `wl` now.
+    fn request(&self, wl: WorkloadId, now: Millis) -> DispatchRequest {
+        let d = &self.dispatches[&wl];
+        let cluster = self.manager.cluster();
+        let info = cluster.workload(wl);
+        let workload = DispatchedWorkload {
+            namespace: info.namespace.clone(),
+            name: info.name.clone(),
+            local_queue: info.local_queue.clone().unwrap_or_default(),
+            priority: info
+                .effective_priority()
+                .clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32,
+            created: info.created,
+            reserved: d.reserved_at,
+            pod_sets: info
+                .pod_sets
+                .iter()
+                .map(|ps| PodSetRequest {
+                    name: ps.name.to_string(),
+                    count: ps.count.max(0) as u32,
+                    per_pod: ps
+                        .requests
+                        .iter()
+                        .map(|&(r, v)| (cluster.names.resource_name(r).to_string(), v))
+                        .collect(),
+                })
+                .collect(),
+            labels: info
+                .labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        let clusters = d
+            .clusters
+            .iter()
+            .map(|(name, w)| {
+                let worker = w.map(|w| &self.workers[w]);
+                let connected = worker.is_some_and(|w| w.down_since.is_none());
+                WorkerCluster {
+                    name: name.clone(),
+                    labels: worker.map(|w| w.labels.clone()).unwrap_or_default(),
+                    connected,
+                    lost_since: worker.and_then(|w| w.down_since),
+                    queue: worker
+                        .filter(|_| connected)
+                        .and_then(|w| worker_queue(&w.sim, &workload)),
+                    copy_since: w.and_then(|w| d.live.get(&w)).map(|&(_, since)| since),
+                }
+            })
+            .collect();
+        DispatchRequest {
+            now,
+            workload,
+            clusters,
+            nominated: d.nominated.clone(),
+            last_nominated: d.last_nominated,
+        }
+    }
+
+    /// The report of every cluster and of each Workload's dispatch.
+    pub fn report(&self) -> report::FederationReport {
+        report::build(self)
+    }
+}
+
+/// The worker's ClusterQueue that the workload's LocalQueue feeds, as the manager sees it.
+fn worker_queue(sim: &Simulation, wl: &DispatchedWorkload) -> Option<WorkerQueue> {
+    let cluster = sim.cluster();
+    let cq_name = cluster
+        .lookup
+        .lq_target
+        .get(&(wl.namespace.clone(), wl.local_queue.clone()))?;
+    let &cq = cluster.cq_by_name.get(cq_name)?;
+    let queue = sim.scheduler.queues.queue(cq);
+    let node = cluster.cq(cq).node;
+    let resources = (0..cluster.tree.n_fr())
+        .map(|i| crate::quota::FrIdx(i as u32))
+        .filter_map(|fr| {
+            let nominal = cluster.tree.quota(node, fr).nominal;
+            let usage = cluster.usage.get(node, fr);
+            if nominal == 0 && usage == 0 {
+                return None;
+            }
+            let (flavor, resource) = cluster.names.fr_parts(fr);
+            Some(WorkerResource {
+                flavor: cluster.names.flavor_name(flavor).to_string(),
+                resource: cluster.names.resource_name(resource).to_string(),
+                nominal,
+                usage,
+            })
+        })
+        .collect();
+    Some(WorkerQueue {
+        name: cq_name.clone(),
+        pending: (queue.active_len() + queue.inadmissible_len()) as u32,
+        admitted: cluster.admitted_in(cq).len() as u32,
+        resources,
+    })
+}
+
+/// Kueue's `cloneForCreate`: name, namespace, labels (with the origin label), annotations and
+/// spec; no status, owners or finalizers.
+fn copy_of(wl: &api::Workload, origin: &str) -> api::Workload {
+    let mut labels = wl.metadata.labels.clone().unwrap_or_default();
+    labels.insert(ORIGIN_LABEL.to_string(), origin.to_string());
+    labels.remove(api::multikueue::JOB_UID_LABEL);
+    api::Workload {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: wl.metadata.name.clone(),
+            namespace: wl.metadata.namespace.clone(),
+            labels: Some(labels),
+            annotations: wl.metadata.annotations.clone(),
+            ..Default::default()
+        },
+        spec: wl.spec.clone(),
+        status: None,
+    }
+}
+
+fn labels_of(c: &MultiKueueCluster) -> BTreeMap<String, String> {
+    c.metadata
+        .labels
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .collect()
+}
+
+/// Moves a scenario onto a clock whose time 0 is `t0`: arrivals keep their offsets.
+fn rebase(s: &mut Scenario, t0: Millis) {
+    let shift = t0 - s.t0;
+    for a in &mut s.arrival {
+        *a += shift;
+    }
+    s.t0 = t0;
+}
+
+/// `10m-25m, 2h-`: windows of virtual time, `to` `None` for "until the end".
+fn parse_outages(v: &str) -> Result<Vec<(Millis, Option<Millis>)>, String> {
+    v.split(',')
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let (from, to) = w.split_once('-').ok_or_else(|| {
+                format!("{w:?} is not FROM-TO (e.g. 10m-25m, or 2h- until the end)")
+            })?;
+            let from = parse_millis(from).map_err(|e| format!("{w:?}: {e}"))?;
+            let to = match to.trim() {
+                "" => None,
+                t => Some(parse_millis(t).map_err(|e| format!("{w:?}: {e}"))?),
+            };
+            if from < 0 || to.is_some_and(|t| t <= from) {
+                return Err(format!(
+                    "{w:?}: the window must start at 0 or later and end after it starts"
+                ));
+            }
+            Ok((from, to))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outage_windows_are_read_and_refused_with_the_reason() {
+        assert_eq!(
+            parse_outages("10m-25m, 2h-").unwrap(),
+            vec![(600_000, Some(1_500_000)), (7_200_000, None)]
+        );
+        assert!(parse_outages("10m").unwrap_err().contains("FROM-TO"));
+        assert!(parse_outages("25m-10m").unwrap_err().contains("end after"));
+        assert!(parse_outages("x-10m").unwrap_err().contains("\"x-10m\""));
+    }
+
+    #[test]
+    fn a_copy_keeps_spec_and_labels_and_gains_the_origin() {
+        let wl: api::Workload = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "a", "namespace": "ns", "labels": {"team": "x", "kueue.x-k8s.io/job-uid": "u"},
+                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "a", "uid": "u"}]},
+            "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}]},
+            "status": {"conditions": []}
+        }))
+        .unwrap();
+        let copy = copy_of(&wl, "multikueue");
+        let labels = copy.metadata.labels.unwrap();
+        assert_eq!(labels[ORIGIN_LABEL], "multikueue");
+        assert_eq!(labels["team"], "x");
+        assert!(!labels.contains_key("kueue.x-k8s.io/job-uid"));
+        assert!(copy.metadata.owner_references.is_none());
+        assert!(copy.status.is_none());
+        assert_eq!(copy.spec, wl.spec);
+    }
+}
