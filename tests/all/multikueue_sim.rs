@@ -633,3 +633,57 @@ fn compare_runs_a_manager_scenario_under_two_dispatchers() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("sim.wasq.dev/manifests"));
 }
+
+/// The example's dispatch plugin (`plugins/cheapest-region`) with the example's prices: the
+/// first Jobs go to the cheaper eu-west, a Job arriving while 2 wait there spills over to
+/// us-east, each Job gets one copy at a time, and every answer is the plugin's.
+#[test]
+fn the_cheapest_region_plugin_prefers_the_cheap_worker_and_spills_over() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/multikueue");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_wasq"));
+    command
+        .args(["simulate", "-o", "json", "--policy-config"])
+        .arg(dir.join("policy-config.yaml"))
+        .arg("--plugins")
+        .arg(&super::plugins::built().plugins)
+        .args(["--policy", "dispatch=cheapest-region"])
+        .arg(dir.join("manager.yaml"));
+    let out = super::cli::succeeds(command, "wasq simulate --policy dispatch=cheapest-region");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let ran_on = |job: &str| {
+        r["workloads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| {
+                w["workload"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("ml/job-{job}-"))
+            })
+            .map(|w| (w["ranOn"].clone(), w["attempts"][0]["copiedTo"].clone()))
+            .unwrap()
+    };
+    let west = (serde_json::json!("eu-west"), serde_json::json!(["eu-west"]));
+    assert_eq!(ran_on("pretrain-a"), west);
+    assert_eq!(ran_on("pretrain-b"), west);
+    // At 15m finetune-a and finetune-b wait on eu-west: eval-a spills over.
+    assert_eq!(
+        ran_on("eval-a"),
+        (serde_json::json!("us-east"), serde_json::json!(["us-east"]))
+    );
+    let s = &r["summary"];
+    assert_eq!(
+        s["decidedBy"]["cheapest-region"], s["dispatcherCalls"],
+        "{s}"
+    );
+    assert_eq!(s["fallbacks"], 0);
+    assert!(s["copiesPerWorkload"].as_f64().unwrap() < 2.0, "{s}");
+    assert!(
+        r["manager"]["workloads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| w["state"] == "finished")
+    );
+}
