@@ -369,9 +369,48 @@ pub fn validate_workload_clusters(
     p.into_vec()
 }
 
+/// Kueue's `cloneForCreate`: the copy of a Workload the manager creates on a worker — name,
+/// namespace, labels (with [`ORIGIN_LABEL`] set to `origin`, without [`JOB_UID_LABEL`]),
+/// annotations and spec; no status, owners or finalizers.
+pub fn remote_workload(wl: &crate::api::Workload, origin: &str) -> crate::api::Workload {
+    let mut labels = wl.metadata.labels.clone().unwrap_or_default();
+    labels.insert(ORIGIN_LABEL.to_string(), origin.to_string());
+    labels.remove(JOB_UID_LABEL);
+    crate::api::Workload {
+        metadata: ObjectMeta {
+            name: wl.metadata.name.clone(),
+            namespace: wl.metadata.namespace.clone(),
+            labels: Some(labels),
+            annotations: wl.metadata.annotations.clone(),
+            ..Default::default()
+        },
+        spec: wl.spec.clone(),
+        status: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_remote_copy_keeps_spec_and_labels_and_gains_the_origin() {
+        let wl: crate::api::Workload = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "a", "namespace": "ns", "labels": {"team": "x", "kueue.x-k8s.io/job-uid": "u"},
+                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "a", "uid": "u"}]},
+            "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}]},
+            "status": {"conditions": []}
+        }))
+        .unwrap();
+        let copy = remote_workload(&wl, "multikueue");
+        let labels = copy.metadata.labels.unwrap();
+        assert_eq!(labels[ORIGIN_LABEL], "multikueue");
+        assert_eq!(labels["team"], "x");
+        assert!(!labels.contains_key(JOB_UID_LABEL));
+        assert!(copy.metadata.owner_references.is_none());
+        assert!(copy.status.is_none());
+        assert_eq!(copy.spec, wl.spec);
+    }
     use crate::api::strict::decode;
     use serde_json::json;
 

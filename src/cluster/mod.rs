@@ -15,6 +15,7 @@ mod build;
 pub mod checks;
 mod index;
 pub mod matching;
+pub mod multikueue;
 mod settings;
 mod strmap;
 mod topology;

@@ -230,6 +230,64 @@ pub const ALL_AT_ONCE: &str = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
 /// `multiKueue.dispatcherName` of Kueue's incremental dispatcher.
 pub const INCREMENTAL: &str = "kueue.x-k8s.io/multikueue-dispatcher-incremental";
 
+/// Asks the dispatch plugin bound to the workload's ClusterQueue, if any, or else the built-in
+/// dispatcher the Configuration names; a plugin's answer that fails or is refused falls back to
+/// that built-in (to all-at-once under an external dispatcher). `None` for both: nobody
+/// nominates (an external dispatcher writes the nominees). The answer, who decided it, and why
+/// the plugin's was not taken.
+pub fn ask(
+    plugin: Option<&dyn DispatchPolicy>,
+    builtin: Option<&dyn DispatchPolicy>,
+    req: &DispatchRequest,
+) -> (DispatchAnswer, PolicyRef, Option<PolicyError>) {
+    match (plugin, builtin) {
+        (Some(p), Some(b)) => decide(p, b, req),
+        (Some(p), None) => decide(p, &AllAtOnce, req),
+        (None, Some(b)) => decide(b, b, req),
+        (None, None) => (DispatchAnswer::default(), PolicyRef::builtin(), None),
+    }
+}
+
+impl DispatchedWorkload {
+    /// Workload `id` of `cluster` as the dispatcher sees it, having reserved quota at
+    /// `reserved`.
+    pub fn of(
+        cluster: &crate::cluster::Cluster,
+        id: crate::cluster::WorkloadId,
+        reserved: Millis,
+    ) -> DispatchedWorkload {
+        let info = cluster.workload(id);
+        DispatchedWorkload {
+            namespace: info.namespace.clone(),
+            name: info.name.clone(),
+            local_queue: info.local_queue.clone().unwrap_or_default(),
+            priority: info
+                .effective_priority()
+                .clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32,
+            created: info.created,
+            reserved,
+            pod_sets: info
+                .pod_sets
+                .iter()
+                .map(|ps| PodSetRequest {
+                    name: ps.name.to_string(),
+                    count: ps.count.max(0) as u32,
+                    per_pod: ps
+                        .requests
+                        .iter()
+                        .map(|&(r, v)| (cluster.names.resource_name(r).to_string(), v))
+                        .collect(),
+                })
+                .collect(),
+            labels: info
+                .labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+}
+
 /// Asks `policy`, checks its answer, and falls back to `fallback` when it fails or is refused;
 /// the answer, who decided it, and why the policy's was not taken.
 pub fn decide(

@@ -92,9 +92,15 @@ impl Simulation {
         }
     }
 
-    /// Whether the workload holds quota and its checks are all Ready.
-    pub(super) fn admitted_now(&self, id: WorkloadId) -> bool {
-        self.is_admitted(id)
+    /// A copy's state, as its manager sees it.
+    pub(super) fn copy_state(&self, id: WorkloadId) -> crate::cluster::multikueue::Copy {
+        let life = &self.lives[id.index()];
+        let admitted = self.is_admitted(id);
+        crate::cluster::multikueue::Copy {
+            admitted_at: admitted.then(|| life.first_admitted().unwrap_or(self.now)),
+            finished: life.finished,
+            evicted: !admitted && !life.finished && life.first_admitted().is_some(),
+        }
     }
 
     /// Whether the workload ran to its end.

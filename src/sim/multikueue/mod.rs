@@ -27,14 +27,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant as WallClock;
 
-use crate::api::multikueue::{MultiKueueCluster, ORIGIN_LABEL, SIM_WORKER_MANIFESTS};
+use crate::api::multikueue::{MultiKueueCluster, SIM_WORKER_MANIFESTS, remote_workload};
 use crate::api::{self, duration::parse_millis};
 use crate::cluster::checks::CheckState;
+use crate::cluster::multikueue as mk;
 use crate::cluster::{Millis, WorkloadId};
-use crate::policy::PolicyRef;
 use crate::policy::dispatch::{
-    self, DispatchPolicy, DispatchRequest, DispatchedWorkload, PodSetRequest, WorkerCluster,
-    WorkerQueue, WorkerResource,
+    self, DispatchPolicy, DispatchRequest, DispatchedWorkload, WorkerCluster, WorkerQueue,
+    WorkerResource,
 };
 
 use super::scenario::{ManagerParts, Scenario, ScenarioError};
@@ -79,8 +79,8 @@ struct Dispatch {
     /// Live copies: worker → (copy, since).
     live: BTreeMap<usize, (WorkloadId, Millis)>,
     winner: Option<usize>,
-    /// Its check was put in Retry; the manager is about to evict it.
-    retrying: bool,
+    /// When Kueue would look again though nothing changed (a lost worker's timeout).
+    wake_at: Option<Millis>,
     /// Where the attempt is recorded in the report.
     attempt: usize,
 }
@@ -302,18 +302,11 @@ impl Federation {
                 .flat_map(|&(a, b)| [a, b])
                 .filter(move |&t| t > now && t != Millis::MAX)
         });
-        let dispatches = self.dispatches.values().filter_map(|d| {
-            if d.retrying {
-                return None;
-            }
-            match d.winner {
-                Some(w) if !d.live.contains_key(&w) => self.workers[w]
-                    .down_since
-                    .map(|s| s.saturating_add(self.worker_lost_timeout)),
-                Some(_) => None,
-                None => d.retry_at,
-            }
-        });
+        let dispatches = self
+            .dispatches
+            .values()
+            .flat_map(|d| [d.wake_at, d.retry_at.filter(|_| d.winner.is_none())])
+            .flatten();
         outages.chain(dispatches).filter(|&t| t > now).min()
     }
 
@@ -341,7 +334,7 @@ impl Federation {
                     asked_at: None,
                     live: BTreeMap::new(),
                     winner: None,
-                    retrying: false,
+                    wake_at: None,
                     attempt,
                 },
             );
@@ -412,110 +405,134 @@ impl Federation {
             .collect()
     }
 
-    /// One Workload's step of Kueue's `reconcileGroup`; whether anything changed.
-    fn sync_workload(&mut self, wl: WorkloadId, now: Millis) -> bool {
-        let Some(d) = self.dispatches.get_mut(&wl) else {
-            return false;
-        };
-        // Finished, or no longer holding quota (evicted, preempted, deactivated, retried): its
-        // copies are removed.
-        if self.manager.finished(wl) || self.manager.cluster().admission(wl).is_none() {
-            self.end_dispatch(wl, now);
-            return true;
-        }
-        if d.retrying {
-            return false;
-        }
-        if let Some(w) = d.winner {
-            let worker = &mut self.workers[w];
-            return match d.live.get(&w).map(|&(copy, _)| copy) {
-                Some(copy) if worker.sim.finished(copy) => {
-                    worker.stats.ran += 1;
-                    let reason = format!("finished on worker cluster {:?}", worker.name);
-                    self.manager.finish_elsewhere(wl, &reason);
-                    true
-                }
-                Some(copy) if worker.sim.admitted_now(copy) => false,
-                Some(_) => {
-                    let message = format!(
-                        "Workload evicted on worker cluster: {:?}, resetting for re-admission. \
-                         Previously: \"Ready\"",
-                        worker.name
-                    );
-                    d.retrying = true;
-                    self.history.evicted_on_worker(d.attempt);
-                    self.manager
-                        .post_check(wl, &d.check, CheckState::Retry, message);
-                    true
-                }
-                // Its copy went with its worker: Kueue waits `workerLostTimeout` from the
-                // loss while the worker is unreachable, and retries at once once it is back
-                // without the copy.
-                None => {
-                    let message = match worker.down_since {
-                        Some(since) if now < since.saturating_add(self.worker_lost_timeout) => {
-                            return false;
-                        }
-                        Some(_) => "Admitting remote lost, Previously: \"Ready\"",
-                        None => "Admitting remote no longer exists, Previously: \"Ready\"",
-                    };
-                    d.retrying = true;
-                    self.history.worker_lost(d.attempt);
-                    self.manager
-                        .post_check(wl, &d.check, CheckState::Retry, message.into());
-                    true
-                }
-            };
-        }
-        if self.manager.check_state(wl, &d.check) != Some(CheckState::Pending) {
-            return false;
-        }
-        // The first copy a worker admitted wins (in the config's order at one instant).
-        let position = |w: usize| d.clusters.iter().position(|c| c.1 == Some(w));
-        let admitted = d
-            .live
+    /// What the manager knows of the workers of `wl`'s config: reachable or not, its copy.
+    fn views<'a>(&'a self, d: &'a Dispatch) -> Vec<mk::Worker<'a>> {
+        d.clusters
             .iter()
-            .filter(|(w, (copy, _))| self.workers[**w].sim.admitted_now(*copy))
-            .map(|(w, _)| *w)
-            .min_by_key(|&w| position(w));
-        if let Some(w) = admitted {
-            let name = self.workers[w].name.clone();
-            for (other, (copy, _)) in std::mem::take(&mut d.live) {
-                if other == w {
-                    d.live.insert(w, (copy, now));
-                    continue;
+            .map(|(name, w)| {
+                let worker = w.map(|w| &self.workers[w]);
+                mk::Worker {
+                    name: name.as_str(),
+                    reachable: worker.is_some_and(|w| w.down_since.is_none()),
+                    lost_since: worker.and_then(|w| w.down_since),
+                    copy: w.and_then(|w| {
+                        d.live
+                            .get(&w)
+                            .map(|&(copy, _)| self.workers[w].sim.copy_state(copy))
+                    }),
                 }
-                let worker = &mut self.workers[other];
-                worker.sim.remove_copy(
-                    copy,
-                    &format!("the workload was admitted on worker cluster {name:?}"),
-                );
-                worker.stats.removed += 1;
-            }
-            d.winner = Some(w);
-            d.nominated.clear();
-            self.history.admitted(d.attempt, &name, now);
-            self.manager.post_check(
-                wl,
-                &d.check,
-                CheckState::Ready,
-                format!("The workload was admitted on {name:?}, Previously: \"Pending\""),
-            );
-            return true;
-        }
-        // Kueue nominates workers once every other check is Ready.
-        if !self.manager.others_ready(wl, &d.check) {
-            return false;
-        }
-        let due = d.asked_at != Some(self.connections) || d.retry_at.is_some_and(|t| t <= now);
-        if !due {
-            return false;
-        }
-        self.dispatch(wl, now)
+            })
+            .collect()
     }
 
-    /// The reservation `wl` dispatched is over (finished, evicted, preempted, deactivated):
-    /// its copies are removed.
+    /// One Workload's step of Kueue's `reconcileGroup` ([`mk::reconcile`]), acted on; whether
+    /// anything changed.
+    fn sync_workload(&mut self, wl: WorkloadId, now: Millis) -> bool {
+        let Some(d) = self.dispatches.get(&wl) else {
+            return false;
+        };
+        let holds_quota = self.manager.cluster().admission(wl).is_some();
+        let finished = self.manager.finished(wl);
+        let local = mk::Local {
+            check: self
+                .manager
+                .check_state(wl, &d.check)
+                .unwrap_or(CheckState::Pending),
+            holds_quota,
+            finished,
+            cluster_name: d.winner.map(|w| self.workers[w].name.as_str()),
+            others_ready: self.manager.others_ready(wl, &d.check),
+        };
+        let views = self.views(d);
+        let plan = mk::reconcile(&local, &views, now, self.worker_lost_timeout);
+        let removals: Vec<(usize, String)> = plan
+            .actions
+            .iter()
+            .filter_map(|a| match a {
+                mk::Action::Remove { worker, because } => Some((*worker, because.describe(&views))),
+                _ => None,
+            })
+            .collect();
+        let ended = !holds_quota || finished;
+        let d = self
+            .dispatches
+            .get_mut(&wl)
+            .unwrap_or_else(|| unreachable!());
+        d.wake_at = plan.wake_at;
+        let mut changed = false;
+        for (i, why) in removals {
+            if let Some(w) = d.clusters[i].1
+                && let Some((copy, _)) = d.live.remove(&w)
+            {
+                self.workers[w].sim.remove_copy(copy, &why);
+                self.workers[w].stats.removed += 1;
+                changed = true;
+            }
+        }
+        if ended {
+            let d = self
+                .dispatches
+                .remove(&wl)
+                .unwrap_or_else(|| unreachable!());
+            self.history.ended(d.attempt, now, finished);
+            return true;
+        }
+        let mut dispatch = false;
+        for action in plan.actions {
+            let d = self
+                .dispatches
+                .get_mut(&wl)
+                .unwrap_or_else(|| unreachable!());
+            match action {
+                mk::Action::Remove { .. } => {}
+                mk::Action::Finish { worker } => {
+                    let Some(w) = d.clusters[worker].1 else {
+                        continue;
+                    };
+                    self.workers[w].stats.ran += 1;
+                    let reason = format!("finished on worker cluster {:?}", self.workers[w].name);
+                    self.manager.finish_elsewhere(wl, &reason);
+                    changed = true;
+                }
+                mk::Action::Check {
+                    state,
+                    message,
+                    why,
+                } => {
+                    match why {
+                        mk::Why::Admitted => {}
+                        mk::Why::EvictedOnWorker => self.history.evicted_on_worker(d.attempt),
+                        mk::Why::WorkerLost | mk::Why::CopyGone | mk::Why::NoClusterRecorded => {
+                            self.history.worker_lost(d.attempt)
+                        }
+                    }
+                    self.manager.post_check(wl, &d.check, state, message);
+                    changed = true;
+                }
+                mk::Action::Admitted { worker } => {
+                    let Some(w) = d.clusters[worker].1 else {
+                        continue;
+                    };
+                    d.winner = Some(w);
+                    d.nominated.clear();
+                    self.history.admitted(d.attempt, &self.workers[w].name, now);
+                    changed = true;
+                }
+                mk::Action::Dispatch => dispatch = true,
+            }
+        }
+        let Some(d) = self.dispatches.get(&wl) else {
+            return changed;
+        };
+        let due = d.asked_at != Some(self.connections) || d.retry_at.is_some_and(|t| t <= now);
+        if dispatch && due {
+            changed |= self.dispatch(wl, now);
+        }
+        changed
+    }
+
+    /// The reservation `wl` dispatched is over (evicted and reserved again at one instant): its
+    /// copies are removed.
     fn end_dispatch(&mut self, wl: WorkloadId, now: Millis) {
         let Some(d) = self.dispatches.remove(&wl) else {
             return;
@@ -523,10 +540,9 @@ impl Federation {
         for (w, (copy, _)) in d.live {
             let worker = &mut self.workers[w];
             if !worker.sim.finished(copy) {
-                worker.sim.remove_copy(
-                    copy,
-                    "the manager's Workload no longer holds quota on the manager",
-                );
+                worker
+                    .sim
+                    .remove_copy(copy, &mk::Removal::NoQuota.describe(&[]));
                 worker.stats.removed += 1;
             }
         }
@@ -542,21 +558,15 @@ impl Federation {
             .cluster()
             .admission(wl)
             .map(|a| a.cluster_queue);
-        let policy = cq.and_then(|cq| self.manager.scheduler.policies_for(cq).dispatch.clone());
-        let asked = policy.as_ref().map(|p| p.id());
-        let fallback = self.builtin.clone();
+        let plugin = cq.and_then(|cq| self.manager.scheduler.policies_for(cq).dispatch.clone());
         let started = WallClock::now();
-        let (answer, by, failure) = match (policy, fallback) {
-            (Some(p), Some(f)) => dispatch::decide(p.as_ref(), f.as_ref(), &req),
-            (Some(p), None) => dispatch::decide(p.as_ref(), &dispatch::AllAtOnce, &req),
-            (None, Some(f)) => dispatch::decide(f.as_ref(), f.as_ref(), &req),
-            (None, None) => (Default::default(), PolicyRef::builtin(), None),
-        };
+        let (answer, by, failure) = dispatch::ask(plugin.as_deref(), self.builtin.as_deref(), &req);
         self.history
             .asked(started.elapsed(), failure.is_some(), &by);
-        if let (Some(e), Some(asked)) = (&failure, &asked) {
+        if let (Some(e), Some(plugin)) = (&failure, &plugin) {
+            let asked = plugin.id();
             tracing::warn!(plugin = %asked.name, error = %e, "MultiKueue: the dispatch plugin's answer was not taken");
-            self.manager.count_fallback(asked, "dispatch", e);
+            self.manager.count_fallback(&asked, "dispatch", e);
         }
         let Some(d) = self.dispatches.get_mut(&wl) else {
             return false;
@@ -567,38 +577,41 @@ impl Federation {
             d.nominated = answer.nominate.clone();
             d.last_nominated = Some(now);
         }
-        let mut changed = false;
-        let nominated: Vec<usize> = d
-            .nominated
+        let d = &self.dispatches[&wl];
+        let nominees: Vec<usize> = d.nominated.iter().map(|&i| i as usize).collect();
+        let views = self.views(d);
+        let (create, remove) = mk::sync_nominees(&nominees, &views);
+        let removals: Vec<(usize, String)> = remove
             .iter()
-            .filter_map(|&i| d.clusters.get(i as usize).and_then(|c| c.1))
+            .filter_map(|a| match a {
+                mk::Action::Remove { worker, because } => Some((*worker, because.describe(&views))),
+                _ => None,
+            })
             .collect();
-        // Copies on workers no longer nominated are removed.
-        for w in d.live.keys().copied().collect::<Vec<_>>() {
-            if !nominated.contains(&w)
+        let mut changed = false;
+        let d = self
+            .dispatches
+            .get_mut(&wl)
+            .unwrap_or_else(|| unreachable!());
+        for (i, why) in removals {
+            if let Some(w) = d.clusters[i].1
                 && let Some((copy, _)) = d.live.remove(&w)
             {
-                let worker = &mut self.workers[w];
-                worker
-                    .sim
-                    .remove_copy(copy, "the dispatcher no longer nominates this worker");
-                worker.stats.removed += 1;
+                self.workers[w].sim.remove_copy(copy, &why);
+                self.workers[w].stats.removed += 1;
                 changed = true;
             }
         }
-        // Each connected nominee without a copy receives one.
         let key = self.manager.cluster().workload(wl).key.clone();
         let duration = self.manager.duration_of(wl);
-        for w in nominated {
+        for i in create {
+            let Some(w) = d.clusters[i].1 else { continue };
             let worker = &mut self.workers[w];
-            if d.live.contains_key(&w) || worker.down_since.is_some() {
-                continue;
-            }
             let Some(original) = self.parts.workloads.get(&key) else {
                 tracing::warn!(workload = %key, "MultiKueue: only Workloads written in manifests are copied");
                 continue;
             };
-            let copy = copy_of(original, self.parts.settings.origin());
+            let copy = remote_workload(original, self.parts.settings.origin());
             let previous = worker.copies.get(&wl).copied();
             let id = worker.sim.add_copy(&copy, previous, duration);
             worker.copies.insert(wl, id);
@@ -613,36 +626,7 @@ impl Federation {
     /// What the dispatcher is asked for `wl` now.
     fn request(&self, wl: WorkloadId, now: Millis) -> DispatchRequest {
         let d = &self.dispatches[&wl];
-        let cluster = self.manager.cluster();
-        let info = cluster.workload(wl);
-        let workload = DispatchedWorkload {
-            namespace: info.namespace.clone(),
-            name: info.name.clone(),
-            local_queue: info.local_queue.clone().unwrap_or_default(),
-            priority: info
-                .effective_priority()
-                .clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32,
-            created: info.created,
-            reserved: d.reserved_at,
-            pod_sets: info
-                .pod_sets
-                .iter()
-                .map(|ps| PodSetRequest {
-                    name: ps.name.to_string(),
-                    count: ps.count.max(0) as u32,
-                    per_pod: ps
-                        .requests
-                        .iter()
-                        .map(|&(r, v)| (cluster.names.resource_name(r).to_string(), v))
-                        .collect(),
-                })
-                .collect(),
-            labels: info
-                .labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        };
+        let workload = DispatchedWorkload::of(self.manager.cluster(), wl, d.reserved_at);
         let clusters = d
             .clusters
             .iter()
@@ -711,25 +695,6 @@ fn worker_queue(sim: &Simulation, wl: &DispatchedWorkload) -> Option<WorkerQueue
     })
 }
 
-/// Kueue's `cloneForCreate`: name, namespace, labels (with the origin label), annotations and
-/// spec; no status, owners or finalizers.
-fn copy_of(wl: &api::Workload, origin: &str) -> api::Workload {
-    let mut labels = wl.metadata.labels.clone().unwrap_or_default();
-    labels.insert(ORIGIN_LABEL.to_string(), origin.to_string());
-    labels.remove(api::multikueue::JOB_UID_LABEL);
-    api::Workload {
-        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-            name: wl.metadata.name.clone(),
-            namespace: wl.metadata.namespace.clone(),
-            labels: Some(labels),
-            annotations: wl.metadata.annotations.clone(),
-            ..Default::default()
-        },
-        spec: wl.spec.clone(),
-        status: None,
-    }
-}
-
 fn labels_of(c: &MultiKueueCluster) -> BTreeMap<String, String> {
     c.metadata
         .labels
@@ -785,24 +750,5 @@ mod tests {
         assert!(parse_outages("10m").unwrap_err().contains("FROM-TO"));
         assert!(parse_outages("25m-10m").unwrap_err().contains("end after"));
         assert!(parse_outages("x-10m").unwrap_err().contains("\"x-10m\""));
-    }
-
-    #[test]
-    fn a_copy_keeps_spec_and_labels_and_gains_the_origin() {
-        let wl: api::Workload = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "a", "namespace": "ns", "labels": {"team": "x", "kueue.x-k8s.io/job-uid": "u"},
-                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "a", "uid": "u"}]},
-            "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}]},
-            "status": {"conditions": []}
-        }))
-        .unwrap();
-        let copy = copy_of(&wl, "multikueue");
-        let labels = copy.metadata.labels.unwrap();
-        assert_eq!(labels[ORIGIN_LABEL], "multikueue");
-        assert_eq!(labels["team"], "x");
-        assert!(!labels.contains_key("kueue.x-k8s.io/job-uid"));
-        assert!(copy.metadata.owner_references.is_none());
-        assert!(copy.status.is_none());
-        assert_eq!(copy.spec, wl.spec);
     }
 }

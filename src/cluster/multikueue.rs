@@ -1,0 +1,444 @@
+//! Kueue's MultiKueue workload controller on the manager, as a decision both drivers act on:
+//! given what the manager knows of one Workload and of its copies on the workers, what to do
+//! now. The simulator's manager acts on it against simulated workers; the controller against
+//! remote API servers.
+//!
+//! Kueue's `pkg/controller/admissionchecks/multikueue/workload.go` (`reconcileGroup`, main
+//! branch): in order, the first step that applies ends the reconcile —
+//!
+//! 1. the Workload is finished or holds no quota (evicted, preempted, deactivated, retried):
+//!    every copy is removed;
+//! 2. a copy finished: the Workload finishes with it (the job's status mirrored first);
+//! 3. a copy was evicted on its worker while the check is `Ready`: the check goes to `Retry`;
+//! 4. a copy is admitted (the earliest; at one instant, the first in the MultiKueueConfig's
+//!    order): the other copies are removed, the check becomes `Ready` and `status.clusterName`
+//!    names its worker;
+//! 5. none is admitted while the check is `Ready`: the admitting worker was lost (`Retry` once
+//!    lost for `workerLostTimeout`) or is back without the copy (`Retry` at once);
+//! 6. the check is `Pending`, no worker recorded and every other check `Ready`: the dispatcher
+//!    nominates workers and the nominees get copies ([`sync_nominees`]).
+
+use super::Millis;
+use super::checks::CheckState;
+
+/// The check's message when a copy was admitted on `worker`.
+pub fn admitted_on(worker: &str) -> String {
+    format!("The workload was admitted on {worker:?}")
+}
+
+/// The check's message when the admitted copy was evicted on `worker`.
+pub fn evicted_on_worker(worker: &str) -> String {
+    format!(
+        "Workload evicted on worker cluster: {worker:?}, resetting for re-admission. \
+         Previously: {:?}",
+        CheckState::Ready.as_str()
+    )
+}
+
+/// The admitting worker has been unreachable for `workerLostTimeout`.
+pub const ADMITTING_REMOTE_LOST: &str = "Admitting remote lost";
+/// The admitting worker is reachable but its copy is gone.
+pub const ADMITTING_REMOTE_GONE: &str = "Admitting remote no longer exists";
+/// `Ready` with no worker recorded.
+pub const NO_ADMITTING_CLUSTER: &str = "Admission check is Ready but no admitting cluster is recorded; \
+     this is unexpected, please report it";
+
+/// Kueue's `updateACS`: a message with the state it replaces.
+pub fn previously(message: &str, was: CheckState) -> String {
+    format!("{message}, Previously: {:?}", was.as_str())
+}
+
+/// What the manager knows of its Workload.
+#[derive(Debug, Clone, Copy)]
+pub struct Local<'a> {
+    /// Its MultiKueue check's state.
+    pub check: CheckState,
+    pub holds_quota: bool,
+    pub finished: bool,
+    /// `status.clusterName`: the worker that admitted it.
+    pub cluster_name: Option<&'a str>,
+    /// Every other admission check of the Workload is `Ready`.
+    pub others_ready: bool,
+}
+
+/// What the manager knows of one worker of the Workload's MultiKueueConfig.
+#[derive(Debug, Clone, Copy)]
+pub struct Worker<'a> {
+    pub name: &'a str,
+    /// The manager has a working connection to it.
+    pub reachable: bool,
+    /// Since when it is unreachable (as far as the manager knows).
+    pub lost_since: Option<Millis>,
+    /// The Workload's copy there, when the manager sees one.
+    pub copy: Option<Copy>,
+}
+
+/// A copy's state on its worker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Copy {
+    /// Admitted (quota reserved and every check of the worker `Ready`), since when.
+    pub admitted_at: Option<Millis>,
+    pub finished: bool,
+    /// Evicted on its worker (and not admitted again).
+    pub evicted: bool,
+}
+
+/// Why the check changes state (what drivers record beside the message).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    Admitted,
+    EvictedOnWorker,
+    WorkerLost,
+    CopyGone,
+    NoClusterRecorded,
+}
+
+/// One thing to do, in order. `worker` indexes the slice given to [`reconcile`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Remove the copy there (and its job).
+    Remove { worker: usize, because: Removal },
+    /// The Workload finishes as its copy on `worker` did.
+    Finish { worker: usize },
+    /// Set the check: state, message (Kueue's words), and why.
+    Check {
+        state: CheckState,
+        message: String,
+        why: Why,
+    },
+    /// Record `worker` as `status.clusterName`, clearing `status.nominatedClusterNames`.
+    Admitted { worker: usize },
+    /// Ask the dispatcher, then [`sync_nominees`].
+    Dispatch,
+}
+
+/// Why a copy is removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Removal {
+    /// The manager's Workload no longer holds quota (or finished).
+    NoQuota,
+    /// Another worker admitted the Workload.
+    AdmittedOn(usize),
+    /// The dispatcher no longer nominates the worker.
+    NotNominated,
+}
+
+impl Removal {
+    /// Why, in words (the simulator's `Removed` events).
+    pub fn describe(self, workers: &[Worker<'_>]) -> String {
+        match self {
+            Removal::NoQuota => {
+                "the manager's Workload no longer holds quota on the manager".into()
+            }
+            Removal::AdmittedOn(w) => format!(
+                "the workload was admitted on worker cluster {:?}",
+                workers[w].name
+            ),
+            Removal::NotNominated => "the dispatcher no longer nominates this worker".into(),
+        }
+    }
+}
+
+/// The actions, and when to look again if nothing else happens.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    pub actions: Vec<Action>,
+    pub wake_at: Option<Millis>,
+}
+
+/// Kueue's `reconcileGroup` for one Workload (see the module).
+pub fn reconcile(
+    local: &Local<'_>,
+    workers: &[Worker<'_>],
+    now: Millis,
+    lost_timeout: Millis,
+) -> Plan {
+    let mut plan = Plan::default();
+    let copies = || {
+        workers
+            .iter()
+            .enumerate()
+            .filter_map(|(i, w)| w.copy.map(|c| (i, c)))
+    };
+    // 1.
+    if local.finished || !local.holds_quota {
+        plan.actions.extend(
+            copies()
+                .filter(|(i, c)| workers[*i].reachable && !c.finished)
+                .map(|(worker, _)| Action::Remove {
+                    worker,
+                    because: Removal::NoQuota,
+                }),
+        );
+        return plan;
+    }
+    // 2.
+    if let Some((worker, _)) = copies().find(|(_, c)| c.finished) {
+        plan.actions.push(Action::Finish { worker });
+        return plan;
+    }
+    // 3. (A copy evicted while the check is not Ready waits in its worker's queue.)
+    if local.check == CheckState::Ready && copies().any(|(_, c)| c.evicted) {
+        plan.actions.push(Action::Check {
+            state: CheckState::Retry,
+            message: evicted_on_worker(local.cluster_name.unwrap_or_default()),
+            why: Why::EvictedOnWorker,
+        });
+        return plan;
+    }
+    // 4.
+    let admitting = copies()
+        .filter_map(|(i, c)| c.admitted_at.map(|at| (at, i)))
+        .min();
+    if let Some((_, winner)) = admitting {
+        plan.actions.extend(
+            copies()
+                .filter(|&(i, _)| i != winner && workers[i].reachable)
+                .map(|(worker, _)| Action::Remove {
+                    worker,
+                    because: Removal::AdmittedOn(winner),
+                }),
+        );
+        if matches!(local.check, CheckState::Pending) {
+            plan.actions.push(Action::Check {
+                state: CheckState::Ready,
+                message: admitted_on(workers[winner].name),
+                why: Why::Admitted,
+            });
+            plan.actions.push(Action::Admitted { worker: winner });
+        }
+        return plan;
+    }
+    // 5.
+    if local.check == CheckState::Ready {
+        let admitting = local
+            .cluster_name
+            .and_then(|name| workers.iter().find(|w| w.name == name));
+        let (message, why) = match admitting {
+            None if local.cluster_name.is_none() => (NO_ADMITTING_CLUSTER, Why::NoClusterRecorded),
+            Some(w) if !w.reachable => {
+                let deadline = w.lost_since.unwrap_or(now).saturating_add(lost_timeout);
+                if now < deadline {
+                    plan.wake_at = Some(deadline);
+                    return plan;
+                }
+                (ADMITTING_REMOTE_LOST, Why::WorkerLost)
+            }
+            _ => (ADMITTING_REMOTE_GONE, Why::CopyGone),
+        };
+        plan.actions.push(Action::Check {
+            state: CheckState::Retry,
+            message: previously(message, CheckState::Ready),
+            why,
+        });
+        return plan;
+    }
+    // 6.
+    if local.check == CheckState::Pending && local.cluster_name.is_none() && local.others_ready {
+        plan.actions.push(Action::Dispatch);
+    }
+    plan
+}
+
+/// The copies to make and remove for `nominees` (indices into `workers`): a copy on each
+/// reachable nominee without one ([`Action::Dispatch`]'s follow-up; `create` lists them), and
+/// the copies of reachable workers no longer nominated removed.
+pub fn sync_nominees(nominees: &[usize], workers: &[Worker<'_>]) -> (Vec<usize>, Vec<Action>) {
+    let create = nominees
+        .iter()
+        .copied()
+        .filter(|&i| workers[i].reachable && workers[i].copy.is_none())
+        .collect();
+    let remove = workers
+        .iter()
+        .enumerate()
+        .filter(|(i, w)| w.reachable && w.copy.is_some() && !nominees.contains(i))
+        .map(|(worker, _)| Action::Remove {
+            worker,
+            because: Removal::NotNominated,
+        })
+        .collect();
+    (create, remove)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn local(check: CheckState, cluster_name: Option<&str>) -> Local<'_> {
+        Local {
+            check,
+            holds_quota: true,
+            finished: false,
+            cluster_name,
+            others_ready: true,
+        }
+    }
+
+    fn worker(name: &str, copy: Option<Copy>) -> Worker<'_> {
+        Worker {
+            name,
+            reachable: true,
+            lost_since: None,
+            copy,
+        }
+    }
+
+    fn admitted(at: Millis) -> Option<Copy> {
+        Some(Copy {
+            admitted_at: Some(at),
+            ..Copy::default()
+        })
+    }
+
+    const PENDING: Option<Copy> = Some(Copy {
+        admitted_at: None,
+        finished: false,
+        evicted: false,
+    });
+
+    #[test]
+    fn without_quota_every_reachable_unfinished_copy_goes() {
+        let mut l = local(CheckState::Pending, None);
+        l.holds_quota = false;
+        let mut lost = worker("c", PENDING);
+        lost.reachable = false;
+        let done = Some(Copy {
+            finished: true,
+            ..Copy::default()
+        });
+        let plan = reconcile(&l, &[worker("a", PENDING), worker("b", done), lost], 0, 1);
+        assert_eq!(
+            plan.actions,
+            [Action::Remove {
+                worker: 0,
+                because: Removal::NoQuota
+            }]
+        );
+    }
+
+    #[test]
+    fn the_earliest_admitted_copy_wins_and_the_others_go() {
+        let workers = [
+            worker("a", admitted(20)),
+            worker("b", admitted(10)),
+            worker("c", PENDING),
+        ];
+        let plan = reconcile(&local(CheckState::Pending, None), &workers, 30, 1);
+        assert_eq!(
+            plan.actions,
+            [
+                Action::Remove {
+                    worker: 0,
+                    because: Removal::AdmittedOn(1)
+                },
+                Action::Remove {
+                    worker: 2,
+                    because: Removal::AdmittedOn(1)
+                },
+                Action::Check {
+                    state: CheckState::Ready,
+                    message: "The workload was admitted on \"b\"".into(),
+                    why: Why::Admitted
+                },
+                Action::Admitted { worker: 1 },
+            ]
+        );
+        // At one instant, the first in the config's order.
+        let tie = [worker("a", admitted(10)), worker("b", admitted(10))];
+        let plan = reconcile(&local(CheckState::Pending, None), &tie, 10, 1);
+        assert!(plan.actions.contains(&Action::Admitted { worker: 0 }));
+        // Once Ready, nothing is written again.
+        let plan = reconcile(&local(CheckState::Ready, Some("b")), &workers[1..2], 30, 1);
+        assert_eq!(plan.actions, []);
+    }
+
+    #[test]
+    fn a_lost_worker_is_waited_for_then_retried_and_one_back_without_the_copy_at_once() {
+        let mut lost = worker("a", None);
+        lost.reachable = false;
+        lost.lost_since = Some(100);
+        let ready = local(CheckState::Ready, Some("a"));
+        let plan = reconcile(&ready, &[lost], 150, 60);
+        assert_eq!((plan.actions.len(), plan.wake_at), (0, Some(160)));
+        let plan = reconcile(&ready, &[lost], 160, 60);
+        assert_eq!(
+            plan.actions,
+            [Action::Check {
+                state: CheckState::Retry,
+                message: "Admitting remote lost, Previously: \"Ready\"".into(),
+                why: Why::WorkerLost
+            }]
+        );
+        let plan = reconcile(&ready, &[worker("a", None)], 150, 60);
+        assert_eq!(
+            plan.actions,
+            [Action::Check {
+                state: CheckState::Retry,
+                message: "Admitting remote no longer exists, Previously: \"Ready\"".into(),
+                why: Why::CopyGone
+            }]
+        );
+    }
+
+    #[test]
+    fn an_evicted_copy_retries_only_once_ready_and_a_finished_one_finishes() {
+        let evicted = Some(Copy {
+            evicted: true,
+            ..Copy::default()
+        });
+        let plan = reconcile(
+            &local(CheckState::Ready, Some("a")),
+            &[worker("a", evicted)],
+            0,
+            1,
+        );
+        assert_eq!(
+            plan.actions,
+            [Action::Check {
+                state: CheckState::Retry,
+                message: "Workload evicted on worker cluster: \"a\", resetting for re-admission. \
+                          Previously: \"Ready\""
+                    .into(),
+                why: Why::EvictedOnWorker
+            }]
+        );
+        let plan = reconcile(
+            &local(CheckState::Pending, None),
+            &[worker("a", evicted)],
+            0,
+            1,
+        );
+        assert_eq!(plan.actions, [Action::Dispatch]);
+        let done = Some(Copy {
+            finished: true,
+            ..Copy::default()
+        });
+        let plan = reconcile(
+            &local(CheckState::Ready, Some("a")),
+            &[worker("a", done)],
+            0,
+            1,
+        );
+        assert_eq!(plan.actions, [Action::Finish { worker: 0 }]);
+    }
+
+    #[test]
+    fn dispatch_waits_for_the_other_checks_and_nominees_get_copies() {
+        let mut l = local(CheckState::Pending, None);
+        l.others_ready = false;
+        assert_eq!(reconcile(&l, &[worker("a", None)], 0, 1).actions, []);
+        let mut unreachable = worker("c", None);
+        unreachable.reachable = false;
+        let workers = [worker("a", PENDING), worker("b", None), unreachable];
+        let (create, remove) = sync_nominees(&[1, 2], &workers);
+        assert_eq!(create, [1]);
+        assert_eq!(
+            remove,
+            [Action::Remove {
+                worker: 0,
+                because: Removal::NotNominated
+            }]
+        );
+    }
+}
