@@ -24,14 +24,20 @@
 //! ([`ApiServer::counts`]), [`ApiServer::compact`] (history dropped) and
 //! [`ApiServer::expire_watches`] (every open watch stream ends).
 //!
-//! Not modelled: authentication and authorization, admission webhooks, validation against
-//! schemas and their defaults, version conversion (a resource is served at the versions registered, sharing no
-//! storage), field ownership (managedFields) and server-side apply's list merging, strategic
+//! Served over real TCP too ([`ApiServer::listen`], [`http`]): several doubles at once, each
+//! reached by a kube client built from a kubeconfig, which a test can take down (connections
+//! fail) or make require a bearer token (401 otherwise).
+//!
+//! Not modelled: authentication (beyond [`http::HttpDouble::require_token`]) and
+//! authorization, admission webhooks, validation against schemas and their defaults, version
+//! conversion (a resource is served at the versions registered, sharing no storage), field
+//! ownership (managedFields) and server-side apply's list merging, strategic
 //! merge keys, garbage collection through ownerReferences, namespace deletion cascading,
 //! `deletecollection`, `remainingItemCount`, a watch-cache delay (writes are visible at once).
 
 pub mod discovery;
 pub mod faults;
+pub mod http;
 pub mod kueue;
 pub mod resources;
 pub mod routes;
@@ -51,6 +57,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub use faults::Recorded;
+pub use http::HttpDouble;
 pub use resources::Resource;
 pub use store::{Change, ChangeType, Clock};
 

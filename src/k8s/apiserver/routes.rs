@@ -30,7 +30,7 @@ fn respond(code: u16, body: &Value) -> Response<Body> {
         .expect("a response")
 }
 
-fn failure(e: &ApiError) -> Response<Body> {
+pub(crate) fn failure(e: &ApiError) -> Response<Body> {
     respond(e.code, &e.to_status())
 }
 
@@ -103,7 +103,12 @@ fn parse_rv(s: &str) -> Result<u64, ApiError> {
         .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
 }
 
-pub(crate) async fn serve(inner: Arc<Inner>, req: Request<kube::client::Body>) -> Response<Body> {
+/// Answers one request, whatever carries its body: the in-memory client's
+/// (`kube::client::Body`) or a TCP connection's (`hyper::body::Incoming`, [`super::http`]).
+pub(crate) async fn serve<B: hyper::body::Body>(
+    inner: Arc<Inner>,
+    req: Request<B>,
+) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let bytes = body
         .collect()
