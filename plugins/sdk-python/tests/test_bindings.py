@@ -22,12 +22,17 @@ WORLDS = {
     "preemption-plugin": "preemption",
     "flavor-assignment-plugin": "flavor_assignment",
     "placement-plugin": "placement",
+    "dispatch-plugin": "dispatch",
 }
 # Generated names that the mirror renames, because several interfaces use them.
 RENAMED = {
     ("preemption", "Request"): "PreemptionRequest",
     ("flavor_assignment", "Request"): "FlavorRequest",
     ("placement", "Request"): "PlacementRequest",
+    ("dispatch", "Request"): "DispatchRequest",
+    ("dispatch", "Answer"): "DispatchAnswer",
+    ("dispatch", "Workload"): "DispatchWorkload",
+    ("dispatch", "PodSet"): "DispatchPodSet",
 }
 
 pytestmark = pytest.mark.skipif(

@@ -18,6 +18,11 @@
     policy.catalog_changed(catalog)
     assert policy.select_victims(catalog, request) == KueueAmong([1])
 
+A dispatch request is built with :func:`dispatch_request` over clusters of
+:func:`dispatch_cluster`; :func:`check_dispatch` says why the host would refuse an answer,
+and :func:`run_dispatch` runs a policy through the exported plugin's runtime (settings
+first, as the host sends them).
+
 Requests are built as the host sends them — rows, heads and groups, interned strings — and
 read through the same code the exported plugin runs. :func:`run_preemption` and friends go
 one step further and drive the exported plugin's runtime on host records.
@@ -30,9 +35,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
+from . import dispatch as _dispatch
 from . import kueue, wit
 from . import log as _log
 from .catalog import Catalog
+from .dispatch import Answer as DispatchAnswer
+from .dispatch import Request as DispatchRequest
 from .flavor_assignment import Request as FlavorRequest
 from .ordering import Heads, join_heads
 from .placement import Request as PlacementRequest
@@ -609,6 +617,131 @@ def placement_request(
         now=now,
     )
     return PlacementRequest(raw, catalog)
+
+
+# --------------------------------------------------------------------------------------------
+# Dispatch (MultiKueue)
+
+
+def worker_queue(
+    name: str = "cq",
+    *,
+    pending: int = 0,
+    admitted: int = 0,
+    resources: Iterable[tuple[str, str, int, int]] = (),
+) -> wit.WorkerQueue:
+    """A worker's ClusterQueue as the manager sees it; ``resources`` as ``(flavor, resource,
+    nominal, usage)``, in milli-units."""
+    return wit.WorkerQueue(
+        name=name,
+        pending=pending,
+        admitted=admitted,
+        resources=[wit.WorkerResource(f, r, nominal, usage) for f, r, nominal, usage in resources],
+    )
+
+
+def dispatch_cluster(
+    name: str,
+    connected: bool = True,
+    *,
+    labels: Optional[Mapping[str, str]] = None,
+    lost_since: Optional[int] = None,
+    queue: Optional[wit.WorkerQueue] = None,
+    copy_since: Optional[int] = None,
+) -> wit.Cluster:
+    """A dispatch cluster named ``name`` (a record of ``request.clusters`` as the host sends
+    it), connected or not; labels in key order."""
+    return wit.Cluster(
+        name=name,
+        labels=[wit.Label(k, v) for k, v in sorted((labels or {}).items())],
+        connected=connected,
+        lost_since=lost_since,
+        queue=queue,
+        copy_since=copy_since,
+    )
+
+
+def dispatch_request(
+    now: int = 0,
+    clusters: Iterable[wit.Cluster] = (),
+    *,
+    namespace: str = "ns",
+    name: str = "w",
+    local_queue: str = "lq",
+    priority: int = 0,
+    created: int = 0,
+    reserved: int = 0,
+    pod_sets: Iterable[tuple[str, int, Mapping[str, int]]] = (),
+    labels: Optional[Mapping[str, str]] = None,
+    nominated: Iterable[int] = (),
+    last_nominated: Optional[int] = None,
+) -> DispatchRequest:
+    """A dispatch :class:`~wasq_policy.dispatch.Request` at ``now`` over ``clusters`` (see
+    :func:`dispatch_cluster`) for workload ``ns/w`` (LocalQueue ``lq``), as the host sends
+    it: ``pod_sets`` as ``(name, count, {resource: per-pod amount})``, labels and per-pod
+    resources in name order. Nothing is nominated unless ``nominated`` says so."""
+    workload = wit.DispatchWorkload(
+        namespace=namespace,
+        name=name,
+        local_queue=local_queue,
+        priority=priority,
+        created=created,
+        reserved=reserved,
+        pod_sets=[
+            wit.DispatchPodSet(
+                ps, count, [wit.NamedQuantity(r, a) for r, a in sorted(per_pod.items())]
+            )
+            for ps, count, per_pod in pod_sets
+        ],
+        labels=[wit.Label(k, v) for k, v in sorted((labels or {}).items())],
+    )
+    return DispatchRequest(
+        wit.DispatchRequest(
+            now=now,
+            workload=workload,
+            clusters=list(clusters),
+            nominated=list(nominated),
+            last_nominated=last_nominated,
+        )
+    )
+
+
+#: Kueue's limit on ``nominatedClusterNames``: the most nominees an answer may have.
+MAX_NOMINEES = 20
+
+
+def check_dispatch(request: DispatchRequest, answer: DispatchAnswer) -> Optional[str]:
+    """Why the host would refuse ``answer`` to ``request``; ``None`` when it accepts it. Its
+    checks: at most 20 nominees, each a cluster of the request, named once, connected unless
+    already nominated; ``retry_after`` positive when present."""
+    if len(answer.nominate) > MAX_NOMINEES:
+        return f"nominates {len(answer.nominate)} clusters, more than {MAX_NOMINEES}"
+    seen: set[int] = set()
+    for i in answer.nominate:
+        if not 0 <= i < len(request.clusters):
+            return f"nominates cluster {i}, but the request has {len(request.clusters)}"
+        c = request.clusters[i]
+        if i in seen:
+            return f"nominates {c.name} twice"
+        seen.add(i)
+        if not c.raw.connected and i not in request.nominated:
+            return f"nominates {c.name}, which is not connected"
+    if answer.retry_after is not None and answer.retry_after <= 0:
+        return "asks to be asked again after a time that is not positive"
+    return None
+
+
+def run_dispatch(
+    policy: Any, requests: Sequence[DispatchRequest], settings: Any = ()
+) -> list[DispatchAnswer]:
+    """Runs a dispatch policy class (or the class ``export`` made) as the host does: a new
+    instance gets ``settings`` (a mapping or ``(key, value)`` pairs) through ``set-settings``,
+    then the requests in one ``dispatch`` call. Answers as the policy gave them."""
+    exported = policy if hasattr(policy, "runtime") else _dispatch.export(policy)
+    runtime = _dispatch.DispatchRuntime(exported.runtime._factory)
+    pairs = settings.items() if isinstance(settings, Mapping) else settings
+    runtime.set_settings([wit.Setting(k, v) for k, v in pairs])
+    return runtime.dispatch([r.raw for r in requests])
 
 
 # --------------------------------------------------------------------------------------------

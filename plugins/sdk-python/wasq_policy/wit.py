@@ -1,4 +1,4 @@
-"""The records of the WIT package ``wasq:policy@1.0.0`` as plain Python, exactly as the host sends them.
+"""The records of the WIT package ``wasq:policy@1.1.0`` as plain Python, exactly as the host sends them.
 
 Inside a component the host's values are instances of the classes componentize-py generates
 (``wit_world``); those are only importable in a build. This module declares the same classes
@@ -646,6 +646,101 @@ class Answer_NoFit:  # noqa: N801
     """``answer.no-fit``."""
 
     value: str
+
+
+# --------------------------------------------------------------------------------------------
+# dispatch.wit (MultiKueue, added in 1.1.0): names cross as strings, there is no string table.
+
+
+@dataclass
+class Label:
+    """One label: key and value, verbatim."""
+
+    key: str
+    value: str
+
+
+@dataclass
+class NamedQuantity:
+    """An amount of one named resource, in milli-units."""
+
+    name: str
+    amount: int
+
+
+@dataclass
+class DispatchPodSet:
+    """``dispatch.pod-set`` (generated as ``PodSet``): one podSet of the workload."""
+
+    name: str
+    count: int
+    per_pod: list[NamedQuantity] = field(default_factory=list)
+
+
+@dataclass
+class DispatchWorkload:
+    """``dispatch.workload`` (generated as ``Workload``): the workload to dispatch."""
+
+    namespace: str
+    name: str
+    local_queue: str
+    priority: int = 0
+    created: int = 0
+    reserved: int = 0
+    pod_sets: list[DispatchPodSet] = field(default_factory=list)
+    labels: list[Label] = field(default_factory=list)
+
+
+@dataclass
+class WorkerResource:
+    """One flavor-resource of a worker's ClusterQueue, in milli-units."""
+
+    flavor: str
+    resource: str
+    nominal: int
+    usage: int
+
+
+@dataclass
+class WorkerQueue:
+    """What the manager sees of the worker's ClusterQueue for the workload."""
+
+    name: str
+    pending: int = 0
+    admitted: int = 0
+    resources: list[WorkerResource] = field(default_factory=list)
+
+
+@dataclass
+class Cluster:
+    """One candidate worker: a cluster of the workload's MultiKueueConfig."""
+
+    name: str
+    labels: list[Label] = field(default_factory=list)
+    connected: bool = True
+    lost_since: Optional[int] = None
+    queue: Optional[WorkerQueue] = None
+    copy_since: Optional[int] = None
+
+
+@dataclass
+class DispatchRequest:
+    """``dispatch.request`` (generated as ``Request``): the workload, its clusters, the
+    nominees so far."""
+
+    now: int
+    workload: DispatchWorkload
+    clusters: list[Cluster]
+    nominated: list[int] = field(default_factory=list)
+    last_nominated: Optional[int] = None
+
+
+@dataclass
+class DispatchAnswer:
+    """``dispatch.answer`` (generated as ``Answer``): the nominees, and when to ask again."""
+
+    nominate: list[int]
+    retry_after: Optional[int] = None
 
 
 PreemptionAnswer = Union[Answer_NoVictims, Answer_Victims, Answer_KueueAmong]
