@@ -53,8 +53,10 @@ const SERVICE_ACCOUNT_KEY: &str = "service-account.key";
 const READY_WITHIN: Duration = Duration::from_secs(120);
 
 /// The folder holding the control plane's binaries: `$WASQ_CONTROL_PLANE_BIN`, else the one
-/// `.ci/build-control-plane` builds for the versions `.ci/control-plane` pins (keyed, as there,
-/// by the SHA-256 of `go.mod`, `go.sum`, `etcd/main.go`, `crds.txt` and the script itself).
+/// `.ci/build-control-plane` builds for the versions `.ci/control-plane` pins, in the toolchains'
+/// cache (`$WASQ_TOOLCHAINS`, else `$XDG_CACHE_HOME/wasq/toolchains`, else
+/// `~/.cache/wasq/toolchains`), keyed, as there, by the SHA-256 of `go.mod`, `go.sum`,
+/// `etcd/main.go`, `crds.txt` and the script itself.
 ///
 /// # Errors
 /// When a binary is missing, naming the script that builds them.
@@ -78,7 +80,15 @@ pub fn bin_dir() -> Result<PathBuf> {
                 let _ = write!(s, "{b:02x}");
                 s
             });
-            root.join("target/control-plane").join(key).join("bin")
+            let toolchains = match std::env::var_os("WASQ_TOOLCHAINS") {
+                Some(dir) => PathBuf::from(dir),
+                None => std::env::var_os("XDG_CACHE_HOME")
+                    .map(PathBuf::from)
+                    .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                    .context("neither WASQ_TOOLCHAINS, XDG_CACHE_HOME nor HOME is set")?
+                    .join("wasq/toolchains"),
+            };
+            toolchains.join("control-plane").join(key).join("bin")
         }
     };
     for binary in BINARIES {
