@@ -2,6 +2,7 @@
 /// <reference path="./types/wit/preemption-plugin.d.ts" preserve="true" />
 /// <reference path="./types/wit/flavor-assignment-plugin.d.ts" preserve="true" />
 /// <reference path="./types/wit/placement-plugin.d.ts" preserve="true" />
+/// <reference path="./types/wit/dispatch-plugin.d.ts" preserve="true" />
 // @wasq/policy/testing: run a policy under `node --test`, without building a component.
 //
 //   import { CatalogBuilder, PreemptionHost, candidate, workload } from '../sdk-js/testing.js';
@@ -15,15 +16,20 @@ export {
   amounts,
   candidate,
   CatalogBuilder,
+  checkDispatch,
   checkPlacement,
   clearLogs,
+  DispatchHost,
+  dispatchRequest,
   FlavorAssignmentHost,
   head,
   logs,
+  MAX_NOMINEES,
   nodeUsage,
   OrderingHost,
   PlacementHost,
   PreemptionHost,
+  rawDispatchRequest,
   topology,
   workload,
 } from './src/testing.js';
@@ -36,3 +42,5 @@ export {
 /** @typedef {import('./src/testing.js').PreemptionRequestSpec} PreemptionRequestSpec */
 /** @typedef {import('./src/testing.js').FlavorRequestSpec} FlavorRequestSpec */
 /** @typedef {import('./src/testing.js').PlacementRequestSpec} PlacementRequestSpec */
+/** @typedef {import('./src/testing.js').ClusterSpec} ClusterSpec */
+/** @typedef {import('./src/testing.js').DispatchRequestSpec} DispatchRequestSpec */

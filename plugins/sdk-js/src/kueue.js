@@ -10,8 +10,11 @@
 //   "no flavor this cycle". Answer `kueue.chooseFlavor(...)` to get Kueue's.
 // - Placement: Kueue's BestFit is not part of this SDK and the WIT has no "Kueue's placement"
 //   answer; see placement.js (`Tree.fill`).
+// - Dispatch (MultiKueue): `allAtOnce` and `incremental`, Kueue's two dispatchers (dispatch.js).
 
 import { kueueAmong } from './preemption.js';
+
+export { allAtOnce, incremental } from './dispatch.js';
 
 /** @typedef {import('wasq:policy/types@1.1.0').Fungibility} Fungibility */
 /** @typedef {import('wasq:policy/types@1.1.0').PreemptionConfig} PreemptionConfig */

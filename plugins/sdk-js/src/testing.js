@@ -12,6 +12,7 @@ import { Catalog } from './catalog.js';
 import { exportPlacement, Request as PlacementRequest } from './placement.js';
 import { StringTable } from './strings.js';
 import { exportPreemption } from './preemption.js';
+import { exportDispatch, Request as DispatchRequest } from './dispatch.js';
 import * as kueue from './kueue.js';
 
 /** @typedef {import('wasq:policy/types@1.1.0').Catalog} RawCatalog */
@@ -1102,5 +1103,171 @@ export class PlacementHost extends SimulatedHost {
       };
     });
     return this.plugin.place(this.strings.take(), this.sent);
+  }
+}
+
+// --- Dispatch (MultiKueue) ------------------------------------------------------------------
+
+/**
+ * A worker cluster as a test writes it: connected unless said otherwise, labels as an object,
+ * times as BigInts or numbers.
+ * @typedef {object} ClusterSpec
+ * @property {string} name
+ * @property {boolean} [connected] default `true`
+ * @property {Record<string, string>} [labels]
+ * @property {Int} [lostSince]
+ * @property {{ name?: string, pending?: number, admitted?: number, resources?: Array<{ flavor: string, resource: string, nominal: Int, usage: Int }> }} [queue]
+ * @property {Int} [copySince]
+ */
+
+/**
+ * A dispatch request as a test writes it: the workload `ns/w` of LocalQueue `lq`, priority 0,
+ * created and reserved at 0, without podSets or labels, nothing nominated, unless `spec` says
+ * otherwise (podSets' per-pod requests as objects of milli-units).
+ * @typedef {object} DispatchRequestSpec
+ * @property {Int} [now]
+ * @property {{ namespace?: string, name?: string, localQueue?: string, priority?: number, created?: Int, reserved?: Int, podSets?: Array<{ name?: string, count: number, perPod?: Record<string, Int> }>, labels?: Record<string, string> }} [workload]
+ * @property {Array<ClusterSpec | string>} clusters a bare name is a connected cluster
+ * @property {number[]} [nominated]
+ * @property {Int} [lastNominated]
+ */
+
+/**
+ * Labels in key order, as the host sends them.
+ * @param {Record<string, string> | undefined} labels
+ */
+const sortedLabels = (labels) =>
+  Object.entries(labels ?? {})
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([key, value]) => ({ key, value }));
+
+/**
+ * The WIT `dispatch.request` of a spec, as the host sends it.
+ * @param {DispatchRequestSpec} spec
+ * @returns {import('wasq:policy/dispatch@1.1.0').Request}
+ */
+export function rawDispatchRequest(spec) {
+  const w = spec.workload ?? {};
+  return {
+    now: big(spec.now),
+    workload: {
+      namespace: w.namespace ?? 'ns',
+      name: w.name ?? 'w',
+      localQueue: w.localQueue ?? 'lq',
+      priority: w.priority ?? 0,
+      created: big(w.created),
+      reserved: big(w.reserved),
+      podSets: (w.podSets ?? []).map((p, i) => ({
+        name: p.name ?? (i === 0 ? 'main' : `podset-${i}`),
+        count: p.count,
+        perPod: Object.entries(p.perPod ?? {})
+          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+          .map(([name, amount]) => ({ name, amount: BigInt(amount) })),
+      })),
+      labels: sortedLabels(w.labels),
+    },
+    clusters: spec.clusters.map((c) => {
+      const cluster = typeof c === 'string' ? { name: c } : c;
+      return {
+        name: cluster.name,
+        labels: sortedLabels(cluster.labels),
+        connected: cluster.connected ?? true,
+        lostSince: cluster.lostSince === undefined ? undefined : BigInt(cluster.lostSince),
+        queue: cluster.queue && {
+          name: cluster.queue.name ?? 'cq',
+          pending: cluster.queue.pending ?? 0,
+          admitted: cluster.queue.admitted ?? 0,
+          resources: (cluster.queue.resources ?? []).map((r) => ({ flavor: r.flavor, resource: r.resource, nominal: BigInt(r.nominal), usage: BigInt(r.usage) })),
+        },
+        copySince: cluster.copySince === undefined ? undefined : BigInt(cluster.copySince),
+      };
+    }),
+    nominated: Uint32Array.from(spec.nominated ?? []),
+    lastNominated: spec.lastNominated === undefined ? undefined : BigInt(spec.lastNominated),
+  };
+}
+
+/**
+ * The request view a dispatch policy receives, from a spec: to call `policy.dispatch(settings,
+ * dispatchRequest({...}))` directly.
+ * @param {DispatchRequestSpec} spec
+ * @returns {DispatchRequest}
+ */
+export function dispatchRequest(spec) {
+  return new DispatchRequest(rawDispatchRequest(spec));
+}
+
+/** Kueue's limit on `nominatedClusterNames`: the most nominees an answer may have. */
+export const MAX_NOMINEES = 20;
+
+/**
+ * Checks a dispatch answer as the host does (`src/policy/dispatch.rs`, `verify`): at most 20
+ * nominees, each a cluster of the request, named once, connected unless already nominated;
+ * `retryAfter` positive when present. Returns why the host would refuse it, or `undefined`.
+ * @param {DispatchRequest} request
+ * @param {import('./dispatch.js').Answer} answer
+ * @returns {string | undefined}
+ */
+export function checkDispatch(request, answer) {
+  const nominees = Array.from(answer.nominate);
+  if (nominees.length > MAX_NOMINEES) return `nominates ${nominees.length} clusters, more than ${MAX_NOMINEES}`;
+  const seen = new Set();
+  for (const i of nominees) {
+    const c = request.clusters[i];
+    if (c === undefined) return `nominates cluster ${i}, but the request has ${request.clusters.length}`;
+    if (seen.has(i)) return `nominates ${c.name} twice`;
+    seen.add(i);
+    if (!c.raw.connected && !request.nominated.includes(i)) return `nominates ${c.name}, which is not connected`;
+  }
+  if (answer.retryAfter !== undefined && answer.retryAfter <= 0n) return 'asks to be asked again after a time that is not positive';
+  return undefined;
+}
+
+/**
+ * Calls a dispatch plugin as wasq does: `setSettings` once (the host does it before the
+ * instance's first `dispatch`; an empty list when none are configured), then `dispatch`.
+ */
+export class DispatchHost {
+  /** @type {ReturnType<typeof exportDispatch>} */ plugin;
+  /** @type {import('wasq:policy/dispatch@1.1.0').Request[]} The requests of the last call, as sent. */ sent = [];
+  #settled = false;
+
+  /**
+   * @param {ReturnType<typeof exportDispatch> | import('./dispatch.js').DispatchPolicy} target
+   *   the plugin's exported interface, or a policy instance (exported for you)
+   */
+  constructor(target) {
+    const t = /** @type {any} */ (target);
+    this.plugin = typeof t?.setSettings === 'function' ? t : exportDispatch(t);
+  }
+
+  /**
+   * Sends the plugin's settings (an object, or `[key, value]` pairs).
+   * @param {Record<string, string> | Iterable<[string, string]>} settings
+   */
+  setSettings(settings) {
+    const pairs = Symbol.iterator in settings ? Array.from(/** @type {Iterable<[string, string]>} */ (settings)) : Object.entries(settings);
+    this.plugin.setSettings(pairs.map(([key, value]) => ({ key, value })));
+    this.#settled = true;
+  }
+
+  /**
+   * @param {readonly DispatchRequestSpec[]} requests
+   * @returns {import('./dispatch.js').Answer[]}
+   */
+  dispatch(requests) {
+    if (!this.#settled) this.setSettings({});
+    this.sent = requests.map(rawDispatchRequest);
+    return this.plugin.dispatch(this.sent);
+  }
+
+  /**
+   * Why the host would refuse each of these answers to the requests of the last `dispatch`
+   * call (`checkDispatch`); `undefined` for an answer it accepts.
+   * @param {readonly import('./dispatch.js').Answer[]} answers
+   * @returns {Array<string | undefined>}
+   */
+  check(answers) {
+    return answers.map((answer, i) => checkDispatch(new DispatchRequest(this.sent[i]), answer));
   }
 }

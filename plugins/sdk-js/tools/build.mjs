@@ -5,9 +5,9 @@
 //   node plugins/sdk-js/tools/build.mjs PLUGIN_DIR [-o OUT.wasm] [--wit WIT_DIR]
 //
 //   PLUGIN_DIR  holds package.json (`"wasq": {"kind": "ordering" | "preemption" |
-//               "flavor-assignment" | "placement"}`, and optionally `"entry"`, policy.js by
-//               default) and the entry module, which imports the SDK as `../sdk-js/index.js`
-//               and exports the kind's interface object.
+//               "flavor-assignment" | "placement" | "dispatch"}`, and optionally `"entry"`,
+//               policy.js by default) and the entry module, which imports the SDK as
+//               `../sdk-js/index.js` and exports the kind's interface object.
 //   -o          the component to write (default: ./<package name>.wasm)
 //   --wit       the `wasq:policy` WIT directory (default: the repository's `wit/`, two levels
 //               above this SDK)
@@ -41,6 +41,7 @@ export const INTERFACES = {
   preemption: 'preemption',
   'flavor-assignment': 'flavorAssignment',
   placement: 'placement',
+  dispatch: 'dispatch',
 };
 
 /** What componentize-js must not link: every WASI feature it offers. */

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Generates the TypeScript declarations of the WIT package (`types/wit/`) with jco, as a guest
-// sees them: `declare module 'wasq:policy/…@1.0.0'` for every interface of the four worlds.
+// sees them: `declare module 'wasq:policy/…@1.1.0'` for every interface of the five worlds.
 //
 //   node tools/gen-types.mjs [WIT_DIR] [OUT_DIR]
 //   (defaults: ../../wit and types/wit; JCO_MODULES: the node_modules holding jco, by default
@@ -29,7 +29,7 @@ _setPreopens({ '/': '/' });
 const { generateGuestTypes } = await import(pathToFileURL(`${modules}/@bytecodealliance/jco-transpile/dist/typegen.js`).href);
 
 await rm(out, { recursive: true, force: true });
-for (const world of ['ordering-plugin', 'preemption-plugin', 'flavor-assignment-plugin', 'placement-plugin']) {
+for (const world of ['ordering-plugin', 'preemption-plugin', 'flavor-assignment-plugin', 'placement-plugin', 'dispatch-plugin']) {
   const files = await generateGuestTypes(wit, { worldName: world, outDir: `${out}/` });
   for (const [path, bytes] of Object.entries(files)) {
     await mkdir(dirname(path), { recursive: true });

@@ -2,7 +2,8 @@
 /// <reference path="../wit/preemption-plugin.d.ts" preserve="true" />
 /// <reference path="../wit/flavor-assignment-plugin.d.ts" preserve="true" />
 /// <reference path="../wit/placement-plugin.d.ts" preserve="true" />
-export { amounts, candidate, CatalogBuilder, checkPlacement, clearLogs, FlavorAssignmentHost, head, logs, nodeUsage, OrderingHost, PlacementHost, PreemptionHost, topology, workload, } from './src/testing.js';
+/// <reference path="../wit/dispatch-plugin.d.ts" preserve="true" />
+export { amounts, candidate, CatalogBuilder, checkDispatch, checkPlacement, clearLogs, DispatchHost, dispatchRequest, FlavorAssignmentHost, head, logs, MAX_NOMINEES, nodeUsage, OrderingHost, PlacementHost, PreemptionHost, rawDispatchRequest, topology, workload, } from './src/testing.js';
 export type Who = import('./src/testing.js').Who;
 export type WorkloadSpec = import('./src/testing.js').WorkloadSpec;
 export type HeadSpec = import('./src/testing.js').HeadSpec;
@@ -11,6 +12,8 @@ export type TopologyNode = import('./src/testing.js').TopologyNode;
 export type PreemptionRequestSpec = import('./src/testing.js').PreemptionRequestSpec;
 export type FlavorRequestSpec = import('./src/testing.js').FlavorRequestSpec;
 export type PlacementRequestSpec = import('./src/testing.js').PlacementRequestSpec;
+export type ClusterSpec = import('./src/testing.js').ClusterSpec;
+export type DispatchRequestSpec = import('./src/testing.js').DispatchRequestSpec;
 /** @typedef {import('./src/testing.js').Who} Who */
 /** @typedef {import('./src/testing.js').WorkloadSpec} WorkloadSpec */
 /** @typedef {import('./src/testing.js').HeadSpec} HeadSpec */
@@ -19,3 +22,5 @@ export type PlacementRequestSpec = import('./src/testing.js').PlacementRequestSp
 /** @typedef {import('./src/testing.js').PreemptionRequestSpec} PreemptionRequestSpec */
 /** @typedef {import('./src/testing.js').FlavorRequestSpec} FlavorRequestSpec */
 /** @typedef {import('./src/testing.js').PlacementRequestSpec} PlacementRequestSpec */
+/** @typedef {import('./src/testing.js').ClusterSpec} ClusterSpec */
+/** @typedef {import('./src/testing.js').DispatchRequestSpec} DispatchRequestSpec */

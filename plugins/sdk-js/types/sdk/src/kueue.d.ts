@@ -1,4 +1,5 @@
 import { kueueAmong } from './preemption.js';
+export { allAtOnce, incremental } from './dispatch.js';
 export type Fungibility = import('wasq:policy/types@1.1.0').Fungibility;
 export type PreemptionConfig = import('wasq:policy/types@1.1.0').PreemptionConfig;
 export type FlavorOption = import('wasq:policy/flavor-assignment@1.1.0').FlavorOption;

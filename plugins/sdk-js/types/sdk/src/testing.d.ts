@@ -2,6 +2,7 @@ import { exportFlavorAssignment } from './flavor-assignment.js';
 import { exportOrdering } from './ordering.js';
 import { exportPlacement } from './placement.js';
 import { exportPreemption } from './preemption.js';
+import { exportDispatch, Request as DispatchRequest } from './dispatch.js';
 import * as kueue from './kueue.js';
 export type RawCatalog = import('wasq:policy/types@1.1.0').Catalog;
 export type Needs = import('wasq:policy/types@1.1.0').Needs;
@@ -611,5 +612,104 @@ export declare class PlacementHost extends SimulatedHost {
      * @returns {import('./placement.js').Answer[]}
      */
     place(requests: readonly PlacementRequestSpec[]): import('./placement.js').Answer[];
+}
+export type ClusterSpec = {
+    name: string;
+    /**
+     * default `true`
+     */
+    connected?: boolean;
+    labels?: Record<string, string>;
+    lostSince?: Int;
+    queue?: {
+        name?: string;
+        pending?: number;
+        admitted?: number;
+        resources?: Array<{
+            flavor: string;
+            resource: string;
+            nominal: Int;
+            usage: Int;
+        }>;
+    };
+    copySince?: Int;
+};
+export type DispatchRequestSpec = {
+    now?: Int;
+    workload?: {
+        namespace?: string;
+        name?: string;
+        localQueue?: string;
+        priority?: number;
+        created?: Int;
+        reserved?: Int;
+        podSets?: Array<{
+            name?: string;
+            count: number;
+            perPod?: Record<string, Int>;
+        }>;
+        labels?: Record<string, string>;
+    };
+    /**
+     * a bare name is a connected cluster
+     */
+    clusters: Array<ClusterSpec | string>;
+    nominated?: number[];
+    lastNominated?: Int;
+};
+/**
+ * The WIT `dispatch.request` of a spec, as the host sends it.
+ * @param {DispatchRequestSpec} spec
+ * @returns {import('wasq:policy/dispatch@1.1.0').Request}
+ */
+export declare function rawDispatchRequest(spec: DispatchRequestSpec): import('wasq:policy/dispatch@1.1.0').Request;
+/**
+ * The request view a dispatch policy receives, from a spec: to call `policy.dispatch(settings,
+ * dispatchRequest({...}))` directly.
+ * @param {DispatchRequestSpec} spec
+ * @returns {DispatchRequest}
+ */
+export declare function dispatchRequest(spec: DispatchRequestSpec): DispatchRequest;
+/** Kueue's limit on `nominatedClusterNames`: the most nominees an answer may have. */
+export declare const MAX_NOMINEES = 20;
+/**
+ * Checks a dispatch answer as the host does (`src/policy/dispatch.rs`, `verify`): at most 20
+ * nominees, each a cluster of the request, named once, connected unless already nominated;
+ * `retryAfter` positive when present. Returns why the host would refuse it, or `undefined`.
+ * @param {DispatchRequest} request
+ * @param {import('./dispatch.js').Answer} answer
+ * @returns {string | undefined}
+ */
+export declare function checkDispatch(request: DispatchRequest, answer: import('./dispatch.js').Answer): string | undefined;
+/**
+ * Calls a dispatch plugin as wasq does: `setSettings` once (the host does it before the
+ * instance's first `dispatch`; an empty list when none are configured), then `dispatch`.
+ */
+export declare class DispatchHost {
+    #private;
+    /** @type {ReturnType<typeof exportDispatch>} */ plugin: ReturnType<typeof exportDispatch>;
+    /** @type {import('wasq:policy/dispatch@1.1.0').Request[]} The requests of the last call, as sent. */ sent: import('wasq:policy/dispatch@1.1.0').Request[];
+    /**
+     * @param {ReturnType<typeof exportDispatch> | import('./dispatch.js').DispatchPolicy} target
+     *   the plugin's exported interface, or a policy instance (exported for you)
+     */
+    constructor(target: ReturnType<typeof exportDispatch> | import('./dispatch.js').DispatchPolicy);
+    /**
+     * Sends the plugin's settings (an object, or `[key, value]` pairs).
+     * @param {Record<string, string> | Iterable<[string, string]>} settings
+     */
+    setSettings(settings: Record<string, string> | Iterable<[string, string]>): void;
+    /**
+     * @param {readonly DispatchRequestSpec[]} requests
+     * @returns {import('./dispatch.js').Answer[]}
+     */
+    dispatch(requests: readonly DispatchRequestSpec[]): import('./dispatch.js').Answer[];
+    /**
+     * Why the host would refuse each of these answers to the requests of the last `dispatch`
+     * call (`checkDispatch`); `undefined` for an answer it accepts.
+     * @param {readonly import('./dispatch.js').Answer[]} answers
+     * @returns {Array<string | undefined>}
+     */
+    check(answers: readonly import('./dispatch.js').Answer[]): Array<string | undefined>;
 }
 export {};
