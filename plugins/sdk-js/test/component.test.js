@@ -1,4 +1,4 @@
-// The SDK inside a real component: builds the two JavaScript plugins and a failing fixture
+// The SDK inside a real component: builds the three JavaScript plugins and a failing fixture
 // with componentize-js (tools/build.mjs), runs them through jco's JS host (`jco transpile`,
 // the host's `log` import recorded), and drives them with the simulated hosts.
 //
@@ -13,8 +13,8 @@ import { dirname, join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-import { kueueAmong, noVictims } from '../index.js';
-import { CatalogBuilder, OrderingHost, PreemptionHost, candidate, head, nodeUsage, workload } from '../testing.js';
+import { kueueAmong, nominate, noVictims, ROUND_MS } from '../index.js';
+import { CatalogBuilder, DispatchHost, OrderingHost, PreemptionHost, candidate, head, nodeUsage, workload } from '../testing.js';
 import { build } from '../tools/build.mjs';
 
 const { COMPONENTIZE_JS, JCO } = process.env;
@@ -84,6 +84,26 @@ test('demote-notebooks-js decides in a component as under node', { skip }, async
   ]);
   const order = host.orderHeads([head({ workload: 1, priority: 100, ...notebook }), head({ workload: 2, clusterQueue: 1, priority: 1 })]);
   assert.deepEqual(Array.from(order), [2, 1]);
+});
+
+test('kueue-default-dispatch-js decides in a component as under node', { skip }, async () => {
+  const { component, lines } = await load(join(plugins, 'kueue-default-dispatch-js'), 'kueue-default-dispatch-js');
+  const host = new DispatchHost(component.dispatch);
+  host.setSettings({ dispatcher: 'incremental', stepSize: '1' });
+  const clusters = [{ name: 'c', labels: { region: 'eu' } }, 'a', { name: 'b', connected: false, lostSince: 5 }, 'd'];
+  const answers = host.dispatch([
+    { clusters },
+    { now: ROUND_MS - 1n, clusters, nominated: [0], lastNominated: 0 },
+    { now: ROUND_MS, clusters, nominated: [0], lastNominated: 0, workload: { podSets: [{ count: 2, perPod: { cpu: 500 } }] } },
+  ]);
+  const plain = answers.map((a) => ({ nominate: Array.from(a.nominate), retryAfter: a.retryAfter }));
+  assert.deepEqual(plain, [nominate([0], ROUND_MS), nominate([0], 1n), nominate([0, 1], ROUND_MS)]);
+  assert.deepEqual(host.check(answers), [undefined, undefined, undefined]);
+  // Kueue's all-at-once by default; a setting it cannot read is logged through the host.
+  const other = new DispatchHost(component.dispatch);
+  other.setSettings({ dispatcher: 'x' });
+  assert.deepEqual(Array.from(other.dispatch([{ clusters }])[0].nominate), [1, 0, 3]);
+  assert.deepEqual(lines, [['warn', 'dispatcher "x" is neither all-at-once nor incremental; using all-at-once']]);
 });
 
 test('a policy error is logged through the host import before the component traps', { skip }, async () => {
