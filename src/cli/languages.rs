@@ -511,10 +511,7 @@ pub fn build_javascript(dir: &Path, out: &Path) -> anyhow::Result<PathBuf> {
         PluginKind::Preemption => "preemption",
         PluginKind::FlavorAssignment => "flavorAssignment",
         PluginKind::Placement => "placement",
-        PluginKind::Dispatch => anyhow::bail!(
-            "{}: the JavaScript SDK has no dispatch module yet; write a dispatch plugin in Rust",
-            dir.display()
-        ),
+        PluginKind::Dispatch => "dispatch",
     };
     std::fs::write(
         build.join("entry.js"),
