@@ -1,6 +1,6 @@
 //! Policies in Rust, Python and JavaScript: the Python and JavaScript SDKs' own tests, the same
-//! policies in three languages deciding alike, and scaffolds made outside the repository that
-//! build, pass their own tests and load. The toolchains are installed by
+//! policies in three languages deciding alike (Kueue's dispatchers among them), and scaffolds
+//! made outside the repository that build, pass their own tests and load. The toolchains are installed by
 //! `.ci/ensure-plugin-toolchains` (the README's test command), where `wasq plugin build` finds
 //! them.
 
@@ -8,11 +8,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use wasq::wasm::{Bindings, Language, Registry};
+use wasq::policy::dispatch::{self, DispatchPolicy};
+use wasq::wasm::{Bindings, Language, Registry, WasmDispatch};
 
 use super::cli::succeeds;
 use super::plugin_scenarios::run;
 use super::plugins::{built, engine, test_options};
+use super::rng::Rng;
+use super::wasm_dispatch::{kueue_configurations, load, random_request};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -190,6 +193,49 @@ fn the_same_policies_decide_alike_in_rust_python_and_javascript() {
     }
 }
 
+#[test]
+fn kueues_dispatchers_in_python_and_javascript_answer_exactly_like_the_builtin() {
+    // Python and JavaScript calls are slow: 25 random requests per configuration, the same
+    // for both languages.
+    const CASES: usize = 25;
+    let dir = repo().join("target/test-language-dispatch");
+    let _ = std::fs::remove_dir_all(&dir);
+    for (name, language) in [
+        ("kueue-default-dispatch-py", Language::Python),
+        ("kueue-default-dispatch-js", Language::JavaScript),
+    ] {
+        build(&repo().join("plugins").join(name), &dir);
+        let mut rng = Rng(62);
+        for (settings, builtin) in kueue_configurations() {
+            let plugin = WasmDispatch(load(&dir, name, settings, test_options()));
+            assert_eq!(plugin.0.info().language, language, "{name}");
+            let mut nonempty = 0;
+            for case in 0..CASES {
+                let req = random_request(&mut rng);
+                let expected = builtin.dispatch(&req).expect("the built-in answers");
+                let got = plugin
+                    .ask(&req)
+                    .unwrap_or_else(|e| panic!("{name} {settings:?} #{case}: {e}"));
+                assert_eq!(got, expected, "{name} {settings:?} #{case}: {req:#?}");
+                // Checked alike: accepted or refused together.
+                assert_eq!(
+                    plugin.dispatch(&req).is_ok(),
+                    dispatch::verify(&req, &expected).is_ok(),
+                    "{name} {settings:?} #{case}"
+                );
+                nonempty += usize::from(!expected.nominate.is_empty());
+            }
+            assert!(
+                nonempty > CASES / 4,
+                "{name} {settings:?}: only {nonempty} answers nominated anything"
+            );
+            let status = plugin.0.status();
+            assert_eq!(status.calls, 2 * CASES as u64, "{name}: {status:?}");
+            assert!(status.failures.is_empty(), "{name}: {status:?}");
+        }
+    }
+}
+
 /// `wasq plugin check --output json` of a component.
 fn check(file: &Path) -> serde_json::Value {
     let mut command = wasq();
@@ -207,11 +253,23 @@ fn scaffolds_made_outside_the_repository_build_pass_their_tests_and_load() {
     for (lang, kinds) in [
         (
             "python",
-            &["ordering", "preemption", "flavor-assignment", "placement"][..],
+            &[
+                "ordering",
+                "preemption",
+                "flavor-assignment",
+                "placement",
+                "dispatch",
+            ][..],
         ),
         (
             "javascript",
-            &["ordering", "preemption", "flavor-assignment", "placement"][..],
+            &[
+                "ordering",
+                "preemption",
+                "flavor-assignment",
+                "placement",
+                "dispatch",
+            ][..],
         ),
         ("rust", &["preemption", "dispatch"][..]),
     ] {

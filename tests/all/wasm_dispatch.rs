@@ -17,7 +17,7 @@ use super::plugins::{built, engine, plugins, test_options};
 use super::rng::Rng;
 
 /// `name` from `dir`, loaded with `settings` (as `pluginSettings.<name>`) over `options`.
-fn load(
+pub(super) fn load(
     dir: &std::path::Path,
     name: &str,
     settings: &[(&str, &str)],
@@ -56,7 +56,7 @@ fn fixture(mode: &str, options: HostOptions) -> (Arc<Plugin>, WasmDispatch) {
 
 /// A random request: up to 20 clusters (Kueue's limit on a MultiKueueConfig), some not
 /// connected, some nominated already (connected or lost since), a round under way or over.
-fn random_request(rng: &mut Rng) -> DispatchRequest {
+pub(super) fn random_request(rng: &mut Rng) -> DispatchRequest {
     const NAMES: [&str; 8] = ["a", "b", "c", "east", "west", "gpu", "x1", "x2"];
     let n = rng.next(MAX_NOMINEES as u64 + 1) as usize;
     let clusters: Vec<WorkerCluster> = (0..n)
@@ -125,14 +125,15 @@ fn dispatch_round() -> u64 {
     Incremental::default().round as u64
 }
 
-#[test]
-fn kueue_default_dispatch_answers_exactly_like_the_builtin_dispatchers() {
-    /// Settings, and the built-in they make the plugin.
-    type Configuration = (
-        &'static [(&'static str, &'static str)],
-        Arc<dyn DispatchPolicy>,
-    );
-    let configurations: [Configuration; 4] = [
+/// Settings of `kueue-default-dispatch` (and its ports), and the built-in they make it.
+pub(super) type Configuration = (
+    &'static [(&'static str, &'static str)],
+    Arc<dyn DispatchPolicy>,
+);
+
+/// Every dispatcher `kueue-default-dispatch`'s settings choose.
+pub(super) fn kueue_configurations() -> [Configuration; 4] {
+    [
         (&[], Arc::new(AllAtOnce)),
         (&[("dispatcher", "all-at-once")], Arc::new(AllAtOnce)),
         (
@@ -146,9 +147,13 @@ fn kueue_default_dispatch_answers_exactly_like_the_builtin_dispatchers() {
                 ..Incremental::default()
             }),
         ),
-    ];
+    ]
+}
+
+#[test]
+fn kueue_default_dispatch_answers_exactly_like_the_builtin_dispatchers() {
     let mut rng = Rng(62);
-    for (settings, builtin) in configurations {
+    for (settings, builtin) in kueue_configurations() {
         let plugin = kueue_default(settings);
         let mut nonempty = 0;
         for case in 0..300 {
