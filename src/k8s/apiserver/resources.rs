@@ -83,8 +83,14 @@ impl Resource {
 /// The resources wasq reads and writes: the core ones (namespaces, pods, nodes, Events,
 /// Secrets, PodTemplates), `events.k8s.io/v1` Events, `batch/v1` Jobs, Leases, the admission webhook
 /// configurations and Kueue's CRDs (`v1beta2`). ProvisioningRequests are not among them, so that
-/// discovery says they are not served until a test registers them.
+/// discovery says they are not served until a test registers them. Made once per process
+/// (the CRDs' schemas take a while to generate): a test starts several doubles.
 pub fn builtin() -> Vec<Resource> {
+    static BUILTIN: std::sync::OnceLock<Vec<Resource>> = std::sync::OnceLock::new();
+    BUILTIN.get_or_init(make_builtin).clone()
+}
+
+fn make_builtin() -> Vec<Resource> {
     let mut out = vec![
         Resource::new("", "v1", "Namespace", "namespaces", false).with_status(),
         Resource::new("", "v1", "Pod", "pods", true).with_status(),
