@@ -7,6 +7,7 @@ mod ctl;
 mod dashboard;
 mod decisions;
 mod events;
+mod federation;
 mod incremental;
 mod inflight;
 mod multikueue;
