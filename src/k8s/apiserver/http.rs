@@ -226,7 +226,8 @@ async fn accept(listener: TcpListener, inner: Arc<Inner>, shared: Arc<Shared>) {
                     continue;
                 }
                 shared.accepted.fetch_add(1, Ordering::SeqCst);
-                conns.spawn(connection(stream, inner.clone(), shared.clone(), cuts));
+                let open = Open::new(shared.clone());
+                conns.spawn(connection(stream, inner.clone(), open, cuts));
             }
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
         }
@@ -242,6 +243,13 @@ async fn accept(listener: TcpListener, inner: Arc<Inner>, shared: Arc<Shared>) {
 /// Counts an open connection for as long as it lives.
 struct Open(Arc<Shared>);
 
+impl Open {
+    fn new(shared: Arc<Shared>) -> Open {
+        shared.open.fetch_add(1, Ordering::SeqCst);
+        Open(shared)
+    }
+}
+
 impl Drop for Open {
     fn drop(&mut self) {
         self.0.open.fetch_sub(1, Ordering::SeqCst);
@@ -253,11 +261,10 @@ impl Drop for Open {
 async fn connection(
     stream: TcpStream,
     inner: Arc<Inner>,
-    shared: Arc<Shared>,
+    open: Open,
     mut cuts: watch::Receiver<u64>,
 ) {
-    shared.open.fetch_add(1, Ordering::SeqCst);
-    let _open = Open(shared.clone());
+    let shared = open.0.clone();
     let mut stop = shared.stop.subscribe();
     let service = {
         let shared = shared.clone();
