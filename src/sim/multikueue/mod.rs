@@ -445,30 +445,12 @@ impl Federation {
         };
         let views = self.views(d);
         let plan = mk::reconcile(&local, &views, now, self.worker_lost_timeout);
-        let removals: Vec<(usize, String)> = plan
-            .actions
-            .iter()
-            .filter_map(|a| match a {
-                mk::Action::Remove { worker, because } => Some((*worker, because.describe(&views))),
-                _ => None,
-            })
-            .collect();
+        let removals = removals(&plan.actions, &views);
         let ended = !holds_quota || finished;
-        let d = self
-            .dispatches
-            .get_mut(&wl)
-            .unwrap_or_else(|| unreachable!());
-        d.wake_at = plan.wake_at;
-        let mut changed = false;
-        for (i, why) in removals {
-            if let Some(w) = d.clusters[i].1
-                && let Some((copy, _)) = d.live.remove(&w)
-            {
-                self.workers[w].sim.remove_copy(copy, &why);
-                self.workers[w].stats.removed += 1;
-                changed = true;
-            }
+        if let Some(d) = self.dispatches.get_mut(&wl) {
+            d.wake_at = plan.wake_at;
         }
+        let mut changed = self.remove_copies(wl, removals);
         if ended {
             let d = self
                 .dispatches
@@ -550,6 +532,25 @@ impl Federation {
             .ended(d.attempt, now, self.manager.finished(wl));
     }
 
+    /// Removes `wl`'s copies on the workers `removals` name (indices into its config's
+    /// clusters), each with why; whether any was there.
+    fn remove_copies(&mut self, wl: WorkloadId, removals: Vec<(usize, String)>) -> bool {
+        let Some(d) = self.dispatches.get_mut(&wl) else {
+            return false;
+        };
+        let mut changed = false;
+        for (i, why) in removals {
+            if let Some(w) = d.clusters[i].1
+                && let Some((copy, _)) = d.live.remove(&w)
+            {
+                self.workers[w].sim.remove_copy(copy, &why);
+                self.workers[w].stats.removed += 1;
+                changed = true;
+            }
+        }
+        changed
+    }
+
     /// Asks the dispatcher and makes its nominees' copies; whether anything changed.
     fn dispatch(&mut self, wl: WorkloadId, now: Millis) -> bool {
         let req = self.request(wl, now);
@@ -581,27 +582,12 @@ impl Federation {
         let nominees: Vec<usize> = d.nominated.iter().map(|&i| i as usize).collect();
         let views = self.views(d);
         let (create, remove) = mk::sync_nominees(&nominees, &views);
-        let removals: Vec<(usize, String)> = remove
-            .iter()
-            .filter_map(|a| match a {
-                mk::Action::Remove { worker, because } => Some((*worker, because.describe(&views))),
-                _ => None,
-            })
-            .collect();
-        let mut changed = false;
+        let removals = removals(&remove, &views);
+        let mut changed = self.remove_copies(wl, removals);
         let d = self
             .dispatches
             .get_mut(&wl)
             .unwrap_or_else(|| unreachable!());
-        for (i, why) in removals {
-            if let Some(w) = d.clusters[i].1
-                && let Some((copy, _)) = d.live.remove(&w)
-            {
-                self.workers[w].sim.remove_copy(copy, &why);
-                self.workers[w].stats.removed += 1;
-                changed = true;
-            }
-        }
         let key = self.manager.cluster().workload(wl).key.clone();
         let duration = self.manager.duration_of(wl);
         for i in create {
@@ -658,6 +644,17 @@ impl Federation {
     pub fn report(&self) -> report::FederationReport {
         report::build(self)
     }
+}
+
+/// The copies `actions` remove: (index into the config's clusters, why in words).
+fn removals(actions: &[mk::Action], views: &[mk::Worker<'_>]) -> Vec<(usize, String)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            mk::Action::Remove { worker, because } => Some((*worker, because.describe(views))),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The worker's ClusterQueue that the workload's LocalQueue feeds, as the manager sees it.
