@@ -11,8 +11,8 @@
 //! [`serve`].
 //!
 //! The folders are layered: [`status`], [`schema`], [`client`], [`sync`], [`jobs`],
-//! [`policies`], [`serve`], [`controller`] — each uses only those before it — with [`migrate`]
-//! over [`sync`] and the API server double ([`apiserver`]) over [`schema`].
+//! [`multikueue`], [`policies`], [`serve`], [`controller`] — each uses only those before it —
+//! with [`migrate`] over [`sync`] and the API server double ([`apiserver`]) over [`schema`].
 //!
 //! Invariants:
 //! - the core is built from the mirror (configuration and every live Workload, with the
@@ -29,6 +29,7 @@ pub mod controller;
 pub mod ctl;
 pub mod jobs;
 pub mod migrate;
+pub mod multikueue;
 pub mod policies;
 pub mod schema;
 pub mod serve;

@@ -25,7 +25,7 @@ pub fn no_cluster_message(kubeconfig: Option<&Path>) -> String {
 
 /// The error chain as one line, each distinct message once (kube's errors repeat their
 /// sources' text).
-fn one_line(e: &dyn std::error::Error) -> String {
+pub(crate) fn one_line(e: &dyn std::error::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut current: Option<&dyn std::error::Error> = Some(e);
     while let Some(err) = current {
