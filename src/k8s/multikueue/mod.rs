@@ -3,5 +3,8 @@
 //!
 //! - [`kubeconfig`]: a MultiKueueCluster's kubeconfig read (Secret or path), validated and
 //!   turned into a [`kube::Client`] (Kueue's `loadClientConfig`, `validateKubeconfig`).
+//! - [`connection`]: a worker's connection state (sessions, backoff, time lost) and the
+//!   MultiKueueCluster `Active` condition it implies.
 
+pub mod connection;
 pub mod kubeconfig;
