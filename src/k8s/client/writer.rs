@@ -246,11 +246,25 @@ impl Writer {
         name: &str,
         status: &Value,
     ) -> Result<DynamicObject, Error> {
+        self.patch_status_as(kind, namespace, name, status, QUEUE_STATUS_MANAGER)
+            .await
+    }
+
+    /// Merge-patches the status of a Kueue object (its `/status` subresource) as field
+    /// manager `manager`.
+    pub async fn patch_status_as(
+        &self,
+        kind: KueueKind,
+        namespace: Option<&str>,
+        name: &str,
+        status: &Value,
+        manager: &str,
+    ) -> Result<DynamicObject, Error> {
         let body = serde_json::json!({ "status": status });
         self.paced().await;
         Ok(self
             .api(&kind.api_resource(), namespace)
-            .patch_status(name, &params(QUEUE_STATUS_MANAGER), &Patch::Merge(&body))
+            .patch_status(name, &params(manager), &Patch::Merge(&body))
             .await?)
     }
 

@@ -55,6 +55,7 @@ pub mod dashboard;
 mod decisions;
 mod event_loop;
 mod inflight;
+mod multikueue;
 pub mod pods_ready;
 pub mod provisioning;
 
@@ -139,6 +140,8 @@ pub struct Controller {
     recorder: Option<crate::k8s::sync::trace_recorder::TraceRecorder>,
     /// `--dashboard-listen`: where the views go.
     dashboard: Option<dashboard::Feed>,
+    /// Running as a MultiKueue manager: the worker clusters' connections.
+    multikueue: Option<crate::k8s::multikueue::MultiKueue>,
 }
 
 impl Controller {
@@ -178,6 +181,7 @@ impl Controller {
             pending_written: HashMap::new(),
             recorder: None,
             dashboard: None,
+            multikueue: None,
         }
     }
 
@@ -395,6 +399,7 @@ impl Controller {
             return;
         }
         let now = (self.clock)();
+        self.reconcile_clusters(now).await;
         self.write_check_statuses(now).await;
         for _ in 0..2 {
             self.update_core(now);

@@ -8,9 +8,13 @@
 //!
 //! Each worker requires the bearer token its Secret names (`<w>-t1` at first), as a real API
 //! server would. The smoke tests here check the harness and the double's HTTP side: workers
-//! listed and watched independently, a worker down and back, a token rotated.
+//! listed and watched independently, a worker down and back, a token rotated. Then the
+//! manager's MultiKueueCluster reconciler ([`wasq::k8s::multikueue`]) against them: the
+//! `Active` condition it writes for a worker connected, down, re-credentialed or refused.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use futures::StreamExt;
@@ -22,7 +26,7 @@ use serde_json::{Value, json};
 use wasq::k8s::apiserver::{ApiServer, HttpDouble};
 use wasq::k8s::schema::kinds::KueueKind;
 
-use super::{Env, KUEUE, double};
+use super::{Env, KUEUE, NOW, double};
 
 /// The namespace of MultiKueue's Secrets (Kueue's default).
 const KUEUE_NS: &str = "kueue-system";
@@ -40,6 +44,8 @@ struct Worker {
 struct Fed {
     manager: Env,
     workers: Vec<Worker>,
+    /// The manager controller's clock (ms), starting at [`NOW`].
+    clock: Arc<AtomicI64>,
 }
 
 fn secret_path(worker: &str) -> String {
@@ -88,9 +94,12 @@ impl Fed {
                 http,
             });
         }
+        let clock = Arc::new(AtomicI64::new(NOW));
+        let c = clock.clone();
         Fed {
-            manager: Env::new(objects),
+            manager: Env::with_clock(objects, Arc::new(move || c.load(Ordering::SeqCst))),
             workers,
+            clock,
         }
     }
 
@@ -332,4 +341,269 @@ async fn a_rotated_token_is_refused_until_the_secret_is_rewritten() {
         .unwrap_err();
     assert!(is_api_error(&e, 401, "Unauthorized"), "{e}");
     assert_eq!(w1.http.unauthorized(), 3);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The manager's MultiKueueCluster reconciler.
+
+impl Fed {
+    /// The manager running as a MultiKueue manager (Kueue's default options), every source
+    /// listed.
+    fn start_manager(&mut self) {
+        self.manager
+            .controller
+            .set_multikueue(wasq::k8s::multikueue::Options::default());
+        self.manager.list_all();
+    }
+
+    fn advance(&self, ms: i64) {
+        self.clock.fetch_add(ms, Ordering::SeqCst);
+    }
+
+    /// `cluster`'s `Active` condition on the manager: status, reason, message.
+    fn active(&self, cluster: &str) -> Option<(String, String, String)> {
+        let mkc = self
+            .manager
+            .api
+            .get(&format!("{KUEUE}/multikueueclusters/{cluster}"))?;
+        let c = mkc["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "Active")?
+            .clone();
+        let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+        Some((s("status"), s("reason"), s("message")))
+    }
+
+    /// Manager passes, 10 ms apart so that sessions report, until `cluster`'s `Active`
+    /// condition satisfies `want` (within 5 s); returns it.
+    async fn until_active(
+        &mut self,
+        cluster: &str,
+        want: impl Fn(&(String, String, String)) -> bool,
+    ) -> (String, String, String) {
+        let start = Instant::now();
+        loop {
+            self.manager.step().await;
+            if let Some(a) = self.active(cluster).filter(|a| want(a)) {
+                return a;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "{cluster}: Active is {:?}",
+                self.active(cluster)
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Manager passes for `wall` of wall time (sessions report meanwhile).
+    async fn passes(&mut self, wall: Duration) {
+        let start = Instant::now();
+        while start.elapsed() < wall {
+            self.manager.step().await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// The MultiKueueCluster status writes on the manager, as `(uri, Active condition)`.
+    fn active_writes(&self, cluster: &str) -> Vec<(String, Value)> {
+        self.manager
+            .api
+            .requests()
+            .into_iter()
+            .filter(|r| {
+                r.method == "PATCH"
+                    && r.uri
+                        .starts_with(&format!("{KUEUE}/multikueueclusters/{cluster}/status"))
+            })
+            .map(|r| {
+                let active = r.body["status"]["conditions"]
+                    .as_array()
+                    .and_then(|cs| cs.iter().find(|c| c["type"] == "Active").cloned())
+                    .unwrap_or_default();
+                (r.uri, active)
+            })
+            .collect()
+    }
+}
+
+fn connected() -> impl Fn(&(String, String, String)) -> bool {
+    |a| *a == ("True".into(), "Active".into(), "Connected".into())
+}
+
+fn reason(r: &'static str) -> impl Fn(&(String, String, String)) -> bool {
+    move |a| a.0 == "False" && a.1 == r
+}
+
+/// A kubeconfig for `worker` with `cluster_extra` added to its cluster entry.
+fn kubeconfig_with(w: &Worker, token: &str, cluster_extra: &str) -> String {
+    w.http.kubeconfig(&w.name, Some(token)).replace(
+        "  cluster:\n    server:",
+        &format!("  cluster:\n    {cluster_extra}\n    server:"),
+    )
+}
+
+#[tokio::test]
+async fn each_connected_worker_is_active_as_kueue_writes_it() {
+    let mut fed = Fed::new(&["w1", "w2"]);
+    put_copy(fed.worker("w1"), "a", true);
+    fed.start_manager();
+    fed.until_active("w1", connected()).await;
+    fed.until_active("w2", connected()).await;
+
+    let writes = fed.active_writes("w1");
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    let (uri, c) = &writes[0];
+    assert!(
+        uri.contains("fieldManager=kueue.x-k8s.io%2Fmultikueue"),
+        "{uri}"
+    );
+    assert_eq!(c["lastTransitionTime"], "2026-01-01T00:00:00Z");
+    // Each worker was listed and is watched with the origin label, authenticated.
+    for w in [fed.worker("w1"), fed.worker("w2")] {
+        assert_eq!(w.http.unauthorized(), 0);
+        let lists: Vec<_> = w
+            .api
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "GET" && r.uri.contains("/workloads"))
+            .map(|r| r.uri)
+            .collect();
+        assert!(
+            lists.iter().all(
+                |u| u.contains("labelSelector=kueue.x-k8s.io%2Fmultikueue-origin%3Dmultikueue")
+            ),
+            "{lists:?}"
+        );
+        assert_eq!(w.api.open_watches(), 1, "{}", w.name);
+    }
+
+    // Passes with nothing new write nothing more.
+    fed.advance(3_000);
+    fed.passes(Duration::from_millis(100)).await;
+    assert_eq!(fed.active_writes("w1").len(), 1);
+    assert_eq!(fed.active_writes("w2").len(), 1);
+}
+
+#[tokio::test]
+async fn a_worker_down_fails_with_kueues_attempts_and_backs_off_until_it_is_back() {
+    let mut fed = Fed::new(&["w1", "w2"]);
+    fed.start_manager();
+    fed.until_active("w1", connected()).await;
+    fed.until_active("w2", connected()).await;
+
+    fed.worker("w1").http.set_down(true);
+    // The watch drops, the reconnect at once is refused: attempt 1, next in 5 s.
+    let (_, _, message) = fed
+        .until_active("w1", reason("ClientConnectionFailed"))
+        .await;
+    assert!(
+        message
+            .ends_with("; connection attempts: 1, next connection attempt: 2026-01-01T00:00:05Z"),
+        "{message}"
+    );
+    let refused = fed.worker("w1").http.refused();
+    assert!(refused >= 1);
+    // Before the backoff ends, no attempt.
+    fed.advance(4_000);
+    fed.passes(Duration::from_millis(100)).await;
+    assert_eq!(fed.worker("w1").http.refused(), refused);
+    // At 5 s, attempt 2: next in 10 s.
+    fed.advance(1_000);
+    let (_, _, message) = fed
+        .until_active("w1", |a| a.2.contains("connection attempts: 2"))
+        .await;
+    assert!(
+        message
+            .ends_with("; connection attempts: 2, next connection attempt: 2026-01-01T00:00:15Z"),
+        "{message}"
+    );
+    assert_eq!(fed.active("w2").unwrap().0, "True");
+
+    // Back: connected at the next attempt.
+    fed.worker("w1").http.set_down(false);
+    fed.advance(10_000);
+    fed.until_active("w1", connected()).await;
+    let statuses: Vec<_> = fed
+        .active_writes("w1")
+        .iter()
+        .map(|(_, c)| c["status"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(statuses, ["True", "False", "False", "True"]);
+}
+
+#[tokio::test]
+async fn a_rotated_secret_reconnects_at_once_with_the_new_token() {
+    let mut fed = Fed::new(&["w1"]);
+    // The worker's credentials rotated before the Secret: refused.
+    fed.worker("w1").http.require_token(Some("w1-t2".into()));
+    fed.start_manager();
+    let (_, _, message) = fed
+        .until_active("w1", reason("ClientConnectionFailed"))
+        .await;
+    assert!(message.contains("Unauthorized"), "{message}");
+    assert!(
+        message
+            .ends_with("; connection attempts: 1, next connection attempt: 2026-01-01T00:00:05Z"),
+        "{message}"
+    );
+
+    // The Secret rewritten: read again within a second, connected without waiting out the
+    // backoff.
+    fed.write_secret("w1", "w1-t2");
+    fed.advance(1_000);
+    fed.until_active("w1", connected()).await;
+
+    // Rotated again while connected: a new session with the new token; Active stays True.
+    let w1 = fed.worker("w1");
+    w1.http.require_token(Some("w1-t3".into()));
+    let lists = |w: &Worker| w.api.counts()[&("list".to_string(), "workloads".to_string())];
+    let before = lists(w1);
+    fed.write_secret("w1", "w1-t3");
+    fed.advance(1_000);
+    let start = Instant::now();
+    while lists(fed.worker("w1")) == before {
+        assert!(start.elapsed() < Duration::from_secs(5), "no new list");
+        fed.manager.step().await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    fed.passes(Duration::from_millis(100)).await;
+    assert_eq!(fed.active("w1"), Some(connected_tuple()));
+    assert_eq!(fed.active_writes("w1").len(), 2, "False, then True only");
+}
+
+fn connected_tuple() -> (String, String, String) {
+    ("True".into(), "Active".into(), "Connected".into())
+}
+
+#[tokio::test]
+async fn an_insecure_or_missing_kubeconfig_is_refused_with_kueues_reason() {
+    let mut fed = Fed::new(&["w1"]);
+    fed.start_manager();
+    fed.until_active("w1", connected()).await;
+
+    let insecure = kubeconfig_with(fed.worker("w1"), "w1-t1", "insecure-skip-tls-verify: true");
+    fed.manager
+        .api
+        .put(&secret_path("w1"), secret("w1", &insecure));
+    fed.advance(1_000);
+    let a = fed.until_active("w1", reason("InsecureKubeConfig")).await;
+    assert_eq!(
+        a.2,
+        "load client config failed: insecure TLS verification is not allowed for cluster w1"
+    );
+
+    fed.manager.api.delete(&secret_path("w1"));
+    fed.advance(1_000);
+    let a = fed.until_active("w1", reason("BadKubeConfig")).await;
+    assert_eq!(
+        a.2,
+        "load client config failed: secrets \"w1-secret\" not found"
+    );
+
+    // Restored: connected again.
+    fed.write_secret("w1", "w1-t1");
+    fed.advance(1_000);
+    fed.until_active("w1", connected()).await;
 }
