@@ -101,6 +101,88 @@ fn the_javascript_sdk_passes_its_own_tests() {
     succeeds(command, "node --test plugins/sdk-js");
 }
 
+/// The files under `dir` (their paths relative to it, and contents), sorted, without what a
+/// build or an install leaves there.
+fn tree(dir: &Path, into: &mut Vec<u8>) {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let path = entry.expect("entry").path();
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            if ["node_modules", "__pycache__", "target", ".pytest_cache"].contains(&name.as_ref()) {
+                continue;
+            }
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    for f in files {
+        into.extend_from_slice(
+            f.strip_prefix(dir)
+                .unwrap_or(&f)
+                .to_string_lossy()
+                .as_bytes(),
+        );
+        into.push(0);
+        into.extend(std::fs::read(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display())));
+        into.push(0);
+    }
+}
+
+/// [`build`] for one of the repository's Python or JavaScript ports, through a cache in the
+/// toolchains' folder keyed by everything the build reads: the port, its language's SDK, the WIT
+/// package, wasq's build code for the language and the toolchains' pins. Building a 12-18 MB
+/// component takes 15-40 s of a core; these tests are about the ports' decisions, and the
+/// scaffold test below builds fresh components every run. `WASQ_NO_COMPONENT_CACHE=1` builds
+/// anyway.
+fn build_port(dir: &Path, out: &Path) -> PathBuf {
+    let sdk = if dir.join("package.json").is_file() {
+        "plugins/sdk-js"
+    } else {
+        "plugins/sdk-python"
+    };
+    let mut inputs = Vec::new();
+    for part in [dir, &repo().join(sdk), &repo().join("wit")] {
+        tree(part, &mut inputs);
+    }
+    for file in [
+        "src/wasm/language.rs",
+        "src/cli/languages.rs",
+        ".ci/ensure-plugin-toolchains",
+    ] {
+        inputs.extend(std::fs::read(repo().join(file)).expect(file));
+    }
+    let key = wasq::wasm::digest_of(&inputs).replace("sha256:", "");
+    let cached = toolchains().join("test-components").join(&key[..16]);
+    let hit = std::fs::read_dir(&cached)
+        .ok()
+        .filter(|_| std::env::var_os("WASQ_NO_COMPONENT_CACHE").is_none())
+        .and_then(|mut d| d.next())
+        .and_then(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "wasm"));
+    if let Some(component) = hit {
+        std::fs::create_dir_all(out).expect("out");
+        let to = out.join(component.file_name().expect("name"));
+        std::fs::copy(&component, &to).expect("copy the cached component");
+        return to;
+    }
+    let built = build(dir, out);
+    let staging = cached.with_extension("tmp");
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(&staging).expect("cache");
+    std::fs::copy(&built, staging.join(built.file_name().expect("name"))).expect("cache");
+    let _ = std::fs::remove_dir_all(&cached);
+    // Another test process may have put it there meanwhile: either copy is the same.
+    let _ = std::fs::rename(&staging, &cached);
+    built
+}
+
 /// The repository's Python and JavaScript ports, built once, next to the Rust originals.
 fn three_languages() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
@@ -109,7 +191,7 @@ fn three_languages() -> &'static Path {
         let _ = std::fs::remove_dir_all(&dir);
         for name in ["protect-namespace", "demote-notebooks"] {
             for suffix in ["py", "js"] {
-                build(&repo().join(format!("plugins/{name}-{suffix}")), &dir);
+                build_port(&repo().join(format!("plugins/{name}-{suffix}")), &dir);
             }
             std::fs::copy(
                 built().plugins.join(format!("{name}.wasm")),
@@ -204,7 +286,7 @@ fn kueues_dispatchers_in_python_and_javascript_answer_exactly_like_the_builtin()
         ("kueue-default-dispatch-py", Language::Python),
         ("kueue-default-dispatch-js", Language::JavaScript),
     ] {
-        build(&repo().join("plugins").join(name), &dir);
+        build_port(&repo().join("plugins").join(name), &dir);
         let mut rng = Rng(62);
         for (settings, builtin) in kueue_configurations() {
             let plugin = WasmDispatch(load(&dir, name, settings, test_options()));
@@ -295,8 +377,11 @@ fn scaffolds_made_outside_the_repository_build_pass_their_tests_and_load() {
                 }
                 _ => {
                     let mut c = Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()));
+                    // A target folder kept in the toolchains' cache: the scaffold's
+                    // dependencies from crates.io (wit-bindgen's) are compiled once, not on
+                    // every run; the crate and its SDK copy are compiled each time.
                     c.args(["test", "--offline", "--target-dir"])
-                        .arg(dir.path().join("target"))
+                        .arg(toolchains().join("test-scaffold-target"))
                         // The outer build's settings are for the host (as `wasm::guests` has it).
                         .env_remove("CARGO_TARGET_DIR")
                         .env_remove("RUSTFLAGS")
