@@ -611,6 +611,14 @@ pub fn load_file(path: &std::path::Path) -> anyhow::Result<Configuration> {
 }
 
 impl Configuration {
+    /// Kueue's `namespace`: where its Secrets (MultiKueue's kubeconfigs) are; `None` when unset.
+    pub fn namespace(&self) -> Option<&str> {
+        self.other
+            .get("namespace")
+            .and_then(serde_json::Value::as_str)
+            .filter(|n| !n.is_empty())
+    }
+
     /// The `multiKueue` section, Kueue's defaults when absent.
     pub fn multi_kueue(&self) -> std::borrow::Cow<'_, MultiKueueSettings> {
         match &self.multi_kueue {
@@ -648,6 +656,8 @@ mod tests {
             ]
         );
         assert!(!parse("namespace: x\n").fair_sharing_enabled());
+        assert_eq!(parse("namespace: x\n").namespace(), Some("x"));
+        assert_eq!(parse("fairSharing: {}\n").namespace(), None);
     }
 
     #[test]

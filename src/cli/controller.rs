@@ -125,6 +125,15 @@ pub struct ControllerArgs {
     /// everyone sees everything. `auto`: `none` on a loopback address, else `kubernetes`.
     #[arg(long, value_enum, default_value = "auto")]
     pub dashboard_auth: DashboardAuth,
+    /// Run as a MultiKueue manager (first part: MultiKueueClusters are connected to and their
+    /// `Active` condition written; Workloads are not dispatched yet). Kubeconfig Secrets are
+    /// read in the Configuration's `namespace`, else --namespace.
+    #[arg(long)]
+    pub multikueue: bool,
+    /// Where `locationType: Path` kubeconfigs of MultiKueueClusters must be (Kueue's
+    /// `MultiKueueKubeConfigPathValidation`).
+    #[arg(long, value_name = "DIR", default_value = wasq::api::multikueue::KUBECONFIG_PATH_PREFIX)]
+    pub multikueue_kubeconfig_dir: PathBuf,
 }
 
 /// Who may read the dashboard (`--dashboard-auth`).
@@ -297,6 +306,17 @@ async fn run_async(
     }
     if let Some(path) = &args.kueue_config {
         controller.mirror.configuration = Some(wasq::api::config::load_file(path)?);
+    }
+    if args.multikueue {
+        let config = controller.mirror.configuration.clone().unwrap_or_default();
+        let options = wasq::k8s::multikueue::Options {
+            origin: config.multi_kueue().origin().to_string(),
+            namespace: config.namespace().unwrap_or(&namespace).to_string(),
+            kubeconfig_dir: args.multikueue_kubeconfig_dir.clone(),
+        };
+        tracing::info!(origin = %options.origin, namespace = %options.namespace,
+            "running as a MultiKueue manager: connecting to MultiKueueClusters");
+        controller.set_multikueue(options);
     }
     if let Some(path) = &args.record_trace {
         let started = jiff::Timestamp::now().as_millisecond();

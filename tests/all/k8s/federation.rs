@@ -350,10 +350,25 @@ impl Fed {
     /// The manager running as a MultiKueue manager (Kueue's default options), every source
     /// listed.
     fn start_manager(&mut self) {
-        self.manager
-            .controller
-            .set_multikueue(wasq::k8s::multikueue::Options::default());
+        self.start_manager_with(wasq::k8s::multikueue::Options::default());
+    }
+
+    fn start_manager_with(&mut self, options: wasq::k8s::multikueue::Options) {
+        self.manager.controller.set_multikueue(options);
         self.manager.list_all();
+    }
+
+    /// Points `cluster`'s MultiKueueCluster at a kubeconfig file, and takes the change in.
+    fn use_path(&mut self, cluster: &str, location: &str) {
+        let path = format!("{KUEUE}/multikueueclusters/{cluster}");
+        self.manager.api.modify(&path, |c| {
+            c["spec"]["clusterSource"]["kubeConfig"] =
+                json!({"location": location, "locationType": "Path"});
+        });
+        self.manager.applied(
+            wasq::k8s::sync::mirror::Source::Kueue(KueueKind::MultiKueueCluster),
+            &path,
+        );
     }
 
     fn advance(&self, ms: i64) {
@@ -606,4 +621,66 @@ async fn an_insecure_or_missing_kubeconfig_is_refused_with_kueues_reason() {
     fed.write_secret("w1", "w1-t1");
     fed.advance(1_000);
     fed.until_active("w1", connected()).await;
+}
+
+#[tokio::test]
+async fn a_kubeconfig_file_must_be_under_the_allowed_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(tmp.path()).unwrap();
+    let dir = root.join("kubeconfigs");
+    std::fs::create_dir(&dir).unwrap();
+    let mut fed = Fed::new(&["w1"]);
+    let kubeconfig = fed.worker("w1").http.kubeconfig("w1", Some("w1-t1"));
+    std::fs::write(dir.join("w1.yaml"), &kubeconfig).unwrap();
+    std::fs::write(root.join("outside.yaml"), &kubeconfig).unwrap();
+    let (d, r) = (dir.display().to_string(), root.display().to_string());
+    fed.use_path("w1", &format!("{d}/w1.yaml"));
+    fed.start_manager_with(wasq::k8s::multikueue::Options {
+        kubeconfig_dir: dir.clone(),
+        ..Default::default()
+    });
+    fed.until_active("w1", connected()).await;
+
+    fed.use_path("w1", &format!("{d}/../outside.yaml"));
+    let a = fed.until_active("w1", reason("BadKubeConfig")).await;
+    assert_eq!(
+        a.2,
+        format!(
+            "load client config failed: kubeconfig path is not under the allowed prefix: \"{r}/outside.yaml\" is not under \"{d}\""
+        )
+    );
+    fed.use_path("w1", "kubeconfigs/w1.yaml");
+    let a = fed
+        .until_active("w1", |a| a.2.contains("must be absolute"))
+        .await;
+    assert_eq!(
+        a,
+        (
+            "False".into(),
+            "BadKubeConfig".into(),
+            "load client config failed: kubeconfig path is not under the allowed prefix: path must be absolute".into()
+        )
+    );
+    // A file rewritten in place is read again within a second: a rotation.
+    fed.use_path("w1", &format!("{d}/w1.yaml"));
+    fed.until_active("w1", connected()).await;
+    fed.worker("w1").http.require_token(Some("w1-t2".into()));
+    std::fs::write(
+        dir.join("w1.yaml"),
+        fed.worker("w1").http.kubeconfig("w1", Some("w1-t2")),
+    )
+    .unwrap();
+    let lists =
+        |f: &Fed| f.worker("w1").api.counts()[&("list".to_string(), "workloads".to_string())];
+    let before = lists(&fed);
+    fed.advance(1_000);
+    let start = Instant::now();
+    while lists(&fed) == before {
+        assert!(start.elapsed() < Duration::from_secs(5), "no new list");
+        fed.manager.step().await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    fed.passes(Duration::from_millis(100)).await;
+    assert_eq!(fed.active("w1"), Some(connected_tuple()));
+    assert_eq!(fed.worker("w1").http.unauthorized(), 0);
 }
