@@ -30,6 +30,8 @@ impl Controller {
     /// condition written. Off by default (MultiKueue's objects are then only read).
     pub fn set_multikueue(&mut self, options: Options) {
         self.multikueue = Some(MultiKueue::new(options));
+        self.mirror.multikueue_manager = true;
+        self.dirty = true;
     }
 
     /// The manager's remote clusters, when it runs as one.

@@ -129,7 +129,24 @@ pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
                 multikueue::validate_cluster(o),
             )
         })
-        .map(|(_, o)| o.clone())
+        .map(|(_, o)| {
+            let mut o = o.clone();
+            // Connected only once the manager says so (Kueue: `IsStatusConditionTrue`).
+            if mirror.multikueue_manager && o.active().is_none() {
+                o.status
+                    .get_or_insert_default()
+                    .conditions
+                    .push(crate::api::Condition {
+                        type_: multikueue::CLUSTER_ACTIVE.into(),
+                        status: "Unknown".into(),
+                        reason: String::new(),
+                        message: String::new(),
+                        last_transition_time: None,
+                        observed_generation: None,
+                    });
+            }
+            o
+        })
         .collect();
     m.multikueue_configs = mirror
         .multikueue_configs

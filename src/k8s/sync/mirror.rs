@@ -100,6 +100,9 @@ pub struct Mirror {
     /// The cluster serves `autoscaling.x-k8s.io/v1` ProvisioningRequests (Kueue's
     /// ProvisioningRequest check can run).
     pub provisioning_served: bool,
+    /// This controller is the MultiKueue manager (`--multikueue`): a MultiKueueCluster
+    /// without an `Active` condition counts as inactive, as in Kueue, not as connected.
+    pub multikueue_manager: bool,
     pub flavors: BTreeMap<String, ResourceFlavor>,
     pub cohorts: BTreeMap<String, Cohort>,
     pub cluster_queues: BTreeMap<String, ClusterQueue>,

@@ -1,7 +1,8 @@
 //! MultiKueue's kinds in the controller against the API double: MultiKueueClusters and
 //! MultiKueueConfigs are listed and watched with the other Kueue kinds, and whether a
 //! MultiKueue check's clusters are connected decides whether its ClusterQueue is active, with
-//! Kueue's words. Nothing is dispatched yet, and nothing is written to MultiKueue's objects.
+//! Kueue's words. Nothing is dispatched yet, and without `--multikueue` nothing is written to
+//! MultiKueue's objects; with it, a cluster counts as connected only once the manager says so.
 
 use serde_json::{Value, json};
 use wasq::k8s::schema::kinds::KueueKind;
@@ -145,5 +146,67 @@ async fn a_disconnected_worker_makes_the_multikueue_queue_inactive() {
             .any(|r| r.method != "GET" && r.uri.contains("multikueue")),
         "{:?}",
         env.lines()
+    );
+}
+
+#[tokio::test]
+async fn as_the_manager_a_cluster_not_yet_connected_is_inactive() {
+    let mut objects = objects();
+    let cluster = objects
+        .iter_mut()
+        .find(|(p, _)| p.ends_with("/multikueueclusters/w1"))
+        .unwrap();
+    cluster.1.as_object_mut().unwrap().remove("status");
+    // A worker nothing listens for: the first attempt fails.
+    let kubeconfig = wasq::k8s::apiserver::http::kubeconfig("w1", "http://127.0.0.1:1", Some("t"));
+    objects.push((
+        "/api/v1/namespaces/kueue-system/secrets/w1-secret".into(),
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "w1-secret", "namespace": "kueue-system"},
+               "data": {"kubeconfig": base64::Engine::encode(
+                   &base64::engine::general_purpose::STANDARD, kubeconfig)}}),
+    ));
+    let mut env = Env::new(objects);
+    env.controller
+        .set_multikueue(wasq::k8s::multikueue::Options::default());
+    env.list_all();
+    env.step().await;
+    // Still connecting: nothing written, and the cluster is not counted as connected.
+    assert_eq!(cq_active(&env).0, "False");
+    assert_eq!(cq_active(&env).1, "AdmissionCheckInactive");
+    let path = format!("{KUEUE}/multikueueclusters/w1");
+    assert!(env.api.get(&path).unwrap()["status"].is_null());
+
+    // The attempt fails: Kueue's reason, with the attempts.
+    let start = std::time::Instant::now();
+    loop {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        env.step().await;
+        let c = env.api.get(&path).unwrap()["status"]["conditions"][0].clone();
+        if c["reason"] == "ClientConnectionFailed" {
+            let message = c["message"].as_str().unwrap();
+            assert!(
+                message.ends_with(
+                    "; connection attempts: 1, next connection attempt: 2026-01-01T00:00:05Z"
+                ),
+                "{message}"
+            );
+            assert_eq!(c["status"], "False");
+            break;
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(5), "{c}");
+    }
+    let writes: Vec<_> = env
+        .api
+        .requests()
+        .into_iter()
+        .filter(|r| r.method != "GET" && r.uri.contains("multikueue"))
+        .map(|r| r.uri)
+        .collect();
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert!(
+        writes[0].starts_with(&format!("{KUEUE}/multikueueclusters/w1/status?"))
+            && writes[0].contains("fieldManager=kueue.x-k8s.io%2Fmultikueue"),
+        "{writes:?}"
     );
 }
