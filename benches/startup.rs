@@ -158,6 +158,7 @@ fn main() {
                     Source::Node => ("v1", "nodes"),
                     Source::Pod | Source::TasPod => ("v1", "pods"),
                     Source::Job(_) => ("batch/v1", "jobs"),
+                    Source::Secret => ("v1", "secrets"),
                     Source::ProvisioningRequest => continue,
                 };
                 let mut objects = Vec::new();

@@ -49,6 +49,7 @@ fn collections(kinds: &[jobs::JobKind]) -> Vec<(Source, String, String)> {
     out.push((Source::Pod, "/api/v1".into(), "pods".into()));
     out.push((Source::Node, "/api/v1".into(), "nodes".into()));
     out.push((Source::TasPod, "/api/v1".into(), "pods".into()));
+    out.push((Source::Secret, "/api/v1".into(), "secrets".into()));
     for (i, k) in kinds.iter().enumerate() {
         let prefix = if k.group.is_empty() {
             format!("/api/{}", k.version)

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use futures::FutureExt;
-use k8s_openapi::api::core::v1::{Namespace, Node};
+use k8s_openapi::api::core::v1::{Namespace, Node, Secret};
 use kube::core::ApiResource;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
@@ -34,8 +34,16 @@ pub fn spawn_watchers(
             Source::ProvisioningRequest => provisioning::resource(),
             Source::Node => ApiResource::erase::<Node>(&()),
             Source::TasPod => pod_groups::pod_resource(),
+            Source::Secret => ApiResource::erase::<Secret>(&()),
         };
-        watchers::spawn(client.clone(), source, resource, tx.clone());
+        // Secrets only in Kueue's namespace (MultiKueue's kubeconfigs).
+        let namespace = match source {
+            Source::Secret => controller
+                .multikueue()
+                .map(|m| m.options.namespace.as_str()),
+            _ => None,
+        };
+        watchers::spawn_in(client.clone(), source, resource, namespace, tx.clone());
     }
     rx
 }

@@ -235,6 +235,9 @@ impl Controller {
         if self.provisioning {
             s.push(Source::ProvisioningRequest);
         }
+        if self.multikueue.is_some() {
+            s.push(Source::Secret);
+        }
         s
     }
 

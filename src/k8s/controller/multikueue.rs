@@ -5,15 +5,16 @@
 //! and the `Active` condition written to its status (field manager
 //! `kueue.x-k8s.io/multikueue`) when its status, reason or message changes.
 //!
-//! First cut: the kubeconfig Secret is read (GET) when the cluster is due — never read, its
-//! object changed, a session reported, a backoff ended, or every [`REREAD_MS`](crate::k8s::multikueue::REREAD_MS) of the
-//! controller's clock, which is how a rotated Secret is seen (no Secret watch yet). Sessions
+//! A cluster is reconciled when it is due: never read, its object or its Secret changed (the
+//! Secrets of Kueue's namespace are watched, [`Source::Secret`]), a session reported, a
+//! backoff ended, or — a `locationType: Path` file, with no file watcher yet — every
+//! [`REREAD_MS`](crate::k8s::multikueue::REREAD_MS) of the controller's clock. Sessions
 //! report between passes; the next pass (an event or the tick) takes the reports in.
 //!
 //! [`Connection::loaded`]: crate::k8s::multikueue::connection::Connection::loaded
 
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::Api;
+use kube::core::DynamicObject;
 use serde_json::json;
 
 use super::Controller;
@@ -23,7 +24,8 @@ use crate::k8s::multikueue::connection::{Active, Decision};
 use crate::k8s::multikueue::{FIELD_MANAGER, MultiKueue, Options, kubeconfig};
 use crate::k8s::schema::kinds::KueueKind;
 use crate::k8s::status::conditions as cond;
-use crate::k8s::sync::mirror::Source;
+use crate::k8s::sync::keys::key_of;
+use crate::k8s::sync::mirror::{Mirror, Source};
 
 impl Controller {
     /// Runs as a MultiKueue manager: MultiKueueClusters are connected to and their `Active`
@@ -56,8 +58,8 @@ impl Controller {
             .values()
             .filter(|c| c.metadata.deletion_timestamp.is_none())
             .filter(|c| {
-                mk.remote(c.name())
-                    .is_none_or(|r| r.due(c.metadata.resource_version.as_deref(), now))
+                let (stamp, poll) = stamp(&self.mirror, &mk.options.namespace, c, None);
+                mk.remote(c.name()).is_none_or(|r| r.due(&stamp, poll, now))
             })
             .cloned()
             .collect();
@@ -74,25 +76,19 @@ impl Controller {
         now: Millis,
     ) {
         let name = cluster.name().to_string();
-        let secret = match cluster.kube_config() {
-            Some(k) if k.location_type() == LocationType::Secret => {
-                let api: Api<Secret> =
-                    Api::namespaced(self.writer.client().clone(), &mk.options.namespace);
-                match api.get_opt(&k.location).await {
-                    Ok(s) => s,
-                    Err(e) => {
-                        // Tried again at the next pass.
-                        tracing::warn!(cluster = %name, error = %e, "MultiKueue: cannot read the kubeconfig Secret");
-                        return;
-                    }
-                }
-            }
-            _ => None,
-        };
+        let secret = secret_of(&self.mirror, &mk.options.namespace, cluster).and_then(|o| {
+            serde_json::to_value(o)
+                .and_then(serde_json::from_value::<Secret>)
+                .inspect_err(|e| {
+                    tracing::warn!(cluster = %name, error = %e,
+                        "MultiKueue: the kubeconfig Secret does not decode");
+                })
+                .ok()
+        });
         let loaded = kubeconfig::load(cluster, |_| secret.as_ref(), &mk.options.kubeconfig_dir);
-        let rv = cluster.metadata.resource_version.clone();
+        let (read, _) = stamp(&self.mirror, &mk.options.namespace, cluster, None);
         let remote = mk.remote_mut(&name);
-        remote.reconciled(rv.as_deref(), now);
+        remote.reconciled(read, now);
         let start = match loaded {
             Ok(l) => match remote.conn.loaded(l.digest, now) {
                 Decision::Connect { generation } => Some((generation, l.config)),
@@ -114,7 +110,8 @@ impl Controller {
             && let Some(rv) = self.write_cluster_active(cluster, &active, now).await
         {
             // Our own write does not make the cluster due again.
-            mk.remote_mut(&name).reconciled(rv.as_deref(), now);
+            let (stamp, _) = stamp(&self.mirror, &mk.options.namespace, cluster, Some(rv));
+            mk.remote_mut(&name).reconciled(stamp, now);
         }
     }
 
@@ -178,4 +175,42 @@ impl Controller {
             }
         }
     }
+}
+
+/// The kubeconfig Secret `cluster` names, from the mirror (Secrets of `namespace` are
+/// watched).
+fn secret_of<'a>(
+    mirror: &'a Mirror,
+    namespace: &str,
+    cluster: &MultiKueueCluster,
+) -> Option<&'a DynamicObject> {
+    let k = cluster
+        .kube_config()
+        .filter(|k| k.location_type() == LocationType::Secret)?;
+    mirror.secrets.get(&key_of(Some(namespace), &k.location))
+}
+
+/// What a cluster's kubeconfig is read from, as a string that changes with it (the
+/// resourceVersions of the cluster, `cluster_rv` when given, and of its Secret), and whether
+/// it must be polled (a file).
+fn stamp(
+    mirror: &Mirror,
+    namespace: &str,
+    cluster: &MultiKueueCluster,
+    cluster_rv: Option<Option<String>>,
+) -> (String, bool) {
+    let rv = cluster_rv.unwrap_or_else(|| cluster.metadata.resource_version.clone());
+    let secret = secret_of(mirror, namespace, cluster)
+        .map(|s| s.metadata.resource_version.clone().unwrap_or_default());
+    let poll = cluster
+        .kube_config()
+        .is_some_and(|k| k.location_type() == LocationType::Path);
+    (
+        format!(
+            "{}|{}",
+            rv.unwrap_or_default(),
+            secret.unwrap_or_else(|| "-".into())
+        ),
+        poll,
+    )
 }

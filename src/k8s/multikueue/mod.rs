@@ -32,8 +32,8 @@ pub const FIELD_MANAGER: &str = crate::api::multikueue::MULTIKUEUE_CONTROLLER;
 pub const DEFAULT_ORIGIN: &str = "multikueue";
 /// Kueue's default namespace, where the kubeconfig Secrets are.
 pub const DEFAULT_NAMESPACE: &str = "kueue-system";
-/// How often, by the controller's clock, a connected cluster's kubeconfig is read again to
-/// see a rotation (there is no Secret watch or file watcher in this first cut).
+/// How often, by the controller's clock, a `locationType: Path` kubeconfig is read again to
+/// see a rotation (there is no file watcher in this first cut; Secrets are watched).
 pub const REREAD_MS: Millis = 1_000;
 
 /// The manager's MultiKueue options.
@@ -62,28 +62,30 @@ impl Default for Options {
 pub struct Remote {
     pub conn: Connection,
     task: Option<(u64, AbortHandle)>,
-    /// When its kubeconfig was last read, and the MultiKueueCluster's resourceVersion then.
-    read: Option<(Millis, Option<String>)>,
+    /// When its kubeconfig was last read, and what it was read from then (the
+    /// resourceVersions of the MultiKueueCluster and its Secret).
+    read: Option<(Millis, String)>,
     /// A session reported since the last reconcile.
     reported: bool,
 }
 
 impl Remote {
-    /// Whether the cluster must be reconciled at `now`: never read, its object changed
-    /// (`resource_version`), a session reported, the backoff ended or a reread is due.
-    pub fn due(&self, resource_version: Option<&str>, now: Millis) -> bool {
-        let Some((at, rv)) = &self.read else {
+    /// Whether the cluster must be reconciled at `now`: never read, what it is read from
+    /// changed (`stamp`), a session reported, the backoff ended, or (`poll`: a file) a reread
+    /// is due.
+    pub fn due(&self, stamp: &str, poll: bool, now: Millis) -> bool {
+        let Some((at, read)) = &self.read else {
             return true;
         };
         self.reported
-            || rv.as_deref() != resource_version
+            || read != stamp
             || self.conn.wake_at().is_some_and(|t| t <= now)
-            || now >= at + REREAD_MS
+            || (poll && now >= at + REREAD_MS)
     }
 
-    /// Records a reconcile at `now` of the object at `resource_version`.
-    pub fn reconciled(&mut self, resource_version: Option<&str>, now: Millis) {
-        self.read = Some((now, resource_version.map(str::to_string)));
+    /// Records a reconcile at `now` of what `stamp` says.
+    pub fn reconciled(&mut self, stamp: String, now: Millis) {
+        self.read = Some((now, stamp));
         self.reported = false;
     }
 

@@ -37,6 +37,9 @@ pub enum Source {
     TasPod,
     /// `autoscaling.x-k8s.io/v1` ProvisioningRequests (when the cluster serves them).
     ProvisioningRequest,
+    /// `v1` Secrets of Kueue's namespace: MultiKueue's kubeconfigs (when the controller is
+    /// the MultiKueue manager).
+    Secret,
 }
 
 /// What a watcher reports.
@@ -120,6 +123,8 @@ pub struct Mirror {
     pub jobs: Vec<BTreeMap<String, DynamicObject>>,
     pub pods: BTreeMap<String, Pod>,
     pub provisioning_requests: BTreeMap<String, DynamicObject>,
+    /// Secrets of Kueue's namespace ([`Source::Secret`]), by `namespace/name`.
+    pub secrets: BTreeMap<String, DynamicObject>,
     pub topologies: BTreeMap<String, crate::api::topology::Topology>,
     /// Nodes and what pods use on them, for topology-aware scheduling.
     pub tas: crate::k8s::sync::tas_nodes::NodeMirror,
@@ -276,6 +281,7 @@ impl Mirror {
             Source::Pod => k(&self.pods),
             Source::Job(i) => self.jobs.get(i).map(k).unwrap_or_default(),
             Source::ProvisioningRequest => k(&self.provisioning_requests),
+            Source::Secret => k(&self.secrets),
             Source::Kueue(KueueKind::Topology) => k(&self.topologies),
             Source::Node => self.tas.node_keys(),
             Source::TasPod => self.tas.pod_keys(),
@@ -338,13 +344,18 @@ impl Mirror {
             Source::Job(i) => self.jobs.get_mut(i).and_then(|m| m.remove(key)).is_some(),
             Source::ProvisioningRequest => self.provisioning_requests.remove(key).is_some(),
             Source::Kueue(KueueKind::Topology) => self.topologies.remove(key).is_some(),
+            Source::Secret => self.secrets.remove(key).is_some(),
             Source::Node | Source::TasPod => false,
         };
         if removed {
             match src {
                 Source::Kueue(KueueKind::Workload) => self.note_workload(key, false),
                 Source::Job(i) => self.touch_job(i, key),
-                Source::Pod | Source::ProvisioningRequest | Source::Node | Source::TasPod => {}
+                Source::Pod
+                | Source::ProvisioningRequest
+                | Source::Secret
+                | Source::Node
+                | Source::TasPod => {}
                 _ => self.dirty.config = true,
             }
         }
@@ -396,6 +407,15 @@ impl Mirror {
                     tracing::warn!(pod = %key, error = %e, "ignoring a Pod that does not decode");
                 }
             },
+            Source::Secret => {
+                upsert(
+                    &mut self.secrets,
+                    key,
+                    obj,
+                    |o| o.metadata.resource_version.clone(),
+                    |a, b| a == b,
+                );
+            }
             Source::Node | Source::TasPod => self.apply_tas(src, &key, &obj),
             Source::Kueue(KueueKind::Topology) => match self.decode(src, &obj) {
                 Ok(object) => self.put_topology(object),

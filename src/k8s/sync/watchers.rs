@@ -19,7 +19,21 @@ pub fn spawn(
     resource: ApiResource,
     tx: UnboundedSender<Observed>,
 ) {
-    let api: Api<DynamicObject> = Api::all_with(client, &resource);
+    spawn_in(client, source, resource, None, tx);
+}
+
+/// Watches `resource` in `namespace` (`None`: cluster-wide) until the receiver is dropped.
+pub fn spawn_in(
+    client: kube::Client,
+    source: Source,
+    resource: ApiResource,
+    namespace: Option<&str>,
+    tx: UnboundedSender<Observed>,
+) {
+    let api: Api<DynamicObject> = match namespace {
+        Some(ns) => Api::namespaced_with(client, ns, &resource),
+        None => Api::all_with(client, &resource),
+    };
     let config = match source {
         // Only queued pods are Kueue's business here: in a group or alone (a lone pod has no
         // group label; selecting by that label, wasq never saw one), every one names its queue.

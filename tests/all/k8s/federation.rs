@@ -25,6 +25,7 @@ use kube::core::DynamicObject;
 use serde_json::{Value, json};
 use wasq::k8s::apiserver::{ApiServer, HttpDouble};
 use wasq::k8s::schema::kinds::KueueKind;
+use wasq::k8s::sync::mirror::{Observed, Source};
 
 use super::{Env, KUEUE, NOW, double};
 
@@ -116,6 +117,12 @@ impl Fed {
         self.manager
             .api
             .put(&secret_path(worker), secret(worker, &kubeconfig));
+    }
+
+    /// [`Fed::write_secret`], and the manager's watch event for it.
+    fn rotate(&mut self, worker: &str, token: &str) {
+        self.write_secret(worker, token);
+        self.manager.applied(Source::Secret, &secret_path(worker));
     }
 
     /// A client for `cluster` from what the manager holds, read through the manager's API as
@@ -494,6 +501,14 @@ async fn each_connected_worker_is_active_as_kueue_writes_it() {
         assert_eq!(w.api.open_watches(), 1, "{}", w.name);
     }
 
+    // The Secrets come from the manager's watch, not from requests of the reconciler.
+    assert!(
+        !fed.manager
+            .api
+            .requests()
+            .iter()
+            .any(|r| r.uri.contains("/secrets")),
+    );
     // Passes with nothing new write nothing more.
     fed.advance(3_000);
     fed.passes(Duration::from_millis(100)).await;
@@ -564,10 +579,9 @@ async fn a_rotated_secret_reconnects_at_once_with_the_new_token() {
         "{message}"
     );
 
-    // The Secret rewritten: read again within a second, connected without waiting out the
-    // backoff.
-    fed.write_secret("w1", "w1-t2");
-    fed.advance(1_000);
+    // The Secret rewritten (its watch event): connected without waiting out the backoff.
+    fed.rotate("w1", "w1-t2");
+
     fed.until_active("w1", connected()).await;
 
     // Rotated again while connected: a new session with the new token; Active stays True.
@@ -575,8 +589,8 @@ async fn a_rotated_secret_reconnects_at_once_with_the_new_token() {
     w1.http.require_token(Some("w1-t3".into()));
     let lists = |w: &Worker| w.api.counts()[&("list".to_string(), "workloads".to_string())];
     let before = lists(w1);
-    fed.write_secret("w1", "w1-t3");
-    fed.advance(1_000);
+    fed.rotate("w1", "w1-t3");
+
     let start = Instant::now();
     while lists(fed.worker("w1")) == before {
         assert!(start.elapsed() < Duration::from_secs(5), "no new list");
@@ -602,15 +616,18 @@ async fn an_insecure_or_missing_kubeconfig_is_refused_with_kueues_reason() {
     fed.manager
         .api
         .put(&secret_path("w1"), secret("w1", &insecure));
-    fed.advance(1_000);
+    fed.manager.applied(Source::Secret, &secret_path("w1"));
     let a = fed.until_active("w1", reason("InsecureKubeConfig")).await;
     assert_eq!(
         a.2,
         "load client config failed: insecure TLS verification is not allowed for cluster w1"
     );
 
-    fed.manager.api.delete(&secret_path("w1"));
-    fed.advance(1_000);
+    let gone = fed.manager.api.delete(&secret_path("w1")).unwrap();
+    fed.manager.controller.observe(Observed::Deleted(
+        Source::Secret,
+        serde_json::from_value(gone).unwrap(),
+    ));
     let a = fed.until_active("w1", reason("BadKubeConfig")).await;
     assert_eq!(
         a.2,
@@ -618,8 +635,8 @@ async fn an_insecure_or_missing_kubeconfig_is_refused_with_kueues_reason() {
     );
 
     // Restored: connected again.
-    fed.write_secret("w1", "w1-t1");
-    fed.advance(1_000);
+    fed.rotate("w1", "w1-t1");
+
     fed.until_active("w1", connected()).await;
 }
 
@@ -680,6 +697,69 @@ async fn a_kubeconfig_file_must_be_under_the_allowed_directory() {
         fed.manager.step().await;
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    fed.passes(Duration::from_millis(100)).await;
+    assert_eq!(fed.active("w1"), Some(connected_tuple()));
+    assert_eq!(fed.worker("w1").http.unauthorized(), 0);
+}
+
+#[tokio::test]
+async fn the_manager_watches_secrets_in_kueues_namespace_only() {
+    let mut fed = Fed::new(&["w1"]);
+    fed.manager
+        .controller
+        .set_multikueue(wasq::k8s::multikueue::Options::default());
+    let mut rx =
+        wasq::k8s::controller::spawn_watchers(&fed.manager.api.client(), &fed.manager.controller);
+    // Listed as the other tests do: the double serves none of the job kinds but batch Jobs,
+    // whose watchers never list. Then passes on the watchers' events, as `wasq controller`
+    // runs them.
+    fed.manager.list_all();
+    async fn run_until(
+        fed: &mut Fed,
+        rx: &mut tokio::sync::mpsc::UnboundedReceiver<Observed>,
+        want: impl Fn(&Fed) -> bool,
+    ) {
+        let start = Instant::now();
+        while !want(fed) {
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "{:?}",
+                fed.active("w1")
+            );
+            while let Ok(ev) = rx.try_recv() {
+                fed.manager.controller.observe(ev);
+            }
+            fed.manager.step().await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    run_until(&mut fed, &mut rx, |f| {
+        f.active("w1") == Some(connected_tuple())
+    })
+    .await;
+    let secrets: Vec<String> = fed
+        .manager
+        .api
+        .requests()
+        .into_iter()
+        .filter(|r| r.uri.contains("secrets"))
+        .map(|r| r.line())
+        .collect();
+    assert!(!secrets.is_empty());
+    assert!(
+        secrets
+            .iter()
+            .all(|l| l.starts_with("GET /api/v1/namespaces/kueue-system/secrets")),
+        "{secrets:?}"
+    );
+
+    // Rotated: the Secret's watch event alone (the clock never moves) brings a new session.
+    fed.worker("w1").http.require_token(Some("w1-t2".into()));
+    fed.write_secret("w1", "w1-t2");
+    let lists =
+        |f: &Fed| f.worker("w1").api.counts()[&("list".to_string(), "workloads".to_string())];
+    let before = lists(&fed);
+    run_until(&mut fed, &mut rx, move |f| lists(f) > before).await;
     fed.passes(Duration::from_millis(100)).await;
     assert_eq!(fed.active("w1"), Some(connected_tuple()));
     assert_eq!(fed.worker("w1").http.unauthorized(), 0);

@@ -35,6 +35,7 @@ fn collection(kinds: &[JobKind], source: Source) -> (String, String) {
         Source::Namespace => ("/api/v1".into(), "namespaces".into()),
         Source::Pod | Source::TasPod => ("/api/v1".into(), "pods".into()),
         Source::Node => ("/api/v1".into(), "nodes".into()),
+        Source::Secret => ("/api/v1".into(), "secrets".into()),
         Source::ProvisioningRequest => (
             "/apis/autoscaling.x-k8s.io/v1".into(),
             "provisioningrequests".into(),
