@@ -764,3 +764,33 @@ async fn the_manager_watches_secrets_in_kueues_namespace_only() {
     assert_eq!(fed.active("w1"), Some(connected_tuple()));
     assert_eq!(fed.worker("w1").http.unauthorized(), 0);
 }
+
+#[tokio::test]
+async fn a_deleted_cluster_loses_its_client() {
+    let mut fed = Fed::new(&["w1", "w2"]);
+    fed.start_manager();
+    fed.until_active("w1", connected()).await;
+    fed.until_active("w2", connected()).await;
+    let mkc = fed
+        .manager
+        .api
+        .get(&format!("{KUEUE}/multikueueclusters/w1"))
+        .unwrap();
+    let c = &mkc["status"]["conditions"][0];
+    assert!(mkc["metadata"]["generation"].is_i64(), "{mkc}");
+    assert_eq!(c["observedGeneration"], mkc["metadata"]["generation"]);
+
+    let gone = fed
+        .manager
+        .api
+        .delete(&format!("{KUEUE}/multikueueclusters/w1"))
+        .unwrap();
+    fed.manager.controller.observe(Observed::Deleted(
+        Source::Kueue(KueueKind::MultiKueueCluster),
+        serde_json::from_value(gone).unwrap(),
+    ));
+    fed.manager.step().await;
+    let mk = fed.manager.controller.multikueue().unwrap();
+    assert!(mk.remote("w1").is_none());
+    assert!(mk.remote("w2").unwrap().conn.connected());
+}
