@@ -403,6 +403,7 @@ impl Controller {
         }
         let now = (self.clock)();
         self.reconcile_clusters(now).await;
+        self.write_multikueue_check_statuses(now).await;
         self.write_check_statuses(now).await;
         for _ in 0..2 {
             self.update_core(now);

@@ -3,7 +3,9 @@
 //! ([`Controller::set_multikueue`]): for each MultiKueueCluster, its kubeconfig loaded
 //! ([`kubeconfig::load`]), a session to the worker started or kept ([`Connection::loaded`]),
 //! and the `Active` condition written to its status (field manager
-//! `kueue.x-k8s.io/multikueue`) when its status, reason or message changes.
+//! `kueue.x-k8s.io/multikueue`) when its status, reason or message changes. Then Kueue's
+//! MultiKueue AdmissionCheck reconciler: each MultiKueue check's `Active` condition from its
+//! config's clusters ([`Controller::write_multikueue_check_statuses`]).
 //!
 //! A cluster is reconciled when it is due: never read, its object or its Secret changed (the
 //! Secrets of Kueue's namespace are watched, [`Source::Secret`]), a session reported, a
@@ -18,12 +20,17 @@ use kube::core::DynamicObject;
 use serde_json::json;
 
 use super::Controller;
-use crate::api::multikueue::{CLUSTER_ACTIVE, LocationType, MultiKueueCluster};
+use crate::api::checks::ADMISSION_CHECK_ACTIVE;
+use crate::api::multikueue::{
+    CLUSTER_ACTIVE, LocationType, MULTIKUEUE_CONTROLLER, MultiKueueCluster,
+};
 use crate::cluster::Millis;
+use crate::cluster::checks;
 use crate::k8s::multikueue::connection::{Active, Decision};
 use crate::k8s::multikueue::{FIELD_MANAGER, MultiKueue, Options, kubeconfig};
 use crate::k8s::schema::kinds::KueueKind;
 use crate::k8s::status::conditions as cond;
+use crate::k8s::sync::core::cluster_as_seen;
 use crate::k8s::sync::keys::key_of;
 use crate::k8s::sync::mirror::{Mirror, Source};
 
@@ -112,6 +119,76 @@ impl Controller {
             // Our own write does not make the cluster due again.
             let (stamp, _) = stamp(&self.mirror, &mk.options.namespace, cluster, Some(rv));
             mk.remote_mut(&name).reconciled(stamp, now);
+        }
+    }
+
+    /// Kueue's MultiKueue AdmissionCheck reconciler (`ACReconciler.Reconcile`), as the
+    /// manager: each check of controller `kueue.x-k8s.io/multikueue` gets the `Active`
+    /// condition [`checks::multikueue_condition`] gives, written when its status, reason or
+    /// message changes (`ObservedGeneration`: the check's generation).
+    pub(super) async fn write_multikueue_check_statuses(&mut self, now: Millis) {
+        if self.multikueue.is_none() {
+            return;
+        }
+        let configs: Vec<_> = self.mirror.multikueue_configs.values().cloned().collect();
+        let clusters: Vec<_> = (self.mirror.multikueue_clusters.values())
+            .map(|c| cluster_as_seen(c, true))
+            .collect();
+        let mut writes = Vec::new();
+        for (name, ac) in &self.mirror.admission_checks {
+            if ac.spec.controller_name != MULTIKUEUE_CONTROLLER {
+                continue;
+            }
+            let (active, _) = checks::multikueue_condition(ac, &configs, &clusters);
+            // The AdmissionCheck carries metav1 Conditions: same JSON as the core's.
+            let mut conditions: Vec<crate::api::Condition> = (ac.status.as_ref())
+                .and_then(|s| serde_json::to_value(&s.conditions).ok())
+                .and_then(|v| serde_json::from_value(v).ok())
+                .unwrap_or_default();
+            if cond::find(&conditions, ADMISSION_CHECK_ACTIVE).is_some_and(|c| {
+                (c.status == "True") == active.status
+                    && c.reason == active.reason
+                    && c.message == active.message
+            }) {
+                continue;
+            }
+            let mut c = cond::condition(
+                ADMISSION_CHECK_ACTIVE,
+                active.status,
+                active.reason,
+                &active.message,
+                now,
+            );
+            c.observed_generation = ac.metadata.generation;
+            cond::set(&mut conditions, c);
+            writes.push((name.clone(), json!({ "conditions": conditions })));
+        }
+        for (name, status) in writes {
+            let written = self
+                .writer
+                .patch_status_as(
+                    KueueKind::AdmissionCheck,
+                    None,
+                    &name,
+                    &status,
+                    FIELD_MANAGER,
+                )
+                .await;
+            match written {
+                Ok(obj) => {
+                    if let Ok(o) = self
+                        .mirror
+                        .decode(Source::Kueue(KueueKind::AdmissionCheck), &obj)
+                    {
+                        self.mirror.put(o, true);
+                    }
+                    self.dirty = true;
+                }
+                Err(e) => {
+                    tracing::warn!(admission_check = %name, error = %e, "cannot write the AdmissionCheck status");
+                    self.write_failed("admission-check-status");
+                }
+            }
         }
     }
 

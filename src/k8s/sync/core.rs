@@ -129,24 +129,7 @@ pub fn build(mirror: &Mirror, now: Millis, configure: &Configure) -> Scheduler {
                 multikueue::validate_cluster(o),
             )
         })
-        .map(|(_, o)| {
-            let mut o = o.clone();
-            // Connected only once the manager says so (Kueue: `IsStatusConditionTrue`).
-            if mirror.multikueue_manager && o.active().is_none() {
-                o.status
-                    .get_or_insert_default()
-                    .conditions
-                    .push(crate::api::Condition {
-                        type_: multikueue::CLUSTER_ACTIVE.into(),
-                        status: "Unknown".into(),
-                        reason: String::new(),
-                        message: String::new(),
-                        last_transition_time: None,
-                        observed_generation: None,
-                    });
-            }
-            o
-        })
+        .map(|(_, o)| cluster_as_seen(o, mirror.multikueue_manager))
         .collect();
     m.multikueue_configs = mirror
         .multikueue_configs
@@ -550,6 +533,30 @@ fn as_the_core_sees(ac: &AdmissionCheck, provisioning_served: bool) -> Admission
         });
     }
     ac
+}
+
+/// A MultiKueueCluster as the core counts it: when this controller is the MultiKueue manager,
+/// one without an `Active` condition is not connected yet (Kueue: `IsStatusConditionTrue`),
+/// so it gets `Active=Unknown`; otherwise (manifests semantics) it counts as connected.
+pub fn cluster_as_seen(
+    cluster: &crate::api::multikueue::MultiKueueCluster,
+    manager: bool,
+) -> crate::api::multikueue::MultiKueueCluster {
+    let mut o = cluster.clone();
+    if manager && o.active().is_none() {
+        o.status
+            .get_or_insert_default()
+            .conditions
+            .push(crate::api::Condition {
+                type_: multikueue::CLUSTER_ACTIVE.into(),
+                status: "Unknown".into(),
+                reason: String::new(),
+                message: String::new(),
+                last_transition_time: None,
+                observed_generation: None,
+            });
+    }
+    o
 }
 
 #[cfg(test)]

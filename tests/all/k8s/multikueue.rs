@@ -200,10 +200,35 @@ async fn as_the_manager_a_cluster_not_yet_connected_is_inactive() {
         .api
         .requests()
         .into_iter()
-        .filter(|r| r.method != "GET" && r.uri.contains("multikueue"))
+        .filter(|r| r.method != "GET" && r.uri.contains("/multikueueclusters/"))
         .map(|r| r.uri)
         .collect();
     assert_eq!(writes.len(), 1, "{writes:?}");
+    // The check's Active condition, as Kueue's MultiKueue AdmissionCheck reconciler writes it:
+    // its only cluster is not connected.
+    let ac = env.api.get(&format!("{KUEUE}/admissionchecks/mk")).unwrap();
+    let c = &ac["status"]["conditions"][0];
+    assert_eq!(
+        (
+            &c["status"],
+            &c["reason"],
+            &c["message"],
+            &c["observedGeneration"]
+        ),
+        (
+            &json!("False"),
+            &json!("NoUsableClusters"),
+            &json!("Inactive clusters: [w1]"),
+            &json!(1)
+        )
+    );
+    let ac_writes = env
+        .api
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "PATCH" && r.uri.contains("/admissionchecks/mk/status"))
+        .count();
+    assert_eq!(ac_writes, 1, "written once, when it changed");
     assert!(
         writes[0].starts_with(&format!("{KUEUE}/multikueueclusters/w1/status?"))
             && writes[0].contains("fieldManager=kueue.x-k8s.io%2Fmultikueue"),
