@@ -3,11 +3,11 @@
 //!
 //! The manager's scenario names each worker's manifests on its MultiKueueCluster
 //! ([`SIM_WORKER_MANIFESTS`]); [`LOST`] takes a worker away for a time. The manager plays
-//! Kueue's MultiKueue workload controller (`pkg/controller/admissionchecks/multikueue/
-//! workload.go`) for every Workload that reserves quota behind a MultiKueue check:
+//! Kueue's MultiKueue workload controller for every Workload that reserves quota behind a
+//! MultiKueue check, acting on the decision both drivers share ([`crate::cluster::multikueue`]):
 //!
 //! 1. once its other checks are Ready, the dispatcher (the built-in the Configuration names,
-//!    or a dispatch plugin; [`crate::policy::dispatch::decide`]) nominates workers; each
+//!    or a dispatch plugin; [`crate::policy::dispatch::ask`]) nominates workers; each
 //!    connected nominee receives a copy (same namespace, name and spec, the origin label);
 //! 2. the first copy a worker admits wins: the other copies are removed, the check becomes
 //!    `Ready` (`The workload was admitted on "w1"`) and the Workload is admitted on the manager;
