@@ -7,12 +7,16 @@
 //! branch): in order, the first step that applies ends the reconcile —
 //!
 //! 1. the Workload is finished or holds no quota (evicted, preempted, deactivated, retried):
-//!    every copy is removed;
+//!    every copy the manager reaches is removed, finished ones too;
 //! 2. a copy finished: the Workload finishes with it (the job's status mirrored first);
-//! 3. a copy was evicted on its worker while the check is `Ready`: the check goes to `Retry`;
+//! 3. a copy was evicted: while the Workload is evicted on the manager too, the job's status
+//!    is mirrored (so that the manager's eviction completes once the remote job stopped);
+//!    else, while the check is `Ready`, the check goes to `Retry`;
 //! 4. a copy is admitted (the earliest; at one instant, the first in the MultiKueueConfig's
-//!    order): the other copies are removed, the check becomes `Ready` and `status.clusterName`
-//!    names its worker;
+//!    order): the other copies are removed; while the Workload is evicted on the manager but
+//!    still holds quota, the copy is deactivated (`DeactivationTarget`, reason
+//!    `EvictedOnManagerCluster`); otherwise the job is synced (created there, or its status
+//!    mirrored), the check becomes `Ready` and `status.clusterName` names its worker;
 //! 5. none is admitted while the check is `Ready`: the admitting worker was lost (`Retry` once
 //!    lost for `workerLostTimeout`) or is back without the copy (`Retry` at once);
 //! 6. the check is `Pending`, no worker recorded and every other check `Ready`: the dispatcher
@@ -35,6 +39,14 @@ pub fn evicted_on_worker(worker: &str) -> String {
     )
 }
 
+/// The copy's `DeactivationTarget` message when the Workload was evicted on the manager.
+pub fn evicted_on_manager(message: &str) -> String {
+    format!("Evicted on manager: {message}")
+}
+
+/// The reason of the copy's `DeactivationTarget` condition then.
+pub const EVICTED_ON_MANAGER_CLUSTER: &str = "EvictedOnManagerCluster";
+
 /// The admitting worker has been unreachable for `workerLostTimeout`.
 pub const ADMITTING_REMOTE_LOST: &str = "Admitting remote lost";
 /// The admitting worker is reachable but its copy is gone.
@@ -55,6 +67,9 @@ pub struct Local<'a> {
     pub check: CheckState,
     pub holds_quota: bool,
     pub finished: bool,
+    /// Evicted on the manager (the `Evicted` condition's message) while it still holds quota:
+    /// its job is being stopped.
+    pub evicted: Option<&'a str>,
     /// `status.clusterName`: the worker that admitted it.
     pub cluster_name: Option<&'a str>,
     /// Every other admission check of the Workload is `Ready`.
@@ -98,6 +113,12 @@ pub enum Why {
 pub enum Action {
     /// Remove the copy there (and its job).
     Remove { worker: usize, because: Removal },
+    /// Sync the job with its copy on `worker`: create the remote job there when missing, else
+    /// mirror its status onto the manager's job (Kueue's `SyncJob`).
+    SyncJob { worker: usize },
+    /// Ask the copy on `worker` to deactivate itself: the Workload was evicted on the manager
+    /// with `message` (Kueue's `EvictedOnManagerCluster`).
+    Deactivate { worker: usize, message: String },
     /// The Workload finishes as its copy on `worker` did.
     Finish { worker: usize },
     /// Set the check: state, message (Kueue's words), and why.
@@ -164,7 +185,7 @@ pub fn reconcile(
     if local.finished || !local.holds_quota {
         plan.actions.extend(
             copies()
-                .filter(|(i, c)| workers[*i].reachable && !c.finished)
+                .filter(|(i, _)| workers[*i].reachable)
                 .map(|(worker, _)| Action::Remove {
                     worker,
                     because: Removal::NoQuota,
@@ -174,10 +195,17 @@ pub fn reconcile(
     }
     // 2.
     if let Some((worker, _)) = copies().find(|(_, c)| c.finished) {
+        plan.actions.push(Action::SyncJob { worker });
         plan.actions.push(Action::Finish { worker });
         return plan;
     }
     // 3. (A copy evicted while the check is not Ready waits in its worker's queue.)
+    if local.evicted.is_some()
+        && let Some((worker, _)) = copies().find(|(_, c)| c.evicted)
+    {
+        plan.actions.push(Action::SyncJob { worker });
+        return plan;
+    }
     if local.check == CheckState::Ready && copies().any(|(_, c)| c.evicted) {
         plan.actions.push(Action::Check {
             state: CheckState::Retry,
@@ -199,6 +227,14 @@ pub fn reconcile(
                     because: Removal::AdmittedOn(winner),
                 }),
         );
+        if let Some(message) = local.evicted {
+            plan.actions.push(Action::Deactivate {
+                worker: winner,
+                message: evicted_on_manager(message),
+            });
+            return plan;
+        }
+        plan.actions.push(Action::SyncJob { worker: winner });
         if matches!(local.check, CheckState::Pending) {
             plan.actions.push(Action::Check {
                 state: CheckState::Ready,
@@ -270,6 +306,7 @@ mod tests {
             check,
             holds_quota: true,
             finished: false,
+            evicted: None,
             cluster_name,
             others_ready: true,
         }
@@ -298,7 +335,7 @@ mod tests {
     });
 
     #[test]
-    fn without_quota_every_reachable_unfinished_copy_goes() {
+    fn without_quota_every_reachable_copy_goes() {
         let mut l = local(CheckState::Pending, None);
         l.holds_quota = false;
         let mut lost = worker("c", PENDING);
@@ -310,10 +347,16 @@ mod tests {
         let plan = reconcile(&l, &[worker("a", PENDING), worker("b", done), lost], 0, 1);
         assert_eq!(
             plan.actions,
-            [Action::Remove {
-                worker: 0,
-                because: Removal::NoQuota
-            }]
+            [
+                Action::Remove {
+                    worker: 0,
+                    because: Removal::NoQuota
+                },
+                Action::Remove {
+                    worker: 1,
+                    because: Removal::NoQuota
+                }
+            ]
         );
     }
 
@@ -336,6 +379,7 @@ mod tests {
                     worker: 2,
                     because: Removal::AdmittedOn(1)
                 },
+                Action::SyncJob { worker: 1 },
                 Action::Check {
                     state: CheckState::Ready,
                     message: "The workload was admitted on \"b\"".into(),
@@ -348,9 +392,20 @@ mod tests {
         let tie = [worker("a", admitted(10)), worker("b", admitted(10))];
         let plan = reconcile(&local(CheckState::Pending, None), &tie, 10, 1);
         assert!(plan.actions.contains(&Action::Admitted { worker: 0 }));
-        // Once Ready, nothing is written again.
+        // Once Ready, only the job is synced.
         let plan = reconcile(&local(CheckState::Ready, Some("b")), &workers[1..2], 30, 1);
-        assert_eq!(plan.actions, []);
+        assert_eq!(plan.actions, [Action::SyncJob { worker: 0 }]);
+        // Evicted on the manager: the admitted copy is asked to deactivate, nothing else.
+        let mut evicted = local(CheckState::Ready, Some("b"));
+        evicted.evicted = Some("Preempted to accommodate a workload");
+        let plan = reconcile(&evicted, &workers[1..2], 30, 1);
+        assert_eq!(
+            plan.actions,
+            [Action::Deactivate {
+                worker: 0,
+                message: "Evicted on manager: Preempted to accommodate a workload".into()
+            }]
+        );
     }
 
     #[test]
@@ -420,7 +475,15 @@ mod tests {
             0,
             1,
         );
-        assert_eq!(plan.actions, [Action::Finish { worker: 0 }]);
+        assert_eq!(
+            plan.actions,
+            [Action::SyncJob { worker: 0 }, Action::Finish { worker: 0 }]
+        );
+        // Evicted on both sides: the job's status follows the copy's.
+        let mut both = local(CheckState::Ready, Some("a"));
+        both.evicted = Some("Preempted");
+        let plan = reconcile(&both, &[worker("a", evicted)], 0, 1);
+        assert_eq!(plan.actions, [Action::SyncJob { worker: 0 }]);
     }
 
     #[test]

@@ -225,6 +225,19 @@ pub fn builtin(dispatcher_name: &str, step: Option<u32>) -> Option<Arc<dyn Dispa
     }
 }
 
+/// The built-in dispatcher the Configuration's `multiKueue` names; `None` for an external one.
+pub fn configured(
+    settings: &crate::api::config::MultiKueueSettings,
+) -> Option<Arc<dyn DispatchPolicy>> {
+    match settings.dispatcher() {
+        crate::api::config::Dispatcher::AllAtOnce => Some(Arc::new(AllAtOnce)),
+        crate::api::config::Dispatcher::Incremental { step_size } => {
+            builtin(INCREMENTAL, Some(step_size as u32))
+        }
+        crate::api::config::Dispatcher::External(_) => None,
+    }
+}
+
 /// `multiKueue.dispatcherName` of Kueue's all-at-once dispatcher (the default).
 pub const ALL_AT_ONCE: &str = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once";
 /// `multiKueue.dispatcherName` of Kueue's incremental dispatcher.

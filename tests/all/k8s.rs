@@ -11,6 +11,7 @@ mod federation;
 mod incremental;
 mod inflight;
 mod multikueue;
+mod multikueue_manager;
 mod pending;
 mod pods_ready;
 mod provisioning;

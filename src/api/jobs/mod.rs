@@ -10,6 +10,7 @@
 
 pub mod attribution;
 pub mod kind;
+pub mod multikueue;
 pub mod names;
 pub mod patch;
 pub mod podsets;

@@ -523,6 +523,7 @@ impl Controller {
                 if !checks::states(wl).is_empty() {
                     st.admission_checks = Some(checks::reset_states(checks::states(wl), now));
                 }
+                checks::clear_dispatch(&mut st);
                 let mut state = serde_json::Map::new();
                 if let Some(n) = e.count {
                     state.insert("count".into(), json!(n));
@@ -636,6 +637,7 @@ impl Controller {
                 if !checks::states(wl).is_empty() {
                     st.admission_checks = Some(checks::reset_states(checks::states(wl), now));
                 }
+                checks::clear_dispatch(&mut st);
                 st.requeue_state = None;
                 Some(st)
             })

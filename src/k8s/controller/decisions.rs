@@ -584,6 +584,7 @@ impl Controller {
                 if !checks::states(wl).is_empty() {
                     st.admission_checks = Some(checks::reset_states(checks::states(wl), now));
                 }
+                checks::clear_dispatch(&mut st);
                 Some(st)
             };
             writes.push(StatusWrite {

@@ -55,7 +55,8 @@ pub mod dashboard;
 mod decisions;
 mod event_loop;
 mod inflight;
-mod multikueue;
+mod multikueue_clusters;
+mod multikueue_workloads;
 pub mod pods_ready;
 pub mod provisioning;
 
@@ -416,6 +417,9 @@ impl Controller {
             // The cycles ran while their writes were in flight; the rest of the pass reads
             // what they wrote.
             self.land_all().await;
+            // MultiKueue's check before the checks are acted on: a copy admitted on a worker
+            // admits here in the same pass.
+            self.sync_multikueue(now).await;
             self.sync_checks(now).await;
             self.sync_pods_ready(now).await;
             self.sync_jobs(now).await;
@@ -1150,6 +1154,9 @@ impl Controller {
             })
             .await?;
         if let Some(written) = written {
+            if let Some(mk) = self.multikueue.as_mut() {
+                mk.released.insert(key.clone());
+            }
             let inactive = written.spec.active == Some(false);
             let evicted_at = wl
                 .status
@@ -1421,7 +1428,8 @@ fn queued_at(wl: &Workload) -> Millis {
 
 /// The merge patch of a Workload's status, preconditioned on the resourceVersion it was
 /// computed from. `admission: null` removes an admission.
-/// `admissionChecks` and `requeueState` are written when they change.
+/// `admissionChecks`, `requeueState` and MultiKueue's `clusterName` and
+/// `nominatedClusterNames` are written when they change (`null` clears them).
 pub fn status_patch(wl: &Workload, status: &WorkloadStatus) -> Value {
     let mut body = json!({
         "metadata": {"resourceVersion": wl.metadata.resource_version},
@@ -1436,6 +1444,16 @@ pub fn status_patch(wl: &Workload, status: &WorkloadStatus) -> Value {
     }
     if old.requeue_state != status.requeue_state {
         body["status"]["requeueState"] = json!(status.requeue_state);
+    }
+    if old.cluster_name != status.cluster_name {
+        body["status"]["clusterName"] = json!(status.cluster_name);
+    }
+    if old.nominated_cluster_names != status.nominated_cluster_names {
+        body["status"]["nominatedClusterNames"] = if status.nominated_cluster_names.is_empty() {
+            Value::Null
+        } else {
+            json!(status.nominated_cluster_names)
+        };
     }
     body
 }

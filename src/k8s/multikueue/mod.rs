@@ -5,26 +5,34 @@
 //!   turned into a [`kube::Client`] (Kueue's `loadClientConfig`, `validateKubeconfig`).
 //! - [`connection`]: a worker's connection state (sessions, backoff, time lost) and the
 //!   MultiKueueCluster `Active` condition it implies.
-//! - [`session`]: one connection attempt, as a task reporting on a channel.
+//! - [`session`]: one connection, as a task reporting on a channel: the worker's copies and
+//!   remote jobs listed and watched.
 //!
 //! [`MultiKueue`] holds one [`Remote`] per MultiKueueCluster the controller reconciles
-//! (`crate::k8s::controller`), and the sessions' reports.
+//! (`crate::k8s::controller`): its connection, what the manager sees there (the copies and
+//! remote jobs, by key, while connected) and a writer for them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use kube::config::Kubeconfig;
+use kube::core::DynamicObject;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::task::AbortHandle;
 
+use crate::api::Workload;
 use crate::cluster::Millis;
+use crate::k8s::client::writer::Writer;
+use crate::k8s::schema::kinds::KueueKind;
+use crate::k8s::sync::keys::key_of;
 
 pub mod connection;
 pub mod kubeconfig;
 pub mod session;
 
 use connection::Connection;
-use session::{Outcome, Report};
+use session::{Outcome, RemoteKind, Report};
 
 /// The field manager of MultiKueue's writes (Kueue's controller name).
 pub const FIELD_MANAGER: &str = crate::api::multikueue::MULTIKUEUE_CONTROLLER;
@@ -58,7 +66,7 @@ impl Default for Options {
 }
 
 /// One worker cluster: its connection and the session task running for it.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Remote {
     pub conn: Connection,
     task: Option<(u64, AbortHandle)>,
@@ -67,6 +75,12 @@ pub struct Remote {
     read: Option<(Millis, String)>,
     /// A session reported since the last reconcile.
     reported: bool,
+    /// Writes to the worker, with the current session's client (while connected).
+    writer: Option<Arc<Writer>>,
+    /// The manager's Workload copies there, by key (while connected).
+    pub copies: BTreeMap<String, Workload>,
+    /// The remote jobs there, by key (while connected).
+    pub jobs: BTreeMap<String, DynamicObject>,
 }
 
 impl Remote {
@@ -89,6 +103,53 @@ impl Remote {
         self.reported = false;
     }
 
+    /// The writer to the worker, while connected.
+    pub fn writer(&self) -> Option<Arc<Writer>> {
+        self.writer.clone().filter(|_| self.conn.connected())
+    }
+
+    /// Takes in `object` as the worker now has it (`None`: gone), as the session or the
+    /// answer to a write reports it. An older resourceVersion than the one held is ignored.
+    pub fn observe(&mut self, kind: RemoteKind, key: String, object: Option<DynamicObject>) {
+        let held = match kind {
+            RemoteKind::Workload => self
+                .copies
+                .get(&key)
+                .and_then(|w| w.metadata.resource_version.clone()),
+            RemoteKind::Job => self
+                .jobs
+                .get(&key)
+                .and_then(|j| j.metadata.resource_version.clone()),
+        };
+        let newer = |o: &DynamicObject| {
+            let rv = |v: Option<&String>| v.and_then(|v| v.parse::<u64>().ok());
+            match (rv(held.as_ref()), rv(o.metadata.resource_version.as_ref())) {
+                (Some(h), Some(n)) => n >= h,
+                _ => true,
+            }
+        };
+        match (kind, object) {
+            (_, Some(o)) if !newer(&o) => {}
+            (RemoteKind::Workload, Some(o)) => match decode_copy(&o) {
+                Ok(w) => {
+                    self.copies.insert(key, w);
+                }
+                Err(e) => {
+                    tracing::warn!(workload = %key, error = %e, "MultiKueue: a remote Workload does not decode");
+                }
+            },
+            (RemoteKind::Job, Some(o)) => {
+                self.jobs.insert(key, o);
+            }
+            (RemoteKind::Workload, None) => {
+                self.copies.remove(&key);
+            }
+            (RemoteKind::Job, None) => {
+                self.jobs.remove(&key);
+            }
+        }
+    }
+
     /// Stops the session task unless it is the connection's current session.
     fn stop_stale(&mut self) {
         if let Some((generation, handle)) = &self.task
@@ -100,11 +161,34 @@ impl Remote {
     }
 }
 
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote")
+            .field("conn", &self.conn)
+            .field("copies", &self.copies.keys().collect::<Vec<_>>())
+            .field("jobs", &self.jobs.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Drop for Remote {
     fn drop(&mut self) {
         if let Some((_, handle)) = self.task.take() {
             handle.abort();
         }
+    }
+}
+
+/// A Workload from a worker, decoded as the controller decodes its own: pruned to the CRD
+/// schema wasq serves (a worker's Kueue may know fields wasq does not model).
+fn decode_copy(o: &DynamicObject) -> Result<Workload, String> {
+    static SCHEMAS: std::sync::LazyLock<crate::k8s::schema::prune::Schemas> =
+        std::sync::LazyLock::new(Default::default);
+    let value = serde_json::to_value(o).map_err(|e| e.to_string())?;
+    match SCHEMAS.decode(Some(KueueKind::Workload), value, "<worker>") {
+        Ok(crate::api::decode::Object::Workload(w)) => Ok(w),
+        Ok(_) => Err("not a Workload".into()),
+        Err(e) => Err(crate::api::jobs::problems_text(&e.problems)),
     }
 }
 
@@ -114,6 +198,24 @@ pub struct MultiKueue {
     remotes: BTreeMap<String, Remote>,
     tx: UnboundedSender<Report>,
     rx: UnboundedReceiver<Report>,
+    /// Per Workload key: when its nominees last changed, and when to ask its dispatcher again
+    /// (in memory, as Kueue's dispatchers keep their rounds).
+    pub dispatch: HashMap<String, Dispatched>,
+    /// Workloads whose quota was released since the last pass (their eviction completed):
+    /// their dispatch is over even if they reserved quota again meanwhile.
+    pub released: BTreeSet<String>,
+}
+
+/// What the manager remembers of one Workload's dispatch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dispatched {
+    /// When its nominees last changed (an incremental dispatcher's round).
+    pub last_nominated: Option<Millis>,
+    /// When to ask its dispatcher again, as it asked.
+    pub retry_at: Option<Millis>,
+    /// Which of its clusters were connected when its dispatcher was last asked: asked again
+    /// when that changes.
+    pub asked: Option<Vec<bool>>,
 }
 
 impl MultiKueue {
@@ -124,6 +226,8 @@ impl MultiKueue {
             remotes: BTreeMap::new(),
             tx,
             rx,
+            dispatch: HashMap::new(),
+            released: BTreeSet::new(),
         }
     }
 
@@ -134,12 +238,46 @@ impl MultiKueue {
             let Some(remote) = self.remotes.get_mut(&r.cluster) else {
                 continue;
             };
+            // Reports of an older session are dropped.
+            if remote.conn.session() != Some(r.generation) {
+                continue;
+            }
             match r.outcome {
-                Outcome::Synced => remote.conn.synced(r.generation),
+                Outcome::Changed {
+                    kind,
+                    object,
+                    deleted,
+                } => {
+                    let key = key_of(
+                        object.metadata.namespace.as_deref(),
+                        object.metadata.name.as_deref().unwrap_or_default(),
+                    );
+                    remote.observe(kind, key, (!deleted).then_some(object));
+                    continue;
+                }
+                Outcome::Synced { client, listed } => {
+                    remote.conn.synced(r.generation);
+                    remote.writer = Some(Arc::new(Writer::new(client, None)));
+                    remote.copies.clear();
+                    remote.jobs.clear();
+                    for (kind, objects) in listed {
+                        for o in objects {
+                            let key = key_of(
+                                o.metadata.namespace.as_deref(),
+                                o.metadata.name.as_deref().unwrap_or_default(),
+                            );
+                            remote.observe(kind, key, Some(o));
+                        }
+                    }
+                }
                 Outcome::Ended(e) => {
                     tracing::info!(cluster = %r.cluster, generation = r.generation, error = %e,
                         "MultiKueue: connection to the worker ended");
                     remote.conn.ended(r.generation, e, now);
+                    // What the manager saw there is no longer known.
+                    remote.writer = None;
+                    remote.copies.clear();
+                    remote.jobs.clear();
                 }
             }
             remote.reported = true;
@@ -151,6 +289,16 @@ impl MultiKueue {
 
     pub fn remote(&self, cluster: &str) -> Option<&Remote> {
         self.remotes.get(cluster)
+    }
+
+    /// Every remote, by cluster name.
+    pub fn remotes(&self) -> impl Iterator<Item = (&String, &Remote)> {
+        self.remotes.iter()
+    }
+
+    /// The cluster's remote, when there is one.
+    pub fn remote_mut_if(&mut self, cluster: &str) -> Option<&mut Remote> {
+        self.remotes.get_mut(cluster)
     }
 
     /// The cluster's remote, made when missing.

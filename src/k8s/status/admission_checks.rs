@@ -118,6 +118,13 @@ pub fn reset_states(previous: &[AdmissionCheckState], now: Millis) -> Vec<Admiss
     from_core(&wc, previous)
 }
 
+/// Kueue's `prepareForEviction` on MultiKueue's fields: an evicted Workload is dispatched
+/// anew, so `status.clusterName` and `status.nominatedClusterNames` are cleared.
+pub fn clear_dispatch(st: &mut crate::api::WorkloadStatus) {
+    st.cluster_name = None;
+    st.nominated_cluster_names.clear();
+}
+
 /// What the checks add to one podSet's pods.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Merged {

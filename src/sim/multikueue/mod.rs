@@ -27,8 +27,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant as WallClock;
 
+use crate::api::duration::parse_millis;
 use crate::api::multikueue::{MultiKueueCluster, SIM_WORKER_MANIFESTS, remote_workload};
-use crate::api::{self, duration::parse_millis};
 use crate::cluster::checks::CheckState;
 use crate::cluster::multikueue as mk;
 use crate::cluster::{Millis, WorkloadId};
@@ -173,15 +173,7 @@ impl Federation {
                 }
             })
             .collect();
-        let builtin = match parts.settings.dispatcher() {
-            api::config::Dispatcher::AllAtOnce => {
-                Some(Arc::new(dispatch::AllAtOnce) as Arc<dyn DispatchPolicy>)
-            }
-            api::config::Dispatcher::Incremental { step_size } => {
-                dispatch::builtin(dispatch::INCREMENTAL, Some(step_size as u32))
-            }
-            api::config::Dispatcher::External(_) => None,
-        };
+        let builtin = dispatch::configured(&parts.settings);
         Ok(Federation {
             manager,
             workers,
@@ -440,6 +432,7 @@ impl Federation {
                 .unwrap_or(CheckState::Pending),
             holds_quota,
             finished,
+            evicted: None,
             cluster_name: d.winner.map(|w| self.workers[w].name.as_str()),
             others_ready: self.manager.others_ready(wl, &d.check),
         };
@@ -501,6 +494,9 @@ impl Federation {
                     changed = true;
                 }
                 mk::Action::Dispatch => dispatch = true,
+                // The simulator has no jobs to sync, and its manager releases an evicted
+                // Workload's quota at once (see `Local::evicted`).
+                mk::Action::SyncJob { .. } | mk::Action::Deactivate { .. } => {}
             }
         }
         let Some(d) = self.dispatches.get(&wl) else {
@@ -646,12 +642,17 @@ impl Federation {
     }
 }
 
-/// The copies `actions` remove: (index into the config's clusters, why in words).
+/// The copies `actions` remove: (index into the config's clusters, why in words). A finished
+/// copy stays in its worker's report as it ended.
 fn removals(actions: &[mk::Action], views: &[mk::Worker<'_>]) -> Vec<(usize, String)> {
     actions
         .iter()
         .filter_map(|a| match a {
-            mk::Action::Remove { worker, because } => Some((*worker, because.describe(views))),
+            mk::Action::Remove { worker, because }
+                if !views[*worker].copy.is_some_and(|c| c.finished) =>
+            {
+                Some((*worker, because.describe(views)))
+            }
             _ => None,
         })
         .collect()

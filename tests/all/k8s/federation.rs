@@ -30,23 +30,23 @@ use wasq::k8s::sync::mirror::{Observed, Source};
 use super::{Env, KUEUE, NOW, double};
 
 /// The namespace of MultiKueue's Secrets (Kueue's default).
-const KUEUE_NS: &str = "kueue-system";
+pub(super) const KUEUE_NS: &str = "kueue-system";
 /// The origin label a manager puts on its copies (Kueue's default origin `multikueue`).
 const ORIGIN: &str = "kueue.x-k8s.io/multikueue-origin=multikueue";
 
 /// A worker cluster: its double and the listener serving it.
-struct Worker {
-    name: String,
-    api: ApiServer,
-    http: HttpDouble,
+pub(super) struct Worker {
+    pub(super) name: String,
+    pub(super) api: ApiServer,
+    pub(super) http: HttpDouble,
 }
 
 /// A manager and its workers.
-struct Fed {
-    manager: Env,
-    workers: Vec<Worker>,
+pub(super) struct Fed {
+    pub(super) manager: Env,
+    pub(super) workers: Vec<Worker>,
     /// The manager controller's clock (ms), starting at [`NOW`].
-    clock: Arc<AtomicI64>,
+    pub(super) clock: Arc<AtomicI64>,
 }
 
 fn secret_path(worker: &str) -> String {
@@ -64,10 +64,16 @@ impl Fed {
     /// A manager with a Secret and a MultiKueueCluster per worker, and the workers' doubles
     /// served on 127.0.0.1, each requiring the token `<w>-t1`.
     fn new(names: &[&str]) -> Fed {
-        let mut objects = vec![(
+        Fed::with_objects(names, Vec::new())
+    }
+
+    /// [`Fed::new`], with `manager_objects` on the manager too.
+    pub(super) fn with_objects(names: &[&str], manager_objects: Vec<(String, Value)>) -> Fed {
+        let mut objects = manager_objects;
+        objects.push((
             format!("/api/v1/namespaces/{KUEUE_NS}"),
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NS}}),
-        )];
+        ));
         let mut workers = Vec::new();
         for &name in names {
             let api = double();
@@ -104,7 +110,7 @@ impl Fed {
         }
     }
 
-    fn worker(&self, name: &str) -> &Worker {
+    pub(super) fn worker(&self, name: &str) -> &Worker {
         self.workers
             .iter()
             .find(|w| w.name == name)
@@ -356,7 +362,7 @@ async fn a_rotated_token_is_refused_until_the_secret_is_rewritten() {
 impl Fed {
     /// The manager running as a MultiKueue manager (Kueue's default options), every source
     /// listed.
-    fn start_manager(&mut self) {
+    pub(super) fn start_manager(&mut self) {
         self.start_manager_with(wasq::k8s::multikueue::Options::default());
     }
 
@@ -378,7 +384,7 @@ impl Fed {
         );
     }
 
-    fn advance(&self, ms: i64) {
+    pub(super) fn advance(&self, ms: i64) {
         self.clock.fetch_add(ms, Ordering::SeqCst);
     }
 

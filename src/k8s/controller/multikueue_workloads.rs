@@ -1,0 +1,662 @@
+//! Kueue's MultiKueue workload reconciler (`workload.go`, main branch) when the controller
+//! runs as a manager: for each Workload behind a `kueue.x-k8s.io/multikueue` check, what the
+//! shared decision ([`cluster::multikueue::reconcile`]) says, done against the workers —
+//! copies created on the nominated workers, the remote Job created on the worker that admitted
+//! its copy and its status mirrored onto the manager's Job, the other copies removed, the
+//! check `Ready` with `status.clusterName`, the Workload finished as its copy did, the check
+//! `Retry` when the copy was evicted there or its worker is lost; and, once the Workload no
+//! longer holds quota, finished or is deleted, its copies and remote jobs removed.
+//!
+//! What the manager knows of a worker comes from its session ([`crate::k8s::multikueue`]):
+//! the copies and remote jobs it lists and watches there, by the origin label. The jobs
+//! dispatched are `batch/v1` Jobs whose `spec.managedBy` is `kueue.x-k8s.io/multikueue`
+//! ([`crate::api::jobs::multikueue`]); a Workload of any other owner is `Rejected` as Kueue
+//! rejects it (`No multikueue adapter found …`).
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use super::{Controller, to_value, workload_key};
+use crate::api::Workload;
+use crate::api::config::MultiKueueSettings;
+use crate::api::jobs::multikueue as job_adapter;
+use crate::api::multikueue::{MULTIKUEUE_CONTROLLER, remote_workload};
+use crate::cluster::Millis;
+use crate::cluster::checks::CheckState;
+use crate::cluster::multikueue::{self as mk, Action, Why};
+use crate::k8s::Error;
+use crate::k8s::client::writer::workload_ref;
+use crate::k8s::multikueue::connection::rfc3339;
+use crate::k8s::multikueue::session::RemoteKind;
+use crate::k8s::multikueue::{FIELD_MANAGER, MultiKueue};
+use crate::k8s::status::admission_checks as checks;
+use crate::k8s::status::conditions::{self as cond, EVICTED, FINISHED};
+use crate::k8s::sync::core::{has_quota_reservation, is_evicted, is_finished};
+use crate::k8s::sync::keys::key_of;
+use crate::policy::dispatch::{self, DispatchRequest, DispatchedWorkload, WorkerCluster};
+
+/// Kueue's finalizer on the Workloads it creates (a worker's Kueue puts it on the copies).
+const RESOURCE_IN_USE: &str = "kueue.x-k8s.io/resource-in-use";
+
+/// The MultiKueue check of a Workload and the clusters of its MultiKueueConfig.
+struct Dispatch {
+    check: String,
+    state: CheckState,
+    clusters: Vec<String>,
+}
+
+impl Controller {
+    /// Kueue's workload reconciler over every Workload that holds quota or has a copy on a
+    /// worker (see the module).
+    pub(super) async fn sync_multikueue(&mut self, now: Millis) {
+        let Some(mut mk) = self.multikueue.take() else {
+            return;
+        };
+        let settings = (self.mirror.configuration.as_ref())
+            .map(|c| c.multi_kueue().into_owned())
+            .unwrap_or_default();
+        let mut keys: BTreeSet<String> = self.mirror.reserved.iter().cloned().collect();
+        keys.extend(mk.released.iter().cloned());
+        for (_, remote) in mk.remotes() {
+            keys.extend(remote.copies.keys().cloned());
+        }
+        keys.extend(mk.dispatch.keys().cloned());
+        for key in keys {
+            let span = tracing::debug_span!("multikueue", workload = %key);
+            let _enter = span.enter();
+            if let Err(e) = self.sync_dispatched(&mut mk, &key, &settings, now).await {
+                tracing::warn!(workload = %key, error = %e, "MultiKueue: cannot sync the Workload with its workers; will retry");
+                self.write_failed("multikueue");
+            }
+        }
+        self.multikueue = Some(mk);
+    }
+
+    /// The MultiKueue check of `wl`, when it has one with a known MultiKueueConfig.
+    fn dispatch_of(&self, wl: &Workload) -> Option<Dispatch> {
+        let s = self.scheduler.as_ref()?;
+        checks::states(wl).iter().find_map(|st| {
+            let ac = self.mirror.admission_checks.get(&st.name)?;
+            if ac.spec.controller_name != MULTIKUEUE_CONTROLLER {
+                return None;
+            }
+            let def = s.cluster.admission_checks.get(&st.name)?;
+            Some(Dispatch {
+                check: st.name.clone(),
+                state: checks::to_core(std::slice::from_ref(st)).checks[0].state,
+                clusters: def.multikueue.as_ref()?.clusters.clone(),
+            })
+        })
+    }
+
+    async fn sync_dispatched(
+        &mut self,
+        mk: &mut MultiKueue,
+        key: &str,
+        settings: &MultiKueueSettings,
+        now: Millis,
+    ) -> Result<(), Error> {
+        let released = mk.released.remove(key);
+        let wl =
+            (self.mirror.workloads.get(key)).filter(|w| w.metadata.deletion_timestamp.is_none());
+        let Some(wl) = wl.map(|w| (**w).clone()) else {
+            // Deleted: its copies go from every worker the manager reaches (those left on
+            // the others are the garbage collector's).
+            mk.dispatch.remove(key);
+            let clusters: Vec<String> = mk.remotes().map(|(c, _)| c.clone()).collect();
+            for cluster in clusters {
+                self.remove_remote(mk, &cluster, key).await?;
+            }
+            return Ok(());
+        };
+        let Some(d) = self.dispatch_of(&wl) else {
+            return Ok(());
+        };
+        if d.state == CheckState::Rejected {
+            return Ok(());
+        }
+        // Kueue's adapter: the Workload's owner must be a Job MultiKueue manages.
+        let Some(job_name) = self.adapter_of(&wl, &d, now).await? else {
+            return Ok(());
+        };
+        // Its quota was released since the last pass (and perhaps reserved again): that
+        // dispatch is over, its copies go (Kueue's first step, which it would have seen).
+        if released {
+            mk.dispatch.remove(key);
+            for cluster in &d.clusters {
+                self.remove_remote(mk, cluster, key).await?;
+            }
+        }
+        let evicted_message = (has_quota_reservation(&wl) && is_evicted(&wl))
+            .then(|| {
+                wl.status
+                    .as_ref()
+                    .and_then(|s| cond::find(&s.conditions, EVICTED))
+                    .map(|c| c.message.clone())
+            })
+            .flatten();
+        let states = checks::states(&wl);
+        let local = mk::Local {
+            check: d.state,
+            holds_quota: has_quota_reservation(&wl),
+            finished: is_finished(&wl),
+            evicted: evicted_message.as_deref(),
+            cluster_name: wl.status.as_ref().and_then(|s| s.cluster_name.as_deref()),
+            others_ready: states
+                .iter()
+                .all(|s| s.name == d.check || s.state == CheckState::Ready.as_str()),
+        };
+        let views = worker_views(mk, &d.clusters, key);
+        let plan = mk::reconcile(&local, &views, now, settings.worker_lost_timeout_ms());
+        if local.finished || !local.holds_quota {
+            mk.dispatch.remove(key);
+        }
+        let mut check: Option<(CheckState, String, Why)> = None;
+        let mut admitted_on = None;
+        for action in plan.actions {
+            match action {
+                Action::Remove { worker, .. } => {
+                    self.remove_remote(mk, &d.clusters[worker], key).await?;
+                }
+                Action::SyncJob { worker } => {
+                    self.sync_remote_job(mk, &d.clusters[worker], &wl, &job_name, settings, now)
+                        .await?;
+                }
+                Action::Deactivate { worker, message } => {
+                    deactivate_copy(mk, &d.clusters[worker], key, &message, now).await?;
+                }
+                Action::Finish { worker } => {
+                    let copy = mk
+                        .remote(&d.clusters[worker])
+                        .and_then(|r| r.copies.get(key))
+                        .and_then(|c| c.status.as_ref())
+                        .and_then(|s| cond::find(&s.conditions, FINISHED))
+                        .cloned();
+                    if let Some(c) = copy {
+                        self.finish_with(&wl, &c.reason, &c.message, now).await?;
+                    }
+                }
+                Action::Check {
+                    state,
+                    message,
+                    why,
+                } => check = Some((state, message, why)),
+                Action::Admitted { worker } => admitted_on = Some(d.clusters[worker].clone()),
+                Action::Dispatch => {
+                    self.nominate(mk, &wl, &d, settings, now).await?;
+                }
+            }
+        }
+        if let Some((state, message, why)) = check {
+            self.write_check(&wl, &d.check, state, &message, admitted_on, now)
+                .await?;
+            if matches!(why, Why::Admitted | Why::EvictedOnWorker) {
+                self.writer
+                    .event(
+                        &workload_ref(&wl),
+                        false,
+                        "MultiKueue",
+                        "MultiKueue",
+                        message,
+                    )
+                    .await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Kueue's `adapter` and `IsJobManagedByKueue`: the name of the manager's Job that owns
+    /// `wl`, or `None` — then the check is `Rejected` when the owner cannot be dispatched, or
+    /// left as it is while the Job is not known yet.
+    async fn adapter_of(
+        &mut self,
+        wl: &Workload,
+        d: &Dispatch,
+        now: Millis,
+    ) -> Result<Option<String>, Error> {
+        let owners = wl.metadata.owner_references.as_deref().unwrap_or_default();
+        let owner = owners
+            .iter()
+            .find(|o| o.controller == Some(true))
+            .or(owners.first());
+        let rejection = match owner {
+            None => "No multikueue adapter found".to_string(),
+            Some(o) if o.api_version != job_adapter::API_VERSION || o.kind != job_adapter::KIND => {
+                format!(
+                    "No multikueue adapter found for owner kind {:?}",
+                    job_adapter::gvk_string(&o.api_version, &o.kind)
+                )
+            }
+            Some(o) => {
+                let Some(job) = self.local_job(wl, &o.name) else {
+                    return Ok(None);
+                };
+                match job_adapter::not_managed_reason(&to_value(job)) {
+                    None => return Ok(Some(o.name.clone())),
+                    Some(reason) => format!("The owner is not managed by Kueue: {reason}"),
+                }
+            }
+        };
+        let message = mk::previously(&rejection, d.state);
+        self.write_check(wl, &d.check, CheckState::Rejected, &message, None, now)
+            .await?;
+        Ok(None)
+    }
+
+    /// The index of the batch/v1 Job integration.
+    fn job_kind(&self) -> Option<usize> {
+        self.kinds.iter().position(|k| {
+            k.spec.api_version == job_adapter::API_VERSION && k.spec.kind == job_adapter::KIND
+        })
+    }
+
+    fn local_job(&self, wl: &Workload, name: &str) -> Option<&kube::core::DynamicObject> {
+        let i = self.job_kind()?;
+        self.mirror.jobs[i].get(&key_of(wl.metadata.namespace.as_deref(), name))
+    }
+
+    /// Writes the MultiKueue check's state (Kueue's `updateACS` and
+    /// `syncAdmittingRemoteState`), with `status.clusterName` set and the nominations
+    /// cleared when a worker admitted the Workload.
+    async fn write_check(
+        &mut self,
+        wl: &Workload,
+        check: &str,
+        state: CheckState,
+        message: &str,
+        admitted_on: Option<String>,
+        now: Millis,
+    ) -> Result<(), Error> {
+        let message = cond::truncate(message, 32768);
+        let before = checks::states(wl).to_vec();
+        self.write_status_as(&workload_key(wl), MULTIKUEUE_CONTROLLER, |w| {
+            if checks::states(w) != before.as_slice() {
+                return None;
+            }
+            let mut st = w.status.as_deref().cloned().unwrap_or_default();
+            let mut wc = checks::to_core(&before);
+            wc.set(check, state, &message, None, Vec::new(), now);
+            st.admission_checks = Some(checks::from_core(&wc, &before));
+            if let Some(c) = &admitted_on {
+                st.cluster_name.get_or_insert_with(|| c.clone());
+                st.nominated_cluster_names.clear();
+            }
+            Some(st)
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Kueue's `nominateAndSynchronizeWorkers`: the dispatcher (the plugin bound to the
+    /// Workload's ClusterQueue, else the Configuration's built-in) names the workers to hold a
+    /// copy, `status.nominatedClusterNames` records them, and the copies follow. Under an
+    /// external dispatcher with no plugin, the nominations are those it wrote.
+    async fn nominate(
+        &mut self,
+        mk: &mut MultiKueue,
+        wl: &Workload,
+        d: &Dispatch,
+        settings: &MultiKueueSettings,
+        now: Millis,
+    ) -> Result<(), Error> {
+        let key = workload_key(wl);
+        let written = wl
+            .status
+            .as_ref()
+            .map(|s| s.nominated_cluster_names.clone())
+            .unwrap_or_default();
+        let index = |name: &String| d.clusters.iter().position(|c| c == name);
+        let nominated: Vec<usize> = written.iter().filter_map(index).collect();
+        let builtin = dispatch::configured(settings);
+        let plugin = self.dispatch_plugin(&key);
+        let connected: Vec<bool> = (d.clusters.iter())
+            .map(|c| mk.remote(c).is_some_and(|r| r.conn.connected()))
+            .collect();
+        let memory = mk.dispatch.entry(key.clone()).or_default();
+        let nominees = if plugin.is_none() && builtin.is_none() {
+            for name in &written {
+                if !d.clusters.contains(name) || !connected[index(name).unwrap_or_default()] {
+                    tracing::info!(workload = %key, "cluster {name}: no remote client for nominated cluster");
+                }
+            }
+            nominated
+        } else {
+            let due = memory.asked.as_ref() != Some(&connected)
+                || memory.retry_at.is_some_and(|t| t <= now);
+            if !due {
+                nominated
+            } else {
+                let Some(req) = self.dispatch_request(mk, wl, d, nominated.clone(), now) else {
+                    return Ok(());
+                };
+                let (answer, _, failure) =
+                    dispatch::ask(plugin.as_deref(), builtin.as_deref(), &req);
+                if let (Some(e), Some(p)) = (&failure, &plugin) {
+                    let id = p.id();
+                    tracing::warn!(plugin = %id.name, error = %e, "MultiKueue: the dispatch plugin's answer was not taken");
+                    self.metrics
+                        .plugin_fallbacks
+                        .get_or_create(&self.metrics.labels(vec![
+                            ("plugin", id.name.to_string()),
+                            ("extension", "dispatch".into()),
+                            ("reason", e.reason().to_string()),
+                        ]))
+                        .inc();
+                }
+                let memory = mk.dispatch.entry(key.clone()).or_default();
+                memory.asked = Some(connected.clone());
+                memory.retry_at = answer.retry_after.map(|r| now.saturating_add(r));
+                let mut nominees: Vec<usize> =
+                    answer.nominate.iter().map(|&i| i as usize).collect();
+                nominees.sort_unstable();
+                nominees.dedup();
+                nominees
+            }
+        };
+        let names: Vec<String> = nominees.iter().map(|&i| d.clusters[i].clone()).collect();
+        let as_set = |v: &[String]| v.iter().cloned().collect::<BTreeSet<_>>();
+        if as_set(&names) != as_set(&written) {
+            mk.dispatch.entry(key.clone()).or_default().last_nominated = Some(now);
+            let names = names.clone();
+            self.write_status_as(&key, MULTIKUEUE_CONTROLLER, move |w| {
+                let mut st = w.status.as_deref().cloned().unwrap_or_default();
+                if st.cluster_name.is_some() {
+                    return None;
+                }
+                st.nominated_cluster_names = names.clone();
+                Some(st)
+            })
+            .await?;
+        }
+        let views = worker_views(mk, &d.clusters, &key);
+        let (create, remove) = mk::sync_nominees(&nominees, &views);
+        for action in remove {
+            if let Action::Remove { worker, .. } = action {
+                self.remove_remote(mk, &d.clusters[worker], &key).await?;
+            }
+        }
+        for worker in create {
+            create_copy(mk, &d.clusters[worker], wl, settings.origin()).await?;
+        }
+        Ok(())
+    }
+
+    /// The dispatch plugin bound to the ClusterQueue the Workload reserved quota in.
+    fn dispatch_plugin(&self, key: &str) -> Option<std::sync::Arc<dyn dispatch::DispatchPolicy>> {
+        let s = self.scheduler.as_ref()?;
+        let id = self.id_of(key)?;
+        let cq = s.cluster.admission(id)?.cluster_queue;
+        s.policies_for(cq).dispatch.clone()
+    }
+
+    /// What the dispatcher is asked for `wl` now.
+    fn dispatch_request(
+        &self,
+        mk: &MultiKueue,
+        wl: &Workload,
+        d: &Dispatch,
+        nominated: Vec<usize>,
+        now: Millis,
+    ) -> Option<DispatchRequest> {
+        let key = workload_key(wl);
+        let s = self.scheduler.as_ref()?;
+        let id = self.id_of(&key)?;
+        let reserved = wl
+            .status
+            .as_ref()
+            .and_then(|s| cond::find(&s.conditions, cond::QUOTA_RESERVED))
+            .and_then(|c| c.last_transition_time.as_ref())
+            .map_or(now, |t| t.0.as_millisecond());
+        let clusters = d
+            .clusters
+            .iter()
+            .map(|name| {
+                let remote = mk.remote(name);
+                let connected = remote.is_some_and(|r| r.conn.connected());
+                WorkerCluster {
+                    name: name.clone(),
+                    labels: (self.mirror.multikueue_clusters.get(name))
+                        .and_then(|c| c.metadata.labels.clone())
+                        .unwrap_or_default(),
+                    connected,
+                    lost_since: remote.and_then(|r| r.conn.disconnected_since()),
+                    queue: None,
+                    copy_since: remote
+                        .filter(|_| connected)
+                        .and_then(|r| r.copies.get(&key))
+                        .and_then(|c| c.metadata.creation_timestamp.as_ref())
+                        .map(|t| t.0.as_millisecond()),
+                }
+            })
+            .collect();
+        Some(DispatchRequest {
+            now,
+            workload: DispatchedWorkload::of(&s.cluster, id, reserved),
+            clusters,
+            nominated: nominated.into_iter().map(|i| i as u32).collect(),
+            last_nominated: mk.dispatch.get(&key).and_then(|m| m.last_nominated),
+        })
+    }
+
+    /// Kueue's batch Job `SyncJob` against `cluster`: the remote Job created when missing
+    /// (only ever on the worker that admitted the copy), else its status taken onto the
+    /// manager's Job.
+    async fn sync_remote_job(
+        &mut self,
+        mk: &mut MultiKueue,
+        cluster: &str,
+        wl: &Workload,
+        job_name: &str,
+        settings: &MultiKueueSettings,
+        now: Millis,
+    ) -> Result<(), Error> {
+        let (Some(i), Some(local)) = (self.job_kind(), self.local_job(wl, job_name).cloned())
+        else {
+            return Ok(());
+        };
+        let Some(remote) = mk.remote_mut_if(cluster) else {
+            return Ok(());
+        };
+        let Some(writer) = remote.writer() else {
+            return Ok(());
+        };
+        let key = key_of(local.metadata.namespace.as_deref(), job_name);
+        let ns = local.metadata.namespace.clone();
+        let local_value = to_value(&local);
+        match remote.jobs.get(&key) {
+            None => {
+                let name = wl.metadata.name.as_deref().unwrap_or_default();
+                let job = job_adapter::remote_job(&local_value, name, settings.origin());
+                let ar = RemoteKind::Job.api_resource();
+                let created = writer
+                    .create(&ar, ns.as_deref().unwrap_or("default"), &job, FIELD_MANAGER)
+                    .await;
+                match created {
+                    Ok(obj) => remote.observe(RemoteKind::Job, key, Some(obj)),
+                    // Its watch event is on its way.
+                    Err(e) if e.is_already_exists() => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Some(r) => {
+                let update = job_adapter::status_update(&local_value, &to_value(r), &rfc3339(now));
+                if let Some(status) = update.status {
+                    let ops = vec![json!({"op": "add", "path": "/status", "value": status})];
+                    self.patch_job(i, ns.as_deref(), job_name, ops, true)
+                        .await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Kueue's `RemoveRemoteObjects`: the remote job (the one naming the Workload as its
+    /// prebuilt Workload), then the copy — Kueue's finalizer removed first.
+    async fn remove_remote(
+        &mut self,
+        mk: &mut MultiKueue,
+        cluster: &str,
+        key: &str,
+    ) -> Result<(), Error> {
+        let Some(remote) = mk.remote_mut_if(cluster) else {
+            return Ok(());
+        };
+        let Some(writer) = remote.writer() else {
+            return Ok(());
+        };
+        let (ns, name) = key.split_once('/').unwrap_or(("default", key));
+        let jobs: Vec<String> = (remote.jobs.iter())
+            .filter(|(_, j)| {
+                j.metadata.namespace.as_deref() == Some(ns)
+                    && job_adapter::prebuilt_name(&to_value(j)) == Some(name)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        let job_ar = RemoteKind::Job.api_resource();
+        for job in jobs {
+            let job_name = job.split_once('/').map_or(job.as_str(), |(_, n)| n);
+            writer.delete(&job_ar, Some(ns), job_name).await?;
+            remote.observe(RemoteKind::Job, job, None);
+        }
+        let Some(copy) = remote.copies.get(key) else {
+            return Ok(());
+        };
+        let ar = RemoteKind::Workload.api_resource();
+        let finalizers: Vec<String> = copy.metadata.finalizers.clone().unwrap_or_default();
+        if finalizers.iter().any(|f| f == RESOURCE_IN_USE) {
+            let kept: Vec<&String> = finalizers
+                .iter()
+                .filter(|f| *f != RESOURCE_IN_USE)
+                .collect();
+            let ops = vec![
+                json!({"op": "test", "path": "/metadata/finalizers", "value": finalizers}),
+                json!({"op": "replace", "path": "/metadata/finalizers", "value": kept}),
+            ];
+            match writer.json_patch(&ar, Some(ns), name, ops, false).await {
+                Ok(_) => {}
+                Err(e) if e.is_not_found() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        writer.delete(&ar, Some(ns), name).await?;
+        remote.observe(RemoteKind::Workload, key.to_string(), None);
+        Ok(())
+    }
+}
+
+/// What the manager knows of `key`'s copy on each of `clusters`.
+fn worker_views<'a>(mk: &'a MultiKueue, clusters: &'a [String], key: &str) -> Vec<mk::Worker<'a>> {
+    clusters
+        .iter()
+        .map(|name| {
+            let remote = mk.remote(name);
+            let reachable = remote.is_some_and(|r| r.conn.connected());
+            let copy = remote
+                .filter(|_| reachable)
+                .and_then(|r| r.copies.get(key))
+                .map(copy_state);
+            mk::Worker {
+                name,
+                reachable,
+                lost_since: remote.and_then(|r| r.conn.disconnected_since()),
+                copy,
+            }
+        })
+        .collect()
+}
+
+/// A copy's state from its conditions.
+fn copy_state(copy: &Workload) -> mk::Copy {
+    let conditions = copy
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
+    mk::Copy {
+        admitted_at: cond::find(conditions, cond::ADMITTED)
+            .filter(|c| c.status == "True")
+            .map(|c| {
+                c.last_transition_time
+                    .as_ref()
+                    .map_or(0, |t| t.0.as_millisecond())
+            }),
+        finished: cond::is_true(conditions, FINISHED),
+        evicted: cond::is_true(conditions, EVICTED),
+    }
+}
+
+/// Creates `wl`'s copy on `cluster` (Kueue's `cloneForCreate`).
+async fn create_copy(
+    mk: &mut MultiKueue,
+    cluster: &str,
+    wl: &Workload,
+    origin: &str,
+) -> Result<(), Error> {
+    let Some(remote) = mk.remote_mut_if(cluster) else {
+        return Ok(());
+    };
+    let Some(writer) = remote.writer() else {
+        return Ok(());
+    };
+    let mut copy = serde_json::to_value(remote_workload(wl, origin)).unwrap_or(Value::Null);
+    copy["apiVersion"] = json!(crate::api::V1BETA2);
+    copy["kind"] = json!("Workload");
+    let ns = wl.metadata.namespace.as_deref().unwrap_or("default");
+    let ar = RemoteKind::Workload.api_resource();
+    match writer.create(&ar, ns, &copy, FIELD_MANAGER).await {
+        Ok(obj) => {
+            remote.observe(RemoteKind::Workload, workload_key(wl), Some(obj));
+            Ok(())
+        }
+        Err(e) if e.is_already_exists() => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Sets `DeactivationTarget=True` (reason `EvictedOnManagerCluster`) on the copy on
+/// `cluster`, unless it is already set: its worker then evicts it.
+async fn deactivate_copy(
+    mk: &mut MultiKueue,
+    cluster: &str,
+    key: &str,
+    message: &str,
+    now: Millis,
+) -> Result<(), Error> {
+    let Some(remote) = mk.remote_mut_if(cluster) else {
+        return Ok(());
+    };
+    let (Some(writer), Some(copy)) = (remote.writer(), remote.copies.get(key)) else {
+        return Ok(());
+    };
+    let mut conditions = copy
+        .status
+        .as_ref()
+        .map(|s| s.conditions.clone())
+        .unwrap_or_default();
+    if cond::is_true(&conditions, checks::DEACTIVATION_TARGET) {
+        return Ok(());
+    }
+    cond::set(
+        &mut conditions,
+        cond::condition(
+            checks::DEACTIVATION_TARGET,
+            true,
+            mk::EVICTED_ON_MANAGER_CLUSTER,
+            &cond::truncate(message, 32768),
+            now,
+        ),
+    );
+    let (ns, name) = key.split_once('/').unwrap_or(("default", key));
+    let written = writer
+        .patch_status_as(
+            crate::k8s::schema::kinds::KueueKind::Workload,
+            Some(ns),
+            name,
+            &json!({ "conditions": conditions }),
+            FIELD_MANAGER,
+        )
+        .await?;
+    remote.observe(RemoteKind::Workload, key.to_string(), Some(written));
+    Ok(())
+}

@@ -1,0 +1,377 @@
+//! The controller as a MultiKueue manager dispatching batch Jobs to workers served over HTTP
+//! ([`Fed`]): each worker's Kueue is played by the test, which writes exactly what Kueue
+//! writes on a worker (the copy's reservation and admission, the remote Job's status, the
+//! copy finished or evicted). Kueue's `workload.go` (main branch) says what the manager does.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::federation::{Fed, Worker};
+use super::{KUEUE, T, job, job_wl, queue_label};
+
+const MANAGED_BY: &str = "kueue.x-k8s.io/multikueue";
+
+/// The manager's queues: `cq` (8 CPUs) behind the MultiKueue check `mk`, whose config
+/// dispatches to `clusters`; a Job `a` of two 1-CPU pods managed by MultiKueue unless
+/// `managed_by` says otherwise.
+fn manager_objects(clusters: &[&str], managed_by: Option<&str>) -> Vec<(String, Value)> {
+    let (path, mut a) = job("a", "1", 2, queue_label(), true);
+    if let Some(m) = managed_by {
+        a["spec"]["managedBy"] = json!(m);
+    }
+    vec![
+        (
+            "/api/v1/namespaces/ns".into(),
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}),
+        ),
+        (
+            format!("{KUEUE}/resourceflavors/default"),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                   "metadata": {"name": "default"}}),
+        ),
+        (
+            format!("{KUEUE}/clusterqueues/cq"),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                   "metadata": {"name": "cq"},
+                   "spec": {"namespaceSelector": {},
+                            "admissionChecksStrategy": {"admissionChecks": [{"name": "mk"}]},
+                            "resourceGroups": [{"coveredResources": ["cpu"],
+                                "flavors": [{"name": "default", "resources": [
+                                    {"name": "cpu", "nominalQuota": "8"}]}]}]}}),
+        ),
+        (
+            format!("{KUEUE}/namespaces/ns/localqueues/lq"),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                   "metadata": {"name": "lq", "namespace": "ns"}, "spec": {"clusterQueue": "cq"}}),
+        ),
+        (
+            format!("{KUEUE}/admissionchecks/mk"),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
+                   "metadata": {"name": "mk"},
+                   "spec": {"controllerName": MANAGED_BY,
+                            "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "cfg"}}}),
+        ),
+        (
+            format!("{KUEUE}/multikueueconfigs/cfg"),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig",
+                   "metadata": {"name": "cfg"}, "spec": {"clusters": clusters}}),
+        ),
+        (path, a),
+    ]
+}
+
+fn wl_path(name: &str) -> String {
+    format!("{KUEUE}/namespaces/ns/workloads/{name}")
+}
+
+const JOB: &str = "/apis/batch/v1/namespaces/ns/jobs/a";
+
+impl Fed {
+    /// Manager passes, 10 ms apart so that the workers' watch events arrive, until `want`
+    /// holds (within 5 s).
+    async fn until(&mut self, what: &str, want: impl Fn(&Fed) -> bool) {
+        let start = Instant::now();
+        loop {
+            self.manager.step().await;
+            if want(self) {
+                return;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "{what}: not within 5 s; the manager's Workload: {}",
+                self.manager
+                    .api
+                    .get(&wl_path(&job_wl("a")))
+                    .unwrap_or_default()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    fn manager_wl(&self) -> Value {
+        self.manager
+            .api
+            .get(&wl_path(&job_wl("a")))
+            .unwrap_or_default()
+    }
+}
+
+/// The state and message of check `mk` on `wl`.
+fn check(wl: &Value) -> (String, String) {
+    let s = wl["status"]["admissionChecks"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["name"] == "mk"))
+        .cloned()
+        .unwrap_or_default();
+    let f = |k: &str| s[k].as_str().unwrap_or_default().to_string();
+    (f("state"), f("message"))
+}
+
+fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
+    obj["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
+
+fn is_true(obj: &Value, type_: &str) -> bool {
+    condition(obj, type_).is_some_and(|c| c["status"] == "True")
+}
+
+fn copy(w: &Worker) -> Option<Value> {
+    w.api.get(&wl_path(&job_wl("a")))
+}
+
+/// What a worker's Kueue writes when it reserves quota for and admits the copy.
+fn admit_copy(w: &Worker) {
+    w.api.modify(&wl_path(&job_wl("a")), |c| {
+        c["status"] = json!({
+            "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main",
+                "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "2"}, "count": 2}]},
+            "conditions": [
+                {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+                 "message": "Quota reserved in ClusterQueue cq", "lastTransitionTime": T},
+                {"type": "Admitted", "status": "True", "reason": "Admitted",
+                 "message": "The workload is admitted", "lastTransitionTime": T}]});
+    });
+}
+
+/// The manager's Workload's events of reason `reason`, as their messages.
+fn events(fed: &Fed, reason: &str) -> Vec<String> {
+    fed.manager
+        .api
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.uri.contains("/events") && r.body["reason"] == reason)
+        .map(|r| {
+            r.body["note"]
+                .as_str()
+                .or(r.body["message"].as_str())
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_job_is_dispatched_runs_on_the_worker_that_admits_it_and_finishes_there() {
+    let mut fed = Fed::with_objects(
+        &["w1", "w2"],
+        manager_objects(&["w1", "w2"], Some(MANAGED_BY)),
+    );
+    fed.start_manager();
+    let wl = job_wl("a");
+
+    // Reserved on the manager, the Workload is copied to both workers (all-at-once).
+    fed.until("copies on both workers", |f| {
+        f.workers.iter().all(|w| copy(w).is_some())
+    })
+    .await;
+    let m = fed.manager_wl();
+    assert!(is_true(&m, "QuotaReserved"), "{m}");
+    assert!(!is_true(&m, "Admitted"), "{m}");
+    assert_eq!(check(&m).0, "Pending");
+    assert_eq!(m["status"]["nominatedClusterNames"], json!(["w1", "w2"]));
+    for w in &fed.workers {
+        let c = copy(w).unwrap();
+        assert_eq!(
+            c["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"],
+            "multikueue"
+        );
+        assert!(
+            c["metadata"]["labels"]
+                .get("kueue.x-k8s.io/job-uid")
+                .is_none(),
+            "{c}"
+        );
+        assert!(c["metadata"].get("ownerReferences").is_none(), "{c}");
+        assert_eq!(c["spec"], m["spec"], "{}", w.name);
+        // No remote Job until a worker admits.
+        assert!(w.api.get(JOB).is_none());
+    }
+    // w2's Kueue holds its copy with its finalizer.
+    fed.worker("w2").api.modify(&wl_path(&wl), |c| {
+        c["metadata"]["finalizers"] = json!(["kueue.x-k8s.io/resource-in-use"]);
+    });
+
+    // w1 admits: the check is Ready, w1 recorded, w2's copy removed, the Job created on w1.
+    admit_copy(fed.worker("w1"));
+    fed.until("admitted on w1", |f| {
+        is_true(&f.manager_wl(), "Admitted") && copy(f.worker("w2")).is_none()
+    })
+    .await;
+    let m = fed.manager_wl();
+    assert_eq!(
+        check(&m),
+        ("Ready".into(), "The workload was admitted on \"w1\"".into())
+    );
+    assert_eq!(m["status"]["clusterName"], "w1");
+    assert!(m["status"].get("nominatedClusterNames").is_none(), "{m}");
+    assert_eq!(
+        events(&fed, "MultiKueue"),
+        ["The workload was admitted on \"w1\""]
+    );
+    // The finalizer went before the delete (else the copy would hang in deletion).
+    let w2_requests: Vec<String> = fed
+        .worker("w2")
+        .api
+        .requests()
+        .iter()
+        .map(|r| r.line())
+        .collect();
+    let patch = w2_requests
+        .iter()
+        .position(|l| l.starts_with("PATCH") && l.contains(&wl));
+    let delete = w2_requests
+        .iter()
+        .position(|l| l.starts_with("DELETE") && l.contains(&wl));
+    assert!(patch.is_some() && patch < delete, "{w2_requests:?}");
+    assert!(fed.worker("w2").api.get(JOB).is_none());
+
+    let remote = fed.worker("w1").api.get(JOB).expect("the Job on w1");
+    let labels = &remote["metadata"]["labels"];
+    assert_eq!(labels["kueue.x-k8s.io/multikueue-origin"], "multikueue");
+    assert_eq!(labels["kueue.x-k8s.io/prebuilt-workload-name"], json!(wl));
+    assert_eq!(
+        remote["metadata"]["annotations"]["kueue.x-k8s.io/prebuilt-workload-name"],
+        json!(wl)
+    );
+    assert!(remote["spec"].get("managedBy").is_none(), "{remote}");
+    assert_eq!(remote["spec"]["parallelism"], 2);
+    // The manager's Job is started (its Job controller leaves it to MultiKueue).
+    let local = fed.manager.api.get(JOB).unwrap();
+    assert_eq!(local["spec"]["suspend"], false);
+    assert_eq!(local["spec"]["managedBy"], MANAGED_BY);
+
+    // The remote Job runs: its status is mirrored onto the manager's.
+    fed.worker("w1").api.modify(JOB, |j| {
+        j["spec"]["suspend"] = json!(false);
+        j["status"] = json!({"active": 2, "ready": 2, "startTime": T});
+    });
+    fed.until("status mirrored", |f| {
+        f.manager.api.get(JOB).unwrap()["status"]["active"] == 2
+    })
+    .await;
+
+    // It completes, and the worker's Kueue finishes the copy.
+    fed.worker("w1").api.modify(JOB, |j| {
+        j["status"] = json!({"succeeded": 2, "startTime": T, "completionTime": T,
+            "conditions": [{"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": T},
+                           {"type": "Complete", "status": "True", "lastTransitionTime": T}]});
+    });
+    fed.worker("w1").api.modify(&wl_path(&wl), |c| {
+        c["status"]["conditions"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!(
+            {"type": "Finished", "status": "True", "reason": "Succeeded",
+             "message": "Job finished successfully", "lastTransitionTime": T}));
+    });
+    fed.until("finished", |f| {
+        is_true(&f.manager_wl(), "Finished")
+            && copy(f.worker("w1")).is_none()
+            && f.worker("w1").api.get(JOB).is_none()
+    })
+    .await;
+    let finished = condition(&fed.manager_wl(), "Finished").cloned().unwrap();
+    assert_eq!(
+        (&finished["reason"], &finished["message"]),
+        (&json!("Succeeded"), &json!("Job finished successfully"))
+    );
+    let local = fed.manager.api.get(JOB).unwrap();
+    assert!(is_true(&local, "Complete"), "{local}");
+    assert_eq!(local["status"]["succeeded"], 2);
+}
+
+#[tokio::test]
+async fn a_job_not_managed_by_multikueue_is_rejected_as_kueue_rejects_it() {
+    let mut fed = Fed::with_objects(&["w1"], manager_objects(&["w1"], None));
+    fed.start_manager();
+    let rejected = "The owner is not managed by Kueue: Expecting spec.managedBy to be \
+                    \"kueue.x-k8s.io/multikueue\" not \"\", Previously: \"Pending\"";
+    // Rejected, then deactivated (the check reset to Pending by the eviction, as in Kueue).
+    fed.until("deactivated", |f| f.manager_wl()["spec"]["active"] == false)
+        .await;
+    let m = fed.manager_wl();
+    let evicted = condition(&m, "Evicted").unwrap();
+    assert_eq!(evicted["reason"], "DeactivatedDueToAdmissionCheck");
+    assert_eq!(
+        evicted["message"],
+        format!(
+            "The workload is deactivated due to AdmissionCheck in Rejected state: \"mk\" ({rejected})"
+        )
+    );
+    assert_eq!(
+        check(&m),
+        (
+            "Pending".into(),
+            "Reset to Pending after eviction. Previously: Rejected".into()
+        )
+    );
+    // Never copied.
+    assert!(copy(fed.worker("w1")).is_none());
+}
+
+#[tokio::test]
+async fn a_copy_evicted_on_its_worker_is_dispatched_again() {
+    let mut fed = Fed::with_objects(
+        &["w1", "w2"],
+        manager_objects(&["w1", "w2"], Some(MANAGED_BY)),
+    );
+    fed.start_manager();
+    let wl = job_wl("a");
+    fed.until("copies", |f| f.workers.iter().all(|w| copy(w).is_some()))
+        .await;
+    admit_copy(fed.worker("w1"));
+    fed.until("admitted on w1", |f| {
+        is_true(&f.manager_wl(), "Admitted") && f.worker("w1").api.get(JOB).is_some()
+    })
+    .await;
+    fed.worker("w1").api.modify(JOB, |j| {
+        j["spec"]["suspend"] = json!(false);
+        j["status"] = json!({"active": 2, "startTime": T});
+    });
+    fed.until("running", |f| {
+        f.manager.api.get(JOB).unwrap()["status"]["active"] == 2
+    })
+    .await;
+
+    // w1's Kueue preempts the copy: evicted, its Job suspended and stopped.
+    fed.worker("w1").api.modify(&wl_path(&wl), |c| {
+        let cs = c["status"]["conditions"].as_array_mut().unwrap();
+        cs.retain(|c| c["type"] != "Admitted" && c["type"] != "QuotaReserved");
+        cs.push(json!({"type": "Evicted", "status": "True", "reason": "Preempted",
+            "message": "Preempted to accommodate a higher priority Workload", "lastTransitionTime": T}));
+        c["status"].as_object_mut().unwrap().remove("admission");
+    });
+    fed.worker("w1").api.modify(JOB, |j| {
+        j["spec"]["suspend"] = json!(true);
+        j["status"] = json!({"active": 0, "startTime": T});
+    });
+    // Retry on the manager: evicted there, the copies removed, reserved again and copied
+    // again to every worker.
+    fed.until("evicted on the manager", |f| {
+        condition(&f.manager_wl(), "Evicted").is_some_and(|c| c["reason"] == "AdmissionCheck")
+    })
+    .await;
+    assert_eq!(
+        condition(&fed.manager_wl(), "Evicted").unwrap()["message"],
+        "Evicted due to AdmissionCheck in Retry state: \"mk\" (Workload evicted on worker \
+         cluster: \"w1\", resetting for re-admission. Previously: \"Ready\")"
+    );
+    fed.until("dispatched again", |f| {
+        let m = f.manager_wl();
+        check(&m).0 == "Pending"
+            && is_true(&m, "QuotaReserved")
+            && m["status"]["nominatedClusterNames"] == json!(["w1", "w2"])
+            && f.workers
+                .iter()
+                .all(|w| copy(w).is_some_and(|c| c["status"].get("conditions").is_none()))
+    })
+    .await;
+    let m = fed.manager_wl();
+    assert!(m["status"].get("clusterName").is_none(), "{m}");
+    assert!(fed.worker("w1").api.get(JOB).is_none());
+    assert_eq!(fed.manager.api.get(JOB).unwrap()["spec"]["suspend"], true);
+}
