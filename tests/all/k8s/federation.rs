@@ -495,16 +495,20 @@ async fn each_connected_worker_is_active_as_kueue_writes_it() {
             .api
             .requests()
             .into_iter()
-            .filter(|r| r.method == "GET" && r.uri.contains("/workloads"))
+            .filter(|r| {
+                r.method == "GET" && (r.uri.contains("/workloads") || r.uri.contains("/jobs"))
+            })
             .map(|r| r.uri)
             .collect();
+        assert_eq!(lists.len(), 4, "a list and a watch of each kind: {lists:?}");
         assert!(
             lists.iter().all(
                 |u| u.contains("labelSelector=kueue.x-k8s.io%2Fmultikueue-origin%3Dmultikueue")
             ),
             "{lists:?}"
         );
-        assert_eq!(w.api.open_watches(), 1, "{}", w.name);
+        // The copies and the remote Jobs.
+        assert_eq!(w.api.open_watches(), 2, "{}", w.name);
     }
 
     // The Secrets come from the manager's watch, not from requests of the reconciler.
