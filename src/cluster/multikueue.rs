@@ -7,13 +7,15 @@
 //! branch): in order, the first step that applies ends the reconcile —
 //!
 //! 1. the Workload is finished or holds no quota (evicted, preempted, deactivated, retried):
-//!    every copy the manager reaches is removed, finished ones too;
+//!    every copy the manager reaches is removed, finished ones too; evicted but still holding
+//!    quota with no copy in reach, its eviction completes (a wasq addition, see below);
 //! 2. a copy finished: the Workload finishes with it (the job's status mirrored first);
 //! 3. a copy was evicted: while the Workload is evicted on the manager too, the job's status
 //!    is mirrored (so that the manager's eviction completes once the remote job stopped);
 //!    else, while the check is `Ready`, the check goes to `Retry`;
 //! 4. a copy is admitted (the earliest; at one instant, the first in the MultiKueueConfig's
-//!    order): the other copies are removed; while the Workload is evicted on the manager but
+//!    order; once `status.clusterName` is set, only that worker's): the other copies are
+//!    removed; while the Workload is evicted on the manager but
 //!    still holds quota, the copy is deactivated (`DeactivationTarget`, reason
 //!    `EvictedOnManagerCluster`); otherwise the job is synced (created there, or its status
 //!    mirrored), the check becomes `Ready` and `status.clusterName` names its worker;
@@ -131,6 +133,8 @@ pub enum Action {
     Admitted { worker: usize },
     /// Ask the dispatcher, then [`sync_nominees`].
     Dispatch,
+    /// The Workload's eviction on the manager completes: its quota is released.
+    CompleteEviction,
 }
 
 /// Why a copy is removed.
@@ -193,6 +197,13 @@ pub fn reconcile(
         );
         return plan;
     }
+    // Evicted on the manager with no copy in reach: nothing is left to stop, so the eviction
+    // completes here (the manager's job still shows the status mirrored from a lost worker;
+    // Kueue waits on it forever, kueue#15380).
+    if local.evicted.is_some() && !copies().any(|(i, _)| workers[i].reachable) {
+        plan.actions.push(Action::CompleteEviction);
+        return plan;
+    }
     // 2.
     if let Some((worker, _)) = copies().find(|(_, c)| c.finished) {
         plan.actions.push(Action::SyncJob { worker });
@@ -215,7 +226,10 @@ pub fn reconcile(
         return plan;
     }
     // 4.
+    // Once a worker is recorded, only its copy admits: an admitted copy elsewhere is stale (a
+    // lost worker back with the copy it ran before a re-dispatch) and goes.
     let admitting = copies()
+        .filter(|&(i, _)| local.cluster_name.is_none_or(|n| workers[i].name == n))
         .filter_map(|(i, c)| c.admitted_at.map(|at| (at, i)))
         .min();
     if let Some((_, winner)) = admitting {
@@ -405,6 +419,36 @@ mod tests {
                 worker: 0,
                 message: "Evicted on manager: Preempted to accommodate a workload".into()
             }]
+        );
+    }
+
+    #[test]
+    fn an_eviction_with_no_copy_in_reach_completes_and_a_recorded_worker_is_the_only_winner() {
+        let mut evicted = local(CheckState::Pending, None);
+        evicted.evicted = Some("Evicted due to AdmissionCheck");
+        let mut lost = worker("a", admitted(10));
+        lost.reachable = false;
+        let plan = reconcile(&evicted, &[lost, worker("b", None)], 30, 1);
+        assert_eq!(plan.actions, [Action::CompleteEviction]);
+        // A copy in reach: it is synced instead (its job may still run).
+        let evicted_copy = Some(Copy {
+            evicted: true,
+            ..Copy::default()
+        });
+        let plan = reconcile(&evicted, &[worker("a", evicted_copy)], 30, 1);
+        assert_eq!(plan.actions, [Action::SyncJob { worker: 0 }]);
+        // Re-dispatched to b: a's stale admitted copy, back, goes.
+        let workers = [worker("a", admitted(10)), worker("b", admitted(20))];
+        let plan = reconcile(&local(CheckState::Ready, Some("b")), &workers, 30, 1);
+        assert_eq!(
+            plan.actions,
+            [
+                Action::Remove {
+                    worker: 0,
+                    because: Removal::AdmittedOn(1)
+                },
+                Action::SyncJob { worker: 1 }
+            ]
         );
     }
 

@@ -186,6 +186,15 @@ impl Controller {
                 Action::Dispatch => {
                     self.nominate(mk, &wl, &d, settings, now).await?;
                 }
+                Action::CompleteEviction => {
+                    // Once its job is stopped here (the pass that evicted it suspends it).
+                    let stopped = self
+                        .local_job(&wl, &job_name)
+                        .is_some_and(|j| j.data["spec"]["suspend"] == json!(true));
+                    if stopped {
+                        self.complete_eviction(&wl, now).await?;
+                    }
+                }
             }
         }
         if let Some((state, message, why)) = check {

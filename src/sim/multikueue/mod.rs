@@ -496,7 +496,9 @@ impl Federation {
                 mk::Action::Dispatch => dispatch = true,
                 // The simulator has no jobs to sync, and its manager releases an evicted
                 // Workload's quota at once (see `Local::evicted`).
-                mk::Action::SyncJob { .. } | mk::Action::Deactivate { .. } => {}
+                mk::Action::SyncJob { .. }
+                | mk::Action::Deactivate { .. }
+                | mk::Action::CompleteEviction => {}
             }
         }
         let Some(d) = self.dispatches.get(&wl) else {

@@ -389,7 +389,7 @@ impl Fed {
     }
 
     /// `cluster`'s `Active` condition on the manager: status, reason, message.
-    fn active(&self, cluster: &str) -> Option<(String, String, String)> {
+    pub(super) fn active(&self, cluster: &str) -> Option<(String, String, String)> {
         let mkc = self
             .manager
             .api
@@ -426,7 +426,7 @@ impl Fed {
     }
 
     /// Manager passes for `wall` of wall time (sessions report meanwhile).
-    async fn passes(&mut self, wall: Duration) {
+    pub(super) async fn passes(&mut self, wall: Duration) {
         let start = Instant::now();
         while start.elapsed() < wall {
             self.manager.step().await;

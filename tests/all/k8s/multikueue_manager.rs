@@ -375,3 +375,118 @@ async fn a_copy_evicted_on_its_worker_is_dispatched_again() {
     assert!(fed.worker("w1").api.get(JOB).is_none());
     assert_eq!(fed.manager.api.get(JOB).unwrap()["spec"]["suspend"], true);
 }
+
+/// A Job dispatched to both workers and running on w1 (two pods active).
+async fn running_on_w1(fed: &mut Fed) {
+    fed.start_manager();
+    fed.until("copies", |f| f.workers.iter().all(|w| copy(w).is_some()))
+        .await;
+    admit_copy(fed.worker("w1"));
+    fed.until("admitted on w1", |f| {
+        is_true(&f.manager_wl(), "Admitted") && f.worker("w1").api.get(JOB).is_some()
+    })
+    .await;
+    fed.worker("w1").api.modify(JOB, |j| {
+        j["spec"]["suspend"] = json!(false);
+        j["status"] = json!({"active": 2, "startTime": T});
+    });
+    fed.until("running", |f| {
+        f.manager.api.get(JOB).unwrap()["status"]["active"] == 2
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_worker_lost_past_the_timeout_has_its_job_dispatched_again_and_its_stale_copy_goes() {
+    let mut fed = Fed::with_objects(
+        &["w1", "w2"],
+        manager_objects(&["w1", "w2"], Some(MANAGED_BY)),
+    );
+    running_on_w1(&mut fed).await;
+
+    fed.worker("w1").http.set_down(true);
+    fed.until("w1 inactive", |f| {
+        f.active("w1").is_some_and(|a| a.0 == "False")
+    })
+    .await;
+    // Within workerLostTimeout (Kueue's default, 15 minutes) the Job stays on w1.
+    fed.advance(14 * 60_000);
+    fed.passes(Duration::from_millis(100)).await;
+    let m = fed.manager_wl();
+    assert_eq!(check(&m).0, "Ready", "{m}");
+    assert_eq!(m["status"]["clusterName"], "w1");
+    assert!(is_true(&m, "Admitted"));
+
+    // Past it: Retry, evicted on the manager, and — the lost worker's status still on the
+    // manager's Job — the eviction completes without it; dispatched again to w2 alone.
+    fed.advance(60_000);
+    fed.until("evicted", |f| {
+        condition(&f.manager_wl(), "Evicted").is_some_and(|c| c["status"] == "True")
+    })
+    .await;
+    assert_eq!(
+        condition(&fed.manager_wl(), "Evicted").unwrap()["message"],
+        "Evicted due to AdmissionCheck in Retry state: \"mk\" (Admitting remote lost, \
+         Previously: \"Ready\")"
+    );
+    fed.until("dispatched to w2", |f| {
+        let m = f.manager_wl();
+        is_true(&m, "QuotaReserved")
+            && m["status"]["nominatedClusterNames"] == json!(["w2"])
+            && copy(f.worker("w2")).is_some_and(|c| c["status"].get("conditions").is_none())
+    })
+    .await;
+    assert_eq!(fed.manager.api.get(JOB).unwrap()["spec"]["suspend"], true);
+    admit_copy(fed.worker("w2"));
+    fed.until("admitted on w2", |f| {
+        f.manager_wl()["status"]["clusterName"] == "w2" && f.worker("w2").api.get(JOB).is_some()
+    })
+    .await;
+
+    // w1 back with the copy and Job it ran before: both go; the Job stays on w2.
+    assert!(copy(fed.worker("w1")).is_some());
+    fed.worker("w1").http.set_down(false);
+    fed.advance(10 * 60_000);
+    fed.until("stale copy removed", |f| {
+        copy(f.worker("w1")).is_none() && f.worker("w1").api.get(JOB).is_none()
+    })
+    .await;
+    let m = fed.manager_wl();
+    assert_eq!(
+        (check(&m).0.as_str(), &m["status"]["clusterName"]),
+        ("Ready", &json!("w2"))
+    );
+    assert!(copy(fed.worker("w2")).is_some());
+    assert!(fed.worker("w2").api.get(JOB).is_some());
+}
+
+#[tokio::test]
+async fn a_short_loss_keeps_the_job_where_it_runs() {
+    let mut fed = Fed::with_objects(
+        &["w1", "w2"],
+        manager_objects(&["w1", "w2"], Some(MANAGED_BY)),
+    );
+    running_on_w1(&mut fed).await;
+    fed.worker("w1").http.set_down(true);
+    fed.until("w1 inactive", |f| {
+        f.active("w1").is_some_and(|a| a.0 == "False")
+    })
+    .await;
+    fed.advance(60_000);
+    fed.passes(Duration::from_millis(50)).await;
+    fed.worker("w1").http.set_down(false);
+    fed.advance(5 * 60_000);
+    fed.until("w1 active", |f| {
+        f.active("w1").is_some_and(|a| a.0 == "True")
+    })
+    .await;
+    // Past the timeout since the loss began, but connected again: nothing changes.
+    fed.advance(15 * 60_000);
+    fed.passes(Duration::from_millis(100)).await;
+    let m = fed.manager_wl();
+    assert_eq!(check(&m).0, "Ready", "{m}");
+    assert_eq!(m["status"]["clusterName"], "w1");
+    assert!(condition(&m, "Evicted").is_none_or(|c| c["status"] == "False"));
+    assert!(copy(fed.worker("w1")).is_some());
+    assert_eq!(fed.manager.api.get(JOB).unwrap()["status"]["active"], 2);
+}
