@@ -81,6 +81,15 @@ impl Env {
         for (path, obj) in objects {
             api.put(&path, obj);
         }
+        Env::on(api, clock, configure)
+    }
+
+    /// A controller on the double `api` (another cluster's, served over HTTP too).
+    fn on(
+        api: ApiServer,
+        clock: wasq::k8s::controller::Clock,
+        configure: wasq::k8s::sync::core::Configure,
+    ) -> Env {
         let writer = Writer::new(api.client(), Some("test".into()));
         let controller = Controller::new(
             writer,

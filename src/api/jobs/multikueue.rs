@@ -2,6 +2,9 @@
 //! whether the manager's Job is MultiKueue's, the Job created on the worker that admitted its
 //! Workload, and the status the manager's Job takes from it.
 
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 
 use super::workload::JOB_UID_LABEL;
@@ -36,13 +39,17 @@ pub fn not_managed_reason(job: &Value) -> Option<String> {
     })
 }
 
-/// The prebuilt Workload a remote job names (annotation first, then label, as Kueue's
-/// `PrebuiltWorkloadNameFor` with `WorkloadIdentifierAnnotations` on).
-pub fn prebuilt_name(job: &Value) -> Option<&str> {
-    let meta = &job["metadata"];
-    (meta["annotations"][PREBUILT_WORKLOAD].as_str())
-        .or(meta["labels"][PREBUILT_WORKLOAD].as_str())
-        .filter(|n| !n.is_empty())
+/// The prebuilt Workload a job names (annotation first, then label, as Kueue's
+/// `PrebuiltWorkloadNameFor` with `WorkloadIdentifierAnnotations` on): on a MultiKueue
+/// worker, the manager's copy its job runs under.
+pub fn prebuilt_name(meta: &ObjectMeta) -> Option<&str> {
+    fn get(m: &Option<BTreeMap<String, String>>) -> Option<&str> {
+        m.as_ref()
+            .and_then(|m| m.get(PREBUILT_WORKLOAD))
+            .filter(|n| !n.is_empty())
+            .map(String::as_str)
+    }
+    get(&meta.annotations).or(get(&meta.labels))
 }
 
 /// Kueue's `SyncJob` create branch: the Job made on the worker from the manager's `local` —
@@ -181,7 +188,8 @@ mod tests {
         let long = "w".repeat(64);
         let r = remote_job(&job(true), &long, "multikueue");
         assert!(r["metadata"]["labels"].get(PREBUILT_WORKLOAD).is_none());
-        assert_eq!(prebuilt_name(&r), Some(long.as_str()));
+        let meta: ObjectMeta = serde_json::from_value(r["metadata"].clone()).unwrap();
+        assert_eq!(prebuilt_name(&meta), Some(long.as_str()));
     }
 
     #[test]

@@ -200,6 +200,22 @@ impl Controller {
             let Some(wl) = self.mirror.workloads.get(&key) else {
                 continue;
             };
+            // A deactivation asked by someone else (a MultiKueue manager evicted its
+            // original: `EvictedOnManagerCluster` on this copy), done as Kueue's workload
+            // controller does it.
+            if has_quota_reservation(wl)
+                && !is_evicted(wl)
+                && let Some(target) = (wl.status.as_ref())
+                    .and_then(|s| cond::find(&s.conditions, checks::DEACTIVATION_TARGET))
+                    .filter(|c| c.status == "True")
+            {
+                let (reason, message) = (target.reason.clone(), target.message.clone());
+                if let Err(e) = self.deactivate(&key, &reason, &message, None, now).await {
+                    tracing::warn!(workload = %key, error = %e, "cannot deactivate the Workload; will retry");
+                    self.write_failed("workload");
+                }
+                continue;
+            }
             // Most Workloads have no checks and no ProvisioningRequest: nothing to do, and
             // nothing copied.
             let prs = &self.mirror.provisioning_requests;

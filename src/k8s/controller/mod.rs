@@ -719,15 +719,106 @@ impl Controller {
         self.start_ops(kind, &value, &wl).ok()
     }
 
-    /// The Workload a job owns (the name its kind gives it, owned by the job's UID).
+    /// The Workload a job owns (the name its kind gives it, or the prebuilt Workload it
+    /// names, owned by the job's UID).
     fn job_workload(&self, kind: &JobKind, job: &kube::core::DynamicObject) -> Option<Workload> {
         let name = job.metadata.name.as_deref().unwrap_or_default();
         let uid = job.metadata.uid.as_deref();
+        let namespace = job.metadata.namespace.as_deref().unwrap_or("default");
+        if let Some(prebuilt) = api::jobs::multikueue::prebuilt_name(&job.metadata) {
+            return self.owned_workload(namespace, prebuilt, uid);
+        }
         self.owned_workload(
-            job.metadata.namespace.as_deref().unwrap_or("default"),
+            namespace,
             &kind.workload_name(name, uid.unwrap_or_default(), None),
             uid,
         )
+    }
+
+    /// Kueue's `ensureOneWorkload` for a job naming a prebuilt Workload (a MultiKueue
+    /// worker's remote job): the Workload is adopted (the job its controller, the job-uid
+    /// label), and finished `OutOfSync` when its podSets are not the job's. `false`: the job
+    /// waits — its Workload missing (the job is kept suspended), or another's.
+    async fn adopt_prebuilt(
+        &mut self,
+        i: usize,
+        job: &kube::core::DynamicObject,
+        prebuilt: &str,
+        now: Millis,
+    ) -> Result<bool, Error> {
+        let kind = self.kinds[i].clone();
+        let ns = job
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let name = job.metadata.name.clone().unwrap_or_default();
+        let uid = job.metadata.uid.clone().unwrap_or_default();
+        let value = to_value(job);
+        let Some(wl) = self
+            .mirror
+            .workloads
+            .get(&key_of(Some(&ns), prebuilt))
+            .cloned()
+        else {
+            if !kind.is_suspended(&value) {
+                self.patch_job(i, Some(&ns), &name, kind.suspend_ops(&value), false)
+                    .await?;
+            }
+            return Ok(false);
+        };
+        let owners = wl.metadata.owner_references.clone().unwrap_or_default();
+        match owners.iter().find(|o| o.controller == Some(true)) {
+            Some(o) if o.uid != uid => {
+                tracing::warn!(workload = %workload_key(&wl), job = %key_of(Some(&ns), &name),
+                    "the prebuilt Workload is already controlled by another object");
+                return Ok(false);
+            }
+            Some(_) => {}
+            None => {
+                let mut owners = owners;
+                owners.push(
+                    k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                        api_version: kind.spec.api_version.clone(),
+                        kind: kind.spec.kind.clone(),
+                        name: name.clone(),
+                        uid: uid.clone(),
+                        controller: Some(true),
+                        block_owner_deletion: Some(true),
+                    },
+                );
+                let body = json!({"metadata": {
+                    "resourceVersion": wl.metadata.resource_version,
+                    "ownerReferences": owners,
+                    "labels": {api::jobs::JOB_UID_LABEL: uid},
+                }});
+                let obj = self.writer.patch_workload(&ns, prebuilt, &body).await?;
+                self.put_own_workload(&obj);
+            }
+        }
+        // Kueue's `EquivalentToWorkload`, on what both sides keep as they are: the podSets'
+        // names and counts (a worker's API server may default the templates).
+        let expected: Option<Vec<(String, i32)>> = kind
+            .pod_sets(&value)
+            .ok()
+            .map(|ps| ps.into_iter().map(|p| (p.name, p.count)).collect());
+        let written: Vec<(String, i32)> = (wl.spec.pod_sets.iter())
+            .map(|p| (p.name.clone(), p.count))
+            .collect();
+        let in_sync = expected.is_some_and(|e| e == written);
+        if !in_sync {
+            if !is_finished(&wl) {
+                self.finish_with(
+                    &wl,
+                    OUT_OF_SYNC,
+                    "The prebuilt workload is out of sync with its user job",
+                    now,
+                )
+                .await?;
+            }
+            return Ok(false);
+        }
+        Ok(true)
     }
 
     /// The JSON Patch that starts a job on its admitted Workload: flavors, counts, the checks'
@@ -792,6 +883,13 @@ impl Controller {
         {
             return Ok(());
         }
+        if let Some(prebuilt) =
+            api::jobs::multikueue::prebuilt_name(&job.metadata).map(str::to_string)
+            && kind.finished(&to_value(&job)).is_none()
+            && !self.adopt_prebuilt(i, &job, &prebuilt, now).await?
+        {
+            return Ok(());
+        }
         let namespace = job.metadata.namespace.clone();
         let ns = namespace.as_deref();
         let name = job.metadata.name.clone().unwrap_or_default();
@@ -804,6 +902,10 @@ impl Controller {
             return Ok(());
         }
         let Some(wl) = wl else {
+            // A prebuilt Workload is never made here.
+            if api::jobs::multikueue::prebuilt_name(&job.metadata).is_some() {
+                return Ok(());
+            }
             let catalog = core::catalog(&self.mirror);
             let new = match kind.workloads(&job.metadata, &value, &catalog) {
                 Ok(mut made) if made.len() == 1 => made.remove(0),
@@ -1381,6 +1483,9 @@ fn ns_name(wl: &Workload) -> (String, String) {
         wl.metadata.name.clone().unwrap_or_default(),
     )
 }
+
+/// Kueue's `Finished` reason for a prebuilt Workload whose job no longer matches it.
+const OUT_OF_SYNC: &str = "OutOfSync";
 
 /// Kueue's finalizer on the Workloads it creates.
 const RESOURCE_IN_USE: &str = "kueue.x-k8s.io/resource-in-use";

@@ -518,7 +518,7 @@ impl Controller {
         let jobs: Vec<String> = (remote.jobs.iter())
             .filter(|(_, j)| {
                 j.metadata.namespace.as_deref() == Some(ns)
-                    && job_adapter::prebuilt_name(&to_value(j)) == Some(name)
+                    && job_adapter::prebuilt_name(&j.metadata) == Some(name)
             })
             .map(|(k, _)| k.clone())
             .collect();

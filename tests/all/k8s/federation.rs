@@ -45,6 +45,8 @@ pub(super) struct Worker {
 pub(super) struct Fed {
     pub(super) manager: Env,
     pub(super) workers: Vec<Worker>,
+    /// The workers that run wasq: its controller on their double.
+    pub(super) wasq_workers: Vec<Env>,
     /// The manager controller's clock (ms), starting at [`NOW`].
     pub(super) clock: Arc<AtomicI64>,
 }
@@ -106,7 +108,33 @@ impl Fed {
         Fed {
             manager: Env::with_clock(objects, Arc::new(move || c.load(Ordering::SeqCst))),
             workers,
+            wasq_workers: Vec::new(),
             clock,
+        }
+    }
+
+    /// `worker` runs wasq (on the federation's clock), with `objects` (its queues).
+    pub(super) fn run_wasq(&mut self, worker: &str, objects: Vec<(String, Value)>) {
+        let api = self.worker(worker).api.clone();
+        for (path, obj) in objects {
+            api.put(&path, obj);
+        }
+        let c = self.clock.clone();
+        let mut env = Env::on(
+            api,
+            Arc::new(move || c.load(Ordering::SeqCst)),
+            Arc::new(|_| {}),
+        );
+        env.list_all();
+        self.wasq_workers.push(env);
+    }
+
+    /// A pass of every wasq worker, after listing what changed on its cluster (the tests'
+    /// controllers run no watchers).
+    pub(super) async fn step_workers(&mut self) {
+        for env in &mut self.wasq_workers {
+            env.list_all();
+            env.step().await;
         }
     }
 

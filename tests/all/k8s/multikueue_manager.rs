@@ -73,16 +73,21 @@ impl Fed {
     async fn until(&mut self, what: &str, want: impl Fn(&Fed) -> bool) {
         let start = Instant::now();
         loop {
+            self.step_workers().await;
             self.manager.step().await;
             if want(self) {
                 return;
             }
             assert!(
                 start.elapsed() < Duration::from_secs(5),
-                "{what}: not within 5 s; the manager's Workload: {}",
+                "{what}: not within 5 s; the manager's Workloads: {}\n{}",
                 self.manager
                     .api
                     .get(&wl_path(&job_wl("a")))
+                    .unwrap_or_default(),
+                self.manager
+                    .api
+                    .get(&wl_path(&job_wl("b")))
                     .unwrap_or_default()
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -489,4 +494,210 @@ async fn a_short_loss_keeps_the_job_where_it_runs() {
     assert!(condition(&m, "Evicted").is_none_or(|c| c["status"] == "False"));
     assert!(copy(fed.worker("w1")).is_some());
     assert_eq!(fed.manager.api.get(JOB).unwrap()["status"]["active"], 2);
+}
+
+/// A worker's queues as its operator writes them: `cq` of `cpu` CPUs for LocalQueue `ns/lq`.
+fn worker_queues(cpu: &str) -> Vec<(String, Value)> {
+    manager_objects(&[], None)
+        .into_iter()
+        .filter(|(path, _)| {
+            path.contains("/resourceflavors/")
+                || path.contains("/localqueues/")
+                || path.contains("/clusterqueues/")
+        })
+        .map(|(path, mut obj)| {
+            if path.contains("/clusterqueues/") {
+                obj["spec"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("admissionChecksStrategy");
+                obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] =
+                    json!(cpu);
+            }
+            (path, obj)
+        })
+        .collect()
+}
+
+fn is_suspended(job: &Value) -> bool {
+    job["spec"]["suspend"] == true
+}
+
+#[tokio::test]
+async fn a_worker_running_wasq_adopts_the_copy_runs_the_job_and_its_end_reaches_the_manager() {
+    let mut fed = Fed::with_objects(
+        &["w1", "w2"],
+        manager_objects(&["w1", "w2"], Some(MANAGED_BY)),
+    );
+    fed.run_wasq("w1", worker_queues("8"));
+    // Too small for the Job's two CPUs: its copy stays pending there.
+    fed.run_wasq("w2", worker_queues("1"));
+    fed.start_manager();
+    let wl = job_wl("a");
+
+    fed.until("running on w1", |f| {
+        f.worker("w1")
+            .api
+            .get(JOB)
+            .is_some_and(|j| !is_suspended(&j))
+            && f.manager_wl()["status"]["clusterName"] == "w1"
+            && copy(f.worker("w2")).is_none()
+    })
+    .await;
+    // w1's wasq adopted the copy as the remote Job's prebuilt Workload, and made no other.
+    let remote = fed.worker("w1").api.get(JOB).unwrap();
+    let c = copy(fed.worker("w1")).unwrap();
+    let owner = &c["metadata"]["ownerReferences"][0];
+    assert_eq!(
+        (
+            &owner["kind"],
+            &owner["name"],
+            &owner["uid"],
+            &owner["controller"]
+        ),
+        (
+            &json!("Job"),
+            &json!("a"),
+            &remote["metadata"]["uid"],
+            &json!(true)
+        )
+    );
+    assert_eq!(
+        c["metadata"]["labels"]["kueue.x-k8s.io/job-uid"],
+        remote["metadata"]["uid"]
+    );
+    assert!(is_true(&c, "Admitted"), "{c}");
+    let on_w1: Vec<String> = fed
+        .worker("w1")
+        .api
+        .all()
+        .into_iter()
+        .filter(|(p, _)| p.contains("/workloads/"))
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(on_w1, [wl_path(&wl)]);
+    let m = fed.manager_wl();
+    assert_eq!(
+        check(&m),
+        ("Ready".into(), "The workload was admitted on \"w1\"".into())
+    );
+    assert!(!is_suspended(&fed.manager.api.get(JOB).unwrap()));
+
+    // The worker's Job controller completes the Job: w1's wasq finishes the copy, the
+    // manager finishes as it did and removes what it made on w1.
+    fed.worker("w1").api.modify(JOB, |j| {
+        j["status"] = json!({"succeeded": 2, "startTime": T, "completionTime": T,
+            "conditions": [{"type": "Complete", "status": "True", "lastTransitionTime": T,
+                            "message": "Reached expected number of succeeded pods"}]});
+    });
+    let mut copy_finished = None;
+    fed.until("finished", |f| is_true(&f.manager_wl(), "Finished"))
+        .await;
+    if let Some(c) = copy(fed.worker("w1")) {
+        copy_finished = condition(&c, "Finished").cloned();
+    }
+    let finished = condition(&fed.manager_wl(), "Finished").cloned().unwrap();
+    assert_eq!(finished["reason"], "Succeeded");
+    if let Some(c) = copy_finished {
+        assert_eq!(c["message"], finished["message"]);
+    }
+    fed.until("removed from w1", |f| {
+        copy(f.worker("w1")).is_none() && f.worker("w1").api.get(JOB).is_none()
+    })
+    .await;
+    assert!(is_true(&fed.manager.api.get(JOB).unwrap(), "Complete"));
+}
+
+#[tokio::test]
+async fn preempted_on_the_manager_the_copy_is_deactivated_on_its_wasq_worker() {
+    let mut objects = manager_objects(&["w1"], Some(MANAGED_BY));
+    for (path, obj) in &mut objects {
+        if path.ends_with("/clusterqueues/cq") {
+            obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] =
+                json!("2");
+            obj["spec"]["preemption"] = json!({"withinClusterQueue": "LowerPriority"});
+        }
+    }
+    objects.push((
+        format!("{KUEUE}/workloadpriorityclasses/high"),
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+               "metadata": {"name": "high"}, "value": 100}),
+    ));
+    let mut fed = Fed::with_objects(&["w1"], objects);
+    fed.run_wasq("w1", worker_queues("8"));
+    fed.start_manager();
+    fed.until("running on w1", |f| {
+        f.worker("w1")
+            .api
+            .get(JOB)
+            .is_some_and(|j| !is_suspended(&j))
+    })
+    .await;
+    // w1's Job controller runs its pods.
+    fed.worker("w1").api.modify(JOB, |j| {
+        j["status"] = json!({"active": 2, "startTime": T});
+    });
+    fed.until("running", |f| {
+        f.manager.api.get(JOB).unwrap()["status"]["active"] == 2
+    })
+    .await;
+
+    // A higher-priority Job on the manager preempts `a` there.
+    let (path, mut b) = job(
+        "b",
+        "1",
+        2,
+        json!({"kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/priority-class": "high"}),
+        true,
+    );
+    b["spec"]["managedBy"] = json!(MANAGED_BY);
+    fed.manager.api.put(&path, b);
+    let i = (fed.manager.controller.kinds().iter())
+        .position(|k| k.spec.kind == "Job")
+        .unwrap();
+    fed.manager
+        .applied(wasq::k8s::sync::mirror::Source::Job(i), &path);
+
+    // The copy is told why, its worker deactivates it and stops the Job, that reaches the
+    // manager, whose eviction completes: `b` is admitted and dispatched.
+    fed.until("a's copy deactivated on w1", |f| {
+        copy(f.worker("w1")).is_some_and(|c| c["spec"]["active"] == false && is_true(&c, "Evicted"))
+            && f.worker("w1")
+                .api
+                .get(JOB)
+                .is_some_and(|j| is_suspended(&j))
+    })
+    .await;
+    // Until its pods are gone on w1, `a` holds its quota on the manager.
+    fed.passes(Duration::from_millis(50)).await;
+    assert!(is_true(&fed.manager_wl(), "QuotaReserved"));
+    fed.worker("w1").api.modify(JOB, |j| {
+        j["status"] = json!({"active": 0, "startTime": T});
+    });
+    let c = copy(fed.worker("w1")).unwrap();
+    let evicted = condition(&c, "Evicted").unwrap();
+    assert_eq!(evicted["reason"], "DeactivatedDueToEvictedOnManagerCluster");
+    let manager_eviction = condition(&fed.manager_wl(), "Evicted").unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        evicted["message"],
+        format!("The workload is deactivated due to Evicted on manager: {manager_eviction}")
+    );
+    fed.until("b dispatched, a pending", |f| {
+        let b = f
+            .manager
+            .api
+            .get(&wl_path(&job_wl("b")))
+            .unwrap_or_default();
+        !is_true(&f.manager_wl(), "QuotaReserved")
+            && is_true(&b, "QuotaReserved")
+            && f.worker("w1").api.get(&wl_path(&job_wl("b"))).is_some()
+            && copy(f.worker("w1")).is_none()
+    })
+    .await;
+    assert!(is_suspended(&fed.manager.api.get(JOB).unwrap()));
+    let m = fed.manager_wl();
+    assert_eq!(condition(&m, "Evicted").unwrap()["reason"], "Preempted");
 }
