@@ -701,3 +701,75 @@ async fn preempted_on_the_manager_the_copy_is_deactivated_on_its_wasq_worker() {
     let m = fed.manager_wl();
     assert_eq!(condition(&m, "Evicted").unwrap()["reason"], "Preempted");
 }
+
+#[tokio::test]
+async fn a_deleted_job_takes_its_copies_and_remote_job_along() {
+    let mut fed = Fed::with_objects(
+        &["w1", "w2"],
+        manager_objects(&["w1", "w2"], Some(MANAGED_BY)),
+    );
+    running_on_w1(&mut fed).await;
+    // The user deletes the Job; its Workload goes with it (the garbage collector's work,
+    // which the double leaves to the test).
+    let wl = wl_path(&job_wl("a"));
+    for path in [JOB, wl.as_str()] {
+        let gone = fed.manager.api.delete(path).unwrap();
+        let source = if path == JOB {
+            let i = (fed.manager.controller.kinds().iter())
+                .position(|k| k.spec.kind == "Job")
+                .unwrap();
+            wasq::k8s::sync::mirror::Source::Job(i)
+        } else {
+            wasq::k8s::sync::mirror::Source::Kueue(wasq::k8s::schema::kinds::KueueKind::Workload)
+        };
+        fed.manager
+            .controller
+            .observe(wasq::k8s::sync::mirror::Observed::Deleted(
+                source,
+                serde_json::from_value(gone).unwrap(),
+            ));
+    }
+    fed.until("remote objects removed", |f| {
+        copy(f.worker("w1")).is_none() && f.worker("w1").api.get(JOB).is_none()
+    })
+    .await;
+    assert!(copy(fed.worker("w2")).is_none());
+}
+
+#[tokio::test]
+async fn the_incremental_dispatcher_nominates_more_workers_each_round() {
+    let clusters = ["w1", "w2", "w3"];
+    let mut fed = Fed::with_objects(&clusters, manager_objects(&clusters, Some(MANAGED_BY)));
+    let config: wasq::api::config::Configuration = serde_json::from_value(json!({
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+        "multiKueue": {"dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-incremental",
+                       "incrementalDispatcherConfig": {"stepSize": 1}}}))
+    .unwrap();
+    fed.manager.controller.mirror.configuration = Some(config);
+    fed.start_manager();
+    let nominated = |f: &Fed| f.manager_wl()["status"]["nominatedClusterNames"].clone();
+    // Kueue's incremental dispatcher, one cluster a round: the first at once, then one more
+    // each round of five minutes while none admits.
+    fed.until("first round", |f| copy(f.worker("w1")).is_some())
+        .await;
+    assert_eq!(nominated(&fed), json!(["w1"]));
+    fed.passes(Duration::from_millis(50)).await;
+    assert!(copy(fed.worker("w2")).is_none());
+    fed.advance(5 * 60_000);
+    fed.until("second round", |f| {
+        f.workers.iter().filter(|w| copy(w).is_some()).count() > 1
+    })
+    .await;
+    assert_eq!(nominated(&fed), json!(["w1", "w2"]));
+    fed.passes(Duration::from_millis(50)).await;
+    assert!(copy(fed.worker("w3")).is_none());
+    // w2 admits: the others' copies go.
+    admit_copy(fed.worker("w2"));
+    fed.until("admitted on w2", |f| {
+        f.manager_wl()["status"]["clusterName"] == "w2" && copy(f.worker("w1")).is_none()
+    })
+    .await;
+    fed.advance(5 * 60_000);
+    fed.passes(Duration::from_millis(50)).await;
+    assert!(copy(fed.worker("w3")).is_none());
+}
