@@ -125,11 +125,12 @@ pub struct ControllerArgs {
     /// everyone sees everything. `auto`: `none` on a loopback address, else `kubernetes`.
     #[arg(long, value_enum, default_value = "auto")]
     pub dashboard_auth: DashboardAuth,
-    /// Run as a MultiKueue manager (first part: MultiKueueClusters are connected to and their
-    /// `Active` condition written; Workloads are not dispatched yet). Kubeconfig Secrets are
-    /// read in the Configuration's `namespace`, else --namespace.
+    /// Do not act as a MultiKueue manager (another controller does). By default, as Kueue,
+    /// wasq connects to the MultiKueueClusters (kubeconfig Secrets in the Configuration's
+    /// `namespace`, else --namespace) and dispatches the Workloads behind a
+    /// `kueue.x-k8s.io/multikueue` check to them.
     #[arg(long)]
-    pub multikueue: bool,
+    pub no_multikueue: bool,
     /// Where `locationType: Path` kubeconfigs of MultiKueueClusters must be (Kueue's
     /// `MultiKueueKubeConfigPathValidation`).
     #[arg(long, value_name = "DIR", default_value = wasq::api::multikueue::KUBECONFIG_PATH_PREFIX)]
@@ -307,7 +308,7 @@ async fn run_async(
     if let Some(path) = &args.kueue_config {
         controller.mirror.configuration = Some(wasq::api::config::load_file(path)?);
     }
-    if args.multikueue {
+    if !args.no_multikueue {
         let config = controller.mirror.configuration.clone().unwrap_or_default();
         let options = wasq::k8s::multikueue::Options {
             origin: config.multi_kueue().origin().to_string(),

@@ -51,7 +51,7 @@ pub fn spawn_watchers(
 impl Controller {
     /// Runs the controller on `events` (from [`spawn_watchers`]) until `end` resolves, and
     /// returns what it resolved to. Every batch of events is taken into the mirror at once;
-    /// after it, and at least every `tick`, a pass runs ([`Controller::step`]) once `leading`
+    /// after it, after a MultiKueue worker's report, and at least every `tick`, a pass runs ([`Controller::step`]) once `leading`
     /// has resolved (a future already resolved: this replica leads from the start), and until
     /// then the standby's upkeep ([`Controller::stand_by`]).
     pub async fn run<T>(
@@ -65,6 +65,14 @@ impl Controller {
         let mut end = std::pin::pin!(end);
         let mut is_leading = leading.as_mut().now_or_never().is_some();
         let mut tick = tokio::time::interval(tick);
+        // A MultiKueue manager's workers report between events: a pass takes them in.
+        let remote = self.multikueue().map(|m| m.wake());
+        let reported = || async {
+            match &remote {
+                Some(w) => w.notified().await,
+                None => std::future::pending().await,
+            }
+        };
         loop {
             tokio::select! {
                 Some(ev) = events.recv() => {
@@ -74,6 +82,7 @@ impl Controller {
                     }
                 }
                 _ = tick.tick() => {}
+                _ = reported() => {}
                 _ = leading.as_mut(), if !is_leading => is_leading = true,
                 out = end.as_mut() => return out,
             }

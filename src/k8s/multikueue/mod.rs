@@ -198,6 +198,8 @@ pub struct MultiKueue {
     remotes: BTreeMap<String, Remote>,
     tx: UnboundedSender<Report>,
     rx: UnboundedReceiver<Report>,
+    /// Signalled on every report: the controller's loop runs a pass.
+    wake: Arc<tokio::sync::Notify>,
     /// Per Workload key: when its nominees last changed, and when to ask its dispatcher again
     /// (in memory, as Kueue's dispatchers keep their rounds).
     pub dispatch: HashMap<String, Dispatched>,
@@ -226,9 +228,15 @@ impl MultiKueue {
             remotes: BTreeMap::new(),
             tx,
             rx,
+            wake: Arc::new(tokio::sync::Notify::new()),
             dispatch: HashMap::new(),
             released: BTreeSet::new(),
         }
+    }
+
+    /// Signalled whenever a session reported (see [`MultiKueue::drain`]).
+    pub fn wake(&self) -> Arc<tokio::sync::Notify> {
+        self.wake.clone()
     }
 
     /// Takes in the sessions' reports; returns the clusters whose connection changed.
@@ -321,6 +329,7 @@ impl MultiKueue {
             config,
             self.options.origin.clone(),
             self.tx.clone(),
+            self.wake.clone(),
         ));
         let remote = self.remote_mut(cluster);
         if let Some((_, old)) = remote.task.replace((generation, task.abort_handle())) {

@@ -69,13 +69,14 @@ pub struct Report {
     pub outcome: Outcome,
 }
 
-/// Runs one session; every outcome goes to `tx`.
+/// Runs one session; every outcome goes to `tx`, and `wake` is signalled.
 pub async fn run(
     cluster: String,
     generation: u64,
     config: Kubeconfig,
     origin: String,
     tx: UnboundedSender<Report>,
+    wake: std::sync::Arc<tokio::sync::Notify>,
 ) {
     let send = |outcome| {
         let _ = tx.send(Report {
@@ -83,6 +84,7 @@ pub async fn run(
             generation,
             outcome,
         });
+        wake.notify_one();
     };
     let error = session(config, &origin, &send).await;
     send(Outcome::Ended(error));

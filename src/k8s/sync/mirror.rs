@@ -103,7 +103,7 @@ pub struct Mirror {
     /// The cluster serves `autoscaling.x-k8s.io/v1` ProvisioningRequests (Kueue's
     /// ProvisioningRequest check can run).
     pub provisioning_served: bool,
-    /// This controller is the MultiKueue manager (`--multikueue`): a MultiKueueCluster
+    /// This controller is the MultiKueue manager (unless `--no-multikueue`): a MultiKueueCluster
     /// without an `Active` condition counts as inactive, as in Kueue, not as connected.
     pub multikueue_manager: bool,
     pub flavors: BTreeMap<String, ResourceFlavor>,

@@ -1,8 +1,9 @@
 //! MultiKueue's kinds in the controller against the API double: MultiKueueClusters and
 //! MultiKueueConfigs are listed and watched with the other Kueue kinds, and whether a
 //! MultiKueue check's clusters are connected decides whether its ClusterQueue is active, with
-//! Kueue's words. Nothing is dispatched yet, and without `--multikueue` nothing is written to
-//! MultiKueue's objects; with it, a cluster counts as connected only once the manager says so.
+//! Kueue's words. With `--no-multikueue` (a controller not set up as the manager) nothing is
+//! written to MultiKueue's objects; as the manager, a cluster counts as connected only once the
+//! manager says so.
 
 use serde_json::{Value, json};
 use wasq::k8s::schema::kinds::KueueKind;
