@@ -20,6 +20,7 @@ mod kept;
 mod kueue_docs;
 mod leader;
 mod migrate;
+mod multikueue;
 mod pods;
 mod printer_columns;
 mod provisioning;

@@ -260,7 +260,7 @@ impl MultiKueue {
                         object.metadata.namespace.as_deref(),
                         object.metadata.name.as_deref().unwrap_or_default(),
                     );
-                    remote.observe(kind, key, (!deleted).then_some(object));
+                    remote.observe(kind, key, (!deleted).then_some(*object));
                     continue;
                 }
                 Outcome::Synced { client, listed } => {

@@ -54,7 +54,7 @@ pub enum Outcome {
     /// An object changed (or was deleted) since.
     Changed {
         kind: RemoteKind,
-        object: DynamicObject,
+        object: Box<DynamicObject>,
         deleted: bool,
     },
     /// Failed or ended, with why.
@@ -166,7 +166,7 @@ async fn follow(
             }
             send(Outcome::Changed {
                 kind,
-                object,
+                object: Box::new(object),
                 deleted,
             });
         }
