@@ -276,6 +276,44 @@ async fn a_job_without_a_queue_is_left_alone_unless_its_namespace_has_a_default_
 }
 
 #[tokio::test]
+async fn a_job_sent_to_a_multikueue_queue_is_handed_to_multikueue_as_kueue_defaults_it() {
+    let mut view = View::default();
+    view.multikueue_queues.insert("ns/lq".into());
+    let server = start(webhooks_with(view)).await;
+    let queued = |q: &str| json!({"kueue.x-k8s.io/queue-name": q});
+    async fn managed_by(server: &Server, obj: &Value) -> Value {
+        let r = server
+            .create("/mutate-batch-v1-job", JOB, "jobs", obj)
+            .await;
+        admitted(obj, &r)["spec"]["managedBy"].clone()
+    }
+    // Unset, or the Job controller's: MultiKueue's.
+    let plain = job("a", queued("lq"), None);
+    assert_eq!(
+        managed_by(&server, &plain).await,
+        "kueue.x-k8s.io/multikueue"
+    );
+    let mut by_job_controller = plain.clone();
+    by_job_controller["spec"]["managedBy"] = json!("kubernetes.io/job-controller");
+    assert_eq!(
+        managed_by(&server, &by_job_controller).await,
+        "kueue.x-k8s.io/multikueue"
+    );
+    // Another controller's, another queue, or no queue: left as written.
+    let mut other = plain.clone();
+    other["spec"]["managedBy"] = json!("example.com/mine");
+    assert_eq!(managed_by(&server, &other).await, "example.com/mine");
+    assert_eq!(
+        managed_by(&server, &job("b", queued("local"), None)).await,
+        Value::Null
+    );
+    assert_eq!(
+        managed_by(&server, &job("c", json!({}), None)).await,
+        Value::Null
+    );
+}
+
+#[tokio::test]
 async fn a_kubeflow_job_without_a_run_policy_is_created_suspended() {
     let server = start(webhooks_with(View::default())).await;
     let obj = json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",

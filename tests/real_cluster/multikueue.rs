@@ -1,6 +1,6 @@
 //! MultiKueue between two real control planes, each running `wasq controller`: a manager
-//! (no nodes, no Job controller) whose Job, managed by `kueue.x-k8s.io/multikueue`, is
-//! dispatched to a worker whose real Job controller, scheduler and KWOK run its pods. What the
+//! (no nodes, no Job controller) whose Job — Kueue's sample, handed to MultiKueue by the
+//! manager's webhook — is dispatched to a worker whose real Job controller, scheduler and KWOK run its pods. What the
 //! federation tests check against the in-process doubles, here with a real API server's
 //! authentication (a kubeconfig with CA data and a bearer token, from a Secret), validation and
 //! watches, and a real Job controller on the worker running the Job wasq created there.
@@ -86,10 +86,27 @@ async fn a_job_dispatched_to_a_real_worker_runs_there_and_finishes_on_the_manage
     .await?;
     let set_up_took = begun.elapsed();
 
+    // Kueue's sample Job as it is: the manager's webhook hands it to MultiKueue (once its view
+    // knows the queue's check; a dry run asks).
     let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
-    let mut job = sample_job(&[])?;
-    job.spec.as_mut().context("a spec")?.managed_by = Some(MANAGED_BY.into());
-    let job = jobs.create(&PostParams::default(), &job).await?;
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    until("the Job defaulted to MultiKueue", &mut wasq, async |seen| {
+        let job = jobs.create(&dry_run, &sample_job(&[])?).await?;
+        let managed_by = job.spec.as_ref().and_then(|s| s.managed_by.clone());
+        *seen = format!("managedBy {managed_by:?}");
+        Ok((managed_by.as_deref() == Some(MANAGED_BY)).then_some(()))
+    })
+    .await?;
+    let job = jobs
+        .create(&PostParams::default(), &sample_job(&[])?)
+        .await?;
+    assert_eq!(
+        job.spec.as_ref().and_then(|s| s.managed_by.as_deref()),
+        Some(MANAGED_BY)
+    );
     let name = job.metadata.name.clone().unwrap_or_default();
     let created = Instant::now();
 

@@ -89,7 +89,8 @@ fn queue_with_default(
 }
 
 /// A job of a managed kind: on CREATE, a queued job is suspended through the kind's suspend
-/// path.
+/// path; a batch Job sent to a ClusterQueue with a MultiKueue check, its `spec.managedBy` unset
+/// or the Job controller's, is handed to MultiKueue (Kueue's `ApplyDefaultForManagedBy`).
 pub fn job(kind: &JobKind, kinds: &[JobKind], req: &AdmissionRequest, view: &View) -> Verdict {
     let Some(object) = req.object.as_ref().filter(|_| req.is_create()) else {
         return Verdict::allow();
@@ -98,12 +99,26 @@ pub fn job(kind: &JobKind, kinds: &[JobKind], req: &AdmissionRequest, view: &Vie
     if owned_by_managed_kind(&meta, kinds) {
         return Verdict::allow();
     }
-    let (queue, mut ops) = queue_with_default(object, &meta, namespace_of(req, &meta), view);
+    let namespace = namespace_of(req, &meta);
+    let (queue, mut ops) = queue_with_default(object, &meta, namespace, view);
     if queue.is_some() && !kind.is_suspended(object) {
         ops.extend(kind.suspend_ops(object));
     }
+    let is_batch_job = kind.spec.api_version == crate::api::jobs::multikueue::API_VERSION
+        && kind.spec.kind == crate::api::jobs::multikueue::KIND;
+    let managed_by = object["spec"]["managedBy"].as_str();
+    if is_batch_job
+        && matches!(managed_by, None | Some(JOB_CONTROLLER))
+        && queue.is_some_and(|q| view.multikueue_queues.contains(&format!("{namespace}/{q}")))
+    {
+        ops.push(json!({"op": "add", "path": "/spec/managedBy",
+                        "value": crate::api::multikueue::MULTIKUEUE_CONTROLLER}));
+    }
     Verdict::patch(ops)
 }
+
+/// The batch Job controller's `spec.managedBy` (`batchv1.JobControllerName`).
+const JOB_CONTROLLER: &str = "kubernetes.io/job-controller";
 
 /// LeaderWorkerSet labels on the pods of a group: the set's name and the group's index.
 const LWS_NAME_LABEL: &str = "leaderworkerset.sigs.k8s.io/name";

@@ -26,6 +26,9 @@ pub struct View {
     pub groups: BTreeMap<(String, String), Vec<GroupPod>>,
     /// Workloads holding quota (`namespace/name`) → the UIDs of their owners.
     pub reserved: BTreeMap<String, Vec<String>>,
+    /// As a MultiKueue manager: the LocalQueues (`namespace/name`) whose ClusterQueue has a
+    /// `kueue.x-k8s.io/multikueue` check (their Jobs are defaulted to MultiKueue's).
+    pub multikueue_queues: std::collections::BTreeSet<String>,
 }
 
 impl View {
@@ -76,6 +79,7 @@ impl View {
             catalog: catalog(mirror),
             groups,
             reserved,
+            multikueue_queues: multikueue_queues(mirror),
         }
     }
 
@@ -99,4 +103,36 @@ impl View {
             .flatten()
             .filter(move |p| p.name != except)
     }
+}
+
+/// Kueue's `ApplyDefaultForManagedBy` looks up: the LocalQueues feeding a ClusterQueue with a
+/// MultiKueue check — when this controller is the manager.
+fn multikueue_queues(mirror: &Mirror) -> std::collections::BTreeSet<String> {
+    if !mirror.multikueue_manager {
+        return Default::default();
+    }
+    let multikueue = |cq: &str| {
+        mirror
+            .cluster_queues
+            .get(cq)
+            .and_then(|cq| cq.spec.admission_checks_strategy.as_ref())
+            .is_some_and(|s| {
+                s.admission_checks.iter().any(|rule| {
+                    mirror.admission_checks.get(&rule.name).is_some_and(|ac| {
+                        ac.spec.controller_name == crate::api::multikueue::MULTIKUEUE_CONTROLLER
+                    })
+                })
+            })
+    };
+    mirror
+        .local_queues
+        .values()
+        .filter(|lq| multikueue(&lq.spec.cluster_queue))
+        .map(|lq| {
+            key_of(
+                lq.metadata.namespace.as_deref(),
+                lq.metadata.name.as_deref().unwrap_or_default(),
+            )
+        })
+        .collect()
 }
