@@ -773,3 +773,121 @@ async fn the_incremental_dispatcher_nominates_more_workers_each_round() {
     fed.passes(Duration::from_millis(50)).await;
     assert!(copy(fed.worker("w3")).is_none());
 }
+
+/// The requests a dispatched Job costs: `N` Jobs, each copied to two workers played as Kueue,
+/// admitted on w1, run and finished there. Printed (BENCHMARKS.md) and bounded.
+#[tokio::test]
+async fn requests_per_dispatched_workload() {
+    const N: usize = 20;
+    let mut objects = manager_objects(&["w1", "w2"], Some(MANAGED_BY));
+    objects.retain(|(path, _)| path != JOB);
+    for (path, obj) in &mut objects {
+        if path.ends_with("/clusterqueues/cq") {
+            obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] =
+                json!("100");
+        }
+    }
+    let mut fed = Fed::with_objects(&["w1", "w2"], objects);
+    fed.start_manager();
+    fed.until("connected", |f| {
+        ["w1", "w2"]
+            .iter()
+            .all(|w| f.active(w).is_some_and(|a| a.0 == "True"))
+    })
+    .await;
+    let i = (fed.manager.controller.kinds().iter())
+        .position(|k| k.spec.kind == "Job")
+        .unwrap();
+    let count = |w: &Worker, what: &str| {
+        w.api
+            .all()
+            .into_iter()
+            .filter(|(p, _)| p.contains(what))
+            .count()
+    };
+    let before_manager = fed.manager.api.requests().len();
+    let before_workers: Vec<usize> = fed.workers.iter().map(|w| w.api.requests().len()).collect();
+    for n in 0..N {
+        let (path, mut j) = job(&format!("j{n}"), "1", 2, queue_label(), true);
+        j["spec"]["managedBy"] = json!(MANAGED_BY);
+        fed.manager.api.put(&path, j);
+        fed.manager
+            .applied(wasq::k8s::sync::mirror::Source::Job(i), &path);
+    }
+    fed.until("copies", |f| {
+        f.workers.iter().all(|w| count(w, "/workloads/") == N)
+    })
+    .await;
+    let copies: Vec<String> = (fed.worker("w1").api.all().into_iter())
+        .filter(|(p, _)| p.contains("/workloads/"))
+        .map(|(p, _)| p)
+        .collect();
+    for path in &copies {
+        fed.worker("w1").api.modify(path, |c| {
+            c["status"] = json!({
+                "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main",
+                    "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "2"}, "count": 2}]},
+                "conditions": [
+                    {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+                     "message": "Quota reserved in ClusterQueue cq", "lastTransitionTime": T},
+                    {"type": "Admitted", "status": "True", "reason": "Admitted",
+                     "message": "The workload is admitted", "lastTransitionTime": T}]});
+        });
+    }
+    fed.until("running on w1", |f| {
+        count(f.worker("w1"), "/jobs/") == N && count(f.worker("w2"), "/workloads/") == 0
+    })
+    .await;
+    for n in 0..N {
+        let job_path = format!("/apis/batch/v1/namespaces/ns/jobs/j{n}");
+        fed.worker("w1").api.modify(&job_path, |j| {
+            j["status"] = json!({"succeeded": 2, "startTime": T, "completionTime": T,
+                "conditions": [{"type": "Complete", "status": "True", "lastTransitionTime": T}]});
+        });
+    }
+    for path in &copies {
+        fed.worker("w1").api.modify(path, |c| {
+            c["status"]["conditions"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!(
+                {"type": "Finished", "status": "True", "reason": "Succeeded",
+                 "message": "Job finished successfully", "lastTransitionTime": T}));
+        });
+    }
+    fed.until("finished and removed", |f| {
+        count(f.worker("w1"), "/workloads/") == 0 && count(f.worker("w1"), "/jobs/") == 0
+    })
+    .await;
+
+    let manager: Vec<_> = fed.manager.api.requests()[before_manager..]
+        .iter()
+        .filter(|r| r.method != "GET" && !r.uri.contains("/events"))
+        .cloned()
+        .collect();
+    let by_multikueue = manager
+        .iter()
+        .filter(|r| r.uri.contains("fieldManager=kueue.x-k8s.io%2Fmultikueue"))
+        .count();
+    let mut on_workers = 0;
+    for (w, before) in fed.workers.iter().zip(before_workers) {
+        on_workers += w.api.requests()[before..]
+            .iter()
+            .filter(|r| r.method != "GET")
+            .count();
+    }
+    let per = |n: usize| n as f64 / N as f64;
+    eprintln!(
+        "per dispatched workload: {:.1} writes on the manager ({:.1} of them MultiKueue's), \
+         {:.1} writes on the workers; watches per worker: {}",
+        per(manager.len()),
+        per(by_multikueue),
+        per(on_workers),
+        fed.worker("w1").api.open_watches()
+    );
+    // Two copies made, one removed, the remote Job made and removed, the copy removed
+    // (finalizer patch included): about six on the workers; nominations, Ready, the Job's
+    // status twice and the Workload's own writes on the manager.
+    assert!(per(on_workers) <= 8.0, "{}", per(on_workers));
+    assert!(per(manager.len()) <= 14.0, "{}", per(manager.len()));
+}
