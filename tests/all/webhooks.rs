@@ -307,6 +307,22 @@ async fn a_job_sent_to_a_multikueue_queue_is_handed_to_multikueue_as_kueue_defau
         managed_by(&server, &job("b", queued("local"), None)).await,
         Value::Null
     );
+    // A PyTorchJob's is under its runPolicy, made with its suspend flag.
+    let pt = json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "metadata": {"name": "bert", "namespace": "ns", "labels": queued("lq")},
+        "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": container()}}}});
+    let r = server
+        .create(
+            "/mutate-kubeflow-org-v1-pytorchjob",
+            ("kubeflow.org", "v1", "PyTorchJob"),
+            "pytorchjobs",
+            &pt,
+        )
+        .await;
+    assert_eq!(
+        admitted(&pt, &r)["spec"]["runPolicy"],
+        json!({"suspend": true, "managedBy": "kueue.x-k8s.io/multikueue"})
+    );
     assert_eq!(
         managed_by(&server, &job("c", json!({}), None)).await,
         Value::Null

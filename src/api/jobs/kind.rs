@@ -47,6 +47,24 @@ pub struct JobKindSpec {
     /// Absent: ready as soon as it is started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pods_ready: Option<PodsReadyRule>,
+    /// How MultiKueue dispatches the kind (Kueue's `MultiKueueAdapter`). Absent: a manager
+    /// rejects its Workloads (`No multikueue adapter found for owner kind …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multi_kueue: Option<MultiKueueAdapter>,
+}
+
+/// A kind's MultiKueue adapter: where its `managedBy` is, which a job must set to
+/// `kueue.x-k8s.io/multikueue` to be dispatched and which the copy on the worker drops.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MultiKueueAdapter {
+    /// JSON pointer to `managedBy`.
+    pub managed_by: String,
+    /// The field as Kueue's message names it (`spec.managedBy`).
+    pub managed_by_field: String,
+    /// The kind's own controller's `managedBy` value, which a manager's webhook replaces with
+    /// MultiKueue's as it does an unset one (Kueue's `CanDefaultManagedBy`).
+    pub own_controller: String,
 }
 
 /// When a job's pods are ready (Kueue's `PodsReady()` of the kind), one of:

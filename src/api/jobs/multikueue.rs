@@ -1,16 +1,20 @@
-//! Kueue's MultiKueue adapter for `batch/v1` Jobs (`job_multikueue_adapter.go`, main branch):
-//! whether the manager's Job is MultiKueue's, the Job created on the worker that admitted its
-//! Workload, and the status the manager's Job takes from it.
+//! Kueue's MultiKueue adapters (`pkg/controller/jobs/*/*_multikueue_adapter.go`, main branch),
+//! written once over a kind's configuration ([`MultiKueueAdapter`]): whether the manager's job
+//! is MultiKueue's, the job created on the worker that admitted its Workload, and the status the
+//! manager's job takes from it. `batch/v1` Job has Kueue's extra rules (no selector, no
+//! controller-uid labels, the status held while the manager's Job is suspended).
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 
+use super::JobKind;
+use super::kind::MultiKueueAdapter;
 use super::workload::JOB_UID_LABEL;
 use crate::api::multikueue::{MULTIKUEUE_CONTROLLER, ORIGIN_LABEL, PREBUILT_WORKLOAD};
 
-/// The kind this adapter handles.
+/// The kind with Kueue's extra rules.
 pub const API_VERSION: &str = "batch/v1";
 pub const KIND: &str = "Job";
 
@@ -25,18 +29,59 @@ const MANAGED_TEMPLATE_LABELS: [&str; 3] = [
     "batch.kubernetes.io/controller-uid",
 ];
 
+/// Whether `kind` is `batch/v1` Job.
+pub fn is_batch_job(kind: &JobKind) -> bool {
+    kind.spec.api_version == API_VERSION && kind.spec.kind == KIND
+}
+
 /// Go's `schema.GroupVersionKind.String()` of an owner: `batch/v1, Kind=Job`, `/v1, Kind=Pod`.
 pub fn gvk_string(api_version: &str, kind: &str) -> String {
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     format!("{group}/{version}, Kind={kind}")
 }
 
-/// Kueue's `IsJobManagedByKueue`: `None` when the Job is MultiKueue's, else why not.
-pub fn not_managed_reason(job: &Value) -> Option<String> {
-    let managed_by = job["spec"]["managedBy"].as_str().unwrap_or_default();
+/// The job's `managedBy` (empty when unset).
+pub fn managed_by<'a>(adapter: &MultiKueueAdapter, job: &'a Value) -> &'a str {
+    job.pointer(&adapter.managed_by)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// Kueue's `IsJobManagedByKueue`: `None` when the job is MultiKueue's, else why not.
+pub fn not_managed_reason(adapter: &MultiKueueAdapter, job: &Value) -> Option<String> {
+    let managed_by = managed_by(adapter, job);
     (managed_by != MULTIKUEUE_CONTROLLER).then(|| {
-        format!("Expecting spec.managedBy to be {MULTIKUEUE_CONTROLLER:?} not {managed_by:?}")
+        format!(
+            "Expecting {} to be {MULTIKUEUE_CONTROLLER:?} not {managed_by:?}",
+            adapter.managed_by_field
+        )
     })
+}
+
+/// Kueue's `CanDefaultManagedBy`: whether a manager's webhook hands the job to MultiKueue
+/// (its `managedBy` unset or its own controller's).
+pub fn can_default_managed_by(adapter: &MultiKueueAdapter, job: &Value) -> bool {
+    match job.pointer(&adapter.managed_by) {
+        None | Some(Value::Null) => true,
+        Some(v) => v.as_str() == Some(adapter.own_controller.as_str()),
+    }
+}
+
+/// The JSON Patch that sets the job's `managedBy` to MultiKueue's (its parent present).
+pub fn managed_by_ops(adapter: &MultiKueueAdapter, job: &Value) -> Vec<Value> {
+    let mut ops = Vec::new();
+    let mut path = String::new();
+    let tokens: Vec<&str> = adapter.managed_by.split('/').skip(1).collect();
+    for (i, token) in tokens.iter().enumerate() {
+        path.push('/');
+        path.push_str(token);
+        if i + 1 == tokens.len() {
+            ops.push(json!({"op": "add", "path": path, "value": MULTIKUEUE_CONTROLLER}));
+        } else if job.pointer(&path).is_none_or(Value::is_null) {
+            ops.push(json!({"op": "add", "path": path, "value": {}}));
+        }
+    }
+    ops
 }
 
 /// The prebuilt Workload a job names (annotation first, then label, as Kueue's
@@ -52,12 +97,20 @@ pub fn prebuilt_name(meta: &ObjectMeta) -> Option<&str> {
     get(&meta.annotations).or(get(&meta.labels))
 }
 
-/// Kueue's `SyncJob` create branch: the Job made on the worker from the manager's `local` —
-/// name, namespace, labels, annotations and spec; no selector, no controller-managed template
-/// labels, no `managedBy` (so that the worker's Job controller runs it); the origin label and
-/// the prebuilt Workload `workload` (annotation, and label when it fits, so that workers of
-/// either generation of Kueue find it).
-pub fn remote_job(local: &Value, workload: &str, origin: &str) -> Value {
+fn remove_pointer(value: &mut Value, pointer: &str) {
+    if let Some((parent, last)) = pointer.rsplit_once('/')
+        && let Some(Value::Object(m)) = value.pointer_mut(parent)
+    {
+        m.remove(&last.replace("~1", "/").replace("~0", "~"));
+    }
+}
+
+/// Kueue's `SyncJob` create branch: the job made on the worker from the manager's `local` —
+/// name, namespace, labels, annotations and spec; no `managedBy` (so that the worker's
+/// controller runs it); the origin label and the prebuilt Workload `workload` (annotation, and
+/// label when it fits, so that workers of either generation of Kueue find it). A `batch/v1`
+/// Job also loses its selector and the controller-managed template labels.
+pub fn remote_job(kind: &JobKind, local: &Value, workload: &str, origin: &str) -> Value {
     let meta = &local["metadata"];
     let mut labels = meta["labels"].as_object().cloned().unwrap_or_default();
     let mut annotations = meta["annotations"].as_object().cloned().unwrap_or_default();
@@ -67,22 +120,22 @@ pub fn remote_job(local: &Value, workload: &str, origin: &str) -> Value {
     if workload.len() <= LABEL_VALUE_MAX {
         labels.insert(PREBUILT_WORKLOAD.into(), json!(workload));
     }
-    let mut spec = local["spec"].clone();
-    if let Some(s) = spec.as_object_mut() {
-        s.remove("selector");
-        s.remove("managedBy");
+    let mut job = json!({"apiVersion": kind.spec.api_version, "kind": kind.spec.kind,
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"], "labels": labels,
+                     "annotations": annotations},
+        "spec": local["spec"].clone()});
+    if let Some(adapter) = &kind.spec.multi_kueue {
+        remove_pointer(&mut job, &adapter.managed_by);
     }
-    if let Some(l) = spec["template"]["metadata"]["labels"].as_object_mut() {
-        for k in MANAGED_TEMPLATE_LABELS {
-            l.remove(k);
+    if is_batch_job(kind) {
+        remove_pointer(&mut job, "/spec/selector");
+        if let Some(l) = job["spec"]["template"]["metadata"]["labels"].as_object_mut() {
+            for k in MANAGED_TEMPLATE_LABELS {
+                l.remove(k);
+            }
         }
     }
-    let mut metadata =
-        json!({"name": meta["name"], "namespace": meta["namespace"], "labels": labels});
-    if !annotations.is_empty() {
-        metadata["annotations"] = json!(annotations);
-    }
-    json!({"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec})
+    job
 }
 
 fn suspended(job: &Value) -> bool {
@@ -97,24 +150,23 @@ fn condition_true(job: &Value, type_: &str) -> bool {
         .any(|c| c["type"] == type_ && c["status"] == "True")
 }
 
-/// A Job finished: `Complete` or `Failed`.
-pub fn finished(job: &Value) -> bool {
-    condition_true(job, "Complete") || condition_true(job, "Failed")
-}
-
-/// What the manager's Job's status becomes (Kueue's `determineStatusUpdate`): the remote's,
-/// unless the manager's Job is still suspended while the remote runs — then it waits
-/// (`deferred`), only marked `JobSuspended=True` (reason `MultiKueueAdapter`) so that the
-/// Job's spec can still change. `status` is `None` when nothing is to be written; `now` is
-/// RFC 3339.
-pub fn status_update(local: &Value, remote: &Value, now: &str) -> StatusUpdate {
+/// What the manager's job's status becomes: the remote's (Kueue's adapters copy it whole).
+/// For a `batch/v1` Job, Kueue's `determineStatusUpdate`: not while the manager's Job is still
+/// suspended and the remote runs — then it waits (`deferred`), only marked
+/// `JobSuspended=True` (reason `MultiKueueAdapter`) so that its spec can still change.
+/// `status` is `None` when nothing is to be written; `now` is RFC 3339.
+pub fn status_update(kind: &JobKind, local: &Value, remote: &Value, now: &str) -> StatusUpdate {
     let current = &local["status"];
     let take = |status: Value, deferred| StatusUpdate {
         status: (status != *current && !(status.is_null() && current == &json!({})))
             .then_some(status),
         deferred,
     };
-    if !suspended(local) || suspended(remote) || finished(remote) {
+    if !is_batch_job(kind)
+        || !suspended(local)
+        || suspended(remote)
+        || kind.finished(remote).is_some()
+    {
         return take(remote["status"].clone(), false);
     }
     if condition_true(local, "Suspended") {
@@ -140,7 +192,7 @@ pub fn status_update(local: &Value, remote: &Value, now: &str) -> StatusUpdate {
 /// See [`status_update`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatusUpdate {
-    /// The status to write, when it differs from the manager's Job's.
+    /// The status to write, when it differs from the manager's job's.
     pub status: Option<Value>,
     /// The remote's status was not taken yet: look again shortly.
     pub deferred: bool,
@@ -149,6 +201,14 @@ pub struct StatusUpdate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn kind(api_version: &str, kind: &str) -> JobKind {
+        crate::api::jobs::builtin_kind(api_version, kind).unwrap()
+    }
+
+    fn adapter(api_version: &str, k: &str) -> MultiKueueAdapter {
+        kind(api_version, k).spec.multi_kueue.unwrap()
+    }
 
     fn job(suspend: bool) -> Value {
         json!({"apiVersion": "batch/v1", "kind": "Job",
@@ -165,7 +225,8 @@ mod tests {
 
     #[test]
     fn the_remote_job_is_the_local_one_for_the_workers_job_controller() {
-        let r = remote_job(&job(true), "job-j-1", "multikueue");
+        let batch = kind("batch/v1", "Job");
+        let r = remote_job(&batch, &job(true), "job-j-1", "multikueue");
         assert_eq!(r["metadata"]["name"], "j");
         assert!(r["metadata"].get("uid").is_none());
         assert!(r["metadata"].get("resourceVersion").is_none());
@@ -186,7 +247,7 @@ mod tests {
         assert!(r.get("status").is_none());
         // A name too long for a label goes in the annotation only.
         let long = "w".repeat(64);
-        let r = remote_job(&job(true), &long, "multikueue");
+        let r = remote_job(&batch, &job(true), &long, "multikueue");
         assert!(r["metadata"]["labels"].get(PREBUILT_WORKLOAD).is_none());
         let meta: ObjectMeta = serde_json::from_value(r["metadata"].clone()).unwrap();
         assert_eq!(prebuilt_name(&meta), Some(long.as_str()));
@@ -194,12 +255,38 @@ mod tests {
 
     #[test]
     fn only_a_job_managed_by_multikueue_is_dispatched() {
-        assert_eq!(not_managed_reason(&job(true)), None);
+        let a = adapter("batch/v1", "Job");
+        assert_eq!(not_managed_reason(&a, &job(true)), None);
         let mut j = job(true);
         j["spec"].as_object_mut().unwrap().remove("managedBy");
         assert_eq!(
-            not_managed_reason(&j).as_deref(),
+            not_managed_reason(&a, &j).as_deref(),
             Some("Expecting spec.managedBy to be \"kueue.x-k8s.io/multikueue\" not \"\"")
+        );
+        assert!(can_default_managed_by(&a, &j));
+        j["spec"]["managedBy"] = json!("kubernetes.io/job-controller");
+        assert!(can_default_managed_by(&a, &j));
+        j["spec"]["managedBy"] = json!("example.com/other");
+        assert!(!can_default_managed_by(&a, &j));
+        // MPIJob's is under runPolicy, and so says Kueue's message.
+        let mpi = adapter("kubeflow.org/v2beta1", "MPIJob");
+        let m = json!({"spec": {"runPolicy": {"managedBy": "kubeflow.org/mpi-operator"}}});
+        assert_eq!(
+            not_managed_reason(&mpi, &m).as_deref(),
+            Some(
+                "Expecting spec.runPolicy.managedBy to be \"kueue.x-k8s.io/multikueue\" not \
+                 \"kubeflow.org/mpi-operator\""
+            )
+        );
+        // A PyTorchJob without a runPolicy gets one.
+        let pt = adapter("kubeflow.org/v1", "PyTorchJob");
+        assert_eq!(
+            managed_by_ops(&pt, &json!({"spec": {}})),
+            [
+                json!({"op": "add", "path": "/spec/runPolicy", "value": {}}),
+                json!({"op": "add", "path": "/spec/runPolicy/managedBy",
+                       "value": "kueue.x-k8s.io/multikueue"})
+            ]
         );
         assert_eq!(gvk_string("batch/v1", "Job"), "batch/v1, Kind=Job");
         assert_eq!(gvk_string("v1", "Pod"), "/v1, Kind=Pod");
@@ -210,11 +297,12 @@ mod tests {
         let mut remote = job(false);
         remote["status"] = json!({"active": 2, "startTime": "2026-01-01T00:00:00Z"});
         // Local started: the remote's status.
-        let u = status_update(&job(false), &remote, "t");
+        let batch = kind("batch/v1", "Job");
+        let u = status_update(&batch, &job(false), &remote, "t");
         assert_eq!(u.status, Some(remote["status"].clone()));
         assert!(!u.deferred);
         // Local suspended, remote running: deferred, marked Suspended once.
-        let u = status_update(&job(true), &remote, "t");
+        let u = status_update(&batch, &job(true), &remote, "t");
         assert!(u.deferred);
         let status = u.status.unwrap();
         assert_eq!(status["conditions"][0]["reason"], "MultiKueueAdapter");
@@ -222,7 +310,7 @@ mod tests {
         let mut marked = job(true);
         marked["status"] = status;
         assert_eq!(
-            status_update(&marked, &remote, "t2"),
+            status_update(&batch, &marked, &remote, "t2"),
             StatusUpdate {
                 status: None,
                 deferred: true
@@ -230,11 +318,32 @@ mod tests {
         );
         // Remote finished: taken even while the local job is suspended.
         remote["status"]["conditions"] = json!([{"type": "Complete", "status": "True"}]);
-        let u = status_update(&job(true), &remote, "t");
+        let u = status_update(&batch, &job(true), &remote, "t");
         assert_eq!(u.status, Some(remote["status"].clone()));
         // The same status: nothing to write.
         let mut same = job(false);
         same["status"] = remote["status"].clone();
-        assert_eq!(status_update(&same, &remote, "t").status, None);
+        assert_eq!(status_update(&batch, &same, &remote, "t").status, None);
+    }
+
+    #[test]
+    fn another_kinds_remote_job_drops_its_managed_by_and_takes_the_status_whole() {
+        let js = kind("jobset.x-k8s.io/v1alpha2", "JobSet");
+        let local = json!({"metadata": {"name": "js", "namespace": "ns"},
+            "spec": {"suspend": true, "managedBy": "kueue.x-k8s.io/multikueue",
+                     "replicatedJobs": [{"name": "w", "template": {"spec": {"selector": {}}}}]}});
+        let r = remote_job(&js, &local, "jobset-js-1", "multikueue");
+        assert_eq!(r["kind"], "JobSet");
+        assert!(r["spec"].get("managedBy").is_none(), "{r}");
+        assert_eq!(r["spec"]["replicatedJobs"], local["spec"]["replicatedJobs"]);
+        let pt = kind("kubeflow.org/v1", "PyTorchJob");
+        let local = json!({"metadata": {"name": "p", "namespace": "ns"},
+            "spec": {"runPolicy": {"suspend": true, "managedBy": "kueue.x-k8s.io/multikueue"}}});
+        let r = remote_job(&pt, &local, "pytorchjob-p-1", "multikueue");
+        assert_eq!(r["spec"]["runPolicy"], json!({"suspend": true}));
+        // Suspended here, running there: taken at once (only batch/v1 Job waits).
+        let remote = json!({"spec": {"suspend": false}, "status": {"replicatedJobsStatus": []}});
+        let u = status_update(&js, &json!({"spec": {"suspend": true}}), &remote, "t");
+        assert_eq!(u.status, Some(remote["status"].clone()));
     }
 }

@@ -36,9 +36,14 @@ use crate::k8s::sync::mirror::{Mirror, Source};
 
 impl Controller {
     /// Runs as a MultiKueue manager: MultiKueueClusters are connected to and their `Active`
-    /// condition written. Off by default (MultiKueue's objects are then only read).
+    /// condition written, and the Workloads behind MultiKueue checks dispatched to them (the
+    /// job kinds with a MultiKueue adapter). Without it MultiKueue's objects are only read.
     pub fn set_multikueue(&mut self, options: Options) {
-        self.multikueue = Some(MultiKueue::new(options));
+        let job_kinds = (self.kinds.iter().enumerate())
+            .filter(|(_, k)| k.spec.multi_kueue.is_some())
+            .map(|(i, k)| (i, crate::k8s::jobs::integration::api_resource(k)))
+            .collect();
+        self.multikueue = Some(MultiKueue::new(options, job_kinds));
         self.mirror.multikueue_manager = true;
         self.dirty = true;
     }

@@ -9,7 +9,8 @@
 //!
 //! What the manager knows of a worker comes from its session ([`crate::k8s::multikueue`]):
 //! the copies and remote jobs it lists and watches there, by the origin label. The jobs
-//! dispatched are `batch/v1` Jobs whose `spec.managedBy` is `kueue.x-k8s.io/multikueue`
+//! dispatched are those of the kinds with a MultiKueue adapter (`batch/v1` Job, JobSet, Ray,
+//! the Kubeflow jobs, MPIJob) whose `managedBy` is `kueue.x-k8s.io/multikueue`
 //! ([`crate::api::jobs::multikueue`]); a Workload of any other owner is `Rejected` as Kueue
 //! rejects it (`No multikueue adapter found …`).
 
@@ -30,6 +31,7 @@ use crate::k8s::client::writer::workload_ref;
 use crate::k8s::multikueue::connection::rfc3339;
 use crate::k8s::multikueue::session::RemoteKind;
 use crate::k8s::multikueue::{FIELD_MANAGER, MultiKueue};
+use crate::k8s::schema::kinds::KueueKind;
 use crate::k8s::status::admission_checks as checks;
 use crate::k8s::status::conditions::{self as cond, EVICTED, FINISHED};
 use crate::k8s::sync::core::{has_quota_reservation, is_evicted, is_finished};
@@ -117,7 +119,7 @@ impl Controller {
             return Ok(());
         }
         // Kueue's adapter: the Workload's owner must be a Job MultiKueue manages.
-        let Some(job_name) = self.adapter_of(&wl, &d, now).await? else {
+        let Some((kind, job_name)) = self.adapter_of(&wl, &d, now).await? else {
             return Ok(());
         };
         // Its quota was released since the last pass (and perhaps reserved again): that
@@ -160,7 +162,8 @@ impl Controller {
                     self.remove_remote(mk, &d.clusters[worker], key).await?;
                 }
                 Action::SyncJob { worker } => {
-                    self.sync_remote_job(mk, &d.clusters[worker], &wl, &job_name, settings, now)
+                    let cluster = &d.clusters[worker];
+                    self.sync_remote_job(mk, cluster, kind, &wl, &job_name, settings, now)
                         .await?;
                 }
                 Action::Deactivate { worker, message } => {
@@ -189,8 +192,8 @@ impl Controller {
                 Action::CompleteEviction => {
                     // Once its job is stopped here (the pass that evicted it suspends it).
                     let stopped = self
-                        .local_job(&wl, &job_name)
-                        .is_some_and(|j| j.data["spec"]["suspend"] == json!(true));
+                        .local_job(kind, &wl, &job_name)
+                        .is_some_and(|j| self.kinds[kind].is_suspended(&to_value(j)));
                     if stopped {
                         self.complete_eviction(&wl, now).await?;
                     }
@@ -215,34 +218,40 @@ impl Controller {
         Ok(())
     }
 
-    /// Kueue's `adapter` and `IsJobManagedByKueue`: the name of the manager's Job that owns
-    /// `wl`, or `None` — then the check is `Rejected` when the owner cannot be dispatched, or
-    /// left as it is while the Job is not known yet.
+    /// Kueue's `adapter` and `IsJobManagedByKueue`: the manager's job that owns `wl` (its
+    /// kind's index and its name), or `None` — then the check is `Rejected` when the owner
+    /// cannot be dispatched, or left as it is while the job is not known yet.
     async fn adapter_of(
         &mut self,
         wl: &Workload,
         d: &Dispatch,
         now: Millis,
-    ) -> Result<Option<String>, Error> {
+    ) -> Result<Option<(usize, String)>, Error> {
         let owners = wl.metadata.owner_references.as_deref().unwrap_or_default();
         let owner = owners
             .iter()
             .find(|o| o.controller == Some(true))
             .or(owners.first());
-        let rejection = match owner {
-            None => "No multikueue adapter found".to_string(),
-            Some(o) if o.api_version != job_adapter::API_VERSION || o.kind != job_adapter::KIND => {
-                format!(
-                    "No multikueue adapter found for owner kind {:?}",
-                    job_adapter::gvk_string(&o.api_version, &o.kind)
-                )
-            }
-            Some(o) => {
-                let Some(job) = self.local_job(wl, &o.name) else {
+        let kind = owner.and_then(|o| {
+            self.kinds.iter().position(|k| {
+                k.spec.api_version == o.api_version
+                    && k.spec.kind == o.kind
+                    && k.spec.multi_kueue.is_some()
+            })
+        });
+        let rejection = match (owner, kind) {
+            (None, _) => "No multikueue adapter found".to_string(),
+            (Some(o), None) => format!(
+                "No multikueue adapter found for owner kind {:?}",
+                job_adapter::gvk_string(&o.api_version, &o.kind)
+            ),
+            (Some(o), Some(i)) => {
+                let Some(job) = self.local_job(i, wl, &o.name) else {
                     return Ok(None);
                 };
-                match job_adapter::not_managed_reason(&to_value(job)) {
-                    None => return Ok(Some(o.name.clone())),
+                let adapter = self.kinds[i].spec.multi_kueue.as_ref();
+                match adapter.and_then(|a| job_adapter::not_managed_reason(a, &to_value(job))) {
+                    None => return Ok(Some((i, o.name.clone()))),
                     Some(reason) => format!("The owner is not managed by Kueue: {reason}"),
                 }
             }
@@ -253,15 +262,8 @@ impl Controller {
         Ok(None)
     }
 
-    /// The index of the batch/v1 Job integration.
-    fn job_kind(&self) -> Option<usize> {
-        self.kinds.iter().position(|k| {
-            k.spec.api_version == job_adapter::API_VERSION && k.spec.kind == job_adapter::KIND
-        })
-    }
-
-    fn local_job(&self, wl: &Workload, name: &str) -> Option<&kube::core::DynamicObject> {
-        let i = self.job_kind()?;
+    /// The manager's job `name` of kind `i` in `wl`'s namespace.
+    fn local_job(&self, i: usize, wl: &Workload, name: &str) -> Option<&kube::core::DynamicObject> {
         self.mirror.jobs[i].get(&key_of(wl.metadata.namespace.as_deref(), name))
     }
 
@@ -448,20 +450,23 @@ impl Controller {
         })
     }
 
-    /// Kueue's batch Job `SyncJob` against `cluster`: the remote Job created when missing
-    /// (only ever on the worker that admitted the copy), else its status taken onto the
-    /// manager's Job.
+    /// Kueue's `SyncJob` against `cluster`: the remote job created when missing (only ever on
+    /// the worker that admitted the copy), else its status taken onto the manager's job.
+    #[allow(clippy::too_many_arguments)]
     async fn sync_remote_job(
         &mut self,
         mk: &mut MultiKueue,
         cluster: &str,
+        i: usize,
         wl: &Workload,
         job_name: &str,
         settings: &MultiKueueSettings,
         now: Millis,
     ) -> Result<(), Error> {
-        let (Some(i), Some(local)) = (self.job_kind(), self.local_job(wl, job_name).cloned())
-        else {
+        let Some(local) = self.local_job(i, wl, job_name).cloned() else {
+            return Ok(());
+        };
+        let Some(ar) = mk.job_resource(i).cloned() else {
             return Ok(());
         };
         let Some(remote) = mk.remote_mut_if(cluster) else {
@@ -470,26 +475,27 @@ impl Controller {
         let Some(writer) = remote.writer() else {
             return Ok(());
         };
+        let kind = self.kinds[i].clone();
         let key = key_of(local.metadata.namespace.as_deref(), job_name);
         let ns = local.metadata.namespace.clone();
         let local_value = to_value(&local);
-        match remote.jobs.get(&key) {
+        match remote.jobs.get(&(i, key.clone())) {
             None => {
                 let name = wl.metadata.name.as_deref().unwrap_or_default();
-                let job = job_adapter::remote_job(&local_value, name, settings.origin());
-                let ar = RemoteKind::Job.api_resource();
+                let job = job_adapter::remote_job(&kind, &local_value, name, settings.origin());
                 let created = writer
                     .create(&ar, ns.as_deref().unwrap_or("default"), &job, FIELD_MANAGER)
                     .await;
                 match created {
-                    Ok(obj) => remote.observe(RemoteKind::Job, key, Some(obj)),
+                    Ok(obj) => remote.observe(RemoteKind::Job(i), key, Some(obj)),
                     // Its watch event is on its way.
                     Err(e) if e.is_already_exists() => {}
                     Err(e) => return Err(e),
                 }
             }
             Some(r) => {
-                let update = job_adapter::status_update(&local_value, &to_value(r), &rfc3339(now));
+                let update =
+                    job_adapter::status_update(&kind, &local_value, &to_value(r), &rfc3339(now));
                 if let Some(status) = update.status {
                     let ops = vec![json!({"op": "add", "path": "/status", "value": status})];
                     self.patch_job(i, ns.as_deref(), job_name, ops, true)
@@ -515,23 +521,29 @@ impl Controller {
             return Ok(());
         };
         let (ns, name) = key.split_once('/').unwrap_or(("default", key));
-        let jobs: Vec<String> = (remote.jobs.iter())
+        let jobs: Vec<(usize, String)> = (remote.jobs.iter())
             .filter(|(_, j)| {
                 j.metadata.namespace.as_deref() == Some(ns)
                     && job_adapter::prebuilt_name(&j.metadata) == Some(name)
             })
             .map(|(k, _)| k.clone())
             .collect();
-        let job_ar = RemoteKind::Job.api_resource();
-        for job in jobs {
+        for (i, job) in jobs {
             let job_name = job.split_once('/').map_or(job.as_str(), |(_, n)| n);
-            writer.delete(&job_ar, Some(ns), job_name).await?;
-            remote.observe(RemoteKind::Job, job, None);
+            if let Some(ar) = mk.job_resource(i).cloned()
+                && let Some(remote) = mk.remote_mut_if(cluster)
+            {
+                writer.delete(&ar, Some(ns), job_name).await?;
+                remote.observe(RemoteKind::Job(i), job, None);
+            }
         }
+        let Some(remote) = mk.remote_mut_if(cluster) else {
+            return Ok(());
+        };
         let Some(copy) = remote.copies.get(key) else {
             return Ok(());
         };
-        let ar = RemoteKind::Workload.api_resource();
+        let ar = KueueKind::Workload.api_resource();
         let finalizers: Vec<String> = copy.metadata.finalizers.clone().unwrap_or_default();
         if finalizers.iter().any(|f| f == RESOURCE_IN_USE) {
             let kept: Vec<&String> = finalizers
@@ -612,7 +624,7 @@ async fn create_copy(
     copy["apiVersion"] = json!(crate::api::V1BETA2);
     copy["kind"] = json!("Workload");
     let ns = wl.metadata.namespace.as_deref().unwrap_or("default");
-    let ar = RemoteKind::Workload.api_resource();
+    let ar = KueueKind::Workload.api_resource();
     match writer.create(&ar, ns, &copy, FIELD_MANAGER).await {
         Ok(obj) => {
             remote.observe(RemoteKind::Workload, workload_key(wl), Some(obj));
@@ -659,7 +671,7 @@ async fn deactivate_copy(
     let (ns, name) = key.split_once('/').unwrap_or(("default", key));
     let written = writer
         .patch_status_as(
-            crate::k8s::schema::kinds::KueueKind::Workload,
+            KueueKind::Workload,
             Some(ns),
             name,
             &json!({ "conditions": conditions }),

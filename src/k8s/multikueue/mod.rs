@@ -79,8 +79,8 @@ pub struct Remote {
     writer: Option<Arc<Writer>>,
     /// The manager's Workload copies there, by key (while connected).
     pub copies: BTreeMap<String, Workload>,
-    /// The remote jobs there, by key (while connected).
-    pub jobs: BTreeMap<String, DynamicObject>,
+    /// The remote jobs there, by kind (the controller's index) and key (while connected).
+    pub jobs: BTreeMap<(usize, String), DynamicObject>,
 }
 
 impl Remote {
@@ -116,9 +116,9 @@ impl Remote {
                 .copies
                 .get(&key)
                 .and_then(|w| w.metadata.resource_version.clone()),
-            RemoteKind::Job => self
+            RemoteKind::Job(i) => self
                 .jobs
-                .get(&key)
+                .get(&(i, key.clone()))
                 .and_then(|j| j.metadata.resource_version.clone()),
         };
         let newer = |o: &DynamicObject| {
@@ -138,14 +138,14 @@ impl Remote {
                     tracing::warn!(workload = %key, error = %e, "MultiKueue: a remote Workload does not decode");
                 }
             },
-            (RemoteKind::Job, Some(o)) => {
-                self.jobs.insert(key, o);
+            (RemoteKind::Job(i), Some(o)) => {
+                self.jobs.insert((i, key), o);
             }
             (RemoteKind::Workload, None) => {
                 self.copies.remove(&key);
             }
-            (RemoteKind::Job, None) => {
-                self.jobs.remove(&key);
+            (RemoteKind::Job(i), None) => {
+                self.jobs.remove(&(i, key));
             }
         }
     }
@@ -198,6 +198,8 @@ pub struct MultiKueue {
     remotes: BTreeMap<String, Remote>,
     tx: UnboundedSender<Report>,
     rx: UnboundedReceiver<Report>,
+    /// The job kinds MultiKueue dispatches (the controller's index, and the resource).
+    job_kinds: Vec<(usize, kube::api::ApiResource)>,
     /// Signalled on every report: the controller's loop runs a pass.
     wake: Arc<tokio::sync::Notify>,
     /// Per Workload key: when its nominees last changed, and when to ask its dispatcher again
@@ -221,13 +223,14 @@ pub struct Dispatched {
 }
 
 impl MultiKueue {
-    pub fn new(options: Options) -> MultiKueue {
+    pub fn new(options: Options, job_kinds: Vec<(usize, kube::api::ApiResource)>) -> MultiKueue {
         let (tx, rx) = unbounded_channel();
         MultiKueue {
             options,
             remotes: BTreeMap::new(),
             tx,
             rx,
+            job_kinds,
             wake: Arc::new(tokio::sync::Notify::new()),
             dispatch: HashMap::new(),
             released: BTreeSet::new(),
@@ -295,6 +298,14 @@ impl MultiKueue {
         changed
     }
 
+    /// The resource of job kind `i`, when MultiKueue dispatches it.
+    pub fn job_resource(&self, i: usize) -> Option<&kube::api::ApiResource> {
+        self.job_kinds
+            .iter()
+            .find(|(k, _)| *k == i)
+            .map(|(_, ar)| ar)
+    }
+
     pub fn remote(&self, cluster: &str) -> Option<&Remote> {
         self.remotes.get(cluster)
     }
@@ -323,10 +334,14 @@ impl MultiKueue {
     /// Starts session `generation` of `cluster` with `config`, and stops any other.
     /// Needs a tokio runtime.
     pub fn start(&mut self, cluster: &str, generation: u64, config: Kubeconfig) {
+        let kinds = std::iter::once((RemoteKind::Workload, KueueKind::Workload.api_resource()))
+            .chain((self.job_kinds.iter()).map(|(i, ar)| (RemoteKind::Job(*i), ar.clone())))
+            .collect();
         let task = tokio::spawn(session::run(
             cluster.to_string(),
             generation,
             config,
+            kinds,
             self.options.origin.clone(),
             self.tx.clone(),
             self.wake.clone(),

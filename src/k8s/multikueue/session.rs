@@ -18,7 +18,6 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::kubeconfig;
 use crate::api::multikueue::ORIGIN_LABEL;
 use crate::k8s::client::connect::one_line;
-use crate::k8s::schema::kinds::KueueKind;
 
 /// Kueue's `initialEstablishTimeout`.
 pub const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -28,19 +27,8 @@ pub const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(60);
 pub enum RemoteKind {
     /// The manager's Workload copies.
     Workload,
-    /// The remote batch/v1 Jobs the manager created.
-    Job,
-}
-
-impl RemoteKind {
-    pub const ALL: [RemoteKind; 2] = [RemoteKind::Workload, RemoteKind::Job];
-
-    pub fn api_resource(self) -> ApiResource {
-        match self {
-            RemoteKind::Workload => KueueKind::Workload.api_resource(),
-            RemoteKind::Job => ApiResource::erase::<k8s_openapi::api::batch::v1::Job>(&()),
-        }
-    }
+    /// The remote jobs of the controller's job kind `i` that the manager created.
+    Job(usize),
 }
 
 /// What a session reports.
@@ -74,6 +62,7 @@ pub async fn run(
     cluster: String,
     generation: u64,
     config: Kubeconfig,
+    kinds: Vec<(RemoteKind, ApiResource)>,
     origin: String,
     tx: UnboundedSender<Report>,
     wake: std::sync::Arc<tokio::sync::Notify>,
@@ -86,35 +75,41 @@ pub async fn run(
         });
         wake.notify_one();
     };
-    let error = session(config, &origin, &send).await;
+    let error = session(config, &kinds, &origin, &send).await;
     send(Outcome::Ended(error));
 }
 
 type Events = futures::stream::BoxStream<'static, kube::Result<WatchEvent<DynamicObject>>>;
 
 /// The session until it ends: why it ended.
-async fn session(config: Kubeconfig, origin: &str, send: &impl Fn(Outcome)) -> String {
+async fn session(
+    config: Kubeconfig,
+    kinds: &[(RemoteKind, ApiResource)],
+    origin: &str,
+    send: &impl Fn(Outcome),
+) -> String {
     let client = match kubeconfig::client(config).await {
         Ok(c) => c,
         Err(e) => return e,
     };
     let selector = format!("{ORIGIN_LABEL}={origin}");
-    let apis: Vec<(RemoteKind, Api<DynamicObject>)> = RemoteKind::ALL
-        .iter()
-        .map(|&k| (k, Api::all_with(client.clone(), &k.api_resource())))
-        .collect();
     let establish = async {
         let mut listed = Vec::new();
         let mut watches = Vec::new();
-        for (kind, api) in &apis {
-            let list = api
-                .list(&ListParams::default().labels(&selector))
-                .await
-                .map_err(|e| one_line(&e))?;
+        for (kind, ar) in kinds {
+            let api: Api<DynamicObject> = Api::all_with(client.clone(), ar);
+            let list = match api.list(&ListParams::default().labels(&selector)).await {
+                // The worker does not serve the kind: none of its jobs can run there.
+                Err(kube::Error::Api(s)) if s.code == 404 && *kind != RemoteKind::Workload => {
+                    tracing::info!(kind = %ar.kind, "MultiKueue: the worker does not serve the kind");
+                    continue;
+                }
+                other => other.map_err(|e| one_line(&e))?,
+            };
             let rv = list.metadata.resource_version.unwrap_or_default();
-            let stream = watch(api, &selector, &rv).await?;
+            let stream = watch(&api, &selector, &rv).await?;
             listed.push((*kind, list.items));
-            watches.push((rv, stream));
+            watches.push((*kind, api, rv, stream));
         }
         Ok::<_, String>((listed, watches))
     };
@@ -124,9 +119,9 @@ async fn session(config: Kubeconfig, origin: &str, send: &impl Fn(Outcome)) -> S
         Ok(Ok(s)) => s,
     };
     send(Outcome::Synced { client, listed });
-    let follows = apis.iter().zip(watches).map(|((kind, api), (rv, stream))| {
-        Box::pin(follow(*kind, api, &selector, rv, stream, send))
-    });
+    let follows = watches
+        .into_iter()
+        .map(|(kind, api, rv, stream)| Box::pin(follow(kind, api, &selector, rv, stream, send)));
     // The first watch to fail ends the session.
     futures::future::select_all(follows).await.0
 }
@@ -143,7 +138,7 @@ async fn watch(api: &Api<DynamicObject>, selector: &str, rv: &str) -> Result<Eve
 /// failed.
 async fn follow(
     kind: RemoteKind,
-    api: &Api<DynamicObject>,
+    api: Api<DynamicObject>,
     selector: &str,
     mut rv: String,
     mut stream: Events,
@@ -170,7 +165,7 @@ async fn follow(
                 deleted,
             });
         }
-        stream = match watch(api, selector, &rv).await {
+        stream = match watch(&api, selector, &rv).await {
             Ok(s) => s,
             Err(e) => return e,
         };

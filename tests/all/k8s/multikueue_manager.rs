@@ -891,3 +891,100 @@ async fn requests_per_dispatched_workload() {
     assert!(per(on_workers) <= 8.0, "{}", per(on_workers));
     assert!(per(manager.len()) <= 14.0, "{}", per(manager.len()));
 }
+
+/// JobSet, served by the doubles as its CRD serves it.
+fn serve_jobsets(api: &wasq::k8s::apiserver::ApiServer) {
+    api.register(
+        wasq::k8s::apiserver::resources::Resource::new(
+            "jobset.x-k8s.io",
+            "v1alpha2",
+            "JobSet",
+            "jobsets",
+            true,
+        )
+        .with_status(),
+    );
+}
+
+#[tokio::test]
+async fn a_jobset_is_dispatched_like_a_job_with_its_own_managed_by() {
+    const JS: &str = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ns/jobsets/js";
+    let mut objects = manager_objects(&["w1", "w2"], None);
+    objects.retain(|(path, _)| path != JOB);
+    let mut fed = Fed::with_objects(&["w1", "w2"], objects);
+    serve_jobsets(&fed.manager.api);
+    // w2 does not serve JobSets: its copies and Jobs are still watched.
+    serve_jobsets(&fed.worker("w1").api);
+    fed.manager.api.put(
+        JS,
+        json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "js", "namespace": "ns", "labels": queue_label(), "creationTimestamp": T},
+            "spec": {"suspend": true, "managedBy": MANAGED_BY,
+                "replicatedJobs": [{"name": "workers", "replicas": 1, "template": {"spec": {
+                    "parallelism": 2, "completions": 2,
+                    "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c",
+                        "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}}}]}}),
+    );
+    fed.start_manager();
+    let kind = jobs_kind("jobset.x-k8s.io/v1alpha2", "JobSet");
+    let wl = kind.workload_name("js", "uid-js", None);
+    let copy_of = |w: &Worker| w.api.get(&wl_path(&wl));
+    fed.until("copies", |f| f.workers.iter().all(|w| copy_of(w).is_some()))
+        .await;
+    assert_eq!(
+        fed.manager.api.get(&wl_path(&wl)).unwrap()["status"]["nominatedClusterNames"],
+        json!(["w1", "w2"])
+    );
+    fed.worker("w1").api.modify(&wl_path(&wl), |c| {
+        c["status"] = json!({
+            "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "workers",
+                "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "2"}, "count": 2}]},
+            "conditions": [
+                {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+                 "message": "Quota reserved in ClusterQueue cq", "lastTransitionTime": T},
+                {"type": "Admitted", "status": "True", "reason": "Admitted",
+                 "message": "The workload is admitted", "lastTransitionTime": T}]});
+    });
+    fed.until("the JobSet on w1", |f| f.worker("w1").api.get(JS).is_some())
+        .await;
+    let remote = fed.worker("w1").api.get(JS).unwrap();
+    assert!(remote["spec"].get("managedBy").is_none(), "{remote}");
+    assert_eq!(
+        remote["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"],
+        json!(wl)
+    );
+    // JobSet's status is taken whole, each time it changes.
+    fed.worker("w1").api.modify(JS, |j| {
+        j["spec"]["suspend"] = json!(false);
+        j["status"] = json!({"replicatedJobsStatus": [{"name": "workers", "active": 1, "ready": 1,
+            "succeeded": 0, "failed": 0, "suspended": 0}]});
+    });
+    fed.until("status mirrored", |f| {
+        f.manager.api.get(JS).unwrap()["status"]["replicatedJobsStatus"][0]["active"] == 1
+    })
+    .await;
+    fed.worker("w1").api.modify(&wl_path(&wl), |c| {
+        c["status"]["conditions"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!(
+            {"type": "Finished", "status": "True", "reason": "Succeeded",
+             "message": "jobset completed successfully", "lastTransitionTime": T}));
+    });
+    fed.until("finished and removed", |f| {
+        let m = f.manager.api.get(&wl_path(&wl)).unwrap();
+        is_true(&m, "Finished")
+            && f.worker("w1").api.get(JS).is_none()
+            && copy_of(f.worker("w1")).is_none()
+    })
+    .await;
+    let m = fed.manager.api.get(&wl_path(&wl)).unwrap();
+    assert_eq!(
+        condition(&m, "Finished").unwrap()["message"],
+        "jobset completed successfully"
+    );
+}
+
+fn jobs_kind(api_version: &str, kind: &str) -> wasq::api::jobs::JobKind {
+    wasq::api::jobs::builtin_kind(api_version, kind).unwrap()
+}

@@ -15,6 +15,7 @@ use crate::api::catalog::DEFAULT_LOCAL_QUEUE;
 use crate::api::decode::Object;
 use crate::api::defaults::default_workload;
 use crate::api::jobs::JobKind;
+use crate::api::jobs::multikueue;
 use crate::api::jobs::patch::metadata_ops;
 use crate::api::labels;
 use crate::api::topology::TOPOLOGY_SCHEDULING_GATE;
@@ -89,8 +90,8 @@ fn queue_with_default(
 }
 
 /// A job of a managed kind: on CREATE, a queued job is suspended through the kind's suspend
-/// path; a batch Job sent to a ClusterQueue with a MultiKueue check, its `spec.managedBy` unset
-/// or the Job controller's, is handed to MultiKueue (Kueue's `ApplyDefaultForManagedBy`).
+/// path; a job sent to a ClusterQueue with a MultiKueue check, its `managedBy` unset or its own
+/// controller's, is handed to MultiKueue (Kueue's `ApplyDefaultForManagedBy`).
 pub fn job(kind: &JobKind, kinds: &[JobKind], req: &AdmissionRequest, view: &View) -> Verdict {
     let Some(object) = req.object.as_ref().filter(|_| req.is_create()) else {
         return Verdict::allow();
@@ -104,21 +105,19 @@ pub fn job(kind: &JobKind, kinds: &[JobKind], req: &AdmissionRequest, view: &Vie
     if queue.is_some() && !kind.is_suspended(object) {
         ops.extend(kind.suspend_ops(object));
     }
-    let is_batch_job = kind.spec.api_version == crate::api::jobs::multikueue::API_VERSION
-        && kind.spec.kind == crate::api::jobs::multikueue::KIND;
-    let managed_by = object["spec"]["managedBy"].as_str();
-    if is_batch_job
-        && matches!(managed_by, None | Some(JOB_CONTROLLER))
+    if let Some(adapter) = &kind.spec.multi_kueue
+        && multikueue::can_default_managed_by(adapter, object)
         && queue.is_some_and(|q| view.multikueue_queues.contains(&format!("{namespace}/{q}")))
     {
-        ops.push(json!({"op": "add", "path": "/spec/managedBy",
-                        "value": crate::api::multikueue::MULTIKUEUE_CONTROLLER}));
+        // Against the job as the ops so far leave it (a Kubeflow job's `runPolicy` may be new).
+        let mut patched = object.clone();
+        if let Ok(p) = serde_json::from_value::<json_patch::Patch>(Value::Array(ops.clone())) {
+            let _ = json_patch::patch(&mut patched, &p);
+        }
+        ops.extend(multikueue::managed_by_ops(adapter, &patched));
     }
     Verdict::patch(ops)
 }
-
-/// The batch Job controller's `spec.managedBy` (`batchv1.JobControllerName`).
-const JOB_CONTROLLER: &str = "kubernetes.io/job-controller";
 
 /// LeaderWorkerSet labels on the pods of a group: the set's name and the group's index.
 const LWS_NAME_LABEL: &str = "leaderworkerset.sigs.k8s.io/name";
