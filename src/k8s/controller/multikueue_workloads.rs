@@ -432,7 +432,12 @@ impl Controller {
                         .unwrap_or_default(),
                     connected,
                     lost_since: remote.and_then(|r| r.conn.disconnected_since()),
-                    queue: None,
+                    queue: remote
+                        .zip(wl.spec.queue_name.as_deref())
+                        .and_then(|(r, lq)| {
+                            let ns = wl.metadata.namespace.as_deref().unwrap_or("default");
+                            r.worker_queue(ns, lq)
+                        }),
                     copy_since: remote
                         .filter(|_| connected)
                         .and_then(|r| r.copies.get(&key))

@@ -26,6 +26,7 @@ use crate::cluster::Millis;
 use crate::k8s::client::writer::Writer;
 use crate::k8s::schema::kinds::KueueKind;
 use crate::k8s::sync::keys::key_of;
+use crate::policy::dispatch::{WorkerQueue, WorkerResource};
 
 pub mod connection;
 pub mod kubeconfig;
@@ -81,6 +82,9 @@ pub struct Remote {
     pub copies: BTreeMap<String, Workload>,
     /// The remote jobs there, by kind (the controller's index) and key (while connected).
     pub jobs: BTreeMap<(usize, String), DynamicObject>,
+    /// Its ClusterQueues by name and LocalQueues by key, when the manager may read them.
+    pub cluster_queues: BTreeMap<String, DynamicObject>,
+    pub local_queues: BTreeMap<String, DynamicObject>,
 }
 
 impl Remote {
@@ -120,6 +124,14 @@ impl Remote {
                 .jobs
                 .get(&(i, key.clone()))
                 .and_then(|j| j.metadata.resource_version.clone()),
+            RemoteKind::ClusterQueue => self
+                .cluster_queues
+                .get(&key)
+                .and_then(|j| j.metadata.resource_version.clone()),
+            RemoteKind::LocalQueue => self
+                .local_queues
+                .get(&key)
+                .and_then(|j| j.metadata.resource_version.clone()),
         };
         let newer = |o: &DynamicObject| {
             let rv = |v: Option<&String>| v.and_then(|v| v.parse::<u64>().ok());
@@ -147,7 +159,79 @@ impl Remote {
             (RemoteKind::Job(i), None) => {
                 self.jobs.remove(&(i, key));
             }
+            (RemoteKind::ClusterQueue, Some(o)) => {
+                self.cluster_queues.insert(key, o);
+            }
+            (RemoteKind::ClusterQueue, None) => {
+                self.cluster_queues.remove(&key);
+            }
+            (RemoteKind::LocalQueue, Some(o)) => {
+                self.local_queues.insert(key, o);
+            }
+            (RemoteKind::LocalQueue, None) => {
+                self.local_queues.remove(&key);
+            }
         }
+    }
+
+    /// What the manager sees of the worker's ClusterQueue that LocalQueue `namespace/name`
+    /// feeds: Kueue's status there (pending and admitted Workloads, each flavor's usage) and
+    /// its nominal quotas. `None` while not connected, or when the queues cannot be read.
+    pub fn worker_queue(&self, namespace: &str, local_queue: &str) -> Option<WorkerQueue> {
+        if !self.conn.connected() {
+            return None;
+        }
+        let lq = self
+            .local_queues
+            .get(&key_of(Some(namespace), local_queue))?;
+        let name = lq.data["spec"]["clusterQueue"].as_str()?;
+        let cq = &self.cluster_queues.get(name)?.data;
+        let milli = |v: &serde_json::Value| {
+            v.as_str()
+                .map(str::to_string)
+                .or_else(|| v.as_i64().map(|n| n.to_string()))
+                .and_then(|s| s.parse::<crate::api::Quantity>().ok())
+                .map(|q| q.milli())
+        };
+        let usage = |flavor: &str, resource: &str| {
+            (cq["status"]["flavorsUsage"]
+                .as_array()
+                .into_iter()
+                .flatten())
+            .find(|f| f["name"] == flavor)
+            .and_then(|f| {
+                (f["resources"].as_array().into_iter().flatten())
+                    .find(|r| r["name"] == resource)
+                    .and_then(|r| milli(&r["total"]))
+            })
+            .unwrap_or(0)
+        };
+        let mut resources = Vec::new();
+        for group in cq["spec"]["resourceGroups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            for flavor in group["flavors"].as_array().into_iter().flatten() {
+                let f = flavor["name"].as_str().unwrap_or_default();
+                for r in flavor["resources"].as_array().into_iter().flatten() {
+                    let resource = r["name"].as_str().unwrap_or_default();
+                    resources.push(WorkerResource {
+                        flavor: f.to_string(),
+                        resource: resource.to_string(),
+                        nominal: milli(&r["nominalQuota"]).unwrap_or(0),
+                        usage: usage(f, resource),
+                    });
+                }
+            }
+        }
+        let count = |k: &str| cq["status"][k].as_u64().unwrap_or(0) as u32;
+        Some(WorkerQueue {
+            name: name.to_string(),
+            pending: count("pendingWorkloads"),
+            admitted: count("admittedWorkloads"),
+            resources,
+        })
     }
 
     /// Stops the session task unless it is the connection's current session.
@@ -271,6 +355,8 @@ impl MultiKueue {
                     remote.writer = Some(Arc::new(Writer::new(client, None)));
                     remote.copies.clear();
                     remote.jobs.clear();
+                    remote.cluster_queues.clear();
+                    remote.local_queues.clear();
                     for (kind, objects) in listed {
                         for o in objects {
                             let key = key_of(
@@ -289,6 +375,8 @@ impl MultiKueue {
                     remote.writer = None;
                     remote.copies.clear();
                     remote.jobs.clear();
+                    remote.cluster_queues.clear();
+                    remote.local_queues.clear();
                 }
             }
             remote.reported = true;
@@ -334,9 +422,17 @@ impl MultiKueue {
     /// Starts session `generation` of `cluster` with `config`, and stops any other.
     /// Needs a tokio runtime.
     pub fn start(&mut self, cluster: &str, generation: u64, config: Kubeconfig) {
-        let kinds = std::iter::once((RemoteKind::Workload, KueueKind::Workload.api_resource()))
-            .chain((self.job_kinds.iter()).map(|(i, ar)| (RemoteKind::Job(*i), ar.clone())))
-            .collect();
+        let kinds = [
+            (RemoteKind::Workload, KueueKind::Workload.api_resource()),
+            (
+                RemoteKind::ClusterQueue,
+                KueueKind::ClusterQueue.api_resource(),
+            ),
+            (RemoteKind::LocalQueue, KueueKind::LocalQueue.api_resource()),
+        ]
+        .into_iter()
+        .chain((self.job_kinds.iter()).map(|(i, ar)| (RemoteKind::Job(*i), ar.clone())))
+        .collect();
         let task = tokio::spawn(session::run(
             cluster.to_string(),
             generation,

@@ -29,6 +29,17 @@ pub enum RemoteKind {
     Workload,
     /// The remote jobs of the controller's job kind `i` that the manager created.
     Job(usize),
+    /// The worker's ClusterQueues and LocalQueues, all of them (for dispatch plugins: what
+    /// the manager sees of a worker's queue); left out when the credentials may not read them.
+    ClusterQueue,
+    LocalQueue,
+}
+
+impl RemoteKind {
+    /// Only the manager's objects, by the origin label.
+    fn by_origin(self) -> bool {
+        matches!(self, RemoteKind::Workload | RemoteKind::Job(_))
+    }
 }
 
 /// What a session reports.
@@ -92,24 +103,33 @@ async fn session(
         Ok(c) => c,
         Err(e) => return e,
     };
-    let selector = format!("{ORIGIN_LABEL}={origin}");
+    let origin = format!("{ORIGIN_LABEL}={origin}");
     let establish = async {
         let mut listed = Vec::new();
         let mut watches = Vec::new();
         for (kind, ar) in kinds {
             let api: Api<DynamicObject> = Api::all_with(client.clone(), ar);
-            let list = match api.list(&ListParams::default().labels(&selector)).await {
-                // The worker does not serve the kind: none of its jobs can run there.
-                Err(kube::Error::Api(s)) if s.code == 404 && *kind != RemoteKind::Workload => {
-                    tracing::info!(kind = %ar.kind, "MultiKueue: the worker does not serve the kind");
+            let selector = if kind.by_origin() {
+                origin.as_str()
+            } else {
+                ""
+            };
+            let list = match api.list(&ListParams::default().labels(selector)).await {
+                // The worker does not serve the kind (none of its jobs can run there), or the
+                // credentials may not read its queues.
+                Err(kube::Error::Api(s))
+                    if (s.code == 404 && *kind != RemoteKind::Workload)
+                        || (s.code == 403 && !kind.by_origin()) =>
+                {
+                    tracing::info!(kind = %ar.kind, code = s.code, "MultiKueue: not watched on the worker");
                     continue;
                 }
                 other => other.map_err(|e| one_line(&e))?,
             };
             let rv = list.metadata.resource_version.unwrap_or_default();
-            let stream = watch(&api, &selector, &rv).await?;
+            let stream = watch(&api, selector, &rv).await?;
             listed.push((*kind, list.items));
-            watches.push((*kind, api, rv, stream));
+            watches.push((*kind, api, selector, rv, stream));
         }
         Ok::<_, String>((listed, watches))
     };
@@ -121,7 +141,9 @@ async fn session(
     send(Outcome::Synced { client, listed });
     let follows = watches
         .into_iter()
-        .map(|(kind, api, rv, stream)| Box::pin(follow(kind, api, &selector, rv, stream, send)));
+        .map(|(kind, api, selector, rv, stream)| {
+            Box::pin(follow(kind, api, selector, rv, stream, send))
+        });
     // The first watch to fail ends the session.
     futures::future::select_all(follows).await.0
 }

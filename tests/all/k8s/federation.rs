@@ -71,6 +71,15 @@ impl Fed {
 
     /// [`Fed::new`], with `manager_objects` on the manager too.
     pub(super) fn with_objects(names: &[&str], manager_objects: Vec<(String, Value)>) -> Fed {
+        Fed::with_hook(names, manager_objects, Arc::new(|_| {}))
+    }
+
+    /// [`Fed::with_objects`], the manager's policies bound by `configure`.
+    pub(super) fn with_hook(
+        names: &[&str],
+        manager_objects: Vec<(String, Value)>,
+        configure: wasq::k8s::sync::core::Configure,
+    ) -> Fed {
         let mut objects = manager_objects;
         objects.push((
             format!("/api/v1/namespaces/{KUEUE_NS}"),
@@ -106,7 +115,11 @@ impl Fed {
         let clock = Arc::new(AtomicI64::new(NOW));
         let c = clock.clone();
         Fed {
-            manager: Env::with_clock(objects, Arc::new(move || c.load(Ordering::SeqCst))),
+            manager: Env::with_hook(
+                objects,
+                Arc::new(move || c.load(Ordering::SeqCst)),
+                configure,
+            ),
             workers,
             wasq_workers: Vec::new(),
             clock,

@@ -3,6 +3,7 @@
 //! writes on a worker (the copy's reservation and admission, the remote Job's status, the
 //! copy finished or evicted). Kueue's `workload.go` (main branch) says what the manager does.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -987,4 +988,85 @@ async fn a_jobset_is_dispatched_like_a_job_with_its_own_managed_by() {
 
 fn jobs_kind(api_version: &str, kind: &str) -> wasq::api::jobs::JobKind {
     wasq::api::jobs::builtin_kind(api_version, kind).unwrap()
+}
+
+/// A dispatch plugin's stand-in: the connected worker with the fewest Workloads pending in the
+/// Workload's queue; every request kept.
+struct ShortestQueue(std::sync::Mutex<Vec<wasq::policy::dispatch::DispatchRequest>>);
+
+impl wasq::policy::dispatch::DispatchPolicy for ShortestQueue {
+    fn id(&self) -> wasq::policy::PolicyRef {
+        wasq::policy::PolicyRef {
+            name: "shortest-queue".into(),
+            digest: "test".into(),
+        }
+    }
+
+    fn dispatch(
+        &self,
+        req: &wasq::policy::dispatch::DispatchRequest,
+    ) -> Result<wasq::policy::dispatch::DispatchAnswer, wasq::policy::PolicyError> {
+        self.0.lock().unwrap().push(req.clone());
+        let best = (req.clusters.iter().enumerate())
+            .filter(|(_, c)| c.connected)
+            .min_by_key(|(_, c)| c.queue.as_ref().map_or(u32::MAX, |q| q.pending))
+            .map(|(i, _)| i as u32);
+        Ok(wasq::policy::dispatch::DispatchAnswer {
+            nominate: best.into_iter().collect(),
+            retry_after: None,
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_dispatch_plugin_sees_the_workers_queues_as_their_kueue_reports_them() {
+    let plugin = Arc::new(ShortestQueue(Default::default()));
+    let bound = plugin.clone();
+    let configure: wasq::k8s::sync::core::Configure = Arc::new(move |s| {
+        let mut p = wasq::policy::PolicySet::builtin();
+        p.dispatch = Some(bound.clone());
+        s.set_default_policies(p);
+    });
+    let mut fed = Fed::with_hook(
+        &["w1", "w2"],
+        manager_objects(&["w1", "w2"], Some(MANAGED_BY)),
+        configure,
+    );
+    // Each worker's queues, with the status its Kueue writes: w1 busy, w2 idle.
+    for (w, pending, used) in [("w1", 5, "6"), ("w2", 0, "1500m")] {
+        for (path, mut obj) in worker_queues("8") {
+            if path.contains("/clusterqueues/") {
+                obj["status"] = json!({"pendingWorkloads": pending, "admittedWorkloads": 3,
+                    "flavorsUsage": [{"name": "default", "resources": [{"name": "cpu", "total": used}]}]});
+            }
+            fed.worker(w).api.put(&path, obj);
+        }
+    }
+    fed.start_manager();
+    fed.until("copied to w2", |f| copy(f.worker("w2")).is_some())
+        .await;
+    assert_eq!(
+        fed.manager_wl()["status"]["nominatedClusterNames"],
+        json!(["w2"])
+    );
+    fed.passes(Duration::from_millis(50)).await;
+    assert!(copy(fed.worker("w1")).is_none());
+
+    let requests = plugin.0.lock().unwrap().clone();
+    let req = requests.last().expect("the plugin was asked");
+    assert_eq!(req.workload.local_queue, "lq");
+    let queue = |i: usize| req.clusters[i].queue.clone().expect("the worker's queue");
+    let (q1, q2) = (queue(0), queue(1));
+    assert_eq!((q1.name.as_str(), q1.pending, q1.admitted), ("cq", 5, 3));
+    assert_eq!(q2.pending, 0);
+    let cpu = |q: &wasq::policy::dispatch::WorkerQueue| {
+        let r = q.resources.iter().find(|r| r.resource == "cpu").unwrap();
+        (r.flavor.clone(), r.nominal, r.usage)
+    };
+    assert_eq!(cpu(&q1), ("default".into(), 8000, 6000));
+    assert_eq!(cpu(&q2), ("default".into(), 8000, 1500));
+    // Asked again only when something changes (here: nothing).
+    let asked = requests.len();
+    fed.passes(Duration::from_millis(50)).await;
+    assert_eq!(plugin.0.lock().unwrap().len(), asked);
 }
