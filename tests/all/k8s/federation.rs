@@ -537,7 +537,8 @@ async fn each_connected_worker_is_active_as_kueue_writes_it() {
             .requests()
             .into_iter()
             .filter(|r| {
-                r.method == "GET" && (r.uri.contains("/workloads") || r.uri.contains("/jobs"))
+                r.method == "GET"
+                    && (r.uri.contains("/workloads?") || r.uri.contains("/batch/v1/jobs?"))
             })
             .map(|r| r.uri)
             .collect();
@@ -548,8 +549,8 @@ async fn each_connected_worker_is_active_as_kueue_writes_it() {
             ),
             "{lists:?}"
         );
-        // The copies and the remote Jobs.
-        assert_eq!(w.api.open_watches(), 2, "{}", w.name);
+        // The copies, the remote Jobs, and the worker's queues.
+        assert_eq!(w.api.open_watches(), 4, "{}", w.name);
     }
 
     // The Secrets come from the manager's watch, not from requests of the reconciler.
