@@ -8,7 +8,7 @@
 //! kind: QueuePolicy
 //! metadata: {name: fair-share-v2}
 //! spec:
-//!   extension: Preemption            # Ordering | Preemption | FlavorAssignment | Placement
+//!   extension: Preemption            # Ordering | Preemption | FlavorAssignment | Placement | Dispatch
 //!   mode: Shadow                     # Enforce (default) | Shadow
 //!   module:                          # exactly one source
 //!     configMap: {name: fair-share, key: fair-share.wasm}
@@ -111,6 +111,8 @@ pub enum ExtensionPoint {
     FlavorAssignment,
     /// Topology-aware placement.
     Placement,
+    /// MultiKueue dispatch (which worker clusters get a copy); `Enforce` only.
+    Dispatch,
 }
 
 impl ExtensionPoint {
@@ -121,6 +123,7 @@ impl ExtensionPoint {
             ExtensionPoint::Preemption => "preemption",
             ExtensionPoint::FlavorAssignment => "flavor-assignment",
             ExtensionPoint::Placement => "placement",
+            ExtensionPoint::Dispatch => "dispatch",
         }
     }
 }
@@ -280,6 +283,12 @@ pub fn validate(policy: &QueuePolicy) -> Vec<FieldProblem> {
     let mut p = Problems::default();
     metadata(&mut p, &policy.metadata, Scope::Cluster);
     let spec = &policy.spec;
+    if spec.extension == ExtensionPoint::Dispatch && spec.mode == PolicyMode::Shadow {
+        p.add(
+            "spec.mode",
+            "Dispatch cannot be shadowed: a dispatcher's answer makes copies on workers",
+        );
+    }
     let m = &spec.module;
     let given = [m.config_map.is_some(), m.path.is_some(), m.oci.is_some()]
         .into_iter()

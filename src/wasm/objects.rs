@@ -38,6 +38,7 @@ impl PluginKind {
             ExtensionPoint::Preemption => PluginKind::Preemption,
             ExtensionPoint::FlavorAssignment => PluginKind::FlavorAssignment,
             ExtensionPoint::Placement => PluginKind::Placement,
+            ExtensionPoint::Dispatch => PluginKind::Dispatch,
         }
     }
 }

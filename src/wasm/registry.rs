@@ -503,6 +503,9 @@ impl Registry {
                         extension = %o.kind,
                         "another QueuePolicy for every ClusterQueue decides this extension (the first by name)"
                     ),
+                    PolicyMode::Shadow if o.kind == PluginKind::Dispatch => {
+                        tracing::warn!(policy = %o.name, "a dispatch policy cannot be shadowed; ignored")
+                    }
                     PolicyMode::Shadow => d.shadows.push((o.kind, o.binding_name())),
                 }
             }
@@ -524,6 +527,7 @@ impl Registry {
                         own.names.insert(o.kind, o.binding_name());
                     }
                     PolicyMode::Enforce => continue,
+                    PolicyMode::Shadow if o.kind == PluginKind::Dispatch => continue,
                     PolicyMode::Shadow => own.shadows.push((o.kind, o.binding_name())),
                 }
                 overridden = true;

@@ -690,3 +690,72 @@ fn the_cheapest_region_plugin_prefers_the_cheap_worker_and_spills_over() {
             .all(|w| w["state"] == "finished")
     );
 }
+
+/// The same plugin bound as a Kubernetes object: a `QueuePolicy` with `extension: Dispatch`
+/// and the settings the policy configuration gives it decides as `--policy` does; a `Shadow`
+/// one is refused at its field.
+#[test]
+fn a_dispatch_queue_policy_binds_the_plugin_as_the_flag_does() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/multikueue");
+    let tmp = tempfile::tempdir().unwrap();
+    let wasm = super::plugins::built().plugins.join("cheapest-region.wasm");
+    let policy = |mode: &str| {
+        format!(
+            "apiVersion: policies.wasq.dev/v1alpha1\nkind: QueuePolicy\n\
+             metadata: {{name: cheapest}}\nspec:\n  extension: Dispatch\n  mode: {mode}\n  \
+             module: {{path: '{}'}}\n  \
+             settings: {{prices: 'a100-us-east=3.20, a100-eu-west=2.10', spillOver: '2'}}\n",
+            wasm.display()
+        )
+    };
+    let file = tmp.path().join("cheapest.yaml");
+    std::fs::write(&file, policy("Enforce")).unwrap();
+    let run = |args: &[&std::ffi::OsStr]| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_wasq"));
+        command.args(["simulate", "-o", "json"]).args(args);
+        command.output().expect("runs")
+    };
+    let manager = dir.join("manager.yaml");
+    let out = run(&[manager.as_os_str(), file.as_os_str()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let by_object: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let config = dir.join("policy-config.yaml");
+    let plugins = super::plugins::built().plugins.clone();
+    let out = run(&[
+        "--policy-config".as_ref(),
+        config.as_os_str(),
+        "--plugins".as_ref(),
+        plugins.as_os_str(),
+        "--policy".as_ref(),
+        "dispatch=cheapest-region".as_ref(),
+        manager.as_os_str(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let by_flag: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ran_on = |r: &serde_json::Value| -> Vec<(String, String)> {
+        (r["workloads"].as_array().unwrap().iter())
+            .map(|w| (w["workload"].to_string(), w["ranOn"].to_string()))
+            .collect()
+    };
+    assert_eq!(ran_on(&by_object), ran_on(&by_flag));
+    let s = &by_object["summary"];
+    assert_eq!(s["decidedBy"]["cheapest"], s["dispatcherCalls"], "{s}");
+    assert_eq!(s["fallbacks"], 0);
+
+    std::fs::write(&file, policy("Shadow")).unwrap();
+    let out = run(&[manager.as_os_str(), file.as_os_str()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("spec.mode") && err.contains("Dispatch cannot be shadowed"),
+        "{err}"
+    );
+}
