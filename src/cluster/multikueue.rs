@@ -13,7 +13,8 @@
 //! 3. a copy was evicted: while the Workload is evicted on the manager too, the job's status
 //!    is mirrored (so that the manager's eviction completes once the remote job stopped);
 //!    else, while the check is `Ready`, the check goes to `Retry`;
-//! 4. a copy is admitted (the earliest; at one instant, the first in the MultiKueueConfig's
+//! 4. a copy whose priority changed on the manager is updated in place (Kueue's step 5 for
+//!    priority; other spec changes are not compared); then, a copy is admitted (the earliest; at one instant, the first in the MultiKueueConfig's
 //!    order; once `status.clusterName` is set, only that worker's): the other copies are
 //!    removed; while the Workload is evicted on the manager but
 //!    still holds quota, the copy is deactivated (`DeactivationTarget`, reason
@@ -98,6 +99,8 @@ pub struct Copy {
     pub finished: bool,
     /// Evicted on its worker (and not admitted again).
     pub evicted: bool,
+    /// Its priority (class and value) is no longer the Workload's.
+    pub stale_priority: bool,
 }
 
 /// Why the check changes state (what drivers record beside the message).
@@ -131,6 +134,8 @@ pub enum Action {
     },
     /// Record `worker` as `status.clusterName`, clearing `status.nominatedClusterNames`.
     Admitted { worker: usize },
+    /// Give the copy on `worker` the Workload's priority (class and value).
+    UpdatePriority { worker: usize },
     /// Ask the dispatcher, then [`sync_nominees`].
     Dispatch,
     /// The Workload's eviction on the manager completes: its quota is released.
@@ -226,6 +231,13 @@ pub fn reconcile(
         return plan;
     }
     // 4.
+    // Kueue's step 5, for what wasq compares: a copy whose priority changed on the manager is
+    // updated in place.
+    plan.actions.extend(
+        copies()
+            .filter(|&(i, c)| c.stale_priority && workers[i].reachable)
+            .map(|(worker, _)| Action::UpdatePriority { worker }),
+    );
     // Once a worker is recorded, only its copy admits: an admitted copy elsewhere is stale (a
     // lost worker back with the copy it ran before a re-dispatch) and goes.
     let admitting = copies()
@@ -346,6 +358,7 @@ mod tests {
         admitted_at: None,
         finished: false,
         evicted: false,
+        stale_priority: false,
     });
 
     #[test]
@@ -449,6 +462,24 @@ mod tests {
                 },
                 Action::SyncJob { worker: 1 }
             ]
+        );
+    }
+
+    #[test]
+    fn a_copy_whose_priority_changed_is_updated_where_it_is() {
+        let stale = Some(Copy {
+            stale_priority: true,
+            ..Copy::default()
+        });
+        let plan = reconcile(
+            &local(CheckState::Pending, None),
+            &[worker("a", stale), worker("b", PENDING)],
+            0,
+            1,
+        );
+        assert_eq!(
+            plan.actions,
+            [Action::UpdatePriority { worker: 0 }, Action::Dispatch]
         );
     }
 

@@ -58,7 +58,14 @@ impl Controller {
         let settings = (self.mirror.configuration.as_ref())
             .map(|c| c.multi_kueue().into_owned())
             .unwrap_or_default();
-        let mut keys: BTreeSet<String> = self.mirror.reserved.iter().cloned().collect();
+        // Without a MultiKueue check nothing is dispatched: the pass costs nothing more.
+        let checks = (self.mirror.admission_checks.values())
+            .any(|ac| ac.spec.controller_name == MULTIKUEUE_CONTROLLER);
+        let mut keys: BTreeSet<String> = if checks {
+            self.mirror.reserved.iter().cloned().collect()
+        } else {
+            BTreeSet::new()
+        };
         keys.extend(mk.released.iter().cloned());
         for (_, remote) in mk.remotes() {
             keys.extend(remote.copies.keys().cloned());
@@ -102,6 +109,10 @@ impl Controller {
         let released = mk.released.remove(key);
         let wl =
             (self.mirror.workloads.get(key)).filter(|w| w.metadata.deletion_timestamp.is_none());
+        // Most reserved Workloads have no MultiKueue check: nothing copied for them.
+        if wl.is_some_and(|w| self.dispatch_of(w).is_none()) && !released {
+            return Ok(());
+        }
         let Some(wl) = wl.map(|w| (**w).clone()) else {
             // Deleted: its copies go from every worker the manager reaches (those left on
             // the others are the garbage collector's).
@@ -149,7 +160,7 @@ impl Controller {
                 .iter()
                 .all(|s| s.name == d.check || s.state == CheckState::Ready.as_str()),
         };
-        let views = worker_views(mk, &d.clusters, key);
+        let views = worker_views(mk, &d.clusters, &wl);
         let plan = mk::reconcile(&local, &views, now, settings.worker_lost_timeout_ms());
         if local.finished || !local.holds_quota {
             mk.dispatch.remove(key);
@@ -168,6 +179,9 @@ impl Controller {
                 }
                 Action::Deactivate { worker, message } => {
                     deactivate_copy(mk, &d.clusters[worker], key, &message, now).await?;
+                }
+                Action::UpdatePriority { worker } => {
+                    update_priority(mk, &d.clusters[worker], &wl).await?;
                 }
                 Action::Finish { worker } => {
                     let copy = mk
@@ -380,7 +394,7 @@ impl Controller {
             })
             .await?;
         }
-        let views = worker_views(mk, &d.clusters, &key);
+        let views = worker_views(mk, &d.clusters, wl);
         let (create, remove) = mk::sync_nominees(&nominees, &views);
         for action in remove {
             if let Action::Remove { worker, .. } = action {
@@ -571,8 +585,13 @@ impl Controller {
     }
 }
 
-/// What the manager knows of `key`'s copy on each of `clusters`.
-fn worker_views<'a>(mk: &'a MultiKueue, clusters: &'a [String], key: &str) -> Vec<mk::Worker<'a>> {
+/// What the manager knows of `wl`'s copy on each of `clusters`.
+fn worker_views<'a>(
+    mk: &'a MultiKueue,
+    clusters: &'a [String],
+    wl: &Workload,
+) -> Vec<mk::Worker<'a>> {
+    let key = workload_key(wl);
     clusters
         .iter()
         .map(|name| {
@@ -580,8 +599,8 @@ fn worker_views<'a>(mk: &'a MultiKueue, clusters: &'a [String], key: &str) -> Ve
             let reachable = remote.is_some_and(|r| r.conn.connected());
             let copy = remote
                 .filter(|_| reachable)
-                .and_then(|r| r.copies.get(key))
-                .map(copy_state);
+                .and_then(|r| r.copies.get(&key))
+                .map(|c| copy_state(c, wl));
             mk::Worker {
                 name,
                 reachable,
@@ -592,8 +611,8 @@ fn worker_views<'a>(mk: &'a MultiKueue, clusters: &'a [String], key: &str) -> Ve
         .collect()
 }
 
-/// A copy's state from its conditions.
-fn copy_state(copy: &Workload) -> mk::Copy {
+/// A copy's state from its conditions, and whether its priority is still `wl`'s.
+fn copy_state(copy: &Workload, wl: &Workload) -> mk::Copy {
     let conditions = copy
         .status
         .as_ref()
@@ -609,7 +628,29 @@ fn copy_state(copy: &Workload) -> mk::Copy {
             }),
         finished: cond::is_true(conditions, FINISHED),
         evicted: cond::is_true(conditions, EVICTED),
+        // What the manager's Workload sets (a worker may default what it leaves unset).
+        stale_priority: (wl.spec.priority.is_some() && copy.spec.priority != wl.spec.priority)
+            || (wl.spec.priority_class_ref.is_some()
+                && copy.spec.priority_class_ref != wl.spec.priority_class_ref),
     }
+}
+
+/// Kueue's `PriorityChanged` update: the copy on `cluster` takes `wl`'s priority class and
+/// value.
+async fn update_priority(mk: &mut MultiKueue, cluster: &str, wl: &Workload) -> Result<(), Error> {
+    let Some(remote) = mk.remote_mut_if(cluster) else {
+        return Ok(());
+    };
+    let Some(writer) = remote.writer() else {
+        return Ok(());
+    };
+    let key = workload_key(wl);
+    let (ns, name) = key.split_once('/').unwrap_or(("default", key.as_str()));
+    let body = json!({"spec": {"priority": wl.spec.priority,
+                               "priorityClassRef": wl.spec.priority_class_ref}});
+    let written = writer.patch_workload(ns, name, &body).await?;
+    remote.observe(RemoteKind::Workload, key.clone(), Some(written));
+    Ok(())
 }
 
 /// Creates `wl`'s copy on `cluster` (Kueue's `cloneForCreate`).

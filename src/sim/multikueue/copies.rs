@@ -100,6 +100,8 @@ impl Simulation {
             admitted_at: admitted.then(|| life.first_admitted().unwrap_or(self.now)),
             finished: life.finished,
             evicted: !admitted && !life.finished && life.first_admitted().is_some(),
+            // The simulator's Workloads keep their priority.
+            stale_priority: false,
         }
     }
 

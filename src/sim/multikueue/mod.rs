@@ -498,7 +498,8 @@ impl Federation {
                 // Workload's quota at once (see `Local::evicted`).
                 mk::Action::SyncJob { .. }
                 | mk::Action::Deactivate { .. }
-                | mk::Action::CompleteEviction => {}
+                | mk::Action::CompleteEviction
+                | mk::Action::UpdatePriority { .. } => {}
             }
         }
         let Some(d) = self.dispatches.get(&wl) else {

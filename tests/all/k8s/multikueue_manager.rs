@@ -1070,3 +1070,44 @@ async fn a_dispatch_plugin_sees_the_workers_queues_as_their_kueue_reports_them()
     fed.passes(Duration::from_millis(50)).await;
     assert_eq!(plugin.0.lock().unwrap().len(), asked);
 }
+
+#[tokio::test]
+async fn a_priority_changed_on_the_manager_reaches_the_copies() {
+    let mut objects = manager_objects(&["w1", "w2"], Some(MANAGED_BY));
+    objects.push((
+        format!("{KUEUE}/workloadpriorityclasses/high"),
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+               "metadata": {"name": "high"}, "value": 100}),
+    ));
+    let mut fed = Fed::with_objects(&["w1", "w2"], objects);
+    fed.start_manager();
+    fed.until("copies", |f| f.workers.iter().all(|w| copy(w).is_some()))
+        .await;
+    // The user raises the pending Workload's priority (as `kubectl patch` would).
+    let path = wl_path(&job_wl("a"));
+    fed.manager.api.modify(&path, |w| {
+        w["spec"]["priorityClassRef"] =
+            json!({"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"});
+        w["spec"]["priority"] = json!(100);
+    });
+    fed.manager.applied(
+        wasq::k8s::sync::mirror::Source::Kueue(wasq::k8s::schema::kinds::KueueKind::Workload),
+        &path,
+    );
+    fed.until("copies updated", |f| {
+        f.workers
+            .iter()
+            .all(|w| copy(w).is_some_and(|c| c["spec"]["priority"] == 100))
+    })
+    .await;
+    for w in &fed.workers {
+        let c = copy(w).unwrap();
+        assert_eq!(c["spec"]["priorityClassRef"]["name"], "high");
+        // Updated where it is, not made anew.
+        assert!(
+            !w.api.requests().iter().any(|r| r.method == "DELETE"),
+            "{}",
+            w.name
+        );
+    }
+}
