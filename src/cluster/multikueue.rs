@@ -9,7 +9,8 @@
 //! 1. the Workload is finished or holds no quota (evicted, preempted, deactivated, retried):
 //!    every copy the manager reaches is removed, finished ones too; evicted but still holding
 //!    quota with no copy in reach, its eviction completes (a wasq addition, see below);
-//! 2. a copy finished: the Workload finishes with it (the job's status mirrored first);
+//! 2. a copy finished: the Workload finishes with it (the job's status mirrored first) —
+//!    unless its worker finished it `OutOfSync`: then, while `Ready`, the check retries;
 //! 3. a copy was evicted: while the Workload is evicted on the manager too, the job's status
 //!    is mirrored (so that the manager's eviction completes once the remote job stopped);
 //!    else, while the check is `Ready`, the check goes to `Retry`;
@@ -31,6 +32,14 @@ use super::checks::CheckState;
 /// The check's message when a copy was admitted on `worker`.
 pub fn admitted_on(worker: &str) -> String {
     format!("The workload was admitted on {worker:?}")
+}
+
+/// The check's message when `worker` finished the copy as out of sync with its job.
+pub fn out_of_sync_on(worker: &str) -> String {
+    format!(
+        "Remote workload on worker cluster {worker:?} is out of sync with its user job, \
+         resetting for re-dispatch"
+    )
 }
 
 /// The check's message when the admitted copy was evicted on `worker`.
@@ -101,6 +110,8 @@ pub struct Copy {
     pub evicted: bool,
     /// Its priority (class and value) is no longer the Workload's.
     pub stale_priority: bool,
+    /// Finished by its worker as out of sync with its job (Kueue's `OutOfSync` reason).
+    pub out_of_sync: bool,
 }
 
 /// Why the check changes state (what drivers record beside the message).
@@ -111,6 +122,8 @@ pub enum Why {
     WorkerLost,
     CopyGone,
     NoClusterRecorded,
+    /// The worker finished the copy `OutOfSync` (a Warning Event in Kueue).
+    OutOfSync,
 }
 
 /// One thing to do, in order. `worker` indexes the slice given to [`reconcile`].
@@ -205,11 +218,25 @@ pub fn reconcile(
     // Evicted on the manager with no copy in reach: nothing is left to stop, so the eviction
     // completes here (the manager's job still shows the status mirrored from a lost worker;
     // Kueue waits on it forever, kueue#15380).
-    if local.evicted.is_some() && !copies().any(|(i, _)| workers[i].reachable) {
+    // (A copy its worker finished out of sync runs nothing: it does not count.)
+    if local.evicted.is_some()
+        && !copies().any(|(i, c)| workers[i].reachable && !(c.finished && c.out_of_sync))
+    {
         plan.actions.push(Action::CompleteEviction);
         return plan;
     }
-    // 2.
+    // 2. A copy its worker finished `OutOfSync` (its job no longer matches it) did not run:
+    // the Workload is dispatched anew, never finished with it.
+    if let Some((worker, _)) = copies().find(|(_, c)| c.finished && c.out_of_sync) {
+        if local.check == CheckState::Ready {
+            plan.actions.push(Action::Check {
+                state: CheckState::Retry,
+                message: previously(&out_of_sync_on(workers[worker].name), CheckState::Ready),
+                why: Why::OutOfSync,
+            });
+        }
+        return plan;
+    }
     if let Some((worker, _)) = copies().find(|(_, c)| c.finished) {
         plan.actions.push(Action::SyncJob { worker });
         plan.actions.push(Action::Finish { worker });
@@ -359,6 +386,7 @@ mod tests {
         finished: false,
         evicted: false,
         stale_priority: false,
+        out_of_sync: false,
     });
 
     #[test]
@@ -463,6 +491,43 @@ mod tests {
                 Action::SyncJob { worker: 1 }
             ]
         );
+    }
+
+    #[test]
+    fn a_copy_finished_out_of_sync_retries_the_check_and_never_finishes_the_workload() {
+        let out_of_sync = Some(Copy {
+            finished: true,
+            out_of_sync: true,
+            ..Copy::default()
+        });
+        let plan = reconcile(
+            &local(CheckState::Ready, Some("a")),
+            &[worker("a", out_of_sync)],
+            0,
+            1,
+        );
+        assert_eq!(
+            plan.actions,
+            [Action::Check {
+                state: CheckState::Retry,
+                message: "Remote workload on worker cluster \"a\" is out of sync with its user \
+                          job, resetting for re-dispatch, Previously: \"Ready\""
+                    .into(),
+                why: Why::OutOfSync
+            }]
+        );
+        let plan = reconcile(
+            &local(CheckState::Pending, None),
+            &[worker("a", out_of_sync)],
+            0,
+            1,
+        );
+        assert_eq!(plan.actions, []);
+        // Evicted for it: nothing runs there, the eviction completes.
+        let mut evicted = local(CheckState::Pending, None);
+        evicted.evicted = Some("Evicted due to AdmissionCheck");
+        let plan = reconcile(&evicted, &[worker("a", out_of_sync)], 0, 1);
+        assert_eq!(plan.actions, [Action::CompleteEviction]);
     }
 
     #[test]

@@ -99,6 +99,9 @@ struct Work {
     readiness_due: BTreeSet<(Millis, String)>,
     /// Workloads carrying Kueue's resource-in-use finalizer that changed.
     finalizers: BTreeSet<String>,
+    /// Workloads whose eviction completed (their quota released) since the last MultiKueue
+    /// pass.
+    released: BTreeSet<String>,
 }
 
 pub struct Controller {
@@ -1256,9 +1259,9 @@ impl Controller {
             })
             .await?;
         if let Some(written) = written {
-            if let Some(mk) = self.multikueue.as_mut() {
-                mk.released.insert(key.clone());
-            }
+            // A MultiKueue manager ends the dispatch of that reservation (taken in by the
+            // next `sync_multikueue`, even if the Workload reserves quota again meanwhile).
+            self.work.released.insert(key.clone());
             let inactive = written.spec.active == Some(false);
             let evicted_at = wl
                 .status
@@ -1485,7 +1488,7 @@ fn ns_name(wl: &Workload) -> (String, String) {
 }
 
 /// Kueue's `Finished` reason for a prebuilt Workload whose job no longer matches it.
-const OUT_OF_SYNC: &str = "OutOfSync";
+pub(super) const OUT_OF_SYNC: &str = "OutOfSync";
 
 /// Kueue's finalizer on the Workloads it creates.
 const RESOURCE_IN_USE: &str = "kueue.x-k8s.io/resource-in-use";

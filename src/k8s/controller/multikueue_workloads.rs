@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use super::{Controller, to_value, workload_key};
+use super::{Controller, OUT_OF_SYNC, to_value, workload_key};
 use crate::api::Workload;
 use crate::api::config::MultiKueueSettings;
 use crate::api::jobs::multikueue as job_adapter;
@@ -52,6 +52,7 @@ impl Controller {
     /// Kueue's workload reconciler over every Workload that holds quota or has a copy on a
     /// worker (see the module).
     pub(super) async fn sync_multikueue(&mut self, now: Millis) {
+        let released = std::mem::take(&mut self.work.released);
         let Some(mut mk) = self.multikueue.take() else {
             return;
         };
@@ -66,7 +67,7 @@ impl Controller {
         } else {
             BTreeSet::new()
         };
-        keys.extend(mk.released.iter().cloned());
+        keys.extend(released.iter().cloned());
         for (_, remote) in mk.remotes() {
             keys.extend(remote.copies.keys().cloned());
         }
@@ -74,7 +75,11 @@ impl Controller {
         for key in keys {
             let span = tracing::debug_span!("multikueue", workload = %key);
             let _enter = span.enter();
-            if let Err(e) = self.sync_dispatched(&mut mk, &key, &settings, now).await {
+            let released = released.contains(&key);
+            if let Err(e) = self
+                .sync_dispatched(&mut mk, &key, released, &settings, now)
+                .await
+            {
                 tracing::warn!(workload = %key, error = %e, "MultiKueue: cannot sync the Workload with its workers; will retry");
                 self.write_failed("multikueue");
             }
@@ -99,14 +104,15 @@ impl Controller {
         })
     }
 
+    /// One Workload; `released`: its quota was released since the last pass.
     async fn sync_dispatched(
         &mut self,
         mk: &mut MultiKueue,
         key: &str,
+        released: bool,
         settings: &MultiKueueSettings,
         now: Millis,
     ) -> Result<(), Error> {
-        let released = mk.released.remove(key);
         let wl =
             (self.mirror.workloads.get(key)).filter(|w| w.metadata.deletion_timestamp.is_none());
         // Most reserved Workloads have no MultiKueue check: nothing copied for them.
@@ -217,11 +223,13 @@ impl Controller {
         if let Some((state, message, why)) = check {
             self.write_check(&wl, &d.check, state, &message, admitted_on, now)
                 .await?;
-            if matches!(why, Why::Admitted | Why::EvictedOnWorker) {
+            // Kueue's Events: Normal for these two, Warning for a copy out of sync.
+            if matches!(why, Why::Admitted | Why::EvictedOnWorker | Why::OutOfSync) {
+                let warning = why == Why::OutOfSync;
                 self.writer
                     .event(
                         &workload_ref(&wl),
-                        false,
+                        warning,
                         "MultiKueue",
                         "MultiKueue",
                         message,
@@ -627,6 +635,8 @@ fn copy_state(copy: &Workload, wl: &Workload) -> mk::Copy {
                     .map_or(0, |t| t.0.as_millisecond())
             }),
         finished: cond::is_true(conditions, FINISHED),
+        out_of_sync: cond::find(conditions, FINISHED)
+            .is_some_and(|c| c.status == "True" && c.reason == OUT_OF_SYNC),
         evicted: cond::is_true(conditions, EVICTED),
         // What the manager's Workload sets (a worker may default what it leaves unset).
         stale_priority: (wl.spec.priority.is_some() && copy.spec.priority != wl.spec.priority)

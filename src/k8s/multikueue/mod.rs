@@ -289,9 +289,6 @@ pub struct MultiKueue {
     /// Per Workload key: when its nominees last changed, and when to ask its dispatcher again
     /// (in memory, as Kueue's dispatchers keep their rounds).
     pub dispatch: HashMap<String, Dispatched>,
-    /// Workloads whose quota was released since the last pass (their eviction completed):
-    /// their dispatch is over even if they reserved quota again meanwhile.
-    pub released: BTreeSet<String>,
 }
 
 /// What the manager remembers of one Workload's dispatch.
@@ -317,7 +314,6 @@ impl MultiKueue {
             job_kinds,
             wake: Arc::new(tokio::sync::Notify::new()),
             dispatch: HashMap::new(),
-            released: BTreeSet::new(),
         }
     }
 

@@ -100,8 +100,9 @@ impl Simulation {
             admitted_at: admitted.then(|| life.first_admitted().unwrap_or(self.now)),
             finished: life.finished,
             evicted: !admitted && !life.finished && life.first_admitted().is_some(),
-            // The simulator's Workloads keep their priority.
+            // The simulator's Workloads keep their priority and their jobs.
             stale_priority: false,
+            out_of_sync: false,
         }
     }
 

@@ -477,9 +477,10 @@ impl Federation {
                     match why {
                         mk::Why::Admitted => {}
                         mk::Why::EvictedOnWorker => self.history.evicted_on_worker(d.attempt),
-                        mk::Why::WorkerLost | mk::Why::CopyGone | mk::Why::NoClusterRecorded => {
-                            self.history.worker_lost(d.attempt)
-                        }
+                        mk::Why::WorkerLost
+                        | mk::Why::CopyGone
+                        | mk::Why::NoClusterRecorded
+                        | mk::Why::OutOfSync => self.history.worker_lost(d.attempt),
                     }
                     self.manager.post_check(wl, &d.check, state, message);
                     changed = true;

@@ -1111,3 +1111,45 @@ async fn a_priority_changed_on_the_manager_reaches_the_copies() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_copy_its_worker_finds_out_of_sync_is_dispatched_again_not_finished() {
+    let mut fed = Fed::with_objects(
+        &["w1", "w2"],
+        manager_objects(&["w1", "w2"], Some(MANAGED_BY)),
+    );
+    running_on_w1(&mut fed).await;
+    // w1's Kueue finds the remote Job no longer matches the copy (Kueue's OutOfSync finish).
+    fed.worker("w1").api.modify(JOB, |j| {
+        j["spec"]["suspend"] = json!(true);
+        j["status"] = json!({"active": 0, "startTime": T});
+    });
+    fed.worker("w1").api.modify(&wl_path(&job_wl("a")), |c| {
+        c["status"]["conditions"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!(
+            {"type": "Finished", "status": "True", "reason": "OutOfSync",
+             "message": "The prebuilt workload is out of sync with its user job",
+             "lastTransitionTime": T}));
+    });
+    fed.until("evicted on the manager", |f| {
+        condition(&f.manager_wl(), "Evicted").is_some_and(|c| c["status"] == "True")
+    })
+    .await;
+    assert_eq!(
+        condition(&fed.manager_wl(), "Evicted").unwrap()["message"],
+        "Evicted due to AdmissionCheck in Retry state: \"mk\" (Remote workload on worker cluster \
+         \"w1\" is out of sync with its user job, resetting for re-dispatch, Previously: \"Ready\")"
+    );
+    fed.until("dispatched again", |f| {
+        let m = f.manager_wl();
+        is_true(&m, "QuotaReserved")
+            && check(&m).0 == "Pending"
+            && f.workers
+                .iter()
+                .all(|w| copy(w).is_some_and(|c| c["status"].get("conditions").is_none()))
+    })
+    .await;
+    assert!(!is_true(&fed.manager_wl(), "Finished"));
+}
