@@ -328,87 +328,65 @@ fn check(file: &Path) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("json")
 }
 
-#[test]
-fn scaffolds_made_outside_the_repository_build_pass_their_tests_and_load() {
+/// Every kind's scaffold in `lang`, made outside the repository by `wasq plugin new`, passes its
+/// own tests; the preemption one is built, and loads with the contract's version. One test per
+/// language, so that the three run side by side (each is minutes of toolchain work).
+fn scaffolds_build_pass_their_tests_and_load(lang: &str, kinds: &[&str]) {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("plugins");
-    for (lang, kinds) in [
-        (
-            "python",
-            &[
-                "ordering",
-                "preemption",
-                "flavor-assignment",
-                "placement",
-                "dispatch",
-            ][..],
-        ),
-        (
-            "javascript",
-            &[
-                "ordering",
-                "preemption",
-                "flavor-assignment",
-                "placement",
-                "dispatch",
-            ][..],
-        ),
-        ("rust", &["preemption", "dispatch"][..]),
-    ] {
-        for kind in kinds {
-            let name = format!("my-{lang}-{kind}");
-            let mut new = wasq();
-            new.args([
-                "plugin", "new", &name, "--kind", kind, "--lang", lang, "--dir",
-            ])
-            .arg(dir.path());
-            succeeds(new, &format!("wasq plugin new {name}"));
-            let plugin = dir.path().join(&name);
-            let mut test = match lang {
-                "python" => {
-                    let mut c = python();
-                    c.args(["-m", "pytest", "-q", "-p", "no:cacheprovider"]);
-                    c
-                }
-                "javascript" => {
-                    let mut c = Command::new("node");
-                    c.arg("--test");
-                    c
-                }
-                _ => {
-                    let mut c = Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()));
-                    // A target folder kept in the toolchains' cache: the scaffold's
-                    // dependencies from crates.io (wit-bindgen's) are compiled once, not on
-                    // every run; the crate and its SDK copy are compiled each time.
-                    c.args(["test", "--offline", "--target-dir"])
-                        .arg(toolchains().join("test-scaffold-target"))
-                        // The outer build's settings are for the host (as `wasm::guests` has it).
-                        .env_remove("CARGO_TARGET_DIR")
-                        .env_remove("RUSTFLAGS")
-                        .env_remove("RUSTC_WORKSPACE_WRAPPER")
-                        .env_remove("CLIPPY_ARGS");
-                    c
-                }
-            };
-            test.current_dir(&plugin);
-            succeeds(test, &format!("{name}'s own tests"));
-            // Building every kind costs a component each: one per language is built and
-            // loaded, the preemption scaffold.
-            if *kind == "preemption" {
-                let file = build(&plugin, &out);
-                assert_eq!(file, out.join(format!("{name}.wasm")));
-                // A build leaves the sources as they were (a changed SDK folder would also
-                // rebuild wasq, which carries it).
-                assert!(
-                    !plugin.join("__pycache__").exists()
-                        && !plugin.join("wasq_policy/__pycache__").exists(),
-                    "{name}: the build wrote bytecode into the sources"
-                );
-                let info = check(&file);
-                assert_eq!(info["kind"], "preemption");
-                assert_eq!(info["language"], lang, "{info}");
-                assert_eq!(info["wit_version"], wasq::wasm::WIT_VERSION.to_string());
+    for kind in kinds {
+        let name = format!("my-{lang}-{kind}");
+        let mut new = wasq();
+        new.args([
+            "plugin", "new", &name, "--kind", kind, "--lang", lang, "--dir",
+        ])
+        .arg(dir.path());
+        succeeds(new, &format!("wasq plugin new {name}"));
+        let plugin = dir.path().join(&name);
+        let mut test = match lang {
+            "python" => {
+                let mut c = python();
+                c.args(["-m", "pytest", "-q", "-p", "no:cacheprovider"]);
+                c
             }
+            "javascript" => {
+                let mut c = Command::new("node");
+                c.arg("--test");
+                c
+            }
+            _ => {
+                let mut c = Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()));
+                // A target folder kept in the toolchains' cache: the scaffold's
+                // dependencies from crates.io (wit-bindgen's) are compiled once, not on
+                // every run; the crate and its SDK copy are compiled each time.
+                c.args(["test", "--offline", "--target-dir"])
+                    .arg(toolchains().join("test-scaffold-target"))
+                    // The outer build's settings are for the host (as `wasm::guests` has it).
+                    .env_remove("CARGO_TARGET_DIR")
+                    .env_remove("RUSTFLAGS")
+                    .env_remove("RUSTC_WORKSPACE_WRAPPER")
+                    .env_remove("CLIPPY_ARGS");
+                c
+            }
+        };
+        test.current_dir(&plugin);
+        succeeds(test, &format!("{name}'s own tests"));
+        // Building every kind costs a component each: one per language is built and
+        // loaded, the preemption scaffold.
+        if *kind == "preemption" {
+            let file = build(&plugin, &out);
+            assert_eq!(file, out.join(format!("{name}.wasm")));
+            // A build leaves the sources as they were (a changed SDK folder would also
+            // rebuild wasq, which carries it).
+            assert!(
+                !plugin.join("__pycache__").exists()
+                    && !plugin.join("wasq_policy/__pycache__").exists(),
+                "{name}: the build wrote bytecode into the sources"
+            );
+            let info = check(&file);
+            assert_eq!(info["kind"], "preemption");
+            assert_eq!(info["language"], lang, "{info}");
+            assert_eq!(info["wit_version"], wasq::wasm::WIT_VERSION.to_string());
         }
     }
     // A directory that holds no plugin is named with what was expected.
@@ -422,6 +400,29 @@ fn scaffolds_made_outside_the_repository_build_pass_their_tests_and_load() {
     assert!(!refused.status.success());
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(err.contains("pyproject.toml (Python)"), "{err}");
+}
+
+const EVERY_KIND: [&str; 5] = [
+    "ordering",
+    "preemption",
+    "flavor-assignment",
+    "placement",
+    "dispatch",
+];
+
+#[test]
+fn python_scaffolds_made_outside_the_repository_build_pass_their_tests_and_load() {
+    scaffolds_build_pass_their_tests_and_load("python", &EVERY_KIND);
+}
+
+#[test]
+fn javascript_scaffolds_made_outside_the_repository_build_pass_their_tests_and_load() {
+    scaffolds_build_pass_their_tests_and_load("javascript", &EVERY_KIND);
+}
+
+#[test]
+fn rust_scaffolds_made_outside_the_repository_build_pass_their_tests_and_load() {
+    scaffolds_build_pass_their_tests_and_load("rust", &["preemption", "dispatch"]);
 }
 
 #[test]

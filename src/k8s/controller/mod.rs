@@ -800,7 +800,9 @@ impl Controller {
             }
         }
         // Kueue's `EquivalentToWorkload`, on what both sides keep as they are: the podSets'
-        // names and counts (a worker's API server may default the templates).
+        // names and counts (a worker's API server may default the templates) — those of the
+        // Workload's spec, or, once admitted, of its admission (a partially admitted job runs
+        // fewer pods); a suspended job may match either.
         let expected: Option<Vec<(String, i32)>> = kind
             .pod_sets(&value)
             .ok()
@@ -808,7 +810,23 @@ impl Controller {
         let written: Vec<(String, i32)> = (wl.spec.pod_sets.iter())
             .map(|p| (p.name.clone(), p.count))
             .collect();
-        let in_sync = expected.is_some_and(|e| e == written);
+        let running: Option<Vec<(String, i32)>> = is_admitted(&wl)
+            .then(|| wl.status.as_ref().and_then(|s| s.admission.as_ref()))
+            .flatten()
+            .map(|a| {
+                (wl.spec.pod_sets.iter())
+                    .map(|p| {
+                        let admitted = (a.pod_set_assignments.iter())
+                            .find(|psa| psa.name == p.name)
+                            .and_then(|psa| psa.count);
+                        (p.name.clone(), admitted.unwrap_or(p.count))
+                    })
+                    .collect()
+            });
+        let in_sync = expected.is_some_and(|e| match &running {
+            Some(r) => *r == e || (kind.is_suspended(&value) && e == written),
+            None => e == written,
+        });
         if !in_sync {
             if !is_finished(&wl) {
                 self.finish_with(
