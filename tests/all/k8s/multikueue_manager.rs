@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::federation::{Fed, Worker};
+use super::federation::{Fed, WAIT, Worker};
 use super::{KUEUE, T, job, job_wl, queue_label};
 
 const MANAGED_BY: &str = "kueue.x-k8s.io/multikueue";
@@ -70,7 +70,7 @@ const JOB: &str = "/apis/batch/v1/namespaces/ns/jobs/a";
 
 impl Fed {
     /// Manager passes, 10 ms apart so that the workers' watch events arrive, until `want`
-    /// holds (within 5 s).
+    /// holds (within [`WAIT`]).
     async fn until(&mut self, what: &str, want: impl Fn(&Fed) -> bool) {
         let start = Instant::now();
         loop {
@@ -80,8 +80,8 @@ impl Fed {
                 return;
             }
             assert!(
-                start.elapsed() < Duration::from_secs(5),
-                "{what}: not within 5 s; the manager's Workloads: {}\n{}",
+                start.elapsed() < WAIT,
+                "{what}: not within {WAIT:?}; the manager's Workloads: {}\n{}",
                 self.manager
                     .api
                     .get(&wl_path(&job_wl("a")))
