@@ -665,10 +665,23 @@ fn front_proxy(now: i64) -> Result<(String, String, String)> {
     Ok((ca_pem, cert.pem(), key.serialize_pem()))
 }
 
-/// A port nothing listens on now (the kernel's pick; a race with another process taking it
-/// before the server does is possible but shows as a start failure, not a wrong answer).
+/// A port nothing listens on now (the kernel's pick), and never handed out before in this
+/// process: the tests run side by side, each starting servers on ports picked so, and the kernel
+/// may pick a port again once the probe's listener is closed. A race with another process
+/// taking it before the server does is still possible, but shows as a start failure, not a
+/// wrong answer.
 pub fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let mut given = GIVEN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !given.contains(&port) {
+            given.push(port);
+            return Ok(port);
+        }
+    }
 }
 
 fn random_hex(bytes: usize) -> Result<String> {
