@@ -496,10 +496,7 @@ impl Controller {
         let Some(ar) = mk.job_resource(i).cloned() else {
             return Ok(());
         };
-        let Some(remote) = mk.remote_mut_if(cluster) else {
-            return Ok(());
-        };
-        let Some(writer) = remote.writer() else {
+        let Some((remote, writer)) = mk.connected_mut(cluster) else {
             return Ok(());
         };
         let kind = self.kinds[i].clone();
@@ -541,10 +538,7 @@ impl Controller {
         cluster: &str,
         key: &str,
     ) -> Result<(), Error> {
-        let Some(remote) = mk.remote_mut_if(cluster) else {
-            return Ok(());
-        };
-        let Some(writer) = remote.writer() else {
+        let Some((remote, writer)) = mk.connected_mut(cluster) else {
             return Ok(());
         };
         let (ns, name) = key.split_once('/').unwrap_or(("default", key));
@@ -648,10 +642,7 @@ fn copy_state(copy: &Workload, wl: &Workload) -> mk::Copy {
 /// Kueue's `PriorityChanged` update: the copy on `cluster` takes `wl`'s priority class and
 /// value.
 async fn update_priority(mk: &mut MultiKueue, cluster: &str, wl: &Workload) -> Result<(), Error> {
-    let Some(remote) = mk.remote_mut_if(cluster) else {
-        return Ok(());
-    };
-    let Some(writer) = remote.writer() else {
+    let Some((remote, writer)) = mk.connected_mut(cluster) else {
         return Ok(());
     };
     let key = workload_key(wl);
@@ -670,10 +661,7 @@ async fn create_copy(
     wl: &Workload,
     origin: &str,
 ) -> Result<(), Error> {
-    let Some(remote) = mk.remote_mut_if(cluster) else {
-        return Ok(());
-    };
-    let Some(writer) = remote.writer() else {
+    let Some((remote, writer)) = mk.connected_mut(cluster) else {
         return Ok(());
     };
     let mut copy = serde_json::to_value(remote_workload(wl, origin)).unwrap_or(Value::Null);
@@ -700,10 +688,10 @@ async fn deactivate_copy(
     message: &str,
     now: Millis,
 ) -> Result<(), Error> {
-    let Some(remote) = mk.remote_mut_if(cluster) else {
+    let Some((remote, writer)) = mk.connected_mut(cluster) else {
         return Ok(());
     };
-    let (Some(writer), Some(copy)) = (remote.writer(), remote.copies.get(key)) else {
+    let Some(copy) = remote.copies.get(key) else {
         return Ok(());
     };
     let mut conditions = copy

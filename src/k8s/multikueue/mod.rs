@@ -404,6 +404,13 @@ impl MultiKueue {
         self.remotes.get_mut(cluster)
     }
 
+    /// The cluster's remote and a writer to it, while it is connected.
+    pub fn connected_mut(&mut self, cluster: &str) -> Option<(&mut Remote, Arc<Writer>)> {
+        let remote = self.remotes.get_mut(cluster)?;
+        let writer = remote.writer()?;
+        Some((remote, writer))
+    }
+
     /// The cluster's remote, made when missing.
     pub fn remote_mut(&mut self, cluster: &str) -> &mut Remote {
         self.remotes.entry(cluster.to_string()).or_default()

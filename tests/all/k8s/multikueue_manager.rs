@@ -131,7 +131,12 @@ fn copy(w: &Worker) -> Option<Value> {
 
 /// What a worker's Kueue writes when it reserves quota for and admits the copy.
 fn admit_copy(w: &Worker) {
-    w.api.modify(&wl_path(&job_wl("a")), |c| {
+    admit(w, &wl_path(&job_wl("a")));
+}
+
+/// [`admit_copy`] for the copy at `path`.
+fn admit(w: &Worker, path: &str) {
+    w.api.modify(path, |c| {
         c["status"] = json!({
             "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main",
                 "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "2"}, "count": 2}]},
@@ -325,23 +330,8 @@ async fn a_copy_evicted_on_its_worker_is_dispatched_again() {
         &["w1", "w2"],
         manager_objects(&["w1", "w2"], Some(MANAGED_BY)),
     );
-    fed.start_manager();
+    running_on_w1(&mut fed).await;
     let wl = job_wl("a");
-    fed.until("copies", |f| f.workers.iter().all(|w| copy(w).is_some()))
-        .await;
-    admit_copy(fed.worker("w1"));
-    fed.until("admitted on w1", |f| {
-        is_true(&f.manager_wl(), "Admitted") && f.worker("w1").api.get(JOB).is_some()
-    })
-    .await;
-    fed.worker("w1").api.modify(JOB, |j| {
-        j["spec"]["suspend"] = json!(false);
-        j["status"] = json!({"active": 2, "startTime": T});
-    });
-    fed.until("running", |f| {
-        f.manager.api.get(JOB).unwrap()["status"]["active"] == 2
-    })
-    .await;
 
     // w1's Kueue preempts the copy: evicted, its Job suspended and stopped.
     fed.worker("w1").api.modify(&wl_path(&wl), |c| {
@@ -824,16 +814,7 @@ async fn requests_per_dispatched_workload() {
         .map(|(p, _)| p)
         .collect();
     for path in &copies {
-        fed.worker("w1").api.modify(path, |c| {
-            c["status"] = json!({
-                "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main",
-                    "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "2"}, "count": 2}]},
-                "conditions": [
-                    {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
-                     "message": "Quota reserved in ClusterQueue cq", "lastTransitionTime": T},
-                    {"type": "Admitted", "status": "True", "reason": "Admitted",
-                     "message": "The workload is admitted", "lastTransitionTime": T}]});
-        });
+        admit(fed.worker("w1"), path);
     }
     fed.until("running on w1", |f| {
         count(f.worker("w1"), "/jobs/") == N && count(f.worker("w2"), "/workloads/") == 0
