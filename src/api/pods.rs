@@ -32,6 +32,9 @@ use super::provenance::Provenance;
 use super::strict::FieldProblem;
 use super::types::{PodSet, Workload, WorkloadSpec, default_pod_set_name, labels};
 
+/// The scheduling gate Kueue puts on pods it manages.
+pub const SCHEDULING_GATE: &str = "kueue.x-k8s.io/admission";
+
 /// Annotation Kueue puts on Workloads made from pod groups.
 pub const IS_GROUP_WORKLOAD: &str = "kueue.x-k8s.io/is-group-workload";
 

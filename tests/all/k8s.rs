@@ -12,6 +12,7 @@ mod incremental;
 mod inflight;
 mod multikueue;
 mod multikueue_manager;
+mod multikueue_pods;
 mod pending;
 mod pods_ready;
 mod provisioning;

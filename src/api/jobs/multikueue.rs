@@ -13,6 +13,7 @@ use super::JobKind;
 use super::kind::MultiKueueAdapter;
 use super::workload::JOB_UID_LABEL;
 use crate::api::multikueue::{MULTIKUEUE_CONTROLLER, ORIGIN_LABEL, PREBUILT_WORKLOAD};
+use crate::api::pods::SCHEDULING_GATE;
 
 /// The kind with Kueue's extra rules.
 pub const API_VERSION: &str = "batch/v1";
@@ -111,19 +112,16 @@ fn remove_pointer(value: &mut Value, pointer: &str) {
 /// label when it fits, so that workers of either generation of Kueue find it). A `batch/v1`
 /// Job also loses its selector and the controller-managed template labels.
 pub fn remote_job(kind: &JobKind, local: &Value, workload: &str, origin: &str) -> Value {
-    let meta = &local["metadata"];
-    let mut labels = meta["labels"].as_object().cloned().unwrap_or_default();
-    let mut annotations = meta["annotations"].as_object().cloned().unwrap_or_default();
-    labels.remove(JOB_UID_LABEL);
-    labels.insert(ORIGIN_LABEL.into(), json!(origin));
-    annotations.insert(PREBUILT_WORKLOAD.into(), json!(workload));
-    if workload.len() <= LABEL_VALUE_MAX {
-        labels.insert(PREBUILT_WORKLOAD.into(), json!(workload));
+    let mut job = remote_object(
+        &kind.spec.api_version,
+        &kind.spec.kind,
+        local,
+        workload,
+        origin,
+    );
+    if let Some(l) = job["metadata"]["labels"].as_object_mut() {
+        l.remove(JOB_UID_LABEL);
     }
-    let mut job = json!({"apiVersion": kind.spec.api_version, "kind": kind.spec.kind,
-        "metadata": {"name": meta["name"], "namespace": meta["namespace"], "labels": labels,
-                     "annotations": annotations},
-        "spec": local["spec"].clone()});
     if let Some(adapter) = &kind.spec.multi_kueue {
         remove_pointer(&mut job, &adapter.managed_by);
     }
@@ -136,6 +134,73 @@ pub fn remote_job(kind: &JobKind, local: &Value, workload: &str, origin: &str) -
         }
     }
     job
+}
+
+/// Kueue's `CloneObjectMetaForCreation` and `SetMultiKueueMeta`: `local`'s name, namespace,
+/// labels, annotations and spec, with the origin label and the prebuilt Workload `workload`
+/// (annotation, and label when it fits).
+fn remote_object(
+    api_version: &str,
+    kind: &str,
+    local: &Value,
+    workload: &str,
+    origin: &str,
+) -> Value {
+    let meta = &local["metadata"];
+    let mut labels = meta["labels"].as_object().cloned().unwrap_or_default();
+    let mut annotations = meta["annotations"].as_object().cloned().unwrap_or_default();
+    labels.insert(ORIGIN_LABEL.into(), json!(origin));
+    annotations.insert(PREBUILT_WORKLOAD.into(), json!(workload));
+    if workload.len() <= LABEL_VALUE_MAX {
+        labels.insert(PREBUILT_WORKLOAD.into(), json!(workload));
+    }
+    json!({"apiVersion": api_version, "kind": kind,
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"], "labels": labels,
+                     "annotations": annotations},
+        "spec": local["spec"].clone()})
+}
+
+/// Kueue's pod adapter (`pod_multikueue_adapter.go`), create branch: the pod made on the
+/// worker from the manager's pod `local`, its spec whole (scheduling gates included: the
+/// worker's Kueue releases them once the copy is admitted there).
+pub fn remote_pod(local: &Value, workload: &str, origin: &str) -> Value {
+    remote_object("v1", "Pod", local, workload, origin)
+}
+
+/// Kueue's pod adapter, status branch: the status the manager's pod takes from the worker's
+/// (`None` when it already has it, or the manager's pod is being deleted). The manager's pod
+/// stays gated, so while the worker's pod is not scheduled yet it keeps its own
+/// `PodScheduled` condition (`SchedulingGated`, which autoscalers ignore) instead of the
+/// worker's `Unschedulable`.
+pub fn pod_status_update(local: &Value, remote: &Value) -> Option<Value> {
+    if !local["metadata"]["deletionTimestamp"].is_null() {
+        return None;
+    }
+    let scheduled = |pod: &Value| {
+        (pod["status"]["conditions"].as_array().into_iter().flatten())
+            .find(|c| c["type"] == "PodScheduled")
+            .cloned()
+    };
+    let gated = (local["spec"]["schedulingGates"].as_array())
+        .is_some_and(|g| g.iter().any(|g| g["name"] == SCHEDULING_GATE));
+    let mut status = remote["status"].clone();
+    let remote_scheduled = scheduled(remote).is_some_and(|c| c["status"] == "True");
+    if gated
+        && !remote_scheduled
+        && let Some(own) = scheduled(local)
+    {
+        if !status.is_object() {
+            status = json!({});
+        }
+        let mut conditions = status["conditions"].as_array().cloned().unwrap_or_default();
+        match conditions.iter_mut().find(|c| c["type"] == "PodScheduled") {
+            Some(c) => *c = own,
+            None => conditions.push(own),
+        }
+        status["conditions"] = json!(conditions);
+    }
+    let current = &local["status"];
+    (status != *current && !(status.is_null() && current == &json!({}))).then_some(status)
 }
 
 fn suspended(job: &Value) -> bool {
@@ -345,5 +410,58 @@ mod tests {
         let remote = json!({"spec": {"suspend": false}, "status": {"replicatedJobsStatus": []}});
         let u = status_update(&js, &json!({"spec": {"suspend": true}}), &remote, "t");
         assert_eq!(u.status, Some(remote["status"].clone()));
+    }
+
+    fn pod(gated: bool, status: Value) -> Value {
+        let gates = if gated {
+            json!([{"name": "kueue.x-k8s.io/admission"}])
+        } else {
+            json!([])
+        };
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "3",
+                "labels": {"kueue.x-k8s.io/pod-group-name": "g"},
+                "annotations": {"kueue.x-k8s.io/pod-group-total-count": "2"}},
+            "spec": {"schedulingGates": gates, "containers": [{"name": "c", "image": "i"}]},
+            "status": status})
+    }
+
+    #[test]
+    fn the_remote_pod_is_the_local_one_labelled_for_its_workers_kueue() {
+        let r = remote_pod(&pod(true, json!({"phase": "Pending"})), "g", "multikueue");
+        assert_eq!(r["kind"], "Pod");
+        assert!(r["metadata"].get("uid").is_none());
+        assert!(r.get("status").is_none());
+        assert_eq!(r["metadata"]["labels"][ORIGIN_LABEL], "multikueue");
+        assert_eq!(r["metadata"]["labels"][PREBUILT_WORKLOAD], "g");
+        assert_eq!(
+            r["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"],
+            "g"
+        );
+        assert_eq!(r["spec"], pod(true, json!({}))["spec"]);
+    }
+
+    #[test]
+    fn a_gated_pod_keeps_its_scheduling_condition_until_its_remote_is_scheduled() {
+        let gated = json!({"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"});
+        let local = pod(true, json!({"phase": "Pending", "conditions": [gated]}));
+        let unschedulable = json!({"phase": "Pending", "qosClass": "BestEffort", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]});
+        let u = pod_status_update(&local, &pod(false, unschedulable)).unwrap();
+        assert_eq!(u["qosClass"], "BestEffort");
+        assert_eq!(u["conditions"], json!([gated]));
+        // Once scheduled there, the remote's condition whole.
+        let running = json!({"phase": "Running", "conditions": [
+            {"type": "PodScheduled", "status": "True"}]});
+        let u = pod_status_update(&local, &pod(false, running.clone())).unwrap();
+        assert_eq!(u, running);
+        // Nothing new, or the local pod being deleted: nothing to write.
+        assert_eq!(
+            pod_status_update(&pod(true, running.clone()), &pod(false, running.clone())),
+            None
+        );
+        let mut deleting = local.clone();
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        assert_eq!(pod_status_update(&deleting, &pod(false, running)), None);
     }
 }

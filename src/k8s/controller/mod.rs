@@ -1102,7 +1102,8 @@ impl Controller {
             return Ok(());
         }
         let Some(wl) = wl else {
-            if !group.is_complete() {
+            // Pods naming a prebuilt Workload (a MultiKueue manager's) wait for it.
+            if !group.is_complete() || group.prebuilt() {
                 return Ok(());
             }
             let catalog = core::catalog(&self.mirror);
@@ -1130,7 +1131,7 @@ impl Controller {
             if group.live_pods().next().is_none() && !group.is_active() {
                 self.complete_eviction(&wl, now).await?;
             }
-        } else if reserved && is_admitted(&wl) {
+        } else if reserved && is_admitted(&wl) && !self.runs_elsewhere(&wl) {
             let mut admitted = self.admitted_pod_sets(&wl);
             if let Err(m) = self.add_check_updates(&wl, &mut admitted) {
                 tracing::warn!(workload = %workload_key(&wl), error = %m, "cannot start the pod group");
@@ -1153,6 +1154,19 @@ impl Controller {
             }
         }
         Ok(())
+    }
+
+    /// Kueue's `ShouldSkipLocalExecution`: a Workload behind a MultiKueue check runs on a
+    /// worker, so its pods stay gated here.
+    fn runs_elsewhere(&self, wl: &Workload) -> bool {
+        checks::states(wl).iter().any(|st| {
+            self.mirror
+                .admission_checks
+                .get(&st.name)
+                .is_some_and(|ac| {
+                    ac.spec.controller_name == crate::api::multikueue::MULTIKUEUE_CONTROLLER
+                })
+        })
     }
 
     /// The flavors and pod count admitted for each podSet of an admitted Workload.

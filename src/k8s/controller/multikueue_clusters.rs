@@ -43,7 +43,7 @@ impl Controller {
             .filter(|(_, k)| k.spec.multi_kueue.is_some())
             .map(|(i, k)| (i, crate::k8s::jobs::integration::api_resource(k)))
             .collect();
-        self.multikueue = Some(MultiKueue::new(options, job_kinds));
+        self.multikueue = Some(MultiKueue::new(options, job_kinds, self.pod_groups));
         self.mirror.multikueue_manager = true;
         self.dirty = true;
     }

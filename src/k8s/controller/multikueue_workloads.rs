@@ -18,6 +18,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
+use k8s_openapi::api::core::v1::Pod;
+
 use super::{Controller, OUT_OF_SYNC, to_value, workload_key};
 use crate::api::Workload;
 use crate::api::config::MultiKueueSettings;
@@ -28,6 +30,7 @@ use crate::cluster::checks::CheckState;
 use crate::cluster::multikueue::{self as mk, Action, Why};
 use crate::k8s::Error;
 use crate::k8s::client::writer::workload_ref;
+use crate::k8s::jobs::pod_groups;
 use crate::k8s::multikueue::connection::rfc3339;
 use crate::k8s::multikueue::session::RemoteKind;
 use crate::k8s::multikueue::{FIELD_MANAGER, MultiKueue};
@@ -36,10 +39,24 @@ use crate::k8s::status::admission_checks as checks;
 use crate::k8s::status::conditions::{self as cond, EVICTED, FINISHED};
 use crate::k8s::sync::core::{has_quota_reservation, is_evicted, is_finished};
 use crate::k8s::sync::keys::key_of;
+use crate::k8s::sync::mirror::{Observed, Source};
 use crate::policy::dispatch::{self, DispatchRequest, DispatchedWorkload, WorkerCluster};
 
 /// Kueue's finalizer on the Workloads it creates (a worker's Kueue puts it on the copies).
 const RESOURCE_IN_USE: &str = "kueue.x-k8s.io/resource-in-use";
+
+/// What the manager dispatches for a Workload: Kueue's adapter for its owner.
+enum Owner {
+    /// The job `name` of the controller's job kind `kind`, dispatched whole.
+    Job { kind: usize, name: String },
+    /// Its pods (a pod group, a lone pod, a Deployment's replica), each one dispatched.
+    Pods,
+}
+
+/// Whether the controller dispatches plain pods (it manages pod groups).
+fn mk_pods(c: &Controller) -> bool {
+    c.pod_groups
+}
 
 /// The MultiKueue check of a Workload and the clusters of its MultiKueueConfig.
 struct Dispatch {
@@ -136,7 +153,7 @@ impl Controller {
             return Ok(());
         }
         // Kueue's adapter: the Workload's owner must be a Job MultiKueue manages.
-        let Some((kind, job_name)) = self.adapter_of(&wl, &d, now).await? else {
+        let Some(owner) = self.adapter_of(&wl, &d, now).await? else {
             return Ok(());
         };
         // Its quota was released since the last pass (and perhaps reserved again): that
@@ -180,8 +197,15 @@ impl Controller {
                 }
                 Action::SyncJob { worker } => {
                     let cluster = &d.clusters[worker];
-                    self.sync_remote_job(mk, cluster, kind, &wl, &job_name, settings, now)
-                        .await?;
+                    match &owner {
+                        Owner::Job { kind, name } => {
+                            self.sync_remote_job(mk, cluster, *kind, &wl, name, settings, now)
+                                .await?;
+                        }
+                        Owner::Pods => {
+                            self.sync_remote_pods(mk, cluster, &wl, settings).await?;
+                        }
+                    }
                 }
                 Action::Deactivate { worker, message } => {
                     deactivate_copy(mk, &d.clusters[worker], key, &message, now).await?;
@@ -210,11 +234,12 @@ impl Controller {
                     self.nominate(mk, &wl, &d, settings, now).await?;
                 }
                 Action::CompleteEviction => {
-                    // Once its job is stopped here (the pass that evicted it suspends it).
-                    let stopped = self
-                        .local_job(kind, &wl, &job_name)
-                        .is_some_and(|j| self.kinds[kind].is_suspended(&to_value(j)));
-                    if stopped {
+                    // Once its job is stopped here (the pass that evicted it suspends it);
+                    // evicted pods are deleted, and their group completes the eviction.
+                    if let Owner::Job { kind, name } = &owner
+                        && (self.local_job(*kind, &wl, name))
+                            .is_some_and(|j| self.kinds[*kind].is_suspended(&to_value(j)))
+                    {
                         self.complete_eviction(&wl, now).await?;
                     }
                 }
@@ -240,20 +265,28 @@ impl Controller {
         Ok(())
     }
 
-    /// Kueue's `adapter` and `IsJobManagedByKueue`: the manager's job that owns `wl` (its
-    /// kind's index and its name), or `None` — then the check is `Rejected` when the owner
-    /// cannot be dispatched, or left as it is while the job is not known yet.
+    /// Kueue's `adapter` and `IsJobManagedByKueue`: what the manager dispatches for `wl`
+    /// (its job, or its pods), or `None` — then the check is `Rejected` when the owner cannot
+    /// be dispatched, or left as it is while the job is not known yet.
     async fn adapter_of(
         &mut self,
         wl: &Workload,
         d: &Dispatch,
         now: Millis,
-    ) -> Result<Option<(usize, String)>, Error> {
+    ) -> Result<Option<Owner>, Error> {
         let owners = wl.metadata.owner_references.as_deref().unwrap_or_default();
         let owner = owners
             .iter()
             .find(|o| o.controller == Some(true))
             .or(owners.first());
+        // Kueue's pod adapter: plain pods, a pod group, a Deployment's replica.
+        if let Some(o) = owner
+            && o.api_version == "v1"
+            && o.kind == "Pod"
+            && mk_pods(self)
+        {
+            return Ok(Some(Owner::Pods));
+        }
         let kind = owner.and_then(|o| {
             self.kinds.iter().position(|k| {
                 k.spec.api_version == o.api_version
@@ -273,7 +306,12 @@ impl Controller {
                 };
                 let adapter = self.kinds[i].spec.multi_kueue.as_ref();
                 match adapter.and_then(|a| job_adapter::not_managed_reason(a, &to_value(job))) {
-                    None => return Ok(Some((i, o.name.clone()))),
+                    None => {
+                        return Ok(Some(Owner::Job {
+                            kind: i,
+                            name: o.name.clone(),
+                        }));
+                    }
                     Some(reason) => format!("The owner is not managed by Kueue: {reason}"),
                 }
             }
@@ -530,8 +568,75 @@ impl Controller {
         Ok(())
     }
 
-    /// Kueue's `RemoveRemoteObjects`: the remote job (the one naming the Workload as its
-    /// prebuilt Workload), then the copy — Kueue's finalizer removed first.
+    /// Kueue's pod adapter `SyncJob` against `cluster`: each of `wl`'s pods created there
+    /// when missing (only ever on the worker that admitted the copy), else its status taken
+    /// onto the manager's pod.
+    async fn sync_remote_pods(
+        &mut self,
+        mk: &mut MultiKueue,
+        cluster: &str,
+        wl: &Workload,
+        settings: &MultiKueueSettings,
+    ) -> Result<(), Error> {
+        let Some((remote, writer)) = mk.connected_mut(cluster) else {
+            return Ok(());
+        };
+        let ns = wl.metadata.namespace.as_deref().unwrap_or("default");
+        let name = wl.metadata.name.as_deref().unwrap_or_default();
+        let ar = pod_groups::pod_resource();
+        for pod in self.local_pods(wl) {
+            let pod_name = pod.metadata.name.clone().unwrap_or_default();
+            let key = key_of(Some(ns), &pod_name);
+            let local = serde_json::to_value(&pod).unwrap_or_default();
+            match remote.pods.get(&key) {
+                None => {
+                    let created = writer
+                        .create(
+                            &ar,
+                            ns,
+                            &job_adapter::remote_pod(&local, name, settings.origin()),
+                            FIELD_MANAGER,
+                        )
+                        .await;
+                    match created {
+                        Ok(obj) => remote.observe(RemoteKind::Pod, key, Some(obj)),
+                        Err(e) if e.is_already_exists() => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Some(r) => {
+                    let Some(status) = job_adapter::pod_status_update(&local, &to_value(r)) else {
+                        continue;
+                    };
+                    let ops = vec![json!({"op": "add", "path": "/status", "value": status})];
+                    match self
+                        .writer
+                        .json_patch(&ar, Some(ns), &pod_name, ops, true)
+                        .await
+                    {
+                        Ok(obj) => self.observe(Observed::Applied(Source::Pod, obj)),
+                        Err(e) if e.is_not_found() => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The manager's pods `wl` was made from (its owners), as the mirror has them.
+    fn local_pods(&self, wl: &Workload) -> Vec<Pod> {
+        let ns = wl.metadata.namespace.as_deref();
+        (wl.metadata.owner_references.iter().flatten())
+            .filter(|o| o.api_version == "v1" && o.kind == "Pod")
+            .filter_map(|o| self.mirror.pods.get(&key_of(ns, &o.name)))
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .cloned()
+            .collect()
+    }
+
+    /// Kueue's `RemoveRemoteObjects`: the remote job or pods (those naming the Workload as
+    /// their prebuilt Workload), then the copy — Kueue's finalizer removed first.
     async fn remove_remote(
         &mut self,
         mk: &mut MultiKueue,
@@ -549,6 +654,13 @@ impl Controller {
             })
             .map(|(k, _)| k.clone())
             .collect();
+        let pods: Vec<String> = (remote.pods.iter())
+            .filter(|(_, p)| {
+                p.metadata.namespace.as_deref() == Some(ns)
+                    && job_adapter::prebuilt_name(&p.metadata) == Some(name)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
         for (i, job) in jobs {
             let job_name = job.split_once('/').map_or(job.as_str(), |(_, n)| n);
             if let Some(ar) = mk.job_resource(i).cloned()
@@ -556,6 +668,14 @@ impl Controller {
             {
                 writer.delete(&ar, Some(ns), job_name).await?;
                 remote.observe(RemoteKind::Job(i), job, None);
+            }
+        }
+        let pod_ar = pod_groups::pod_resource();
+        for pod in pods {
+            let pod_name = pod.split_once('/').map_or(pod.as_str(), |(_, n)| n);
+            writer.delete(&pod_ar, Some(ns), pod_name).await?;
+            if let Some(remote) = mk.remote_mut_if(cluster) {
+                remote.observe(RemoteKind::Pod, pod, None);
             }
         }
         let Some(remote) = mk.remote_mut_if(cluster) else {

@@ -14,6 +14,7 @@ use kube::core::ApiResource;
 use serde_json::{Value, json};
 
 use crate::api::catalog::Catalog;
+use crate::api::jobs::multikueue::prebuilt_name;
 use crate::api::jobs::patch::metadata_ops;
 use crate::api::jobs::{AdmittedPodSet, inject_ops};
 use crate::api::pods::{PodDoc, role_hash, single_pod_workload_name, workloads_for_pods};
@@ -22,8 +23,7 @@ use crate::api::{Origin, Workload, labels};
 use crate::k8s::sync::keys::key_of;
 use crate::k8s::sync::mirror::Mirror;
 
-/// The scheduling gate Kueue puts on pods it manages.
-pub const SCHEDULING_GATE: &str = "kueue.x-k8s.io/admission";
+pub use crate::api::pods::SCHEDULING_GATE;
 
 /// A pod group as the mirror sees it.
 #[derive(Debug, Clone)]
@@ -50,7 +50,10 @@ pub fn groups(mirror: &Mirror) -> Vec<Group> {
         let group = match label(labels::POD_GROUP_NAME) {
             Some(g) => g,
             None if label(labels::QUEUE_NAME).is_some() => {
-                let name = single_pod_workload_name(meta);
+                // A MultiKueue worker's pod runs under the manager's copy.
+                let name = prebuilt_name(meta)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| single_pod_workload_name(meta));
                 let namespace = meta.namespace.clone().unwrap_or_else(|| "default".into());
                 // Gated and waiting, or released and owning its Workload: a pod that was
                 // never gated is not Kueue's.
@@ -115,6 +118,14 @@ fn gate_index(pod: &Pod) -> Option<usize> {
 }
 
 impl Group {
+    /// Whether its pods name a prebuilt Workload (a MultiKueue manager's copy): it is never
+    /// made here.
+    pub fn prebuilt(&self) -> bool {
+        self.pods
+            .iter()
+            .any(|p| prebuilt_name(&p.metadata).is_some())
+    }
+
     /// Whether all the group's pods exist.
     pub fn is_complete(&self) -> bool {
         self.total.is_some_and(|t| self.pods.len() >= t)

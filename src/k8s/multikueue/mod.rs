@@ -16,8 +16,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::Pod;
 use kube::config::Kubeconfig;
-use kube::core::DynamicObject;
+use kube::core::{ApiResource, DynamicObject};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::task::AbortHandle;
 
@@ -82,6 +83,8 @@ pub struct Remote {
     pub copies: BTreeMap<String, Workload>,
     /// The remote jobs there, by kind (the controller's index) and key (while connected).
     pub jobs: BTreeMap<(usize, String), DynamicObject>,
+    /// The remote pods there, by key (while connected).
+    pub pods: BTreeMap<String, DynamicObject>,
     /// Its ClusterQueues by name and LocalQueues by key, when the manager may read them.
     pub cluster_queues: BTreeMap<String, DynamicObject>,
     pub local_queues: BTreeMap<String, DynamicObject>,
@@ -124,6 +127,10 @@ impl Remote {
                 .jobs
                 .get(&(i, key.clone()))
                 .and_then(|j| j.metadata.resource_version.clone()),
+            RemoteKind::Pod => self
+                .pods
+                .get(&key)
+                .and_then(|j| j.metadata.resource_version.clone()),
             RemoteKind::ClusterQueue => self
                 .cluster_queues
                 .get(&key)
@@ -152,6 +159,12 @@ impl Remote {
             },
             (RemoteKind::Job(i), Some(o)) => {
                 self.jobs.insert((i, key), o);
+            }
+            (RemoteKind::Pod, Some(o)) => {
+                self.pods.insert(key, o);
+            }
+            (RemoteKind::Pod, None) => {
+                self.pods.remove(&key);
             }
             (RemoteKind::Workload, None) => {
                 self.copies.remove(&key);
@@ -251,6 +264,7 @@ impl std::fmt::Debug for Remote {
             .field("conn", &self.conn)
             .field("copies", &self.copies.keys().collect::<Vec<_>>())
             .field("jobs", &self.jobs.keys().collect::<Vec<_>>())
+            .field("pods", &self.pods.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -284,6 +298,8 @@ pub struct MultiKueue {
     rx: UnboundedReceiver<Report>,
     /// The job kinds MultiKueue dispatches (the controller's index, and the resource).
     job_kinds: Vec<(usize, kube::api::ApiResource)>,
+    /// Whether plain pods are dispatched (the controller manages pod groups).
+    pods: bool,
     /// Signalled on every report: the controller's loop runs a pass.
     wake: Arc<tokio::sync::Notify>,
     /// Per Workload key: when its nominees last changed, and when to ask its dispatcher again
@@ -304,7 +320,11 @@ pub struct Dispatched {
 }
 
 impl MultiKueue {
-    pub fn new(options: Options, job_kinds: Vec<(usize, kube::api::ApiResource)>) -> MultiKueue {
+    pub fn new(
+        options: Options,
+        job_kinds: Vec<(usize, kube::api::ApiResource)>,
+        pods: bool,
+    ) -> MultiKueue {
         let (tx, rx) = unbounded_channel();
         MultiKueue {
             options,
@@ -312,6 +332,7 @@ impl MultiKueue {
             tx,
             rx,
             job_kinds,
+            pods,
             wake: Arc::new(tokio::sync::Notify::new()),
             dispatch: HashMap::new(),
         }
@@ -351,6 +372,7 @@ impl MultiKueue {
                     remote.writer = Some(Arc::new(Writer::new(client, None)));
                     remote.copies.clear();
                     remote.jobs.clear();
+                    remote.pods.clear();
                     remote.cluster_queues.clear();
                     remote.local_queues.clear();
                     for (kind, objects) in listed {
@@ -371,6 +393,7 @@ impl MultiKueue {
                     remote.writer = None;
                     remote.copies.clear();
                     remote.jobs.clear();
+                    remote.pods.clear();
                     remote.cluster_queues.clear();
                     remote.local_queues.clear();
                 }
@@ -435,6 +458,10 @@ impl MultiKueue {
         ]
         .into_iter()
         .chain((self.job_kinds.iter()).map(|(i, ar)| (RemoteKind::Job(*i), ar.clone())))
+        .chain(
+            self.pods
+                .then(|| (RemoteKind::Pod, ApiResource::erase::<Pod>(&()))),
+        )
         .collect();
         let task = tokio::spawn(session::run(
             cluster.to_string(),

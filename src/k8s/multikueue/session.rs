@@ -1,5 +1,5 @@
 //! One connection to a worker, as a task: the client built from the kubeconfig, the manager's
-//! objects there listed — the Workload copies and the remote jobs, both by the origin label,
+//! objects there listed — the Workload copies, the remote jobs and pods, by the origin label,
 //! in every namespace — and watched; then the worker counts as connected
 //! ([`Outcome::Synced`], which hands over the lists and the client) and every change is
 //! reported ([`Outcome::Changed`]) until a watch fails ([`Outcome::Ended`]). A watch the server
@@ -29,6 +29,8 @@ pub enum RemoteKind {
     Workload,
     /// The remote jobs of the controller's job kind `i` that the manager created.
     Job(usize),
+    /// The remote pods the manager created (pod groups, lone pods).
+    Pod,
     /// The worker's ClusterQueues and LocalQueues, all of them (for dispatch plugins: what
     /// the manager sees of a worker's queue); left out when the credentials may not read them.
     ClusterQueue,
@@ -38,7 +40,10 @@ pub enum RemoteKind {
 impl RemoteKind {
     /// Only the manager's objects, by the origin label.
     fn by_origin(self) -> bool {
-        matches!(self, RemoteKind::Workload | RemoteKind::Job(_))
+        matches!(
+            self,
+            RemoteKind::Workload | RemoteKind::Job(_) | RemoteKind::Pod
+        )
     }
 }
 

@@ -542,19 +542,21 @@ async fn each_connected_worker_is_active_as_kueue_writes_it() {
             .into_iter()
             .filter(|r| {
                 r.method == "GET"
-                    && (r.uri.contains("/workloads?") || r.uri.contains("/batch/v1/jobs?"))
+                    && (r.uri.contains("/workloads?")
+                        || r.uri.contains("/batch/v1/jobs?")
+                        || r.uri.contains("/api/v1/pods?"))
             })
             .map(|r| r.uri)
             .collect();
-        assert_eq!(lists.len(), 4, "a list and a watch of each kind: {lists:?}");
+        assert_eq!(lists.len(), 6, "a list and a watch of each kind: {lists:?}");
         assert!(
             lists.iter().all(
                 |u| u.contains("labelSelector=kueue.x-k8s.io%2Fmultikueue-origin%3Dmultikueue")
             ),
             "{lists:?}"
         );
-        // The copies, the remote Jobs, and the worker's queues.
-        assert_eq!(w.api.open_watches(), 4, "{}", w.name);
+        // The copies, the remote Jobs and pods, and the worker's queues.
+        assert_eq!(w.api.open_watches(), 5, "{}", w.name);
     }
 
     // The Secrets come from the manager's watch, not from requests of the reconciler.

@@ -16,7 +16,7 @@ const MANAGED_BY: &str = "kueue.x-k8s.io/multikueue";
 /// The manager's queues: `cq` (8 CPUs) behind the MultiKueue check `mk`, whose config
 /// dispatches to `clusters`; a Job `a` of two 1-CPU pods managed by MultiKueue unless
 /// `managed_by` says otherwise.
-fn manager_objects(clusters: &[&str], managed_by: Option<&str>) -> Vec<(String, Value)> {
+pub(super) fn manager_objects(clusters: &[&str], managed_by: Option<&str>) -> Vec<(String, Value)> {
     let (path, mut a) = job("a", "1", 2, queue_label(), true);
     if let Some(m) = managed_by {
         a["spec"]["managedBy"] = json!(m);
@@ -62,7 +62,7 @@ fn manager_objects(clusters: &[&str], managed_by: Option<&str>) -> Vec<(String, 
     ]
 }
 
-fn wl_path(name: &str) -> String {
+pub(super) fn wl_path(name: &str) -> String {
     format!("{KUEUE}/namespaces/ns/workloads/{name}")
 }
 
@@ -71,7 +71,7 @@ const JOB: &str = "/apis/batch/v1/namespaces/ns/jobs/a";
 impl Fed {
     /// Manager passes, 10 ms apart so that the workers' watch events arrive, until `want`
     /// holds (within [`WAIT`]).
-    async fn until(&mut self, what: &str, want: impl Fn(&Fed) -> bool) {
+    pub(super) async fn until(&mut self, what: &str, want: impl Fn(&Fed) -> bool) {
         let start = Instant::now();
         loop {
             self.step_workers().await;
@@ -104,7 +104,7 @@ impl Fed {
 }
 
 /// The state and message of check `mk` on `wl`.
-fn check(wl: &Value) -> (String, String) {
+pub(super) fn check(wl: &Value) -> (String, String) {
     let s = wl["status"]["admissionChecks"]
         .as_array()
         .and_then(|cs| cs.iter().find(|c| c["name"] == "mk"))
@@ -114,14 +114,14 @@ fn check(wl: &Value) -> (String, String) {
     (f("state"), f("message"))
 }
 
-fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
+pub(super) fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
     obj["status"]["conditions"]
         .as_array()?
         .iter()
         .find(|c| c["type"] == type_)
 }
 
-fn is_true(obj: &Value, type_: &str) -> bool {
+pub(super) fn is_true(obj: &Value, type_: &str) -> bool {
     condition(obj, type_).is_some_and(|c| c["status"] == "True")
 }
 
@@ -135,7 +135,7 @@ fn admit_copy(w: &Worker) {
 }
 
 /// [`admit_copy`] for the copy at `path`.
-fn admit(w: &Worker, path: &str) {
+pub(super) fn admit(w: &Worker, path: &str) {
     w.api.modify(path, |c| {
         c["status"] = json!({
             "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main",
@@ -488,7 +488,7 @@ async fn a_short_loss_keeps_the_job_where_it_runs() {
 }
 
 /// A worker's queues as its operator writes them: `cq` of `cpu` CPUs for LocalQueue `ns/lq`.
-fn worker_queues(cpu: &str) -> Vec<(String, Value)> {
+pub(super) fn worker_queues(cpu: &str) -> Vec<(String, Value)> {
     manager_objects(&[], None)
         .into_iter()
         .filter(|(path, _)| {
