@@ -35,6 +35,10 @@ use super::types::{PodSet, Workload, WorkloadSpec, default_pod_set_name, labels}
 /// The scheduling gate Kueue puts on pods it manages.
 pub const SCHEDULING_GATE: &str = "kueue.x-k8s.io/admission";
 
+/// LeaderWorkerSet labels on the pods of a group: the set's name and the group's index.
+pub const LWS_NAME_LABEL: &str = "leaderworkerset.sigs.k8s.io/name";
+pub const LWS_GROUP_INDEX_LABEL: &str = "leaderworkerset.sigs.k8s.io/group-index";
+
 /// Annotation Kueue puts on Workloads made from pod groups.
 pub const IS_GROUP_WORKLOAD: &str = "kueue.x-k8s.io/is-group-workload";
 

@@ -459,6 +459,27 @@ async fn deployments_and_stateful_sets_label_their_pod_templates_for_gating() {
             json!({"kueue.x-k8s.io/pod-group-total-count": "3"})
         )
     );
+    // A MultiKueue manager's set on a worker: its pods carry the origin label, so that they
+    // wait for the manager's copy and never make a Workload of their own.
+    let mut dispatched = sts.clone();
+    dispatched["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"] = json!("multikueue");
+    let r = server
+        .review(
+            "/mutate-apps-v1-statefulset",
+            request(
+                "CREATE",
+                ("apps", "v1", "StatefulSet"),
+                "statefulsets",
+                &dispatched,
+                None,
+            ),
+        )
+        .await;
+    let out = admitted(&dispatched, &r);
+    assert_eq!(
+        template_meta(&out, "/spec/template").0["kueue.x-k8s.io/multikueue-origin"],
+        "multikueue"
+    );
     // A StatefulSet a LeaderWorkerSet made is left to the LeaderWorkerSet.
     let mut owned = sts.clone();
     owned["metadata"]["ownerReferences"] = json!([{"apiVersion": "leaderworkerset.x-k8s.io/v1",

@@ -54,16 +54,22 @@ pub struct JobKindSpec {
 }
 
 /// A kind's MultiKueue adapter: where its `managedBy` is, which a job must set to
-/// `kueue.x-k8s.io/multikueue` to be dispatched and which the copy on the worker drops.
+/// `kueue.x-k8s.io/multikueue` to be dispatched and which the copy on the worker drops. A kind
+/// without one (`multiKueue: {}`: StatefulSet, LeaderWorkerSet, whose pods are admitted as pod
+/// groups) is always dispatched, and its status is not mirrored (its own controller on the
+/// manager would overwrite it), as Kueue's adapters for them do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MultiKueueAdapter {
     /// JSON pointer to `managedBy`.
-    pub managed_by: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed_by: Option<String>,
     /// The field as Kueue's message names it (`spec.managedBy`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub managed_by_field: String,
     /// The kind's own controller's `managedBy` value, which a manager's webhook replaces with
     /// MultiKueue's as it does an unset one (Kueue's `CanDefaultManagedBy`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub own_controller: String,
 }
 
@@ -239,6 +245,7 @@ impl JobKind {
             .chain(counts)
             .chain(spec.active.iter())
             .chain(spec.clear_on_stop.iter())
+            .chain(spec.multi_kueue.iter().flat_map(|m| m.managed_by.iter()))
             .chain(spec.pods_ready.iter().flat_map(|r| {
                 r.field
                     .iter()
@@ -251,6 +258,24 @@ impl JobKind {
                     "{p:?} is not a JSON pointer (must start with /)"
                 )));
             }
+        }
+        if let Some(m) = &spec.multi_kueue
+            && m.managed_by.is_some()
+            && (m.managed_by_field.is_empty() || m.own_controller.is_empty())
+        {
+            return Err(bad(
+                "multiKueue: managedBy needs managedByField and ownController".into(),
+            ));
+        }
+        if spec
+            .multi_kueue
+            .as_ref()
+            .is_some_and(|m| m.managed_by.is_none())
+            && spec.suspend.is_some()
+        {
+            return Err(bad(
+                "multiKueue: a kind with a suspend flag needs managedBy (only kinds admitted through their pods are dispatched without one)".into(),
+            ));
         }
         if spec.pod_sets.is_empty() {
             return Err(bad("podSets must not be empty".into()));
@@ -534,6 +559,18 @@ mod tests {
             err.to_string(),
             "job integration X: podSets must not be empty"
         );
+        let err = parse("- {apiVersion: x/v1, kind: X, plural: xs, suspend: /spec/suspend, podSets: [{template: /t}], multiKueue: {managedBy: /spec/managedBy}}").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "job integration X: multiKueue: managedBy needs managedByField and ownController"
+        );
+        // A kind its own controller runs on the manager must hand it over through managedBy.
+        let err = parse("- {apiVersion: x/v1, kind: X, plural: xs, suspend: /spec/suspend, podSets: [{template: /t}], multiKueue: {}}").unwrap_err();
+        assert!(err.to_string().contains("needs managedBy"), "{err}");
+        let ok = parse(
+            "- {apiVersion: x/v1, kind: X, plural: xs, podSets: [{template: /t}], multiKueue: {}}",
+        );
+        assert!(ok.is_ok());
     }
 
     #[test]

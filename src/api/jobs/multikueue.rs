@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 use super::JobKind;
 use super::kind::MultiKueueAdapter;
 use super::workload::JOB_UID_LABEL;
-use crate::api::multikueue::{MULTIKUEUE_CONTROLLER, ORIGIN_LABEL, PREBUILT_WORKLOAD};
+use crate::api::multikueue::{
+    MULTIKUEUE_CONTROLLER, ORIGIN_LABEL, ORIGIN_UID_ANNOTATION, PREBUILT_WORKLOAD,
+};
 use crate::api::pods::SCHEDULING_GATE;
 
 /// The kind with Kueue's extra rules.
@@ -43,13 +45,16 @@ pub fn gvk_string(api_version: &str, kind: &str) -> String {
 
 /// The job's `managedBy` (empty when unset).
 pub fn managed_by<'a>(adapter: &MultiKueueAdapter, job: &'a Value) -> &'a str {
-    job.pointer(&adapter.managed_by)
+    (adapter.managed_by.as_deref())
+        .and_then(|p| job.pointer(p))
         .and_then(Value::as_str)
         .unwrap_or_default()
 }
 
-/// Kueue's `IsJobManagedByKueue`: `None` when the job is MultiKueue's, else why not.
+/// Kueue's `IsJobManagedByKueue`: `None` when the job is MultiKueue's (always, for a kind
+/// without `managedBy`), else why not.
 pub fn not_managed_reason(adapter: &MultiKueueAdapter, job: &Value) -> Option<String> {
+    adapter.managed_by.as_ref()?;
     let managed_by = managed_by(adapter, job);
     (managed_by != MULTIKUEUE_CONTROLLER).then(|| {
         format!(
@@ -62,7 +67,10 @@ pub fn not_managed_reason(adapter: &MultiKueueAdapter, job: &Value) -> Option<St
 /// Kueue's `CanDefaultManagedBy`: whether a manager's webhook hands the job to MultiKueue
 /// (its `managedBy` unset or its own controller's).
 pub fn can_default_managed_by(adapter: &MultiKueueAdapter, job: &Value) -> bool {
-    match job.pointer(&adapter.managed_by) {
+    let Some(pointer) = &adapter.managed_by else {
+        return false;
+    };
+    match job.pointer(pointer) {
         None | Some(Value::Null) => true,
         Some(v) => v.as_str() == Some(adapter.own_controller.as_str()),
     }
@@ -72,7 +80,10 @@ pub fn can_default_managed_by(adapter: &MultiKueueAdapter, job: &Value) -> bool 
 pub fn managed_by_ops(adapter: &MultiKueueAdapter, job: &Value) -> Vec<Value> {
     let mut ops = Vec::new();
     let mut path = String::new();
-    let tokens: Vec<&str> = adapter.managed_by.split('/').skip(1).collect();
+    let Some(pointer) = &adapter.managed_by else {
+        return ops;
+    };
+    let tokens: Vec<&str> = pointer.split('/').skip(1).collect();
     for (i, token) in tokens.iter().enumerate() {
         path.push('/');
         path.push_str(token);
@@ -122,8 +133,13 @@ pub fn remote_job(kind: &JobKind, local: &Value, workload: &str, origin: &str) -
     if let Some(l) = job["metadata"]["labels"].as_object_mut() {
         l.remove(JOB_UID_LABEL);
     }
-    if let Some(adapter) = &kind.spec.multi_kueue {
-        remove_pointer(&mut job, &adapter.managed_by);
+    if let Some(pointer) = kind
+        .spec
+        .multi_kueue
+        .as_ref()
+        .and_then(|a| a.managed_by.as_ref())
+    {
+        remove_pointer(&mut job, pointer);
     }
     if is_batch_job(kind) {
         remove_pointer(&mut job, "/spec/selector");
@@ -158,6 +174,42 @@ fn remote_object(
         "metadata": {"name": meta["name"], "namespace": meta["namespace"], "labels": labels,
                      "annotations": annotations},
         "spec": local["spec"].clone()})
+}
+
+/// Kueue's StatefulSet and LeaderWorkerSet adapters, create branch: the set made on the worker
+/// from the manager's `local` for its Workload `workload`, with the origin label and the
+/// manager's UID (`kueue.x-k8s.io/multikueue-origin-uid`). A kind with one Workload per group
+/// (LeaderWorkerSet) names no prebuilt Workload: its groups' Workloads are named as on the
+/// manager. Its status is never mirrored back (its own controller on the manager owns it).
+pub fn remote_parent(kind: &JobKind, local: &Value, workload: &str, origin: &str) -> Value {
+    let mut set = remote_object(
+        &kind.spec.api_version,
+        &kind.spec.kind,
+        local,
+        workload,
+        origin,
+    );
+    if kind.spec.groups.is_some() {
+        for part in ["labels", "annotations"] {
+            if let Some(m) = set["metadata"][part].as_object_mut() {
+                m.remove(PREBUILT_WORKLOAD);
+            }
+        }
+    }
+    set["metadata"]["annotations"][ORIGIN_UID_ANNOTATION] = local["metadata"]["uid"].clone();
+    set
+}
+
+/// The Workloads a StatefulSet or LeaderWorkerSet `set` is admitted as (its pod groups, one per
+/// LeaderWorkerSet group), by name, in group order.
+pub fn parent_workloads(kind: &JobKind, set: &Value) -> Vec<String> {
+    let name = set["metadata"]["name"].as_str().unwrap_or_default();
+    match kind.spec.groups {
+        None => vec![kind.workload_name(name, "", None)],
+        Some(_) => (0..kind.group_count(set).unwrap_or(1))
+            .map(|i| kind.workload_name(name, "", Some(i)))
+            .collect(),
+    }
 }
 
 /// Kueue's pod adapter (`pod_multikueue_adapter.go`), create branch: the pod made on the

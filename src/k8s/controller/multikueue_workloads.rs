@@ -51,11 +51,19 @@ enum Owner {
     Job { kind: usize, name: String },
     /// Its pods (a pod group, a lone pod, a Deployment's replica), each one dispatched.
     Pods,
+    /// The StatefulSet or LeaderWorkerSet `name` its pods belong to (`kind`: the index in
+    /// [`MultiKueue::parents`]), dispatched whole.
+    Parent { kind: usize, name: String },
 }
 
-/// Whether the controller dispatches plain pods (it manages pod groups).
-fn mk_pods(c: &Controller) -> bool {
-    c.pod_groups
+/// Where a component Workload (a LeaderWorkerSet group's) may go.
+enum Component {
+    /// Not yet: not all its set's Workloads exist, or the first group's is not placed yet.
+    Wait,
+    /// It is the first group's: dispatched as any Workload.
+    Primary,
+    /// Where another group's was admitted.
+    On(String),
 }
 
 /// The MultiKueue check of a Workload and the clusters of its MultiKueueConfig.
@@ -153,7 +161,7 @@ impl Controller {
             return Ok(());
         }
         // Kueue's adapter: the Workload's owner must be a Job MultiKueue manages.
-        let Some(owner) = self.adapter_of(&wl, &d, now).await? else {
+        let Some(owner) = self.adapter_of(mk, &wl, &d, now).await? else {
             return Ok(());
         };
         // Its quota was released since the last pass (and perhaps reserved again): that
@@ -205,6 +213,10 @@ impl Controller {
                         Owner::Pods => {
                             self.sync_remote_pods(mk, cluster, &wl, settings).await?;
                         }
+                        Owner::Parent { kind, name } => {
+                            self.sync_remote_parent(mk, cluster, *kind, &wl, name, settings)
+                                .await?;
+                        }
                     }
                 }
                 Action::Deactivate { worker, message } => {
@@ -231,7 +243,7 @@ impl Controller {
                 } => check = Some((state, message, why)),
                 Action::Admitted { worker } => admitted_on = Some(d.clusters[worker].clone()),
                 Action::Dispatch => {
-                    self.nominate(mk, &wl, &d, settings, now).await?;
+                    self.nominate(mk, &wl, &d, &owner, settings, now).await?;
                 }
                 Action::CompleteEviction => {
                     // Once its job is stopped here (the pass that evicted it suspends it);
@@ -270,6 +282,7 @@ impl Controller {
     /// be dispatched, or left as it is while the job is not known yet.
     async fn adapter_of(
         &mut self,
+        mk: &MultiKueue,
         wl: &Workload,
         d: &Dispatch,
         now: Millis,
@@ -279,13 +292,18 @@ impl Controller {
             .iter()
             .find(|o| o.controller == Some(true))
             .or(owners.first());
-        // Kueue's pod adapter: plain pods, a pod group, a Deployment's replica.
+        // Kueue's pod adapter: plain pods, a pod group, a Deployment's replica; the
+        // StatefulSet and LeaderWorkerSet adapters for their pods' groups.
         if let Some(o) = owner
             && o.api_version == "v1"
             && o.kind == "Pod"
-            && mk_pods(self)
+            && self.pod_groups
         {
-            return Ok(Some(Owner::Pods));
+            let pod = (self.mirror.pods).get(&key_of(wl.metadata.namespace.as_deref(), &o.name));
+            return Ok(Some(match pod.and_then(|p| mk.parent_of(p)) {
+                Some((kind, name)) => Owner::Parent { kind, name },
+                None => Owner::Pods,
+            }));
         }
         let kind = owner.and_then(|o| {
             self.kinds.iter().position(|k| {
@@ -368,6 +386,7 @@ impl Controller {
         mk: &mut MultiKueue,
         wl: &Workload,
         d: &Dispatch,
+        owner: &Owner,
         settings: &MultiKueueSettings,
         now: Millis,
     ) -> Result<(), Error> {
@@ -379,13 +398,31 @@ impl Controller {
             .unwrap_or_default();
         let index = |name: &String| d.clusters.iter().position(|c| c == name);
         let nominated: Vec<usize> = written.iter().filter_map(index).collect();
+        let pinned = match owner {
+            Owner::Parent { kind, name } if mk.parents[*kind].0.spec.groups.is_some() => {
+                match self.component_cluster(mk, wl, *kind, name).await? {
+                    Component::Wait => return Ok(()),
+                    Component::Primary => None,
+                    Component::On(cluster) => match index(&cluster) {
+                        Some(i) => Some(i),
+                        None => {
+                            tracing::info!(workload = %key, "assigned worker cluster {cluster:?} is not available");
+                            return Ok(());
+                        }
+                    },
+                }
+            }
+            _ => None,
+        };
         let builtin = dispatch::configured(settings);
         let plugin = self.dispatch_plugin(&key);
         let connected: Vec<bool> = (d.clusters.iter())
             .map(|c| mk.remote(c).is_some_and(|r| r.conn.connected()))
             .collect();
         let memory = mk.dispatch.entry(key.clone()).or_default();
-        let nominees = if plugin.is_none() && builtin.is_none() {
+        let nominees = if let Some(i) = pinned {
+            vec![i]
+        } else if plugin.is_none() && builtin.is_none() {
             for name in &written {
                 if !d.clusters.contains(name) || !connected[index(name).unwrap_or_default()] {
                     tracing::info!(workload = %key, "cluster {name}: no remote client for nominated cluster");
@@ -449,6 +486,106 @@ impl Controller {
         }
         for worker in create {
             create_copy(mk, &d.clusters[worker], wl, settings.origin()).await?;
+        }
+        Ok(())
+    }
+
+    /// Kueue's component workloads (a LeaderWorkerSet's groups, `kind` `name` in
+    /// [`MultiKueue::parents`]) all go to one worker: once every group's Workload exists, the
+    /// first group's is dispatched as any other, and the others follow it to the worker that
+    /// admitted one of them.
+    async fn component_cluster(
+        &mut self,
+        mk: &mut MultiKueue,
+        wl: &Workload,
+        kind: usize,
+        name: &str,
+    ) -> Result<Component, Error> {
+        let key = workload_key(wl);
+        let ns = wl.metadata.namespace.as_deref().unwrap_or("default");
+        let members = match mk.dispatch.get(&key).and_then(|m| m.members.clone()) {
+            Some(m) => m,
+            None => {
+                let Some(set) = self.local_parent(mk, kind, ns, name).await? else {
+                    return Ok(Component::Wait);
+                };
+                let m = job_adapter::parent_workloads(&mk.parents[kind].0, &set);
+                mk.dispatch.entry(key.clone()).or_default().members = Some(m.clone());
+                m
+            }
+        };
+        let own = wl.metadata.name.as_deref().unwrap_or_default();
+        let others: Vec<_> = (members.iter().filter(|m| *m != own))
+            .map(|m| self.mirror.workloads.get(&key_of(Some(ns), m)))
+            .collect();
+        if others.iter().any(Option::is_none) {
+            tracing::debug!(workload = %key, "MultiKueue: waiting for all component workloads to exist");
+            return Ok(Component::Wait);
+        }
+        let assigned: BTreeSet<String> = (others.iter().flatten())
+            .filter_map(|w| w.status.as_ref()?.cluster_name.clone())
+            .collect();
+        Ok(match assigned.len() {
+            0 if members.first().map(String::as_str) == Some(own) => Component::Primary,
+            0 => Component::Wait,
+            1 => Component::On(assigned.into_iter().next().unwrap_or_default()),
+            _ => {
+                tracing::warn!(workload = %key, clusters = ?assigned, "MultiKueue: component workloads assigned to different clusters");
+                Component::Wait
+            }
+        })
+    }
+
+    /// The manager's StatefulSet or LeaderWorkerSet `name` (`kind` in
+    /// [`MultiKueue::parents`]), read from its API server (the controller does not watch
+    /// them); `None` when it is gone.
+    async fn local_parent(
+        &self,
+        mk: &MultiKueue,
+        kind: usize,
+        ns: &str,
+        name: &str,
+    ) -> Result<Option<Value>, Error> {
+        let api: kube::Api<kube::core::DynamicObject> =
+            kube::Api::namespaced_with(self.writer.client().clone(), ns, &mk.parents[kind].1);
+        Ok(api.get_opt(name).await?.map(|o| to_value(&o)))
+    }
+
+    /// Kueue's StatefulSet and LeaderWorkerSet adapters' `SyncJob` against `cluster`: the set
+    /// created there when missing (only ever on the worker that admitted the copy); its
+    /// status is not mirrored.
+    async fn sync_remote_parent(
+        &mut self,
+        mk: &mut MultiKueue,
+        cluster: &str,
+        kind: usize,
+        wl: &Workload,
+        name: &str,
+        settings: &MultiKueueSettings,
+    ) -> Result<(), Error> {
+        let ns = wl.metadata.namespace.as_deref().unwrap_or("default");
+        let key = key_of(Some(ns), name);
+        let Some(remote) = mk.remote(cluster).filter(|r| r.conn.connected()) else {
+            return Ok(());
+        };
+        if remote.parents.contains_key(&(kind, key.clone())) {
+            return Ok(());
+        }
+        let Some(local) = self.local_parent(mk, kind, ns, name).await? else {
+            return Ok(());
+        };
+        let wl_name = wl.metadata.name.as_deref().unwrap_or_default();
+        let set =
+            job_adapter::remote_parent(&mk.parents[kind].0, &local, wl_name, settings.origin());
+        let ar = mk.parents[kind].1.clone();
+        let Some((remote, writer)) = mk.connected_mut(cluster) else {
+            return Ok(());
+        };
+        match writer.create(&ar, ns, &set, FIELD_MANAGER).await {
+            Ok(obj) => remote.observe(RemoteKind::Parent(kind), key, Some(obj)),
+            // Another group's Workload made it (a LeaderWorkerSet's), or its event is on its way.
+            Err(e) if e.is_already_exists() => {}
+            Err(e) => return Err(e),
         }
         Ok(())
     }
@@ -643,10 +780,34 @@ impl Controller {
         cluster: &str,
         key: &str,
     ) -> Result<(), Error> {
+        // The StatefulSet or LeaderWorkerSet one of whose Workloads this is (Kueue deletes a
+        // LeaderWorkerSet with any of its groups' copies).
+        let (ns, name) = key.split_once('/').unwrap_or(("default", key));
+        let parents: Vec<(usize, String)> = (mk.remote(cluster).into_iter())
+            .flat_map(|r| r.parents.iter())
+            .filter(|((i, _), o)| {
+                o.metadata.namespace.as_deref() == Some(ns)
+                    && job_adapter::parent_workloads(&mk.parents[*i].0, &to_value(o))
+                        .iter()
+                        .any(|w| w == name)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for (i, set) in parents {
+            let set_name = set
+                .split_once('/')
+                .map_or(set.as_str(), |(_, n)| n)
+                .to_string();
+            let ar = mk.parents[i].1.clone();
+            let Some((remote, writer)) = mk.connected_mut(cluster) else {
+                return Ok(());
+            };
+            writer.delete(&ar, Some(ns), &set_name).await?;
+            remote.observe(RemoteKind::Parent(i), set, None);
+        }
         let Some((remote, writer)) = mk.connected_mut(cluster) else {
             return Ok(());
         };
-        let (ns, name) = key.split_once('/').unwrap_or(("default", key));
         let jobs: Vec<(usize, String)> = (remote.jobs.iter())
             .filter(|(_, j)| {
                 j.metadata.namespace.as_deref() == Some(ns)

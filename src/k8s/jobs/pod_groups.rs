@@ -17,6 +17,7 @@ use crate::api::catalog::Catalog;
 use crate::api::jobs::multikueue::prebuilt_name;
 use crate::api::jobs::patch::metadata_ops;
 use crate::api::jobs::{AdmittedPodSet, inject_ops};
+use crate::api::multikueue::ORIGIN_LABEL;
 use crate::api::pods::{PodDoc, role_hash, single_pod_workload_name, workloads_for_pods};
 use crate::api::topology::TOPOLOGY_SCHEDULING_GATE;
 use crate::api::{Origin, Workload, labels};
@@ -118,12 +119,14 @@ fn gate_index(pod: &Pod) -> Option<usize> {
 }
 
 impl Group {
-    /// Whether its pods name a prebuilt Workload (a MultiKueue manager's copy): it is never
-    /// made here.
+    /// Whether its pods run under a MultiKueue manager's copy (they name a prebuilt Workload,
+    /// or carry the origin label from their StatefulSet's or LeaderWorkerSet's template): its
+    /// Workload is never made here.
     pub fn prebuilt(&self) -> bool {
-        self.pods
-            .iter()
-            .any(|p| prebuilt_name(&p.metadata).is_some())
+        self.pods.iter().any(|p| {
+            prebuilt_name(&p.metadata).is_some()
+                || (p.metadata.labels.as_ref()).is_some_and(|l| l.contains_key(ORIGIN_LABEL))
+        })
     }
 
     /// Whether all the group's pods exist.

@@ -23,6 +23,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::task::AbortHandle;
 
 use crate::api::Workload;
+use crate::api::jobs::JobKind;
+use crate::api::pods::LWS_NAME_LABEL;
 use crate::cluster::Millis;
 use crate::k8s::client::writer::Writer;
 use crate::k8s::schema::kinds::KueueKind;
@@ -85,6 +87,9 @@ pub struct Remote {
     pub jobs: BTreeMap<(usize, String), DynamicObject>,
     /// The remote pods there, by key (while connected).
     pub pods: BTreeMap<String, DynamicObject>,
+    /// The remote StatefulSets and LeaderWorkerSets there, by kind (the index in
+    /// [`MultiKueue::parents`]) and key (while connected).
+    pub parents: BTreeMap<(usize, String), DynamicObject>,
     /// Its ClusterQueues by name and LocalQueues by key, when the manager may read them.
     pub cluster_queues: BTreeMap<String, DynamicObject>,
     pub local_queues: BTreeMap<String, DynamicObject>,
@@ -127,6 +132,10 @@ impl Remote {
                 .jobs
                 .get(&(i, key.clone()))
                 .and_then(|j| j.metadata.resource_version.clone()),
+            RemoteKind::Parent(i) => self
+                .parents
+                .get(&(i, key.clone()))
+                .and_then(|j| j.metadata.resource_version.clone()),
             RemoteKind::Pod => self
                 .pods
                 .get(&key)
@@ -159,6 +168,12 @@ impl Remote {
             },
             (RemoteKind::Job(i), Some(o)) => {
                 self.jobs.insert((i, key), o);
+            }
+            (RemoteKind::Parent(i), Some(o)) => {
+                self.parents.insert((i, key), o);
+            }
+            (RemoteKind::Parent(i), None) => {
+                self.parents.remove(&(i, key));
             }
             (RemoteKind::Pod, Some(o)) => {
                 self.pods.insert(key, o);
@@ -265,6 +280,7 @@ impl std::fmt::Debug for Remote {
             .field("copies", &self.copies.keys().collect::<Vec<_>>())
             .field("jobs", &self.jobs.keys().collect::<Vec<_>>())
             .field("pods", &self.pods.keys().collect::<Vec<_>>())
+            .field("parents", &self.parents.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -300,6 +316,10 @@ pub struct MultiKueue {
     job_kinds: Vec<(usize, kube::api::ApiResource)>,
     /// Whether plain pods are dispatched (the controller manages pod groups).
     pods: bool,
+    /// The kinds dispatched whole while the manager admits their pods as pod groups
+    /// (StatefulSet, LeaderWorkerSet: built-in kinds with a MultiKueue adapter and no suspend
+    /// flag), with their resources; only when pods are dispatched.
+    pub parents: Vec<(JobKind, kube::api::ApiResource)>,
     /// Signalled on every report: the controller's loop runs a pass.
     wake: Arc<tokio::sync::Notify>,
     /// Per Workload key: when its nominees last changed, and when to ask its dispatcher again
@@ -317,6 +337,8 @@ pub struct Dispatched {
     /// Which of its clusters were connected when its dispatcher was last asked: asked again
     /// when that changes.
     pub asked: Option<Vec<bool>>,
+    /// A LeaderWorkerSet group's: every group's Workload name, in group order.
+    pub members: Option<Vec<String>>,
 }
 
 impl MultiKueue {
@@ -333,6 +355,17 @@ impl MultiKueue {
             rx,
             job_kinds,
             pods,
+            parents: if pods {
+                (crate::api::jobs::builtin().into_iter())
+                    .filter(|k| !k.has_suspend() && k.spec.multi_kueue.is_some())
+                    .map(|k| {
+                        let ar = crate::k8s::jobs::integration::api_resource(&k);
+                        (k, ar)
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
             wake: Arc::new(tokio::sync::Notify::new()),
             dispatch: HashMap::new(),
         }
@@ -373,6 +406,7 @@ impl MultiKueue {
                     remote.copies.clear();
                     remote.jobs.clear();
                     remote.pods.clear();
+                    remote.parents.clear();
                     remote.cluster_queues.clear();
                     remote.local_queues.clear();
                     for (kind, objects) in listed {
@@ -394,6 +428,7 @@ impl MultiKueue {
                     remote.copies.clear();
                     remote.jobs.clear();
                     remote.pods.clear();
+                    remote.parents.clear();
                     remote.cluster_queues.clear();
                     remote.local_queues.clear();
                 }
@@ -403,6 +438,22 @@ impl MultiKueue {
             changed.insert(r.cluster);
         }
         changed
+    }
+
+    /// The StatefulSet or LeaderWorkerSet the manager's `pod` belongs to, when its kind is
+    /// dispatched whole: the kind's index in [`MultiKueue::parents`] and the object's name. A
+    /// LeaderWorkerSet's pods carry its name label (their controllers are its StatefulSets);
+    /// a StatefulSet's pod is controlled by it.
+    pub fn parent_of(&self, pod: &Pod) -> Option<(usize, String)> {
+        let meta = &pod.metadata;
+        let find = |kind: &str| self.parents.iter().position(|(k, _)| k.spec.kind == kind);
+        if let Some(set) = meta.labels.as_ref().and_then(|l| l.get(LWS_NAME_LABEL)) {
+            return Some((find("LeaderWorkerSet")?, set.clone()));
+        }
+        let owner = (meta.owner_references.iter().flatten()).find(|o| {
+            o.controller == Some(true) && o.api_version == "apps/v1" && o.kind == "StatefulSet"
+        })?;
+        Some((find("StatefulSet")?, owner.name.clone()))
     }
 
     /// The resource of job kind `i`, when MultiKueue dispatches it.
@@ -461,6 +512,10 @@ impl MultiKueue {
         .chain(
             self.pods
                 .then(|| (RemoteKind::Pod, ApiResource::erase::<Pod>(&()))),
+        )
+        .chain(
+            (self.parents.iter().enumerate())
+                .map(|(i, (_, ar))| (RemoteKind::Parent(i), ar.clone())),
         )
         .collect();
         let task = tokio::spawn(session::run(

@@ -31,6 +31,8 @@ pub enum RemoteKind {
     Job(usize),
     /// The remote pods the manager created (pod groups, lone pods).
     Pod,
+    /// The remote StatefulSets or LeaderWorkerSets (the index in the manager's parent kinds).
+    Parent(usize),
     /// The worker's ClusterQueues and LocalQueues, all of them (for dispatch plugins: what
     /// the manager sees of a worker's queue); left out when the credentials may not read them.
     ClusterQueue,
@@ -42,7 +44,7 @@ impl RemoteKind {
     fn by_origin(self) -> bool {
         matches!(
             self,
-            RemoteKind::Workload | RemoteKind::Job(_) | RemoteKind::Pod
+            RemoteKind::Workload | RemoteKind::Job(_) | RemoteKind::Pod | RemoteKind::Parent(_)
         )
     }
 }

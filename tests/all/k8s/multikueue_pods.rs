@@ -231,3 +231,274 @@ async fn a_pod_group_on_a_wasq_worker_runs_under_the_managers_copy() {
     })
     .await;
 }
+
+/// `kind` in API group `group`, served by a double as a real API server (StatefulSet) or its
+/// CRD (LeaderWorkerSet) serves it.
+fn serve(api: &wasq::k8s::apiserver::ApiServer, group: &str, kind: &str, plural: &str) {
+    api.register(
+        wasq::k8s::apiserver::resources::Resource::new(group, "v1", kind, plural, true)
+            .with_status(),
+    );
+}
+
+fn builtin(api_version: &str, kind: &str) -> wasq::api::jobs::JobKind {
+    wasq::api::jobs::builtin_kind(api_version, kind).unwrap()
+}
+
+/// A pod of a set's group `group` (of `total` pods), labelled as the manager's webhooks leave
+/// it, with `extra` labels and owned by `owner` (a StatefulSet).
+fn set_pod(name: &str, group: &str, total: i32, extra: Value, owner: &str) -> (String, Value) {
+    let (path, mut pod) = group_pod(name);
+    let labels = pod["metadata"]["labels"].as_object_mut().unwrap();
+    labels.insert("kueue.x-k8s.io/pod-group-name".into(), json!(group));
+    labels.extend(extra.as_object().unwrap().clone());
+    pod["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] =
+        json!(total.to_string());
+    pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "StatefulSet",
+        "name": owner, "uid": format!("uid-of-{owner}"), "controller": true}]);
+    (path, pod)
+}
+
+/// The manager's queues (no Job) and `more`, with `kind` served on every cluster.
+fn fed_with(kind: (&str, &str, &str), more: Vec<(String, Value)>) -> Fed {
+    let mut objects: Vec<(String, Value)> = manager_objects(&["w1", "w2"], None)
+        .into_iter()
+        .filter(|(p, _)| !p.contains("/jobs/"))
+        .collect();
+    let fed = Fed::with_objects(&["w1", "w2"], Vec::new());
+    serve(&fed.manager.api, kind.0, kind.1, kind.2);
+    for w in &fed.workers {
+        serve(&w.api, kind.0, kind.1, kind.2);
+    }
+    objects.extend(more);
+    for (path, obj) in objects {
+        fed.manager.api.put(&path, obj);
+    }
+    fed
+}
+
+#[tokio::test]
+async fn a_statefulset_is_dispatched_whole_to_the_worker_that_admits_its_pods_group() {
+    let sts = builtin("apps/v1", "StatefulSet");
+    let group = sts.workload_name("s", "", None);
+    let template_labels = json!({"kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/managed": "true",
+                                 "kueue.x-k8s.io/pod-group-name": group});
+    let set = json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": "s", "namespace": "ns", "uid": "manager-s",
+                     "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {"replicas": 2, "serviceName": "s", "selector": {"matchLabels": {"app": "s"}},
+                 "template": {"metadata": {"labels": template_labels,
+                     "annotations": {"kueue.x-k8s.io/pod-group-total-count": "2"}},
+                     "spec": {"containers": [{"name": "c", "image": "busybox",
+                         "resources": {"requests": {"cpu": "1"}}}]}}}});
+    const SET: &str = "/apis/apps/v1/namespaces/ns/statefulsets/s";
+    let mut fed = fed_with(
+        ("apps", "StatefulSet", "statefulsets"),
+        vec![
+            (SET.to_string(), set.clone()),
+            set_pod("s-0", &group, 2, json!({}), "s"),
+            set_pod("s-1", &group, 2, json!({}), "s"),
+        ],
+    );
+    fed.start_manager();
+    fed.until("copies on both workers", |f| {
+        f.workers
+            .iter()
+            .all(|w| w.api.get(&wl_path(&group)).is_some())
+    })
+    .await;
+    admit(fed.worker("w1"), &wl_path(&group));
+    fed.until("admitted on w1, the set made there", |f| {
+        let m = f.manager.api.get(&wl_path(&group)).unwrap_or_default();
+        is_true(&m, "Admitted")
+            && f.worker("w1").api.get(SET).is_some()
+            && f.worker("w2").api.get(&wl_path(&group)).is_none()
+    })
+    .await;
+    let remote = fed.worker("w1").api.get(SET).unwrap();
+    let meta = &remote["metadata"];
+    assert_eq!(
+        meta["labels"]["kueue.x-k8s.io/multikueue-origin"],
+        "multikueue"
+    );
+    assert_eq!(
+        meta["labels"]["kueue.x-k8s.io/prebuilt-workload-name"],
+        json!(group)
+    );
+    assert_eq!(
+        meta["annotations"]["kueue.x-k8s.io/multikueue-origin-uid"],
+        "manager-s"
+    );
+    assert_eq!(remote["spec"], set["spec"]);
+    // The set goes whole: its pods are the worker's StatefulSet controller's to make.
+    assert!(fed.worker("w1").api.get(&pod_path("s-0")).is_none());
+    assert!(fed.worker("w2").api.get(SET).is_none());
+    for n in ["s-0", "s-1"] {
+        assert!(gated(&fed.manager.api.get(&pod_path(n)).unwrap()));
+    }
+    // Made once, however many passes follow.
+    for _ in 0..5 {
+        fed.step_workers().await;
+        fed.manager.step().await;
+    }
+    let creates = (fed.worker("w1").api.requests().into_iter())
+        .filter(|r| r.method == "POST" && r.uri.contains("/statefulsets"))
+        .count();
+    assert_eq!(creates, 1);
+
+    // The set deleted: its pods and Workload go (the garbage collector's work, which the
+    // double leaves to the test), and so do the set and copy on w1.
+    use wasq::k8s::sync::mirror::{Observed, Source};
+    for (path, source) in [
+        (pod_path("s-0"), Source::Pod),
+        (pod_path("s-1"), Source::Pod),
+        (
+            wl_path(&group),
+            Source::Kueue(wasq::k8s::schema::kinds::KueueKind::Workload),
+        ),
+    ] {
+        let gone = fed.manager.api.delete(&path).unwrap();
+        let gone = serde_json::from_value(gone).unwrap();
+        fed.manager
+            .controller
+            .observe(Observed::Deleted(source, gone));
+    }
+    fed.until("removed from w1", |f| {
+        f.worker("w1").api.get(SET).is_none() && f.worker("w1").api.get(&wl_path(&group)).is_none()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_leaderworkersets_groups_all_go_to_the_worker_that_admits_the_first() {
+    let lws = builtin("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet");
+    let groups: Vec<String> = (0..2)
+        .map(|i| lws.workload_name("l", "", Some(i)))
+        .collect();
+    let set = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+        "metadata": {"name": "l", "namespace": "ns", "uid": "manager-l",
+                     "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 2, "workerTemplate": {
+            "metadata": {"labels": {"kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/managed": "true"},
+                         "annotations": {"kueue.x-k8s.io/pod-group-total-count": "2"}},
+            "spec": {"containers": [{"name": "c", "image": "busybox",
+                "resources": {"requests": {"cpu": "1"}}}]}}}}});
+    const SET: &str = "/apis/leaderworkerset.x-k8s.io/v1/namespaces/ns/leaderworkersets/l";
+    let mut objects = vec![(SET.to_string(), set.clone())];
+    for (i, g) in groups.iter().enumerate() {
+        let lws_labels = json!({"leaderworkerset.sigs.k8s.io/name": "l",
+                                "leaderworkerset.sigs.k8s.io/group-index": i.to_string()});
+        objects.push(set_pod(&format!("l-{i}"), g, 2, lws_labels.clone(), "l"));
+        objects.push(set_pod(
+            &format!("l-{i}-1"),
+            g,
+            2,
+            lws_labels,
+            &format!("l-{i}"),
+        ));
+    }
+    let mut fed = fed_with(
+        (
+            "leaderworkerset.x-k8s.io",
+            "LeaderWorkerSet",
+            "leaderworkersets",
+        ),
+        objects,
+    );
+    fed.start_manager();
+    let on = |f: &Fed, w: &str, g: &str| f.worker(w).api.get(&wl_path(g)).is_some();
+    let manager = |f: &Fed, g: &str| f.manager.api.get(&wl_path(g)).unwrap_or_default();
+    // Both groups reserve quota here; only the first group's is dispatched.
+    fed.until("the first group's copies", |f| {
+        on(f, "w1", &groups[0]) && on(f, "w2", &groups[0])
+    })
+    .await;
+    assert!(is_true(&manager(&fed, &groups[1]), "QuotaReserved"));
+    assert!(!on(&fed, "w1", &groups[1]) && !on(&fed, "w2", &groups[1]));
+
+    // w2 admits it: the second group follows it there, and only there.
+    admit(fed.worker("w2"), &wl_path(&groups[0]));
+    fed.until("the second group's copy on w2", |f| {
+        on(f, "w2", &groups[1]) && !on(f, "w1", &groups[0])
+    })
+    .await;
+    assert_eq!(manager(&fed, &groups[0])["status"]["clusterName"], "w2");
+    assert_eq!(
+        manager(&fed, &groups[1])["status"]["nominatedClusterNames"],
+        json!(["w2"])
+    );
+    assert!(!on(&fed, "w1", &groups[1]));
+    let remote = fed.worker("w2").api.get(SET).expect("the set on w2");
+    let meta = &remote["metadata"];
+    assert_eq!(
+        meta["labels"]["kueue.x-k8s.io/multikueue-origin"],
+        "multikueue"
+    );
+    assert_eq!(
+        meta["annotations"]["kueue.x-k8s.io/multikueue-origin-uid"],
+        "manager-l"
+    );
+    // One set for several Workloads: no prebuilt Workload named.
+    assert!(
+        meta["labels"]
+            .get("kueue.x-k8s.io/prebuilt-workload-name")
+            .is_none()
+    );
+    assert!(
+        meta["annotations"]
+            .get("kueue.x-k8s.io/prebuilt-workload-name")
+            .is_none()
+    );
+    assert_eq!(remote["spec"], set["spec"]);
+
+    admit(fed.worker("w2"), &wl_path(&groups[1]));
+    fed.until("the second group admitted on w2", |f| {
+        is_true(&manager(f, &groups[1]), "Admitted")
+    })
+    .await;
+    assert_eq!(manager(&fed, &groups[1])["status"]["clusterName"], "w2");
+    let creates = (fed.worker("w2").api.requests().into_iter())
+        .filter(|r| r.method == "POST" && r.uri.contains("/leaderworkersets"))
+        .count();
+    assert_eq!(creates, 1);
+    assert!(fed.worker("w1").api.get(SET).is_none());
+}
+
+#[tokio::test]
+async fn a_dispatched_sets_pods_on_a_wasq_worker_never_make_their_own_workload() {
+    // The pods a worker's StatefulSet controller makes from a manager's set (the origin label
+    // on their template), before the manager's copy is there, or after it went.
+    let mut fed = Fed::with_objects(&["w1"], Vec::new());
+    let origin = json!({"kueue.x-k8s.io/multikueue-origin": "multikueue"});
+    fed.run_wasq(
+        "w1",
+        [
+            worker_queues("8"),
+            vec![
+                set_pod("s-0", "g", 2, origin.clone(), "s"),
+                set_pod("s-1", "g", 2, origin, "s"),
+            ],
+        ]
+        .concat(),
+    );
+    for _ in 0..3 {
+        fed.step_workers().await;
+    }
+    assert!(fed.worker("w1").api.get(&wl_path("g")).is_none());
+    assert!(gated(&fed.worker("w1").api.get(&pod_path("s-0")).unwrap()));
+    // Without the label, the same pods are a pod group of that cluster's own.
+    let mut fed = Fed::with_objects(&["w1"], Vec::new());
+    fed.run_wasq(
+        "w1",
+        [
+            worker_queues("8"),
+            vec![
+                set_pod("s-0", "g", 2, json!({}), "s"),
+                set_pod("s-1", "g", 2, json!({}), "s"),
+            ],
+        ]
+        .concat(),
+    );
+    fed.step_workers().await;
+    assert!(fed.worker("w1").api.get(&wl_path("g")).is_some());
+}

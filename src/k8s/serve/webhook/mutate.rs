@@ -119,9 +119,8 @@ pub fn job(kind: &JobKind, kinds: &[JobKind], req: &AdmissionRequest, view: &Vie
     Verdict::patch(ops)
 }
 
-/// LeaderWorkerSet labels on the pods of a group: the set's name and the group's index.
-const LWS_NAME_LABEL: &str = "leaderworkerset.sigs.k8s.io/name";
-const LWS_GROUP_INDEX_LABEL: &str = "leaderworkerset.sigs.k8s.io/group-index";
+use crate::api::multikueue::ORIGIN_LABEL;
+use crate::api::pods::{LWS_GROUP_INDEX_LABEL, LWS_NAME_LABEL};
 
 /// A plain Pod: on CREATE, a queued pod — alone, in a group, or made by a kind without a
 /// suspend flag (a Deployment's replica, a StatefulSet's or LeaderWorkerSet's pod, whose
@@ -197,6 +196,10 @@ pub fn parent(kind: &JobKind, parents: &[JobKind], req: &AdmissionRequest, view:
             (labels::QUEUE_NAME.to_string(), queue.clone()),
             (MANAGED_LABEL.to_string(), MANAGED_VALUE.to_string()),
         ];
+        // A MultiKueue manager's set, on a worker: its pods run under the manager's copies.
+        if let Some(origin) = label(&meta, ORIGIN_LABEL) {
+            labels_added.push((ORIGIN_LABEL.to_string(), origin.to_string()));
+        }
         let mut annotations = Vec::new();
         if kind.spec.groups.is_none() {
             let name = meta.name.as_deref().unwrap_or_default();
