@@ -10,6 +10,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use base64::Engine as _;
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 use wasq::k8s::schema::kinds::KueueKind;
@@ -169,13 +170,99 @@ async fn a_job_dispatched_to_a_real_worker_runs_there_and_finishes_on_the_manage
         manager_job.status.as_ref().and_then(|s| s.succeeded),
         Some(3)
     );
+
+    // Kueue's pod group example: its Workload dispatched like the Job's, its pods made on the
+    // worker (whose wasq releases them there), the manager's kept gated, taking the worker's
+    // pods' status — a status the real server accepts on a gated pod.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    // The manager runs no controller manager: the account its pods name is made here.
+    Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(client.clone(), "default")
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "default"}}))?,
+        )
+        .await?;
+    let remote_pods: Api<Pod> = Api::namespaced(worker_client.clone(), "default");
+    let mut names = Vec::new();
+    for doc in serde_saphyr::from_multiple::<Value>(crate::pods::KUEUE_PODS)?
+        .into_iter()
+        .filter(|d| d["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] == "sample-group")
+    {
+        let pod = pods
+            .create(&PostParams::default(), &serde_json::from_value(doc)?)
+            .await?;
+        names.push(pod.metadata.name.unwrap_or_default());
+    }
+    let group_created = Instant::now();
+    until(
+        "the group's pods Running on the worker, and so on the manager",
+        &mut wasq,
+        async |seen| {
+            let mut out = Vec::new();
+            for name in &names {
+                let local = serde_json::to_value(pods.get(name).await?)?;
+                let remote = remote_pods
+                    .get_opt(name)
+                    .await?
+                    .map(serde_json::to_value)
+                    .transpose()?;
+                out.push((
+                    local["status"]["phase"].clone(),
+                    local["spec"]["schedulingGates"].clone(),
+                    remote.map(|r| (r["status"]["phase"].clone(), r["spec"]["nodeName"].clone())),
+                ));
+            }
+            *seen = format!("{out:?}");
+            let done = out.iter().all(|(phase, gates, remote)| {
+                phase == "Running"
+                    && gates
+                        .as_array()
+                        .is_some_and(|g| g.iter().any(|g| g["name"] == "kueue.x-k8s.io/admission"))
+                    && remote.as_ref().is_some_and(|(p, node)| {
+                        p == "Running" && node.as_str().is_some_and(|n| n.starts_with("kwok-node-"))
+                    })
+            });
+            Ok(done.then_some(()))
+        },
+    )
+    .await?;
+    let group_running_after = group_created.elapsed();
+    let group = until(
+        "the group's Workload Ready on the manager",
+        &mut wasq,
+        async |seen| {
+            let wl = Api::<DynamicObject>::namespaced_with(
+                client.clone(),
+                "default",
+                &KueueKind::Workload.api_resource(),
+            )
+            .get_opt("sample-group")
+            .await?
+            .map(serde_json::to_value)
+            .transpose()?;
+            *seen = format!("{wl:?}");
+            Ok(wl.filter(|w| w["status"]["clusterName"] == "worker-1"))
+        },
+    )
+    .await?;
+    assert_eq!(group["status"]["admissionChecks"][0]["state"], "Ready");
+    let remote = remote_pods.get(&names[0]).await?;
+    let labels = remote.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels["kueue.x-k8s.io/prebuilt-workload-name"],
+        "sample-group"
+    );
+    assert_eq!(labels["kueue.x-k8s.io/multikueue-origin"], "multikueue");
+
     assert_eq!(wasq.warnings(), Vec::<String>::new());
     assert_eq!(worker_wasq.warnings(), Vec::<String>::new());
     eprintln!(
-        "set-up {:.1}s; from the Job's creation: admitted on the worker {:.1}s, finished {:.1}s",
+        "set-up {:.1}s; from the Job's creation: admitted on the worker {:.1}s, finished {:.1}s; \
+         the pod group Running there {:.1}s after its creation",
         set_up_took.as_secs_f64(),
         admitted_after.as_secs_f64(),
-        finished_after.as_secs_f64()
+        finished_after.as_secs_f64(),
+        group_running_after.as_secs_f64()
     );
     Ok(())
 }

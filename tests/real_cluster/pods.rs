@@ -13,7 +13,7 @@ use wasq::k8s::schema::kinds::KueueKind;
 use crate::jobs::{cluster_queue, condition, kwok_flavor, local_queue, set_up, until};
 
 /// `kueue-pod.yaml` and `kueue-pod-group.yaml`, as they are.
-const KUEUE_PODS: &str = r#"
+pub(crate) const KUEUE_PODS: &str = r#"
 apiVersion: v1
 kind: Pod
 metadata:
