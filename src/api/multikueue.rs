@@ -369,19 +369,37 @@ pub fn validate_workload_clusters(
     p.into_vec()
 }
 
+/// The annotation on a copy with the [`spec_hash`] of the Workload's spec it was made from.
+pub const SPEC_HASH_ANNOTATION: &str = "multikueue.wasq.dev/spec-hash";
+
+/// A digest of a Workload's spec without its priority (class and value, which the manager
+/// updates on a copy in place): a copy made from another spec is out of sync. Compared with
+/// the spec the copy was made from, not the copy's own, so that what a worker's API server
+/// defaults never counts as a change.
+pub fn spec_hash(spec: &crate::api::WorkloadSpec) -> String {
+    use sha1::{Digest, Sha1};
+    let mut spec = spec.clone();
+    spec.priority = None;
+    spec.priority_class_ref = None;
+    let digest = Sha1::digest(serde_json::to_vec(&spec).unwrap_or_default());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
 /// Kueue's `cloneForCreate`: the copy of a Workload the manager creates on a worker — name,
 /// namespace, labels (with [`ORIGIN_LABEL`] set to `origin`, without [`JOB_UID_LABEL`]),
-/// annotations and spec; no status, owners or finalizers.
+/// annotations (with [`SPEC_HASH_ANNOTATION`]) and spec; no status, owners or finalizers.
 pub fn remote_workload(wl: &crate::api::Workload, origin: &str) -> crate::api::Workload {
     let mut labels = wl.metadata.labels.clone().unwrap_or_default();
     labels.insert(ORIGIN_LABEL.to_string(), origin.to_string());
     labels.remove(JOB_UID_LABEL);
+    let mut annotations = wl.metadata.annotations.clone().unwrap_or_default();
+    annotations.insert(SPEC_HASH_ANNOTATION.to_string(), spec_hash(&wl.spec));
     crate::api::Workload {
         metadata: ObjectMeta {
             name: wl.metadata.name.clone(),
             namespace: wl.metadata.namespace.clone(),
             labels: Some(labels),
-            annotations: wl.metadata.annotations.clone(),
+            annotations: Some(annotations),
             ..Default::default()
         },
         spec: wl.spec.clone(),

@@ -112,6 +112,8 @@ pub struct Copy {
     pub stale_priority: bool,
     /// Finished by its worker as out of sync with its job (Kueue's `OutOfSync` reason).
     pub out_of_sync: bool,
+    /// Made from a spec (other than the priority) the Workload no longer has.
+    pub stale_spec: bool,
 }
 
 /// Why the check changes state (what drivers record beside the message).
@@ -164,6 +166,9 @@ pub enum Removal {
     AdmittedOn(usize),
     /// The dispatcher no longer nominates the worker.
     NotNominated,
+    /// The Workload's spec (other than its priority) changed on the manager since the copy was
+    /// made.
+    SpecChanged,
 }
 
 impl Removal {
@@ -178,6 +183,9 @@ impl Removal {
                 workers[w].name
             ),
             Removal::NotNominated => "the dispatcher no longer nominates this worker".into(),
+            Removal::SpecChanged => {
+                "the Workload's spec changed on the manager since the copy was made".into()
+            }
         }
     }
 }
@@ -258,8 +266,17 @@ pub fn reconcile(
         return plan;
     }
     // 4.
-    // Kueue's step 5, for what wasq compares: a copy whose priority changed on the manager is
-    // updated in place.
+    // Kueue's step 5: a copy whose spec changed on the manager goes (made again where the
+    // Workload is still nominated), one whose priority changed is updated in place.
+    plan.actions.extend(
+        copies()
+            .filter(|&(i, c)| c.stale_spec && workers[i].reachable)
+            .map(|(worker, _)| Action::Remove {
+                worker,
+                because: Removal::SpecChanged,
+            }),
+    );
+    let copies = || copies().filter(|&(i, c)| !(c.stale_spec && workers[i].reachable));
     plan.actions.extend(
         copies()
             .filter(|&(i, c)| c.stale_priority && workers[i].reachable)
@@ -387,6 +404,7 @@ mod tests {
         evicted: false,
         stale_priority: false,
         out_of_sync: false,
+        stale_spec: false,
     });
 
     #[test]
@@ -545,6 +563,69 @@ mod tests {
         assert_eq!(
             plan.actions,
             [Action::UpdatePriority { worker: 0 }, Action::Dispatch]
+        );
+    }
+
+    #[test]
+    fn a_copy_made_from_another_spec_goes_even_the_admitted_one() {
+        let stale = Some(Copy {
+            stale_spec: true,
+            ..Copy::default()
+        });
+        let plan = reconcile(
+            &local(CheckState::Pending, None),
+            &[worker("a", stale), worker("b", PENDING)],
+            0,
+            1,
+        );
+        assert_eq!(
+            plan.actions,
+            [
+                Action::Remove {
+                    worker: 0,
+                    because: Removal::SpecChanged
+                },
+                Action::Dispatch
+            ]
+        );
+        // Admitted there: it goes all the same (Kueue's step 5 comes before the admitting
+        // remote), and the check learns its copy is gone.
+        let admitted_stale = Some(Copy {
+            admitted_at: Some(5),
+            stale_spec: true,
+            ..Copy::default()
+        });
+        let plan = reconcile(
+            &local(CheckState::Ready, Some("a")),
+            &[worker("a", admitted_stale)],
+            10,
+            1,
+        );
+        assert_eq!(
+            plan.actions[0],
+            Action::Remove {
+                worker: 0,
+                because: Removal::SpecChanged
+            }
+        );
+        assert!(
+            !plan
+                .actions
+                .iter()
+                .any(|a| matches!(a, Action::SyncJob { .. })),
+            "{:?}",
+            plan.actions
+        );
+        assert!(
+            plan.actions.iter().any(|a| matches!(
+                a,
+                Action::Check {
+                    state: CheckState::Retry,
+                    ..
+                }
+            )),
+            "{:?}",
+            plan.actions
         );
     }
 

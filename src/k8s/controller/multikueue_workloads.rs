@@ -24,7 +24,9 @@ use super::{Controller, OUT_OF_SYNC, to_value, workload_key};
 use crate::api::Workload;
 use crate::api::config::MultiKueueSettings;
 use crate::api::jobs::multikueue as job_adapter;
-use crate::api::multikueue::{MULTIKUEUE_CONTROLLER, remote_workload};
+use crate::api::multikueue::{
+    MULTIKUEUE_CONTROLLER, SPEC_HASH_ANNOTATION, remote_workload, spec_hash,
+};
 use crate::cluster::Millis;
 use crate::cluster::checks::CheckState;
 use crate::cluster::multikueue::{self as mk, Action, Why};
@@ -914,6 +916,11 @@ fn copy_state(copy: &Workload, wl: &Workload) -> mk::Copy {
             .is_some_and(|c| c.status == "True" && c.reason == OUT_OF_SYNC),
         evicted: cond::is_true(conditions, EVICTED),
         // What the manager's Workload sets (a worker may default what it leaves unset).
+        // Only a copy the manager made from another spec (one made by another manager is
+        // left as it is).
+        stale_spec: (copy.metadata.annotations.as_ref())
+            .and_then(|a| a.get(SPEC_HASH_ANNOTATION))
+            .is_some_and(|h| *h != spec_hash(&wl.spec)),
         stale_priority: (wl.spec.priority.is_some() && copy.spec.priority != wl.spec.priority)
             || (wl.spec.priority_class_ref.is_some()
                 && copy.spec.priority_class_ref != wl.spec.priority_class_ref),

@@ -102,6 +102,7 @@ impl Simulation {
             evicted: !admitted && !life.finished && life.first_admitted().is_some(),
             // The simulator's Workloads keep their priority and their jobs.
             stale_priority: false,
+            stale_spec: false,
             out_of_sync: false,
         }
     }

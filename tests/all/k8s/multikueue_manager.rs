@@ -1094,6 +1094,53 @@ async fn a_priority_changed_on_the_manager_reaches_the_copies() {
 }
 
 #[tokio::test]
+async fn a_copy_made_from_a_spec_changed_since_is_made_anew_and_a_workers_defaults_are_not_a_change()
+ {
+    let mut fed = Fed::with_objects(
+        &["w1", "w2"],
+        manager_objects(&["w1", "w2"], Some(MANAGED_BY)),
+    );
+    fed.start_manager();
+    fed.until("copies", |f| f.workers.iter().all(|w| copy(w).is_some()))
+        .await;
+    let deletes = |w: &Worker| {
+        (w.api.requests().iter())
+            .filter(|r| r.method == "DELETE" && r.uri.contains("/workloads/"))
+            .count()
+    };
+    // w1's API server defaults a field of its copy's pod template: not a change.
+    let path = wl_path(&job_wl("a"));
+    fed.worker("w1").api.modify(&path, |c| {
+        c["spec"]["podSets"][0]["template"]["spec"]["schedulerName"] = json!("default-scheduler");
+    });
+    for _ in 0..5 {
+        fed.step_workers().await;
+        fed.manager.step().await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(deletes(fed.worker("w1")), 0);
+
+    // The manager's Workload's spec changes (its maximum execution time): each copy is
+    // removed and made anew from the new spec (Kueue's out-of-sync step).
+    fed.manager.api.modify(&path, |w| {
+        w["spec"]["maximumExecutionTimeSeconds"] = json!(600);
+    });
+    fed.manager.applied(
+        wasq::k8s::sync::mirror::Source::Kueue(wasq::k8s::schema::kinds::KueueKind::Workload),
+        &path,
+    );
+    fed.until("copies made anew", |f| {
+        f.workers
+            .iter()
+            .all(|w| copy(w).is_some_and(|c| c["spec"]["maximumExecutionTimeSeconds"] == 600))
+    })
+    .await;
+    for w in &fed.workers {
+        assert_eq!(deletes(w), 1, "{}", w.name);
+    }
+}
+
+#[tokio::test]
 async fn a_copy_its_worker_finds_out_of_sync_is_dispatched_again_not_finished() {
     let mut fed = Fed::with_objects(
         &["w1", "w2"],
