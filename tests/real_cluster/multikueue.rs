@@ -254,6 +254,49 @@ async fn a_job_dispatched_to_a_real_worker_runs_there_and_finishes_on_the_manage
     );
     assert_eq!(labels["kueue.x-k8s.io/multikueue-origin"], "multikueue");
 
+    // The Secret rotated to credentials the worker refuses: the cluster goes inactive; rotated
+    // back, it is connected again (the Secret's watch, no restart).
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(client.clone(), NAMESPACE);
+    let rotate = async |kubeconfig: &str| -> Result<()> {
+        let data = json!({"data": {"kubeconfig":
+            base64::engine::general_purpose::STANDARD.encode(kubeconfig)}});
+        secrets
+            .patch(
+                "worker-1-secret",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&data),
+            )
+            .await?;
+        Ok(())
+    };
+    let refused = kubeconfig.replace("token: ", "token: not-");
+    assert_ne!(
+        refused, kubeconfig,
+        "the worker's kubeconfig carries a bearer token"
+    );
+    rotate(&refused).await?;
+    let inactive = until("the worker inactive", &mut wasq, async |seen| {
+        let c = serde_json::to_value(clusters.get("worker-1").await?)?;
+        *seen = format!("{}", c["status"]);
+        Ok(condition(&c, "Active", "False").then(|| condition_of(&c, "Active").clone()))
+    })
+    .await?;
+    assert_eq!(inactive["reason"], "ClientConnectionFailed", "{inactive}");
+    assert!(
+        inactive["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Unauthorized")),
+        "the real server's refusal in the message: {inactive}"
+    );
+    rotate(&kubeconfig).await?;
+    until("the worker active again", &mut wasq, async |seen| {
+        let c = serde_json::to_value(clusters.get("worker-1").await?)?;
+        *seen = format!("{}", c["status"]);
+        Ok(condition(&c, "Active", "True").then_some(()))
+    })
+    .await?;
+
     assert_eq!(wasq.warnings(), Vec::<String>::new());
     assert_eq!(worker_wasq.warnings(), Vec::<String>::new());
     eprintln!(
