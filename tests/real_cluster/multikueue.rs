@@ -53,7 +53,7 @@ fn manager_objects(kubeconfig: &str) -> Vec<Value> {
 #[ignore = "needs the control plane of .ci/build-control-plane; run with --ignored"]
 async fn a_job_dispatched_to_a_real_worker_runs_there_and_finishes_on_the_manager() -> Result<()> {
     let begun = Instant::now();
-    let (worker, worker_client, mut worker_wasq) = set_up_with(
+    let (mut worker, worker_client, mut worker_wasq) = set_up_with(
         &Options::new("worker-0"),
         &[kwok_flavor(), cluster_queue(9, None), local_queue()],
     )
@@ -254,6 +254,35 @@ async fn a_job_dispatched_to_a_real_worker_runs_there_and_finishes_on_the_manage
     );
     assert_eq!(labels["kueue.x-k8s.io/multikueue-origin"], "multikueue");
 
+    // The worker's API server killed and started again (every watch cut): a loss shorter than
+    // `workerLostTimeout`, after which the manager reconnects and the group stays where it
+    // runs.
+    let workloads: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &KueueKind::Workload.api_resource(),
+    );
+    let active_since = |c: &Value| condition_of(c, "Active")["lastTransitionTime"].clone();
+    let before = active_since(&serde_json::to_value(clusters.get("worker-1").await?)?);
+    let restarted = Instant::now();
+    worker.restart_apiserver().await?;
+    until(
+        "the worker active again after its API server's restart",
+        &mut wasq,
+        async |seen| {
+            let c = serde_json::to_value(clusters.get("worker-1").await?)?;
+            let wl = workloads.get("sample-group").await?;
+            *seen = format!("{} {:?}", c["status"], wl.data["status"]["admissionChecks"]);
+            let active = condition(&c, "Active", "True") && active_since(&c) != before;
+            Ok(active.then_some(()))
+        },
+    )
+    .await?;
+    let reconnected_after = restarted.elapsed();
+    let wl = serde_json::to_value(workloads.get("sample-group").await?)?;
+    assert_eq!(wl["status"]["clusterName"], "worker-1", "{wl}");
+    assert_eq!(wl["status"]["admissionChecks"][0]["state"], "Ready", "{wl}");
+
     // The Secret rotated to credentials the worker refuses: the cluster goes inactive; rotated
     // back, it is connected again (the Secret's watch, no restart).
     let secrets: Api<k8s_openapi::api::core::v1::Secret> =
@@ -297,15 +326,27 @@ async fn a_job_dispatched_to_a_real_worker_runs_there_and_finishes_on_the_manage
     })
     .await?;
 
-    assert_eq!(wasq.warnings(), Vec::<String>::new());
-    assert_eq!(worker_wasq.warnings(), Vec::<String>::new());
+    // The only warnings: the clients' and the worker's watches', as the worker's API server
+    // was killed (its watch cache, started anew, answers their resumption `Expired`).
+    for warnings in [wasq.warnings(), worker_wasq.warnings()] {
+        assert!(
+            warnings
+                .iter()
+                .all(|w| w.contains("kube_client")
+                    || w.contains("watch failed; retrying with backoff")),
+            "{}",
+            warnings.join("\n")
+        );
+    }
     eprintln!(
         "set-up {:.1}s; from the Job's creation: admitted on the worker {:.1}s, finished {:.1}s; \
-         the pod group Running there {:.1}s after its creation",
+         the pod group Running there {:.1}s after its creation; reconnected {:.1}s after the \
+         worker's API server was killed",
         set_up_took.as_secs_f64(),
         admitted_after.as_secs_f64(),
         finished_after.as_secs_f64(),
-        group_running_after.as_secs_f64()
+        group_running_after.as_secs_f64(),
+        reconnected_after.as_secs_f64()
     );
     Ok(())
 }
