@@ -95,8 +95,24 @@ impl Controller {
             BTreeSet::new()
         };
         keys.extend(released.iter().cloned());
+        // Kueue's garbage collector, every `gcInterval` (`0`: never): copies whose Workload
+        // this manager neither has nor dispatched (deleted while it was away) go. A Workload
+        // deleted while dispatched takes its copies along at once.
+        let gc_every = settings.gc_interval_ms();
+        let gc_due = gc_every > 0 && mk.last_gc.is_none_or(|t| now >= t.saturating_add(gc_every));
+        if gc_due {
+            mk.last_gc = Some(now);
+        }
         for (_, remote) in mk.remotes() {
-            keys.extend(remote.copies.keys().cloned());
+            keys.extend(
+                (remote.copies.keys())
+                    .filter(|k| {
+                        gc_due
+                            || mk.dispatch.contains_key(*k)
+                            || self.mirror.workloads.contains_key(*k)
+                    })
+                    .cloned(),
+            );
         }
         keys.extend(mk.dispatch.keys().cloned());
         for key in keys {

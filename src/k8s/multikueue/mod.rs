@@ -325,6 +325,8 @@ pub struct MultiKueue {
     /// Per Workload key: when its nominees last changed, and when to ask its dispatcher again
     /// (in memory, as Kueue's dispatchers keep their rounds).
     pub dispatch: HashMap<String, Dispatched>,
+    /// When the garbage collector last looked for orphaned copies.
+    pub last_gc: Option<Millis>,
 }
 
 /// What the manager remembers of one Workload's dispatch.
@@ -368,6 +370,7 @@ impl MultiKueue {
             },
             wake: Arc::new(tokio::sync::Notify::new()),
             dispatch: HashMap::new(),
+            last_gc: None,
         }
     }
 

@@ -728,6 +728,62 @@ async fn a_deleted_job_takes_its_copies_and_remote_job_along() {
 }
 
 #[tokio::test]
+async fn orphaned_copies_go_at_the_garbage_collectors_round_and_never_with_gc_off() {
+    // A copy of a Workload the manager does not have (deleted while it was away), as its
+    // worker holds it.
+    let orphan = |w: &Worker| {
+        w.api.put(
+            &wl_path("ghost"),
+            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                   "metadata": {"name": "ghost", "namespace": "ns",
+                                "labels": {"kueue.x-k8s.io/multikueue-origin": "multikueue"}},
+                   "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1,
+                       "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}]}}),
+        );
+    };
+    let config = |gc: &str| -> wasq::api::config::Configuration {
+        serde_json::from_value(json!({
+            "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+            "multiKueue": {"gcInterval": gc}}))
+        .unwrap()
+    };
+    let passes = async |fed: &mut Fed, n: usize| {
+        for _ in 0..n {
+            fed.manager.step().await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    let mut fed = Fed::with_objects(&["w1"], manager_objects(&["w1"], Some(MANAGED_BY)));
+    fed.manager.controller.mirror.configuration = Some(config("1m"));
+    fed.start_manager();
+    fed.until("the Job's copy", |f| copy(f.worker("w1")).is_some())
+        .await;
+    orphan(fed.worker("w1"));
+    passes(&mut fed, 10).await;
+    assert!(
+        fed.worker("w1").api.get(&wl_path("ghost")).is_some(),
+        "kept until the next round"
+    );
+    fed.advance(60_000);
+    fed.until("the orphan removed", |f| {
+        f.worker("w1").api.get(&wl_path("ghost")).is_none()
+    })
+    .await;
+    assert!(copy(fed.worker("w1")).is_some(), "the Job's copy stays");
+
+    // `gcInterval: 0` turns the garbage collector off, as in Kueue.
+    let mut fed = Fed::with_objects(&["w1"], manager_objects(&["w1"], Some(MANAGED_BY)));
+    fed.manager.controller.mirror.configuration = Some(config("0s"));
+    orphan(fed.worker("w1"));
+    fed.start_manager();
+    fed.until("the Job's copy", |f| copy(f.worker("w1")).is_some())
+        .await;
+    fed.advance(3_600_000);
+    passes(&mut fed, 10).await;
+    assert!(fed.worker("w1").api.get(&wl_path("ghost")).is_some());
+}
+
+#[tokio::test]
 async fn the_incremental_dispatcher_nominates_more_workers_each_round() {
     let clusters = ["w1", "w2", "w3"];
     let mut fed = Fed::with_objects(&clusters, manager_objects(&clusters, Some(MANAGED_BY)));
