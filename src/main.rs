@@ -680,15 +680,28 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             checked.inactive(&scenario)?;
             policies.refuse_unloadable(&policies.bindings, &scenario.cluster, allow_fallback)?;
             if scenario.multikueue.is_some() {
-                if html.is_some() || serve.is_some() || speed.is_some() {
+                if serve.is_some() || speed.is_some() {
                     anyhow::bail!(
-                        "--report, --serve and --speed show one cluster; this scenario's \
+                        "--serve and --speed show one cluster; this scenario's \
                          MultiKueueClusters name worker manifests (sim.wasq.dev/manifests), \
-                         which they do not show yet"
+                         which they do not show yet (--report FILE.html shows them all)"
                     );
                 }
                 let federation = run_federation(scenario, &limits, || policies.live_bindings())?;
+                use wasq::sim::html::RunModel;
+                let prepared = html.as_ref().map(|_| {
+                    let workers: Vec<_> = (federation.workers.iter())
+                        .map(|w| RunModel::prepare(&w.name, &w.sim))
+                        .collect();
+                    (RunModel::prepare("manager", &federation.manager), workers)
+                });
                 let report = federation.report();
+                if let (Some(path), Some((manager, workers))) = (&html, prepared) {
+                    write_html(
+                        path,
+                        &wasq::sim::html::federation(manager, workers, &report)?,
+                    )?;
+                }
                 match output {
                     Output::Json => print_json(&report)?,
                     Output::Table => out!("{}", report.to_table(max_events)),
@@ -872,8 +885,9 @@ fn compare_policies(
     if scenario.multikueue.is_some() {
         if html.is_some() {
             anyhow::bail!(
-                "--report shows one cluster; this scenario's MultiKueueClusters name worker \
-                 manifests (sim.wasq.dev/manifests), which it does not show yet"
+                "--report with --compare shows one cluster per run; this scenario's \
+                 MultiKueueClusters name worker manifests (sim.wasq.dev/manifests), which it \
+                 does not show yet (without --compare, --report shows them all)"
             );
         }
         let run = |bindings: &wasq::wasm::Bindings| {

@@ -629,12 +629,60 @@ fn compare_runs_a_manager_scenario_under_two_dispatchers() {
     );
     assert_eq!(c["b"]["dispatch"]["fallbacks"], 0);
     let mut refused = std::process::Command::new(env!("CARGO_BIN_EXE_wasq"));
-    refused
-        .args(["simulate", "--report", "/dev/null"])
-        .arg(&example);
+    refused.args(["simulate", "--speed", "10"]).arg(&example);
     let out = refused.output().expect("runs");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("sim.wasq.dev/manifests"));
+}
+
+/// `wasq simulate --report FILE.html` of a manager scenario: one page with MultiKueue's
+/// summary, its workers and Workloads as the JSON report gives them, then each section with a
+/// column per cluster, the manager's first.
+#[test]
+fn the_html_report_of_a_manager_scenario_shows_every_cluster() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/multikueue/manager.yaml");
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_wasq"));
+    command
+        .args(["simulate", "-o", "json", "--report"])
+        .arg(&page)
+        .arg(&example);
+    let out = super::cli::succeeds(command, "wasq simulate --report");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("<h1>wasq simulation: a MultiKueue manager and 2 worker(s)</h1>"));
+    assert!(html.contains("<h2>MultiKueue</h2>"));
+    // Each worker's row as the JSON report counts it.
+    for w in r["workers"].as_array().unwrap() {
+        let row = format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td>",
+            w["name"].as_str().unwrap(),
+            w["ran"],
+            w["copies"]
+        );
+        assert!(html.contains(&row), "{row}");
+        assert!(html.contains(&format!(
+            "<h2>Per ClusterQueue: {}</h2>",
+            w["name"].as_str().unwrap()
+        )));
+    }
+    assert!(html.contains("<h2>Per ClusterQueue: manager</h2>"));
+    // Every Workload dispatched has its row, where it ran.
+    for w in r["workloads"].as_array().unwrap() {
+        let row = format!(
+            "<tr><td>{}</td><td>{}</td>",
+            w["workload"].as_str().unwrap(),
+            w["ranOn"].as_str().unwrap_or("-")
+        );
+        assert!(html.contains(&row), "{row}");
+    }
+    // The sections have a column per cluster, the manager's first.
+    let backlog = html.find("<h2>Backlog</h2>").expect("the backlog section");
+    let manager = html[backlog..].find("<h3>manager</h3>").unwrap();
+    let west = html[backlog..].find("<h3>eu-west</h3>").unwrap();
+    assert!(manager < west);
 }
 
 /// The example's dispatch plugin (`plugins/cheapest-region`) with the example's prices: the

@@ -8,11 +8,12 @@
 //! longer holds quota, finished or is deleted, its copies and remote jobs removed.
 //!
 //! What the manager knows of a worker comes from its session ([`crate::k8s::multikueue`]):
-//! the copies and remote jobs it lists and watches there, by the origin label. The jobs
-//! dispatched are those of the kinds with a MultiKueue adapter (`batch/v1` Job, JobSet, Ray,
-//! the Kubeflow jobs, MPIJob) whose `managedBy` is `kueue.x-k8s.io/multikueue`
-//! ([`crate::api::jobs::multikueue`]); a Workload of any other owner is `Rejected` as Kueue
-//! rejects it (`No multikueue adapter found …`).
+//! the copies, remote jobs, pods and sets it lists and watches there, by the origin label.
+//! What is dispatched ([`Owner`], [`crate::api::jobs::multikueue`]): a job of a kind with a
+//! MultiKueue adapter (`batch/v1` Job, JobSet, Ray, the Kubeflow jobs, MPIJob) whose
+//! `managedBy` is `kueue.x-k8s.io/multikueue`; a pod group's pods (kept gated here); the
+//! StatefulSet or LeaderWorkerSet a pod group belongs to. A Workload of any other owner is
+//! `Rejected` as Kueue rejects it (`No multikueue adapter found …`).
 
 use std::collections::BTreeSet;
 

@@ -61,11 +61,108 @@ pub use timeline::CheckWaitModel;
 pub use usage::{OwnQuota, QueueUsage, Usage};
 pub use waits::{Waits, WaitsChart};
 
+use super::multikueue::report::FederationReport;
 use super::report::Report;
 
 /// The page for one run: `prepared` from the simulation before its `report` was made.
 pub fn single(prepared: Prepared, report: &Report) -> Result<String, ChartError> {
     render(&[prepared.finish(report)], None)
+}
+
+/// The page of a MultiKueue run (`wasq simulate --report` of a manager scenario): the
+/// manager's run and each worker's, each prepared from its simulation before `report` was
+/// made, with MultiKueue's summary, workers and Workloads first.
+pub fn federation(
+    manager: Prepared,
+    workers: Vec<Prepared>,
+    report: &FederationReport,
+) -> Result<String, ChartError> {
+    let mut runs = vec![manager.finish(&report.manager)];
+    for (prepared, worker) in workers.into_iter().zip(&report.workers) {
+        runs.push(prepared.finish(&worker.report));
+    }
+    page::render_clusters(&runs, &multikueue_section(report))
+}
+
+/// MultiKueue's part of [`federation`]'s page, as the text report gives it.
+fn multikueue_section(r: &FederationReport) -> String {
+    use markup::{escape, table};
+    let seconds = |s: Option<f64>| s.map_or("-".to_string(), |s| format!("{s:.1}s"));
+    let s = &r.summary;
+    let mut out = format!(
+        "<section><h2>MultiKueue</h2><p>Dispatcher {}: {} workloads, {} admitted on a worker, {} \
+         dispatched again; dispatch (quota reserved on the manager to admitted on a worker) mean \
+         {}, p90 {}, max {}; {:.2} copies per workload; {} dispatcher calls, {} answers not \
+         taken.</p>",
+        escape(&s.dispatcher),
+        s.workloads,
+        s.admitted_on_a_worker,
+        s.dispatched_again,
+        seconds(s.mean_dispatch_seconds),
+        seconds(s.p90_dispatch_seconds),
+        seconds(s.max_dispatch_seconds),
+        s.copies_per_workload,
+        s.dispatcher_calls,
+        s.fallbacks
+    );
+    let workers: Vec<Vec<String>> = (r.workers.iter())
+        .map(|w| {
+            vec![
+                w.name.clone(),
+                w.ran.to_string(),
+                w.copies.to_string(),
+                w.copies_removed.to_string(),
+                if w.losses == 0 {
+                    "-".to_string()
+                } else {
+                    format!("{:.0}s ({}x)", w.lost_seconds, w.losses)
+                },
+            ]
+        })
+        .collect();
+    table(
+        &mut out,
+        "Per worker",
+        &["worker", "ran", "copies", "removed", "lost"],
+        &workers,
+    );
+    const SHOWN: usize = 500;
+    let workloads: Vec<Vec<String>> = (r.workloads.iter().take(SHOWN))
+        .map(|w| {
+            let last = w.attempts.last();
+            vec![
+                w.workload.clone(),
+                w.ran_on.clone().unwrap_or_else(|| "-".into()),
+                seconds(w.dispatch_seconds),
+                w.attempts.len().to_string(),
+                last.map(|a| a.copied_to.join(", ")).unwrap_or_default(),
+                last.and_then(|a| a.outcome).unwrap_or("-").to_string(),
+            ]
+        })
+        .collect();
+    let caption = if r.workloads.len() > SHOWN {
+        format!(
+            "Per workload (the first {SHOWN} of {}; -o json has all)",
+            r.workloads.len()
+        )
+    } else {
+        "Per workload".to_string()
+    };
+    table(
+        &mut out,
+        &caption,
+        &[
+            "workload",
+            "ran on",
+            "dispatch",
+            "attempts",
+            "last copied to",
+            "last outcome",
+        ],
+        &workloads,
+    );
+    out.push_str("</section>");
+    out
 }
 
 /// The page for two runs of one scenario, A and B (each prepared from its simulation, then its

@@ -593,6 +593,55 @@ fn differences_section(out: &mut String, a: &RunModel, b: &RunModel, diffs: &[Di
     out.push_str("</section>");
 }
 
+/// The page's head and title.
+fn open(out: &mut String, title: &str) {
+    let _ = write!(
+        out,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{0}</title>\
+         <style>{STYLE}</style></head><body><h1>{0}</h1>",
+        escape(title)
+    );
+}
+
+/// The page of a MultiKueue run: the manager's run and each worker's (`runs`, manager first),
+/// what MultiKueue did between them (`multikueue`, a section of markup), then each section
+/// with a column per cluster.
+pub fn render_clusters(runs: &[RunModel], multikueue: &str) -> Result<String, ChartError> {
+    let mut out = String::new();
+    open(
+        &mut out,
+        &format!(
+            "wasq simulation: a MultiKueue manager and {} worker(s)",
+            runs.len().saturating_sub(1)
+        ),
+    );
+    let columns: Vec<Run<'_>> = (runs.iter())
+        .map(|model| Run {
+            model,
+            prefix: format!("{}: ", model.label),
+        })
+        .collect();
+    for run in runs {
+        let _ = write!(out, "<p>{}: {}.</p>", escape(&run.label), lede(run));
+    }
+    out.push_str(multikueue);
+    for run in runs {
+        let _ = write!(
+            out,
+            "<section><h2>Per ClusterQueue: {}</h2>",
+            escape(&run.label)
+        );
+        super::headline::single(&mut out, &run.headline);
+        out.push_str("</section>");
+    }
+    shadows_section(&mut out, &columns)?;
+    for (title, body) in SECTIONS {
+        section(&mut out, title, &columns, body)?;
+    }
+    out.push_str("</body></html>\n");
+    Ok(out)
+}
+
 /// The whole page for one run, or two compared (with the workloads whose fate differs).
 pub fn render(runs: &[RunModel], differences: Option<&[Difference]>) -> Result<String, ChartError> {
     let mut out = String::new();
@@ -600,12 +649,7 @@ pub fn render(runs: &[RunModel], differences: Option<&[Difference]>) -> Result<S
         [a, b] => format!("wasq simulation: {} vs {}", a.label, b.label),
         _ => "wasq simulation".to_string(),
     };
-    let _ = write!(
-        out,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{0}</title>\
-         <style>{STYLE}</style></head><body><h1>{0}</h1>",
-        escape(&title)
-    );
+    open(&mut out, &title);
     let columns: Vec<Run<'_>> = match runs {
         [a, b] => [a, b]
             .into_iter()
