@@ -593,6 +593,15 @@ fn differences_section(out: &mut String, a: &RunModel, b: &RunModel, diffs: &[Di
     out.push_str("</section>");
 }
 
+/// Every section with a column per run, and the page's end.
+fn close(mut out: String, columns: &[Run<'_>]) -> Result<String, ChartError> {
+    for (title, body) in SECTIONS {
+        section(&mut out, title, columns, body)?;
+    }
+    out.push_str("</body></html>\n");
+    Ok(out)
+}
+
 /// The page's head and title.
 fn open(out: &mut String, title: &str) {
     let _ = write!(
@@ -635,11 +644,7 @@ pub fn render_clusters(runs: &[RunModel], multikueue: &str) -> Result<String, Ch
         out.push_str("</section>");
     }
     shadows_section(&mut out, &columns)?;
-    for (title, body) in SECTIONS {
-        section(&mut out, title, &columns, body)?;
-    }
-    out.push_str("</body></html>\n");
-    Ok(out)
+    close(out, &columns)
 }
 
 /// The whole page for one run, or two compared (with the workloads whose fate differs).
@@ -690,9 +695,5 @@ pub fn render(runs: &[RunModel], differences: Option<&[Difference]>) -> Result<S
             shadows_section(&mut out, &columns)?;
         }
     }
-    for (title, body) in SECTIONS {
-        section(&mut out, title, &columns, body)?;
-    }
-    out.push_str("</body></html>\n");
-    Ok(out)
+    close(out, &columns)
 }
