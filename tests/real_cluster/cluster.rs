@@ -272,12 +272,31 @@ impl ControlPlane {
     /// # Errors
     /// The new API server exits or is not ready within two minutes.
     pub async fn restart_apiserver(&mut self) -> Result<()> {
+        self.stop_apiserver()?;
+        self.start_apiserver().await
+    }
+
+    /// Kills the API server (`SIGKILL`): the cluster is out of reach until
+    /// [`ControlPlane::start_apiserver`].
+    ///
+    /// # Errors
+    /// It does not run.
+    pub fn stop_apiserver(&mut self) -> Result<()> {
         let at = self
             .servers
             .iter()
             .position(|s| s.name == "kube-apiserver")
             .context("the API server runs")?;
         drop(self.servers.remove(at));
+        Ok(())
+    }
+
+    /// Starts the API server [`ControlPlane::stop_apiserver`] stopped, with the same flags, port
+    /// and etcd; returns once it is ready.
+    ///
+    /// # Errors
+    /// It exits or is not ready within two minutes.
+    pub async fn start_apiserver(&mut self) -> Result<()> {
         let mut apiserver = Server::spawn(
             "kube-apiserver",
             &self.bin.join("kube-apiserver"),
@@ -286,6 +305,8 @@ impl ControlPlane {
             &[],
         )?;
         wait_ready(&self.kubeconfig(), &mut apiserver).await?;
+        // Before etcd, as at the start: the servers stop in this order.
+        let at = (self.servers.iter().position(|s| s.name == "etcd")).unwrap_or(self.servers.len());
         self.servers.insert(at, apiserver);
         Ok(())
     }

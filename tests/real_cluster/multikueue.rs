@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use wasq::k8s::schema::kinds::KueueKind;
 
 use crate::jobs::{
-    cluster_queue, condition, condition_of, create_all, kwok_flavor, local_queue, pods_in_phase,
-    sample_job, set_up_on, set_up_with, until, workload_of,
+    cluster_queue, condition, condition_of, create_all, keep_running, kwok_flavor, local_queue,
+    pods_in_phase, sample_job, set_up_on, set_up_with, until, workload_of,
 };
 use crate::wasq::{NAMESPACE, Options};
 
@@ -59,8 +59,17 @@ async fn a_job_dispatched_to_a_real_worker_runs_there_and_finishes_on_the_manage
     )
     .await?;
     let kubeconfig = std::fs::read_to_string(worker.kubeconfig())?;
-    let (_manager, client, mut wasq) =
-        set_up_on(&Options::new("manager-0"), &[], None, &[]).await?;
+    // A worker lost for 20 s is lost for good (Kueue's default is 15 minutes).
+    let config_dir = tempfile::tempdir()?;
+    let config = config_dir.path().join("kueue-config.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n\
+         multiKueue:\n  workerLostTimeout: 20s\n",
+    )?;
+    let mut options = Options::new("manager-0");
+    options.extra_args = vec!["--kueue-config".into(), config.display().to_string()];
+    let (_manager, client, mut wasq) = set_up_on(&options, &[], None, &[]).await?;
     // The Secret first: the cluster is connected as soon as it is seen.
     for object in manager_objects(&kubeconfig) {
         if object["kind"] == "Secret" {
@@ -254,35 +263,6 @@ async fn a_job_dispatched_to_a_real_worker_runs_there_and_finishes_on_the_manage
     );
     assert_eq!(labels["kueue.x-k8s.io/multikueue-origin"], "multikueue");
 
-    // The worker's API server killed and started again (every watch cut): a loss shorter than
-    // `workerLostTimeout`, after which the manager reconnects and the group stays where it
-    // runs.
-    let workloads: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        "default",
-        &KueueKind::Workload.api_resource(),
-    );
-    let active_since = |c: &Value| condition_of(c, "Active")["lastTransitionTime"].clone();
-    let before = active_since(&serde_json::to_value(clusters.get("worker-1").await?)?);
-    let restarted = Instant::now();
-    worker.restart_apiserver().await?;
-    until(
-        "the worker active again after its API server's restart",
-        &mut wasq,
-        async |seen| {
-            let c = serde_json::to_value(clusters.get("worker-1").await?)?;
-            let wl = workloads.get("sample-group").await?;
-            *seen = format!("{} {:?}", c["status"], wl.data["status"]["admissionChecks"]);
-            let active = condition(&c, "Active", "True") && active_since(&c) != before;
-            Ok(active.then_some(()))
-        },
-    )
-    .await?;
-    let reconnected_after = restarted.elapsed();
-    let wl = serde_json::to_value(workloads.get("sample-group").await?)?;
-    assert_eq!(wl["status"]["clusterName"], "worker-1", "{wl}");
-    assert_eq!(wl["status"]["admissionChecks"][0]["state"], "Ready", "{wl}");
-
     // The Secret rotated to credentials the worker refuses: the cluster goes inactive; rotated
     // back, it is connected again (the Secret's watch, no restart).
     let secrets: Api<k8s_openapi::api::core::v1::Secret> =
@@ -326,27 +306,94 @@ async fn a_job_dispatched_to_a_real_worker_runs_there_and_finishes_on_the_manage
     })
     .await?;
 
-    // The only warnings: the clients' and the worker's watches', as the worker's API server
-    // was killed (its watch cache, started anew, answers their resumption `Expired`).
-    for warnings in [wasq.warnings(), worker_wasq.warnings()] {
-        assert!(
-            warnings
-                .iter()
-                .all(|w| w.contains("kube_client")
-                    || w.contains("watch failed; retrying with backoff")),
-            "{}",
-            warnings.join("\n")
-        );
-    }
+    let worker_warnings = worker_wasq.warnings();
+    // Last, as it outlives the worker's wasq (its lease lapses, and it exits as Kueue's
+    // manager does): a Job that runs on, its worker's API server killed and away past
+    // `workerLostTimeout`. The check goes to `Retry` (Kueue's message) and the manager evicts
+    // it; back, the worker still runs it, and its copy, admitted there, is Ready again.
+    let mut long = sample_job(&[])?;
+    keep_running(&mut long);
+    let long = jobs.create(&PostParams::default(), &long).await?;
+    let long_name = long.metadata.name.clone().unwrap_or_default();
+    until(
+        "the long Job admitted on the worker",
+        &mut wasq,
+        async |seen| {
+            let wl = workload_of(&client, &long).await?;
+            *seen = format!("{wl:?}");
+            Ok(wl.filter(|w| condition(w, "Admitted", "True")))
+        },
+    )
+    .await?;
+    let remote_long = until("the long Job on the worker", &mut wasq, async |seen| {
+        let j = remote_jobs.get_opt(&long_name).await?;
+        *seen = format!("{j:?}");
+        Ok(j)
+    })
+    .await?;
+    pods_in_phase(&worker_client, &mut worker_wasq, &remote_long, 3, "Running").await?;
+    let lost = Instant::now();
+    worker.stop_apiserver()?;
+    // (`Retry` turns `Pending` at once as the manager evicts: its retry count tells.)
+    let retried = until(
+        "the check retried once the worker is lost",
+        &mut wasq,
+        async |seen| {
+            let wl = workload_of(&client, &long).await?;
+            *seen = format!("{wl:?}");
+            Ok(wl.filter(|w| {
+                let check = &w["status"]["admissionChecks"][0];
+                check["message"] == "Admitting remote lost, Previously: \"Ready\""
+                    || check["retryCount"].as_u64() >= Some(1)
+            }))
+        },
+    )
+    .await?;
+    let retried_after = lost.elapsed();
+    assert!(
+        retried_after.as_secs() >= 20,
+        "not before workerLostTimeout: {retried_after:?}"
+    );
+    assert!(retried["status"]["clusterName"].is_null(), "{retried}");
+    worker.start_apiserver().await?;
+    let back = until(
+        "the long Job Ready on the worker again",
+        &mut wasq,
+        async |seen| {
+            let wl = workload_of(&client, &long).await?;
+            *seen = format!("{wl:?}");
+            Ok(wl.filter(|w| {
+                condition(w, "Admitted", "True") && w["status"]["clusterName"] == "worker-1"
+            }))
+        },
+    )
+    .await?;
+    let back_after = lost.elapsed();
+    assert_eq!(
+        back["status"]["admissionChecks"][0]["state"], "Ready",
+        "{back}"
+    );
+    jobs.delete(&long_name, &Default::default()).await?;
+
+    // The worker's wasq warned of nothing before its API server was killed; the manager only
+    // of its client's cut connections.
+    assert_eq!(worker_warnings, Vec::<String>::new());
+    let warnings = wasq.warnings();
+    assert!(
+        warnings.iter().all(|w| w.contains("kube_client")),
+        "{}",
+        warnings.join("\n")
+    );
     eprintln!(
         "set-up {:.1}s; from the Job's creation: admitted on the worker {:.1}s, finished {:.1}s; \
-         the pod group Running there {:.1}s after its creation; reconnected {:.1}s after the \
-         worker's API server was killed",
+         the worker lost: retried {:.1}s after, Ready there again {:.1}s after; the pod group \
+         Running there {:.1}s after its creation",
         set_up_took.as_secs_f64(),
         admitted_after.as_secs_f64(),
         finished_after.as_secs_f64(),
-        group_running_after.as_secs_f64(),
-        reconnected_after.as_secs_f64()
+        retried_after.as_secs_f64(),
+        back_after.as_secs_f64(),
+        group_running_after.as_secs_f64()
     );
     Ok(())
 }
