@@ -587,7 +587,7 @@ impl Controller {
         let Some(remote) = mk.remote(cluster).filter(|r| r.conn.connected()) else {
             return Ok(());
         };
-        if remote.parents.contains_key(&(kind, key.clone())) {
+        if remote.object(RemoteKind::Parent(kind), &key).is_some() {
             return Ok(());
         }
         let Some(local) = self.local_parent(mk, kind, ns, name).await? else {
@@ -697,7 +697,7 @@ impl Controller {
         let key = key_of(local.metadata.namespace.as_deref(), job_name);
         let ns = local.metadata.namespace.clone();
         let local_value = to_value(&local);
-        match remote.jobs.get(&(i, key.clone())) {
+        match remote.object(RemoteKind::Job(i), &key) {
             None => {
                 let name = wl.metadata.name.as_deref().unwrap_or_default();
                 let job = job_adapter::remote_job(&kind, &local_value, name, settings.origin());
@@ -744,7 +744,7 @@ impl Controller {
             let pod_name = pod.metadata.name.clone().unwrap_or_default();
             let key = key_of(Some(ns), &pod_name);
             let local = serde_json::to_value(&pod).unwrap_or_default();
-            match remote.pods.get(&key) {
+            match remote.object(RemoteKind::Pod, &key) {
                 None => {
                     let created = writer
                         .create(
@@ -791,71 +791,46 @@ impl Controller {
             .collect()
     }
 
-    /// Kueue's `RemoveRemoteObjects`: the remote job or pods (those naming the Workload as
-    /// their prebuilt Workload), then the copy — Kueue's finalizer removed first.
+    /// Kueue's `RemoveRemoteObjects`: what the manager made there for the Workload — the
+    /// remote job or pods naming it as their prebuilt Workload, the StatefulSet or
+    /// LeaderWorkerSet one of whose Workloads it is (Kueue deletes a LeaderWorkerSet with any
+    /// of its groups' copies) — then the copy, Kueue's finalizer removed first.
     async fn remove_remote(
         &mut self,
         mk: &mut MultiKueue,
         cluster: &str,
         key: &str,
     ) -> Result<(), Error> {
-        // The StatefulSet or LeaderWorkerSet one of whose Workloads this is (Kueue deletes a
-        // LeaderWorkerSet with any of its groups' copies).
         let (ns, name) = key.split_once('/').unwrap_or(("default", key));
-        let parents: Vec<(usize, String)> = (mk.remote(cluster).into_iter())
-            .flat_map(|r| r.parents.iter())
-            .filter(|((i, _), o)| {
-                o.metadata.namespace.as_deref() == Some(ns)
-                    && job_adapter::parent_workloads(&mk.parents[*i].0, &to_value(o))
-                        .iter()
-                        .any(|w| w == name)
-            })
-            .map(|(k, _)| k.clone())
-            .collect();
-        for (i, set) in parents {
-            let set_name = set
-                .split_once('/')
-                .map_or(set.as_str(), |(_, n)| n)
-                .to_string();
-            let ar = mk.parents[i].1.clone();
-            let Some((remote, writer)) = mk.connected_mut(cluster) else {
-                return Ok(());
-            };
-            writer.delete(&ar, Some(ns), &set_name).await?;
-            remote.observe(RemoteKind::Parent(i), set, None);
-        }
-        let Some((remote, writer)) = mk.connected_mut(cluster) else {
+        let Some(writer) = mk.remote(cluster).and_then(|r| r.writer()) else {
             return Ok(());
         };
-        let jobs: Vec<(usize, String)> = (remote.jobs.iter())
-            .filter(|(_, j)| {
-                j.metadata.namespace.as_deref() == Some(ns)
-                    && job_adapter::prebuilt_name(&j.metadata) == Some(name)
+        let made: Vec<(RemoteKind, String)> = (mk.remote(cluster).into_iter())
+            .flat_map(|r| r.objects.iter())
+            .filter(|((kind, _), o)| {
+                o.metadata.namespace.as_deref() == Some(ns)
+                    && match kind {
+                        RemoteKind::Job(_) | RemoteKind::Pod => {
+                            job_adapter::prebuilt_name(&o.metadata) == Some(name)
+                        }
+                        RemoteKind::Parent(i) => {
+                            job_adapter::parent_workloads(&mk.parents[*i].0, &to_value(o))
+                                .iter()
+                                .any(|w| w == name)
+                        }
+                        _ => false,
+                    }
             })
             .map(|(k, _)| k.clone())
             .collect();
-        let pods: Vec<String> = (remote.pods.iter())
-            .filter(|(_, p)| {
-                p.metadata.namespace.as_deref() == Some(ns)
-                    && job_adapter::prebuilt_name(&p.metadata) == Some(name)
-            })
-            .map(|(k, _)| k.clone())
-            .collect();
-        for (i, job) in jobs {
-            let job_name = job.split_once('/').map_or(job.as_str(), |(_, n)| n);
-            if let Some(ar) = mk.job_resource(i).cloned()
-                && let Some(remote) = mk.remote_mut_if(cluster)
-            {
-                writer.delete(&ar, Some(ns), job_name).await?;
-                remote.observe(RemoteKind::Job(i), job, None);
-            }
-        }
-        let pod_ar = pod_groups::pod_resource();
-        for pod in pods {
-            let pod_name = pod.split_once('/').map_or(pod.as_str(), |(_, n)| n);
-            writer.delete(&pod_ar, Some(ns), pod_name).await?;
+        for (kind, object) in made {
+            let Some(ar) = mk.resource_of(kind) else {
+                continue;
+            };
+            let object_name = object.split_once('/').map_or(object.as_str(), |(_, n)| n);
+            writer.delete(&ar, Some(ns), object_name).await?;
             if let Some(remote) = mk.remote_mut_if(cluster) {
-                remote.observe(RemoteKind::Pod, pod, None);
+                remote.observe(kind, object, None);
             }
         }
         let Some(remote) = mk.remote_mut_if(cluster) else {

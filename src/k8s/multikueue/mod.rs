@@ -5,12 +5,12 @@
 //!   turned into a [`kube::Client`] (Kueue's `loadClientConfig`, `validateKubeconfig`).
 //! - [`connection`]: a worker's connection state (sessions, backoff, time lost) and the
 //!   MultiKueueCluster `Active` condition it implies.
-//! - [`session`]: one connection, as a task reporting on a channel: the worker's copies and
-//!   remote jobs listed and watched.
+//! - [`session`]: one connection, as a task reporting on a channel: the worker's copies,
+//!   remote jobs, pods and sets, and its queues, listed and watched.
 //!
 //! [`MultiKueue`] holds one [`Remote`] per MultiKueueCluster the controller reconciles
-//! (`crate::k8s::controller`): its connection, what the manager sees there (the copies and
-//! remote jobs, by key, while connected) and a writer for them.
+//! (`crate::k8s::controller`): its connection, what the manager sees there (the copies, and
+//! every other object watched by kind and key, while connected) and a writer for them.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -83,16 +83,10 @@ pub struct Remote {
     writer: Option<Arc<Writer>>,
     /// The manager's Workload copies there, by key (while connected).
     pub copies: BTreeMap<String, Workload>,
-    /// The remote jobs there, by kind (the controller's index) and key (while connected).
-    pub jobs: BTreeMap<(usize, String), DynamicObject>,
-    /// The remote pods there, by key (while connected).
-    pub pods: BTreeMap<String, DynamicObject>,
-    /// The remote StatefulSets and LeaderWorkerSets there, by kind (the index in
-    /// [`MultiKueue::parents`]) and key (while connected).
-    pub parents: BTreeMap<(usize, String), DynamicObject>,
-    /// Its ClusterQueues by name and LocalQueues by key, when the manager may read them.
-    pub cluster_queues: BTreeMap<String, DynamicObject>,
-    pub local_queues: BTreeMap<String, DynamicObject>,
+    /// Everything else it watches there, by kind and key (while connected): the remote jobs,
+    /// pods and sets the manager made, and its ClusterQueues (by name) and LocalQueues when
+    /// the manager may read them.
+    pub objects: BTreeMap<(RemoteKind, String), DynamicObject>,
 }
 
 impl Remote {
@@ -128,26 +122,9 @@ impl Remote {
                 .copies
                 .get(&key)
                 .and_then(|w| w.metadata.resource_version.clone()),
-            RemoteKind::Job(i) => self
-                .jobs
-                .get(&(i, key.clone()))
-                .and_then(|j| j.metadata.resource_version.clone()),
-            RemoteKind::Parent(i) => self
-                .parents
-                .get(&(i, key.clone()))
-                .and_then(|j| j.metadata.resource_version.clone()),
-            RemoteKind::Pod => self
-                .pods
-                .get(&key)
-                .and_then(|j| j.metadata.resource_version.clone()),
-            RemoteKind::ClusterQueue => self
-                .cluster_queues
-                .get(&key)
-                .and_then(|j| j.metadata.resource_version.clone()),
-            RemoteKind::LocalQueue => self
-                .local_queues
-                .get(&key)
-                .and_then(|j| j.metadata.resource_version.clone()),
+            _ => self
+                .object(kind, &key)
+                .and_then(|o| o.metadata.resource_version.clone()),
         };
         let newer = |o: &DynamicObject| {
             let rv = |v: Option<&String>| v.and_then(|v| v.parse::<u64>().ok());
@@ -166,40 +143,27 @@ impl Remote {
                     tracing::warn!(workload = %key, error = %e, "MultiKueue: a remote Workload does not decode");
                 }
             },
-            (RemoteKind::Job(i), Some(o)) => {
-                self.jobs.insert((i, key), o);
-            }
-            (RemoteKind::Parent(i), Some(o)) => {
-                self.parents.insert((i, key), o);
-            }
-            (RemoteKind::Parent(i), None) => {
-                self.parents.remove(&(i, key));
-            }
-            (RemoteKind::Pod, Some(o)) => {
-                self.pods.insert(key, o);
-            }
-            (RemoteKind::Pod, None) => {
-                self.pods.remove(&key);
-            }
             (RemoteKind::Workload, None) => {
                 self.copies.remove(&key);
             }
-            (RemoteKind::Job(i), None) => {
-                self.jobs.remove(&(i, key));
+            (_, Some(o)) => {
+                self.objects.insert((kind, key), o);
             }
-            (RemoteKind::ClusterQueue, Some(o)) => {
-                self.cluster_queues.insert(key, o);
-            }
-            (RemoteKind::ClusterQueue, None) => {
-                self.cluster_queues.remove(&key);
-            }
-            (RemoteKind::LocalQueue, Some(o)) => {
-                self.local_queues.insert(key, o);
-            }
-            (RemoteKind::LocalQueue, None) => {
-                self.local_queues.remove(&key);
+            (_, None) => {
+                self.objects.remove(&(kind, key));
             }
         }
+    }
+
+    /// The object of `kind` (not a copy) at `key`, as the worker last showed it.
+    pub fn object(&self, kind: RemoteKind, key: &str) -> Option<&DynamicObject> {
+        self.objects.get(&(kind, key.to_string()))
+    }
+
+    /// Forgets everything seen there.
+    fn forget(&mut self) {
+        self.copies.clear();
+        self.objects.clear();
     }
 
     /// What the manager sees of the worker's ClusterQueue that LocalQueue `namespace/name`
@@ -209,11 +173,12 @@ impl Remote {
         if !self.conn.connected() {
             return None;
         }
-        let lq = self
-            .local_queues
-            .get(&key_of(Some(namespace), local_queue))?;
+        let lq = self.object(
+            RemoteKind::LocalQueue,
+            &key_of(Some(namespace), local_queue),
+        )?;
         let name = lq.data["spec"]["clusterQueue"].as_str()?;
-        let cq = &self.cluster_queues.get(name)?.data;
+        let cq = &self.object(RemoteKind::ClusterQueue, name)?.data;
         let milli = |v: &serde_json::Value| {
             v.as_str()
                 .map(str::to_string)
@@ -278,9 +243,7 @@ impl std::fmt::Debug for Remote {
         f.debug_struct("Remote")
             .field("conn", &self.conn)
             .field("copies", &self.copies.keys().collect::<Vec<_>>())
-            .field("jobs", &self.jobs.keys().collect::<Vec<_>>())
-            .field("pods", &self.pods.keys().collect::<Vec<_>>())
-            .field("parents", &self.parents.keys().collect::<Vec<_>>())
+            .field("objects", &self.objects.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -406,12 +369,7 @@ impl MultiKueue {
                 Outcome::Synced { client, listed } => {
                     remote.conn.synced(r.generation);
                     remote.writer = Some(Arc::new(Writer::new(client, None)));
-                    remote.copies.clear();
-                    remote.jobs.clear();
-                    remote.pods.clear();
-                    remote.parents.clear();
-                    remote.cluster_queues.clear();
-                    remote.local_queues.clear();
+                    remote.forget();
                     for (kind, objects) in listed {
                         for o in objects {
                             let key = key_of(
@@ -428,12 +386,7 @@ impl MultiKueue {
                     remote.conn.ended(r.generation, e, now);
                     // What the manager saw there is no longer known.
                     remote.writer = None;
-                    remote.copies.clear();
-                    remote.jobs.clear();
-                    remote.pods.clear();
-                    remote.parents.clear();
-                    remote.cluster_queues.clear();
-                    remote.local_queues.clear();
+                    remote.forget();
                 }
             }
             remote.reported = true;
@@ -457,6 +410,16 @@ impl MultiKueue {
             o.controller == Some(true) && o.api_version == "apps/v1" && o.kind == "StatefulSet"
         })?;
         Some((find("StatefulSet")?, owner.name.clone()))
+    }
+
+    /// The resource of what a session watches as `kind`, besides copies and queues.
+    pub fn resource_of(&self, kind: RemoteKind) -> Option<ApiResource> {
+        match kind {
+            RemoteKind::Job(i) => self.job_resource(i).cloned(),
+            RemoteKind::Pod => Some(ApiResource::erase::<Pod>(&())),
+            RemoteKind::Parent(i) => self.parents.get(i).map(|(_, ar)| ar.clone()),
+            _ => None,
+        }
     }
 
     /// The resource of job kind `i`, when MultiKueue dispatches it.

@@ -95,6 +95,16 @@ impl Fed {
         }
     }
 
+    /// Changes the manager's Workload at `path` as a user would (`kubectl patch`), and its
+    /// watch event.
+    fn edit_manager_wl(&mut self, path: &str, edit: impl FnOnce(&mut Value)) {
+        self.manager.api.modify(path, edit);
+        self.manager.applied(
+            wasq::k8s::sync::mirror::Source::Kueue(wasq::k8s::schema::kinds::KueueKind::Workload),
+            path,
+        );
+    }
+
     fn manager_wl(&self) -> Value {
         self.manager
             .api
@@ -747,19 +757,13 @@ async fn orphaned_copies_go_at_the_garbage_collectors_round_and_never_with_gc_of
             "multiKueue": {"gcInterval": gc}}))
         .unwrap()
     };
-    let passes = async |fed: &mut Fed, n: usize| {
-        for _ in 0..n {
-            fed.manager.step().await;
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    };
     let mut fed = Fed::with_objects(&["w1"], manager_objects(&["w1"], Some(MANAGED_BY)));
     fed.manager.controller.mirror.configuration = Some(config("1m"));
     fed.start_manager();
     fed.until("the Job's copy", |f| copy(f.worker("w1")).is_some())
         .await;
     orphan(fed.worker("w1"));
-    passes(&mut fed, 10).await;
+    fed.passes(Duration::from_millis(100)).await;
     assert!(
         fed.worker("w1").api.get(&wl_path("ghost")).is_some(),
         "kept until the next round"
@@ -779,7 +783,7 @@ async fn orphaned_copies_go_at_the_garbage_collectors_round_and_never_with_gc_of
     fed.until("the Job's copy", |f| copy(f.worker("w1")).is_some())
         .await;
     fed.advance(3_600_000);
-    passes(&mut fed, 10).await;
+    fed.passes(Duration::from_millis(100)).await;
     assert!(fed.worker("w1").api.get(&wl_path("ghost")).is_some());
 }
 
@@ -1122,15 +1126,11 @@ async fn a_priority_changed_on_the_manager_reaches_the_copies() {
         .await;
     // The user raises the pending Workload's priority (as `kubectl patch` would).
     let path = wl_path(&job_wl("a"));
-    fed.manager.api.modify(&path, |w| {
+    fed.edit_manager_wl(&path, |w| {
         w["spec"]["priorityClassRef"] =
             json!({"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"});
         w["spec"]["priority"] = json!(100);
     });
-    fed.manager.applied(
-        wasq::k8s::sync::mirror::Source::Kueue(wasq::k8s::schema::kinds::KueueKind::Workload),
-        &path,
-    );
     fed.until("copies updated", |f| {
         f.workers
             .iter()
@@ -1169,22 +1169,14 @@ async fn a_copy_made_from_a_spec_changed_since_is_made_anew_and_a_workers_defaul
     fed.worker("w1").api.modify(&path, |c| {
         c["spec"]["podSets"][0]["template"]["spec"]["schedulerName"] = json!("default-scheduler");
     });
-    for _ in 0..5 {
-        fed.step_workers().await;
-        fed.manager.step().await;
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    fed.passes(Duration::from_millis(100)).await;
     assert_eq!(deletes(fed.worker("w1")), 0);
 
     // The manager's Workload's spec changes (its maximum execution time): each copy is
     // removed and made anew from the new spec (Kueue's out-of-sync step).
-    fed.manager.api.modify(&path, |w| {
+    fed.edit_manager_wl(&path, |w| {
         w["spec"]["maximumExecutionTimeSeconds"] = json!(600);
     });
-    fed.manager.applied(
-        wasq::k8s::sync::mirror::Source::Kueue(wasq::k8s::schema::kinds::KueueKind::Workload),
-        &path,
-    );
     fed.until("copies made anew", |f| {
         f.workers
             .iter()

@@ -337,10 +337,7 @@ async fn a_statefulset_is_dispatched_whole_to_the_worker_that_admits_its_pods_gr
         assert!(gated(&fed.manager.api.get(&pod_path(n)).unwrap()));
     }
     // Made once, however many passes follow.
-    for _ in 0..5 {
-        fed.step_workers().await;
-        fed.manager.step().await;
-    }
+    fed.passes(std::time::Duration::from_millis(100)).await;
     let creates = (fed.worker("w1").api.requests().into_iter())
         .filter(|r| r.method == "POST" && r.uri.contains("/statefulsets"))
         .count();
