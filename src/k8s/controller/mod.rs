@@ -1103,7 +1103,7 @@ impl Controller {
         }
         let Some(wl) = wl else {
             // Pods naming a prebuilt Workload (a MultiKueue manager's) wait for it.
-            if !group.is_complete() || group.prebuilt() {
+            if !group.is_complete() || group.under_manager_copy() {
                 return Ok(());
             }
             let catalog = core::catalog(&self.mirror);
@@ -1159,13 +1159,15 @@ impl Controller {
     /// Kueue's `ShouldSkipLocalExecution`: a Workload behind a MultiKueue check runs on a
     /// worker, so its pods stay gated here.
     fn runs_elsewhere(&self, wl: &Workload) -> bool {
-        checks::states(wl).iter().any(|st| {
-            self.mirror
-                .admission_checks
-                .get(&st.name)
-                .is_some_and(|ac| {
-                    ac.spec.controller_name == crate::api::multikueue::MULTIKUEUE_CONTROLLER
-                })
+        self.multikueue_check(wl).is_some()
+    }
+
+    /// The state of `wl`'s MultiKueue admission check, when it has one.
+    fn multikueue_check<'a>(&self, wl: &'a Workload) -> Option<&'a api::AdmissionCheckState> {
+        checks::states(wl).iter().find(|st| {
+            (self.mirror.admission_checks.get(&st.name)).is_some_and(|ac| {
+                ac.spec.controller_name == crate::api::multikueue::MULTIKUEUE_CONTROLLER
+            })
         })
     }
 

@@ -134,17 +134,12 @@ impl Controller {
     /// The MultiKueue check of `wl`, when it has one with a known MultiKueueConfig.
     fn dispatch_of(&self, wl: &Workload) -> Option<Dispatch> {
         let s = self.scheduler.as_ref()?;
-        checks::states(wl).iter().find_map(|st| {
-            let ac = self.mirror.admission_checks.get(&st.name)?;
-            if ac.spec.controller_name != MULTIKUEUE_CONTROLLER {
-                return None;
-            }
-            let def = s.cluster.admission_checks.get(&st.name)?;
-            Some(Dispatch {
-                check: st.name.clone(),
-                state: checks::to_core(std::slice::from_ref(st)).checks[0].state,
-                clusters: def.multikueue.as_ref()?.clusters.clone(),
-            })
+        let st = self.multikueue_check(wl)?;
+        let def = s.cluster.admission_checks.get(&st.name)?;
+        Some(Dispatch {
+            check: st.name.clone(),
+            state: checks::to_core(std::slice::from_ref(st)).checks[0].state,
+            clusters: def.multikueue.as_ref()?.clusters.clone(),
         })
     }
 

@@ -122,7 +122,7 @@ impl Group {
     /// Whether its pods run under a MultiKueue manager's copy (they name a prebuilt Workload,
     /// or carry the origin label from their StatefulSet's or LeaderWorkerSet's template): its
     /// Workload is never made here.
-    pub fn prebuilt(&self) -> bool {
+    pub fn under_manager_copy(&self) -> bool {
         self.pods.iter().any(|p| {
             prebuilt_name(&p.metadata).is_some()
                 || (p.metadata.labels.as_ref()).is_some_and(|l| l.contains_key(ORIGIN_LABEL))
