@@ -86,8 +86,8 @@ pub fn federation(
 
 /// MultiKueue's part of [`federation`]'s page, as the text report gives it.
 fn multikueue_section(r: &FederationReport) -> String {
+    use super::multikueue::report::seconds;
     use markup::{escape, table};
-    let seconds = |s: Option<f64>| s.map_or("-".to_string(), |s| format!("{s:.1}s"));
     let s = &r.summary;
     let mut out = format!(
         "<section><h2>MultiKueue</h2><p>Dispatcher {}: {} workloads, {} admitted on a worker, {} \
@@ -112,11 +112,7 @@ fn multikueue_section(r: &FederationReport) -> String {
                 w.ran.to_string(),
                 w.copies.to_string(),
                 w.copies_removed.to_string(),
-                if w.losses == 0 {
-                    "-".to_string()
-                } else {
-                    format!("{:.0}s ({}x)", w.lost_seconds, w.losses)
-                },
+                w.lost(),
             ]
         })
         .collect();

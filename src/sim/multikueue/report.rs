@@ -274,8 +274,20 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-fn seconds(x: Option<f64>) -> String {
+/// A length of time in the reports' words (`-` when there is none).
+pub(crate) fn seconds(x: Option<f64>) -> String {
     x.map_or("-".to_string(), |s| format!("{s:.1}s"))
+}
+
+impl WorkerReport {
+    /// How long it was lost, and how often (`-` when never).
+    pub(crate) fn lost(&self) -> String {
+        if self.losses == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.0}s ({}x)", self.lost_seconds, self.losses)
+        }
+    }
 }
 
 impl FederationReport {
@@ -319,15 +331,14 @@ impl FederationReport {
             "worker", "ran", "copies", "removed", "lost"
         );
         for w in &self.workers {
-            let lost = if w.losses == 0 {
-                "-".to_string()
-            } else {
-                format!("{:.0}s ({}x)", w.lost_seconds, w.losses)
-            };
             let _ = writeln!(
                 out,
                 "  {:<20} {:>5} {:>7} {:>8} {:>14}",
-                w.name, w.ran, w.copies, w.copies_removed, lost
+                w.name,
+                w.ran,
+                w.copies,
+                w.copies_removed,
+                w.lost()
             );
         }
         let _ = writeln!(
