@@ -335,7 +335,7 @@ async fn a_job_dispatched_to_a_real_worker_runs_there_and_finishes_on_the_manage
     let lost = Instant::now();
     worker.stop_apiserver()?;
     // (`Retry` turns `Pending` at once as the manager evicts: its retry count tells.)
-    let retried = until(
+    until(
         "the check retried once the worker is lost",
         &mut wasq,
         async |seen| {
@@ -354,7 +354,17 @@ async fn a_job_dispatched_to_a_real_worker_runs_there_and_finishes_on_the_manage
         retried_after.as_secs() >= 20,
         "not before workerLostTimeout: {retried_after:?}"
     );
-    assert!(retried["status"]["clusterName"].is_null(), "{retried}");
+    // The eviction that follows clears `clusterName` (a moment after `Retry` is written).
+    until(
+        "the Workload evicted from the lost worker",
+        &mut wasq,
+        async |seen| {
+            let wl = workload_of(&client, &long).await?;
+            *seen = format!("{wl:?}");
+            Ok(wl.filter(|w| w["status"]["clusterName"].is_null()))
+        },
+    )
+    .await?;
     worker.start_apiserver().await?;
     let back = until(
         "the long Job Ready on the worker again",
